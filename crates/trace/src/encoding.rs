@@ -1,0 +1,334 @@
+//! The hashed byte layout of an event: a compatibility promise.
+//!
+//! Changing anything here breaks every existing store; a new layout needs a
+//! new context string (the version lives in it) and a schema migration.
+
+use crate::error::{Error, Result};
+
+/// BLAKE3 derive-key context for event hashes (layout version 1).
+pub const EVENT_HASH_CONTEXT: &str = "ratchet-trace 2026-11-30 event hash v1";
+/// BLAKE3 derive-key context for a store's genesis hash.
+pub const GENESIS_CONTEXT: &str = "ratchet-trace 2026-11-30 genesis v1";
+/// BLAKE3 derive-key context turning a writer secret into the MAC key.
+pub const MAC_KEY_CONTEXT: &str = "ratchet-trace 2026-11-30 writer mac key v1";
+/// BLAKE3 derive-key context turning a writer secret into its public key id.
+pub const KEY_ID_CONTEXT: &str = "ratchet-trace 2026-11-30 writer key id v1";
+
+/// Where a merged event came from: the producing store, its seq there and its hash there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OriginRef<'a> {
+    pub store: &'a str,
+    pub seq: u64,
+    pub hash: &'a [u8; 32],
+}
+
+/// The fields of one event that the chain hash covers, borrowed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HashInput<'a> {
+    pub store_id: &'a str,
+    pub seq: u64,
+    pub prev_hash: &'a [u8; 32],
+    pub id: u128,
+    pub ts_ms: i64,
+    pub cell: &'a str,
+    pub session: &'a str,
+    pub kind: &'a str,
+    pub commit: Option<&'a str>,
+    pub origin: Option<OriginRef<'a>>,
+    pub payload: &'a [u8],
+}
+
+/// Computes event hashes, reusing the derive-key state and a scratch buffer.
+#[derive(Clone)]
+pub(crate) struct ChainHasher {
+    base: blake3::Hasher,
+    buf: Vec<u8>,
+}
+
+impl std::fmt::Debug for ChainHasher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChainHasher").finish_non_exhaustive()
+    }
+}
+
+fn put_str(buf: &mut Vec<u8>, s: &str) {
+    // Lengths are u32: every string field is validated far below 4 GiB.
+    buf.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    buf.extend_from_slice(s.as_bytes());
+}
+
+impl ChainHasher {
+    pub fn new() -> Self {
+        ChainHasher {
+            base: blake3::Hasher::new_derive_key(EVENT_HASH_CONTEXT),
+            buf: Vec::with_capacity(512),
+        }
+    }
+
+    /// `blake3_derive_key(EVENT_HASH_CONTEXT, layout(input))`, layout as documented in the crate docs.
+    pub fn hash(&mut self, e: &HashInput<'_>) -> blake3::Hash {
+        let buf = &mut self.buf;
+        buf.clear();
+        put_str(buf, e.store_id);
+        buf.extend_from_slice(&e.seq.to_le_bytes());
+        buf.extend_from_slice(e.prev_hash);
+        buf.extend_from_slice(&e.id.to_be_bytes());
+        buf.extend_from_slice(&e.ts_ms.to_le_bytes());
+        put_str(buf, e.cell);
+        put_str(buf, e.session);
+        put_str(buf, e.kind);
+        match e.commit {
+            None => buf.push(0),
+            Some(c) => {
+                buf.push(1);
+                put_str(buf, c);
+            }
+        }
+        match e.origin {
+            None => buf.push(0),
+            Some(o) => {
+                buf.push(1);
+                put_str(buf, o.store);
+                buf.extend_from_slice(&o.seq.to_le_bytes());
+                buf.extend_from_slice(o.hash);
+            }
+        }
+        buf.extend_from_slice(&(e.payload.len() as u64).to_le_bytes());
+        let mut h = self.base.clone();
+        if e.payload.len() > 4096 {
+            h.update(buf);
+            h.update(e.payload);
+        } else {
+            buf.extend_from_slice(e.payload);
+            h.update(buf);
+        }
+        h.finalize()
+    }
+}
+
+/// The hash the first event of a store chains from: bound to the store id, so a
+/// row replayed from one store into another breaks.
+pub(crate) fn genesis_hash(store_id: &str) -> blake3::Hash {
+    let mut h = blake3::Hasher::new_derive_key(GENESIS_CONTEXT);
+    h.update(&(store_id.len() as u32).to_le_bytes());
+    h.update(store_id.as_bytes());
+    h.finalize()
+}
+
+/// The secret that authorises writes to a keyed store.
+///
+/// Derivation (documented in the crate docs): the MAC key is
+/// `derive_key(MAC_KEY_CONTEXT, secret)`, and each event's MAC is
+/// `keyed_hash(mac_key, event_hash)`. The key id, stored in the clear so a wrong
+/// key is reported as such, is `derive_key(KEY_ID_CONTEXT, secret)`.
+#[derive(Clone)]
+pub struct WriterKey {
+    mac_key: [u8; 32],
+    id: blake3::Hash,
+}
+
+impl std::fmt::Debug for WriterKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriterKey")
+            .field("id", &self.id.to_hex().as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+impl WriterKey {
+    /// Makes a key from at least 32 bytes of secret material.
+    ///
+    /// # Errors
+    /// [`Error::InvalidKey`] if the secret is shorter than 32 bytes.
+    pub fn from_secret(secret: &[u8]) -> Result<Self> {
+        if secret.len() < 32 {
+            return Err(Error::InvalidKey {
+                reason: format!(
+                    "secret is {} bytes; at least 32 are needed",
+                    secret.len()
+                ),
+            });
+        }
+        Ok(WriterKey {
+            mac_key: blake3::derive_key(MAC_KEY_CONTEXT, secret),
+            id: blake3::Hash::from(blake3::derive_key(KEY_ID_CONTEXT, secret)),
+        })
+    }
+
+    /// Parses the text of a key file: 64 or more hex digits, surrounding whitespace ignored.
+    ///
+    /// # Errors
+    /// [`Error::InvalidKey`] if the text is not even-length hex of at least 32 bytes.
+    pub fn from_hex(text: &str) -> Result<Self> {
+        let t = text.trim();
+        let bytes = decode_hex(t).ok_or_else(|| Error::InvalidKey {
+            reason: "key file must hold hex digits only (as written by `ratchet init --keyed`)"
+                .into(),
+        })?;
+        Self::from_secret(&bytes)
+    }
+
+    /// Makes a fresh random key and returns it with its hex text (for a key file).
+    ///
+    /// # Errors
+    /// [`Error::InvalidKey`] if the operating system's random source fails.
+    pub fn generate() -> Result<(Self, String)> {
+        let mut secret = [0u8; 32];
+        getrandom::fill(&mut secret).map_err(|e| Error::InvalidKey {
+            reason: format!("operating system random source failed: {e}"),
+        })?;
+        let hex = encode_hex(&secret);
+        Ok((Self::from_secret(&secret)?, hex))
+    }
+
+    /// The public id of this key, as recorded in a keyed store.
+    pub fn id_hex(&self) -> String {
+        self.id.to_hex().to_string()
+    }
+
+    pub(crate) fn mac(&self, event_hash: &blake3::Hash) -> blake3::Hash {
+        blake3::keyed_hash(&self.mac_key, event_hash.as_bytes())
+    }
+}
+
+pub(crate) fn encode_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
+}
+
+pub(crate) fn decode_hex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    let digit = |c: u8| -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            _ => None,
+        }
+    };
+    s.as_bytes()
+        .chunks(2)
+        .map(|p| Some(digit(p[0])? << 4 | digit(p[1])?))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> HashInput<'static> {
+        HashInput {
+            store_id: "01JDXK0000000000000000000A",
+            seq: 1,
+            prev_hash: &[7u8; 32],
+            id: 0x0193_0000_0000_0000_0000_0000_0000_0001,
+            ts_ms: 1_764_460_800_000,
+            cell: "01JDXK0000000000000000000A",
+            session: "s",
+            kind: "note",
+            commit: Some("0123456789abcdef0123456789abcdef01234567"),
+            origin: None,
+            payload: br#"{"a":1}"#,
+        }
+    }
+
+    /// Known-answer test: the layout is a compatibility promise. If this
+    /// fails, existing stores no longer verify.
+    #[test]
+    fn event_hash_layout_is_stable() {
+        let mut h = ChainHasher::new();
+        let got = h.hash(&sample());
+        assert_eq!(
+            got.to_hex().as_str(),
+            "aac5d245ffba2eea5e40bfe70a8e18c0f6553bbb548a67ac78f39f59847bd1bf",
+            "event hash layout v1 changed"
+        );
+    }
+
+    #[test]
+    fn every_field_changes_the_hash() {
+        let mut h = ChainHasher::new();
+        let base = h.hash(&sample());
+        let prev = [8u8; 32];
+        let oh = [1u8; 32];
+        let variants: Vec<HashInput<'_>> = vec![
+            HashInput { store_id: "other", ..sample() },
+            HashInput { seq: 2, ..sample() },
+            HashInput { prev_hash: &prev, ..sample() },
+            HashInput { id: 2, ..sample() },
+            HashInput { ts_ms: 0, ..sample() },
+            HashInput { cell: "c", ..sample() },
+            HashInput { session: "t", ..sample() },
+            HashInput { kind: "nota", ..sample() },
+            HashInput { commit: None, ..sample() },
+            HashInput {
+                origin: Some(OriginRef { store: "x", seq: 1, hash: &oh }),
+                ..sample()
+            },
+            HashInput { payload: br#"{"a":2}"#, ..sample() },
+        ];
+        for (i, v) in variants.iter().enumerate() {
+            assert_ne!(h.hash(v), base, "variant {i} did not change the hash");
+        }
+    }
+
+    #[test]
+    fn field_boundaries_are_unambiguous() {
+        // Moving a byte from one string field to the next must change the hash.
+        let mut h = ChainHasher::new();
+        let a = h.hash(&HashInput { session: "ab", kind: "c", ..sample() });
+        let b = h.hash(&HashInput { session: "a", kind: "bc", ..sample() });
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn large_payload_path_equals_small_payload_path() {
+        // The two feeding strategies must hash the same bytes.
+        let big = vec![b'x'; 5000];
+        let mut h = ChainHasher::new();
+        let got = h.hash(&HashInput { payload: &big, ..sample() });
+        let mut manual = blake3::Hasher::new_derive_key(EVENT_HASH_CONTEXT);
+        let mut buf = Vec::new();
+        let s = sample();
+        put_str(&mut buf, s.store_id);
+        buf.extend_from_slice(&s.seq.to_le_bytes());
+        buf.extend_from_slice(s.prev_hash);
+        buf.extend_from_slice(&s.id.to_be_bytes());
+        buf.extend_from_slice(&s.ts_ms.to_le_bytes());
+        put_str(&mut buf, s.cell);
+        put_str(&mut buf, s.session);
+        put_str(&mut buf, s.kind);
+        buf.push(1);
+        put_str(&mut buf, s.commit.unwrap_or_default());
+        buf.push(0);
+        buf.extend_from_slice(&(big.len() as u64).to_le_bytes());
+        buf.extend_from_slice(&big);
+        manual.update(&buf);
+        assert_eq!(got, manual.finalize());
+    }
+
+    #[test]
+    fn keys_need_32_bytes_and_hex() {
+        assert!(matches!(WriterKey::from_secret(&[1; 31]), Err(Error::InvalidKey { .. })));
+        assert!(matches!(WriterKey::from_hex("zz"), Err(Error::InvalidKey { .. })));
+        let (k, hex) = WriterKey::generate().expect("random key");
+        let k2 = WriterKey::from_hex(&format!("  {hex}\n")).expect("parse own hex");
+        assert_eq!(k.id_hex(), k2.id_hex());
+        let h = blake3::hash(b"e");
+        assert_eq!(k.mac(&h), k2.mac(&h));
+    }
+
+    #[test]
+    fn hex_round_trips() {
+        let b = [0u8, 1, 0xab, 0xff];
+        assert_eq!(decode_hex(&encode_hex(&b)).as_deref(), Some(&b[..]));
+        assert_eq!(decode_hex("abc"), None);
+    }
+}

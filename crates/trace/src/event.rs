@@ -1,0 +1,303 @@
+//! Events: what callers hand in ([`EventDraft`]) and what the chain holds ([`Event`]).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use ulid::Ulid;
+
+use crate::error::{Error, Result};
+
+/// Default limit on an inline payload; larger data goes to the blob store.
+pub const DEFAULT_MAX_INLINE_PAYLOAD: usize = 64 * 1024;
+/// Longest accepted kind, session, task, scorer or suite name, in bytes.
+pub const MAX_NAME_LEN: usize = 256;
+
+/// A full git object id: 40 (SHA-1) or 64 (SHA-256) hex digits, stored lower-case.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct CommitId(String);
+
+impl CommitId {
+    /// Parses a full commit id. Abbreviated ids are refused: a store must join
+    /// on exact commits, and an abbreviation can become ambiguous later.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `commit` if the text is not 40 or 64 hex digits.
+    pub fn parse(text: &str) -> Result<Self> {
+        let ok_len = text.len() == 40 || text.len() == 64;
+        if !ok_len || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Error::invalid(
+                "commit",
+                format!(
+                    "{text:?} is not a full commit id (40 or 64 hex digits); resolve it with `git rev-parse`"
+                ),
+            ));
+        }
+        Ok(CommitId(text.to_ascii_lowercase()))
+    }
+
+    /// The id as lower-case hex.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for CommitId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for CommitId {
+    type Error = Error;
+    fn try_from(s: String) -> Result<Self> {
+        CommitId::parse(&s)
+    }
+}
+
+impl From<CommitId> for String {
+    fn from(c: CommitId) -> String {
+        c.0
+    }
+}
+
+impl std::str::FromStr for CommitId {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        CommitId::parse(s)
+    }
+}
+
+/// An event to append: the store fills in seq, id, time, cell and hashes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventDraft {
+    pub(crate) kind: String,
+    pub(crate) session: String,
+    pub(crate) commit: Option<CommitId>,
+    pub(crate) payload: Vec<u8>,
+}
+
+impl EventDraft {
+    /// A draft of `kind` whose payload is `payload` serialized as JSON.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] if `payload` cannot be serialized (e.g. a NaN float).
+    pub fn json<T: Serialize + ?Sized>(kind: impl Into<String>, payload: &T) -> Result<Self> {
+        let bytes = serde_json::to_vec(payload)
+            .map_err(|e| Error::invalid("payload", format!("cannot serialize: {e}")))?;
+        Ok(Self::raw(kind, bytes))
+    }
+
+    /// A draft whose payload is the given JSON bytes, stored exactly as given
+    /// (validated at append time).
+    pub fn raw(kind: impl Into<String>, payload: impl Into<Vec<u8>>) -> Self {
+        EventDraft {
+            kind: kind.into(),
+            session: String::new(),
+            commit: None,
+            payload: payload.into(),
+        }
+    }
+
+    /// Sets the session (a free-form name of the run that produced the event).
+    pub fn session(mut self, session: impl Into<String>) -> Self {
+        self.session = session.into();
+        self
+    }
+
+    /// Sets the git commit the work ran under.
+    pub fn commit(mut self, commit: CommitId) -> Self {
+        self.commit = Some(commit);
+        self
+    }
+
+    /// The event kind.
+    pub fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    /// Checks everything that does not depend on the store.
+    pub(crate) fn validate(&self, max_payload: usize) -> Result<()> {
+        validate_name("kind", &self.kind)?;
+        if !self
+            .kind
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.' || b == b'-')
+        {
+            return Err(Error::invalid(
+                "kind",
+                format!("{:?} may hold only a-z, 0-9, '_', '.' and '-'", self.kind),
+            ));
+        }
+        if self.session.len() > MAX_NAME_LEN {
+            return Err(Error::invalid(
+                "session",
+                format!("{} bytes, over the limit of {MAX_NAME_LEN}", self.session.len()),
+            ));
+        }
+        validate_payload(&self.payload, max_payload)
+    }
+}
+
+pub(crate) fn validate_name(field: &'static str, value: &str) -> Result<()> {
+    if value.is_empty() {
+        return Err(Error::invalid(field, "must not be empty"));
+    }
+    if value.len() > MAX_NAME_LEN {
+        return Err(Error::invalid(
+            field,
+            format!("{} bytes, over the limit of {MAX_NAME_LEN}", value.len()),
+        ));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(Error::invalid(field, format!("{value:?} holds control characters")));
+    }
+    Ok(())
+}
+
+pub(crate) fn validate_payload(payload: &[u8], max_payload: usize) -> Result<()> {
+    if payload.len() > max_payload {
+        return Err(Error::PayloadTooLarge {
+            size: payload.len(),
+            limit: max_payload,
+        });
+    }
+    serde_json::from_slice::<serde::de::IgnoredAny>(payload)
+        .map(|_| ())
+        .map_err(|e| Error::invalid("payload", format!("not valid JSON: {e}")))
+}
+
+/// Provenance of an event merged from a cell: where it was first appended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Origin {
+    /// The store id of the cell that appended the event first.
+    pub store: String,
+    /// Its seq in that cell.
+    pub seq: u64,
+    /// Its hash in that cell's chain.
+    #[serde(serialize_with = "ser_hash")]
+    pub hash: blake3::Hash,
+}
+
+/// One event of the chain, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Event {
+    /// Position in this store's chain, from 1, without gaps.
+    pub seq: u64,
+    /// Globally unique, time-sortable id.
+    #[serde(serialize_with = "ser_ulid")]
+    pub id: Ulid,
+    /// Milliseconds since the Unix epoch when the producing store appended it.
+    pub ts_ms: i64,
+    /// Store id of the cell that produced the event.
+    pub cell: String,
+    /// Session name (may be empty).
+    pub session: String,
+    /// Event kind (`score`, `test_run`, or any caller kind).
+    pub kind: String,
+    /// The commit the work ran under.
+    pub commit: Option<CommitId>,
+    /// JSON payload bytes, exactly as hashed.
+    #[serde(serialize_with = "ser_payload")]
+    pub payload: Vec<u8>,
+    /// Where the event came from when it was merged from a cell.
+    pub origin: Option<Origin>,
+    /// Hash of the previous event (or the genesis hash).
+    #[serde(serialize_with = "ser_hash")]
+    pub prev_hash: blake3::Hash,
+    /// This event's chain hash.
+    #[serde(serialize_with = "ser_hash")]
+    pub hash: blake3::Hash,
+    /// Keyed MAC over `hash`, in a keyed store.
+    #[serde(serialize_with = "ser_opt_hash")]
+    pub mac: Option<blake3::Hash>,
+}
+
+impl Event {
+    /// The payload parsed as JSON.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] if the stored payload is not JSON (only possible in a tampered store).
+    pub fn payload_json(&self) -> Result<serde_json::Value> {
+        serde_json::from_slice(&self.payload)
+            .map_err(|e| Error::invalid("payload", format!("stored payload is not JSON: {e}")))
+    }
+}
+
+/// What the store returns for each appended event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Receipt {
+    /// The seq given to the event.
+    pub seq: u64,
+    /// Its id.
+    #[serde(serialize_with = "ser_ulid")]
+    pub id: Ulid,
+    /// Its chain hash.
+    #[serde(serialize_with = "ser_hash")]
+    pub hash: blake3::Hash,
+}
+
+fn ser_hash<S: serde::Serializer>(h: &blake3::Hash, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(h.to_hex().as_str())
+}
+
+fn ser_opt_hash<S: serde::Serializer>(
+    h: &Option<blake3::Hash>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match h {
+        Some(h) => s.serialize_str(h.to_hex().as_str()),
+        None => s.serialize_none(),
+    }
+}
+
+fn ser_ulid<S: serde::Serializer>(id: &Ulid, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&id.to_string())
+}
+
+fn ser_payload<S: serde::Serializer>(p: &[u8], s: S) -> std::result::Result<S::Ok, S::Error> {
+    match serde_json::from_slice::<&serde_json::value::RawValue>(p) {
+        Ok(raw) => raw.serialize(s),
+        Err(_) => s.serialize_str(&String::from_utf8_lossy(p)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commit_ids_must_be_full_hex() {
+        let ok = CommitId::parse("0123456789ABCDEF0123456789abcdef01234567").expect("40 hex");
+        assert_eq!(ok.as_str(), "0123456789abcdef0123456789abcdef01234567");
+        assert!(CommitId::parse(&"a".repeat(64)).is_ok());
+        for bad in ["", "abc1234", &"g".repeat(40), &"a".repeat(41), "HEAD"] {
+            let err = CommitId::parse(bad).expect_err(bad);
+            assert!(matches!(err, Error::InvalidInput { field: "commit", .. }), "{err}");
+        }
+    }
+
+    #[test]
+    fn drafts_are_validated() {
+        let lim = DEFAULT_MAX_INLINE_PAYLOAD;
+        assert!(EventDraft::raw("note", "{}").validate(lim).is_ok());
+        let bad_json = EventDraft::raw("note", "{nope").validate(lim).expect_err("json");
+        assert!(matches!(bad_json, Error::InvalidInput { field: "payload", .. }));
+        let big = EventDraft::raw("note", format!("\"{}\"", "x".repeat(lim))).validate(lim);
+        assert!(matches!(big, Err(Error::PayloadTooLarge { .. })));
+        assert!(big.expect_err("big").to_string().contains("put_blob"));
+        for kind in ["", "Has Space", "UPPER"] {
+            let e = EventDraft::raw(kind, "1").validate(lim).expect_err(kind);
+            assert!(matches!(e, Error::InvalidInput { field: "kind", .. }));
+        }
+        let long = EventDraft::raw("note", "1").session("s".repeat(MAX_NAME_LEN + 1));
+        assert!(matches!(long.validate(lim), Err(Error::InvalidInput { field: "session", .. })));
+    }
+
+    #[test]
+    fn json_drafts_refuse_nan() {
+        // serde_json serializes NaN as null; f64 NaN must not sneak in as a number.
+        let d = EventDraft::json("note", &serde_json::json!({"x": 1.5})).expect("json");
+        assert_eq!(d.payload, br#"{"x":1.5}"#);
+    }
+}

@@ -1,0 +1,258 @@
+//! Cells → home: ingest a cell store's new events into the home chain.
+
+use std::path::Path;
+
+use rusqlite::types::ValueRef;
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use serde::Serialize;
+use ulid::Ulid;
+
+use crate::encoding::{OriginRef, WriterKey, genesis_hash};
+use crate::error::{Error, Result};
+use crate::event::CommitId;
+use crate::projection::Projection;
+use crate::store::{Head, Pending, Store, StoreOptions, event_from_row, insert_event, read_head, EVENT_COLUMNS};
+use crate::verify::{VerifyOptions, verify_conn};
+
+/// Settings of [`Store::merge_cell`].
+#[derive(Debug, Clone, Default)]
+pub struct MergeOptions {
+    cell_key: Option<WriterKey>,
+}
+
+impl MergeOptions {
+    /// The cell's writer key: its MACs are checked before anything is ingested.
+    pub fn cell_key(mut self, key: WriterKey) -> Self {
+        self.cell_key = Some(key);
+        self
+    }
+}
+
+/// What a merge did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MergeReport {
+    /// The cell's store id.
+    pub cell_id: String,
+    /// Events in the cell (all verified).
+    pub cell_size: u64,
+    /// Cell seq already merged before this call.
+    pub high_water_before: u64,
+    /// Cell seq merged after this call.
+    pub high_water_after: u64,
+    /// Events appended to the home chain.
+    pub ingested: u64,
+    /// Events skipped because the home already held them, identical, by id.
+    pub already_present: u64,
+    /// The home head after the merge.
+    pub home_head: Head,
+}
+
+impl Store {
+    /// Verifies the cell store at `cell_dir` and ingests, in one transaction,
+    /// the events after the cell's high-water mark. Each ingested event keeps
+    /// its id, time, cell, session, kind, commit and payload, gets a new seq
+    /// and hash in the home chain, and records its cell seq and cell hash as
+    /// provenance (hashed too). Merging again ingests nothing new.
+    ///
+    /// # Errors
+    /// Nothing is ingested on any error: [`Error::CellTampered`] if the cell
+    /// does not verify; [`Error::CellRewritten`] if its history changed since
+    /// the last merge; [`Error::BrokenBatch`] if the new events do not link to
+    /// the recorded head; [`Error::Equivocation`] if an id the home holds
+    /// arrives with other content; [`Error::MergeSelf`]; and the errors of
+    /// [`Store::open`] for the cell.
+    #[tracing::instrument(name = "trace.merge_cell", skip_all, fields(home = %self.store_id, cell = %cell_dir.as_ref().display()))]
+    pub fn merge_cell(&mut self, cell_dir: impl AsRef<Path>, options: &MergeOptions) -> Result<MergeReport> {
+        let cell_dir = cell_dir.as_ref();
+        let cell = Store::open(cell_dir, StoreOptions::default())?;
+        let cell_id = cell.store_id.clone();
+        if cell_id == self.store_id {
+            return Err(Error::MergeSelf { store_id: cell_id });
+        }
+        match (&self.key_id, &self.options.writer_key) {
+            (Some(_), None) => return Err(Error::KeyRequired),
+            (Some(expected), Some(k)) if *expected != k.id_hex() => {
+                return Err(Error::WrongKey {
+                    expected: expected.clone(),
+                    given: k.id_hex(),
+                });
+            }
+            _ => {}
+        }
+
+        // A consistent snapshot of the cell for both verification and ingestion.
+        let cell_tx = cell
+            .conn
+            .unchecked_transaction()
+            .map_err(Error::sqlite("starting a read transaction on the cell"))?;
+        let mut vopts = VerifyOptions::default();
+        if let Some(k) = &options.cell_key {
+            vopts = vopts.key(k.clone());
+        }
+        let verified = verify_conn(&cell_tx, &cell_id, &vopts)?;
+        if let Some(fault) = verified.fault {
+            return Err(Error::CellTampered {
+                cell: cell_dir.to_path_buf(),
+                fault,
+            });
+        }
+        let cell_size = verified.size;
+
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(Error::sqlite("starting the merge transaction"))?;
+        let high_water: Option<(u64, blake3::Hash)> = tx
+            .prepare_cached(
+                "SELECT origin_seq, origin_hash FROM events
+                 WHERE origin_store = ?1 ORDER BY origin_seq DESC LIMIT 1",
+            )
+            .and_then(|mut st| {
+                st.query_row([&cell_id], |r| Ok((r.get::<_, i64>(0)? as u64, crate::store::hash_col(r, 1)?)))
+                    .optional()
+            })
+            .map_err(Error::sqlite("reading the cell's high-water mark"))?;
+        let (hw_seq, mut link) = match high_water {
+            None => (0, genesis_hash(&cell_id)),
+            Some((seq, hash)) => {
+                let in_cell: Option<blake3::Hash> = cell_tx
+                    .query_row("SELECT hash FROM events WHERE seq = ?1", [seq as i64], |r| {
+                        crate::store::hash_col(r, 0)
+                    })
+                    .optional()
+                    .map_err(Error::sqlite("reading the cell at the high-water mark"))?;
+                if in_cell != Some(hash) {
+                    return Err(Error::CellRewritten { cell_id, seq });
+                }
+                (seq, hash)
+            }
+        };
+
+        let mut head = read_head(&tx, &self.store_id)?;
+        let mut ingested = 0u64;
+        let mut already_present = 0u64;
+        let mut stmt = cell_tx
+            .prepare(&format!("SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?1 ORDER BY seq"))
+            .map_err(Error::sqlite("reading cell events"))?;
+        let mut rows = stmt
+            .query([hw_seq as i64])
+            .map_err(Error::sqlite("reading cell events"))?;
+        let mut expected_seq = hw_seq + 1;
+        while let Some(row) = rows.next().map_err(Error::sqlite("reading cell events"))? {
+            let e = event_from_row(row).map_err(Error::sqlite("reading a cell event"))?;
+            if e.seq != expected_seq || e.prev_hash != link {
+                let reason = if e.seq != expected_seq {
+                    format!("expected seq {expected_seq}")
+                } else if e.seq == hw_seq + 1 {
+                    "first event does not link to the recorded head".to_string()
+                } else {
+                    "prev_hash does not link to the previous event".to_string()
+                };
+                return Err(Error::BrokenBatch {
+                    cell_id,
+                    seq: e.seq,
+                    reason,
+                });
+            }
+            let projection = Projection::from_event(&e.kind, e.commit.as_ref(), &e.payload)?;
+            let pending = Pending {
+                id: e.id,
+                ts_ms: e.ts_ms,
+                cell: &e.cell,
+                session: &e.session,
+                kind: &e.kind,
+                commit: e.commit.as_ref(),
+                payload: &e.payload,
+                origin: Some(OriginRef {
+                    store: &cell_id,
+                    seq: e.seq,
+                    hash: e.hash.as_bytes(),
+                }),
+                projection: projection.as_ref(),
+            };
+            match insert_event(
+                &tx,
+                &mut self.hasher,
+                self.options.writer_key.as_ref(),
+                &self.store_id,
+                &mut head,
+                &pending,
+            ) {
+                Ok(_) => ingested += 1,
+                Err(err) => match existing_with_id(&tx, e.id)? {
+                    None => return Err(err),
+                    Some(existing) if existing.same_content(&e) => already_present += 1,
+                    Some(existing) => {
+                        return Err(Error::Equivocation {
+                            id: e.id.to_string(),
+                            cell_id,
+                            existing_seq: existing.seq,
+                        });
+                    }
+                },
+            }
+            link = e.hash;
+            expected_seq += 1;
+        }
+        drop(rows);
+        drop(stmt);
+        tx.commit().map_err(Error::sqlite("committing the merge"))?;
+        drop(cell_tx);
+        let report = MergeReport {
+            cell_id,
+            cell_size,
+            high_water_before: hw_seq,
+            high_water_after: expected_seq - 1,
+            ingested,
+            already_present,
+            home_head: head,
+        };
+        tracing::info!(cell = %report.cell_id, ingested, already_present, "cell merged");
+        Ok(report)
+    }
+}
+
+struct Existing {
+    seq: u64,
+    ts_ms: i64,
+    cell: String,
+    session: String,
+    kind: String,
+    commit: Option<String>,
+    payload: Vec<u8>,
+}
+
+impl Existing {
+    fn same_content(&self, e: &crate::event::Event) -> bool {
+        self.ts_ms == e.ts_ms
+            && self.cell == e.cell
+            && self.session == e.session
+            && self.kind == e.kind
+            && self.commit.as_deref() == e.commit.as_ref().map(CommitId::as_str)
+            && self.payload == e.payload
+    }
+}
+
+fn existing_with_id(conn: &rusqlite::Connection, id: Ulid) -> Result<Option<Existing>> {
+    conn.prepare_cached(
+        "SELECT seq, ts_ms, cell, session, kind, commit_id, payload FROM events WHERE id = ?1",
+    )
+    .and_then(|mut st| {
+        st.query_row(params![&id.0.to_be_bytes()[..]], |r| {
+            Ok(Existing {
+                seq: r.get::<_, i64>(0)? as u64,
+                ts_ms: r.get(1)?,
+                cell: r.get(2)?,
+                session: r.get(3)?,
+                kind: r.get(4)?,
+                commit: r.get(5)?,
+                payload: match r.get_ref(6)? {
+                    ValueRef::Blob(b) => b.to_vec(),
+                    other => other.as_bytes().map(<[u8]>::to_vec).unwrap_or_default(),
+                },
+            })
+        })
+        .optional()
+    })
+    .map_err(Error::sqlite("looking up an event id"))
+}

@@ -1,0 +1,832 @@
+//! [`Store`]: opening, appending and querying.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::functions::{Aggregate, Context, FunctionFlags};
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
+use serde::Serialize;
+use ulid::Ulid;
+
+use crate::encoding::{ChainHasher, HashInput, OriginRef, WriterKey, genesis_hash};
+use crate::error::{Error, Result};
+use crate::event::{CommitId, DEFAULT_MAX_INLINE_PAYLOAD, Event, EventDraft, Origin, Receipt};
+use crate::projection::{
+    Projection, SCORE_COLUMNS, Score, TEST_RUN_COLUMNS, TestRun, score_from_row, test_run_from_row,
+};
+use crate::schema::{self, Durability};
+
+/// File name of the SQLite database inside a store directory.
+pub const DB_FILE: &str = "trace.db";
+
+/// How to open a store. Build with [`StoreOptions::default`] and the setters.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    pub(crate) durability: Durability,
+    pub(crate) busy_timeout: Duration,
+    pub(crate) max_inline_payload: usize,
+    pub(crate) writer_key: Option<WriterKey>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            durability: Durability::Full,
+            busy_timeout: Duration::from_secs(60),
+            max_inline_payload: DEFAULT_MAX_INLINE_PAYLOAD,
+            writer_key: None,
+        }
+    }
+}
+
+impl StoreOptions {
+    /// Sets the durability of commits (default [`Durability::Full`]).
+    pub fn durability(mut self, d: Durability) -> Self {
+        self.durability = d;
+        self
+    }
+
+    /// How long a write waits for another writer's lock (default 60 s).
+    pub fn busy_timeout(mut self, t: Duration) -> Self {
+        self.busy_timeout = t;
+        self
+    }
+
+    /// Largest inline payload accepted, in bytes (default 64 KiB).
+    pub fn max_inline_payload(mut self, bytes: usize) -> Self {
+        self.max_inline_payload = bytes;
+        self
+    }
+
+    /// The writer key: required to append to a keyed store, and makes
+    /// [`Store::create`] create a keyed store.
+    pub fn writer_key(mut self, key: WriterKey) -> Self {
+        self.writer_key = Some(key);
+        self
+    }
+}
+
+/// The chain head: how many events the store holds and the hash of the last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Head {
+    /// Number of events (the seq of the last one).
+    pub size: u64,
+    /// Hash of the last event, or the genesis hash of an empty store.
+    #[serde(serialize_with = "crate::store::ser_hash")]
+    pub hash: blake3::Hash,
+}
+
+pub(crate) fn ser_hash<S: serde::Serializer>(
+    h: &blake3::Hash,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(h.to_hex().as_str())
+}
+
+/// Sufficient statistics of one scorer's values under one commit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CommitStats {
+    /// The commit.
+    pub commit: CommitId,
+    /// Number of score rows.
+    pub n: u64,
+    /// Mean value.
+    pub mean: f64,
+    /// Sample variance (n − 1 denominator); `None` when n < 2.
+    pub variance: Option<f64>,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+}
+
+/// The scores of one task under a baseline and a candidate commit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairedTask {
+    /// The task.
+    pub task: String,
+    /// Baseline values, in append order (empty if the baseline never ran it).
+    pub baseline: Vec<f64>,
+    /// Candidate values, in append order (empty if the candidate never ran it).
+    pub candidate: Vec<f64>,
+}
+
+/// A ratchet trace store: a directory holding `trace.db` and `blobs/`.
+///
+/// A `Store` owns one SQLite connection. Open one per thread or process;
+/// readers never block the writer (WAL), and writers queue on `busy_timeout`.
+#[derive(Debug)]
+pub struct Store {
+    pub(crate) dir: PathBuf,
+    pub(crate) conn: Connection,
+    pub(crate) store_id: String,
+    pub(crate) key_id: Option<String>,
+    pub(crate) options: StoreOptions,
+    pub(crate) hasher: ChainHasher,
+}
+
+/// Columns read for an event, in this order, by [`event_from_row`].
+pub(crate) const EVENT_COLUMNS: &str = "seq, id, ts_ms, cell, session, kind, commit_id, payload, \
+     origin_store, origin_seq, origin_hash, prev_hash, hash, mac";
+
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn conv_err(i: usize, what: &str) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        i,
+        rusqlite::types::Type::Blob,
+        format!("malformed {what}").into(),
+    )
+}
+
+pub(crate) fn hash_col(row: &Row<'_>, i: usize) -> rusqlite::Result<blake3::Hash> {
+    let b: [u8; 32] = match row.get_ref(i)? {
+        ValueRef::Blob(b) => b.try_into().map_err(|_| conv_err(i, "hash"))?,
+        _ => return Err(conv_err(i, "hash")),
+    };
+    Ok(blake3::Hash::from(b))
+}
+
+pub(crate) fn ulid_col(row: &Row<'_>, i: usize) -> rusqlite::Result<Ulid> {
+    let b: [u8; 16] = match row.get_ref(i)? {
+        ValueRef::Blob(b) => b.try_into().map_err(|_| conv_err(i, "id"))?,
+        _ => return Err(conv_err(i, "id")),
+    };
+    Ok(Ulid(u128::from_be_bytes(b)))
+}
+
+/// Reads an [`Event`] from a row selected with [`EVENT_COLUMNS`].
+pub(crate) fn event_from_row(row: &Row<'_>) -> rusqlite::Result<Event> {
+    let commit: Option<String> = row.get(6)?;
+    let commit = commit
+        .map(|c| CommitId::parse(&c))
+        .transpose()
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(6, rusqlite::types::Type::Text, Box::new(e)))?;
+    let origin_store: Option<String> = row.get(8)?;
+    let origin = match origin_store {
+        None => None,
+        Some(store) => Some(Origin {
+            store,
+            seq: row.get::<_, i64>(9)? as u64,
+            hash: hash_col(row, 10)?,
+        }),
+    };
+    let mac = match row.get_ref(13)? {
+        ValueRef::Null => None,
+        _ => Some(hash_col(row, 13)?),
+    };
+    Ok(Event {
+        seq: row.get::<_, i64>(0)? as u64,
+        id: ulid_col(row, 1)?,
+        ts_ms: row.get(2)?,
+        cell: row.get(3)?,
+        session: row.get(4)?,
+        kind: row.get(5)?,
+        commit,
+        payload: row.get(7)?,
+        origin,
+        prev_hash: hash_col(row, 11)?,
+        hash: hash_col(row, 12)?,
+        mac,
+    })
+}
+
+/// One event ready to insert: everything but the chain position.
+pub(crate) struct Pending<'a> {
+    pub id: Ulid,
+    pub ts_ms: i64,
+    pub cell: &'a str,
+    pub session: &'a str,
+    pub kind: &'a str,
+    pub commit: Option<&'a CommitId>,
+    pub payload: &'a [u8],
+    pub origin: Option<OriginRef<'a>>,
+    pub projection: Option<&'a Projection>,
+}
+
+impl Store {
+    /// Creates a new store in `dir` (made if missing). With a writer key in
+    /// `options`, the store is keyed: every event carries a MAC and appending
+    /// needs the key.
+    ///
+    /// # Errors
+    /// [`Error::StoreExists`] if `dir` already holds a store; [`Error::Io`] or
+    /// [`Error::Sqlite`] if the files cannot be made.
+    pub fn create(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
+        let dir = dir.as_ref().to_path_buf();
+        let db = dir.join(DB_FILE);
+        if db.exists() {
+            return Err(Error::StoreExists { path: dir });
+        }
+        std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
+        let mut conn = Connection::open_with_flags(
+            &db,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(Error::sqlite("creating the database file"))?;
+        schema::configure(&conn, options.durability, options.busy_timeout)?;
+        let store_id = Ulid::new().to_string();
+        let key_id = options.writer_key.as_ref().map(WriterKey::id_hex);
+        {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(Error::sqlite("starting the creation transaction"))?;
+            let app: i64 = tx
+                .pragma_query_value(None, "application_id", |r| r.get(0))
+                .map_err(Error::sqlite("reading the header"))?;
+            if app != 0 {
+                return Err(Error::StoreExists { path: dir });
+            }
+            tx.execute_batch(schema::DDL)
+                .and_then(|_| tx.execute_batch(&schema::all_triggers()))
+                .map_err(Error::sqlite("creating the schema"))?;
+            let mut meta = vec![
+                ("format", "ratchet-trace".to_string()),
+                ("store_id", store_id.clone()),
+                ("created_ms", now_ms().to_string()),
+            ];
+            if let Some(k) = &key_id {
+                meta.push(("writer_key_id", k.clone()));
+            }
+            for (k, v) in meta {
+                tx.execute("INSERT INTO meta (key, value) VALUES (?1, ?2)", params![k, v])
+                    .map_err(Error::sqlite("writing store metadata"))?;
+            }
+            tx.execute_batch(&format!(
+                "PRAGMA application_id = {}; PRAGMA user_version = {};",
+                schema::APPLICATION_ID,
+                schema::SCHEMA_VERSION
+            ))
+            .map_err(Error::sqlite("writing the header"))?;
+            tx.commit().map_err(Error::sqlite("committing the new store"))?;
+        }
+        tracing::info!(store = %store_id, dir = %dir.display(), keyed = key_id.is_some(), "created trace store");
+        Ok(Store {
+            dir,
+            conn,
+            store_id,
+            key_id,
+            options,
+            hasher: ChainHasher::new(),
+        })
+    }
+
+    /// Opens an existing store.
+    ///
+    /// # Errors
+    /// [`Error::StoreMissing`] if there is none at `dir`; [`Error::NotAStore`] if
+    /// the file is not a ratchet store; [`Error::SchemaTooNew`] if a newer
+    /// ratchet wrote it.
+    pub fn open(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
+        let dir = dir.as_ref().to_path_buf();
+        let db = dir.join(DB_FILE);
+        if !db.is_file() {
+            return Err(Error::StoreMissing { path: dir });
+        }
+        let conn = Connection::open_with_flags(
+            &db,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| schema::not_a_store(&db, e))?;
+        schema::check_header(&conn, &db)?;
+        schema::configure(&conn, options.durability, options.busy_timeout)
+            .map_err(|e| match e {
+                Error::Sqlite { source, .. } => schema::not_a_store(&db, source),
+                e => e,
+            })?;
+        let meta = |key: &str| -> Result<Option<String>> {
+            conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+                .optional()
+                .map_err(Error::sqlite("reading store metadata"))
+        };
+        let store_id = meta("store_id")?.ok_or_else(|| Error::NotAStore {
+            path: db.clone(),
+            reason: "the meta table has no store_id".into(),
+        })?;
+        let key_id = meta("writer_key_id")?;
+        Ok(Store {
+            dir,
+            conn,
+            store_id,
+            key_id,
+            options,
+            hasher: ChainHasher::new(),
+        })
+    }
+
+    /// Opens the store at `dir`, creating it if there is none.
+    ///
+    /// # Errors
+    /// As [`Store::open`] and [`Store::create`].
+    pub fn open_or_create(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
+        match Store::create(dir.as_ref(), options.clone()) {
+            Err(Error::StoreExists { .. }) => Store::open(dir, options),
+            other => other,
+        }
+    }
+
+    /// The store's id (a ULID); also its cell id and its checkpoint origin.
+    pub fn id(&self) -> &str {
+        &self.store_id
+    }
+
+    /// The store directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The id of the writer key, if the store is keyed.
+    pub fn writer_key_id(&self) -> Option<&str> {
+        self.key_id.as_deref()
+    }
+
+    /// The hash the first event chains from.
+    pub fn genesis(&self) -> blake3::Hash {
+        genesis_hash(&self.store_id)
+    }
+
+    fn check_writer(&self) -> Result<()> {
+        match (&self.key_id, &self.options.writer_key) {
+            (None, None) => Ok(()),
+            (Some(_), None) => Err(Error::KeyRequired),
+            (None, Some(_)) => Err(Error::InvalidKey {
+                reason: "this store was created without a writer key; open it without one".into(),
+            }),
+            (Some(expected), Some(k)) if *expected != k.id_hex() => Err(Error::WrongKey {
+                expected: expected.clone(),
+                given: k.id_hex(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Appends one event.
+    ///
+    /// # Errors
+    /// As [`Store::append_batch`].
+    pub fn append(&mut self, draft: EventDraft) -> Result<Receipt> {
+        let mut receipts = self.append_batch([draft])?;
+        receipts
+            .pop()
+            .ok_or_else(|| Error::invalid("batch", "internal: no receipt for the event"))
+    }
+
+    /// Appends events in one transaction: all of them or none.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] (the reason names the batch position) or
+    /// [`Error::PayloadTooLarge`] for a bad event; [`Error::KeyRequired`] or
+    /// [`Error::WrongKey`] in a keyed store; [`Error::Sqlite`] if the write
+    /// fails. Nothing is stored on any error.
+    #[tracing::instrument(name = "trace.append", skip_all, fields(store = %self.store_id))]
+    pub fn append_batch(&mut self, drafts: impl IntoIterator<Item = EventDraft>) -> Result<Vec<Receipt>> {
+        self.check_writer()?;
+        let drafts: Vec<EventDraft> = drafts.into_iter().collect();
+        let many = drafts.len() > 1;
+        let mut projections = Vec::with_capacity(drafts.len());
+        for (i, d) in drafts.iter().enumerate() {
+            let checked = d
+                .validate(self.options.max_inline_payload)
+                .and_then(|_| Projection::from_event(&d.kind, d.commit.as_ref(), &d.payload));
+            match checked {
+                Ok(p) => projections.push(p),
+                Err(Error::InvalidInput { field, reason }) if many => {
+                    return Err(Error::InvalidInput {
+                        field,
+                        reason: format!("event #{i} of the batch: {reason}"),
+                    });
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if drafts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ts_ms = now_ms();
+        let cell = self.store_id.clone();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(Error::sqlite("starting an append transaction"))?;
+        let mut head = read_head(&tx, &cell)?;
+        let last_id: Option<Ulid> = tx
+            .prepare_cached("SELECT id FROM events ORDER BY id DESC LIMIT 1")
+            .and_then(|mut st| st.query_row([], |r| ulid_col(r, 0)).optional())
+            .map_err(Error::sqlite("reading the last id"))?;
+        let mut id = fresh_ulid(ts_ms, last_id)?;
+        let mut receipts = Vec::with_capacity(drafts.len());
+        for (d, p) in drafts.iter().zip(&projections) {
+            let pending = Pending {
+                id,
+                ts_ms,
+                cell: &cell,
+                session: &d.session,
+                kind: &d.kind,
+                commit: d.commit.as_ref(),
+                payload: &d.payload,
+                origin: None,
+                projection: p.as_ref(),
+            };
+            let r = insert_event(
+                &tx,
+                &mut self.hasher,
+                self.options.writer_key.as_ref(),
+                &cell,
+                &mut head,
+                &pending,
+            )?;
+            receipts.push(r);
+            id = id
+                .increment()
+                .ok_or_else(|| Error::invalid("id", "ULID space exhausted for this millisecond"))?;
+        }
+        tx.commit().map_err(Error::sqlite("committing an append"))?;
+        tracing::debug!(events = receipts.len(), head = head.size, "appended");
+        Ok(receipts)
+    }
+
+    /// Records one score (event kind `score`, projected into the scores table).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming the field for a NaN, infinite or negative
+    /// value or a bad name; otherwise as [`Store::append_batch`].
+    pub fn record_score(&mut self, score: &Score, session: &str) -> Result<Receipt> {
+        self.append(score.to_draft()?.session(session))
+    }
+
+    /// Records several scores in one transaction.
+    ///
+    /// # Errors
+    /// As [`Store::record_score`]; nothing is stored if any score is invalid.
+    pub fn record_scores(&mut self, scores: &[Score], session: &str) -> Result<Vec<Receipt>> {
+        let drafts = scores
+            .iter()
+            .map(|s| Ok(s.to_draft()?.session(session)))
+            .collect::<Result<Vec<_>>>()?;
+        self.append_batch(drafts)
+    }
+
+    /// Records one test run (event kind `test_run`, projected into the test_runs table).
+    ///
+    /// # Errors
+    /// As [`Store::record_score`].
+    pub fn record_test_run(&mut self, run: &TestRun, session: &str) -> Result<Receipt> {
+        self.append(run.to_draft()?.session(session))
+    }
+
+    /// The current chain head.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails.
+    pub fn head(&self) -> Result<Head> {
+        read_head(&self.conn, &self.store_id)
+    }
+
+    /// The event with this id.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails or the row is malformed.
+    pub fn event_by_id(&self, id: Ulid) -> Result<Option<Event>> {
+        self.conn
+            .prepare_cached(&format!("SELECT {EVENT_COLUMNS} FROM events WHERE id = ?1"))
+            .and_then(|mut st| st.query_row([&id.0.to_be_bytes()[..]], event_from_row).optional())
+            .map_err(Error::sqlite("reading an event by id"))
+    }
+
+    /// The event at this seq.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails or the row is malformed.
+    pub fn event_by_seq(&self, seq: u64) -> Result<Option<Event>> {
+        self.conn
+            .prepare_cached(&format!("SELECT {EVENT_COLUMNS} FROM events WHERE seq = ?1"))
+            .and_then(|mut st| st.query_row([seq as i64], event_from_row).optional())
+            .map_err(Error::sqlite("reading an event by seq"))
+    }
+
+    /// Up to `limit` events with seq greater than `after`, in seq order.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails or a row is malformed.
+    pub fn events_after(&self, after: u64, limit: usize) -> Result<Vec<Event>> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2"
+            ))
+            .and_then(|mut st| {
+                st.query_map(params![after as i64, limit.min(i64::MAX as usize) as i64], event_from_row)?
+                    .collect()
+            })
+            .map_err(Error::sqlite("reading events"))
+    }
+
+    /// Follows the chain from `after` (exclusive): an iterator that reads pages
+    /// of events and, once exhausted, can be resumed with [`Tail::position`].
+    pub fn tail(&self, after: u64) -> Tail<'_> {
+        Tail {
+            store: self,
+            position: after,
+            page: Vec::new().into_iter(),
+            done: false,
+        }
+    }
+
+    /// All scores of `scorer` under `commit`, in seq order, with their seqs.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails.
+    pub fn scores(&self, commit: &CommitId, scorer: &str) -> Result<Vec<(u64, Score)>> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {SCORE_COLUMNS} FROM scores WHERE scorer = ?1 AND commit_id = ?2 ORDER BY seq"
+            ))
+            .and_then(|mut st| st.query_map(params![scorer, commit.as_str()], score_from_row)?.collect())
+            .map_err(Error::sqlite("reading scores"))
+    }
+
+    /// All test runs under `commit`, in seq order, with their seqs.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails.
+    pub fn test_runs(&self, commit: &CommitId) -> Result<Vec<(u64, TestRun)>> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {TEST_RUN_COLUMNS} FROM test_runs WHERE commit_id = ?1 ORDER BY seq"
+            ))
+            .and_then(|mut st| st.query_map([commit.as_str()], test_run_from_row)?.collect())
+            .map_err(Error::sqlite("reading test runs"))
+    }
+
+    /// Per-commit statistics of `scorer`, ordered by commit id.
+    ///
+    /// The variance is computed with Welford's update inside SQLite (no
+    /// catastrophic cancellation), the mean with SQLite's compensated `avg`.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails.
+    pub fn commit_stats(&self, scorer: &str) -> Result<Vec<CommitStats>> {
+        self.stats_query(
+            "SELECT commit_id, count(value), avg(value), ratchet_variance(value), min(value), max(value)
+             FROM scores WHERE scorer = ?1 GROUP BY commit_id ORDER BY commit_id",
+            params![scorer],
+        )
+    }
+
+    /// Statistics of `scorer` under one commit (`None` if it has no scores).
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails.
+    pub fn commit_stats_for(&self, commit: &CommitId, scorer: &str) -> Result<Option<CommitStats>> {
+        Ok(self
+            .stats_query(
+                "SELECT commit_id, count(value), avg(value), ratchet_variance(value), min(value), max(value)
+                 FROM scores WHERE scorer = ?1 AND commit_id = ?2 GROUP BY commit_id",
+                params![scorer, commit.as_str()],
+            )?
+            .pop())
+    }
+
+    fn stats_query(&self, sql: &str, p: impl rusqlite::Params) -> Result<Vec<CommitStats>> {
+        self.ensure_functions()?;
+        self.conn
+            .prepare_cached(sql)
+            .and_then(|mut st| {
+                st.query_map(p, |r| {
+                    let c: String = r.get(0)?;
+                    Ok(CommitStats {
+                        commit: CommitId::parse(&c).map_err(|e| {
+                            rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+                        })?,
+                        n: r.get::<_, i64>(1)? as u64,
+                        mean: r.get(2)?,
+                        variance: r.get(3)?,
+                        min: r.get(4)?,
+                        max: r.get(5)?,
+                    })
+                })?
+                .collect()
+            })
+            .map_err(Error::sqlite("computing per-commit statistics"))
+    }
+
+    fn ensure_functions(&self) -> Result<()> {
+        // Registering is idempotent and cheap; done lazily so opening stays minimal.
+        self.conn
+            .create_aggregate_function(
+                "ratchet_variance",
+                1,
+                FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+                WelfordVariance,
+            )
+            .map_err(Error::sqlite("registering ratchet_variance"))
+    }
+
+    /// Scores of `scorer` per task under a baseline and a candidate commit,
+    /// ordered by task. Tasks only one side ran are included with an empty
+    /// list on the other side.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails.
+    pub fn paired_scores(&self, baseline: &CommitId, candidate: &CommitId, scorer: &str) -> Result<Vec<PairedTask>> {
+        let side = |commit: &CommitId| -> Result<Vec<(String, f64)>> {
+            self.conn
+                .prepare_cached(
+                    "SELECT task, value FROM scores WHERE scorer = ?1 AND commit_id = ?2 ORDER BY task, seq",
+                )
+                .and_then(|mut st| {
+                    st.query_map(params![scorer, commit.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?
+                        .collect()
+                })
+                .map_err(Error::sqlite("reading paired scores"))
+        };
+        let (a, b) = (side(baseline)?, side(candidate)?);
+        let mut out: Vec<PairedTask> = Vec::new();
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() || j < b.len() {
+            let task = match (a.get(i), b.get(j)) {
+                (Some(x), Some(y)) => x.0.as_str().min(y.0.as_str()).to_string(),
+                (Some(x), None) => x.0.clone(),
+                (None, Some(y)) => y.0.clone(),
+                (None, None) => break,
+            };
+            let mut pt = PairedTask {
+                task,
+                baseline: Vec::new(),
+                candidate: Vec::new(),
+            };
+            while let Some((t, v)) = a.get(i).filter(|x| x.0 == pt.task) {
+                let _ = t;
+                pt.baseline.push(*v);
+                i += 1;
+            }
+            while let Some((_, v)) = b.get(j).filter(|x| x.0 == pt.task) {
+                pt.candidate.push(*v);
+                j += 1;
+            }
+            out.push(pt);
+        }
+        Ok(out)
+    }
+}
+
+/// The ULID for the next event: the current time with fresh randomness, or
+/// one past the largest id in the store if the clock has not moved past it
+/// (ids stay strictly increasing per store, across processes).
+fn fresh_ulid(ts_ms: i64, last: Option<Ulid>) -> Result<Ulid> {
+    let mut r = [0u8; 16];
+    getrandom::fill(&mut r).map_err(|e| Error::invalid("id", format!("random source failed: {e}")))?;
+    let candidate = Ulid::from_parts(ts_ms.max(0) as u64, u128::from_le_bytes(r));
+    match last {
+        Some(l) if candidate <= l => l
+            .increment()
+            .ok_or_else(|| Error::invalid("id", "ULID space exhausted for this millisecond")),
+        _ => Ok(candidate),
+    }
+}
+
+pub(crate) fn read_head(conn: &Connection, store_id: &str) -> Result<Head> {
+    let row: Option<(i64, blake3::Hash)> = conn
+        .prepare_cached("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1")
+        .and_then(|mut st| st.query_row([], |r| Ok((r.get(0)?, hash_col(r, 1)?))).optional())
+        .map_err(Error::sqlite("reading the chain head"))?;
+    Ok(match row {
+        Some((seq, hash)) => Head {
+            size: seq as u64,
+            hash,
+        },
+        None => Head {
+            size: 0,
+            hash: genesis_hash(store_id),
+        },
+    })
+}
+
+/// Inserts one event after `head` (and its projection), advancing `head`.
+pub(crate) fn insert_event(
+    conn: &Connection,
+    hasher: &mut ChainHasher,
+    key: Option<&WriterKey>,
+    store_id: &str,
+    head: &mut Head,
+    e: &Pending<'_>,
+) -> Result<Receipt> {
+    let seq = head.size + 1;
+    let hash = hasher.hash(&HashInput {
+        store_id,
+        seq,
+        prev_hash: head.hash.as_bytes(),
+        id: e.id.0,
+        ts_ms: e.ts_ms,
+        cell: e.cell,
+        session: e.session,
+        kind: e.kind,
+        commit: e.commit.map(CommitId::as_str),
+        origin: e.origin,
+        payload: e.payload,
+    });
+    let mac = key.map(|k| k.mac(&hash));
+    conn.prepare_cached(
+        "INSERT INTO events (seq, id, ts_ms, cell, session, kind, commit_id, payload,
+                             origin_store, origin_seq, origin_hash, prev_hash, hash, mac)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+    )
+    .and_then(|mut st| {
+        st.execute(params![
+            seq as i64,
+            &e.id.0.to_be_bytes()[..],
+            e.ts_ms,
+            e.cell,
+            e.session,
+            e.kind,
+            e.commit.map(CommitId::as_str),
+            e.payload,
+            e.origin.map(|o| o.store),
+            e.origin.map(|o| o.seq as i64),
+            e.origin.map(|o| &o.hash[..]),
+            &head.hash.as_bytes()[..],
+            &hash.as_bytes()[..],
+            mac.as_ref().map(|m| &m.as_bytes()[..]),
+        ])
+    })
+    .map_err(Error::sqlite("inserting an event"))?;
+    if let Some(p) = e.projection {
+        p.insert(conn, seq)?;
+    }
+    *head = Head { size: seq, hash };
+    Ok(Receipt { seq, id: e.id, hash })
+}
+
+/// Iterator returned by [`Store::tail`].
+#[derive(Debug)]
+pub struct Tail<'s> {
+    store: &'s Store,
+    position: u64,
+    page: std::vec::IntoIter<Event>,
+    done: bool,
+}
+
+impl Tail<'_> {
+    const PAGE: usize = 1024;
+
+    /// The seq of the last event yielded (or the starting point).
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+}
+
+impl Iterator for Tail<'_> {
+    type Item = Result<Event>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(e) = self.page.next() {
+            self.position = e.seq;
+            return Some(Ok(e));
+        }
+        if self.done {
+            return None;
+        }
+        match self.store.events_after(self.position, Self::PAGE) {
+            Ok(page) => {
+                if page.len() < Self::PAGE {
+                    self.done = true;
+                }
+                self.page = page.into_iter();
+                let e = self.page.next()?;
+                self.position = e.seq;
+                Some(Ok(e))
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// `ratchet_variance(x)`: sample variance by Welford's update.
+struct WelfordVariance;
+
+impl Aggregate<(u64, f64, f64), Option<f64>> for WelfordVariance {
+    fn init(&self, _: &mut Context<'_>) -> rusqlite::Result<(u64, f64, f64)> {
+        Ok((0, 0.0, 0.0))
+    }
+
+    fn step(&self, ctx: &mut Context<'_>, acc: &mut (u64, f64, f64)) -> rusqlite::Result<()> {
+        let x: f64 = ctx.get(0)?;
+        acc.0 += 1;
+        let d = x - acc.1;
+        acc.1 += d / acc.0 as f64;
+        acc.2 += d * (x - acc.1);
+        Ok(())
+    }
+
+    fn finalize(&self, _: &mut Context<'_>, acc: Option<(u64, f64, f64)>) -> rusqlite::Result<Option<f64>> {
+        Ok(acc.filter(|a| a.0 >= 2).map(|a| a.2 / (a.0 - 1) as f64))
+    }
+}
