@@ -1,0 +1,244 @@
+//! Opening, appending, bad input and queries.
+
+mod common;
+
+use common::*;
+use ratchet_trace::{
+    CommitId, Error, EventDraft, Score, Store, StoreOptions, TestRun, Ulid, DEFAULT_MAX_INLINE_PAYLOAD,
+};
+
+#[test]
+fn create_open_and_refuse_the_wrong_thing() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let dir = d.path().join("s");
+    assert!(matches!(Store::open(&dir, StoreOptions::default()), Err(Error::StoreMissing { .. })));
+    let s = Store::create(&dir, StoreOptions::default()).expect("create");
+    let id = s.id().to_string();
+    drop(s);
+    assert!(matches!(Store::create(&dir, StoreOptions::default()), Err(Error::StoreExists { .. })));
+    assert_eq!(Store::open(&dir, StoreOptions::default()).expect("open").id(), id);
+    assert_eq!(Store::open_or_create(&dir, StoreOptions::default()).expect("open").id(), id);
+
+    // A file that is not a database.
+    let junk = d.path().join("junk");
+    std::fs::create_dir_all(&junk).expect("mkdir");
+    std::fs::write(junk.join(ratchet_trace::DB_FILE), b"this is not sqlite at all, just text......").expect("write");
+    let err = Store::open(&junk, StoreOptions::default()).expect_err("junk");
+    assert!(matches!(err, Error::NotAStore { .. }), "{err}");
+
+    // An SQLite database that is not a ratchet store.
+    let other = d.path().join("other");
+    std::fs::create_dir_all(&other).expect("mkdir");
+    rusqlite::Connection::open(other.join(ratchet_trace::DB_FILE))
+        .expect("sqlite")
+        .execute_batch("CREATE TABLE t (x); PRAGMA application_id = 7;")
+        .expect("table");
+    let err = Store::open(&other, StoreOptions::default()).expect_err("foreign");
+    assert!(matches!(err, Error::NotAStore { .. }), "{err}");
+    assert!(err.to_string().contains("application_id"), "{err}");
+}
+
+#[test]
+fn newer_schema_is_refused_with_versions_named() {
+    let (_d, s) = new_store();
+    let dir = s.dir().to_path_buf();
+    drop(s);
+    rusqlite::Connection::open(db_path(&dir))
+        .expect("raw")
+        .execute_batch("PRAGMA user_version = 99;")
+        .expect("bump");
+    let err = Store::open(&dir, StoreOptions::default()).expect_err("newer");
+    assert!(matches!(err, Error::SchemaTooNew { found: 99, supported: 1, .. }), "{err}");
+}
+
+#[test]
+fn bad_input_is_refused_and_nothing_stored() {
+    let (_d, mut s) = new_store();
+    fill(&mut s, 5);
+    let before = s.events_after(0, 100).expect("read");
+    let c = commit(1);
+    let mut nan = Score::new(c.clone(), "t", "acc", f64::NAN);
+    let err = s.record_score(&nan, "x").expect_err("nan");
+    assert!(matches!(err, Error::InvalidInput { field: "score.value", .. }), "{err}");
+    nan.value = f64::INFINITY;
+    assert!(s.record_score(&nan, "x").is_err());
+
+    let err = CommitId::parse("abc123").expect_err("short commit");
+    assert!(err.to_string().contains("full commit id"), "{err}");
+
+    let err = s.append(EventDraft::raw("note", "{\"unterminated\": ")).expect_err("json");
+    assert!(matches!(err, Error::InvalidInput { field: "payload", .. }), "{err}");
+
+    let big = format!("\"{}\"", "x".repeat(DEFAULT_MAX_INLINE_PAYLOAD));
+    let err = s.append(EventDraft::raw("note", big)).expect_err("too big");
+    assert!(matches!(err, Error::PayloadTooLarge { .. }), "{err}");
+    assert!(err.to_string().contains("blob"), "says where big data goes: {err}");
+
+    // A bad event anywhere in a batch rejects the whole batch, naming its position.
+    let batch = vec![mixed_draft(0), mixed_draft(1), EventDraft::raw("note", "nope"), mixed_draft(3)];
+    let err = s.append_batch(batch).expect_err("batch");
+    assert!(err.to_string().contains("event #2"), "{err}");
+
+    // A score event must carry a commit and a well-formed body.
+    let err = s
+        .append(EventDraft::raw("score", r#"{"task":"t","scorer":"s","scorer_version":"1","value":1}"#))
+        .expect_err("no commit");
+    assert!(matches!(err, Error::InvalidInput { field: "commit", .. }), "{err}");
+    let err = s
+        .append(EventDraft::raw("score", r#"{"task":"t","scorer":"s","scorer_version":"1","value":"high"}"#).commit(c))
+        .expect_err("string value");
+    assert!(matches!(err, Error::InvalidInput { field: "payload", .. }), "{err}");
+
+    assert_eq!(s.events_after(0, 100).expect("read"), before, "nothing stored");
+    assert!(s.verify().expect("verify").is_valid());
+}
+
+#[test]
+fn ids_are_strictly_increasing_and_seqs_contiguous() {
+    let (_d, mut s) = new_store();
+    for _ in 0..20 {
+        fill(&mut s, 7);
+    }
+    let events = s.events_after(0, usize::MAX).expect("read");
+    assert_eq!(events.len(), 140);
+    for w in events.windows(2) {
+        assert!(w[0].id < w[1].id, "ids monotonic");
+        assert_eq!(w[0].seq + 1, w[1].seq);
+        assert_eq!(w[1].prev_hash, w[0].hash);
+    }
+    assert_eq!(events[0].prev_hash, s.genesis());
+    assert!(events.iter().all(|e| e.cell == s.id()));
+}
+
+#[test]
+fn point_reads_and_tail() {
+    let (_d, mut s) = new_store();
+    fill(&mut s, 2500);
+    let e = s.event_by_seq(1234).expect("read").expect("exists");
+    assert_eq!(s.event_by_id(e.id).expect("read"), Some(e.clone()));
+    assert_eq!(s.event_by_id(Ulid::nil()).expect("read"), None);
+    assert_eq!(s.event_by_seq(2501).expect("read"), None);
+
+    let mut tail = s.tail(1000);
+    let seqs: Vec<u64> = tail.by_ref().map(|e| e.expect("event").seq).collect();
+    assert_eq!(seqs, (1001..=2500).collect::<Vec<_>>());
+    assert_eq!(tail.position(), 2500);
+    fill(&mut s, 3);
+    let more: Vec<u64> = s.tail(2500).map(|e| e.expect("event").seq).collect();
+    assert_eq!(more, vec![2501, 2502, 2503]);
+}
+
+#[test]
+fn commit_stats_match_a_direct_computation() {
+    let (_d, mut s) = new_store();
+    let mut rng_state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        rng_state ^= rng_state << 13;
+        rng_state ^= rng_state >> 7;
+        rng_state ^= rng_state << 17;
+        (rng_state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut by_commit: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    let mut scores = Vec::new();
+    for i in 0..3000 {
+        let c = commit((i % 5) as u8);
+        // Large offset, tiny spread: naive sum-of-squares variance would cancel.
+        let v = 1.0e6 + next();
+        by_commit.entry(c.to_string()).or_default().push(v);
+        scores.push(Score::new(c, format!("t{i}"), "latency", v));
+    }
+    s.record_scores(&scores, "sim").expect("record");
+    s.record_score(&Score::new(commit(9), "t", "other", 5.0), "sim").expect("record");
+    let stats = s.commit_stats("latency").expect("stats");
+    assert_eq!(stats.len(), 5);
+    for st in &stats {
+        let xs = &by_commit[st.commit.as_str()];
+        let n = xs.len() as f64;
+        let mean = xs.iter().sum::<f64>() / n;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        assert_eq!(st.n, xs.len() as u64);
+        // Summation error bound for the direct computation: n·ε·max|x|.
+        let tol = n * f64::EPSILON * 1.0e6 * 2.0;
+        assert!((st.mean - mean).abs() <= tol, "{} vs {mean}", st.mean);
+        let v = st.variance.expect("n >= 2");
+        assert!((v - var).abs() / var < 1e-9, "variance {v} vs {var}");
+        assert_eq!(st.min.to_bits(), xs.iter().cloned().fold(f64::INFINITY, f64::min).to_bits());
+        assert_eq!(st.max.to_bits(), xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max).to_bits());
+    }
+    let one = s.commit_stats_for(&commit(9), "other").expect("stats").expect("one");
+    assert_eq!((one.n, one.variance), (1, None));
+    assert_eq!(s.commit_stats_for(&commit(9), "latency").expect("stats"), None);
+}
+
+#[test]
+fn paired_scores_join_by_task() {
+    let (_d, mut s) = new_store();
+    let (a, b) = (commit(1), commit(2));
+    let rows = [
+        (&a, "t1", 0.1),
+        (&b, "t1", 0.2),
+        (&a, "t2", 0.3),
+        (&a, "t2", 0.35),
+        (&b, "t3", 0.4),
+        (&b, "t2", 0.5),
+    ];
+    for (c, t, v) in rows {
+        s.record_score(&Score::new(c.clone(), t, "acc", v), "p").expect("record");
+    }
+    let p = s.paired_scores(&a, &b, "acc").expect("paired");
+    let got: Vec<(&str, Vec<f64>, Vec<f64>)> =
+        p.iter().map(|t| (t.task.as_str(), t.baseline.clone(), t.candidate.clone())).collect();
+    assert_eq!(
+        got,
+        vec![
+            ("t1", vec![0.1], vec![0.2]),
+            ("t2", vec![0.3, 0.35], vec![0.5]),
+            ("t3", vec![], vec![0.4]),
+        ]
+    );
+}
+
+#[test]
+fn scores_and_test_runs_by_commit() {
+    let (_d, mut s) = new_store();
+    let c = commit(3);
+    let run = TestRun { commit: c.clone(), suite: "unit".into(), passed: 10, failed: 1, skipped: 2, duration_ms: 3.5 };
+    s.record_test_run(&run, "ci").expect("record");
+    let mut sc = Score::new(c.clone(), "t", "acc", 0.9);
+    sc.cost = Some(0.01);
+    sc.latency_ms = Some(120.0);
+    sc.holdout = true;
+    s.record_score(&sc, "ci").expect("record");
+    assert_eq!(s.test_runs(&c).expect("runs"), vec![(1, run)]);
+    assert_eq!(s.scores(&c, "acc").expect("scores"), vec![(2, sc)]);
+    assert!(s.scores(&commit(4), "acc").expect("scores").is_empty());
+}
+
+#[test]
+fn blobs_are_content_addressed_and_checked() {
+    let (_d, s) = new_store();
+    let data = vec![42u8; 1 << 20];
+    let h = s.put_blob(&data).expect("put");
+    assert_eq!(h, blake3::hash(&data));
+    assert_eq!(s.put_blob(&data).expect("again"), h, "idempotent");
+    assert_eq!(s.get_blob(&h).expect("get"), data);
+    let hex = h.to_hex();
+    let path = s.dir().join("blobs").join(&hex[..2]).join(&hex[2..]);
+    assert!(path.is_file());
+    let mut bad = data.clone();
+    bad[1000] ^= 1;
+    std::fs::write(&path, &bad).expect("corrupt");
+    assert!(matches!(s.get_blob(&h), Err(Error::BlobCorrupt { .. })));
+    assert!(matches!(s.get_blob(&blake3::hash(b"nothing")), Err(Error::BlobMissing { .. })));
+}
+
+#[test]
+fn readers_see_committed_events_while_a_writer_works() {
+    let (_d, mut w) = new_store();
+    fill(&mut w, 10);
+    let r = Store::open(w.dir(), StoreOptions::default()).expect("reader");
+    assert_eq!(r.head().expect("head").size, 10);
+    fill(&mut w, 5);
+    assert_eq!(r.head().expect("head").size, 15);
+    assert!(r.verify().expect("verify").is_valid());
+}
