@@ -1,1 +1,470 @@
-fn main(){}
+//! `ratchet`: the command line over ratchet's trace store.
+//!
+//! Exit codes: 0 success; 1 the store failed verification (tampering found);
+//! 2 an error (bad input, missing store, unreadable file, usage).
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, anyhow};
+use clap::{Parser, Subcommand};
+use ratchet_trace::{
+    Checkpoint, CommitId, EventDraft, MergeOptions, Score, Store, StoreOptions, VerifyOptions,
+    WriterKey,
+};
+use serde::Deserialize;
+
+mod demo;
+
+/// Exit code when verification finds the store altered.
+const EXIT_TAMPERED: u8 = 1;
+/// Exit code for every error.
+const EXIT_ERROR: u8 = 2;
+
+/// ratchet: decide from unforgeable evidence whether a candidate version is
+/// better, and keep the trace that proves it.
+#[derive(Debug, Parser)]
+#[command(name = "ratchet", version, about, long_about = None)]
+struct Cli {
+    /// Store directory (default: .ratchet at the git root, or in the current directory outside git).
+    #[arg(long, global = true, env = "RATCHET_STORE")]
+    store: Option<PathBuf>,
+    /// Print machine-readable JSON instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create a store.
+    Init {
+        /// Make a keyed store: generate a writer key into --key-file (which must not exist).
+        #[arg(long, requires = "key_file")]
+        keyed: bool,
+        /// Where to write the new writer key.
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+    },
+    /// Append events given as JSON Lines on stdin, all in one transaction:
+    /// {"kind": "...", "session": "...", "commit": "<full sha>", "payload": {...}}.
+    Append {
+        /// Writer key file (keyed stores).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+    },
+    /// Record one score.
+    RecordScore {
+        /// Full commit id the score measures.
+        #[arg(long)]
+        commit: String,
+        /// Task name.
+        #[arg(long)]
+        task: String,
+        /// Scorer name.
+        #[arg(long)]
+        scorer: String,
+        /// The value (finite).
+        #[arg(long, allow_hyphen_values = true)]
+        value: f64,
+        /// Scorer version.
+        #[arg(long, default_value = "1")]
+        scorer_version: String,
+        /// Cost of the run (≥ 0).
+        #[arg(long)]
+        cost: Option<f64>,
+        /// Latency in milliseconds (≥ 0).
+        #[arg(long)]
+        latency_ms: Option<f64>,
+        /// Mark as a holdout score.
+        #[arg(long)]
+        holdout: bool,
+        /// Session name.
+        #[arg(long, default_value = "")]
+        session: String,
+        /// Writer key file (keyed stores).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+    },
+    /// Show events after a seq.
+    Log {
+        /// Show events after this seq.
+        #[arg(long, default_value_t = 0)]
+        from: u64,
+        /// At most this many events.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// Recompute every hash; exit 1 naming the first bad seq if the store was altered.
+    VerifyChain {
+        /// A checkpoint held elsewhere: also detects truncation and rollback.
+        #[arg(long)]
+        checkpoint: Option<PathBuf>,
+        /// Writer key file: also checks every event's MAC.
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+    },
+    /// Print the current checkpoint, or write it atomically to --out.
+    Checkpoint {
+        /// File to write the checkpoint to.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Verify cell stores and merge their new events into this store.
+    MergeCells {
+        /// Cell store directories.
+        #[arg(required = true)]
+        cells: Vec<PathBuf>,
+        /// Writer key of this (home) store, if keyed.
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+        /// Writer key of the cells, to check their MACs.
+        #[arg(long)]
+        cell_key_file: Option<PathBuf>,
+    },
+    /// Run the store end to end in a scratch directory: record, verify,
+    /// checkpoint, then tamper and watch verification catch it.
+    Demo {
+        /// Keep the demo store here instead of a temporary directory.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// `.ratchet` at the root of the enclosing git work tree, else in the current directory.
+fn default_store_dir() -> Result<PathBuf> {
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let root = cwd
+        .ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(&cwd)
+        .to_path_buf();
+    Ok(root.join(".ratchet"))
+}
+
+fn read_key(path: &Path) -> Result<WriterKey> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading key file {}", path.display()))?;
+    WriterKey::from_hex(&text).with_context(|| format!("key file {}", path.display()))
+}
+
+fn options(key_file: Option<&Path>) -> Result<StoreOptions> {
+    let mut o = StoreOptions::default();
+    if let Some(p) = key_file {
+        o = o.writer_key(read_key(p)?);
+    }
+    Ok(o)
+}
+
+fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, v)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// One line of `ratchet append` input.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AppendLine {
+    kind: String,
+    #[serde(default)]
+    session: String,
+    #[serde(default)]
+    commit: Option<String>,
+    payload: Box<serde_json::value::RawValue>,
+}
+
+fn run(cli: Cli) -> Result<u8> {
+    let store_dir = match &cli.store {
+        Some(d) => d.clone(),
+        None => default_store_dir()?,
+    };
+    let json = cli.json;
+    match cli.command {
+        Command::Init { keyed, key_file } => {
+            let mut o = StoreOptions::default();
+            if keyed {
+                let path = key_file.ok_or_else(|| anyhow!("--keyed needs --key-file"))?;
+                let (key, hex) = WriterKey::generate()?;
+                write_new_secret(&path, &hex)?;
+                o = o.writer_key(key);
+            }
+            let store = Store::create(&store_dir, o)?;
+            if json {
+                print_json(&serde_json::json!({
+                    "store": store.dir(), "id": store.id(), "writer_key_id": store.writer_key_id()
+                }))?;
+            } else {
+                println!("created store {} at {}", store.id(), store.dir().display());
+                if let Some(k) = store.writer_key_id() {
+                    println!(
+                        "keyed: writer key id {k}; keep the key file secret and pass it with --key-file"
+                    );
+                }
+            }
+            Ok(0)
+        }
+        Command::Append { key_file } => {
+            let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
+            let stdin = std::io::stdin().lock();
+            let mut drafts = Vec::new();
+            for (i, line) in stdin.lines().enumerate() {
+                let line = line.context("reading stdin")?;
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let draft =
+                    parse_append_line(&line).with_context(|| format!("stdin line {}", i + 1))?;
+                store
+                    .validate_draft(&draft)
+                    .with_context(|| format!("stdin line {}", i + 1))?;
+                drafts.push(draft);
+            }
+            let receipts = store.append_batch(drafts)?;
+            if json {
+                print_json(&receipts)?;
+            } else {
+                match (receipts.first(), receipts.last()) {
+                    (Some(a), Some(b)) => println!(
+                        "appended {} events: seq {}..={}",
+                        receipts.len(),
+                        a.seq,
+                        b.seq
+                    ),
+                    _ => println!("no events on stdin; nothing appended"),
+                }
+            }
+            Ok(0)
+        }
+        Command::RecordScore {
+            commit,
+            task,
+            scorer,
+            value,
+            scorer_version,
+            cost,
+            latency_ms,
+            holdout,
+            session,
+            key_file,
+        } => {
+            let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
+            let score = Score {
+                commit: CommitId::parse(&commit)?,
+                task,
+                scorer,
+                scorer_version,
+                value,
+                cost,
+                latency_ms,
+                holdout,
+            };
+            let r = store.record_score(&score, &session)?;
+            if json {
+                print_json(&r)?;
+            } else {
+                println!("recorded score at seq {} ({})", r.seq, r.id);
+            }
+            Ok(0)
+        }
+        Command::Log { from, limit } => {
+            let store = Store::open(&store_dir, StoreOptions::default())?;
+            let events = store.events_after(from, limit)?;
+            if json {
+                print_json(&events)?;
+            } else {
+                let mut out = std::io::stdout().lock();
+                writeln!(
+                    out,
+                    "{:>8}  {:<26}  {:<10}  {:<12}  payload",
+                    "seq", "id", "kind", "commit"
+                )?;
+                for e in events {
+                    let commit = e.commit.as_ref().map(|c| &c.as_str()[..12]).unwrap_or("-");
+                    let payload = String::from_utf8_lossy(&e.payload);
+                    let short: String = payload.chars().take(60).collect();
+                    let ell = if payload.chars().count() > 60 {
+                        "…"
+                    } else {
+                        ""
+                    };
+                    writeln!(
+                        out,
+                        "{:>8}  {}  {:<10}  {:<12}  {short}{ell}",
+                        e.seq, e.id, e.kind, commit
+                    )?;
+                }
+            }
+            Ok(0)
+        }
+        Command::VerifyChain {
+            checkpoint,
+            key_file,
+        } => {
+            let store = Store::open(&store_dir, StoreOptions::default())?;
+            let mut o = VerifyOptions::default();
+            if let Some(p) = &key_file {
+                o = o.key(read_key(p)?);
+            }
+            if let Some(p) = &checkpoint {
+                o = o.checkpoint(
+                    Checkpoint::read(p).with_context(|| format!("checkpoint {}", p.display()))?,
+                );
+            }
+            let report = store.verify_with(&o)?;
+            if json {
+                print_json(&report)?;
+            } else if let Some(f) = &report.fault {
+                println!(
+                    "TAMPERED: store {} fails verification at {f}",
+                    report.store_id
+                );
+            } else {
+                println!(
+                    "ok: {} events verified{}{}, head {}",
+                    report.size,
+                    if report.macs_checked {
+                        ", MACs checked"
+                    } else {
+                        ""
+                    },
+                    if report.checkpoint_checked {
+                        ", consistent with the checkpoint"
+                    } else {
+                        ""
+                    },
+                    report.head.to_hex()
+                );
+            }
+            Ok(if report.is_valid() { 0 } else { EXIT_TAMPERED })
+        }
+        Command::Checkpoint { out } => {
+            let store = Store::open(&store_dir, StoreOptions::default())?;
+            let cp = store.checkpoint()?;
+            if let Some(p) = &out {
+                cp.write_atomic(p)?;
+            }
+            if json {
+                print_json(&cp)?;
+            } else if out.is_none() {
+                print!("{cp}");
+            } else {
+                println!("checkpoint at size {} written", cp.size);
+            }
+            Ok(0)
+        }
+        Command::MergeCells {
+            cells,
+            key_file,
+            cell_key_file,
+        } => {
+            let mut home = Store::open(&store_dir, options(key_file.as_deref())?)?;
+            let mut mo = MergeOptions::default();
+            if let Some(p) = &cell_key_file {
+                mo = mo.cell_key(read_key(p)?);
+            }
+            let mut reports = Vec::new();
+            for cell in &cells {
+                let r = home
+                    .merge_cell(cell, &mo)
+                    .with_context(|| format!("merging cell {}", cell.display()))?;
+                if !json {
+                    println!(
+                        "{}: {} new events ingested ({} already present), cell merged through seq {}",
+                        cell.display(),
+                        r.ingested,
+                        r.already_present,
+                        r.high_water_after
+                    );
+                }
+                reports.push(r);
+            }
+            if json {
+                print_json(&reports)?;
+            }
+            Ok(0)
+        }
+        Command::Demo { dir } => demo::run(dir, json),
+    }
+}
+
+fn parse_append_line(line: &str) -> Result<EventDraft> {
+    let l: AppendLine = serde_json::from_str(line).map_err(|e| {
+        anyhow!(
+            "not an event object ({{\"kind\", \"payload\", optional \"session\", \"commit\"}}): {e}"
+        )
+    })?;
+    let mut d = EventDraft::raw(l.kind, l.payload.get().as_bytes().to_vec()).session(l.session);
+    if let Some(c) = l.commit {
+        d = d.commit(CommitId::parse(&c)?);
+    }
+    Ok(d)
+}
+
+/// Writes a secret to a new file readable only by its owner.
+fn write_new_secret(path: &Path, text: &str) -> Result<()> {
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    let mut f = o.open(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            anyhow!(
+                "key file {} already exists; refusing to overwrite a key",
+                path.display()
+            )
+        } else {
+            anyhow!("creating key file {}: {e}", path.display())
+        }
+    })?;
+    writeln!(f, "{text}")?;
+    f.sync_all()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn append_lines_parse_and_refuse_bad_shapes() {
+        let d = parse_append_line(r#"{"kind":"note","payload":{"a": [1, 2]}}"#).expect("ok");
+        assert_eq!(d.kind(), "note");
+        for bad in [
+            r#"{"payload":{}}"#,
+            r#"{"kind":"note"}"#,
+            r#"{"kind":"note","payload":{},"extra":1}"#,
+            r#"{"kind":"note","payload":{},"commit":"abc"}"#,
+            "not json",
+        ] {
+            assert!(parse_append_line(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn secrets_are_never_overwritten() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let p = d.path().join("k");
+        write_new_secret(&p, "aa").expect("first");
+        let e = write_new_secret(&p, "bb").expect_err("second");
+        assert!(e.to_string().contains("already exists"));
+        assert_eq!(std::fs::read_to_string(&p).expect("read"), "aa\n");
+    }
+}

@@ -7,10 +7,16 @@
 //! ```
 //! Later versions must open and verify what this wrote (tests/fixture.rs).
 
-use ratchet_trace::{CommitId, EventDraft, MergeOptions, Score, Store, StoreOptions, TestRun, WriterKey};
+use ratchet_trace::{
+    CommitId, EventDraft, MergeOptions, Score, Store, StoreOptions, TestRun, WriterKey,
+};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let out = std::path::PathBuf::from(std::env::args().nth(1).ok_or("usage: write_fixture OUT_DIR")?);
+    let out = std::path::PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .ok_or("usage: write_fixture OUT_DIR")?,
+    );
     if out.exists() {
         return Err(format!("{} exists; remove it first", out.display()).into());
     }
@@ -20,7 +26,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut home = Store::create(out.join("store"), StoreOptions::default().writer_key(key))?;
     let a = CommitId::parse("1111111111111111111111111111111111111111")?;
     let b = CommitId::parse("2222222222222222222222222222222222222222")?;
-    home.append(EventDraft::json("note", &serde_json::json!({"fixture": "v1", "text": "naïve ✓"}))?.session("fixture"))?;
+    home.append(
+        EventDraft::json(
+            "note",
+            &serde_json::json!({"fixture": "v1", "text": "naïve ✓"}),
+        )?
+        .session("fixture"),
+    )?;
     for (i, v) in [0.5, 0.75, 1.0].into_iter().enumerate() {
         let mut s = Score::new(a.clone(), format!("task-{i}"), "accuracy", v);
         s.cost = Some(0.001 * i as f64);
@@ -28,7 +40,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         home.record_score(&s, "fixture")?;
     }
     home.record_test_run(
-        &TestRun { commit: a.clone(), suite: "unit".into(), passed: 41, failed: 1, skipped: 2, duration_ms: 1234.5 },
+        &TestRun {
+            commit: a.clone(),
+            suite: "unit".into(),
+            passed: 41,
+            failed: 1,
+            skipped: 2,
+            duration_ms: 1234.5,
+        },
         "fixture",
     )?;
     for (i, v) in [0.25, 0.5].into_iter().enumerate() {

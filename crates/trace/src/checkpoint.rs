@@ -36,7 +36,13 @@ pub struct Checkpoint {
 
 impl fmt::Display for Checkpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{ORIGIN_PREFIX}{}\n{}\n{}\n", self.origin, self.size, self.head.to_hex())
+        write!(
+            f,
+            "{ORIGIN_PREFIX}{}\n{}\n{}\n",
+            self.origin,
+            self.size,
+            self.head.to_hex()
+        )
     }
 }
 
@@ -51,30 +57,37 @@ impl Checkpoint {
             reason: reason.to_string(),
         };
         let lines: Vec<&str> = text.lines().collect();
-        if lines.len() < 3 {
-            return Err(bad(lines.len() + 1, "expected 3 lines: origin, size, head hash"));
-        }
-        if let Some(extra) = lines.iter().skip(3).position(|l| !l.trim().is_empty()) {
-            return Err(bad(extra + 4, "unexpected text after the head hash"));
-        }
-        let origin = lines[0]
+        let line = |i: usize, what: &str| -> Result<&str> {
+            lines
+                .get(i)
+                .copied()
+                .ok_or_else(|| bad(i + 1, &format!("missing the {what} line")))
+        };
+        let origin = line(0, "origin")?
             .strip_prefix(ORIGIN_PREFIX)
             .ok_or_else(|| bad(1, &format!("origin must start with {ORIGIN_PREFIX:?}")))?;
         if origin.is_empty() || origin.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return Err(bad(1, "origin must be a store id without spaces"));
         }
-        let size_text = lines[1];
+        let size_text = line(1, "size")?;
         if size_text.is_empty() || !size_text.bytes().all(|b| b.is_ascii_digit()) {
             return Err(bad(2, "size must be a decimal number"));
         }
         let size: u64 = size_text
             .parse()
             .map_err(|_| bad(2, "size does not fit in 64 bits"))?;
-        let head_text = lines[2];
-        if head_text.len() != 64 || !head_text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        let head_text = line(2, "head hash")?;
+        if head_text.len() != 64
+            || !head_text
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        {
             return Err(bad(3, "head must be 64 lower-case hex digits"));
         }
         let head = blake3::Hash::from_hex(head_text).map_err(|_| bad(3, "head is not a hash"))?;
+        if let Some(extra) = lines.iter().skip(3).position(|l| !l.trim().is_empty()) {
+            return Err(bad(extra + 4, "unexpected text after the head hash"));
+        }
         Ok(Checkpoint {
             origin: origin.to_string(),
             size,
@@ -176,9 +189,15 @@ mod tests {
             (String::new(), 1),
             (format!("other/{}\n{}\n{}\n", "x", lines[1], lines[2]), 1),
             (format!("{}\n-3\n{}\n", lines[0], lines[2]), 2),
-            (format!("{}\n99999999999999999999999\n{}\n", lines[0], lines[2]), 2),
+            (
+                format!("{}\n99999999999999999999999\n{}\n", lines[0], lines[2]),
+                2,
+            ),
             (format!("{}\n{}\nabc\n", lines[0], lines[1]), 3),
-            (format!("{}\n{}\n{}\n", lines[0], lines[1], lines[2].to_uppercase()), 3),
+            (
+                format!("{}\n{}\n{}\n", lines[0], lines[1], lines[2].to_uppercase()),
+                3,
+            ),
             (format!("{good}junk\n"), 4),
         ];
         for (text, line) in cases {

@@ -143,10 +143,7 @@ impl WriterKey {
     pub fn from_secret(secret: &[u8]) -> Result<Self> {
         if secret.len() < 32 {
             return Err(Error::InvalidKey {
-                reason: format!(
-                    "secret is {} bytes; at least 32 are needed",
-                    secret.len()
-                ),
+                reason: format!("secret is {} bytes; at least 32 are needed", secret.len()),
             });
         }
         Ok(WriterKey {
@@ -202,7 +199,7 @@ pub(crate) fn encode_hex(bytes: &[u8]) -> String {
 }
 
 pub(crate) fn decode_hex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     let digit = |c: u8| -> Option<u8> {
@@ -259,20 +256,48 @@ mod tests {
         let prev = [8u8; 32];
         let oh = [1u8; 32];
         let variants: Vec<HashInput<'_>> = vec![
-            HashInput { store_id: "other", ..sample() },
-            HashInput { seq: 2, ..sample() },
-            HashInput { prev_hash: &prev, ..sample() },
-            HashInput { id: 2, ..sample() },
-            HashInput { ts_ms: 0, ..sample() },
-            HashInput { cell: "c", ..sample() },
-            HashInput { session: "t", ..sample() },
-            HashInput { kind: "nota", ..sample() },
-            HashInput { commit: None, ..sample() },
             HashInput {
-                origin: Some(OriginRef { store: "x", seq: 1, hash: &oh }),
+                store_id: "other",
                 ..sample()
             },
-            HashInput { payload: br#"{"a":2}"#, ..sample() },
+            HashInput { seq: 2, ..sample() },
+            HashInput {
+                prev_hash: &prev,
+                ..sample()
+            },
+            HashInput { id: 2, ..sample() },
+            HashInput {
+                ts_ms: 0,
+                ..sample()
+            },
+            HashInput {
+                cell: "c",
+                ..sample()
+            },
+            HashInput {
+                session: "t",
+                ..sample()
+            },
+            HashInput {
+                kind: "nota",
+                ..sample()
+            },
+            HashInput {
+                commit: None,
+                ..sample()
+            },
+            HashInput {
+                origin: Some(OriginRef {
+                    store: "x",
+                    seq: 1,
+                    hash: &oh,
+                }),
+                ..sample()
+            },
+            HashInput {
+                payload: br#"{"a":2}"#,
+                ..sample()
+            },
         ];
         for (i, v) in variants.iter().enumerate() {
             assert_ne!(h.hash(v), base, "variant {i} did not change the hash");
@@ -283,8 +308,16 @@ mod tests {
     fn field_boundaries_are_unambiguous() {
         // Moving a byte from one string field to the next must change the hash.
         let mut h = ChainHasher::new();
-        let a = h.hash(&HashInput { session: "ab", kind: "c", ..sample() });
-        let b = h.hash(&HashInput { session: "a", kind: "bc", ..sample() });
+        let a = h.hash(&HashInput {
+            session: "ab",
+            kind: "c",
+            ..sample()
+        });
+        let b = h.hash(&HashInput {
+            session: "a",
+            kind: "bc",
+            ..sample()
+        });
         assert_ne!(a, b);
     }
 
@@ -293,7 +326,10 @@ mod tests {
         // The two feeding strategies must hash the same bytes.
         let big = vec![b'x'; 5000];
         let mut h = ChainHasher::new();
-        let got = h.hash(&HashInput { payload: &big, ..sample() });
+        let got = h.hash(&HashInput {
+            payload: &big,
+            ..sample()
+        });
         let mut manual = blake3::Hasher::new_derive_key(EVENT_HASH_CONTEXT);
         let mut buf = Vec::new();
         let s = sample();
@@ -316,8 +352,14 @@ mod tests {
 
     #[test]
     fn keys_need_32_bytes_and_hex() {
-        assert!(matches!(WriterKey::from_secret(&[1; 31]), Err(Error::InvalidKey { .. })));
-        assert!(matches!(WriterKey::from_hex("zz"), Err(Error::InvalidKey { .. })));
+        assert!(matches!(
+            WriterKey::from_secret(&[1; 31]),
+            Err(Error::InvalidKey { .. })
+        ));
+        assert!(matches!(
+            WriterKey::from_hex("zz"),
+            Err(Error::InvalidKey { .. })
+        ));
         let (k, hex) = WriterKey::generate().expect("random key");
         let k2 = WriterKey::from_hex(&format!("  {hex}\n")).expect("parse own hex");
         assert_eq!(k.id_hex(), k2.id_hex());

@@ -119,11 +119,9 @@ impl EventDraft {
     /// Checks everything that does not depend on the store.
     pub(crate) fn validate(&self, max_payload: usize) -> Result<()> {
         validate_name("kind", &self.kind)?;
-        if !self
-            .kind
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.' || b == b'-')
-        {
+        if !self.kind.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.' || b == b'-'
+        }) {
             return Err(Error::invalid(
                 "kind",
                 format!("{:?} may hold only a-z, 0-9, '_', '.' and '-'", self.kind),
@@ -132,7 +130,10 @@ impl EventDraft {
         if self.session.len() > MAX_NAME_LEN {
             return Err(Error::invalid(
                 "session",
-                format!("{} bytes, over the limit of {MAX_NAME_LEN}", self.session.len()),
+                format!(
+                    "{} bytes, over the limit of {MAX_NAME_LEN}",
+                    self.session.len()
+                ),
             ));
         }
         validate_payload(&self.payload, max_payload)
@@ -150,7 +151,10 @@ pub(crate) fn validate_name(field: &'static str, value: &str) -> Result<()> {
         ));
     }
     if value.chars().any(char::is_control) {
-        return Err(Error::invalid(field, format!("{value:?} holds control characters")));
+        return Err(Error::invalid(
+            field,
+            format!("{value:?} holds control characters"),
+        ));
     }
     Ok(())
 }
@@ -273,7 +277,16 @@ mod tests {
         assert!(CommitId::parse(&"a".repeat(64)).is_ok());
         for bad in ["", "abc1234", &"g".repeat(40), &"a".repeat(41), "HEAD"] {
             let err = CommitId::parse(bad).expect_err(bad);
-            assert!(matches!(err, Error::InvalidInput { field: "commit", .. }), "{err}");
+            assert!(
+                matches!(
+                    err,
+                    Error::InvalidInput {
+                        field: "commit",
+                        ..
+                    }
+                ),
+                "{err}"
+            );
         }
     }
 
@@ -281,8 +294,16 @@ mod tests {
     fn drafts_are_validated() {
         let lim = DEFAULT_MAX_INLINE_PAYLOAD;
         assert!(EventDraft::raw("note", "{}").validate(lim).is_ok());
-        let bad_json = EventDraft::raw("note", "{nope").validate(lim).expect_err("json");
-        assert!(matches!(bad_json, Error::InvalidInput { field: "payload", .. }));
+        let bad_json = EventDraft::raw("note", "{nope")
+            .validate(lim)
+            .expect_err("json");
+        assert!(matches!(
+            bad_json,
+            Error::InvalidInput {
+                field: "payload",
+                ..
+            }
+        ));
         let big = EventDraft::raw("note", format!("\"{}\"", "x".repeat(lim))).validate(lim);
         assert!(matches!(big, Err(Error::PayloadTooLarge { .. })));
         assert!(big.expect_err("big").to_string().contains("put_blob"));
@@ -291,7 +312,13 @@ mod tests {
             assert!(matches!(e, Error::InvalidInput { field: "kind", .. }));
         }
         let long = EventDraft::raw("note", "1").session("s".repeat(MAX_NAME_LEN + 1));
-        assert!(matches!(long.validate(lim), Err(Error::InvalidInput { field: "session", .. })));
+        assert!(matches!(
+            long.validate(lim),
+            Err(Error::InvalidInput {
+                field: "session",
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -80,9 +80,13 @@ mod verify;
 
 pub use blake3::Hash;
 pub use checkpoint::Checkpoint;
-pub use encoding::{EVENT_HASH_CONTEXT, GENESIS_CONTEXT, KEY_ID_CONTEXT, MAC_KEY_CONTEXT, WriterKey};
+pub use encoding::{
+    EVENT_HASH_CONTEXT, GENESIS_CONTEXT, KEY_ID_CONTEXT, MAC_KEY_CONTEXT, WriterKey,
+};
 pub use error::{Error, Result};
-pub use event::{CommitId, DEFAULT_MAX_INLINE_PAYLOAD, Event, EventDraft, MAX_NAME_LEN, Origin, Receipt};
+pub use event::{
+    CommitId, DEFAULT_MAX_INLINE_PAYLOAD, Event, EventDraft, MAX_NAME_LEN, Origin, Receipt,
+};
 pub use merge::{MergeOptions, MergeReport};
 pub use projection::{KIND_SCORE, KIND_TEST_RUN, Score, TestRun};
 pub use schema::{APPLICATION_ID, Durability, SCHEMA_VERSION};

@@ -11,7 +11,9 @@ use crate::encoding::{OriginRef, WriterKey, genesis_hash};
 use crate::error::{Error, Result};
 use crate::event::CommitId;
 use crate::projection::Projection;
-use crate::store::{Head, Pending, Store, StoreOptions, event_from_row, insert_event, read_head, EVENT_COLUMNS};
+use crate::store::{
+    EVENT_COLUMNS, Head, Pending, Store, StoreOptions, event_from_row, insert_event, read_head,
+};
 use crate::verify::{VerifyOptions, verify_conn};
 
 /// Settings of [`Store::merge_cell`].
@@ -62,7 +64,11 @@ impl Store {
     /// arrives with other content; [`Error::MergeSelf`]; and the errors of
     /// [`Store::open`] for the cell.
     #[tracing::instrument(name = "trace.merge_cell", skip_all, fields(home = %self.store_id, cell = %cell_dir.as_ref().display()))]
-    pub fn merge_cell(&mut self, cell_dir: impl AsRef<Path>, options: &MergeOptions) -> Result<MergeReport> {
+    pub fn merge_cell(
+        &mut self,
+        cell_dir: impl AsRef<Path>,
+        options: &MergeOptions,
+    ) -> Result<MergeReport> {
         let cell_dir = cell_dir.as_ref();
         let cell = Store::open(cell_dir, StoreOptions::default())?;
         let cell_id = cell.store_id.clone();
@@ -108,17 +114,21 @@ impl Store {
                  WHERE origin_store = ?1 ORDER BY origin_seq DESC LIMIT 1",
             )
             .and_then(|mut st| {
-                st.query_row([&cell_id], |r| Ok((r.get::<_, i64>(0)? as u64, crate::store::hash_col(r, 1)?)))
-                    .optional()
+                st.query_row([&cell_id], |r| {
+                    Ok((r.get::<_, i64>(0)? as u64, crate::store::hash_col(r, 1)?))
+                })
+                .optional()
             })
             .map_err(Error::sqlite("reading the cell's high-water mark"))?;
         let (hw_seq, mut link) = match high_water {
             None => (0, genesis_hash(&cell_id)),
             Some((seq, hash)) => {
                 let in_cell: Option<blake3::Hash> = cell_tx
-                    .query_row("SELECT hash FROM events WHERE seq = ?1", [seq as i64], |r| {
-                        crate::store::hash_col(r, 0)
-                    })
+                    .query_row(
+                        "SELECT hash FROM events WHERE seq = ?1",
+                        [seq as i64],
+                        |r| crate::store::hash_col(r, 0),
+                    )
                     .optional()
                     .map_err(Error::sqlite("reading the cell at the high-water mark"))?;
                 if in_cell != Some(hash) {
@@ -132,7 +142,9 @@ impl Store {
         let mut ingested = 0u64;
         let mut already_present = 0u64;
         let mut stmt = cell_tx
-            .prepare(&format!("SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?1 ORDER BY seq"))
+            .prepare(&format!(
+                "SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?1 ORDER BY seq"
+            ))
             .map_err(Error::sqlite("reading cell events"))?;
         let mut rows = stmt
             .query([hw_seq as i64])

@@ -37,7 +37,12 @@ pub struct Score {
 
 impl Score {
     /// A score with version `"1"`, no cost or latency, not a holdout.
-    pub fn new(commit: CommitId, task: impl Into<String>, scorer: impl Into<String>, value: f64) -> Self {
+    pub fn new(
+        commit: CommitId,
+        task: impl Into<String>,
+        scorer: impl Into<String>,
+        value: f64,
+    ) -> Self {
         Score {
             commit,
             task: task.into(),
@@ -180,12 +185,8 @@ pub(crate) enum Projection {
 }
 
 fn parse_body<T: for<'de> Deserialize<'de>>(kind: &str, payload: &[u8]) -> Result<T> {
-    serde_json::from_slice(payload).map_err(|e| {
-        Error::invalid(
-            "payload",
-            format!("not a valid {kind} payload: {e}"),
-        )
-    })
+    serde_json::from_slice(payload)
+        .map_err(|e| Error::invalid("payload", format!("not a valid {kind} payload: {e}")))
 }
 
 fn need_commit(kind: &str, commit: Option<&CommitId>) -> Result<CommitId> {
@@ -196,7 +197,11 @@ fn need_commit(kind: &str, commit: Option<&CommitId>) -> Result<CommitId> {
 
 impl Projection {
     /// The projection of an event, `None` for kinds without one.
-    pub fn from_event(kind: &str, commit: Option<&CommitId>, payload: &[u8]) -> Result<Option<Self>> {
+    pub fn from_event(
+        kind: &str,
+        commit: Option<&CommitId>,
+        payload: &[u8],
+    ) -> Result<Option<Self>> {
         match kind {
             KIND_SCORE => {
                 let b: ScoreBody = parse_body(kind, payload)?;
@@ -401,14 +406,39 @@ mod tests {
     #[test]
     fn reserved_kinds_need_their_shape() {
         let c = commit();
-        let e = Projection::from_event(KIND_SCORE, Some(&c), br#"{"task":"t"}"#).expect_err("missing");
+        let e =
+            Projection::from_event(KIND_SCORE, Some(&c), br#"{"task":"t"}"#).expect_err("missing");
         assert!(e.to_string().contains("score payload"), "{e}");
-        let e = Projection::from_event(KIND_SCORE, None, br#"{"task":"t","scorer":"s","scorer_version":"1","value":1}"#)
-            .expect_err("no commit");
-        assert!(matches!(e, Error::InvalidInput { field: "commit", .. }));
-        let e = Projection::from_event(KIND_TEST_RUN, Some(&c), br#"{"suite":"u","passed":1,"failed":0,"skipped":0,"duration_ms":-1}"#)
-            .expect_err("negative");
-        assert!(matches!(e, Error::InvalidInput { field: "test_run.duration_ms", .. }));
-        assert!(Projection::from_event("note", None, b"{}").expect("other kinds").is_none());
+        let e = Projection::from_event(
+            KIND_SCORE,
+            None,
+            br#"{"task":"t","scorer":"s","scorer_version":"1","value":1}"#,
+        )
+        .expect_err("no commit");
+        assert!(matches!(
+            e,
+            Error::InvalidInput {
+                field: "commit",
+                ..
+            }
+        ));
+        let e = Projection::from_event(
+            KIND_TEST_RUN,
+            Some(&c),
+            br#"{"suite":"u","passed":1,"failed":0,"skipped":0,"duration_ms":-1}"#,
+        )
+        .expect_err("negative");
+        assert!(matches!(
+            e,
+            Error::InvalidInput {
+                field: "test_run.duration_ms",
+                ..
+            }
+        ));
+        assert!(
+            Projection::from_event("note", None, b"{}")
+                .expect("other kinds")
+                .is_none()
+        );
     }
 }

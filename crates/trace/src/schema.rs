@@ -153,13 +153,13 @@ pub(crate) fn check_header(conn: &Connection, path: &Path) -> Result<()> {
 }
 
 pub(crate) fn not_a_store(path: &Path, e: rusqlite::Error) -> Error {
-    if let rusqlite::Error::SqliteFailure(f, _) = &e {
-        if f.code == rusqlite::ErrorCode::NotADatabase {
-            return Error::NotAStore {
-                path: path.to_path_buf(),
-                reason: "the file is not an SQLite database".into(),
-            };
-        }
+    if let rusqlite::Error::SqliteFailure(f, _) = &e
+        && f.code == rusqlite::ErrorCode::NotADatabase
+    {
+        return Error::NotAStore {
+            path: path.to_path_buf(),
+            reason: "the file is not an SQLite database".into(),
+        };
     }
     Error::Sqlite {
         context: "reading the store header",

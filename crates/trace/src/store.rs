@@ -167,7 +167,9 @@ pub(crate) fn event_from_row(row: &Row<'_>) -> rusqlite::Result<Event> {
     let commit = commit
         .map(|c| CommitId::parse(&c))
         .transpose()
-        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(6, rusqlite::types::Type::Text, Box::new(e)))?;
+        .map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(6, rusqlite::types::Type::Text, Box::new(e))
+        })?;
     let origin_store: Option<String> = row.get(8)?;
     let origin = match origin_store {
         None => None,
@@ -227,7 +229,9 @@ impl Store {
         std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
         let mut conn = Connection::open_with_flags(
             &db,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(Error::sqlite("creating the database file"))?;
         schema::configure(&conn, options.durability, options.busy_timeout)?;
@@ -255,8 +259,11 @@ impl Store {
                 meta.push(("writer_key_id", k.clone()));
             }
             for (k, v) in meta {
-                tx.execute("INSERT INTO meta (key, value) VALUES (?1, ?2)", params![k, v])
-                    .map_err(Error::sqlite("writing store metadata"))?;
+                tx.execute(
+                    "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+                    params![k, v],
+                )
+                .map_err(Error::sqlite("writing store metadata"))?;
             }
             tx.execute_batch(&format!(
                 "PRAGMA application_id = {}; PRAGMA user_version = {};",
@@ -264,7 +271,8 @@ impl Store {
                 schema::SCHEMA_VERSION
             ))
             .map_err(Error::sqlite("writing the header"))?;
-            tx.commit().map_err(Error::sqlite("committing the new store"))?;
+            tx.commit()
+                .map_err(Error::sqlite("committing the new store"))?;
         }
         tracing::info!(store = %store_id, dir = %dir.display(), keyed = key_id.is_some(), "created trace store");
         Ok(Store {
@@ -295,11 +303,12 @@ impl Store {
         )
         .map_err(|e| schema::not_a_store(&db, e))?;
         schema::check_header(&conn, &db)?;
-        schema::configure(&conn, options.durability, options.busy_timeout)
-            .map_err(|e| match e {
+        schema::configure(&conn, options.durability, options.busy_timeout).map_err(
+            |e| match e {
                 Error::Sqlite { source, .. } => schema::not_a_store(&db, source),
                 e => e,
-            })?;
+            },
+        )?;
         let meta = |key: &str| -> Result<Option<String>> {
             conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
                 .optional()
@@ -351,6 +360,16 @@ impl Store {
         genesis_hash(&self.store_id)
     }
 
+    /// Checks a draft the way [`Store::append`] would, without writing: lets a
+    /// caller report every bad record of an input before storing any.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] or [`Error::PayloadTooLarge`], as `append` would.
+    pub fn validate_draft(&self, draft: &EventDraft) -> Result<()> {
+        draft.validate(self.options.max_inline_payload)?;
+        Projection::from_event(&draft.kind, draft.commit.as_ref(), &draft.payload).map(|_| ())
+    }
+
     fn check_writer(&self) -> Result<()> {
         match (&self.key_id, &self.options.writer_key) {
             (None, None) => Ok(()),
@@ -385,7 +404,10 @@ impl Store {
     /// [`Error::WrongKey`] in a keyed store; [`Error::Sqlite`] if the write
     /// fails. Nothing is stored on any error.
     #[tracing::instrument(name = "trace.append", skip_all, fields(store = %self.store_id))]
-    pub fn append_batch(&mut self, drafts: impl IntoIterator<Item = EventDraft>) -> Result<Vec<Receipt>> {
+    pub fn append_batch(
+        &mut self,
+        drafts: impl IntoIterator<Item = EventDraft>,
+    ) -> Result<Vec<Receipt>> {
         self.check_writer()?;
         let drafts: Vec<EventDraft> = drafts.into_iter().collect();
         let many = drafts.len() > 1;
@@ -495,7 +517,10 @@ impl Store {
     pub fn event_by_id(&self, id: Ulid) -> Result<Option<Event>> {
         self.conn
             .prepare_cached(&format!("SELECT {EVENT_COLUMNS} FROM events WHERE id = ?1"))
-            .and_then(|mut st| st.query_row([&id.0.to_be_bytes()[..]], event_from_row).optional())
+            .and_then(|mut st| {
+                st.query_row([&id.0.to_be_bytes()[..]], event_from_row)
+                    .optional()
+            })
             .map_err(Error::sqlite("reading an event by id"))
     }
 
@@ -505,7 +530,9 @@ impl Store {
     /// [`Error::Sqlite`] if the read fails or the row is malformed.
     pub fn event_by_seq(&self, seq: u64) -> Result<Option<Event>> {
         self.conn
-            .prepare_cached(&format!("SELECT {EVENT_COLUMNS} FROM events WHERE seq = ?1"))
+            .prepare_cached(&format!(
+                "SELECT {EVENT_COLUMNS} FROM events WHERE seq = ?1"
+            ))
             .and_then(|mut st| st.query_row([seq as i64], event_from_row).optional())
             .map_err(Error::sqlite("reading an event by seq"))
     }
@@ -520,8 +547,11 @@ impl Store {
                 "SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2"
             ))
             .and_then(|mut st| {
-                st.query_map(params![after as i64, limit.min(i64::MAX as usize) as i64], event_from_row)?
-                    .collect()
+                st.query_map(
+                    params![after as i64, limit.min(i64::MAX as usize) as i64],
+                    event_from_row,
+                )?
+                .collect()
             })
             .map_err(Error::sqlite("reading events"))
     }
@@ -559,7 +589,10 @@ impl Store {
             .prepare_cached(&format!(
                 "SELECT {TEST_RUN_COLUMNS} FROM test_runs WHERE commit_id = ?1 ORDER BY seq"
             ))
-            .and_then(|mut st| st.query_map([commit.as_str()], test_run_from_row)?.collect())
+            .and_then(|mut st| {
+                st.query_map([commit.as_str()], test_run_from_row)?
+                    .collect()
+            })
             .map_err(Error::sqlite("reading test runs"))
     }
 
@@ -601,7 +634,11 @@ impl Store {
                     let c: String = r.get(0)?;
                     Ok(CommitStats {
                         commit: CommitId::parse(&c).map_err(|e| {
-                            rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+                            rusqlite::Error::FromSqlConversionFailure(
+                                0,
+                                rusqlite::types::Type::Text,
+                                Box::new(e),
+                            )
                         })?,
                         n: r.get::<_, i64>(1)? as u64,
                         mean: r.get(2)?,
@@ -633,7 +670,12 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
-    pub fn paired_scores(&self, baseline: &CommitId, candidate: &CommitId, scorer: &str) -> Result<Vec<PairedTask>> {
+    pub fn paired_scores(
+        &self,
+        baseline: &CommitId,
+        candidate: &CommitId,
+        scorer: &str,
+    ) -> Result<Vec<PairedTask>> {
         let side = |commit: &CommitId| -> Result<Vec<(String, f64)>> {
             self.conn
                 .prepare_cached(
@@ -660,8 +702,7 @@ impl Store {
                 baseline: Vec::new(),
                 candidate: Vec::new(),
             };
-            while let Some((t, v)) = a.get(i).filter(|x| x.0 == pt.task) {
-                let _ = t;
+            while let Some((_, v)) = a.get(i).filter(|x| x.0 == pt.task) {
                 pt.baseline.push(*v);
                 i += 1;
             }
@@ -680,7 +721,8 @@ impl Store {
 /// (ids stay strictly increasing per store, across processes).
 fn fresh_ulid(ts_ms: i64, last: Option<Ulid>) -> Result<Ulid> {
     let mut r = [0u8; 16];
-    getrandom::fill(&mut r).map_err(|e| Error::invalid("id", format!("random source failed: {e}")))?;
+    getrandom::fill(&mut r)
+        .map_err(|e| Error::invalid("id", format!("random source failed: {e}")))?;
     let candidate = Ulid::from_parts(ts_ms.max(0) as u64, u128::from_le_bytes(r));
     match last {
         Some(l) if candidate <= l => l
@@ -693,7 +735,10 @@ fn fresh_ulid(ts_ms: i64, last: Option<Ulid>) -> Result<Ulid> {
 pub(crate) fn read_head(conn: &Connection, store_id: &str) -> Result<Head> {
     let row: Option<(i64, blake3::Hash)> = conn
         .prepare_cached("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1")
-        .and_then(|mut st| st.query_row([], |r| Ok((r.get(0)?, hash_col(r, 1)?))).optional())
+        .and_then(|mut st| {
+            st.query_row([], |r| Ok((r.get(0)?, hash_col(r, 1)?)))
+                .optional()
+        })
         .map_err(Error::sqlite("reading the chain head"))?;
     Ok(match row {
         Some((seq, hash)) => Head {
@@ -759,7 +804,11 @@ pub(crate) fn insert_event(
         p.insert(conn, seq)?;
     }
     *head = Head { size: seq, hash };
-    Ok(Receipt { seq, id: e.id, hash })
+    Ok(Receipt {
+        seq,
+        id: e.id,
+        hash,
+    })
 }
 
 /// Iterator returned by [`Store::tail`].
@@ -826,7 +875,11 @@ impl Aggregate<(u64, f64, f64), Option<f64>> for WelfordVariance {
         Ok(())
     }
 
-    fn finalize(&self, _: &mut Context<'_>, acc: Option<(u64, f64, f64)>) -> rusqlite::Result<Option<f64>> {
+    fn finalize(
+        &self,
+        _: &mut Context<'_>,
+        acc: Option<(u64, f64, f64)>,
+    ) -> rusqlite::Result<Option<f64>> {
         Ok(acc.filter(|a| a.0 >= 2).map(|a| a.2 / (a.0 - 1) as f64))
     }
 }

@@ -14,7 +14,7 @@ use crate::event::CommitId;
 use crate::projection::{
     Projection, SCORE_COLUMNS, TEST_RUN_COLUMNS, same_projection, score_from_row, test_run_from_row,
 };
-use crate::store::Store;
+use crate::store::{EVENT_COLUMNS, Store};
 
 /// What verification found wrong, at which seq.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -195,7 +195,10 @@ impl Store {
     /// [`Error::Sqlite`] for failures to read.
     #[tracing::instrument(name = "trace.verify", skip_all, fields(store = %self.store_id))]
     pub fn verify_with(&self, options: &VerifyOptions) -> Result<VerifyReport> {
-        for cp in [&options.checkpoint, &options.trusted].into_iter().flatten() {
+        for cp in [&options.checkpoint, &options.trusted]
+            .into_iter()
+            .flatten()
+        {
             if cp.origin != self.store_id {
                 return Err(Error::CheckpointOrigin {
                     checkpoint_origin: cp.origin.clone(),
@@ -227,7 +230,11 @@ struct Cursor<'s> {
 
 impl Cursor<'_> {
     fn advance(&mut self) -> Result<()> {
-        self.peeked = match self.rows.next().map_err(Error::sqlite("reading projection rows"))? {
+        self.peeked = match self
+            .rows
+            .next()
+            .map_err(Error::sqlite("reading projection rows"))?
+        {
             None => None,
             Some(row) => {
                 let seq = match row.get_ref(0) {
@@ -267,7 +274,11 @@ fn table_of(p: &Projection) -> &'static str {
 }
 
 /// Verifies the store behind `conn` (already inside a read transaction).
-pub(crate) fn verify_conn(conn: &Connection, store_id: &str, options: &VerifyOptions) -> Result<VerifyReport> {
+pub(crate) fn verify_conn(
+    conn: &Connection,
+    store_id: &str,
+    options: &VerifyOptions,
+) -> Result<VerifyReport> {
     let genesis = genesis_hash(store_id);
     let mut report = VerifyReport {
         store_id: store_id.to_string(),
@@ -285,9 +296,11 @@ pub(crate) fn verify_conn(conn: &Connection, store_id: &str, options: &VerifyOpt
     let mut running = genesis;
     if let Some(cp) = &options.trusted {
         let stored: Option<Option<[u8; 32]>> = conn
-            .query_row("SELECT hash FROM events WHERE seq = ?1", [cp.size as i64], |r| {
-                Ok(blob32(r.get_ref(0)?))
-            })
+            .query_row(
+                "SELECT hash FROM events WHERE seq = ?1",
+                [cp.size as i64],
+                |r| Ok(blob32(r.get_ref(0)?)),
+            )
             .optional()
             .map_err(Error::sqlite("reading the trusted checkpoint row"))?;
         if cp.size > 0 {
@@ -299,7 +312,10 @@ pub(crate) fn verify_conn(conn: &Connection, store_id: &str, options: &VerifyOpt
                     fault(
                         &mut report,
                         size as u64 + 1,
-                        FaultKind::Truncated { checkpoint_size: cp.size, store_size: size as u64 },
+                        FaultKind::Truncated {
+                            checkpoint_size: cp.size,
+                            store_size: size as u64,
+                        },
                     );
                     return Ok(report);
                 }
@@ -319,26 +335,33 @@ pub(crate) fn verify_conn(conn: &Connection, store_id: &str, options: &VerifyOpt
 
     let mut ev_stmt = conn
         .prepare(&format!(
-            "SELECT seq, id, ts_ms, cell, session, kind, commit_id, payload, origin_store, origin_seq, origin_hash, prev_hash, hash, mac
-             FROM events WHERE seq >= ?1 ORDER BY seq"
+            "SELECT {EVENT_COLUMNS} FROM events WHERE seq >= ?1 ORDER BY seq"
         ))
         .map_err(Error::sqlite("preparing verification"))?;
     let mut sc_stmt = conn
-        .prepare(&format!("SELECT {SCORE_COLUMNS} FROM scores WHERE seq >= ?1 ORDER BY seq"))
+        .prepare(&format!(
+            "SELECT {SCORE_COLUMNS} FROM scores WHERE seq >= ?1 ORDER BY seq"
+        ))
         .map_err(Error::sqlite("preparing verification"))?;
     let mut tr_stmt = conn
-        .prepare(&format!("SELECT {TEST_RUN_COLUMNS} FROM test_runs WHERE seq >= ?1 ORDER BY seq"))
+        .prepare(&format!(
+            "SELECT {TEST_RUN_COLUMNS} FROM test_runs WHERE seq >= ?1 ORDER BY seq"
+        ))
         .map_err(Error::sqlite("preparing verification"))?;
     let mut cursors = [
         Cursor {
             table: "scores",
-            rows: sc_stmt.query([start as i64]).map_err(Error::sqlite("reading scores"))?,
+            rows: sc_stmt
+                .query([start as i64])
+                .map_err(Error::sqlite("reading scores"))?,
             peeked: None,
             parse: |r| score_from_row(r).map(|(_, s)| Projection::Score(s)),
         },
         Cursor {
             table: "test_runs",
-            rows: tr_stmt.query([start as i64]).map_err(Error::sqlite("reading test runs"))?,
+            rows: tr_stmt
+                .query([start as i64])
+                .map_err(Error::sqlite("reading test runs"))?,
             peeked: None,
             parse: |r| test_run_from_row(r).map(|(_, t)| Projection::TestRun(t)),
         },
@@ -346,22 +369,35 @@ pub(crate) fn verify_conn(conn: &Connection, store_id: &str, options: &VerifyOpt
     for c in &mut cursors {
         c.advance()?;
     }
-    let mut rows = ev_stmt.query([start as i64]).map_err(Error::sqlite("reading events"))?;
+    let mut rows = ev_stmt
+        .query([start as i64])
+        .map_err(Error::sqlite("reading events"))?;
     let mut hasher = ChainHasher::new();
     let mut expected = start;
     let mut checkpoint_hash: Option<blake3::Hash> = None;
 
     while let Some(row) = rows.next().map_err(Error::sqlite("reading events"))? {
-        let get = |i: usize| row.get_ref(i).map_err(Error::sqlite("reading an event column"));
+        let get = |i: usize| {
+            row.get_ref(i)
+                .map_err(Error::sqlite("reading an event column"))
+        };
         let seq = match get(0)? {
             ValueRef::Integer(s) if s > 0 => s as u64,
             _ => {
-                fault(&mut report, expected, FaultKind::MalformedRow { column: "seq" });
+                fault(
+                    &mut report,
+                    expected,
+                    FaultKind::MalformedRow { column: "seq" },
+                );
                 return Ok(report);
             }
         };
         if seq != expected {
-            fault(&mut report, expected, FaultKind::Missing { next_present: seq });
+            fault(
+                &mut report,
+                expected,
+                FaultKind::Missing { next_present: seq },
+            );
             return Ok(report);
         }
         macro_rules! col {
@@ -462,27 +498,44 @@ pub(crate) fn verify_conn(conn: &Connection, store_id: &str, options: &VerifyOpt
         }
 
         // Projections: derived from the payload exactly as on append.
-        let projection = if kind == crate::projection::KIND_SCORE || kind == crate::projection::KIND_TEST_RUN {
-            let commit_id = match commit.map(CommitId::parse).transpose() {
-                Ok(c) => c,
-                Err(_) => {
-                    fault(&mut report, seq, FaultKind::MalformedRow { column: "commit_id" });
-                    return Ok(report);
+        let projection =
+            if kind == crate::projection::KIND_SCORE || kind == crate::projection::KIND_TEST_RUN {
+                let commit_id = match commit.map(CommitId::parse).transpose() {
+                    Ok(c) => c,
+                    Err(_) => {
+                        fault(
+                            &mut report,
+                            seq,
+                            FaultKind::MalformedRow {
+                                column: "commit_id",
+                            },
+                        );
+                        return Ok(report);
+                    }
+                };
+                match Projection::from_event(kind, commit_id.as_ref(), payload) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        fault(
+                            &mut report,
+                            seq,
+                            FaultKind::InvalidPayload {
+                                reason: e.to_string(),
+                            },
+                        );
+                        return Ok(report);
+                    }
                 }
+            } else {
+                None
             };
-            match Projection::from_event(kind, commit_id.as_ref(), payload) {
-                Ok(p) => p,
-                Err(e) => {
-                    fault(&mut report, seq, FaultKind::InvalidPayload { reason: e.to_string() });
-                    return Ok(report);
-                }
-            }
-        } else {
-            None
-        };
         for c in &mut cursors {
             if let Some(s) = c.peek_seq().filter(|&s| s < seq) {
-                fault(&mut report, s, FaultKind::ProjectionOrphan { table: c.table });
+                fault(
+                    &mut report,
+                    s,
+                    FaultKind::ProjectionOrphan { table: c.table },
+                );
                 return Ok(report);
             }
             let mine = projection.as_ref().filter(|p| table_of(p) == c.table);
@@ -490,17 +543,29 @@ pub(crate) fn verify_conn(conn: &Connection, store_id: &str, options: &VerifyOpt
                 (true, Some(p)) => {
                     let same = matches!(&c.peeked, Some((_, Ok(row))) if same_projection(row, p));
                     if !same {
-                        fault(&mut report, seq, FaultKind::ProjectionMismatch { table: c.table });
+                        fault(
+                            &mut report,
+                            seq,
+                            FaultKind::ProjectionMismatch { table: c.table },
+                        );
                         return Ok(report);
                     }
                     c.advance()?;
                 }
                 (true, None) => {
-                    fault(&mut report, seq, FaultKind::ProjectionOrphan { table: c.table });
+                    fault(
+                        &mut report,
+                        seq,
+                        FaultKind::ProjectionOrphan { table: c.table },
+                    );
                     return Ok(report);
                 }
                 (false, Some(_)) => {
-                    fault(&mut report, seq, FaultKind::ProjectionMissing { table: c.table });
+                    fault(
+                        &mut report,
+                        seq,
+                        FaultKind::ProjectionMissing { table: c.table },
+                    );
                     return Ok(report);
                 }
                 (false, None) => {}
@@ -516,7 +581,11 @@ pub(crate) fn verify_conn(conn: &Connection, store_id: &str, options: &VerifyOpt
     }
     for c in &cursors {
         if let Some(s) = c.peek_seq() {
-            fault(&mut report, s, FaultKind::ProjectionOrphan { table: c.table });
+            fault(
+                &mut report,
+                s,
+                FaultKind::ProjectionOrphan { table: c.table },
+            );
             return Ok(report);
         }
     }
@@ -526,7 +595,10 @@ pub(crate) fn verify_conn(conn: &Connection, store_id: &str, options: &VerifyOpt
             fault(
                 &mut report,
                 size + 1,
-                FaultKind::Truncated { checkpoint_size: cp.size, store_size: size },
+                FaultKind::Truncated {
+                    checkpoint_size: cp.size,
+                    store_size: size,
+                },
             );
         } else if cp.size > 0 && cp.size >= start {
             if checkpoint_hash != Some(cp.head) {

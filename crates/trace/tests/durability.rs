@@ -22,9 +22,14 @@ const EVENTS_PER_WRITER: usize = 5000;
 /// Entry point of the child processes (a no-op in a normal test run).
 #[test]
 fn child_process_entry() {
-    let Ok(mode) = std::env::var(MODE) else { return };
+    let Ok(mode) = std::env::var(MODE) else {
+        return;
+    };
     let dir = std::env::var(DIR).expect("child needs a store dir");
-    let seed: u64 = std::env::var(SEED).expect("seed").parse().expect("numeric seed");
+    let seed: u64 = std::env::var(SEED)
+        .expect("seed")
+        .parse()
+        .expect("numeric seed");
     let mut rng = StdRng::seed_from_u64(seed);
     let mut store = Store::open(&dir, StoreOptions::default()).expect("child opens store");
     let out = std::io::stdout();
@@ -42,12 +47,16 @@ fn child_process_entry() {
         },
         // Append EVENTS_PER_WRITER tagged events in random-size batches, racing others.
         "race" => {
-            let writer: u64 = std::env::var(WRITER).expect("writer").parse().expect("numeric");
+            let writer: u64 = std::env::var(WRITER)
+                .expect("writer")
+                .parse()
+                .expect("numeric");
             let mut i = 0;
             while i < EVENTS_PER_WRITER {
                 let n = rng.random_range(1..=16).min(EVENTS_PER_WRITER - i);
                 let drafts = (i..i + n).map(|k| {
-                    EventDraft::json("race", &serde_json::json!({"writer": writer, "k": k})).expect("json")
+                    EventDraft::json("race", &serde_json::json!({"writer": writer, "k": k}))
+                        .expect("json")
                 });
                 store.append_batch(drafts).expect("append under contention");
                 i += n;
@@ -60,12 +69,17 @@ fn child_process_entry() {
 
 fn child(mode: &str, dir: &std::path::Path, seed: u64) -> Command {
     let mut c = Command::new(std::env::current_exe().expect("test binary path"));
-    c.args(["child_process_entry", "--exact", "--nocapture", "--test-threads=1"])
-        .env(MODE, mode)
-        .env(DIR, dir)
-        .env(SEED, seed.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+    c.args([
+        "child_process_entry",
+        "--exact",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(MODE, mode)
+    .env(DIR, dir)
+    .env(SEED, seed.to_string())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null());
     c
 }
 
@@ -118,19 +132,34 @@ fn committed_appends_survive_kill_9() {
             .expect("integrity_check");
         assert_eq!(ok, "ok", "cycle {cycle}");
         let max = reported.iter().map(|r| r.0).max().unwrap_or(0);
-        assert!(report.size >= max, "cycle {cycle}: reported seq {max} lost (size {})", report.size);
+        assert!(
+            report.size >= max,
+            "cycle {cycle}: reported seq {max} lost (size {})",
+            report.size
+        );
         for (seq, id) in reported.iter().rev().take(64) {
-            let e = store.event_by_seq(*seq).expect("read").expect("reported event present");
+            let e = store
+                .event_by_seq(*seq)
+                .expect("read")
+                .expect("reported event present");
             assert_eq!(e.id, *id, "cycle {cycle}: seq {seq}");
         }
     }
-    assert_eq!(killed_mid_run, CYCLES, "every child was killed, not finished");
+    assert_eq!(
+        killed_mid_run, CYCLES,
+        "every child was killed, not finished"
+    );
     // Every event ever reported is present, and appending continues.
     let mut store = Store::open(&dir, StoreOptions::default()).expect("reopen");
     for (seq, id) in &reported {
-        assert_eq!(store.event_by_seq(*seq).expect("read").map(|e| e.id), Some(*id));
+        assert_eq!(
+            store.event_by_seq(*seq).expect("read").map(|e| e.id),
+            Some(*id)
+        );
     }
-    let r = store.append(common::mixed_draft(0)).expect("append after crashes");
+    let r = store
+        .append(common::mixed_draft(0))
+        .expect("append after crashes");
     assert_eq!(r.seq, store.head().expect("head").size);
     assert!(store.verify().expect("verify").is_valid());
 }
@@ -138,7 +167,10 @@ fn committed_appends_survive_kill_9() {
 fn parse(line: &str) -> (u64, Ulid) {
     let mut it = line.split_whitespace().skip(1);
     let seq = it.next().and_then(|s| s.parse().ok()).expect("seq");
-    let id = it.next().and_then(|s| Ulid::from_string(s).ok()).expect("id");
+    let id = it
+        .next()
+        .and_then(|s| Ulid::from_string(s).ok())
+        .expect("id");
     (seq, id)
 }
 
@@ -149,12 +181,20 @@ fn concurrent_writers_lose_nothing_and_keep_one_chain() {
     let dir = d.path().join("store");
     drop(Store::create(&dir, StoreOptions::default()).expect("create"));
     let procs: Vec<_> = (0..WRITERS)
-        .map(|w| child("race", &dir, 100 + w).env(WRITER, w.to_string()).spawn().expect("spawn"))
+        .map(|w| {
+            child("race", &dir, 100 + w)
+                .env(WRITER, w.to_string())
+                .spawn()
+                .expect("spawn")
+        })
         .collect();
     for p in procs {
         let out = p.wait_with_output().expect("wait");
         assert!(out.status.success(), "writer failed: {out:?}");
-        assert!(String::from_utf8_lossy(&out.stdout).contains("DONE"), "writer did not finish");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("DONE"),
+            "writer did not finish"
+        );
     }
     let store = Store::open(&dir, StoreOptions::default()).expect("open");
     let report = store.verify().expect("verify");
@@ -166,7 +206,10 @@ fn concurrent_writers_lose_nothing_and_keep_one_chain() {
     for e in store.tail(0) {
         let e = e.expect("event");
         let v = e.payload_json().expect("json");
-        let (w, k) = (v["writer"].as_u64().expect("w") as usize, v["k"].as_u64().expect("k") as usize);
+        let (w, k) = (
+            v["writer"].as_u64().expect("w") as usize,
+            v["k"].as_u64().expect("k") as usize,
+        );
         assert!(!seen[w][k], "event ({w},{k}) stored twice");
         seen[w][k] = true;
         if last_writer.is_some_and(|l| l != w) {

@@ -11,16 +11,35 @@ use ratchet_trace::{
 
 #[derive(Debug, Clone)]
 enum Op {
-    Note { session: String, n: i64 },
-    Score { commit: u8, task: u8, value: f64 },
-    Run { commit: u8, passed: u32, failed: u32 },
+    Note {
+        session: String,
+        n: i64,
+    },
+    Score {
+        commit: u8,
+        task: u8,
+        value: f64,
+    },
+    Run {
+        commit: u8,
+        passed: u32,
+        failed: u32,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         ("[a-z]{0,6}", any::<i64>()).prop_map(|(session, n)| Op::Note { session, n }),
-        (0u8..4, 0u8..6, -1.0e3f64..1.0e3).prop_map(|(commit, task, value)| Op::Score { commit, task, value }),
-        (0u8..4, 0u32..1000, 0u32..10).prop_map(|(commit, passed, failed)| Op::Run { commit, passed, failed }),
+        (0u8..4, 0u8..6, -1.0e3f64..1.0e3).prop_map(|(commit, task, value)| Op::Score {
+            commit,
+            task,
+            value
+        }),
+        (0u8..4, 0u32..1000, 0u32..10).prop_map(|(commit, passed, failed)| Op::Run {
+            commit,
+            passed,
+            failed
+        }),
     ]
 }
 
@@ -29,10 +48,18 @@ fn draft(op: &Op) -> EventDraft {
         Op::Note { session, n } => EventDraft::json("note", &serde_json::json!({ "n": n }))
             .expect("json")
             .session(session.clone()),
-        Op::Score { commit: c, task, value } => Score::new(commit(*c), format!("t{task}"), "acc", *value)
+        Op::Score {
+            commit: c,
+            task,
+            value,
+        } => Score::new(commit(*c), format!("t{task}"), "acc", *value)
             .to_draft()
             .expect("score"),
-        Op::Run { commit: c, passed, failed } => TestRun {
+        Op::Run {
+            commit: c,
+            passed,
+            failed,
+        } => TestRun {
             commit: commit(*c),
             suite: "unit".into(),
             passed: *passed as u64,
@@ -63,7 +90,9 @@ fn mutation(n: usize) -> impl Strategy<Value = Mutation> {
         i.clone().prop_map(Mutation::EditSession),
         i.clone().prop_map(Mutation::EditTimestamp),
         i.clone().prop_map(Mutation::Delete),
-        (i.clone(), i.clone()).prop_filter("distinct", |(a, b)| a != b).prop_map(|(a, b)| Mutation::Swap(a.min(b), a.max(b))),
+        (i.clone(), i.clone())
+            .prop_filter("distinct", |(a, b)| a != b)
+            .prop_map(|(a, b)| Mutation::Swap(a.min(b), a.max(b))),
         i.clone().prop_map(Mutation::EditHash),
         i.prop_map(Mutation::EditPrevHash),
     ]

@@ -4,25 +4,46 @@ mod common;
 
 use common::*;
 use ratchet_trace::{
-    CommitId, Error, EventDraft, Score, Store, StoreOptions, TestRun, Ulid, DEFAULT_MAX_INLINE_PAYLOAD,
+    CommitId, DEFAULT_MAX_INLINE_PAYLOAD, Error, EventDraft, Score, Store, StoreOptions, TestRun,
+    Ulid,
 };
 
 #[test]
 fn create_open_and_refuse_the_wrong_thing() {
     let d = tempfile::tempdir().expect("tempdir");
     let dir = d.path().join("s");
-    assert!(matches!(Store::open(&dir, StoreOptions::default()), Err(Error::StoreMissing { .. })));
+    assert!(matches!(
+        Store::open(&dir, StoreOptions::default()),
+        Err(Error::StoreMissing { .. })
+    ));
     let s = Store::create(&dir, StoreOptions::default()).expect("create");
     let id = s.id().to_string();
     drop(s);
-    assert!(matches!(Store::create(&dir, StoreOptions::default()), Err(Error::StoreExists { .. })));
-    assert_eq!(Store::open(&dir, StoreOptions::default()).expect("open").id(), id);
-    assert_eq!(Store::open_or_create(&dir, StoreOptions::default()).expect("open").id(), id);
+    assert!(matches!(
+        Store::create(&dir, StoreOptions::default()),
+        Err(Error::StoreExists { .. })
+    ));
+    assert_eq!(
+        Store::open(&dir, StoreOptions::default())
+            .expect("open")
+            .id(),
+        id
+    );
+    assert_eq!(
+        Store::open_or_create(&dir, StoreOptions::default())
+            .expect("open")
+            .id(),
+        id
+    );
 
     // A file that is not a database.
     let junk = d.path().join("junk");
     std::fs::create_dir_all(&junk).expect("mkdir");
-    std::fs::write(junk.join(ratchet_trace::DB_FILE), b"this is not sqlite at all, just text......").expect("write");
+    std::fs::write(
+        junk.join(ratchet_trace::DB_FILE),
+        b"this is not sqlite at all, just text......",
+    )
+    .expect("write");
     let err = Store::open(&junk, StoreOptions::default()).expect_err("junk");
     assert!(matches!(err, Error::NotAStore { .. }), "{err}");
 
@@ -48,7 +69,17 @@ fn newer_schema_is_refused_with_versions_named() {
         .execute_batch("PRAGMA user_version = 99;")
         .expect("bump");
     let err = Store::open(&dir, StoreOptions::default()).expect_err("newer");
-    assert!(matches!(err, Error::SchemaTooNew { found: 99, supported: 1, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::SchemaTooNew {
+                found: 99,
+                supported: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -59,37 +90,96 @@ fn bad_input_is_refused_and_nothing_stored() {
     let c = commit(1);
     let mut nan = Score::new(c.clone(), "t", "acc", f64::NAN);
     let err = s.record_score(&nan, "x").expect_err("nan");
-    assert!(matches!(err, Error::InvalidInput { field: "score.value", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::InvalidInput {
+                field: "score.value",
+                ..
+            }
+        ),
+        "{err}"
+    );
     nan.value = f64::INFINITY;
     assert!(s.record_score(&nan, "x").is_err());
 
     let err = CommitId::parse("abc123").expect_err("short commit");
     assert!(err.to_string().contains("full commit id"), "{err}");
 
-    let err = s.append(EventDraft::raw("note", "{\"unterminated\": ")).expect_err("json");
-    assert!(matches!(err, Error::InvalidInput { field: "payload", .. }), "{err}");
+    let err = s
+        .append(EventDraft::raw("note", "{\"unterminated\": "))
+        .expect_err("json");
+    assert!(
+        matches!(
+            err,
+            Error::InvalidInput {
+                field: "payload",
+                ..
+            }
+        ),
+        "{err}"
+    );
 
     let big = format!("\"{}\"", "x".repeat(DEFAULT_MAX_INLINE_PAYLOAD));
     let err = s.append(EventDraft::raw("note", big)).expect_err("too big");
     assert!(matches!(err, Error::PayloadTooLarge { .. }), "{err}");
-    assert!(err.to_string().contains("blob"), "says where big data goes: {err}");
+    assert!(
+        err.to_string().contains("blob"),
+        "says where big data goes: {err}"
+    );
 
     // A bad event anywhere in a batch rejects the whole batch, naming its position.
-    let batch = vec![mixed_draft(0), mixed_draft(1), EventDraft::raw("note", "nope"), mixed_draft(3)];
+    let batch = vec![
+        mixed_draft(0),
+        mixed_draft(1),
+        EventDraft::raw("note", "nope"),
+        mixed_draft(3),
+    ];
     let err = s.append_batch(batch).expect_err("batch");
     assert!(err.to_string().contains("event #2"), "{err}");
 
     // A score event must carry a commit and a well-formed body.
     let err = s
-        .append(EventDraft::raw("score", r#"{"task":"t","scorer":"s","scorer_version":"1","value":1}"#))
+        .append(EventDraft::raw(
+            "score",
+            r#"{"task":"t","scorer":"s","scorer_version":"1","value":1}"#,
+        ))
         .expect_err("no commit");
-    assert!(matches!(err, Error::InvalidInput { field: "commit", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::InvalidInput {
+                field: "commit",
+                ..
+            }
+        ),
+        "{err}"
+    );
     let err = s
-        .append(EventDraft::raw("score", r#"{"task":"t","scorer":"s","scorer_version":"1","value":"high"}"#).commit(c))
+        .append(
+            EventDraft::raw(
+                "score",
+                r#"{"task":"t","scorer":"s","scorer_version":"1","value":"high"}"#,
+            )
+            .commit(c),
+        )
         .expect_err("string value");
-    assert!(matches!(err, Error::InvalidInput { field: "payload", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::InvalidInput {
+                field: "payload",
+                ..
+            }
+        ),
+        "{err}"
+    );
 
-    assert_eq!(s.events_after(0, 100).expect("read"), before, "nothing stored");
+    assert_eq!(
+        s.events_after(0, 100).expect("read"),
+        before,
+        "nothing stored"
+    );
     assert!(s.verify().expect("verify").is_valid());
 }
 
@@ -148,7 +238,8 @@ fn commit_stats_match_a_direct_computation() {
         scores.push(Score::new(c, format!("t{i}"), "latency", v));
     }
     s.record_scores(&scores, "sim").expect("record");
-    s.record_score(&Score::new(commit(9), "t", "other", 5.0), "sim").expect("record");
+    s.record_score(&Score::new(commit(9), "t", "other", 5.0), "sim")
+        .expect("record");
     let stats = s.commit_stats("latency").expect("stats");
     assert_eq!(stats.len(), 5);
     for st in &stats {
@@ -162,12 +253,27 @@ fn commit_stats_match_a_direct_computation() {
         assert!((st.mean - mean).abs() <= tol, "{} vs {mean}", st.mean);
         let v = st.variance.expect("n >= 2");
         assert!((v - var).abs() / var < 1e-9, "variance {v} vs {var}");
-        assert_eq!(st.min.to_bits(), xs.iter().cloned().fold(f64::INFINITY, f64::min).to_bits());
-        assert_eq!(st.max.to_bits(), xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max).to_bits());
+        assert_eq!(
+            st.min.to_bits(),
+            xs.iter().cloned().fold(f64::INFINITY, f64::min).to_bits()
+        );
+        assert_eq!(
+            st.max.to_bits(),
+            xs.iter()
+                .cloned()
+                .fold(f64::NEG_INFINITY, f64::max)
+                .to_bits()
+        );
     }
-    let one = s.commit_stats_for(&commit(9), "other").expect("stats").expect("one");
+    let one = s
+        .commit_stats_for(&commit(9), "other")
+        .expect("stats")
+        .expect("one");
     assert_eq!((one.n, one.variance), (1, None));
-    assert_eq!(s.commit_stats_for(&commit(9), "latency").expect("stats"), None);
+    assert_eq!(
+        s.commit_stats_for(&commit(9), "latency").expect("stats"),
+        None
+    );
 }
 
 #[test]
@@ -183,11 +289,14 @@ fn paired_scores_join_by_task() {
         (&b, "t2", 0.5),
     ];
     for (c, t, v) in rows {
-        s.record_score(&Score::new(c.clone(), t, "acc", v), "p").expect("record");
+        s.record_score(&Score::new(c.clone(), t, "acc", v), "p")
+            .expect("record");
     }
     let p = s.paired_scores(&a, &b, "acc").expect("paired");
-    let got: Vec<(&str, Vec<f64>, Vec<f64>)> =
-        p.iter().map(|t| (t.task.as_str(), t.baseline.clone(), t.candidate.clone())).collect();
+    let got: Vec<(&str, Vec<f64>, Vec<f64>)> = p
+        .iter()
+        .map(|t| (t.task.as_str(), t.baseline.clone(), t.candidate.clone()))
+        .collect();
     assert_eq!(
         got,
         vec![
@@ -202,7 +311,14 @@ fn paired_scores_join_by_task() {
 fn scores_and_test_runs_by_commit() {
     let (_d, mut s) = new_store();
     let c = commit(3);
-    let run = TestRun { commit: c.clone(), suite: "unit".into(), passed: 10, failed: 1, skipped: 2, duration_ms: 3.5 };
+    let run = TestRun {
+        commit: c.clone(),
+        suite: "unit".into(),
+        passed: 10,
+        failed: 1,
+        skipped: 2,
+        duration_ms: 3.5,
+    };
     s.record_test_run(&run, "ci").expect("record");
     let mut sc = Score::new(c.clone(), "t", "acc", 0.9);
     sc.cost = Some(0.01);
@@ -229,7 +345,10 @@ fn blobs_are_content_addressed_and_checked() {
     bad[1000] ^= 1;
     std::fs::write(&path, &bad).expect("corrupt");
     assert!(matches!(s.get_blob(&h), Err(Error::BlobCorrupt { .. })));
-    assert!(matches!(s.get_blob(&blake3::hash(b"nothing")), Err(Error::BlobMissing { .. })));
+    assert!(matches!(
+        s.get_blob(&blake3::hash(b"nothing")),
+        Err(Error::BlobMissing { .. })
+    ));
 }
 
 #[test]

@@ -3,12 +3,14 @@
 mod common;
 
 use common::*;
-use ratchet_trace::{
-    Checkpoint, Error, FaultKind, Store, StoreOptions, VerifyOptions, WriterKey,
-};
+use ratchet_trace::{Checkpoint, Error, FaultKind, Store, StoreOptions, VerifyOptions, WriterKey};
 
 fn first_fault(store: &Store) -> (u64, FaultKind) {
-    let f = store.verify().expect("verify runs").fault.expect("a fault is found");
+    let f = store
+        .verify()
+        .expect("verify runs")
+        .fault
+        .expect("a fault is found");
     (f.seq, f.kind)
 }
 
@@ -49,7 +51,11 @@ fn raw_sql_edits_are_refused_by_triggers() {
         assert!(err.to_string().contains("append-only"), "{sql}: {err}");
     }
     drop(raw);
-    assert_eq!(s.events_after(0, 100).expect("read"), before, "nothing changed");
+    assert_eq!(
+        s.events_after(0, 100).expect("read"),
+        before,
+        "nothing changed"
+    );
     assert!(s.verify().expect("verify").is_valid());
 }
 
@@ -58,7 +64,10 @@ fn edited_payload_by_raw_sql_is_caught() {
     let (_d, mut s) = new_store();
     fill(&mut s, 20);
     attacker(s.dir())
-        .execute("UPDATE events SET payload = CAST('{\"i\":9}' AS BLOB) WHERE seq = 10", [])
+        .execute(
+            "UPDATE events SET payload = CAST('{\"i\":9}' AS BLOB) WHERE seq = 10",
+            [],
+        )
         .expect("edit");
     assert_eq!(first_fault(&s), (10, FaultKind::HashMismatch));
 }
@@ -77,7 +86,10 @@ fn each_edited_column_is_caught() {
         let (_d, mut s) = new_store();
         fill(&mut s, 9);
         attacker(s.dir())
-            .execute(&format!("UPDATE events SET {col} = {value} WHERE seq = 5"), [])
+            .execute(
+                &format!("UPDATE events SET {col} = {value} WHERE seq = 5"),
+                [],
+            )
             .expect("edit");
         // seq 5 is a score: it has a commit and a projection row.
         let (seq, kind) = first_fault(&s);
@@ -150,10 +162,18 @@ fn truncated_tail_is_caught_against_a_checkpoint() {
     // A truncated chain is self-consistent: only the checkpoint shows it.
     assert!(s.verify().expect("verify").is_valid());
     let cp = Checkpoint::read(&cp_file).expect("read cp");
-    let r = s.verify_with(&VerifyOptions::default().checkpoint(cp)).expect("verify");
+    let r = s
+        .verify_with(&VerifyOptions::default().checkpoint(cp))
+        .expect("verify");
     let f = r.fault.expect("truncation found");
     assert_eq!(f.seq, 22);
-    assert_eq!(f.kind, FaultKind::Truncated { checkpoint_size: 25, store_size: 21 });
+    assert_eq!(
+        f.kind,
+        FaultKind::Truncated {
+            checkpoint_size: 25,
+            store_size: 21
+        }
+    );
 }
 
 #[test]
@@ -171,16 +191,23 @@ fn rolled_back_file_is_caught_against_a_checkpoint() {
     // Rolled back to the older copy: truncation.
     std::fs::write(db_path(&dir), &old_copy).expect("roll back");
     let mut s = reopen(&dir);
-    let r = s.verify_with(&VerifyOptions::default().checkpoint(cp.clone())).expect("verify");
+    let r = s
+        .verify_with(&VerifyOptions::default().checkpoint(cp.clone()))
+        .expect("verify");
     assert_eq!(
         r.fault.expect("rollback found").kind,
-        FaultKind::Truncated { checkpoint_size: 20, store_size: 10 }
+        FaultKind::Truncated {
+            checkpoint_size: 20,
+            store_size: 10
+        }
     );
 
     // Rolled back and regrown past the checkpoint: a fork at the checkpoint.
     fill(&mut s, 15);
     assert!(s.verify().expect("verify").is_valid());
-    let r = s.verify_with(&VerifyOptions::default().checkpoint(cp)).expect("verify");
+    let r = s
+        .verify_with(&VerifyOptions::default().checkpoint(cp))
+        .expect("verify");
     let f = r.fault.expect("fork found");
     assert_eq!((f.seq, f.kind), (20, FaultKind::CheckpointMismatch));
     drop(d);
@@ -191,7 +218,9 @@ fn checkpoint_of_another_store_is_an_error() {
     let (_d1, s1) = new_store();
     let (_d2, s2) = new_store();
     let cp = s1.checkpoint().expect("cp");
-    let err = s2.verify_with(&VerifyOptions::default().checkpoint(cp)).expect_err("origin");
+    let err = s2
+        .verify_with(&VerifyOptions::default().checkpoint(cp))
+        .expect_err("origin");
     assert!(matches!(err, Error::CheckpointOrigin { .. }), "{err}");
 }
 
@@ -201,11 +230,16 @@ fn trusted_prefix_verifies_only_the_rest_but_checks_the_link() {
     fill(&mut s, 30);
     let cp = s.checkpoint().expect("cp");
     fill(&mut s, 12);
-    let r = s.verify_with(&VerifyOptions::default().trusted_prefix(cp.clone())).expect("verify");
+    let r = s
+        .verify_with(&VerifyOptions::default().trusted_prefix(cp.clone()))
+        .expect("verify");
     assert!(r.is_valid(), "{r:?}");
     assert_eq!((r.checked_from, r.size), (31, 42));
     attacker(s.dir())
-        .execute("UPDATE events SET payload = CAST('{}' AS BLOB) WHERE seq = 35", [])
+        .execute(
+            "UPDATE events SET payload = CAST('{}' AS BLOB) WHERE seq = 35",
+            [],
+        )
         .expect("edit");
     let f = s
         .verify_with(&VerifyOptions::default().trusted_prefix(cp.clone()))
@@ -224,79 +258,6 @@ fn trusted_prefix_verifies_only_the_rest_but_checks_the_link() {
     assert_eq!((f.seq, f.kind), (30, FaultKind::CheckpointMismatch));
 }
 
-/// The documented layout, implemented again from the crate docs: an attacker
-/// who knows it can rebuild a plain chain after an edit, but not the MACs.
-fn documented_hash(store_id: &str, row: &rusqlite::Row<'_>, prev: &[u8; 32]) -> blake3::Hash {
-    fn s(buf: &mut Vec<u8>, x: &str) {
-        buf.extend_from_slice(&(x.len() as u32).to_le_bytes());
-        buf.extend_from_slice(x.as_bytes());
-    }
-    let seq: i64 = row.get("seq").expect("seq");
-    let id: Vec<u8> = row.get("id").expect("id");
-    let ts: i64 = row.get("ts_ms").expect("ts");
-    let commit: Option<String> = row.get("commit_id").expect("commit");
-    let payload: Vec<u8> = row.get("payload").expect("payload");
-    let mut b = Vec::new();
-    s(&mut b, store_id);
-    b.extend_from_slice(&(seq as u64).to_le_bytes());
-    b.extend_from_slice(prev);
-    b.extend_from_slice(&id);
-    b.extend_from_slice(&ts.to_le_bytes());
-    for col in ["cell", "session", "kind"] {
-        s(&mut b, &row.get::<_, String>(col).expect(col));
-    }
-    match commit {
-        None => b.push(0),
-        Some(c) => {
-            b.push(1);
-            s(&mut b, &c);
-        }
-    }
-    b.push(0); // no origin in these tests
-    b.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    b.extend_from_slice(&payload);
-    let mut h = blake3::Hasher::new_derive_key(ratchet_trace::EVENT_HASH_CONTEXT);
-    h.update(&b);
-    h.finalize()
-}
-
-fn genesis(store_id: &str) -> blake3::Hash {
-    let mut h = blake3::Hasher::new_derive_key(ratchet_trace::GENESIS_CONTEXT);
-    h.update(&(store_id.len() as u32).to_le_bytes());
-    h.update(store_id.as_bytes());
-    h.finalize()
-}
-
-/// Re-links every hash from `from` on, as an attacker without the key would.
-fn recompute_chain(conn: &rusqlite::Connection, store_id: &str, from: i64) {
-    let mut prev: [u8; 32] = if from == 1 {
-        *genesis(store_id).as_bytes()
-    } else {
-        let v: Vec<u8> = conn
-            .query_row("SELECT hash FROM events WHERE seq = ?1", [from - 1], |r| r.get(0))
-            .expect("prev");
-        v.try_into().expect("32 bytes")
-    };
-    let seqs: Vec<i64> = conn
-        .prepare("SELECT seq FROM events WHERE seq >= ?1 ORDER BY seq")
-        .expect("prep")
-        .query_map([from], |r| r.get(0))
-        .expect("query")
-        .collect::<Result<_, _>>()
-        .expect("seqs");
-    for seq in seqs {
-        let h = conn
-            .query_row("SELECT * FROM events WHERE seq = ?1", [seq], |r| Ok(documented_hash(store_id, r, &prev)))
-            .expect("row");
-        conn.execute(
-            "UPDATE events SET prev_hash = ?1, hash = ?2 WHERE seq = ?3",
-            rusqlite::params![&prev[..], &h.as_bytes()[..], seq],
-        )
-        .expect("relink");
-        prev = *h.as_bytes();
-    }
-}
-
 #[test]
 fn documented_layout_matches_the_store() {
     let (_d, mut s) = new_store();
@@ -304,7 +265,11 @@ fn documented_layout_matches_the_store() {
     let before = s.head().expect("head");
     let conn = attacker(s.dir());
     recompute_chain(&conn, s.id(), 1);
-    assert_eq!(s.head().expect("head"), before, "the crate docs describe the real layout");
+    assert_eq!(
+        s.head().expect("head"),
+        before,
+        "the crate docs describe the real layout"
+    );
 }
 
 #[test]
@@ -316,15 +281,30 @@ fn recomputed_chain_passes_plain_but_fails_keyed_verification() {
     assert!(s.verify_with(&keyed).expect("verify").is_valid());
 
     let conn = attacker(s.dir());
-    conn.execute("UPDATE events SET payload = CAST('{\"forged\":1}' AS BLOB) WHERE seq = 10", [])
-        .expect("forge");
+    conn.execute(
+        "UPDATE events SET payload = CAST('{\"forged\":1}' AS BLOB) WHERE seq = 10",
+        [],
+    )
+    .expect("forge");
     recompute_chain(&conn, s.id(), 10);
-    assert!(s.verify().expect("plain verify").is_valid(), "a plain chain can be rebuilt");
-    let f = s.verify_with(&keyed).expect("verify").fault.expect("forgery found");
+    assert!(
+        s.verify().expect("plain verify").is_valid(),
+        "a plain chain can be rebuilt"
+    );
+    let f = s
+        .verify_with(&keyed)
+        .expect("verify")
+        .fault
+        .expect("forgery found");
     assert_eq!((f.seq, f.kind), (10, FaultKind::MacMismatch));
 
-    conn.execute("UPDATE events SET mac = NULL WHERE seq = 3", []).expect("strip");
-    let f = s.verify_with(&keyed).expect("verify").fault.expect("stripped mac found");
+    conn.execute("UPDATE events SET mac = NULL WHERE seq = 3", [])
+        .expect("strip");
+    let f = s
+        .verify_with(&keyed)
+        .expect("verify")
+        .fault
+        .expect("stripped mac found");
     assert_eq!((f.seq, f.kind), (3, FaultKind::MacMissing));
 }
 
@@ -337,9 +317,15 @@ fn keyed_store_refuses_writers_without_the_key() {
     let dir = s.dir().to_path_buf();
     drop(s);
     let mut no_key = Store::open(&dir, StoreOptions::default()).expect("open to read");
-    assert!(matches!(no_key.append(mixed_draft(0)), Err(Error::KeyRequired)));
+    assert!(matches!(
+        no_key.append(mixed_draft(0)),
+        Err(Error::KeyRequired)
+    ));
     let mut wrong = Store::open(&dir, StoreOptions::default().writer_key(other)).expect("open");
-    assert!(matches!(wrong.append(mixed_draft(0)), Err(Error::WrongKey { .. })));
+    assert!(matches!(
+        wrong.append(mixed_draft(0)),
+        Err(Error::WrongKey { .. })
+    ));
     assert_eq!(no_key.head().expect("head").size, 3, "nothing stored");
 }
 
@@ -347,9 +333,21 @@ fn keyed_store_refuses_writers_without_the_key() {
 fn edited_projection_rows_are_caught() {
     // seq 2 is a score, seq 3 a test run (see common::mixed_draft).
     let cases: [(&str, u64, FaultKind); 5] = [
-        ("UPDATE scores SET value = value + 0.5 WHERE seq = 5", 5, FaultKind::ProjectionMismatch { table: "scores" }),
-        ("UPDATE test_runs SET failed = 3 WHERE seq = 6", 6, FaultKind::ProjectionMismatch { table: "test_runs" }),
-        ("DELETE FROM scores WHERE seq = 8", 8, FaultKind::ProjectionMissing { table: "scores" }),
+        (
+            "UPDATE scores SET value = value + 0.5 WHERE seq = 5",
+            5,
+            FaultKind::ProjectionMismatch { table: "scores" },
+        ),
+        (
+            "UPDATE test_runs SET failed = 3 WHERE seq = 6",
+            6,
+            FaultKind::ProjectionMismatch { table: "test_runs" },
+        ),
+        (
+            "DELETE FROM scores WHERE seq = 8",
+            8,
+            FaultKind::ProjectionMissing { table: "scores" },
+        ),
         (
             "INSERT INTO scores (seq, commit_id, task, scorer, scorer_version, value, holdout)
              VALUES (4, 'ab', 't', 'acc', '1', 1.0, 0)",
@@ -397,9 +395,16 @@ fn rows_replayed_into_another_store_fail() {
         [],
     )
     .expect("attach");
-    conn.execute("INSERT INTO main.events SELECT * FROM a.events WHERE kind = 'note'", [])
-        .expect("replay");
+    conn.execute(
+        "INSERT INTO main.events SELECT * FROM a.events WHERE kind = 'note'",
+        [],
+    )
+    .expect("replay");
     let (seq, kind) = first_fault(&b);
     assert_eq!(seq, 1);
-    assert_eq!(kind, FaultKind::BrokenLink, "genesis is bound to the store id");
+    assert_eq!(
+        kind,
+        FaultKind::BrokenLink,
+        "genesis is bound to the store id"
+    );
 }

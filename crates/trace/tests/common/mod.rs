@@ -29,12 +29,20 @@ pub fn fill(store: &mut Store, n: usize) {
 
 pub fn mixed_draft(i: usize) -> EventDraft {
     match i % 3 {
-        0 => EventDraft::json("note", &serde_json::json!({"i": i, "marker": format!("MARK{i:06}")}))
-            .expect("json")
-            .session("s1"),
-        1 => Score::new(commit((i % 4) as u8), format!("task-{}", i % 7), "acc", (i % 10) as f64 / 10.0)
-            .to_draft()
-            .expect("score"),
+        0 => EventDraft::json(
+            "note",
+            &serde_json::json!({"i": i, "marker": format!("MARK{i:06}")}),
+        )
+        .expect("json")
+        .session("s1"),
+        1 => Score::new(
+            commit((i % 4) as u8),
+            format!("task-{}", i % 7),
+            "acc",
+            (i % 10) as f64 / 10.0,
+        )
+        .to_draft()
+        .expect("score"),
         _ => TestRun {
             commit: commit((i % 4) as u8),
             suite: "unit".into(),
@@ -56,7 +64,8 @@ pub fn db_path(store_dir: &Path) -> PathBuf {
 /// write access to the file can do.
 pub fn attacker(store_dir: &Path) -> rusqlite::Connection {
     let c = rusqlite::Connection::open(db_path(store_dir)).expect("raw open");
-    c.busy_timeout(std::time::Duration::from_secs(30)).expect("busy");
+    c.busy_timeout(std::time::Duration::from_secs(30))
+        .expect("busy");
     for t in ["events", "scores", "test_runs", "meta"] {
         c.execute_batch(&format!(
             "DROP TRIGGER IF EXISTS {t}_no_update; DROP TRIGGER IF EXISTS {t}_no_delete; DROP TRIGGER IF EXISTS {t}_no_replace;"
@@ -64,4 +73,81 @@ pub fn attacker(store_dir: &Path) -> rusqlite::Connection {
         .expect("drop triggers");
     }
     c
+}
+
+/// The documented layout, implemented again from the crate docs: an attacker
+/// who knows it can rebuild a plain chain after an edit, but not the MACs.
+pub fn documented_hash(store_id: &str, row: &rusqlite::Row<'_>, prev: &[u8; 32]) -> blake3::Hash {
+    fn s(buf: &mut Vec<u8>, x: &str) {
+        buf.extend_from_slice(&(x.len() as u32).to_le_bytes());
+        buf.extend_from_slice(x.as_bytes());
+    }
+    let seq: i64 = row.get("seq").expect("seq");
+    let id: Vec<u8> = row.get("id").expect("id");
+    let ts: i64 = row.get("ts_ms").expect("ts");
+    let commit: Option<String> = row.get("commit_id").expect("commit");
+    let payload: Vec<u8> = row.get("payload").expect("payload");
+    let mut b = Vec::new();
+    s(&mut b, store_id);
+    b.extend_from_slice(&(seq as u64).to_le_bytes());
+    b.extend_from_slice(prev);
+    b.extend_from_slice(&id);
+    b.extend_from_slice(&ts.to_le_bytes());
+    for col in ["cell", "session", "kind"] {
+        s(&mut b, &row.get::<_, String>(col).expect(col));
+    }
+    match commit {
+        None => b.push(0),
+        Some(c) => {
+            b.push(1);
+            s(&mut b, &c);
+        }
+    }
+    b.push(0); // no origin in these tests
+    b.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    b.extend_from_slice(&payload);
+    let mut h = blake3::Hasher::new_derive_key(ratchet_trace::EVENT_HASH_CONTEXT);
+    h.update(&b);
+    h.finalize()
+}
+
+pub fn genesis(store_id: &str) -> blake3::Hash {
+    let mut h = blake3::Hasher::new_derive_key(ratchet_trace::GENESIS_CONTEXT);
+    h.update(&(store_id.len() as u32).to_le_bytes());
+    h.update(store_id.as_bytes());
+    h.finalize()
+}
+
+/// Re-links every hash from `from` on, as an attacker without the key would.
+pub fn recompute_chain(conn: &rusqlite::Connection, store_id: &str, from: i64) {
+    let mut prev: [u8; 32] = if from == 1 {
+        *genesis(store_id).as_bytes()
+    } else {
+        let v: Vec<u8> = conn
+            .query_row("SELECT hash FROM events WHERE seq = ?1", [from - 1], |r| {
+                r.get(0)
+            })
+            .expect("prev");
+        v.try_into().expect("32 bytes")
+    };
+    let seqs: Vec<i64> = conn
+        .prepare("SELECT seq FROM events WHERE seq >= ?1 ORDER BY seq")
+        .expect("prep")
+        .query_map([from], |r| r.get(0))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("seqs");
+    for seq in seqs {
+        let h = conn
+            .query_row("SELECT * FROM events WHERE seq = ?1", [seq], |r| {
+                Ok(documented_hash(store_id, r, &prev))
+            })
+            .expect("row");
+        conn.execute(
+            "UPDATE events SET prev_hash = ?1, hash = ?2 WHERE seq = ?3",
+            rusqlite::params![&prev[..], &h.as_bytes()[..], seq],
+        )
+        .expect("relink");
+        prev = *h.as_bytes();
+    }
 }
