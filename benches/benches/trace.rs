@@ -1,1 +1,173 @@
-fn main() {}
+//! Trace store benchmarks. Figures and the command that produced them are
+//! in benches/README.md.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use ratchet_benches::{commit, note, note_store, score_store};
+use ratchet_trace::{MergeOptions, Store, StoreOptions};
+use rusqlite::params;
+
+const BATCH: usize = 1000;
+
+/// Chained append vs a raw rusqlite INSERT of the same rows, same batch size,
+/// same table shape and durability, without hashing, validation or triggers.
+fn append(c: &mut Criterion) {
+    let mut g = c.benchmark_group("append_batch_1000");
+    g.throughput(Throughput::Elements(BATCH as u64));
+    g.sample_size(30).measurement_time(Duration::from_secs(8));
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store =
+        Store::create(dir.path().join("chained"), StoreOptions::default()).expect("store");
+    let drafts: Vec<_> = (0..BATCH).map(note).collect();
+    g.bench_function("chained", |b| {
+        b.iter_batched(
+            || drafts.clone(),
+            |d| store.append_batch(d).expect("append"),
+            BatchSize::SmallInput,
+        )
+    });
+
+    let mut raw = rusqlite::Connection::open(dir.path().join("raw.db")).expect("raw db");
+    raw.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;
+         CREATE TABLE events (seq INTEGER PRIMARY KEY, id BLOB NOT NULL, ts_ms INTEGER NOT NULL,
+            cell TEXT NOT NULL, session TEXT NOT NULL, kind TEXT NOT NULL, commit_id TEXT,
+            payload BLOB NOT NULL, origin_store TEXT, origin_seq INTEGER, origin_hash BLOB,
+            prev_hash BLOB NOT NULL, hash BLOB NOT NULL, mac BLOB);
+         CREATE UNIQUE INDEX events_by_id ON events (id);",
+    )
+    .expect("raw schema");
+    // The same payload bytes as `note(i)`.
+    let payloads: Vec<Vec<u8>> = (0..BATCH)
+        .map(|i| {
+            format!(
+                r#"{{"step":{i},"tool":"search","ok":true,"tokens":{}}}"#,
+                i % 977
+            )
+            .into_bytes()
+        })
+        .collect();
+    let mut seq: i64 = 0;
+    let hash = [7u8; 32];
+    g.bench_function("raw_insert", |b| {
+        b.iter(|| {
+            let tx = raw.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).expect("tx");
+            {
+                let mut st = tx
+                    .prepare_cached(
+                        "INSERT INTO events (seq, id, ts_ms, cell, session, kind, commit_id, payload,
+                            origin_store, origin_seq, origin_hash, prev_hash, hash, mac)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                    )
+                    .expect("prepare");
+                for p in &payloads {
+                    seq += 1;
+                    let id = (seq as u128).to_be_bytes();
+                    st.execute(params![
+                        seq,
+                        &id[..],
+                        1_764_460_800_000i64,
+                        "01JDXK0000000000000000000A",
+                        "bench",
+                        "note",
+                        None::<&str>,
+                        p,
+                        None::<&str>,
+                        None::<i64>,
+                        None::<&[u8]>,
+                        &hash[..],
+                        &hash[..],
+                        None::<&[u8]>
+                    ])
+                    .expect("insert");
+                }
+            }
+            tx.commit().expect("commit");
+        })
+    });
+    g.finish();
+}
+
+fn point_read(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = note_store(&dir.path().join("s"), 200_000);
+    let ids: Vec<_> = store
+        .events_after(0, usize::MAX)
+        .expect("read")
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    let mut g = c.benchmark_group("point_read");
+    let mut i = 0usize;
+    g.bench_function("event_by_id_200k", |b| {
+        b.iter(|| {
+            i = (i + 7919) % ids.len();
+            black_box(store.event_by_id(ids[i]).expect("read").expect("present"))
+        })
+    });
+    g.finish();
+}
+
+fn verify_and_stats(c: &mut Criterion) {
+    const N: usize = 1_000_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = score_store(&dir.path().join("s"), N, 100);
+    let notes = note_store(&dir.path().join("n"), N);
+
+    let mut g = c.benchmark_group("verify_1m");
+    g.throughput(Throughput::Elements(N as u64));
+    g.sample_size(10).measurement_time(Duration::from_secs(15));
+    g.bench_function("scores", |b| {
+        b.iter(|| assert!(store.verify().expect("verify").is_valid()))
+    });
+    g.bench_function("notes", |b| {
+        b.iter(|| assert!(notes.verify().expect("verify").is_valid()))
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("commit_stats_1m");
+    g.sample_size(20).measurement_time(Duration::from_secs(8));
+    g.bench_function("100_commits", |b| {
+        b.iter(|| black_box(store.commit_stats("accuracy").expect("stats")))
+    });
+    g.bench_function("one_commit_of_100", |b| {
+        let c7 = commit(7);
+        b.iter(|| black_box(store.commit_stats_for(&c7, "accuracy").expect("stats")))
+    });
+    g.finish();
+}
+
+fn merge(c: &mut Criterion) {
+    const N: usize = 200_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cell_dir = dir.path().join("cell");
+    drop(score_store(&cell_dir, N, 10));
+    let mut g = c.benchmark_group("merge_cell_200k");
+    g.throughput(Throughput::Elements(N as u64));
+    g.sample_size(10).measurement_time(Duration::from_secs(20));
+    let mut k = 0;
+    g.bench_function("scores_with_verification", |b| {
+        b.iter_batched(
+            || {
+                k += 1;
+                Store::create(dir.path().join(format!("home{k}")), StoreOptions::default())
+                    .expect("home")
+            },
+            |mut home| {
+                let r = home
+                    .merge_cell(&cell_dir, &MergeOptions::default())
+                    .expect("merge");
+                assert_eq!(r.ingested, N as u64);
+                home
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+}
+
+criterion_group!(benches, append, point_read, verify_and_stats, merge);
+criterion_main!(benches);

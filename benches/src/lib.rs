@@ -1,1 +1,52 @@
-//! Shared fixtures for the benchmarks.
+//! Fixtures shared by ratchet's criterion benchmarks: stores filled with
+//! realistic rows, built once per benchmark run.
+
+use std::path::Path;
+
+use ratchet_trace::{CommitId, EventDraft, Score, Store, StoreOptions};
+
+/// The commit id used for commit number `i`.
+pub fn commit(i: usize) -> CommitId {
+    let h = blake3::hash(&(i as u64).to_le_bytes()).to_hex();
+    CommitId::parse(&h[..40]).expect("40 hex digits are a commit id")
+}
+
+/// A small JSON note, like an agent's trace event.
+pub fn note(i: usize) -> EventDraft {
+    EventDraft::raw(
+        "note",
+        format!(
+            r#"{{"step":{i},"tool":"search","ok":true,"tokens":{}}}"#,
+            i % 977
+        ),
+    )
+    .session("bench")
+}
+
+/// Creates a store in `dir` holding `scores` score rows spread over `commits`
+/// commits (task = row index), appended in batches of 10,000.
+pub fn score_store(dir: &Path, scores: usize, commits: usize) -> Store {
+    let mut store = Store::create(dir, StoreOptions::default()).expect("create bench store");
+    let mut batch = Vec::with_capacity(10_000);
+    for i in 0..scores {
+        let value = ((i * 7919) % 1000) as f64 / 1000.0;
+        let s = Score::new(commit(i % commits), format!("task-{i}"), "accuracy", value);
+        batch.push(s.to_draft().expect("valid score"));
+        if batch.len() == 10_000 {
+            store.append_batch(batch.drain(..)).expect("append");
+        }
+    }
+    store.append_batch(batch).expect("append");
+    store
+}
+
+/// Creates a store in `dir` holding `n` notes, appended in batches of 10,000.
+pub fn note_store(dir: &Path, n: usize) -> Store {
+    let mut store = Store::create(dir, StoreOptions::default()).expect("create bench store");
+    for start in (0..n).step_by(10_000) {
+        store
+            .append_batch((start..(start + 10_000).min(n)).map(note))
+            .expect("append");
+    }
+    store
+}

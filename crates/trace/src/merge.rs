@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::event::CommitId;
 use crate::projection::Projection;
 use crate::store::{
-    EVENT_COLUMNS, Head, Pending, Store, StoreOptions, event_from_row, insert_event, read_head,
+    ChainWriter, EVENT_COLUMNS, Head, Pending, Store, StoreOptions, event_from_row,
 };
 use crate::verify::{VerifyOptions, verify_conn};
 
@@ -138,7 +138,12 @@ impl Store {
             }
         };
 
-        let mut head = read_head(&tx, &self.store_id)?;
+        let mut writer = ChainWriter::new(
+            &tx,
+            &mut self.hasher,
+            self.options.writer_key.as_ref(),
+            &self.store_id,
+        )?;
         let mut ingested = 0u64;
         let mut already_present = 0u64;
         let mut stmt = cell_tx
@@ -182,32 +187,27 @@ impl Store {
                 }),
                 projection: projection.as_ref(),
             };
-            match insert_event(
-                &tx,
-                &mut self.hasher,
-                self.options.writer_key.as_ref(),
-                &self.store_id,
-                &mut head,
-                &pending,
-            ) {
-                Ok(_) => ingested += 1,
-                Err(err) => match existing_with_id(&tx, e.id)? {
-                    None => return Err(err),
-                    Some(existing) if existing.same_content(&e) => already_present += 1,
-                    Some(existing) => {
-                        return Err(Error::Equivocation {
-                            id: e.id.to_string(),
-                            cell_id,
-                            existing_seq: existing.seq,
-                        });
-                    }
-                },
+            match existing_with_id(&tx, e.id)? {
+                None => {
+                    writer.insert(&pending)?;
+                    ingested += 1;
+                }
+                Some(existing) if existing.same_content(&e) => already_present += 1,
+                Some(existing) => {
+                    return Err(Error::Equivocation {
+                        id: e.id.to_string(),
+                        cell_id,
+                        existing_seq: existing.seq,
+                    });
+                }
             }
             link = e.hash;
             expected_seq += 1;
         }
         drop(rows);
         drop(stmt);
+        let head = writer.head;
+        drop(writer);
         tx.commit().map_err(Error::sqlite("committing the merge"))?;
         drop(cell_tx);
         let report = MergeReport {
@@ -247,7 +247,7 @@ impl Existing {
 
 fn existing_with_id(conn: &rusqlite::Connection, id: Ulid) -> Result<Option<Existing>> {
     conn.prepare_cached(
-        "SELECT seq, ts_ms, cell, session, kind, commit_id, payload FROM events WHERE id = ?1",
+        "SELECT seq, ts_ms, cell, session, kind, commit_id, payload FROM events WHERE id = ?1 ORDER BY seq LIMIT 1",
     )
     .and_then(|mut st| {
         st.query_row(params![&id.0.to_be_bytes()[..]], |r| {

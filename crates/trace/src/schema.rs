@@ -46,7 +46,7 @@ CREATE TABLE events (
     hash         BLOB NOT NULL,
     mac          BLOB
 );
-CREATE UNIQUE INDEX events_by_id ON events (id);
+CREATE INDEX events_by_id ON events (id);
 CREATE INDEX events_by_origin ON events (origin_store, origin_seq) WHERE origin_store IS NOT NULL;
 
 CREATE TABLE scores (
@@ -77,16 +77,28 @@ CREATE INDEX test_runs_by_commit ON test_runs (commit_id, suite);
 /// Append-only, enforced in SQL: no UPDATE, no DELETE, and no INSERT that would
 /// replace an existing row (`INSERT OR REPLACE` deletes without firing DELETE
 /// triggers unless `recursive_triggers` is on, so it is stopped before it starts).
+///
+/// The guards raise FAIL, not ABORT: they are BEFORE triggers, so they fire
+/// before the row's statement has changed anything (and, for REPLACE, before
+/// the conflicting row is deleted), which makes FAIL just as safe; and RAISE
+/// (ABORT) would make SQLite keep a statement journal for every INSERT of our
+/// own, which measured as most of the cost of the chained append.
+///
+/// REPLACE can only delete a row whose PRIMARY KEY or UNIQUE column collides,
+/// so each table has exactly one unique key (`seq`, or `key` for meta) and the
+/// guard checks only that. Event ids are unique by construction instead: the
+/// writer allocates them above the largest id under the write lock, and a merge
+/// looks each incoming id up (the equivocation check).
 fn guard_triggers(table: &str, key_match: &str) -> String {
     format!(
         r#"
 CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table}
-BEGIN SELECT RAISE(ABORT, 'ratchet: {table} is append-only; UPDATE is refused'); END;
+BEGIN SELECT RAISE(FAIL, 'ratchet: {table} is append-only; UPDATE is refused'); END;
 CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table}
-BEGIN SELECT RAISE(ABORT, 'ratchet: {table} is append-only; DELETE is refused'); END;
+BEGIN SELECT RAISE(FAIL, 'ratchet: {table} is append-only; DELETE is refused'); END;
 CREATE TRIGGER {table}_no_replace BEFORE INSERT ON {table}
 WHEN EXISTS (SELECT 1 FROM {table} WHERE {key_match})
-BEGIN SELECT RAISE(ABORT, 'ratchet: {table} is append-only; a row with this key exists'); END;
+BEGIN SELECT RAISE(FAIL, 'ratchet: {table} is append-only; a row with this key exists'); END;
 "#
     )
 }
@@ -94,7 +106,7 @@ BEGIN SELECT RAISE(ABORT, 'ratchet: {table} is append-only; a row with this key 
 pub(crate) fn all_triggers() -> String {
     [
         guard_triggers("meta", "key = NEW.key"),
-        guard_triggers("events", "seq = NEW.seq OR id = NEW.id"),
+        guard_triggers("events", "seq = NEW.seq"),
         guard_triggers("scores", "seq = NEW.seq"),
         guard_triggers("test_runs", "seq = NEW.seq"),
     ]

@@ -3,7 +3,6 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::functions::{Aggregate, Context, FunctionFlags};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 use serde::Serialize;
@@ -436,13 +435,18 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(Error::sqlite("starting an append transaction"))?;
-        let mut head = read_head(&tx, &cell)?;
         let last_id: Option<Ulid> = tx
             .prepare_cached("SELECT id FROM events ORDER BY id DESC LIMIT 1")
             .and_then(|mut st| st.query_row([], |r| ulid_col(r, 0)).optional())
             .map_err(Error::sqlite("reading the last id"))?;
         let mut id = fresh_ulid(ts_ms, last_id)?;
         let mut receipts = Vec::with_capacity(drafts.len());
+        let mut writer = ChainWriter::new(
+            &tx,
+            &mut self.hasher,
+            self.options.writer_key.as_ref(),
+            &cell,
+        )?;
         for (d, p) in drafts.iter().zip(&projections) {
             let pending = Pending {
                 id,
@@ -455,19 +459,13 @@ impl Store {
                 origin: None,
                 projection: p.as_ref(),
             };
-            let r = insert_event(
-                &tx,
-                &mut self.hasher,
-                self.options.writer_key.as_ref(),
-                &cell,
-                &mut head,
-                &pending,
-            )?;
-            receipts.push(r);
+            receipts.push(writer.insert(&pending)?);
             id = id
                 .increment()
                 .ok_or_else(|| Error::invalid("id", "ULID space exhausted for this millisecond"))?;
         }
+        let head = writer.head;
+        drop(writer);
         tx.commit().map_err(Error::sqlite("committing an append"))?;
         tracing::debug!(events = receipts.len(), head = head.size, "appended");
         Ok(receipts)
@@ -516,7 +514,9 @@ impl Store {
     /// [`Error::Sqlite`] if the read fails or the row is malformed.
     pub fn event_by_id(&self, id: Ulid) -> Result<Option<Event>> {
         self.conn
-            .prepare_cached(&format!("SELECT {EVENT_COLUMNS} FROM events WHERE id = ?1"))
+            .prepare_cached(&format!(
+                "SELECT {EVENT_COLUMNS} FROM events WHERE id = ?1 ORDER BY seq LIMIT 1"
+            ))
             .and_then(|mut st| {
                 st.query_row([&id.0.to_be_bytes()[..]], event_from_row)
                     .optional()
@@ -598,15 +598,14 @@ impl Store {
 
     /// Per-commit statistics of `scorer`, ordered by commit id.
     ///
-    /// The variance is computed with Welford's update inside SQLite (no
-    /// catastrophic cancellation), the mean with SQLite's compensated `avg`.
+    /// One pass over the covering index `(scorer, commit_id, …, value)`, with
+    /// Welford's update for mean and variance (no catastrophic cancellation).
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
     pub fn commit_stats(&self, scorer: &str) -> Result<Vec<CommitStats>> {
-        self.stats_query(
-            "SELECT commit_id, count(value), avg(value), ratchet_variance(value), min(value), max(value)
-             FROM scores WHERE scorer = ?1 GROUP BY commit_id ORDER BY commit_id",
+        self.stats_scan(
+            "SELECT commit_id, value FROM scores WHERE scorer = ?1 ORDER BY commit_id",
             params![scorer],
         )
     }
@@ -617,51 +616,59 @@ impl Store {
     /// [`Error::Sqlite`] if the read fails.
     pub fn commit_stats_for(&self, commit: &CommitId, scorer: &str) -> Result<Option<CommitStats>> {
         Ok(self
-            .stats_query(
-                "SELECT commit_id, count(value), avg(value), ratchet_variance(value), min(value), max(value)
-                 FROM scores WHERE scorer = ?1 AND commit_id = ?2 GROUP BY commit_id",
+            .stats_scan(
+                "SELECT commit_id, value FROM scores WHERE scorer = ?1 AND commit_id = ?2",
                 params![scorer, commit.as_str()],
             )?
             .pop())
     }
 
-    fn stats_query(&self, sql: &str, p: impl rusqlite::Params) -> Result<Vec<CommitStats>> {
-        self.ensure_functions()?;
-        self.conn
+    /// Folds `(commit_id, value)` rows, grouped by commit, into statistics.
+    fn stats_scan(&self, sql: &str, p: impl rusqlite::Params) -> Result<Vec<CommitStats>> {
+        const CONTEXT: &str = "computing per-commit statistics";
+        let mut st = self
+            .conn
             .prepare_cached(sql)
-            .and_then(|mut st| {
-                st.query_map(p, |r| {
-                    let c: String = r.get(0)?;
-                    Ok(CommitStats {
-                        commit: CommitId::parse(&c).map_err(|e| {
-                            rusqlite::Error::FromSqlConversionFailure(
-                                0,
-                                rusqlite::types::Type::Text,
-                                Box::new(e),
-                            )
-                        })?,
-                        n: r.get::<_, i64>(1)? as u64,
-                        mean: r.get(2)?,
-                        variance: r.get(3)?,
-                        min: r.get(4)?,
-                        max: r.get(5)?,
-                    })
-                })?
-                .collect()
-            })
-            .map_err(Error::sqlite("computing per-commit statistics"))
-    }
-
-    fn ensure_functions(&self) -> Result<()> {
-        // Registering is idempotent and cheap; done lazily so opening stays minimal.
-        self.conn
-            .create_aggregate_function(
-                "ratchet_variance",
-                1,
-                FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
-                WelfordVariance,
-            )
-            .map_err(Error::sqlite("registering ratchet_variance"))
+            .map_err(Error::sqlite(CONTEXT))?;
+        let mut rows = st.query(p).map_err(Error::sqlite(CONTEXT))?;
+        let mut out: Vec<CommitStats> = Vec::new();
+        let mut current: Option<(Vec<u8>, Welford)> = None;
+        let finish = |key: Vec<u8>, w: Welford, out: &mut Vec<CommitStats>| -> Result<()> {
+            let commit = CommitId::parse(&String::from_utf8_lossy(&key))?;
+            out.push(w.into_stats(commit));
+            Ok(())
+        };
+        while let Some(row) = rows.next().map_err(Error::sqlite(CONTEXT))? {
+            let (key, value) = match (row.get_ref(0), row.get_ref(1)) {
+                (Ok(ValueRef::Text(k)), Ok(ValueRef::Real(v))) => (k, v),
+                (Ok(ValueRef::Text(k)), Ok(ValueRef::Integer(v))) => (k, v as f64),
+                _ => {
+                    return Err(Error::Sqlite {
+                        context: CONTEXT,
+                        source: rusqlite::Error::InvalidColumnType(
+                            1,
+                            "value".into(),
+                            rusqlite::types::Type::Null,
+                        ),
+                    });
+                }
+            };
+            match &mut current {
+                Some((k, w)) if k.as_slice() == key => w.push(value),
+                _ => {
+                    if let Some((k, w)) = current.take() {
+                        finish(k, w, &mut out)?;
+                    }
+                    let mut w = Welford::default();
+                    w.push(value);
+                    current = Some((key.to_vec(), w));
+                }
+            }
+        }
+        if let Some((k, w)) = current.take() {
+            finish(k, w, &mut out)?;
+        }
+        Ok(out)
     }
 
     /// Scores of `scorer` per task under a baseline and a candidate commit,
@@ -752,63 +759,88 @@ pub(crate) fn read_head(conn: &Connection, store_id: &str) -> Result<Head> {
     })
 }
 
-/// Inserts one event after `head` (and its projection), advancing `head`.
-pub(crate) fn insert_event(
-    conn: &Connection,
-    hasher: &mut ChainHasher,
-    key: Option<&WriterKey>,
-    store_id: &str,
-    head: &mut Head,
-    e: &Pending<'_>,
-) -> Result<Receipt> {
-    let seq = head.size + 1;
-    let hash = hasher.hash(&HashInput {
-        store_id,
-        seq,
-        prev_hash: head.hash.as_bytes(),
-        id: e.id.0,
-        ts_ms: e.ts_ms,
-        cell: e.cell,
-        session: e.session,
-        kind: e.kind,
-        commit: e.commit.map(CommitId::as_str),
-        origin: e.origin,
-        payload: e.payload,
-    });
-    let mac = key.map(|k| k.mac(&hash));
-    conn.prepare_cached(
-        "INSERT INTO events (seq, id, ts_ms, cell, session, kind, commit_id, payload,
-                             origin_store, origin_seq, origin_hash, prev_hash, hash, mac)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-    )
-    .and_then(|mut st| {
-        st.execute(params![
-            seq as i64,
-            &e.id.0.to_be_bytes()[..],
-            e.ts_ms,
-            e.cell,
-            e.session,
-            e.kind,
-            e.commit.map(CommitId::as_str),
-            e.payload,
-            e.origin.map(|o| o.store),
-            e.origin.map(|o| o.seq as i64),
-            e.origin.map(|o| &o.hash[..]),
-            &head.hash.as_bytes()[..],
-            &hash.as_bytes()[..],
-            mac.as_ref().map(|m| &m.as_bytes()[..]),
-        ])
-    })
-    .map_err(Error::sqlite("inserting an event"))?;
-    if let Some(p) = e.projection {
-        p.insert(conn, seq)?;
+/// Appends events to the chain inside an open write transaction, holding the
+/// prepared INSERT for the whole batch.
+pub(crate) struct ChainWriter<'c> {
+    conn: &'c Connection,
+    insert: rusqlite::CachedStatement<'c>,
+    hasher: &'c mut ChainHasher,
+    key: Option<&'c WriterKey>,
+    store_id: &'c str,
+    pub head: Head,
+}
+
+impl<'c> ChainWriter<'c> {
+    /// Reads the head (inside the caller's transaction) and prepares the insert.
+    pub fn new(
+        conn: &'c Connection,
+        hasher: &'c mut ChainHasher,
+        key: Option<&'c WriterKey>,
+        store_id: &'c str,
+    ) -> Result<Self> {
+        let head = read_head(conn, store_id)?;
+        let insert = conn
+            .prepare_cached(
+                "INSERT INTO events (seq, id, ts_ms, cell, session, kind, commit_id, payload,
+                                     origin_store, origin_seq, origin_hash, prev_hash, hash, mac)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            )
+            .map_err(Error::sqlite("preparing the event insert"))?;
+        Ok(ChainWriter {
+            conn,
+            insert,
+            hasher,
+            key,
+            store_id,
+            head,
+        })
     }
-    *head = Head { size: seq, hash };
-    Ok(Receipt {
-        seq,
-        id: e.id,
-        hash,
-    })
+
+    /// Inserts one event after the head (and its projection), advancing the head.
+    pub fn insert(&mut self, e: &Pending<'_>) -> Result<Receipt> {
+        let seq = self.head.size + 1;
+        let hash = self.hasher.hash(&HashInput {
+            store_id: self.store_id,
+            seq,
+            prev_hash: self.head.hash.as_bytes(),
+            id: e.id.0,
+            ts_ms: e.ts_ms,
+            cell: e.cell,
+            session: e.session,
+            kind: e.kind,
+            commit: e.commit.map(CommitId::as_str),
+            origin: e.origin,
+            payload: e.payload,
+        });
+        let mac = self.key.map(|k| k.mac(&hash));
+        self.insert
+            .execute(params![
+                seq as i64,
+                &e.id.0.to_be_bytes()[..],
+                e.ts_ms,
+                e.cell,
+                e.session,
+                e.kind,
+                e.commit.map(CommitId::as_str),
+                e.payload,
+                e.origin.map(|o| o.store),
+                e.origin.map(|o| o.seq as i64),
+                e.origin.map(|o| &o.hash[..]),
+                &self.head.hash.as_bytes()[..],
+                &hash.as_bytes()[..],
+                mac.as_ref().map(|m| &m.as_bytes()[..]),
+            ])
+            .map_err(Error::sqlite("inserting an event"))?;
+        if let Some(p) = e.projection {
+            p.insert(self.conn, seq)?;
+        }
+        self.head = Head { size: seq, hash };
+        Ok(Receipt {
+            seq,
+            id: e.id,
+            hash,
+        })
+    }
 }
 
 /// Iterator returned by [`Store::tail`].
@@ -858,28 +890,39 @@ impl Iterator for Tail<'_> {
     }
 }
 
-/// `ratchet_variance(x)`: sample variance by Welford's update.
-struct WelfordVariance;
+/// Welford's running mean and sum of squared deviations.
+#[derive(Debug, Default)]
+struct Welford {
+    n: u64,
+    mean: f64,
+    m2: f64,
+    min: f64,
+    max: f64,
+}
 
-impl Aggregate<(u64, f64, f64), Option<f64>> for WelfordVariance {
-    fn init(&self, _: &mut Context<'_>) -> rusqlite::Result<(u64, f64, f64)> {
-        Ok((0, 0.0, 0.0))
+impl Welford {
+    fn push(&mut self, x: f64) {
+        if self.n == 0 {
+            self.min = x;
+            self.max = x;
+        } else {
+            self.min = self.min.min(x);
+            self.max = self.max.max(x);
+        }
+        self.n += 1;
+        let d = x - self.mean;
+        self.mean += d / self.n as f64;
+        self.m2 += d * (x - self.mean);
     }
 
-    fn step(&self, ctx: &mut Context<'_>, acc: &mut (u64, f64, f64)) -> rusqlite::Result<()> {
-        let x: f64 = ctx.get(0)?;
-        acc.0 += 1;
-        let d = x - acc.1;
-        acc.1 += d / acc.0 as f64;
-        acc.2 += d * (x - acc.1);
-        Ok(())
-    }
-
-    fn finalize(
-        &self,
-        _: &mut Context<'_>,
-        acc: Option<(u64, f64, f64)>,
-    ) -> rusqlite::Result<Option<f64>> {
-        Ok(acc.filter(|a| a.0 >= 2).map(|a| a.2 / (a.0 - 1) as f64))
+    fn into_stats(self, commit: CommitId) -> CommitStats {
+        CommitStats {
+            commit,
+            n: self.n,
+            mean: self.mean,
+            variance: (self.n >= 2).then(|| self.m2 / (self.n - 1) as f64),
+            min: self.min,
+            max: self.max,
+        }
     }
 }

@@ -38,8 +38,6 @@ fn raw_sql_edits_are_refused_by_triggers() {
         "UPDATE events SET payload = x'7b7d' WHERE seq = 1",
         "DELETE FROM events WHERE seq = 6",
         "INSERT OR REPLACE INTO events SELECT * FROM events WHERE seq = 2",
-        "REPLACE INTO events (seq, id, ts_ms, cell, session, kind, commit_id, payload, prev_hash, hash)
-             SELECT 99, id, ts_ms, cell, session, kind, commit_id, payload, prev_hash, hash FROM events WHERE seq = 3",
         "UPDATE scores SET value = 1.0",
         "DELETE FROM test_runs",
         "INSERT OR REPLACE INTO scores SELECT * FROM scores LIMIT 1",
@@ -373,15 +371,24 @@ fn edited_projection_rows_are_caught() {
 fn insert_or_replace_on_an_existing_id_is_caught() {
     let (_d, mut s) = new_store();
     fill(&mut s, 10);
-    // Even with the guards dropped, REPLACE deletes the old row: a gap.
-    attacker(s.dir())
-        .execute(
-            "INSERT OR REPLACE INTO events (seq, id, ts_ms, cell, session, kind, commit_id, payload, prev_hash, hash)
-             SELECT 11, id, ts_ms, cell, session, kind, commit_id, CAST('{}' AS BLOB), prev_hash, hash FROM events WHERE seq = 4",
-            [],
-        )
-        .expect("replace");
-    assert_eq!(first_fault(&s), (4, FaultKind::Missing { next_present: 5 }));
+    // With the guards dropped, REPLACE on an existing seq deletes that row and
+    // puts another in its place; on an existing id (not a unique key) it adds
+    // a row at the end. Both are caught at their seq.
+    let a = attacker(s.dir());
+    a.execute(
+        "INSERT OR REPLACE INTO events (seq, id, ts_ms, cell, session, kind, commit_id, payload, prev_hash, hash)
+         SELECT 11, id, ts_ms, cell, session, kind, commit_id, CAST('{}' AS BLOB), prev_hash, hash FROM events WHERE seq = 4",
+        [],
+    )
+    .expect("replace by id");
+    assert_eq!(first_fault(&s), (11, FaultKind::BrokenLink));
+    a.execute(
+        "INSERT OR REPLACE INTO events (seq, id, ts_ms, cell, session, kind, commit_id, payload, prev_hash, hash)
+         SELECT 4, id, ts_ms, cell, session, kind, commit_id, CAST('{}' AS BLOB), prev_hash, hash FROM events WHERE seq = 4",
+        [],
+    )
+    .expect("replace by seq");
+    assert_eq!(first_fault(&s), (4, FaultKind::HashMismatch));
 }
 
 #[test]
