@@ -247,7 +247,7 @@ impl Existing {
 
 fn existing_with_id(conn: &rusqlite::Connection, id: Ulid) -> Result<Option<Existing>> {
     conn.prepare_cached(
-        "SELECT seq, ts_ms, cell, session, kind, commit_id, payload FROM events WHERE id = ?1 ORDER BY seq LIMIT 1",
+        "SELECT seq, ts_ms, cell, session, kind, commit_id, payload FROM events WHERE id = ?1",
     )
     .and_then(|mut st| {
         st.query_row(params![&id.0.to_be_bytes()[..]], |r| {

@@ -125,9 +125,15 @@ pub struct Store {
     pub(crate) hasher: ChainHasher,
 }
 
-/// Columns read for an event, in this order, by [`event_from_row`].
-pub(crate) const EVENT_COLUMNS: &str = "seq, id, ts_ms, cell, session, kind, commit_id, payload, \
-     origin_store, origin_seq, origin_hash, prev_hash, hash, mac";
+/// Columns read for an event, in this order, by [`event_from_row`] (a macro
+/// so hot queries are `concat!`ed at compile time, not formatted per call).
+macro_rules! event_columns {
+    () => {
+        "seq, id, ts_ms, cell, session, kind, commit_id, payload, \
+         origin_store, origin_seq, origin_hash, prev_hash, hash, mac"
+    };
+}
+pub(crate) const EVENT_COLUMNS: &str = event_columns!();
 
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
@@ -339,6 +345,31 @@ impl Store {
         }
     }
 
+    /// Opens a consistent read view: every query made through it (it derefs to
+    /// the store) sees the same committed state, and the read lock is taken
+    /// once instead of per query. Writers in other processes go on meanwhile
+    /// (WAL); this handle cannot write until the snapshot is dropped.
+    ///
+    /// Outside a snapshot each query is its own read transaction, which costs
+    /// SQLite three system calls (file lock, unlock, stat) — most of a point
+    /// read's time (see benches/README.md).
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read transaction cannot start.
+    pub fn snapshot(&self) -> Result<Snapshot<'_>> {
+        let tx = self
+            .conn
+            .unchecked_transaction()
+            .map_err(Error::sqlite("starting a read transaction"))?;
+        // Take the read lock now, so the view is fixed from this point on.
+        tx.query_row("SELECT count(*) FROM meta", [], |_| Ok(()))
+            .map_err(Error::sqlite("starting a read transaction"))?;
+        Ok(Snapshot {
+            store: self,
+            _tx: tx,
+        })
+    }
+
     /// The store's id (a ULID); also its cell id and its checkpoint origin.
     pub fn id(&self) -> &str {
         &self.store_id
@@ -508,14 +539,17 @@ impl Store {
         read_head(&self.conn, &self.store_id)
     }
 
-    /// The event with this id.
+    /// The event with this id (ids are unique; were a forged duplicate ever
+    /// stored, the one with the lowest seq, which index order yields first).
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails or the row is malformed.
     pub fn event_by_id(&self, id: Ulid) -> Result<Option<Event>> {
         self.conn
-            .prepare_cached(&format!(
-                "SELECT {EVENT_COLUMNS} FROM events WHERE id = ?1 ORDER BY seq LIMIT 1"
+            .prepare_cached(concat!(
+                "SELECT ",
+                event_columns!(),
+                " FROM events WHERE id = ?1"
             ))
             .and_then(|mut st| {
                 st.query_row([&id.0.to_be_bytes()[..]], event_from_row)
@@ -530,8 +564,10 @@ impl Store {
     /// [`Error::Sqlite`] if the read fails or the row is malformed.
     pub fn event_by_seq(&self, seq: u64) -> Result<Option<Event>> {
         self.conn
-            .prepare_cached(&format!(
-                "SELECT {EVENT_COLUMNS} FROM events WHERE seq = ?1"
+            .prepare_cached(concat!(
+                "SELECT ",
+                event_columns!(),
+                " FROM events WHERE seq = ?1"
             ))
             .and_then(|mut st| st.query_row([seq as i64], event_from_row).optional())
             .map_err(Error::sqlite("reading an event by seq"))
@@ -543,8 +579,10 @@ impl Store {
     /// [`Error::Sqlite`] if the read fails or a row is malformed.
     pub fn events_after(&self, after: u64, limit: usize) -> Result<Vec<Event>> {
         self.conn
-            .prepare_cached(&format!(
-                "SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2"
+            .prepare_cached(concat!(
+                "SELECT ",
+                event_columns!(),
+                " FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2"
             ))
             .and_then(|mut st| {
                 st.query_map(
@@ -840,6 +878,21 @@ impl<'c> ChainWriter<'c> {
             id: e.id,
             hash,
         })
+    }
+}
+
+/// A consistent read view of a store, from [`Store::snapshot`]. Derefs to
+/// [`Store`] for every query.
+#[derive(Debug)]
+pub struct Snapshot<'s> {
+    store: &'s Store,
+    _tx: rusqlite::Transaction<'s>,
+}
+
+impl std::ops::Deref for Snapshot<'_> {
+    type Target = Store;
+    fn deref(&self) -> &Store {
+        self.store
     }
 }
 

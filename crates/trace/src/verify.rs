@@ -2,6 +2,8 @@
 //! projection row against its event. Never trusts a stored hash.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
 
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, Rows};
@@ -12,7 +14,8 @@ use crate::encoding::{ChainHasher, HashInput, OriginRef, WriterKey, genesis_hash
 use crate::error::{Error, Result};
 use crate::event::CommitId;
 use crate::projection::{
-    Projection, SCORE_COLUMNS, TEST_RUN_COLUMNS, same_projection, score_from_row, test_run_from_row,
+    KIND_SCORE, KIND_TEST_RUN, Projection, SCORE_COLUMNS, TEST_RUN_COLUMNS, same_projection,
+    score_from_row, test_run_from_row,
 };
 use crate::store::{EVENT_COLUMNS, Store};
 
@@ -206,12 +209,18 @@ impl Store {
                 });
             }
         }
-        // One read transaction: a consistent snapshot while writers go on.
-        let tx = self
-            .conn
-            .unchecked_transaction()
-            .map_err(Error::sqlite("starting a read transaction"))?;
-        let report = verify_conn(&tx, &self.store_id, options)?;
+        // One read transaction: a consistent snapshot while writers go on
+        // (or the caller's, inside a `Snapshot`).
+        let tx = if self.conn.is_autocommit() {
+            Some(
+                self.conn
+                    .unchecked_transaction()
+                    .map_err(Error::sqlite("starting a read transaction"))?,
+            )
+        } else {
+            None
+        };
+        let report = verify_conn(&self.conn, &self.store_id, options)?;
         drop(tx);
         match &report.fault {
             None => tracing::debug!(size = report.size, "chain verified"),
@@ -270,6 +279,330 @@ fn table_of(p: &Projection) -> &'static str {
     match p {
         Projection::Score(_) => "scores",
         Projection::TestRun(_) => "test_runs",
+    }
+}
+
+/// Rows a worker checks at once.
+const BATCH_ROWS: usize = 2048;
+
+/// A byte range in a batch's arena.
+#[derive(Debug, Clone, Copy)]
+struct Span(u32, u32);
+
+/// One event row copied out of SQLite.
+#[derive(Debug)]
+struct OwnedRow {
+    seq: u64,
+    id: u128,
+    ts_ms: i64,
+    cell: Span,
+    session: Span,
+    kind: Span,
+    commit: Option<Span>,
+    payload: Span,
+    origin: Option<(Span, u64, [u8; 32])>,
+    prev: [u8; 32],
+    stored: [u8; 32],
+    mac: Option<[u8; 32]>,
+    /// The projection rows stored at this seq, per table (scores, test_runs).
+    projections: [Option<std::result::Result<Projection, &'static str>>; 2],
+}
+
+/// Consecutive rows and the bytes of their variable-length columns.
+#[derive(Debug)]
+struct Batch {
+    arena: Vec<u8>,
+    rows: Vec<OwnedRow>,
+    /// Stored hash of the row before the first (or the chain start).
+    prev_stored: blake3::Hash,
+}
+
+impl Batch {
+    fn new(prev_stored: blake3::Hash) -> Self {
+        Batch {
+            arena: Vec::with_capacity(BATCH_ROWS * 192),
+            rows: Vec::with_capacity(BATCH_ROWS),
+            prev_stored,
+        }
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> Span {
+        let start = self.arena.len() as u32;
+        self.arena.extend_from_slice(bytes);
+        Span(start, bytes.len() as u32)
+    }
+
+    fn bytes(&self, s: Span) -> &[u8] {
+        &self.arena[s.0 as usize..(s.0 + s.1) as usize]
+    }
+
+    fn str(&self, s: Span) -> &str {
+        // Only UTF-8 checked by the reader is stored as a text span.
+        std::str::from_utf8(self.bytes(s)).unwrap_or_default()
+    }
+}
+
+/// The per-row checks that need no other row: run on worker threads.
+struct RowCheck<'a> {
+    store_id: &'a str,
+    key: Option<&'a WriterKey>,
+}
+
+impl RowCheck<'_> {
+    /// The first fault in the batch, with the stored hash of the row before it.
+    fn check_batch(&self, b: &Batch, hasher: &mut ChainHasher) -> Option<(Fault, blake3::Hash)> {
+        let mut before = b.prev_stored;
+        for r in &b.rows {
+            if let Some(kind) = self.check_row(b, r, hasher) {
+                return Some((Fault { seq: r.seq, kind }, before));
+            }
+            before = blake3::Hash::from(r.stored);
+        }
+        None
+    }
+
+    fn check_row(&self, b: &Batch, r: &OwnedRow, hasher: &mut ChainHasher) -> Option<FaultKind> {
+        let kind = b.str(r.kind);
+        let commit = r.commit.map(|c| b.str(c));
+        let hash = hasher.hash(&HashInput {
+            store_id: self.store_id,
+            seq: r.seq,
+            prev_hash: &r.prev,
+            id: r.id,
+            ts_ms: r.ts_ms,
+            cell: b.str(r.cell),
+            session: b.str(r.session),
+            kind,
+            commit,
+            origin: r.origin.as_ref().map(|(store, seq, hash)| OriginRef {
+                store: b.str(*store),
+                seq: *seq,
+                hash,
+            }),
+            payload: b.bytes(r.payload),
+        });
+        if hash != blake3::Hash::from(r.stored) {
+            return Some(FaultKind::HashMismatch);
+        }
+        if let Some(key) = self.key {
+            match r.mac {
+                None => return Some(FaultKind::MacMissing),
+                // blake3::Hash equality is constant-time.
+                Some(mac) if key.mac(&hash) != blake3::Hash::from(mac) => {
+                    return Some(FaultKind::MacMismatch);
+                }
+                Some(_) => {}
+            }
+        }
+        // Projections: derived from the payload exactly as on append.
+        let projection = if kind == KIND_SCORE || kind == KIND_TEST_RUN {
+            let commit_id = match commit.map(CommitId::parse).transpose() {
+                Ok(c) => c,
+                Err(_) => {
+                    return Some(FaultKind::MalformedRow {
+                        column: "commit_id",
+                    });
+                }
+            };
+            match Projection::from_event(kind, commit_id.as_ref(), b.bytes(r.payload)) {
+                Ok(p) => p,
+                Err(e) => {
+                    return Some(FaultKind::InvalidPayload {
+                        reason: e.to_string(),
+                    });
+                }
+            }
+        } else {
+            None
+        };
+        for (table, stored) in PROJECTION_TABLES.iter().zip(&r.projections) {
+            let mine = projection.as_ref().filter(|p| table_of(p) == *table);
+            match (stored, mine) {
+                (Some(row), Some(p)) => {
+                    if !matches!(row, Ok(row) if same_projection(row, p)) {
+                        return Some(FaultKind::ProjectionMismatch { table });
+                    }
+                }
+                (Some(_), None) => return Some(FaultKind::ProjectionOrphan { table }),
+                (None, Some(_)) => return Some(FaultKind::ProjectionMissing { table }),
+                (None, None) => {}
+            }
+        }
+        None
+    }
+}
+
+const PROJECTION_TABLES: [&str; 2] = ["scores", "test_runs"];
+
+/// The reading side of verification: copies rows into batches and checks
+/// what depends on row order.
+struct Reader {
+    expected: u64,
+    last_stored: blake3::Hash,
+    checkpoint_size: Option<u64>,
+    checkpoint_hash: Option<blake3::Hash>,
+    /// A fault found by the reader, with the stored hash before it.
+    fault: Option<(Fault, blake3::Hash)>,
+}
+
+impl Reader {
+    /// Reads up to a batch of rows; false once there is nothing more to read
+    /// (end of table, or a fault that makes later rows irrelevant).
+    fn fill(
+        &mut self,
+        rows: &mut Rows<'_>,
+        cursors: &mut [Cursor<'_>; 2],
+        batch: &mut Batch,
+        lowest: &AtomicU64,
+    ) -> Result<bool> {
+        while batch.rows.len() < BATCH_ROWS {
+            if self.expected > lowest.load(Ordering::Relaxed) {
+                return Ok(false);
+            }
+            let Some(row) = rows.next().map_err(Error::sqlite("reading events"))? else {
+                return Ok(false);
+            };
+            if let Some(fault) = self.copy_row(row, cursors, batch)? {
+                self.fault = Some((fault, self.last_stored));
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Copies one row into the batch, or names what is wrong (at `self.expected`
+    /// unless a projection row below it is orphaned).
+    fn copy_row(
+        &mut self,
+        row: &rusqlite::Row<'_>,
+        cursors: &mut [Cursor<'_>; 2],
+        batch: &mut Batch,
+    ) -> Result<Option<Fault>> {
+        let get = |i: usize| {
+            row.get_ref(i)
+                .map_err(Error::sqlite("reading an event column"))
+        };
+        let at = self.expected;
+        let malformed = |column| {
+            Ok(Some(Fault {
+                seq: at,
+                kind: FaultKind::MalformedRow { column },
+            }))
+        };
+        let seq = match get(0)? {
+            ValueRef::Integer(s) if s > 0 => s as u64,
+            _ => return malformed("seq"),
+        };
+        if seq != self.expected {
+            return Ok(Some(Fault {
+                seq: at,
+                kind: FaultKind::Missing { next_present: seq },
+            }));
+        }
+        let Some(id) = blob::<16>(get(1)?) else {
+            return malformed("id");
+        };
+        let ValueRef::Integer(ts_ms) = get(2)? else {
+            return malformed("ts_ms");
+        };
+        let Some(cell) = text(get(3)?) else {
+            return malformed("cell");
+        };
+        let Some(session) = text(get(4)?) else {
+            return malformed("session");
+        };
+        let Some(kind) = text(get(5)?) else {
+            return malformed("kind");
+        };
+        let commit = match get(6)? {
+            ValueRef::Null => None,
+            v => match text(v) {
+                Some(c) => Some(c),
+                None => return malformed("commit_id"),
+            },
+        };
+        let ValueRef::Blob(payload) = get(7)? else {
+            return malformed("payload");
+        };
+        let origin = match get(8)? {
+            ValueRef::Null => None,
+            v => {
+                let Some(store) = text(v) else {
+                    return malformed("origin_store");
+                };
+                let oseq = match get(9)? {
+                    ValueRef::Integer(s) if s > 0 => s as u64,
+                    _ => return malformed("origin_seq"),
+                };
+                let Some(ohash) = blob::<32>(get(10)?) else {
+                    return malformed("origin_hash");
+                };
+                Some((store, oseq, ohash))
+            }
+        };
+        let Some(prev) = blob::<32>(get(11)?) else {
+            return malformed("prev_hash");
+        };
+        let Some(stored) = blob::<32>(get(12)?) else {
+            return malformed("hash");
+        };
+        let mac = match get(13)? {
+            ValueRef::Null => None,
+            v => match blob::<32>(v) {
+                Some(m) => Some(m),
+                None => return malformed("mac"),
+            },
+        };
+        if blake3::Hash::from(prev) != self.last_stored {
+            return Ok(Some(Fault {
+                seq,
+                kind: FaultKind::BrokenLink,
+            }));
+        }
+        let mut projections = [None, None];
+        for (c, slot) in cursors.iter_mut().zip(&mut projections) {
+            // Rows at earlier seqs were taken with their events: one left
+            // behind has no event (only a malformed seq can get here).
+            if let Some(s) = c.peek_seq().filter(|&s| s < seq) {
+                return Ok(Some(Fault {
+                    seq: s,
+                    kind: FaultKind::ProjectionOrphan { table: c.table },
+                }));
+            }
+            if c.peek_seq() == Some(seq) {
+                *slot = c.peeked.take().map(|(_, p)| p);
+                c.advance()?;
+            }
+        }
+        let owned = OwnedRow {
+            seq,
+            id: u128::from_be_bytes(id),
+            ts_ms,
+            cell: batch.put(cell.as_bytes()),
+            session: batch.put(session.as_bytes()),
+            kind: batch.put(kind.as_bytes()),
+            commit: commit.map(|c| batch.put(c.as_bytes())),
+            payload: batch.put(payload),
+            origin: origin.map(|(s, q, h)| (batch.put(s.as_bytes()), q, h)),
+            prev,
+            stored,
+            mac,
+            projections,
+        };
+        batch.rows.push(owned);
+        if self.checkpoint_size == Some(seq) {
+            self.checkpoint_hash = Some(blake3::Hash::from(stored));
+        }
+        self.last_stored = blake3::Hash::from(stored);
+        self.expected = seq + 1;
+        Ok(None)
+    }
+}
+
+fn blob<const N: usize>(v: ValueRef<'_>) -> Option<[u8; N]> {
+    match v {
+        ValueRef::Blob(b) => b.try_into().ok(),
+        _ => None,
     }
 }
 
@@ -372,212 +705,103 @@ pub(crate) fn verify_conn(
     let mut rows = ev_stmt
         .query([start as i64])
         .map_err(Error::sqlite("reading events"))?;
-    let mut hasher = ChainHasher::new();
-    let mut expected = start;
-    let mut checkpoint_hash: Option<blake3::Hash> = None;
 
-    while let Some(row) = rows.next().map_err(Error::sqlite("reading events"))? {
-        let get = |i: usize| {
-            row.get_ref(i)
-                .map_err(Error::sqlite("reading an event column"))
-        };
-        let seq = match get(0)? {
-            ValueRef::Integer(s) if s > 0 => s as u64,
-            _ => {
-                fault(
-                    &mut report,
-                    expected,
-                    FaultKind::MalformedRow { column: "seq" },
-                );
-                return Ok(report);
+    // The reader (this thread) copies rows out of SQLite and checks what needs
+    // order: seq continuity, links between stored hashes, row shapes, orphan
+    // projection rows. Workers recompute hashes, MACs and projections, which
+    // depend on one row only. The first fault is the lowest seq either finds.
+    let ctx = RowCheck {
+        store_id,
+        key: options.key.as_ref(),
+    };
+    let lowest = AtomicU64::new(u64::MAX);
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 4);
+    let mut reader = Reader {
+        expected: start,
+        last_stored: running,
+        checkpoint_size: options.checkpoint.as_ref().map(|c| c.size),
+        checkpoint_hash: None,
+        fault: None,
+    };
+    let worker_fault = std::thread::scope(|scope| -> Result<Option<(Fault, blake3::Hash)>> {
+        let (result_tx, result_rx) = mpsc::channel::<Option<(Fault, blake3::Hash)>>();
+        let mut senders = Vec::new();
+        if workers > 1 {
+            for _ in 0..workers {
+                let (tx, rx) = mpsc::sync_channel::<Batch>(2);
+                let result_tx = result_tx.clone();
+                let (ctx, lowest) = (&ctx, &lowest);
+                scope.spawn(move || {
+                    let mut hasher = ChainHasher::new();
+                    for batch in rx {
+                        let found = ctx.check_batch(&batch, &mut hasher);
+                        if let Some((f, _)) = &found {
+                            lowest.fetch_min(f.seq, Ordering::Relaxed);
+                        }
+                        if result_tx.send(found).is_err() {
+                            break;
+                        }
+                    }
+                });
+                senders.push(tx);
             }
-        };
-        if seq != expected {
-            fault(
-                &mut report,
-                expected,
-                FaultKind::Missing { next_present: seq },
-            );
-            return Ok(report);
         }
-        macro_rules! col {
-            ($e:expr, $name:literal) => {
-                match $e {
-                    Some(v) => v,
-                    None => {
-                        fault(&mut report, seq, FaultKind::MalformedRow { column: $name });
-                        return Ok(report);
+        drop(result_tx);
+        let mut inline_hasher = ChainHasher::new();
+        let mut inline_fault: Option<(Fault, blake3::Hash)> = None;
+        let mut sent = 0usize;
+        let mut batch = Batch::new(reader.last_stored);
+        loop {
+            let more = reader.fill(&mut rows, &mut cursors, &mut batch, &lowest)?;
+            if !batch.rows.is_empty() {
+                let full = std::mem::replace(&mut batch, Batch::new(reader.last_stored));
+                if senders.is_empty() {
+                    if let Some(found) = ctx.check_batch(&full, &mut inline_hasher) {
+                        lowest.fetch_min(found.0.seq, Ordering::Relaxed);
+                        inline_fault = Some(found);
+                    }
+                } else {
+                    let tx = &senders[sent % senders.len()];
+                    sent += 1;
+                    if tx.send(full).is_err() {
+                        break;
                     }
                 }
-            };
-        }
-        let id: [u8; 16] = col!(
-            match get(1)? {
-                ValueRef::Blob(b) => <[u8; 16]>::try_from(b).ok(),
-                _ => None,
-            },
-            "id"
-        );
-        let ts_ms = col!(
-            match get(2)? {
-                ValueRef::Integer(t) => Some(t),
-                _ => None,
-            },
-            "ts_ms"
-        );
-        let cell = col!(text(get(3)?), "cell");
-        let session = col!(text(get(4)?), "session");
-        let kind = col!(text(get(5)?), "kind");
-        let commit = match get(6)? {
-            ValueRef::Null => None,
-            v => Some(col!(text(v), "commit_id")),
-        };
-        let payload = col!(
-            match get(7)? {
-                ValueRef::Blob(b) => Some(b),
-                _ => None,
-            },
-            "payload"
-        );
-        let origin_hash_bytes;
-        let origin = match get(8)? {
-            ValueRef::Null => None,
-            v => {
-                let store = col!(text(v), "origin_store");
-                let oseq = col!(
-                    match get(9)? {
-                        ValueRef::Integer(s) if s > 0 => Some(s as u64),
-                        _ => None,
-                    },
-                    "origin_seq"
-                );
-                origin_hash_bytes = col!(blob32(get(10)?), "origin_hash");
-                Some(OriginRef {
-                    store,
-                    seq: oseq,
-                    hash: &origin_hash_bytes,
-                })
             }
-        };
-        let prev = col!(blob32(get(11)?), "prev_hash");
-        let stored = col!(blob32(get(12)?), "hash");
-        if blake3::Hash::from(prev) != running {
-            fault(&mut report, seq, FaultKind::BrokenLink);
-            return Ok(report);
-        }
-        let hash = hasher.hash(&HashInput {
-            store_id,
-            seq,
-            prev_hash: &prev,
-            id: u128::from_be_bytes(id),
-            ts_ms,
-            cell,
-            session,
-            kind,
-            commit,
-            origin,
-            payload,
-        });
-        if hash != blake3::Hash::from(stored) {
-            fault(&mut report, seq, FaultKind::HashMismatch);
-            return Ok(report);
-        }
-        if let Some(key) = &options.key {
-            let mac = match get(13)? {
-                ValueRef::Null => {
-                    fault(&mut report, seq, FaultKind::MacMissing);
-                    return Ok(report);
-                }
-                v => col!(blob32(v), "mac"),
-            };
-            // blake3::Hash equality is constant-time.
-            if key.mac(&hash) != blake3::Hash::from(mac) {
-                fault(&mut report, seq, FaultKind::MacMismatch);
-                return Ok(report);
+            if !more || inline_fault.is_some() {
+                break;
             }
         }
+        drop(senders);
+        let mut first = inline_fault;
+        for found in result_rx.iter().flatten() {
+            if first.as_ref().is_none_or(|f| found.0.seq < f.0.seq) {
+                first = Some(found);
+            }
+        }
+        Ok(first)
+    })?;
+    drop(rows);
 
-        // Projections: derived from the payload exactly as on append.
-        let projection =
-            if kind == crate::projection::KIND_SCORE || kind == crate::projection::KIND_TEST_RUN {
-                let commit_id = match commit.map(CommitId::parse).transpose() {
-                    Ok(c) => c,
-                    Err(_) => {
-                        fault(
-                            &mut report,
-                            seq,
-                            FaultKind::MalformedRow {
-                                column: "commit_id",
-                            },
-                        );
-                        return Ok(report);
-                    }
-                };
-                match Projection::from_event(kind, commit_id.as_ref(), payload) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        fault(
-                            &mut report,
-                            seq,
-                            FaultKind::InvalidPayload {
-                                reason: e.to_string(),
-                            },
-                        );
-                        return Ok(report);
-                    }
-                }
-            } else {
-                None
-            };
-        for c in &mut cursors {
-            if let Some(s) = c.peek_seq().filter(|&s| s < seq) {
-                fault(
-                    &mut report,
-                    s,
-                    FaultKind::ProjectionOrphan { table: c.table },
-                );
-                return Ok(report);
-            }
-            let mine = projection.as_ref().filter(|p| table_of(p) == c.table);
-            match (c.peek_seq() == Some(seq), mine) {
-                (true, Some(p)) => {
-                    let same = matches!(&c.peeked, Some((_, Ok(row))) if same_projection(row, p));
-                    if !same {
-                        fault(
-                            &mut report,
-                            seq,
-                            FaultKind::ProjectionMismatch { table: c.table },
-                        );
-                        return Ok(report);
-                    }
-                    c.advance()?;
-                }
-                (true, None) => {
-                    fault(
-                        &mut report,
-                        seq,
-                        FaultKind::ProjectionOrphan { table: c.table },
-                    );
-                    return Ok(report);
-                }
-                (false, Some(_)) => {
-                    fault(
-                        &mut report,
-                        seq,
-                        FaultKind::ProjectionMissing { table: c.table },
-                    );
-                    return Ok(report);
-                }
-                (false, None) => {}
-            }
-        }
-        if options.checkpoint.as_ref().is_some_and(|cp| cp.size == seq) {
-            checkpoint_hash = Some(hash);
-        }
-        running = hash;
-        report.size = seq;
-        report.head = hash;
-        expected = seq + 1;
+    // The lower seq wins; at the same seq the reader's finding (shape, link)
+    // comes first, as it would in a row-by-row check.
+    let chosen = match (reader.fault.take(), worker_fault) {
+        (Some(r), Some(w)) if w.0.seq < r.0.seq => Some(w),
+        (Some(r), _) => Some(r),
+        (None, w) => w,
+    };
+    if let Some((f, head_before)) = chosen {
+        report.size = f.seq - 1;
+        report.head = head_before;
+        report.fault = Some(f);
+        return Ok(report);
+    }
+    if reader.expected > start {
+        report.size = reader.expected - 1;
+        report.head = reader.last_stored;
     }
     for c in &cursors {
         if let Some(s) = c.peek_seq() {
@@ -589,6 +813,7 @@ pub(crate) fn verify_conn(
             return Ok(report);
         }
     }
+    let checkpoint_hash = reader.checkpoint_hash;
     if let Some(cp) = &options.checkpoint {
         let size = report.size;
         if cp.size > size {

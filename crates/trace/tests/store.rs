@@ -361,3 +361,22 @@ fn readers_see_committed_events_while_a_writer_works() {
     assert_eq!(r.head().expect("head").size, 15);
     assert!(r.verify().expect("verify").is_valid());
 }
+
+#[test]
+fn snapshots_see_one_state_and_release_the_writer() {
+    let (_d, mut w) = new_store();
+    fill(&mut w, 10);
+    let r = Store::open(w.dir(), StoreOptions::default()).expect("reader");
+    {
+        let snap = r.snapshot().expect("snapshot");
+        fill(&mut w, 5); // another handle writes meanwhile: not blocked
+        assert_eq!(snap.head().expect("head").size, 10, "the view is fixed");
+        assert!(snap.verify().expect("verify inside a snapshot").is_valid());
+        assert_eq!(snap.events_after(0, 100).expect("read").len(), 10);
+    }
+    assert_eq!(
+        r.head().expect("head").size,
+        15,
+        "a new query sees the new state"
+    );
+}
