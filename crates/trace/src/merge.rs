@@ -146,6 +146,14 @@ impl Store {
         )?;
         let mut ingested = 0u64;
         let mut already_present = 0u64;
+        // Ids above every id the home holds cannot be there yet: a cell's own
+        // ids rise, so the equivocation lookup is needed only for the rest.
+        let mut max_id: Option<Ulid> = tx
+            .query_row("SELECT id FROM events ORDER BY id DESC LIMIT 1", [], |r| {
+                crate::store::ulid_col(r, 0)
+            })
+            .optional()
+            .map_err(Error::sqlite("reading the largest id"))?;
         let mut stmt = cell_tx
             .prepare(&format!(
                 "SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?1 ORDER BY seq"
@@ -187,7 +195,14 @@ impl Store {
                 }),
                 projection: projection.as_ref(),
             };
-            match existing_with_id(&tx, e.id)? {
+            let maybe_present = max_id.is_some_and(|m| e.id <= m);
+            let existing = if maybe_present {
+                existing_with_id(&tx, e.id)?
+            } else {
+                max_id = Some(e.id);
+                None
+            };
+            match existing {
                 None => {
                     writer.insert(&pending)?;
                     ingested += 1;
