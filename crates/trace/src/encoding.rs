@@ -5,8 +5,8 @@
 
 use crate::error::{Error, Result};
 
-/// BLAKE3 derive-key context for event hashes (layout version 1).
-pub const EVENT_HASH_CONTEXT: &str = "ratchet-trace 2026-11-30 event hash v1";
+/// BLAKE3 derive-key context for a store's event-hash key (layout version 1).
+pub const STORE_KEY_CONTEXT: &str = "ratchet-trace 2026-11-30 store key v1";
 /// BLAKE3 derive-key context for a store's genesis hash.
 pub const GENESIS_CONTEXT: &str = "ratchet-trace 2026-11-30 genesis v1";
 /// BLAKE3 derive-key context turning a writer secret into the MAC key.
@@ -25,7 +25,6 @@ pub(crate) struct OriginRef<'a> {
 /// The fields of one event that the chain hash covers, borrowed.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct HashInput<'a> {
-    pub store_id: &'a str,
     pub seq: u64,
     pub prev_hash: &'a [u8; 32],
     pub id: u128,
@@ -33,21 +32,25 @@ pub(crate) struct HashInput<'a> {
     pub cell: &'a str,
     pub session: &'a str,
     pub kind: &'a str,
+    /// Canonical commit text (see [`is_canonical_commit`]).
     pub commit: Option<&'a str>,
     pub origin: Option<OriginRef<'a>>,
     pub payload: &'a [u8],
 }
 
-/// Computes event hashes, reusing the derive-key state and a scratch buffer.
+/// Computes one store's event hashes, reusing the keyed state and a buffer.
 #[derive(Clone)]
 pub(crate) struct ChainHasher {
+    store_id: String,
     base: blake3::Hasher,
     buf: Vec<u8>,
 }
 
 impl std::fmt::Debug for ChainHasher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ChainHasher").finish_non_exhaustive()
+        f.debug_struct("ChainHasher")
+            .field("store_id", &self.store_id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -57,31 +60,59 @@ fn put_str(buf: &mut Vec<u8>, s: &str) {
     buf.extend_from_slice(s.as_bytes());
 }
 
+/// A commit id as stored: 40 or 64 lower-case hex digits. Only this form is
+/// hashed (as its bytes), so the text ↔ bytes mapping is one to one.
+pub(crate) fn is_canonical_commit(c: &str) -> bool {
+    (c.len() == 40 || c.len() == 64) && c.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+fn nibble(c: u8) -> u8 {
+    match c {
+        b'0'..=b'9' => c - b'0',
+        _ => c - b'a' + 10,
+    }
+}
+
+/// The key every event hash of `store_id` is computed under.
+pub(crate) fn store_key(store_id: &str) -> [u8; 32] {
+    blake3::derive_key(STORE_KEY_CONTEXT, store_id.as_bytes())
+}
+
 impl ChainHasher {
-    pub fn new() -> Self {
+    pub fn new(store_id: &str) -> Self {
         ChainHasher {
-            base: blake3::Hasher::new_derive_key(EVENT_HASH_CONTEXT),
+            store_id: store_id.to_string(),
+            base: blake3::Hasher::new_keyed(&store_key(store_id)),
             buf: Vec::with_capacity(512),
         }
     }
 
-    /// `blake3_derive_key(EVENT_HASH_CONTEXT, layout(input))`, layout as documented in the crate docs.
+    /// `BLAKE3-keyed(store_key, layout(input))`, layout as documented in the crate docs.
     pub fn hash(&mut self, e: &HashInput<'_>) -> blake3::Hash {
         let buf = &mut self.buf;
         buf.clear();
-        put_str(buf, e.store_id);
         buf.extend_from_slice(&e.seq.to_le_bytes());
         buf.extend_from_slice(e.prev_hash);
         buf.extend_from_slice(&e.id.to_be_bytes());
         buf.extend_from_slice(&e.ts_ms.to_le_bytes());
-        put_str(buf, e.cell);
+        if e.cell == self.store_id {
+            buf.push(0);
+        } else {
+            buf.push(1);
+            put_str(buf, e.cell);
+        }
         put_str(buf, e.session);
         put_str(buf, e.kind);
         match e.commit {
             None => buf.push(0),
             Some(c) => {
-                buf.push(1);
-                put_str(buf, c);
+                debug_assert!(is_canonical_commit(c), "commit {c:?} is not canonical");
+                buf.push((c.len() / 2) as u8);
+                buf.extend(
+                    c.as_bytes()
+                        .chunks(2)
+                        .map(|p| nibble(p[0]) << 4 | nibble(p[1])),
+                );
             }
         }
         match e.origin {
@@ -220,14 +251,15 @@ pub(crate) fn decode_hex(s: &str) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
 
+    const STORE: &str = "01JDXK0000000000000000000A";
+
     fn sample() -> HashInput<'static> {
         HashInput {
-            store_id: "01JDXK0000000000000000000A",
             seq: 1,
             prev_hash: &[7u8; 32],
             id: 0x0193_0000_0000_0000_0000_0000_0000_0001,
             ts_ms: 1_764_460_800_000,
-            cell: "01JDXK0000000000000000000A",
+            cell: STORE,
             session: "s",
             kind: "note",
             commit: Some("0123456789abcdef0123456789abcdef01234567"),
@@ -236,30 +268,69 @@ mod tests {
         }
     }
 
+    /// The documented layout, built by hand for `sample()`.
+    fn documented(payload: &[u8]) -> blake3::Hash {
+        let mut b = Vec::new();
+        b.extend_from_slice(&1u64.to_le_bytes());
+        b.extend_from_slice(&[7u8; 32]);
+        b.extend_from_slice(&0x0193_0000_0000_0000_0000_0000_0000_0001u128.to_be_bytes());
+        b.extend_from_slice(&1_764_460_800_000i64.to_le_bytes());
+        b.push(0); // cell = the store itself
+        b.extend_from_slice(&1u32.to_le_bytes());
+        b.extend_from_slice(b"s");
+        b.extend_from_slice(&4u32.to_le_bytes());
+        b.extend_from_slice(b"note");
+        b.push(20);
+        b.extend_from_slice(&[
+            0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab,
+            0xcd, 0xef, 0x01, 0x23, 0x45, 0x67,
+        ]);
+        b.push(0); // no origin
+        b.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        b.extend_from_slice(payload);
+        let key = blake3::derive_key(STORE_KEY_CONTEXT, STORE.as_bytes());
+        blake3::keyed_hash(&key, &b)
+    }
+
     /// Known-answer test: the layout is a compatibility promise. If this
     /// fails, existing stores no longer verify.
     #[test]
     fn event_hash_layout_is_stable() {
-        let mut h = ChainHasher::new();
+        let mut h = ChainHasher::new(STORE);
         let got = h.hash(&sample());
         assert_eq!(
+            got,
+            documented(br#"{"a":1}"#),
+            "the code follows the documented layout"
+        );
+        assert_eq!(
             got.to_hex().as_str(),
-            "aac5d245ffba2eea5e40bfe70a8e18c0f6553bbb548a67ac78f39f59847bd1bf",
+            "e6dc47e91bb069c29295fb1efceacec3d0a1b93e400e7e69dc67fda635ad9270",
             "event hash layout v1 changed"
         );
     }
 
     #[test]
+    fn large_payload_path_equals_small_payload_path() {
+        // The two feeding strategies must hash the same bytes.
+        let big = vec![b'x'; 5000];
+        let mut h = ChainHasher::new(STORE);
+        assert_eq!(
+            h.hash(&HashInput {
+                payload: &big,
+                ..sample()
+            }),
+            documented(&big)
+        );
+    }
+
+    #[test]
     fn every_field_changes_the_hash() {
-        let mut h = ChainHasher::new();
+        let mut h = ChainHasher::new(STORE);
         let base = h.hash(&sample());
         let prev = [8u8; 32];
         let oh = [1u8; 32];
         let variants: Vec<HashInput<'_>> = vec![
-            HashInput {
-                store_id: "other",
-                ..sample()
-            },
             HashInput { seq: 2, ..sample() },
             HashInput {
                 prev_hash: &prev,
@@ -287,6 +358,10 @@ mod tests {
                 ..sample()
             },
             HashInput {
+                commit: Some("1123456789abcdef0123456789abcdef01234567"),
+                ..sample()
+            },
+            HashInput {
                 origin: Some(OriginRef {
                     store: "x",
                     seq: 1,
@@ -302,12 +377,14 @@ mod tests {
         for (i, v) in variants.iter().enumerate() {
             assert_ne!(h.hash(v), base, "variant {i} did not change the hash");
         }
+        // The same row in another store hashes differently.
+        assert_ne!(ChainHasher::new("another").hash(&sample()), base);
     }
 
     #[test]
     fn field_boundaries_are_unambiguous() {
         // Moving a byte from one string field to the next must change the hash.
-        let mut h = ChainHasher::new();
+        let mut h = ChainHasher::new(STORE);
         let a = h.hash(&HashInput {
             session: "ab",
             kind: "c",
@@ -322,32 +399,12 @@ mod tests {
     }
 
     #[test]
-    fn large_payload_path_equals_small_payload_path() {
-        // The two feeding strategies must hash the same bytes.
-        let big = vec![b'x'; 5000];
-        let mut h = ChainHasher::new();
-        let got = h.hash(&HashInput {
-            payload: &big,
-            ..sample()
-        });
-        let mut manual = blake3::Hasher::new_derive_key(EVENT_HASH_CONTEXT);
-        let mut buf = Vec::new();
-        let s = sample();
-        put_str(&mut buf, s.store_id);
-        buf.extend_from_slice(&s.seq.to_le_bytes());
-        buf.extend_from_slice(s.prev_hash);
-        buf.extend_from_slice(&s.id.to_be_bytes());
-        buf.extend_from_slice(&s.ts_ms.to_le_bytes());
-        put_str(&mut buf, s.cell);
-        put_str(&mut buf, s.session);
-        put_str(&mut buf, s.kind);
-        buf.push(1);
-        put_str(&mut buf, s.commit.unwrap_or_default());
-        buf.push(0);
-        buf.extend_from_slice(&(big.len() as u64).to_le_bytes());
-        buf.extend_from_slice(&big);
-        manual.update(&buf);
-        assert_eq!(got, manual.finalize());
+    fn only_canonical_commits_are_hashed() {
+        assert!(is_canonical_commit(&"ab".repeat(20)));
+        assert!(is_canonical_commit(&"0".repeat(64)));
+        assert!(!is_canonical_commit(&"AB".repeat(20)));
+        assert!(!is_canonical_commit(&"a".repeat(41)));
+        assert!(!is_canonical_commit("g123"));
     }
 
     #[test]

@@ -42,12 +42,15 @@
 //! * `genesis = BLAKE3-derive-key("ratchet-trace 2026-11-30 genesis v1",
 //!   u32 len ‖ store_id)`. Event 1 chains from it, so a row replayed from one
 //!   store into another breaks.
-//! * `hash = BLAKE3-derive-key("ratchet-trace 2026-11-30 event hash v1", L)`
-//!   where `L` is, in order:
-//!   `u32 len ‖ store_id`, `u64 seq`, `prev_hash[32]`, `id[16]` (the ULID's
-//!   128 bits, big-endian, as stored), `i64 ts_ms`, `u32 len ‖ cell`,
-//!   `u32 len ‖ session`, `u32 len ‖ kind`, commit as `u8 0` or
-//!   `u8 1 ‖ u32 len ‖ lower-case hex`, origin as `u8 0` or
+//! * `store_key = BLAKE3-derive-key("ratchet-trace 2026-11-30 store key v1",
+//!   store_id)`: derive-key mode separates the domain and binds the store id
+//!   into every event hash without hashing it per row.
+//! * `hash = BLAKE3-keyed(store_key, L)` where `L` is, in order:
+//!   `u64 seq`, `prev_hash[32]`, `id[16]` (the ULID's 128 bits, big-endian,
+//!   as stored), `i64 ts_ms`, cell as `u8 0` (the store itself) or
+//!   `u8 1 ‖ u32 len ‖ cell`, `u32 len ‖ session`, `u32 len ‖ kind`, commit
+//!   as `u8 0` or `u8 n ‖ n bytes` (n = 20 or 32, the object id's bytes),
+//!   origin as `u8 0` or
 //!   `u8 1 ‖ u32 len ‖ origin store ‖ u64 origin seq ‖ origin hash[32]`,
 //!   `u64 len ‖ payload` (the JSON bytes exactly as stored).
 //! * Keyed mode: `mac_key = BLAKE3-derive-key("ratchet-trace 2026-11-30
@@ -81,7 +84,7 @@ mod verify;
 pub use blake3::Hash;
 pub use checkpoint::Checkpoint;
 pub use encoding::{
-    EVENT_HASH_CONTEXT, GENESIS_CONTEXT, KEY_ID_CONTEXT, MAC_KEY_CONTEXT, WriterKey,
+    GENESIS_CONTEXT, KEY_ID_CONTEXT, MAC_KEY_CONTEXT, STORE_KEY_CONTEXT, WriterKey,
 };
 pub use error::{Error, Result};
 pub use event::{

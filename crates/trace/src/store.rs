@@ -283,10 +283,10 @@ impl Store {
         Ok(Store {
             dir,
             conn,
+            hasher: ChainHasher::new(&store_id),
             store_id,
             key_id,
             options,
-            hasher: ChainHasher::new(),
         })
     }
 
@@ -327,10 +327,10 @@ impl Store {
         Ok(Store {
             dir,
             conn,
+            hasher: ChainHasher::new(&store_id),
             store_id,
             key_id,
             options,
-            hasher: ChainHasher::new(),
         })
     }
 
@@ -804,7 +804,6 @@ pub(crate) struct ChainWriter<'c> {
     insert: rusqlite::CachedStatement<'c>,
     hasher: &'c mut ChainHasher,
     key: Option<&'c WriterKey>,
-    store_id: &'c str,
     pub head: Head,
 }
 
@@ -829,7 +828,6 @@ impl<'c> ChainWriter<'c> {
             insert,
             hasher,
             key,
-            store_id,
             head,
         })
     }
@@ -838,7 +836,6 @@ impl<'c> ChainWriter<'c> {
     pub fn insert(&mut self, e: &Pending<'_>) -> Result<Receipt> {
         let seq = self.head.size + 1;
         let hash = self.hasher.hash(&HashInput {
-            store_id: self.store_id,
             seq,
             prev_hash: self.head.hash.as_bytes(),
             id: e.id.0,

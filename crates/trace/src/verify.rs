@@ -10,7 +10,9 @@ use rusqlite::{Connection, OptionalExtension, Rows};
 use serde::Serialize;
 
 use crate::checkpoint::Checkpoint;
-use crate::encoding::{ChainHasher, HashInput, OriginRef, WriterKey, genesis_hash};
+use crate::encoding::{
+    ChainHasher, HashInput, OriginRef, WriterKey, genesis_hash, is_canonical_commit,
+};
 use crate::error::{Error, Result};
 use crate::event::CommitId;
 use crate::projection::{
@@ -365,7 +367,6 @@ impl RowCheck<'_> {
         let kind = b.str(r.kind);
         let commit = r.commit.map(|c| b.str(c));
         let hash = hasher.hash(&HashInput {
-            store_id: self.store_id,
             seq: r.seq,
             prev_hash: &r.prev,
             id: r.id,
@@ -517,8 +518,8 @@ impl Reader {
         let commit = match get(6)? {
             ValueRef::Null => None,
             v => match text(v) {
-                Some(c) => Some(c),
-                None => return malformed("commit_id"),
+                Some(c) if is_canonical_commit(c) => Some(c),
+                _ => return malformed("commit_id"),
             },
         };
         let ValueRef::Blob(payload) = get(7)? else {
@@ -735,7 +736,7 @@ pub(crate) fn verify_conn(
                 let result_tx = result_tx.clone();
                 let (ctx, lowest) = (&ctx, &lowest);
                 scope.spawn(move || {
-                    let mut hasher = ChainHasher::new();
+                    let mut hasher = ChainHasher::new(ctx.store_id);
                     for batch in rx {
                         let found = ctx.check_batch(&batch, &mut hasher);
                         if let Some((f, _)) = &found {
@@ -750,7 +751,7 @@ pub(crate) fn verify_conn(
             }
         }
         drop(result_tx);
-        let mut inline_hasher = ChainHasher::new();
+        let mut inline_hasher = ChainHasher::new(store_id);
         let mut inline_fault: Option<(Fault, blake3::Hash)> = None;
         let mut sent = 0usize;
         let mut batch = Batch::new(reader.last_stored);

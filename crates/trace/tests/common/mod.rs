@@ -88,27 +88,36 @@ pub fn documented_hash(store_id: &str, row: &rusqlite::Row<'_>, prev: &[u8; 32])
     let commit: Option<String> = row.get("commit_id").expect("commit");
     let payload: Vec<u8> = row.get("payload").expect("payload");
     let mut b = Vec::new();
-    s(&mut b, store_id);
     b.extend_from_slice(&(seq as u64).to_le_bytes());
     b.extend_from_slice(prev);
     b.extend_from_slice(&id);
     b.extend_from_slice(&ts.to_le_bytes());
-    for col in ["cell", "session", "kind"] {
+    let cell: String = row.get("cell").expect("cell");
+    if cell == store_id {
+        b.push(0);
+    } else {
+        b.push(1);
+        s(&mut b, &cell);
+    }
+    for col in ["session", "kind"] {
         s(&mut b, &row.get::<_, String>(col).expect(col));
     }
     match commit {
         None => b.push(0),
         Some(c) => {
-            b.push(1);
-            s(&mut b, &c);
+            let bytes: Vec<u8> = (0..c.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&c[i..i + 2], 16).expect("hex commit"))
+                .collect();
+            b.push(bytes.len() as u8);
+            b.extend_from_slice(&bytes);
         }
     }
     b.push(0); // no origin in these tests
     b.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     b.extend_from_slice(&payload);
-    let mut h = blake3::Hasher::new_derive_key(ratchet_trace::EVENT_HASH_CONTEXT);
-    h.update(&b);
-    h.finalize()
+    let key = blake3::derive_key(ratchet_trace::STORE_KEY_CONTEXT, store_id.as_bytes());
+    blake3::keyed_hash(&key, &b)
 }
 
 pub fn genesis(store_id: &str) -> blake3::Hash {
