@@ -1,0 +1,51 @@
+//! The one error type of `ratchet-gate`.
+
+/// `Result` with this crate's [`Error`] as the default error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in the gate's statistics.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A test parameter is out of its domain; the message names it and why.
+    #[error("invalid parameter {name}: {reason}")]
+    InvalidParameter {
+        /// The parameter (`alpha`, `p1`, `elo1`, …).
+        name: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An observation cannot be used (NaN, infinite, or out of range).
+    #[error("invalid observation: {reason}")]
+    InvalidObservation {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A numerical routine failed to converge; the inputs are degenerate.
+    #[error("numerical failure in {what}: {reason}")]
+    Numerical {
+        /// The routine.
+        what: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+pub(crate) fn invalid(name: &'static str, reason: impl Into<String>) -> Error {
+    Error::InvalidParameter {
+        name,
+        reason: reason.into(),
+    }
+}
+
+/// Checks that a probability lies strictly inside (0, 1).
+pub(crate) fn open_unit(name: &'static str, p: f64) -> Result<f64> {
+    if p.is_finite() && p > 0.0 && p < 1.0 {
+        Ok(p)
+    } else {
+        Err(invalid(
+            name,
+            format!("{p} is not strictly between 0 and 1"),
+        ))
+    }
+}

@@ -1,0 +1,50 @@
+//! `ratchet-gate`: the statistics of ratchet's promotion gate — sequential
+//! tests that decide promote / reject / continue with bounded error rates,
+//! and the calibration that shows what a test will do before it is trusted.
+//!
+//! # Brief overview
+//!
+//! * [`Boundaries`] — Wald's boundaries `ln(β/(1−α))` and `ln((1−β)/α)`.
+//! * [`SequentialTest`] — the state-machine interface (`update`, `llr`, `n`,
+//!   `decision`) shared by [`BernoulliSprt`] (pass/fail per task),
+//!   [`GaussianSprt`] (continuous scores, variance estimated after a
+//!   warm-up) and [`PairedGsprt`] (paired win/draw/loss or pentanomial
+//!   outcomes, fishtest's generalized SPRT).
+//! * [`Decision`] — `Continue`, `Promote`, `Reject`, `Truncated` (a
+//!   truncated test fails closed).
+//! * Calibration: [`wald_bernoulli`] (Wald's approximations),
+//!   [`exact_bernoulli`] (exact lattice dynamic programming) and
+//!   [`monte_carlo`] (seeded simulation of any test).
+//!
+//! Everything here is pure: numbers in, numbers out, no I/O.
+//!
+//! ```
+//! use ratchet_gate::{BernoulliSprt, Boundaries, Decision, SequentialTest, exact_bernoulli};
+//!
+//! let bounds = Boundaries::new(0.05, 0.05)?;
+//! let mut test = BernoulliSprt::new(0.70, 0.80, bounds)?.with_truncation(2000)?;
+//! let mut decision = Decision::Continue;
+//! for passed in [true, true, false, true, true, true, true, true] {
+//!     decision = test.update(passed)?;
+//! }
+//! assert_eq!(decision, Decision::Continue); // eight tasks prove nothing yet
+//!
+//! // What the test does when the candidate is truly no better than p0:
+//! let at_null = exact_bernoulli(&test, 0.70)?;
+//! assert!(at_null.p_promote <= 0.05);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs)]
+
+mod calibrate;
+mod error;
+mod gsprt;
+mod sprt;
+
+pub use calibrate::{
+    MonteCarloEstimate, OperatingPoint, WaldApproximation, exact_bernoulli, monte_carlo,
+    wald_bernoulli,
+};
+pub use error::{Error, Result};
+pub use gsprt::{LogisticElo, PairedGsprt, Pairing, logistic_score};
+pub use sprt::{BernoulliSprt, Boundaries, Decision, GaussianSprt, SequentialTest};
