@@ -2,7 +2,7 @@
 //! in benches/README.md.
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use ratchet_benches::{commit, note, note_store, score_store};
@@ -13,15 +13,94 @@ const BATCH: usize = 1000;
 
 /// Chained append vs a raw rusqlite INSERT of the same rows, same batch size,
 /// same table shape and durability, without hashing, validation or triggers.
+///
+/// The two are interleaved: every timed batch of one side is paired with an
+/// untimed batch of the other, so both see the same machine state and the
+/// same table sizes (run one after the other, whichever went first was
+/// charged for the page-cache writeback of everything before it).
 fn append(c: &mut Criterion) {
     for durability in [Durability::Full, Durability::Normal] {
         append_pair(c, durability);
     }
 }
 
+/// The raw baseline: a plain table with the events table's columns and id index.
+struct RawTable {
+    conn: rusqlite::Connection,
+    seq: i64,
+    payloads: Vec<Vec<u8>>,
+}
+
+impl RawTable {
+    fn new(path: &std::path::Path, sync: &str) -> Self {
+        let conn = rusqlite::Connection::open(path).expect("raw db");
+        conn.execute_batch(&format!(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync};
+             CREATE TABLE events (seq INTEGER PRIMARY KEY, id BLOB NOT NULL, ts_ms INTEGER NOT NULL,
+                cell TEXT NOT NULL, session TEXT NOT NULL, kind TEXT NOT NULL, commit_id TEXT,
+                payload BLOB NOT NULL, origin_store TEXT, origin_seq INTEGER, origin_hash BLOB,
+                prev_hash BLOB NOT NULL, hash BLOB NOT NULL, mac BLOB);
+             CREATE INDEX events_by_id ON events (id);"
+        ))
+        .expect("raw schema");
+        // The same payload bytes as `note(i)`.
+        let payloads = (0..BATCH)
+            .map(|i| {
+                format!(
+                    r#"{{"step":{i},"tool":"search","ok":true,"tokens":{}}}"#,
+                    i % 977
+                )
+                .into_bytes()
+            })
+            .collect();
+        RawTable {
+            conn,
+            seq: 0,
+            payloads,
+        }
+    }
+
+    fn insert_batch(&mut self) {
+        let hash = [7u8; 32];
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .expect("tx");
+        {
+            let mut st = tx
+                .prepare_cached(
+                    "INSERT INTO events (seq, id, ts_ms, cell, session, kind, commit_id, payload,
+                        origin_store, origin_seq, origin_hash, prev_hash, hash, mac)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                )
+                .expect("prepare");
+            for p in &self.payloads {
+                self.seq += 1;
+                let id = (self.seq as u128).to_be_bytes();
+                st.execute(params![
+                    self.seq,
+                    &id[..],
+                    1_764_460_800_000i64,
+                    "01JDXK0000000000000000000A",
+                    "bench",
+                    "note",
+                    None::<&str>,
+                    p,
+                    None::<&str>,
+                    None::<i64>,
+                    None::<&[u8]>,
+                    &hash[..],
+                    &hash[..],
+                    None::<&[u8]>
+                ])
+                .expect("insert");
+            }
+        }
+        tx.commit().expect("commit");
+    }
+}
+
 fn append_pair(c: &mut Criterion, durability: Durability) {
-    // Start from a clean page cache so neither side pays for earlier writeback.
-    let _ = std::process::Command::new("sync").status();
     let sync = match durability {
         Durability::Full => "FULL",
         _ => "NORMAL",
@@ -31,73 +110,36 @@ fn append_pair(c: &mut Criterion, durability: Durability) {
     g.sample_size(30).measurement_time(Duration::from_secs(8));
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut store =
-        Store::create(dir.path().join("chained"), StoreOptions::default()).expect("store");
+    let mut store = Store::create(
+        dir.path().join("chained"),
+        StoreOptions::default().durability(durability),
+    )
+    .expect("store");
+    let mut raw = RawTable::new(&dir.path().join("raw.db"), sync);
     let drafts: Vec<_> = (0..BATCH).map(note).collect();
     g.bench_function("chained", |b| {
-        b.iter_batched(
-            || drafts.clone(),
-            |d| store.append_batch(d).expect("append"),
-            BatchSize::SmallInput,
-        )
-    });
-
-    let mut raw = rusqlite::Connection::open(dir.path().join("raw.db")).expect("raw db");
-    raw.execute_batch(&format!(
-        "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync};
-         CREATE TABLE events (seq INTEGER PRIMARY KEY, id BLOB NOT NULL, ts_ms INTEGER NOT NULL,
-            cell TEXT NOT NULL, session TEXT NOT NULL, kind TEXT NOT NULL, commit_id TEXT,
-            payload BLOB NOT NULL, origin_store TEXT, origin_seq INTEGER, origin_hash BLOB,
-            prev_hash BLOB NOT NULL, hash BLOB NOT NULL, mac BLOB);
-         CREATE INDEX events_by_id ON events (id);"
-    ))
-    .expect("raw schema");
-    // The same payload bytes as `note(i)`.
-    let payloads: Vec<Vec<u8>> = (0..BATCH)
-        .map(|i| {
-            format!(
-                r#"{{"step":{i},"tool":"search","ok":true,"tokens":{}}}"#,
-                i % 977
-            )
-            .into_bytes()
-        })
-        .collect();
-    let mut seq: i64 = 0;
-    let hash = [7u8; 32];
-    g.bench_function("raw_insert", |b| {
-        b.iter(|| {
-            let tx = raw.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).expect("tx");
-            {
-                let mut st = tx
-                    .prepare_cached(
-                        "INSERT INTO events (seq, id, ts_ms, cell, session, kind, commit_id, payload,
-                            origin_store, origin_seq, origin_hash, prev_hash, hash, mac)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-                    )
-                    .expect("prepare");
-                for p in &payloads {
-                    seq += 1;
-                    let id = (seq as u128).to_be_bytes();
-                    st.execute(params![
-                        seq,
-                        &id[..],
-                        1_764_460_800_000i64,
-                        "01JDXK0000000000000000000A",
-                        "bench",
-                        "note",
-                        None::<&str>,
-                        p,
-                        None::<&str>,
-                        None::<i64>,
-                        None::<&[u8]>,
-                        &hash[..],
-                        &hash[..],
-                        None::<&[u8]>
-                    ])
-                    .expect("insert");
-                }
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            for _ in 0..iters {
+                raw.insert_batch();
+                let d = drafts.clone();
+                let t = Instant::now();
+                store.append_batch(d).expect("append");
+                timed += t.elapsed();
             }
-            tx.commit().expect("commit");
+            timed
+        })
+    });
+    g.bench_function("raw_insert", |b| {
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            for _ in 0..iters {
+                store.append_batch(drafts.clone()).expect("append");
+                let t = Instant::now();
+                raw.insert_batch();
+                timed += t.elapsed();
+            }
+            timed
         })
     });
     g.finish();

@@ -126,7 +126,7 @@ pub(crate) fn configure(conn: &Connection, durability: Durability, busy: Duratio
          PRAGMA synchronous = {sync};
          PRAGMA recursive_triggers = ON;
          PRAGMA mmap_size = 268435456;
-         PRAGMA cache_size = -65536;"
+"
     ))
     .map_err(Error::sqlite("configuring the connection"))?;
     conn.set_prepared_statement_cache_capacity(64);
