@@ -125,8 +125,7 @@ pub(crate) fn configure(conn: &Connection, durability: Durability, busy: Duratio
         "PRAGMA journal_mode = WAL;
          PRAGMA synchronous = {sync};
          PRAGMA recursive_triggers = ON;
-         PRAGMA mmap_size = 268435456;
-"
+         PRAGMA mmap_size = 268435456;"
     ))
     .map_err(Error::sqlite("configuring the connection"))?;
     conn.set_prepared_statement_cache_capacity(64);
