@@ -12,6 +12,9 @@
 //!   outcomes, fishtest's generalized SPRT).
 //! * [`Decision`] — `Continue`, `Promote`, `Reject`, `Truncated` (a
 //!   truncated test fails closed).
+//! * [`NonInferiority`] — guardrails (cost, latency) within an absolute or
+//!   relative margin: a fixed-horizon Welch test and an always-valid
+//!   [`ConfidenceSequence`] that may be checked after every task.
 //! * Calibration: [`wald_bernoulli`] (Wald's approximations),
 //!   [`exact_bernoulli`] (exact lattice dynamic programming) and
 //!   [`monte_carlo`] (seeded simulation of any test).
@@ -39,6 +42,7 @@
 mod calibrate;
 mod error;
 mod gsprt;
+mod noninferiority;
 mod sprt;
 
 pub use calibrate::{
@@ -47,4 +51,8 @@ pub use calibrate::{
 };
 pub use error::{Error, Result};
 pub use gsprt::{LogisticElo, PairedGsprt, Pairing, logistic_score};
+pub use noninferiority::{
+    ConfidenceSequence, Direction, Margin, NonInferiority, SampleStats, SequenceOutcome,
+    WelchOutcome,
+};
 pub use sprt::{BernoulliSprt, Boundaries, Decision, GaussianSprt, SequentialTest};
