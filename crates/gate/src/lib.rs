@@ -15,6 +15,9 @@
 //! * [`NonInferiority`] — guardrails (cost, latency) within an absolute or
 //!   relative margin: a fixed-horizon Welch test and an always-valid
 //!   [`ConfidenceSequence`] that may be checked after every task.
+//! * Invariants: [`check_minimum`] (safety pinned on every task),
+//!   [`check_canaries`], and [`failure_rate_upper_bound`] — the honest
+//!   Clopper–Pearson bound that comes with "all n passed".
 //! * Calibration: [`wald_bernoulli`] (Wald's approximations),
 //!   [`exact_bernoulli`] (exact lattice dynamic programming) and
 //!   [`monte_carlo`] (seeded simulation of any test).
@@ -42,6 +45,7 @@
 mod calibrate;
 mod error;
 mod gsprt;
+mod invariants;
 mod noninferiority;
 mod sprt;
 
@@ -51,6 +55,9 @@ pub use calibrate::{
 };
 pub use error::{Error, Result};
 pub use gsprt::{LogisticElo, PairedGsprt, Pairing, logistic_score};
+pub use invariants::{
+    CanaryReport, MinimumReport, check_canaries, check_minimum, failure_rate_upper_bound,
+};
 pub use noninferiority::{
     ConfidenceSequence, Direction, Margin, NonInferiority, SampleStats, SequenceOutcome,
     WelchOutcome,

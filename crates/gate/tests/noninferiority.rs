@@ -136,3 +136,20 @@ fn repeated_looks_keep_the_sequence_valid_and_break_welch() {
         "peeking at Welch should inflate: {welch_rate}"
     );
 }
+
+#[test]
+fn clopper_pearson_matches_scipy() {
+    let f = fixture();
+    for b in f["clopper_pearson"].as_array().expect("bounds") {
+        let failures = b["failures"].as_u64().expect("f");
+        let n = b["n"].as_u64().expect("n");
+        let conf = b["confidence"].as_f64().expect("conf");
+        let want = b["upper_bound"].as_f64().expect("ub");
+        let got = ratchet_gate::failure_rate_upper_bound(failures, n, conf).expect("valid");
+        // statrs inverts the Beta CDF numerically; agreement to 1e-8 relative.
+        assert!(
+            close(got, want, 1e-8),
+            "f={failures} n={n} conf={conf}: {got} vs scipy {want}"
+        );
+    }
+}
