@@ -623,12 +623,21 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
     pub fn test_runs(&self, commit: &CommitId) -> Result<Vec<(u64, TestRun)>> {
+        self.test_runs_upto(commit, u64::MAX)
+    }
+
+    /// The test runs under `commit` recorded at or before `max_seq` (the
+    /// trace as it stood then), in seq order.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails.
+    pub fn test_runs_upto(&self, commit: &CommitId, max_seq: u64) -> Result<Vec<(u64, TestRun)>> {
         self.conn
             .prepare_cached(&format!(
-                "SELECT {TEST_RUN_COLUMNS} FROM test_runs WHERE commit_id = ?1 ORDER BY seq"
+                "SELECT {TEST_RUN_COLUMNS} FROM test_runs WHERE commit_id = ?1 AND seq <= ?2 ORDER BY seq"
             ))
             .and_then(|mut st| {
-                st.query_map([commit.as_str()], test_run_from_row)?
+                st.query_map(params![commit.as_str(), max_seq.min(i64::MAX as u64) as i64], test_run_from_row)?
                     .collect()
             })
             .map_err(Error::sqlite("reading test runs"))
@@ -721,13 +730,29 @@ impl Store {
         candidate: &CommitId,
         scorer: &str,
     ) -> Result<Vec<PairedTask>> {
+        self.paired_scores_upto(baseline, candidate, scorer, u64::MAX)
+    }
+
+    /// [`Store::paired_scores`] over the scores recorded at or before `max_seq`.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails.
+    pub fn paired_scores_upto(
+        &self,
+        baseline: &CommitId,
+        candidate: &CommitId,
+        scorer: &str,
+        max_seq: u64,
+    ) -> Result<Vec<PairedTask>> {
+        let max_seq = max_seq.min(i64::MAX as u64) as i64;
         let side = |commit: &CommitId| -> Result<Vec<(String, f64)>> {
             self.conn
                 .prepare_cached(
-                    "SELECT task, value FROM scores WHERE scorer = ?1 AND commit_id = ?2 ORDER BY task, seq",
+                    "SELECT task, value FROM scores WHERE scorer = ?1 AND commit_id = ?2 AND seq <= ?3
+                     ORDER BY task, seq",
                 )
                 .and_then(|mut st| {
-                    st.query_map(params![scorer, commit.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    st.query_map(params![scorer, commit.as_str(), max_seq], |r| Ok((r.get(0)?, r.get(1)?)))?
                         .collect()
                 })
                 .map_err(Error::sqlite("reading paired scores"))

@@ -120,6 +120,7 @@ pub struct VerifyOptions {
     key: Option<WriterKey>,
     checkpoint: Option<Checkpoint>,
     trusted: Option<Checkpoint>,
+    up_to: Option<u64>,
 }
 
 impl VerifyOptions {
@@ -133,6 +134,13 @@ impl VerifyOptions {
     /// still hold the checkpoint's events, ending in the checkpoint's head.
     pub fn checkpoint(mut self, cp: Checkpoint) -> Self {
         self.checkpoint = Some(cp);
+        self
+    }
+
+    /// Verify the chain only up to and including `seq`: the trace as it
+    /// stood when an earlier decision was taken.
+    pub fn up_to(mut self, seq: u64) -> Self {
+        self.up_to = Some(seq);
         self
     }
 
@@ -666,27 +674,28 @@ pub(crate) fn verify_conn(
         report.checked_from = cp.size + 1;
     }
     let start = report.checked_from;
+    let end = options.up_to.unwrap_or(u64::MAX).min(i64::MAX as u64) as i64;
 
     let mut ev_stmt = conn
         .prepare(&format!(
-            "SELECT {EVENT_COLUMNS} FROM events WHERE seq >= ?1 ORDER BY seq"
+            "SELECT {EVENT_COLUMNS} FROM events WHERE seq >= ?1 AND seq <= ?2 ORDER BY seq"
         ))
         .map_err(Error::sqlite("preparing verification"))?;
     let mut sc_stmt = conn
         .prepare(&format!(
-            "SELECT {SCORE_COLUMNS} FROM scores WHERE seq >= ?1 ORDER BY seq"
+            "SELECT {SCORE_COLUMNS} FROM scores WHERE seq >= ?1 AND seq <= ?2 ORDER BY seq"
         ))
         .map_err(Error::sqlite("preparing verification"))?;
     let mut tr_stmt = conn
         .prepare(&format!(
-            "SELECT {TEST_RUN_COLUMNS} FROM test_runs WHERE seq >= ?1 ORDER BY seq"
+            "SELECT {TEST_RUN_COLUMNS} FROM test_runs WHERE seq >= ?1 AND seq <= ?2 ORDER BY seq"
         ))
         .map_err(Error::sqlite("preparing verification"))?;
     let mut cursors = [
         Cursor {
             table: "scores",
             rows: sc_stmt
-                .query([start as i64])
+                .query([start as i64, end])
                 .map_err(Error::sqlite("reading scores"))?,
             peeked: None,
             parse: |r| score_from_row(r).map(|(_, s)| Projection::Score(s)),
@@ -694,7 +703,7 @@ pub(crate) fn verify_conn(
         Cursor {
             table: "test_runs",
             rows: tr_stmt
-                .query([start as i64])
+                .query([start as i64, end])
                 .map_err(Error::sqlite("reading test runs"))?,
             peeked: None,
             parse: |r| test_run_from_row(r).map(|(_, t)| Projection::TestRun(t)),
@@ -704,7 +713,7 @@ pub(crate) fn verify_conn(
         c.advance()?;
     }
     let mut rows = ev_stmt
-        .query([start as i64])
+        .query([start as i64, end])
         .map_err(Error::sqlite("reading events"))?;
 
     // The reader (this thread) copies rows out of SQLite and checks what needs

@@ -470,3 +470,27 @@ fn faults_deep_in_large_stores_are_found_at_their_seq() {
         (5000, FaultKind::Missing { next_present: 5001 })
     );
 }
+
+#[test]
+fn verification_up_to_a_seq_ignores_what_came_later() {
+    let (_d, mut s) = new_store();
+    fill(&mut s, 30);
+    attacker(s.dir())
+        .execute("UPDATE events SET ts_ms = 1 WHERE seq = 25", [])
+        .expect("edit");
+    let r = s
+        .verify_with(&VerifyOptions::default().up_to(20))
+        .expect("verify");
+    assert!(r.is_valid(), "{r:?}");
+    assert_eq!(r.size, 20);
+    assert_eq!(
+        Some(r.head),
+        s.event_by_seq(20).expect("read").map(|e| e.hash)
+    );
+    let f = s
+        .verify_with(&VerifyOptions::default().up_to(26))
+        .expect("verify")
+        .fault
+        .expect("fault");
+    assert_eq!((f.seq, f.kind), (25, FaultKind::HashMismatch));
+}
