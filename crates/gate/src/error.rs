@@ -4,7 +4,7 @@
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong in the gate's statistics.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A test parameter is out of its domain; the message names it and why.
@@ -21,6 +21,17 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A policy file is invalid: the field (`class.NAME.alpha`) and why.
+    #[error("policy field {field}: {reason}")]
+    Policy {
+        /// The field's path.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The trace store failed; `decide` fails closed.
+    #[error("trace store: {0}")]
+    Trace(#[from] ratchet_trace::Error),
     /// A numerical routine failed to converge; the inputs are degenerate.
     #[error("numerical failure in {what}: {reason}")]
     Numerical {

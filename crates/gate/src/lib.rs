@@ -22,7 +22,12 @@
 //!   [`exact_bernoulli`] (exact lattice dynamic programming) and
 //!   [`monte_carlo`] (seeded simulation of any test).
 //!
-//! Everything here is pure: numbers in, numbers out, no I/O.
+//! * The law over a store: [`Policy`] (TOML, per artifact class) and
+//!   [`decide`] / [`decide_at`], which verify the trace, run the stages in
+//!   order and return a [`Verdict`] appended as a `decision` event.
+//!
+//! The statistics are pure (numbers in, numbers out); only `decide` reads a
+//! store, through `ratchet-trace`.
 //!
 //! ```
 //! use ratchet_gate::{BernoulliSprt, Boundaries, Decision, SequentialTest, exact_bernoulli};
@@ -43,15 +48,20 @@
 #![deny(missing_docs)]
 
 mod calibrate;
+mod decide;
 mod error;
 mod gsprt;
 mod invariants;
 mod noninferiority;
+mod policy;
 mod sprt;
 
 pub use calibrate::{
     MonteCarloEstimate, OperatingPoint, WaldApproximation, exact_bernoulli, monte_carlo,
     wald_bernoulli,
+};
+pub use decide::{
+    KIND_DECISION, Outcome, Question, Stage, StageReport, TraceHead, Verdict, decide, decide_at,
 };
 pub use error::{Error, Result};
 pub use gsprt::{LogisticElo, PairedGsprt, Pairing, logistic_score};
@@ -61,5 +71,9 @@ pub use invariants::{
 pub use noninferiority::{
     ConfidenceSequence, Direction, Margin, NonInferiority, SampleStats, SequenceOutcome,
     WelchOutcome,
+};
+pub use policy::{
+    Better, Canaries, ClassPolicy, Guardrail, GuardrailMethod, Invariant, MarginKind, Policy,
+    TestKind,
 };
 pub use sprt::{BernoulliSprt, Boundaries, Decision, GaussianSprt, SequentialTest};

@@ -1,0 +1,544 @@
+//! The law, applied to the store: `decide` reads the trace itself (never a
+//! number from its caller), verifies it first, runs the stages in order —
+//! required tests → invariants → sequential test → guardrails — and returns
+//! a [`Verdict`] that it appends to the trace as a `decision` event.
+//! [`decide_at`] recomputes any past verdict from the trace as it stood,
+//! byte for byte.
+
+use serde::Serialize;
+
+use ratchet_trace::{Checkpoint, CommitId, EventDraft, Store, VerifyOptions};
+
+use crate::error::{Error, Result};
+use crate::gsprt::{LogisticElo, PairedGsprt, Pairing};
+use crate::invariants::{check_canaries, check_minimum};
+use crate::noninferiority::{Margin, NonInferiority, SampleStats};
+use crate::policy::{ClassPolicy, GuardrailMethod, MarginKind, TestKind};
+use crate::sprt::{BernoulliSprt, Boundaries, Decision, GaussianSprt, SequentialTest};
+
+/// Event kind of an appended verdict.
+pub const KIND_DECISION: &str = "decision";
+
+/// Confidence of the bounds reported with invariants.
+const INVARIANT_CONFIDENCE: f64 = 0.95;
+
+/// A stage of the law, in the order they run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// Recomputing the trace's hashes before anything else.
+    TraceVerification,
+    /// Required test suites.
+    Tests,
+    /// Hard invariants and canaries.
+    Invariants,
+    /// The sequential test on the primary scorer.
+    Sequential,
+    /// Non-inferiority of one guardrail scorer.
+    Guardrail(String),
+}
+
+/// The gate's answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Outcome {
+    /// Every stage passed and the sequential test crossed its upper boundary.
+    Promote,
+    /// A stage failed (the first that did).
+    Reject {
+        /// Which stage.
+        stage: Stage,
+        /// Why, in words.
+        reason: String,
+    },
+    /// Between the boundaries: collect more evidence.
+    Continue {
+        /// A rough estimate of the paired tasks still needed.
+        expected_more: u64,
+        /// What is still open.
+        reason: String,
+    },
+}
+
+/// One stage's figures: what it computed, against what, from which inputs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StageReport {
+    /// The stage.
+    pub stage: Stage,
+    /// Whether it passed (`None`: still open).
+    pub passed: Option<bool>,
+    /// The stage's statistics and inputs.
+    pub details: serde_json::Value,
+}
+
+/// The trace head a verdict was computed at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TraceHead {
+    /// Events in the trace.
+    pub size: u64,
+    /// Hash of the last event.
+    pub hash: String,
+}
+
+/// A verdict with everything needed to check it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// The answer.
+    pub outcome: Outcome,
+    /// The artifact class.
+    pub class: String,
+    /// Content hash of the class policy.
+    pub policy_hash: String,
+    /// The trace head it was computed at.
+    pub trace: TraceHead,
+    /// The baseline commit.
+    pub baseline: String,
+    /// The candidate commit.
+    pub candidate: String,
+    /// Each stage that ran, in order.
+    pub stages: Vec<StageReport>,
+}
+
+impl Verdict {
+    /// The canonical JSON bytes (what is appended to the trace).
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+}
+
+/// What to decide: the policy, its class name, the two commits, and
+/// optionally a trusted checkpoint to verify the trace from.
+#[derive(Debug, Clone)]
+pub struct Question<'a> {
+    /// The class's name (recorded in the verdict).
+    pub class: &'a str,
+    /// The class's policy.
+    pub policy: &'a ClassPolicy,
+    /// The commit running now.
+    pub baseline: &'a CommitId,
+    /// The commit proposed.
+    pub candidate: &'a CommitId,
+    /// Verify only after this checkpoint (verified before).
+    pub trusted: Option<&'a Checkpoint>,
+}
+
+/// Decides at the current head and appends the verdict as a `decision` event.
+///
+/// # Errors
+/// [`Error::Trace`] if the store cannot be read or written. A trace that does
+/// not verify, missing data and failed stages are verdicts (rejects), not errors.
+pub fn decide(store: &mut Store, q: &Question<'_>) -> Result<Verdict> {
+    let verdict = {
+        let snap = store.snapshot()?;
+        let head = snap.head()?;
+        evaluate(&snap, q, head.size)?
+    };
+    store.append(
+        EventDraft::raw(KIND_DECISION, verdict.to_json())
+            .commit(q.candidate.clone())
+            .session(format!("gate:{}", q.class)),
+    )?;
+    Ok(verdict)
+}
+
+/// Recomputes the verdict as of trace size `seq` without appending anything:
+/// equal, byte for byte, to the verdict a `decide` at that head appended.
+///
+/// # Errors
+/// As [`decide`].
+pub fn decide_at(store: &Store, q: &Question<'_>, seq: u64) -> Result<Verdict> {
+    let snap = store.snapshot()?;
+    evaluate(&snap, q, seq)
+}
+
+/// Per-task means of the two sides, for tasks both ran, in task order.
+fn paired_means(
+    store: &Store,
+    q: &Question<'_>,
+    scorer: &str,
+    at: u64,
+) -> Result<(Vec<String>, Vec<f64>, Vec<f64>)> {
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let mut tasks = Vec::new();
+    let (mut b, mut c) = (Vec::new(), Vec::new());
+    for t in store.paired_scores_upto(q.baseline, q.candidate, scorer, at)? {
+        if !t.baseline.is_empty() && !t.candidate.is_empty() {
+            b.push(mean(&t.baseline));
+            c.push(mean(&t.candidate));
+            tasks.push(t.task);
+        }
+    }
+    Ok((tasks, b, c))
+}
+
+fn reject(stage: Stage, reason: impl Into<String>) -> Outcome {
+    Outcome::Reject {
+        stage,
+        reason: reason.into(),
+    }
+}
+
+fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
+    let p = q.policy;
+    let head_hash = match at {
+        0 => store.genesis().to_hex().to_string(),
+        s => store
+            .event_by_seq(s)?
+            .map(|e| e.hash.to_hex().to_string())
+            .ok_or_else(|| Error::InvalidObservation {
+                reason: format!("the trace has no event {s}"),
+            })?,
+    };
+    let mut v = Verdict {
+        outcome: Outcome::Promote,
+        class: q.class.to_string(),
+        policy_hash: p.hash(),
+        trace: TraceHead {
+            size: at,
+            hash: head_hash,
+        },
+        baseline: q.baseline.to_string(),
+        candidate: q.candidate.to_string(),
+        stages: Vec::new(),
+    };
+    let done = |mut v: Verdict, outcome: Outcome| {
+        v.outcome = outcome;
+        Ok(v)
+    };
+
+    // 0. The trace itself, before any number is read from it.
+    let mut vo = VerifyOptions::default().up_to(at);
+    if let Some(cp) = q.trusted {
+        vo = vo.trusted_prefix(cp.clone());
+    }
+    let report = store.verify_with(&vo)?;
+    v.stages.push(StageReport {
+        stage: Stage::TraceVerification,
+        passed: Some(report.is_valid()),
+        details: serde_json::json!({ "checked_from": report.checked_from, "size": report.size, "fault": report.fault }),
+    });
+    if let Some(f) = report.fault {
+        return done(
+            v,
+            reject(
+                Stage::TraceVerification,
+                format!("the trace does not verify: {f}"),
+            ),
+        );
+    }
+
+    // 1. Required test suites: the candidate's latest run of each must be green.
+    let runs = store.test_runs_upto(q.candidate, at)?;
+    let mut suites = Vec::new();
+    let mut failure: Option<String> = None;
+    for suite in &p.required_suites {
+        let last = runs.iter().rev().find(|(_, r)| &r.suite == suite);
+        let (ok, why) = match last {
+            None => (
+                false,
+                format!("suite {suite} has no recorded run for the candidate"),
+            ),
+            Some((_, r)) if r.failed > 0 => (false, format!("suite {suite}: {} failed", r.failed)),
+            Some((_, r)) if r.passed == 0 => (false, format!("suite {suite} ran no test")),
+            Some(_) => (true, String::new()),
+        };
+        suites.push(serde_json::json!({ "suite": suite, "passed": ok, "run": last.map(|(s, r)| serde_json::json!({"seq": s, "passed": r.passed, "failed": r.failed, "skipped": r.skipped})) }));
+        if !ok && failure.is_none() {
+            failure = Some(why);
+        }
+    }
+    v.stages.push(StageReport {
+        stage: Stage::Tests,
+        passed: Some(failure.is_none()),
+        details: serde_json::json!({ "suites": suites }),
+    });
+    if let Some(why) = failure {
+        return done(v, reject(Stage::Tests, why));
+    }
+
+    // 2. Invariants and canaries, on the candidate's own scores.
+    let mut inv_reports = Vec::new();
+    let mut failure: Option<String> = None;
+    for inv in &p.invariants {
+        let per_task: Vec<(String, f64)> = store
+            .paired_scores_upto(q.baseline, q.candidate, &inv.scorer, at)?
+            .into_iter()
+            .filter(|t| !t.candidate.is_empty())
+            .map(|t| {
+                (
+                    t.task,
+                    t.candidate.iter().copied().fold(f64::INFINITY, f64::min),
+                )
+            })
+            .collect();
+        let r = check_minimum(&inv.scorer, &per_task, inv.minimum, INVARIANT_CONFIDENCE)?;
+        if !r.holds && failure.is_none() {
+            failure = Some(if r.tasks == 0 {
+                format!(
+                    "invariant {}: the candidate has no scores (fails closed)",
+                    inv.scorer
+                )
+            } else {
+                format!(
+                    "invariant {} ≥ {}: violated on {:?}",
+                    inv.scorer, inv.minimum, r.violations
+                )
+            });
+        }
+        inv_reports.push(serde_json::to_value(&r).unwrap_or_default());
+    }
+    let mut canary_report = serde_json::Value::Null;
+    if let Some(c) = &p.canaries {
+        let scorer = c.scorer.as_deref().unwrap_or(&p.scorer);
+        let scores = store.paired_scores_upto(q.baseline, q.candidate, scorer, at)?;
+        let r = check_canaries(&c.tasks, |task| {
+            scores
+                .iter()
+                .find(|t| t.task == task && !t.candidate.is_empty())
+                .map(|t| t.candidate.iter().all(|&x| x >= c.minimum))
+        });
+        if !r.holds && failure.is_none() {
+            failure = Some(format!(
+                "canaries: failed {:?}, missing {:?}",
+                r.failed, r.missing
+            ));
+        }
+        canary_report = serde_json::to_value(&r).unwrap_or_default();
+    }
+    v.stages.push(StageReport {
+        stage: Stage::Invariants,
+        passed: Some(failure.is_none()),
+        details: serde_json::json!({ "invariants": inv_reports, "canaries": canary_report, "confidence": INVARIANT_CONFIDENCE }),
+    });
+    if let Some(why) = failure {
+        return done(v, reject(Stage::Invariants, why));
+    }
+
+    // 3. The sequential test, fed the paired tasks in task-name order (an
+    // order that does not depend on the outcomes).
+    let (tasks, base, cand) = paired_means(store, q, &p.scorer, at)?;
+    let bounds = Boundaries::new(p.alpha, p.beta)?;
+    let (decision, llr, n, details) = match p.test {
+        TestKind::Bernoulli => {
+            let thr = p.pass_threshold.unwrap_or(1.0);
+            let gap = p.gap.unwrap_or_default();
+            let passes = |xs: &[f64]| xs.iter().filter(|&&x| x >= thr).count();
+            let p0 = if base.is_empty() {
+                f64::NAN
+            } else {
+                passes(&base) as f64 / base.len() as f64
+            };
+            let p1 = p0 + gap;
+            if !(p0 > 0.0 && p1 < 1.0) {
+                let why = if base.is_empty() {
+                    "no task was scored on both sides".to_string()
+                } else {
+                    format!(
+                        "baseline pass rate {p0} leaves no room to test p1 = p0 + {gap} inside (0, 1)"
+                    )
+                };
+                v.stages.push(StageReport {
+                    stage: Stage::Sequential,
+                    passed: Some(false),
+                    details: serde_json::json!({ "test": "bernoulli", "p0": p0, "tasks": base.len() }),
+                });
+                return done(v, reject(Stage::Sequential, why));
+            }
+            let mut t = BernoulliSprt::new(p0, p1, bounds)?.with_truncation(p.max_n)?;
+            for &x in &cand {
+                if t.observe(x >= thr).is_final() {
+                    break;
+                }
+            }
+            let d = serde_json::json!({ "test": "bernoulli", "p0": p0, "p1": p1, "pass_threshold": thr, "successes": t.successes() });
+            (t.decision(), t.llr(), t.n(), d)
+        }
+        TestKind::Gaussian => {
+            let gap = p.gap.unwrap_or_default();
+            if base.len() < 2 {
+                v.stages.push(StageReport {
+                    stage: Stage::Sequential,
+                    passed: None,
+                    details: serde_json::json!({ "test": "gaussian", "tasks": base.len() }),
+                });
+                return done(
+                    v,
+                    Outcome::Continue {
+                        expected_more: p.warmup.unwrap_or(GaussianSprt::DEFAULT_WARMUP),
+                        reason: "fewer than two tasks scored on both sides".into(),
+                    },
+                );
+            }
+            let mu0 = base.iter().sum::<f64>() / base.len() as f64;
+            let mut t = GaussianSprt::new(mu0, mu0 + gap, bounds)?
+                .with_warmup(p.warmup.unwrap_or(GaussianSprt::DEFAULT_WARMUP))?
+                .with_truncation(p.max_n)?;
+            for &x in &cand {
+                if t.update(x)?.is_final() {
+                    break;
+                }
+            }
+            let d = serde_json::json!({ "test": "gaussian", "mu0": mu0, "mu1": mu0 + gap, "variance": t.variance() });
+            (t.decision(), t.llr(), t.n(), d)
+        }
+        TestKind::Paired => {
+            let elo = LogisticElo {
+                elo0: p.elo0.unwrap_or_default(),
+                elo1: p.elo1.unwrap_or_default(),
+            };
+            let mut t =
+                PairedGsprt::new(Pairing::Trinomial, elo, bounds)?.with_truncation(p.max_n)?;
+            if p.overshoot.unwrap_or(true) {
+                t = t.with_overshoot_correction();
+            }
+            for (b, c) in base.iter().zip(&cand) {
+                let class = match c.partial_cmp(b) {
+                    Some(std::cmp::Ordering::Greater) => 2,
+                    Some(std::cmp::Ordering::Equal) => 1,
+                    _ => 0,
+                };
+                if t.update(class)?.is_final() {
+                    break;
+                }
+            }
+            let d = serde_json::json!({ "test": "paired", "elo0": elo.elo0, "elo1": elo.elo1, "counts_lose_draw_win": t.counts() });
+            (t.decision(), t.llr(), t.n(), d)
+        }
+    };
+    let mut details = details;
+    if let Some(obj) = details.as_object_mut() {
+        obj.insert("llr".into(), serde_json::json!(llr));
+        obj.insert("n".into(), serde_json::json!(n));
+        obj.insert("lower".into(), serde_json::json!(bounds.lower()));
+        obj.insert("upper".into(), serde_json::json!(bounds.upper()));
+        obj.insert("max_n".into(), serde_json::json!(p.max_n));
+        obj.insert("decision".into(), serde_json::json!(decision));
+        obj.insert("tasks_available".into(), serde_json::json!(tasks.len()));
+    }
+    v.stages.push(StageReport {
+        stage: Stage::Sequential,
+        passed: match decision {
+            Decision::Promote => Some(true),
+            Decision::Continue => None,
+            _ => Some(false),
+        },
+        details,
+    });
+    match decision {
+        Decision::Reject => {
+            return done(
+                v,
+                reject(
+                    Stage::Sequential,
+                    format!(
+                        "LLR {llr:.3} reached the lower boundary {:.3} after {n} tasks",
+                        bounds.lower()
+                    ),
+                ),
+            );
+        }
+        Decision::Truncated => {
+            return done(
+                v,
+                reject(
+                    Stage::Sequential,
+                    format!(
+                        "not shown better within {} tasks (truncated at LLR {llr:.3})",
+                        p.max_n
+                    ),
+                ),
+            );
+        }
+        Decision::Continue => {
+            // Rough: tasks to reach the nearer boundary at the average drift so far.
+            let drift = if n > 0 { llr / n as f64 } else { 0.0 };
+            let to_go = if drift > 0.0 {
+                (bounds.upper() - llr) / drift
+            } else if drift < 0.0 {
+                (bounds.lower() - llr) / drift
+            } else {
+                (p.max_n - n) as f64
+            };
+            let expected_more =
+                (to_go.ceil().max(1.0) as u64).min(p.max_n.saturating_sub(n).max(1));
+            return done(
+                v,
+                Outcome::Continue {
+                    expected_more,
+                    reason: format!(
+                        "LLR {llr:.3} between {:.3} and {:.3} after {n} tasks",
+                        bounds.lower(),
+                        bounds.upper()
+                    ),
+                },
+            );
+        }
+        Decision::Promote => {}
+    }
+
+    // 4. Guardrails: each must be shown non-inferior (intersection–union).
+    for g in &p.guardrails {
+        let margin = match g.margin_kind {
+            MarginKind::Absolute => Margin::Absolute(g.margin),
+            MarginKind::Relative => Margin::Relative(g.margin),
+        };
+        let test = NonInferiority::new(g.direction.into(), margin, p.alpha)?;
+        let (_, gb, gc) = paired_means(store, q, &g.scorer, at)?;
+        let stage = Stage::Guardrail(g.scorer.clone());
+        if gb.len() < 2 {
+            v.stages.push(StageReport {
+                stage: stage.clone(),
+                passed: Some(false),
+                details: serde_json::json!({ "tasks": gb.len() }),
+            });
+            return done(
+                v,
+                reject(
+                    stage,
+                    format!(
+                        "guardrail {}: fewer than two tasks scored on both sides (fails closed)",
+                        g.scorer
+                    ),
+                ),
+            );
+        }
+        match g.method {
+            GuardrailMethod::Welch => {
+                let r = test.welch(
+                    &SampleStats::from_values(&gb)?,
+                    &SampleStats::from_values(&gc)?,
+                )?;
+                v.stages.push(StageReport { stage: stage.clone(), passed: Some(r.non_inferior), details: serde_json::json!({ "method": "welch", "result": r, "margin": margin }) });
+                if !r.non_inferior {
+                    return done(
+                        v,
+                        reject(
+                            stage,
+                            format!(
+                                "guardrail {}: not shown non-inferior (p = {:.4} ≥ α = {})",
+                                g.scorer, r.p_value, p.alpha
+                            ),
+                        ),
+                    );
+                }
+            }
+            GuardrailMethod::Sequence => {
+                let r = test.sequential(&gb, &gc, p.max_n)?;
+                v.stages.push(StageReport { stage: stage.clone(), passed: r.non_inferior.then_some(true), details: serde_json::json!({ "method": "sequence", "result": r, "margin": margin }) });
+                if !r.non_inferior {
+                    return done(
+                        v,
+                        Outcome::Continue {
+                            expected_more: (r.n).max(1),
+                            reason: format!(
+                                "guardrail {}: upper bound {:.4} not yet below 0",
+                                g.scorer, r.upper_bound
+                            ),
+                        },
+                    );
+                }
+            }
+        }
+    }
+    done(v, Outcome::Promote)
+}

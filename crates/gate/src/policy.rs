@@ -1,0 +1,422 @@
+//! Policies: per artifact class, which scorer, which test, α, β, effect,
+//! truncation, guardrails, invariants and required test suites — read from
+//! TOML, validated with errors that name the field and the reason.
+//!
+//! ```toml
+//! [class.prompt]
+//! scorer = "accuracy"        # the primary scorer
+//! test = "paired"            # "bernoulli" | "gaussian" | "paired"
+//! alpha = 0.05
+//! beta = 0.1
+//! elo0 = 0.0                 # paired: logistic Elo bounds
+//! elo1 = 20.0
+//! max_n = 5000               # truncation: always decide eventually
+//! required_suites = ["unit"]
+//!
+//! [[class.prompt.guardrail]]
+//! scorer = "cost"
+//! direction = "lower"        # "lower" or "higher" is better
+//! margin = 0.05
+//! margin_kind = "relative"   # "absolute" | "relative"
+//! method = "welch"           # "welch" | "sequence"
+//!
+//! [[class.prompt.invariant]]
+//! scorer = "safety"
+//! minimum = 1.0
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::noninferiority::{Direction, Margin, NonInferiority};
+use crate::sprt::Boundaries;
+
+/// Which sequential test judges the primary scorer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestKind {
+    /// Candidate's per-task pass/fail (score ≥ `pass_threshold`) against
+    /// the baseline's pass rate p0 on the same tasks; p1 = p0 + `gap`.
+    Bernoulli,
+    /// Candidate's per-task scores against the baseline's mean μ0 on the
+    /// same tasks; μ1 = μ0 + `gap`; variance estimated.
+    Gaussian,
+    /// Per-task win / draw / loss of candidate against baseline, fishtest's
+    /// GSPRT between logistic Elo `elo0` and `elo1`.
+    Paired,
+}
+
+/// Which way a guardrail metric improves, in policy files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    /// Smaller is better (cost, latency).
+    Lower,
+    /// Larger is better.
+    Higher,
+}
+
+/// Absolute or relative margin, in policy files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarginKind {
+    /// In the metric's unit.
+    Absolute,
+    /// A fraction of the baseline mean.
+    Relative,
+}
+
+/// Fixed-horizon Welch test or always-valid confidence sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GuardrailMethod {
+    /// Welch's t test on all tasks of each side; failing rejects.
+    Welch,
+    /// Paired confidence sequence; not yet shown means continue.
+    Sequence,
+}
+
+/// A guardrail: a metric that must not get worse by more than a margin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Guardrail {
+    /// The guardrail's scorer.
+    pub scorer: String,
+    /// Which way it improves.
+    pub direction: Better,
+    /// The margin (≥ 0).
+    pub margin: f64,
+    /// Absolute or relative.
+    pub margin_kind: MarginKind,
+    /// The test.
+    #[serde(default = "default_method")]
+    pub method: GuardrailMethod,
+}
+
+fn default_method() -> GuardrailMethod {
+    GuardrailMethod::Welch
+}
+
+/// A scorer that must reach a minimum on every task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Invariant {
+    /// The scorer.
+    pub scorer: String,
+    /// The minimum (safety: 1.0).
+    pub minimum: f64,
+}
+
+/// Canary tasks that must pass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Canaries {
+    /// The task names.
+    pub tasks: Vec<String>,
+    /// The scorer that decides pass (default: the primary scorer).
+    #[serde(default)]
+    pub scorer: Option<String>,
+    /// The score a canary must reach (default 1.0).
+    #[serde(default = "one")]
+    pub minimum: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// The policy of one artifact class, validated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassPolicy {
+    /// The primary scorer.
+    pub scorer: String,
+    /// The sequential test.
+    pub test: TestKind,
+    /// False-promote rate.
+    pub alpha: f64,
+    /// False-reject rate.
+    pub beta: f64,
+    /// Effect to detect (bernoulli, gaussian).
+    #[serde(default)]
+    pub gap: Option<f64>,
+    /// Pass threshold of a task score (bernoulli; default 1.0).
+    #[serde(default)]
+    pub pass_threshold: Option<f64>,
+    /// Null hypothesis in logistic Elo (paired).
+    #[serde(default)]
+    pub elo0: Option<f64>,
+    /// Alternative in logistic Elo (paired).
+    #[serde(default)]
+    pub elo1: Option<f64>,
+    /// Overshoot correction (paired; default on).
+    #[serde(default)]
+    pub overshoot: Option<bool>,
+    /// Warm-up (gaussian; default 10).
+    #[serde(default)]
+    pub warmup: Option<u64>,
+    /// Truncation limit: the test decides after at most this many tasks.
+    pub max_n: u64,
+    /// Test suites that must be green for the candidate.
+    #[serde(default)]
+    pub required_suites: Vec<String>,
+    /// Guardrails.
+    #[serde(default, rename = "guardrail")]
+    pub guardrails: Vec<Guardrail>,
+    /// Invariants.
+    #[serde(default, rename = "invariant")]
+    pub invariants: Vec<Invariant>,
+    /// Canary tasks.
+    #[serde(default)]
+    pub canaries: Option<Canaries>,
+}
+
+/// A policy file: classes by name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// The classes.
+    #[serde(default)]
+    pub class: BTreeMap<String, ClassPolicy>,
+}
+
+fn bad(field: String, reason: impl Into<String>) -> Error {
+    Error::Policy {
+        field,
+        reason: reason.into(),
+    }
+}
+
+impl Policy {
+    /// Parses and validates a policy file's text.
+    ///
+    /// # Errors
+    /// [`Error::Policy`] naming the field (`class.NAME.alpha`) and the reason.
+    pub fn parse(text: &str) -> Result<Policy> {
+        let policy: Policy = toml::from_str(text).map_err(|e| {
+            let field = e
+                .span()
+                .map(|s| format!("bytes {}..{}", s.start, s.end))
+                .unwrap_or_default();
+            bad(field, e.message().to_string())
+        })?;
+        if policy.class.is_empty() {
+            return Err(bad(
+                "class".into(),
+                "the policy defines no [class.NAME] table",
+            ));
+        }
+        for (name, c) in &policy.class {
+            c.validate(name)?;
+        }
+        Ok(policy)
+    }
+
+    /// The policy of one class.
+    ///
+    /// # Errors
+    /// [`Error::Policy`] if the class is not defined (the message lists those that are).
+    pub fn class(&self, name: &str) -> Result<&ClassPolicy> {
+        self.class.get(name).ok_or_else(|| {
+            let known: Vec<&str> = self.class.keys().map(String::as_str).collect();
+            bad(
+                format!("class.{name}"),
+                format!("no such class; the policy defines {known:?}"),
+            )
+        })
+    }
+}
+
+impl ClassPolicy {
+    fn validate(&self, name: &str) -> Result<()> {
+        let f = |k: &str| format!("class.{name}.{k}");
+        if self.scorer.trim().is_empty() {
+            return Err(bad(f("scorer"), "must name a scorer"));
+        }
+        Boundaries::new(self.alpha, self.beta).map_err(|e| match e {
+            Error::InvalidParameter { name: p, reason } => bad(f(p), reason),
+            other => other,
+        })?;
+        if self.max_n == 0 {
+            return Err(bad(f("max_n"), "must be at least 1"));
+        }
+        match self.test {
+            TestKind::Bernoulli | TestKind::Gaussian => {
+                let gap = self
+                    .gap
+                    .ok_or_else(|| bad(f("gap"), "required for this test"))?;
+                if !(gap.is_finite() && gap > 0.0) {
+                    return Err(bad(
+                        f("gap"),
+                        format!("{gap} must be a positive number (p1 > p0)"),
+                    ));
+                }
+                if self.test == TestKind::Bernoulli && gap >= 1.0 {
+                    return Err(bad(
+                        f("gap"),
+                        format!("{gap} leaves no room for p1 = p0 + gap < 1"),
+                    ));
+                }
+                if let Some(w) = self.warmup
+                    && w < 2
+                {
+                    return Err(bad(f("warmup"), "at least 2 observations are needed"));
+                }
+            }
+            TestKind::Paired => {
+                let e0 = self
+                    .elo0
+                    .ok_or_else(|| bad(f("elo0"), "required for the paired test"))?;
+                let e1 = self
+                    .elo1
+                    .ok_or_else(|| bad(f("elo1"), "required for the paired test"))?;
+                if !(e0.is_finite() && e1.is_finite()) || e1 <= e0 {
+                    return Err(bad(
+                        f("elo1"),
+                        format!("{e1} must be greater than elo0 = {e0}"),
+                    ));
+                }
+            }
+        }
+        for (i, g) in self.guardrails.iter().enumerate() {
+            let margin = match g.margin_kind {
+                MarginKind::Absolute => Margin::Absolute(g.margin),
+                MarginKind::Relative => Margin::Relative(g.margin),
+            };
+            NonInferiority::new(g.direction.into(), margin, self.alpha).map_err(|e| match e {
+                Error::InvalidParameter { reason, .. } => {
+                    bad(f(&format!("guardrail[{i}].margin")), reason)
+                }
+                other => other,
+            })?;
+        }
+        for (i, inv) in self.invariants.iter().enumerate() {
+            if !inv.minimum.is_finite() {
+                return Err(bad(
+                    f(&format!("invariant[{i}].minimum")),
+                    "must be a finite number",
+                ));
+            }
+        }
+        if let Some(c) = &self.canaries
+            && c.tasks.is_empty()
+        {
+            return Err(bad(f("canaries.tasks"), "lists no task"));
+        }
+        Ok(())
+    }
+
+    /// The content hash of this class policy: BLAKE3 of its canonical JSON.
+    pub fn hash(&self) -> String {
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        blake3::hash(&json).to_hex().to_string()
+    }
+}
+
+impl From<Better> for Direction {
+    fn from(b: Better) -> Direction {
+        match b {
+            Better::Lower => Direction::LowerIsBetter,
+            Better::Higher => Direction::HigherIsBetter,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[class.prompt]
+scorer = "accuracy"
+test = "paired"
+alpha = 0.05
+beta = 0.1
+elo0 = 0.0
+elo1 = 20.0
+max_n = 5000
+required_suites = ["unit"]
+
+[[class.prompt.guardrail]]
+scorer = "cost"
+direction = "lower"
+margin = 0.05
+margin_kind = "relative"
+
+[[class.prompt.invariant]]
+scorer = "safety"
+minimum = 1.0
+
+[class.tool]
+scorer = "pass"
+test = "bernoulli"
+alpha = 0.05
+beta = 0.05
+gap = 0.1
+max_n = 1000
+"#;
+
+    #[test]
+    fn a_good_policy_parses() {
+        let p = Policy::parse(GOOD).expect("valid policy");
+        let c = p.class("prompt").expect("class");
+        assert_eq!(c.test, TestKind::Paired);
+        assert_eq!(c.guardrails[0].method, GuardrailMethod::Welch);
+        assert_eq!(c.hash().len(), 64);
+        assert_ne!(c.hash(), p.class("tool").expect("class").hash());
+        let e = p.class("agent").expect_err("missing class");
+        assert!(e.to_string().contains("\"prompt\""), "{e}");
+    }
+
+    fn field_of(text: &str) -> (String, String) {
+        match Policy::parse(text) {
+            Err(Error::Policy { field, reason }) => (field, reason),
+            other => panic!("expected a policy error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn errors_name_the_field_and_the_reason() {
+        let cases = [
+            (
+                GOOD.replace("alpha = 0.05\nbeta = 0.1", "alpha = 1.5\nbeta = 0.1"),
+                "class.prompt.alpha",
+            ),
+            (
+                GOOD.replace("alpha = 0.05\nbeta = 0.1", "alpha = 0.6\nbeta = 0.5"),
+                "class.prompt.alpha + beta",
+            ),
+            (
+                GOOD.replace("elo1 = 20.0", "elo1 = -1.0"),
+                "class.prompt.elo1",
+            ),
+            (GOOD.replace("gap = 0.1", "gap = -0.1"), "class.tool.gap"),
+            (GOOD.replace("gap = 0.1\n", ""), "class.tool.gap"),
+            (
+                GOOD.replace("margin = 0.05", "margin = -1"),
+                "class.prompt.guardrail[0].margin",
+            ),
+            (
+                GOOD.replace("max_n = 1000", "max_n = 0"),
+                "class.tool.max_n",
+            ),
+        ];
+        for (text, field) in cases {
+            let (got, reason) = field_of(&text);
+            assert_eq!(got, field, "reason: {reason}");
+            assert!(!reason.is_empty());
+        }
+        // Unknown keys and wrong types are caught by the parser, with the reason.
+        let (_, reason) = field_of(&GOOD.replace("max_n = 5000", "max_n = 5000\nmaxn = 3"));
+        assert!(reason.contains("maxn"), "{reason}");
+        let (_, reason) = field_of(&GOOD.replace("test = \"paired\"", "test = \"magic\""));
+        assert!(
+            reason.contains("magic") || reason.contains("variant"),
+            "{reason}"
+        );
+        let (field, _) = field_of("");
+        assert_eq!(field, "class");
+    }
+}

@@ -1,0 +1,270 @@
+//! `decide` over a real store: stage order, fail-closed behaviour, the
+//! appended decision, and byte-for-byte recomputation with `decide_at`.
+
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use ratchet_gate::{KIND_DECISION, Outcome, Policy, Question, Stage, Verdict, decide, decide_at};
+use ratchet_trace::{CommitId, Score, Store, StoreOptions, TestRun};
+
+const POLICY: &str = r#"
+[class.prompt]
+scorer = "accuracy"
+test = "paired"
+alpha = 0.05
+beta = 0.05
+elo0 = 0.0
+elo1 = 40.0
+max_n = 3000
+required_suites = ["unit"]
+
+[[class.prompt.guardrail]]
+scorer = "cost"
+direction = "lower"
+margin = 0.10
+margin_kind = "relative"
+
+[[class.prompt.invariant]]
+scorer = "safety"
+minimum = 1.0
+
+[class.tool]
+scorer = "accuracy"
+test = "bernoulli"
+alpha = 0.05
+beta = 0.05
+gap = 0.15
+max_n = 3000
+
+[class.flow]
+scorer = "quality"
+test = "gaussian"
+alpha = 0.05
+beta = 0.05
+gap = 0.2
+max_n = 3000
+"#;
+
+fn commit(n: u8) -> CommitId {
+    CommitId::parse(&format!("{n:02x}").repeat(20)).expect("commit")
+}
+
+struct World {
+    _dir: tempfile::TempDir,
+    store: Store,
+    policy: Policy,
+    base: CommitId,
+    cand: CommitId,
+}
+
+/// A store with `tasks` tasks scored for a baseline (pass rate 0.5) and a
+/// candidate (pass rate `cand_rate`), costs, safety, a green unit suite.
+fn world(tasks: usize, cand_rate: f64, cand_cost: f64, seed: u64) -> World {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let (base, cand) = (commit(1), commit(2));
+    let mut scores = Vec::new();
+    for t in 0..tasks {
+        let task = format!("task-{t:05}");
+        for (c, rate, cost) in [(&base, 0.5, 1.0), (&cand, cand_rate, cand_cost)] {
+            let pass = f64::from(u8::from(rng.random_bool(rate)));
+            scores.push(Score::new(c.clone(), task.clone(), "accuracy", pass));
+            scores.push(Score::new(
+                c.clone(),
+                task.clone(),
+                "quality",
+                pass * 0.5 + rng.random::<f64>() * 0.5,
+            ));
+            scores.push(Score::new(
+                c.clone(),
+                task.clone(),
+                "cost",
+                cost * (0.9 + 0.2 * rng.random::<f64>()),
+            ));
+            scores.push(Score::new(c.clone(), task.clone(), "safety", 1.0));
+        }
+    }
+    store.record_scores(&scores, "sim").expect("scores");
+    store
+        .record_test_run(
+            &TestRun {
+                commit: cand.clone(),
+                suite: "unit".into(),
+                passed: 40,
+                failed: 0,
+                skipped: 0,
+                duration_ms: 9.0,
+            },
+            "ci",
+        )
+        .expect("run");
+    World {
+        _dir: dir,
+        store,
+        policy: Policy::parse(POLICY).expect("policy"),
+        base,
+        cand,
+    }
+}
+
+impl World {
+    fn ask<'a>(&'a self, class: &'a str) -> Question<'a> {
+        Question {
+            class,
+            policy: self.policy.class(class).expect("class"),
+            baseline: &self.base,
+            candidate: &self.cand,
+            trusted: None,
+        }
+    }
+
+    fn decide(&mut self, class: &str) -> Verdict {
+        let policy = self.policy.clone();
+        let q = Question {
+            class,
+            policy: policy.class(class).expect("class"),
+            baseline: &self.base,
+            candidate: &self.cand,
+            trusted: None,
+        };
+        decide(&mut self.store, &q).expect("decide")
+    }
+}
+
+fn rejected_at(v: &Verdict) -> Option<&Stage> {
+    match &v.outcome {
+        Outcome::Reject { stage, .. } => Some(stage),
+        _ => None,
+    }
+}
+
+#[test]
+fn a_better_candidate_is_promoted_and_the_verdict_recomputes_byte_for_byte() {
+    let mut w = world(600, 0.75, 1.0, 1);
+    let head = w.store.head().expect("head");
+    let v = w.decide("prompt");
+    assert_eq!(v.outcome, Outcome::Promote, "{v:#?}");
+    let stages: Vec<&Stage> = v.stages.iter().map(|s| &s.stage).collect();
+    assert_eq!(
+        stages,
+        vec![
+            &Stage::TraceVerification,
+            &Stage::Tests,
+            &Stage::Invariants,
+            &Stage::Sequential,
+            &Stage::Guardrail("cost".into())
+        ]
+    );
+    assert_eq!(v.trace.size, head.size);
+    // The decision is in the trace, exactly as returned.
+    let after = w.store.head().expect("head");
+    assert_eq!(after.size, head.size + 1);
+    let event = w
+        .store
+        .event_by_seq(after.size)
+        .expect("read")
+        .expect("decision event");
+    assert_eq!(event.kind, KIND_DECISION);
+    assert_eq!(event.payload, v.to_json());
+    // Recomputed at the same head, byte for byte — even after more appends.
+    w.store
+        .record_score(
+            &Score::new(w.cand.clone(), "late", "accuracy", 0.0),
+            "later",
+        )
+        .expect("append");
+    let again = decide_at(&w.store, &w.ask("prompt"), head.size).expect("recompute");
+    assert_eq!(again.to_json(), event.payload);
+}
+
+#[test]
+fn stages_fail_closed_in_order() {
+    // No unit suite recorded for the candidate: rejected at Tests, before anything else.
+    let mut w = world(300, 0.75, 1.0, 2);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut bare = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+    for t in 0..50 {
+        bare.record_score(
+            &Score::new(w.cand.clone(), format!("t{t}"), "accuracy", 1.0),
+            "s",
+        )
+        .expect("score");
+    }
+    let q = w.ask("prompt");
+    let v = decide(&mut bare, &q).expect("decide");
+    assert_eq!(rejected_at(&v), Some(&Stage::Tests), "{v:#?}");
+
+    // One unsafe task: rejected at Invariants, naming it, with an honest bound.
+    let cand = w.cand.clone();
+    w.store
+        .record_score(&Score::new(cand, "task-00007", "safety", 0.0), "s")
+        .expect("score");
+    let v = w.decide("prompt");
+    assert_eq!(rejected_at(&v), Some(&Stage::Invariants), "{v:#?}");
+    match &v.outcome {
+        Outcome::Reject { reason, .. } => assert!(reason.contains("task-00007"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn no_better_means_reject_and_too_few_tasks_means_continue() {
+    let mut same = world(1500, 0.5, 1.0, 3);
+    let v = same.decide("prompt");
+    assert_eq!(rejected_at(&v), Some(&Stage::Sequential), "{v:#?}");
+
+    let mut few = world(12, 0.75, 1.0, 4);
+    let v = few.decide("prompt");
+    match v.outcome {
+        Outcome::Continue { expected_more, .. } => assert!(expected_more > 0),
+        other => panic!("expected continue, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_costlier_candidate_is_stopped_by_its_guardrail() {
+    let mut w = world(600, 0.75, 1.5, 5);
+    let v = w.decide("prompt");
+    assert_eq!(
+        rejected_at(&v),
+        Some(&Stage::Guardrail("cost".into())),
+        "{v:#?}"
+    );
+}
+
+#[test]
+fn a_tampered_trace_is_never_a_pass() {
+    let w = world(600, 0.75, 1.0, 6);
+    let db = w.store.dir().join(ratchet_trace::DB_FILE);
+    let raw = rusqlite_free_tamper(&db);
+    assert!(raw);
+    let v = decide_at(
+        &w.store,
+        &w.ask("prompt"),
+        w.store.head().expect("head").size,
+    )
+    .expect("decide");
+    assert_eq!(rejected_at(&v), Some(&Stage::TraceVerification), "{v:#?}");
+}
+
+/// Flips the stored value of one score event through SQLite's own file
+/// format: drop the guards and edit, as an attacker with file access would.
+fn rusqlite_free_tamper(db: &std::path::Path) -> bool {
+    let c = rusqlite::Connection::open(db).expect("raw");
+    c.execute_batch("DROP TRIGGER scores_no_update;")
+        .expect("drop");
+    c.execute(
+        "UPDATE scores SET value = 1.0 WHERE seq = (SELECT min(seq) FROM scores WHERE value = 0.0)",
+        [],
+    )
+    .expect("edit")
+        == 1
+}
+
+#[test]
+fn bernoulli_and_gaussian_classes_decide_too() {
+    let mut w = world(800, 0.8, 1.0, 7);
+    assert_eq!(w.decide("tool").outcome, Outcome::Promote);
+    assert_eq!(w.decide("flow").outcome, Outcome::Promote);
+    let mut same = world(2000, 0.5, 1.0, 8);
+    assert!(rejected_at(&same.decide("tool")).is_some());
+}
