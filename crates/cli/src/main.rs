@@ -15,12 +15,17 @@ use ratchet_trace::{
 };
 use serde::Deserialize;
 
+mod calibrate;
 mod demo;
 
 /// Exit code when verification finds the store altered.
 const EXIT_TAMPERED: u8 = 1;
 /// Exit code for every error.
 const EXIT_ERROR: u8 = 2;
+/// `ratchet gate`: the candidate was rejected.
+const EXIT_REJECT: u8 = 1;
+/// `ratchet gate`: more evidence is needed.
+const EXIT_CONTINUE: u8 = 3;
 
 /// ratchet: decide from unforgeable evidence whether a candidate version is
 /// better, and keep the trace that proves it.
@@ -123,6 +128,52 @@ enum Command {
         /// Writer key of the cells, to check their MACs.
         #[arg(long)]
         cell_key_file: Option<PathBuf>,
+    },
+    /// Decide whether the candidate commit is better than the baseline:
+    /// exit 0 promote, 1 reject, 3 continue (collect more evidence), 2 error.
+    Gate {
+        /// Full commit id running now.
+        #[arg(long)]
+        baseline: String,
+        /// Full commit id proposed.
+        #[arg(long)]
+        candidate: String,
+        /// Artifact class in the policy.
+        #[arg(long)]
+        class: String,
+        /// Policy file (default: policy.toml in the store directory).
+        #[arg(long)]
+        policy: Option<PathBuf>,
+        /// A trusted checkpoint: verify only what came after it.
+        #[arg(long)]
+        checkpoint: Option<PathBuf>,
+        /// Writer key file (keyed stores).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+    },
+    /// Show what a policy's test does for each true effect: P(promote), E[N], N quantiles.
+    Calibrate {
+        /// Policy file (default: policy.toml in the store directory).
+        #[arg(long)]
+        policy: Option<PathBuf>,
+        /// Artifact class in the policy.
+        #[arg(long)]
+        class: String,
+        /// Baseline pass rate (bernoulli tests).
+        #[arg(long, default_value_t = 0.5)]
+        p0: f64,
+        /// Score standard deviation, in the scorer's unit (gaussian tests).
+        #[arg(long, default_value_t = 1.0)]
+        sigma: f64,
+        /// Draw rate per task (paired tests).
+        #[arg(long, default_value_t = 0.3)]
+        draw: f64,
+        /// Monte-Carlo runs per effect.
+        #[arg(long, default_value_t = 2000)]
+        runs: usize,
+        /// Monte-Carlo seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
     },
     /// Run the store end to end in a scratch directory: record, verify,
     /// checkpoint, then tamper and watch verification catch it.
@@ -399,7 +450,114 @@ fn run(cli: Cli) -> Result<u8> {
             Ok(0)
         }
         Command::Demo { dir } => demo::run(dir, json),
+        Command::Gate {
+            baseline,
+            candidate,
+            class,
+            policy,
+            checkpoint,
+            key_file,
+        } => {
+            let policy = read_policy(policy.unwrap_or_else(|| store_dir.join("policy.toml")))?;
+            let class_policy = policy.class(&class)?;
+            let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
+            let trusted = match &checkpoint {
+                Some(p) => Some(
+                    Checkpoint::read(p).with_context(|| format!("checkpoint {}", p.display()))?,
+                ),
+                None => None,
+            };
+            let (baseline, candidate) = (CommitId::parse(&baseline)?, CommitId::parse(&candidate)?);
+            let q = ratchet_gate::Question {
+                class: &class,
+                policy: class_policy,
+                baseline: &baseline,
+                candidate: &candidate,
+                trusted: trusted.as_ref(),
+            };
+            let verdict = ratchet_gate::decide(&mut store, &q)?;
+            if json {
+                print_json(&verdict)?;
+            } else {
+                gate_table(&verdict)?;
+            }
+            Ok(match verdict.outcome {
+                ratchet_gate::Outcome::Promote => 0,
+                ratchet_gate::Outcome::Reject { .. } => EXIT_REJECT,
+                ratchet_gate::Outcome::Continue { .. } => EXIT_CONTINUE,
+            })
+        }
+        Command::Calibrate {
+            policy,
+            class,
+            p0,
+            sigma,
+            draw,
+            runs,
+            seed,
+        } => {
+            let policy = read_policy(policy.unwrap_or_else(|| store_dir.join("policy.toml")))?;
+            let rows = calibrate::table(
+                policy.class(&class)?,
+                &calibrate::Assumptions {
+                    p0,
+                    sigma,
+                    draw,
+                    runs,
+                    seed,
+                },
+            )?;
+            if json {
+                print_json(&rows)?;
+            } else {
+                calibrate::print(&rows)?;
+            }
+            Ok(0)
+        }
     }
+}
+
+fn read_policy(path: PathBuf) -> Result<ratchet_gate::Policy> {
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("reading policy {}", path.display()))?;
+    ratchet_gate::Policy::parse(&text).with_context(|| format!("policy {}", path.display()))
+}
+
+fn gate_table(v: &ratchet_gate::Verdict) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match &v.outcome {
+        ratchet_gate::Outcome::Promote => writeln!(
+            out,
+            "PROMOTE {} over {} ({})",
+            v.candidate, v.baseline, v.class
+        )?,
+        ratchet_gate::Outcome::Reject { stage, reason } => {
+            writeln!(out, "REJECT at {stage:?}: {reason}")?
+        }
+        ratchet_gate::Outcome::Continue {
+            expected_more,
+            reason,
+        } => writeln!(
+            out,
+            "CONTINUE: about {expected_more} more tasks needed ({reason})"
+        )?,
+    }
+    for s in &v.stages {
+        let mark = match s.passed {
+            Some(true) => "pass",
+            Some(false) => "FAIL",
+            None => "open",
+        };
+        writeln!(out, "  {mark:<4}  {:?}", s.stage)?;
+    }
+    writeln!(
+        out,
+        "policy {} at trace size {} ({})",
+        &v.policy_hash[..12],
+        v.trace.size,
+        &v.trace.hash[..12]
+    )?;
+    Ok(())
 }
 
 fn parse_append_line(line: &str) -> Result<EventDraft> {

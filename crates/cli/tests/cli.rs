@@ -306,3 +306,170 @@ fn demo_catches_its_tampering() {
     assert_eq!(v["caught"], true);
     assert_eq!(v["after_tamper"]["fault"]["seq"], v["tamper_seq"]);
 }
+
+const POLICY: &str = r#"
+[class.prompt]
+scorer = "accuracy"
+test = "bernoulli"
+alpha = 0.05
+beta = 0.05
+gap = 0.2
+max_n = 2000
+required_suites = ["unit"]
+"#;
+
+/// JSON Lines for `append`: per task, baseline passes every other task,
+/// candidate passes `cand_every` out of 10.
+fn scores_jsonl(base: &str, cand: &str, tasks: usize, cand_pass_per_10: usize) -> String {
+    let mut out = String::new();
+    for t in 0..tasks {
+        for (c, pass) in [(base, t % 2 == 0), (cand, t % 10 < cand_pass_per_10)] {
+            out.push_str(&format!(
+                "{{\"kind\":\"score\",\"commit\":\"{c}\",\"payload\":{{\"task\":\"t{t:04}\",\"scorer\":\"accuracy\",\"scorer_version\":\"1\",\"value\":{}}}}}\n",
+                u8::from(pass)
+            ));
+        }
+    }
+    out.push_str(&format!(
+        "{{\"kind\":\"test_run\",\"commit\":\"{cand}\",\"payload\":{{\"suite\":\"unit\",\"passed\":10,\"failed\":0,\"skipped\":0,\"duration_ms\":5.0}}}}\n"
+    ));
+    out
+}
+
+#[test]
+fn gate_exit_codes_promote_reject_continue_error() {
+    let base = "1111111111111111111111111111111111111111";
+    let good = "2222222222222222222222222222222222222222";
+    let same = "3333333333333333333333333333333333333333";
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st, "init"], "")
+            .status
+            .success()
+    );
+    std::fs::write(d.path().join("s/policy.toml"), POLICY).expect("policy");
+    let mut lines = scores_jsonl(base, good, 400, 9);
+    lines.push_str(
+        &scores_jsonl(base, same, 400, 5)
+            .lines()
+            .filter(|l| l.contains(same))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
+    lines.push('\n');
+    let o = ratchet(d.path(), &["--store", st, "append"], &lines);
+    assert!(o.status.success(), "{}", text(&o));
+
+    let gate = |cand: &str, extra: &[&str]| {
+        let mut args = vec![
+            "--store",
+            st,
+            "gate",
+            "--baseline",
+            base,
+            "--candidate",
+            cand,
+            "--class",
+            "prompt",
+        ];
+        args.extend_from_slice(extra);
+        ratchet(d.path(), &args, "")
+    };
+    let o = gate(good, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("PROMOTE"), "{}", text(&o));
+    let o = gate(same, &["--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json verdict");
+    assert_eq!(v["outcome"]["verdict"], "reject");
+    // A candidate with only a handful of tasks: continue.
+    let few = "4444444444444444444444444444444444444444";
+    let few_lines: Vec<String> = scores_jsonl(base, few, 400, 9)
+        .lines()
+        .filter(|l| l.contains(few))
+        .map(String::from)
+        .collect();
+    let (runs, scores): (Vec<String>, Vec<String>) =
+        few_lines.into_iter().partition(|l| l.contains("test_run"));
+    let input = scores
+        .into_iter()
+        .take(6)
+        .chain(runs)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let o = ratchet(d.path(), &["--store", st, "append"], &input);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = gate(few, &[]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    // Errors: unknown class, bad policy file.
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "gate",
+            "--baseline",
+            base,
+            "--candidate",
+            good,
+            "--class",
+            "agent",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("class.agent"), "{}", text(&o));
+    std::fs::write(
+        d.path().join("bad.toml"),
+        POLICY.replace("alpha = 0.05", "alpha = 2"),
+    )
+    .expect("bad policy");
+    let bad = d.path().join("bad.toml");
+    let o = gate(good, &["--policy", bad.to_str().expect("utf8")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("class.prompt.alpha"), "{}", text(&o));
+
+    // The verdicts are in the trace, and the trace still verifies.
+    let o = ratchet(d.path(), &["--store", st, "verify-chain"], "");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn calibrate_prints_the_operating_characteristic() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path().join("policy.toml");
+    std::fs::write(&p, POLICY).expect("policy");
+    let o = ratchet(
+        d.path(),
+        &[
+            "calibrate",
+            "--policy",
+            p.to_str().expect("utf8"),
+            "--class",
+            "prompt",
+            "--p0",
+            "0.5",
+            "--json",
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let rows = rows.as_array().expect("rows");
+    assert!(rows.len() >= 5);
+    // P(promote) rises with the true pass rate, ≤ α at p0, ≥ 1 − β at p1.
+    let p: Vec<f64> = rows
+        .iter()
+        .map(|r| r["p_promote"].as_f64().expect("p"))
+        .collect();
+    assert!(p.windows(2).all(|w| w[0] <= w[1]), "{p:?}");
+    let at = |label: &str| {
+        rows.iter()
+            .find(|r| r["effect"] == label)
+            .map(|r| r["p_promote"].as_f64().expect("p"))
+    };
+    assert!(at("pass rate 0.5000").expect("row at p0") <= 0.05);
+    assert!(at("pass rate 0.7000").expect("row at p1") >= 0.95);
+}

@@ -1,0 +1,141 @@
+//! `ratchet calibrate`: a policy's operating characteristic and sample size
+//! over a grid of true effects, exact where the lattice allows, otherwise
+//! by seeded Monte Carlo.
+
+use std::io::Write;
+
+use anyhow::Result;
+use rand::Rng;
+use rand_distr::{Distribution, Normal};
+use ratchet_gate::{
+    BernoulliSprt, Boundaries, ClassPolicy, GaussianSprt, LogisticElo, PairedGsprt, Pairing,
+    TestKind, exact_bernoulli, logistic_score, monte_carlo,
+};
+use serde::Serialize;
+
+/// What the calibration assumes about the world.
+#[derive(Debug)]
+pub struct Assumptions {
+    pub p0: f64,
+    pub sigma: f64,
+    pub draw: f64,
+    pub runs: usize,
+    pub seed: u64,
+}
+
+/// One row of the table.
+#[derive(Debug, Serialize)]
+pub struct Row {
+    /// The true effect, in the test's unit.
+    effect: String,
+    p_promote: f64,
+    expected_n: f64,
+    n_quantiles: [u64; 3],
+    method: &'static str,
+}
+
+pub fn table(p: &ClassPolicy, a: &Assumptions) -> Result<Vec<Row>> {
+    let bounds = Boundaries::new(p.alpha, p.beta)?;
+    let mut rows = Vec::new();
+    match p.test {
+        TestKind::Bernoulli => {
+            let gap = p.gap.unwrap_or_default();
+            let t = BernoulliSprt::new(a.p0, a.p0 + gap, bounds)?.with_truncation(p.max_n)?;
+            for k in -2..=6 {
+                let rate = a.p0 + f64::from(k) * gap / 4.0;
+                if !(rate > 0.0 && rate < 1.0) {
+                    continue;
+                }
+                let e = exact_bernoulli(&t, rate)?;
+                rows.push(Row {
+                    effect: format!("pass rate {rate:.4}"),
+                    p_promote: e.p_promote,
+                    expected_n: e.expected_n,
+                    n_quantiles: e.n_quantiles,
+                    method: "exact",
+                });
+            }
+        }
+        TestKind::Gaussian => {
+            let gap = p.gap.unwrap_or_default();
+            let t = GaussianSprt::new(0.0, gap, bounds)?
+                .with_warmup(p.warmup.unwrap_or(GaussianSprt::DEFAULT_WARMUP))?
+                .with_truncation(p.max_n)?;
+            for k in -2..=6 {
+                let shift = f64::from(k) * gap / 4.0;
+                let normal = Normal::new(shift, a.sigma)?;
+                let m = monte_carlo(&t, a.runs, p.max_n, a.seed + k as u64, |rng| {
+                    normal.sample(rng)
+                })?;
+                rows.push(Row {
+                    effect: format!("mean shift {shift:+.4}"),
+                    p_promote: m.point.p_promote,
+                    expected_n: m.point.expected_n,
+                    n_quantiles: m.point.n_quantiles,
+                    method: "monte carlo",
+                });
+            }
+        }
+        TestKind::Paired => {
+            let elo = LogisticElo {
+                elo0: p.elo0.unwrap_or_default(),
+                elo1: p.elo1.unwrap_or_default(),
+            };
+            let mut t =
+                PairedGsprt::new(Pairing::Trinomial, elo, bounds)?.with_truncation(p.max_n)?;
+            if p.overshoot.unwrap_or(true) {
+                t = t.with_overshoot_correction();
+            }
+            let step = (elo.elo1 - elo.elo0) / 4.0;
+            for k in -2..=6 {
+                let e = elo.elo0 + f64::from(k) * step;
+                let s = logistic_score(e);
+                let win = s - a.draw / 2.0;
+                if win < 0.0 || win + a.draw > 1.0 {
+                    continue;
+                }
+                let m = monte_carlo(&t, a.runs, p.max_n, a.seed + k as u64, |rng| {
+                    let u: f64 = rng.random();
+                    if u < win {
+                        2
+                    } else if u < win + a.draw {
+                        1
+                    } else {
+                        0
+                    }
+                })?;
+                rows.push(Row {
+                    effect: format!("logistic Elo {e:+.1}"),
+                    p_promote: m.point.p_promote,
+                    expected_n: m.point.expected_n,
+                    n_quantiles: m.point.n_quantiles,
+                    method: "monte carlo",
+                });
+            }
+        }
+    }
+    Ok(rows)
+}
+
+pub fn print(rows: &[Row]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<22} {:>10} {:>9} {:>8} {:>8} {:>8}  method",
+        "true effect", "P(promote)", "E[N]", "N10", "N50", "N90"
+    )?;
+    for r in rows {
+        writeln!(
+            out,
+            "{:<22} {:>10.4} {:>9.1} {:>8} {:>8} {:>8}  {}",
+            r.effect,
+            r.p_promote,
+            r.expected_n,
+            r.n_quantiles[0],
+            r.n_quantiles[1],
+            r.n_quantiles[2],
+            r.method
+        )?;
+    }
+    Ok(())
+}
