@@ -97,5 +97,46 @@ fn calibration(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, updates, calibration);
+/// `decide` over 1M score rows (two commits × 500k tasks), verifying the
+/// trace from a checkpoint taken before the last appends.
+fn decide_1m(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut store, base, cand) = ratchet_benches::paired_store(&dir.path().join("s"), 500_000);
+    let checkpoint = store.checkpoint().expect("checkpoint");
+    store
+        .append(ratchet_trace::EventDraft::raw(
+            "note",
+            r#"{"after":"checkpoint"}"#,
+        ))
+        .expect("append");
+    let policy = ratchet_gate::Policy::parse(
+        r#"
+[class.prompt]
+scorer = "accuracy"
+test = "paired"
+alpha = 0.05
+beta = 0.05
+elo0 = 0.0
+elo1 = 10.0
+max_n = 500000
+"#,
+    )
+    .expect("policy");
+    let class = policy.class("prompt").expect("class");
+    let q = ratchet_gate::Question {
+        class: "prompt",
+        policy: class,
+        baseline: &base,
+        candidate: &cand,
+        trusted: Some(&checkpoint),
+    };
+    let mut g = c.benchmark_group("decide");
+    g.sample_size(10).measurement_time(Duration::from_secs(10));
+    g.bench_function("paired_1m_score_rows_from_checkpoint", |b| {
+        b.iter(|| black_box(ratchet_gate::decide(&mut store, &q).expect("decide")))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, updates, calibration, decide_1m);
 criterion_main!(benches);

@@ -50,3 +50,31 @@ pub fn note_store(dir: &Path, n: usize) -> Store {
     }
     store
 }
+
+/// Creates a store in `dir` where a baseline and a candidate commit each
+/// scored the same `tasks` tasks (scorer `accuracy`, pass/fail, candidate
+/// slightly better), appended in batches of 10,000.
+pub fn paired_store(dir: &Path, tasks: usize) -> (Store, CommitId, CommitId) {
+    let mut store = Store::create(dir, StoreOptions::default()).expect("create bench store");
+    let (base, cand) = (commit(0), commit(1));
+    let mut batch = Vec::with_capacity(10_000);
+    for t in 0..tasks {
+        // Deterministic pseudo-random passes: baseline ~50 %, candidate ~56 %.
+        let h = blake3::hash(&(t as u64).to_le_bytes());
+        let (hb, hc) = (h.as_bytes()[0], h.as_bytes()[1]);
+        for (c, pass) in [(&base, hb < 128), (&cand, hc < 144)] {
+            let s = Score::new(
+                c.clone(),
+                format!("task-{t:07}"),
+                "accuracy",
+                f64::from(u8::from(pass)),
+            );
+            batch.push(s.to_draft().expect("valid score"));
+        }
+        if batch.len() >= 10_000 {
+            store.append_batch(batch.drain(..)).expect("append");
+        }
+    }
+    store.append_batch(batch).expect("append");
+    (store, base, cand)
+}

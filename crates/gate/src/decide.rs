@@ -157,18 +157,12 @@ fn paired_means(
     q: &Question<'_>,
     scorer: &str,
     at: u64,
-) -> Result<(Vec<String>, Vec<f64>, Vec<f64>)> {
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    let mut tasks = Vec::new();
-    let (mut b, mut c) = (Vec::new(), Vec::new());
-    for t in store.paired_scores_upto(q.baseline, q.candidate, scorer, at)? {
-        if !t.baseline.is_empty() && !t.candidate.is_empty() {
-            b.push(mean(&t.baseline));
-            c.push(mean(&t.candidate));
-            tasks.push(t.task);
-        }
-    }
-    Ok((tasks, b, c))
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    Ok(store
+        .paired_means_upto(q.baseline, q.candidate, scorer, at)?
+        .into_iter()
+        .map(|m| (m.baseline, m.candidate))
+        .unzip())
 }
 
 fn reject(stage: Stage, reason: impl Into<String>) -> Outcome {
@@ -316,7 +310,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
 
     // 3. The sequential test, fed the paired tasks in task-name order (an
     // order that does not depend on the outcomes).
-    let (tasks, base, cand) = paired_means(store, q, &p.scorer, at)?;
+    let (base, cand) = paired_means(store, q, &p.scorer, at)?;
     let bounds = Boundaries::new(p.alpha, p.beta)?;
     let (decision, llr, n, details) = match p.test {
         TestKind::Bernoulli => {
@@ -413,7 +407,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
         obj.insert("upper".into(), serde_json::json!(bounds.upper()));
         obj.insert("max_n".into(), serde_json::json!(p.max_n));
         obj.insert("decision".into(), serde_json::json!(decision));
-        obj.insert("tasks_available".into(), serde_json::json!(tasks.len()));
+        obj.insert("tasks_available".into(), serde_json::json!(base.len()));
     }
     v.stages.push(StageReport {
         stage: Stage::Sequential,
@@ -483,7 +477,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
             MarginKind::Relative => Margin::Relative(g.margin),
         };
         let test = NonInferiority::new(g.direction.into(), margin, p.alpha)?;
-        let (_, gb, gc) = paired_means(store, q, &g.scorer, at)?;
+        let (gb, gc) = paired_means(store, q, &g.scorer, at)?;
         let stage = Stage::Guardrail(g.scorer.clone());
         if gb.len() < 2 {
             v.stages.push(StageReport {

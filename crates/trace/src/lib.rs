@@ -93,6 +93,8 @@ pub use event::{
 pub use merge::{MergeOptions, MergeReport};
 pub use projection::{KIND_SCORE, KIND_TEST_RUN, Score, TestRun};
 pub use schema::{APPLICATION_ID, Durability, SCHEMA_VERSION};
-pub use store::{CommitStats, DB_FILE, Head, PairedTask, Snapshot, Store, StoreOptions, Tail};
+pub use store::{
+    CommitStats, DB_FILE, Head, PairedMeans, PairedTask, Snapshot, Store, StoreOptions, Tail,
+};
 pub use ulid::Ulid;
 pub use verify::{Fault, FaultKind, VerifyOptions, VerifyReport};

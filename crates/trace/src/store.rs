@@ -111,6 +111,15 @@ pub struct PairedTask {
     pub candidate: Vec<f64>,
 }
 
+/// Per-task mean scores of a baseline and a candidate, for tasks both ran.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PairedMeans {
+    /// The baseline's mean on the task.
+    pub baseline: f64,
+    /// The candidate's mean on the task.
+    pub candidate: f64,
+}
+
 /// A ratchet trace store: a directory holding `trace.db` and `blobs/`.
 ///
 /// A `Store` owns one SQLite connection. Open one per thread or process;
@@ -733,6 +742,54 @@ impl Store {
         self.paired_scores_upto(baseline, candidate, scorer, u64::MAX)
     }
 
+    /// Per-task means of `scorer` for the tasks both commits ran, in task
+    /// order, over the scores recorded at or before `max_seq`. Streams both
+    /// sides through the covering index and merges them by task without
+    /// materializing task names: the gate's hot path.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails.
+    pub fn paired_means_upto(
+        &self,
+        baseline: &CommitId,
+        candidate: &CommitId,
+        scorer: &str,
+        max_seq: u64,
+    ) -> Result<Vec<PairedMeans>> {
+        const SQL: &str =
+            "SELECT task, value FROM scores WHERE scorer = ?1 AND commit_id = ?2 AND seq <= ?3
+                           ORDER BY task";
+        const CONTEXT: &str = "reading paired means";
+        let max_seq = max_seq.min(i64::MAX as u64) as i64;
+        let mut sa = self.conn.prepare(SQL).map_err(Error::sqlite(CONTEXT))?;
+        let mut sb = self.conn.prepare(SQL).map_err(Error::sqlite(CONTEXT))?;
+        let mut a = GroupedMeans::new(
+            sa.query(params![scorer, baseline.as_str(), max_seq])
+                .map_err(Error::sqlite(CONTEXT))?,
+        );
+        let mut b = GroupedMeans::new(
+            sb.query(params![scorer, candidate.as_str(), max_seq])
+                .map_err(Error::sqlite(CONTEXT))?,
+        );
+        let mut out = Vec::new();
+        let (mut x, mut y) = (a.next()?, b.next()?);
+        while let (Some((ta, ma)), Some((tb, mb))) = (&x, &y) {
+            match ta.cmp(tb) {
+                std::cmp::Ordering::Less => x = a.next()?,
+                std::cmp::Ordering::Greater => y = b.next()?,
+                std::cmp::Ordering::Equal => {
+                    out.push(PairedMeans {
+                        baseline: *ma,
+                        candidate: *mb,
+                    });
+                    x = a.next()?;
+                    y = b.next()?;
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// [`Store::paired_scores`] over the scores recorded at or before `max_seq`.
     ///
     /// # Errors
@@ -962,6 +1019,78 @@ impl Iterator for Tail<'_> {
                 Some(Err(e))
             }
         }
+    }
+}
+
+/// Rows `(task, value)` in task order, folded into `(task, mean)` groups.
+struct GroupedMeans<'s> {
+    rows: rusqlite::Rows<'s>,
+    pending: Option<(Vec<u8>, f64)>,
+    done: bool,
+}
+
+impl<'s> GroupedMeans<'s> {
+    fn new(rows: rusqlite::Rows<'s>) -> Self {
+        GroupedMeans {
+            rows,
+            pending: None,
+            done: false,
+        }
+    }
+
+    fn read(&mut self) -> Result<Option<(Vec<u8>, f64)>> {
+        let Some(row) = self
+            .rows
+            .next()
+            .map_err(Error::sqlite("reading paired means"))?
+        else {
+            return Ok(None);
+        };
+        let task = match row.get_ref(0) {
+            Ok(ValueRef::Text(t)) => t.to_vec(),
+            _ => Vec::new(),
+        };
+        let value = match row.get_ref(1) {
+            Ok(ValueRef::Real(v)) => v,
+            Ok(ValueRef::Integer(v)) => v as f64,
+            _ => f64::NAN,
+        };
+        Ok(Some((task, value)))
+    }
+
+    /// The next task and the mean of its values.
+    fn next(&mut self) -> Result<Option<(Vec<u8>, f64)>> {
+        if self.done {
+            return Ok(None);
+        }
+        let first = match self.pending.take() {
+            Some(p) => p,
+            None => match self.read()? {
+                Some(r) => r,
+                None => {
+                    self.done = true;
+                    return Ok(None);
+                }
+            },
+        };
+        let (task, mut sum, mut n) = (first.0, first.1, 1.0);
+        loop {
+            match self.read()? {
+                Some((t, v)) if t == task => {
+                    sum += v;
+                    n += 1.0;
+                }
+                Some(other) => {
+                    self.pending = Some(other);
+                    break;
+                }
+                None => {
+                    self.done = true;
+                    break;
+                }
+            }
+        }
+        Ok(Some((task, sum / n)))
     }
 }
 

@@ -308,6 +308,48 @@ fn paired_scores_join_by_task() {
 }
 
 #[test]
+fn paired_means_agree_with_paired_scores() {
+    let (_d, mut s) = new_store();
+    let (a, b) = (commit(1), commit(2));
+    let mut scores = Vec::new();
+    for i in 0..500u32 {
+        let task = format!("t{:03}", (i * 37) % 211);
+        let c = if i % 3 == 0 { &a } else { &b };
+        scores.push(Score::new(c.clone(), task, "acc", f64::from(i % 17) / 16.0));
+    }
+    s.record_scores(&scores, "p").expect("record");
+    let head = s.head().expect("head").size;
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let want: Vec<(f64, f64)> = s
+        .paired_scores(&a, &b, "acc")
+        .expect("paired")
+        .into_iter()
+        .filter(|t| !t.baseline.is_empty() && !t.candidate.is_empty())
+        .map(|t| (mean(&t.baseline), mean(&t.candidate)))
+        .collect();
+    let got: Vec<(f64, f64)> = s
+        .paired_means_upto(&a, &b, "acc", head)
+        .expect("means")
+        .into_iter()
+        .map(|m| (m.baseline, m.candidate))
+        .collect();
+    assert!(!want.is_empty());
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert!(
+            (g.0 - w.0).abs() < 1e-12 && (g.1 - w.1).abs() < 1e-12,
+            "{g:?} vs {w:?}"
+        );
+    }
+    // As of an earlier seq, later scores do not count.
+    assert!(
+        s.paired_means_upto(&a, &b, "acc", 0)
+            .expect("means")
+            .is_empty()
+    );
+}
+
+#[test]
 fn scores_and_test_runs_by_commit() {
     let (_d, mut s) = new_store();
     let c = commit(3);
