@@ -250,6 +250,36 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
         return done(v, reject(Stage::Tests, why));
     }
 
+    // Every scorer the policy names must exist in the trace: a typo in a
+    // policy must not read as "no violations" or "no evidence yet".
+    let named = std::iter::once((Stage::Sequential, p.scorer.as_str()))
+        .chain(
+            p.invariants
+                .iter()
+                .map(|i| (Stage::Invariants, i.scorer.as_str())),
+        )
+        .chain(
+            p.canaries
+                .iter()
+                .filter_map(|c| c.scorer.as_deref().map(|s| (Stage::Invariants, s))),
+        )
+        .chain(
+            p.guardrails
+                .iter()
+                .map(|g| (Stage::Guardrail(g.scorer.clone()), g.scorer.as_str())),
+        );
+    for (stage, scorer) in named {
+        if !store.has_scorer(scorer, at)? {
+            return done(
+                v,
+                reject(
+                    stage,
+                    format!("unknown scorer {scorer:?}: the trace holds no score of it"),
+                ),
+            );
+        }
+    }
+
     // 2. Invariants and canaries, on the candidate's own scores.
     let mut inv_reports = Vec::new();
     let mut failure: Option<String> = None;

@@ -268,3 +268,19 @@ fn bernoulli_and_gaussian_classes_decide_too() {
     let mut same = world(2000, 0.5, 1.0, 8);
     assert!(rejected_at(&same.decide("tool")).is_some());
 }
+
+#[test]
+fn an_unknown_scorer_is_refused_not_ignored() {
+    let mut w = world(100, 0.75, 1.0, 9);
+    let text = POLICY.replace("scorer = \"safety\"", "scorer = \"safty\"");
+    w.policy =
+        Policy::parse(&text).expect("policy parses: the scorer is checked against the trace");
+    let v = w.decide("prompt");
+    match &v.outcome {
+        Outcome::Reject { stage, reason } => {
+            assert_eq!(stage, &Stage::Invariants);
+            assert!(reason.contains("safty"), "{reason}");
+        }
+        other => panic!("expected reject, got {other:?}"),
+    }
+}

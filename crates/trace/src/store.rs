@@ -742,6 +742,23 @@ impl Store {
         self.paired_scores_upto(baseline, candidate, scorer, u64::MAX)
     }
 
+    /// Whether any score of `scorer` was recorded at or before `max_seq`
+    /// (under any commit): how the gate tells an unknown scorer from a
+    /// known one with no data yet for a commit.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails.
+    pub fn has_scorer(&self, scorer: &str, max_seq: u64) -> Result<bool> {
+        self.conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM scores WHERE scorer = ?1 AND seq <= ?2)")
+            .and_then(|mut st| {
+                st.query_row(params![scorer, max_seq.min(i64::MAX as u64) as i64], |r| {
+                    r.get(0)
+                })
+            })
+            .map_err(Error::sqlite("looking up a scorer"))
+    }
+
     /// Per-task means of `scorer` for the tasks both commits ran, in task
     /// order, over the scores recorded at or before `max_seq`. Streams both
     /// sides through the covering index and merges them by task without
