@@ -7,10 +7,7 @@ use std::io::Write;
 use anyhow::Result;
 use rand::Rng;
 use rand_distr::{Distribution, Normal};
-use ratchet_gate::{
-    BernoulliSprt, Boundaries, ClassPolicy, GaussianSprt, LogisticElo, PairedGsprt, Pairing,
-    TestKind, exact_bernoulli, logistic_score, monte_carlo,
-};
+use ratchet_gate::{ClassPolicy, TestKind, exact_bernoulli, logistic_score, monte_carlo};
 use serde::Serialize;
 
 /// What the calibration assumes about the world.
@@ -35,13 +32,12 @@ pub struct Row {
 }
 
 pub fn table(p: &ClassPolicy, a: &Assumptions) -> Result<Vec<Row>> {
-    let bounds = Boundaries::new(p.alpha, p.beta)?;
     let mut rows = Vec::new();
     match p.test {
         TestKind::Bernoulli => {
             let gap = p.gap.unwrap_or_default();
-            let t = BernoulliSprt::new(a.p0, a.p0 + gap, bounds)?.with_truncation(p.max_n)?;
-            for k in -2..=6 {
+            let t = p.bernoulli_test(a.p0)?;
+            for k in -2i32..=6 {
                 let rate = a.p0 + f64::from(k) * gap / 4.0;
                 if !(rate > 0.0 && rate < 1.0) {
                     continue;
@@ -58,13 +54,11 @@ pub fn table(p: &ClassPolicy, a: &Assumptions) -> Result<Vec<Row>> {
         }
         TestKind::Gaussian => {
             let gap = p.gap.unwrap_or_default();
-            let t = GaussianSprt::new(0.0, gap, bounds)?
-                .with_warmup(p.warmup.unwrap_or(GaussianSprt::DEFAULT_WARMUP))?
-                .with_truncation(p.max_n)?;
-            for k in -2..=6 {
+            let t = p.gaussian_test(0.0)?;
+            for k in -2i32..=6 {
                 let shift = f64::from(k) * gap / 4.0;
                 let normal = Normal::new(shift, a.sigma)?;
-                let m = monte_carlo(&t, a.runs, p.max_n, a.seed + k as u64, |rng| {
+                let m = monte_carlo(&t, a.runs, p.max_n, a.seed.wrapping_add(k as u64), |rng| {
                     normal.sample(rng)
                 })?;
                 rows.push(Row {
@@ -77,24 +71,17 @@ pub fn table(p: &ClassPolicy, a: &Assumptions) -> Result<Vec<Row>> {
             }
         }
         TestKind::Paired => {
-            let elo = LogisticElo {
-                elo0: p.elo0.unwrap_or_default(),
-                elo1: p.elo1.unwrap_or_default(),
-            };
-            let mut t =
-                PairedGsprt::new(Pairing::Trinomial, elo, bounds)?.with_truncation(p.max_n)?;
-            if p.overshoot.unwrap_or(true) {
-                t = t.with_overshoot_correction();
-            }
+            let t = p.paired_test()?;
+            let elo = t.elo();
             let step = (elo.elo1 - elo.elo0) / 4.0;
-            for k in -2..=6 {
+            for k in -2i32..=6 {
                 let e = elo.elo0 + f64::from(k) * step;
                 let s = logistic_score(e);
                 let win = s - a.draw / 2.0;
                 if win < 0.0 || win + a.draw > 1.0 {
                     continue;
                 }
-                let m = monte_carlo(&t, a.runs, p.max_n, a.seed + k as u64, |rng| {
+                let m = monte_carlo(&t, a.runs, p.max_n, a.seed.wrapping_add(k as u64), |rng| {
                     let u: f64 = rng.random();
                     if u < win {
                         2

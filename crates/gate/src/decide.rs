@@ -14,7 +14,7 @@ use crate::gsprt::{LogisticElo, PairedGsprt, Pairing};
 use crate::invariants::{check_canaries, check_minimum};
 use crate::noninferiority::{Margin, NonInferiority, SampleStats};
 use crate::policy::{ClassPolicy, GuardrailMethod, MarginKind, TestKind};
-use crate::sprt::{BernoulliSprt, Boundaries, Decision, GaussianSprt, SequentialTest};
+use crate::sprt::{Decision, GaussianSprt, SequentialTest};
 
 /// Event kind of an appended verdict.
 pub const KIND_DECISION: &str = "decision";
@@ -341,7 +341,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
     // 3. The sequential test, fed the paired tasks in task-name order (an
     // order that does not depend on the outcomes).
     let (base, cand) = paired_means(store, q, &p.scorer, at)?;
-    let bounds = Boundaries::new(p.alpha, p.beta)?;
+    let bounds = p.boundaries()?;
     let (decision, llr, n, details) = match p.test {
         TestKind::Bernoulli => {
             let thr = p.pass_threshold.unwrap_or(1.0);
@@ -368,7 +368,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
                 });
                 return done(v, reject(Stage::Sequential, why));
             }
-            let mut t = BernoulliSprt::new(p0, p1, bounds)?.with_truncation(p.max_n)?;
+            let mut t = p.bernoulli_test(p0)?;
             for &x in &cand {
                 if t.observe(x >= thr).is_final() {
                     break;
@@ -394,9 +394,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
                 );
             }
             let mu0 = base.iter().sum::<f64>() / base.len() as f64;
-            let mut t = GaussianSprt::new(mu0, mu0 + gap, bounds)?
-                .with_warmup(p.warmup.unwrap_or(GaussianSprt::DEFAULT_WARMUP))?
-                .with_truncation(p.max_n)?;
+            let mut t = p.gaussian_test(mu0)?;
             for &x in &cand {
                 if t.update(x)?.is_final() {
                     break;

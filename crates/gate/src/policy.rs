@@ -30,8 +30,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::gsprt::{LogisticElo, PairedGsprt, Pairing};
 use crate::noninferiority::{Direction, Margin, NonInferiority};
-use crate::sprt::Boundaries;
+use crate::sprt::{BernoulliSprt, Boundaries, GaussianSprt};
 
 /// Which sequential test judges the primary scorer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -306,6 +307,51 @@ impl ClassPolicy {
             return Err(bad(f("canaries.tasks"), "lists no task"));
         }
         Ok(())
+    }
+
+    /// Wald's boundaries for this class's α and β.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if α and β are invalid (impossible after [`Policy::parse`]).
+    pub fn boundaries(&self) -> Result<Boundaries> {
+        Boundaries::new(self.alpha, self.beta)
+    }
+
+    /// The Bernoulli test this class runs when the baseline's pass rate is `p0`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] unless 0 < p0 < p0 + gap < 1.
+    pub fn bernoulli_test(&self, p0: f64) -> Result<BernoulliSprt> {
+        BernoulliSprt::new(p0, p0 + self.gap.unwrap_or_default(), self.boundaries()?)?
+            .with_truncation(self.max_n)
+    }
+
+    /// The Gaussian test this class runs when the baseline's mean is `mu0`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a non-finite `mu0`.
+    pub fn gaussian_test(&self, mu0: f64) -> Result<GaussianSprt> {
+        GaussianSprt::new(mu0, mu0 + self.gap.unwrap_or_default(), self.boundaries()?)?
+            .with_warmup(self.warmup.unwrap_or(GaussianSprt::DEFAULT_WARMUP))?
+            .with_truncation(self.max_n)
+    }
+
+    /// The paired (trinomial) GSPRT this class runs.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for invalid Elo bounds (impossible after [`Policy::parse`]).
+    pub fn paired_test(&self) -> Result<PairedGsprt> {
+        let elo = LogisticElo {
+            elo0: self.elo0.unwrap_or_default(),
+            elo1: self.elo1.unwrap_or_default(),
+        };
+        let t = PairedGsprt::new(Pairing::Trinomial, elo, self.boundaries()?)?
+            .with_truncation(self.max_n)?;
+        Ok(if self.overshoot.unwrap_or(true) {
+            t.with_overshoot_correction()
+        } else {
+            t
+        })
     }
 
     /// The content hash of this class policy: BLAKE3 of its canonical JSON.
