@@ -81,7 +81,7 @@ pub fn table(p: &ClassPolicy, a: &Assumptions) -> Result<Vec<Row>> {
                 if win < 0.0 || win + a.draw > 1.0 {
                     continue;
                 }
-                let m = monte_carlo(&t, a.runs, p.max_n, a.seed.wrapping_add(k as u64), |rng| {
+                let game = |rng: &mut rand::rngs::StdRng| {
                     let u: f64 = rng.random();
                     if u < win {
                         2
@@ -89,6 +89,14 @@ pub fn table(p: &ClassPolicy, a: &Assumptions) -> Result<Vec<Row>> {
                         1
                     } else {
                         0
+                    }
+                };
+                let pentanomial = t.pairing() == ratchet_gate::Pairing::Pentanomial;
+                let m = monte_carlo(&t, a.runs, p.max_n, a.seed.wrapping_add(k as u64), |rng| {
+                    if pentanomial {
+                        game(rng) + game(rng)
+                    } else {
+                        game(rng)
                     }
                 })?;
                 rows.push(Row {

@@ -10,7 +10,7 @@ use serde::Serialize;
 use ratchet_trace::{Checkpoint, CommitId, EventDraft, Store, VerifyOptions};
 
 use crate::error::{Error, Result};
-use crate::gsprt::{LogisticElo, PairedGsprt, Pairing};
+use crate::gsprt::Pairing;
 use crate::invariants::{check_canaries, check_minimum};
 use crate::noninferiority::{Margin, NonInferiority, SampleStats};
 use crate::policy::{ClassPolicy, GuardrailMethod, MarginKind, TestKind};
@@ -404,26 +404,37 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
             (t.decision(), t.llr(), t.n(), d)
         }
         TestKind::Paired => {
-            let elo = LogisticElo {
-                elo0: p.elo0.unwrap_or_default(),
-                elo1: p.elo1.unwrap_or_default(),
+            let mut t = p.paired_test()?;
+            let elo = t.elo();
+            let class_of = |b: f64, c: f64| match c.partial_cmp(&b) {
+                Some(std::cmp::Ordering::Greater) => 2,
+                Some(std::cmp::Ordering::Equal) => 1,
+                _ => 0,
             };
-            let mut t =
-                PairedGsprt::new(Pairing::Trinomial, elo, bounds)?.with_truncation(p.max_n)?;
-            if p.overshoot.unwrap_or(true) {
-                t = t.with_overshoot_correction();
-            }
-            for (b, c) in base.iter().zip(&cand) {
-                let class = match c.partial_cmp(b) {
-                    Some(std::cmp::Ordering::Greater) => 2,
-                    Some(std::cmp::Ordering::Equal) => 1,
-                    _ => 0,
-                };
+            let pairs: Vec<usize> = match t.pairing() {
+                // One outcome per task, from the per-task means.
+                Pairing::Trinomial => base
+                    .iter()
+                    .zip(&cand)
+                    .map(|(&b, &c)| class_of(b, c))
+                    .collect(),
+                // Two runs per task: run i against run i, the pair's total 0..=4.
+                Pairing::Pentanomial => store
+                    .paired_scores_upto(q.baseline, q.candidate, &p.scorer, at)?
+                    .into_iter()
+                    .filter(|t| t.baseline.len() >= 2 && t.candidate.len() >= 2)
+                    .map(|t| {
+                        class_of(t.baseline[0], t.candidate[0])
+                            + class_of(t.baseline[1], t.candidate[1])
+                    })
+                    .collect(),
+            };
+            for class in pairs {
                 if t.update(class)?.is_final() {
                     break;
                 }
             }
-            let d = serde_json::json!({ "test": "paired", "elo0": elo.elo0, "elo1": elo.elo1, "counts_lose_draw_win": t.counts() });
+            let d = serde_json::json!({ "test": "paired", "pairing": t.pairing(), "elo0": elo.elo0, "elo1": elo.elo1, "counts": t.counts() });
             (t.decision(), t.llr(), t.n(), d)
         }
     };

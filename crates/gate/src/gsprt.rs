@@ -46,7 +46,7 @@ pub fn logistic_score(elo: f64) -> f64 {
 }
 
 /// How outcomes are classified.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Pairing {
     /// One run per task: loss, draw, win.
@@ -180,6 +180,11 @@ impl PairedGsprt {
         }
         self.max_n = Some(max_n);
         Ok(self)
+    }
+
+    /// How outcomes are classified.
+    pub fn pairing(&self) -> Pairing {
+        self.pairing
     }
 
     /// The outcome counts, low to high.

@@ -10,6 +10,7 @@
 //! beta = 0.1
 //! elo0 = 0.0                 # paired: logistic Elo bounds
 //! elo1 = 20.0
+//! pairing = "trinomial"      # paired: or "pentanomial" (two runs per task)
 //! max_n = 5000               # truncation: always decide eventually
 //! required_suites = ["unit"]
 //!
@@ -152,6 +153,10 @@ pub struct ClassPolicy {
     /// Alternative in logistic Elo (paired).
     #[serde(default)]
     pub elo1: Option<f64>,
+    /// Outcome classes (paired): `trinomial` (per-task means, the default) or
+    /// `pentanomial` (two runs per task, run i against run i).
+    #[serde(default)]
+    pub pairing: Option<Pairing>,
     /// Overshoot correction (paired; default on).
     #[serde(default)]
     pub overshoot: Option<bool>,
@@ -345,8 +350,8 @@ impl ClassPolicy {
             elo0: self.elo0.unwrap_or_default(),
             elo1: self.elo1.unwrap_or_default(),
         };
-        let t = PairedGsprt::new(Pairing::Trinomial, elo, self.boundaries()?)?
-            .with_truncation(self.max_n)?;
+        let pairing = self.pairing.unwrap_or(Pairing::Trinomial);
+        let t = PairedGsprt::new(pairing, elo, self.boundaries()?)?.with_truncation(self.max_n)?;
         Ok(if self.overshoot.unwrap_or(true) {
             t.with_overshoot_correction()
         } else {

@@ -26,6 +26,16 @@ margin_kind = "relative"
 scorer = "safety"
 minimum = 1.0
 
+[class.twice]
+scorer = "accuracy"
+test = "paired"
+pairing = "pentanomial"
+alpha = 0.05
+beta = 0.05
+elo0 = 0.0
+elo1 = 40.0
+max_n = 3000
+
 [class.tool]
 scorer = "accuracy"
 test = "bernoulli"
@@ -283,4 +293,45 @@ fn an_unknown_scorer_is_refused_not_ignored() {
         }
         other => panic!("expected reject, got {other:?}"),
     }
+}
+
+#[test]
+fn pentanomial_pairs_two_runs_per_task() {
+    // Each task run twice on each side: the paired test counts pairs.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+    let mut rng = StdRng::seed_from_u64(10);
+    let (base, cand) = (commit(1), commit(2));
+    let mut scores = Vec::new();
+    for t in 0..600 {
+        for _run in 0..2 {
+            for (c, rate) in [(&base, 0.5), (&cand, 0.75)] {
+                let pass = f64::from(u8::from(rng.random_bool(rate)));
+                scores.push(Score::new(
+                    c.clone(),
+                    format!("task-{t:05}"),
+                    "accuracy",
+                    pass,
+                ));
+            }
+        }
+    }
+    store.record_scores(&scores, "sim").expect("scores");
+    let policy = Policy::parse(POLICY).expect("policy");
+    let q = Question {
+        class: "twice",
+        policy: policy.class("twice").expect("class"),
+        baseline: &base,
+        candidate: &cand,
+        trusted: None,
+    };
+    let v = decide(&mut store, &q).expect("decide");
+    assert_eq!(v.outcome, Outcome::Promote, "{v:#?}");
+    let seq = v
+        .stages
+        .iter()
+        .find(|s| s.stage == Stage::Sequential)
+        .expect("sequential stage");
+    assert_eq!(seq.details["pairing"], "pentanomial");
+    assert_eq!(seq.details["counts"].as_array().map(Vec::len), Some(5));
 }

@@ -170,6 +170,29 @@ fn paired_gsprt_error_rates_by_simulation() {
         false_reject <= promise + 3.0 * se(promise, RUNS),
         "false reject {false_reject}"
     );
+    // Pentanomial (two games per task, summed): the same promise.
+    let penta = PairedGsprt::new(Pairing::Pentanomial, elo, bounds(alpha, beta))
+        .expect("valid")
+        .with_overshoot_correction()
+        .with_truncation(20_000)
+        .expect("valid");
+    let pair = |rng: &mut rand::rngs::StdRng, e: f64| {
+        trinomial_draw(rng, e, 0.4) + trinomial_draw(rng, e, 0.4)
+    };
+    let at_null = monte_carlo(&penta, RUNS, 20_000, 14, |rng| pair(rng, elo.elo0)).expect("mc");
+    let promise = alpha / (1.0 - beta);
+    assert!(
+        at_null.point.p_promote <= promise + 3.0 * se(promise, RUNS),
+        "pentanomial false promote {}",
+        at_null.point.p_promote
+    );
+    let at_alt = monte_carlo(&penta, RUNS, 20_000, 15, |rng| pair(rng, elo.elo1)).expect("mc");
+    let false_reject = at_alt.point.p_reject + at_alt.point.p_truncated;
+    assert!(
+        false_reject <= promise + 3.0 * se(promise, RUNS),
+        "pentanomial false reject {false_reject}"
+    );
+
     // And it discriminates: far above elo1 it almost always promotes.
     let strong =
         monte_carlo(&test, 500, 20_000, 13, |rng| trinomial_draw(rng, 80.0, 0.4)).expect("mc");
