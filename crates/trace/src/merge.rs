@@ -9,12 +9,8 @@ use ulid::Ulid;
 
 use crate::encoding::{OriginRef, WriterKey, genesis_hash};
 use crate::error::{Error, Result};
-use crate::event::CommitId;
-use crate::projection::Projection;
-use crate::store::{
-    ChainWriter, EVENT_COLUMNS, Head, Pending, Store, StoreOptions, event_from_row,
-};
-use crate::verify::{VerifyOptions, verify_conn};
+use crate::store::{ChainWriter, Head, Pending, Store, StoreOptions};
+use crate::verify::{Batch, OwnedRow, VerifyOptions, verify_conn_each};
 
 /// Page cache during a merge, in KiB (negative: SQLite's size-in-KiB form).
 const MERGE_CACHE_KIB: i64 = -65536;
@@ -91,31 +87,21 @@ impl Store {
             _ => {}
         }
 
-        // A consistent snapshot of the cell for both verification and ingestion.
+        // A consistent snapshot of the cell, read once: verification and
+        // ingestion share the pass (the cell's rows go to the home as they
+        // are read, and the home transaction rolls back if the cell turns out
+        // not to verify).
         let cell_tx = cell
             .conn
             .unchecked_transaction()
             .map_err(Error::sqlite("starting a read transaction on the cell"))?;
-        let mut vopts = VerifyOptions::default();
-        if let Some(k) = &options.cell_key {
-            vopts = vopts.key(k.clone());
-        }
-        let verified = verify_conn(&cell_tx, &cell_id, &vopts)?;
-        if let Some(fault) = verified.fault {
-            return Err(Error::CellTampered {
-                cell: cell_dir.to_path_buf(),
-                fault,
-            });
-        }
-        let cell_size = verified.size;
-
         // A merge is one large transaction: a bigger page cache keeps it from
         // spilling to the WAL midway (measured: 1.4x faster merges). Small
         // appends are faster with the default cache, so it is restored after.
         self.conn
             .pragma_update(None, "cache_size", MERGE_CACHE_KIB)
             .map_err(Error::sqlite("enlarging the page cache for a merge"))?;
-        let result = self.merge_verified(&cell, cell_size, &cell_tx);
+        let result = self.merge_from(cell_dir, &cell_id, &cell_tx, options);
         let restored = self
             .conn
             .pragma_update(None, "cache_size", DEFAULT_CACHE_KIB)
@@ -127,14 +113,14 @@ impl Store {
         Ok(report)
     }
 
-    /// The write half of [`Store::merge_cell`], after the cell verified.
-    fn merge_verified(
+    /// The single pass of [`Store::merge_cell`].
+    fn merge_from(
         &mut self,
-        cell: &Store,
-        cell_size: u64,
+        cell_dir: &Path,
+        cell_id: &str,
         cell_tx: &rusqlite::Transaction<'_>,
+        options: &MergeOptions,
     ) -> Result<MergeReport> {
-        let cell_id = cell.store_id.clone();
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -145,14 +131,14 @@ impl Store {
                  WHERE origin_store = ?1 ORDER BY origin_seq DESC LIMIT 1",
             )
             .and_then(|mut st| {
-                st.query_row([&cell_id], |r| {
+                st.query_row([cell_id], |r| {
                     Ok((r.get::<_, i64>(0)? as u64, crate::store::hash_col(r, 1)?))
                 })
                 .optional()
             })
             .map_err(Error::sqlite("reading the cell's high-water mark"))?;
-        let (hw_seq, mut link) = match high_water {
-            None => (0, genesis_hash(&cell_id)),
+        let (hw_seq, hw_hash) = match high_water {
+            None => (0, genesis_hash(cell_id)),
             Some((seq, hash)) => {
                 let in_cell: Option<blake3::Hash> = cell_tx
                     .query_row(
@@ -163,20 +149,14 @@ impl Store {
                     .optional()
                     .map_err(Error::sqlite("reading the cell at the high-water mark"))?;
                 if in_cell != Some(hash) {
-                    return Err(Error::CellRewritten { cell_id, seq });
+                    return Err(Error::CellRewritten {
+                        cell_id: cell_id.to_string(),
+                        seq,
+                    });
                 }
                 (seq, hash)
             }
         };
-
-        let mut writer = ChainWriter::new(
-            &tx,
-            &mut self.hasher,
-            self.options.writer_key.as_ref(),
-            &self.store_id,
-        )?;
-        let mut ingested = 0u64;
-        let mut already_present = 0u64;
         // Ids above every id the home holds cannot be there yet: a cell's own
         // ids rise, so the equivocation lookup is needed only for the rest.
         let mut max_id: Option<Ulid> = tx
@@ -185,86 +165,92 @@ impl Store {
             })
             .optional()
             .map_err(Error::sqlite("reading the largest id"))?;
-        let mut stmt = cell_tx
-            .prepare(&format!(
-                "SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?1 ORDER BY seq"
-            ))
-            .map_err(Error::sqlite("reading cell events"))?;
-        let mut rows = stmt
-            .query([hw_seq as i64])
-            .map_err(Error::sqlite("reading cell events"))?;
-        let mut expected_seq = hw_seq + 1;
-        while let Some(row) = rows.next().map_err(Error::sqlite("reading cell events"))? {
-            let e = event_from_row(row).map_err(Error::sqlite("reading a cell event"))?;
-            if e.seq != expected_seq || e.prev_hash != link {
-                let reason = if e.seq != expected_seq {
-                    format!("expected seq {expected_seq}")
-                } else if e.seq == hw_seq + 1 {
-                    "first event does not link to the recorded head".to_string()
-                } else {
-                    "prev_hash does not link to the previous event".to_string()
-                };
-                return Err(Error::BrokenBatch {
-                    cell_id,
-                    seq: e.seq,
-                    reason,
-                });
-            }
-            let projection = Projection::from_event(&e.kind, e.commit.as_ref(), &e.payload)?;
-            let pending = Pending {
-                id: e.id,
-                ts_ms: e.ts_ms,
-                cell: &e.cell,
-                session: &e.session,
-                kind: &e.kind,
-                commit: e.commit.as_ref(),
-                payload: &e.payload,
-                origin: Some(OriginRef {
-                    store: &cell_id,
-                    seq: e.seq,
-                    hash: e.hash.as_bytes(),
-                }),
-                projection: projection.as_ref(),
-            };
-            let maybe_present = max_id.is_some_and(|m| e.id <= m);
-            let existing = if maybe_present {
-                existing_with_id(&tx, e.id)?
-            } else {
-                max_id = Some(e.id);
-                None
-            };
-            match existing {
-                None => {
-                    writer.insert(&pending)?;
-                    ingested += 1;
-                }
-                Some(existing) if existing.same_content(&e) => already_present += 1,
-                Some(existing) => {
-                    return Err(Error::Equivocation {
-                        id: e.id.to_string(),
-                        cell_id,
-                        existing_seq: existing.seq,
+        let mut writer = ChainWriter::new(
+            &tx,
+            &mut self.hasher,
+            self.options.writer_key.as_ref(),
+            &self.store_id,
+        )?;
+        let (mut ingested, mut already_present) = (0u64, 0u64);
+        let mut link = hw_hash;
+        let mut vopts = VerifyOptions::default();
+        if let Some(k) = &options.cell_key {
+            vopts = vopts.key(k.clone());
+        }
+        let verified = verify_conn_each(cell_tx, cell_id, &vopts, &mut |batch| {
+            for r in batch.rows.iter().filter(|r| r.seq > hw_seq) {
+                if blake3::Hash::from(r.prev) != link {
+                    return Err(Error::BrokenBatch {
+                        cell_id: cell_id.to_string(),
+                        seq: r.seq,
+                        reason: if r.seq == hw_seq + 1 {
+                            "first event does not link to the recorded head".into()
+                        } else {
+                            "prev_hash does not link to the previous event".into()
+                        },
                     });
                 }
+                let id = Ulid(r.id);
+                let existing = if max_id.is_some_and(|m| id <= m) {
+                    existing_with_id(writer.conn(), id)?
+                } else {
+                    max_id = Some(id);
+                    None
+                };
+                match existing {
+                    None => {
+                        // The cell's own projection row, which verification
+                        // checks against the payload (a mismatch rolls back).
+                        let projection =
+                            r.projections.iter().flatten().find_map(|p| p.as_ref().ok());
+                        writer.insert(&Pending {
+                            id,
+                            ts_ms: r.ts_ms,
+                            cell: batch.str(r.cell),
+                            session: batch.str(r.session),
+                            kind: batch.str(r.kind),
+                            commit: r.commit.map(|c| batch.str(c)),
+                            payload: batch.bytes(r.payload),
+                            origin: Some(OriginRef {
+                                store: cell_id,
+                                seq: r.seq,
+                                hash: &r.stored,
+                            }),
+                            projection,
+                        })?;
+                        ingested += 1;
+                    }
+                    Some(e) if e.same_content(batch, r) => already_present += 1,
+                    Some(e) => {
+                        return Err(Error::Equivocation {
+                            id: id.to_string(),
+                            cell_id: cell_id.to_string(),
+                            existing_seq: e.seq,
+                        });
+                    }
+                }
+                link = blake3::Hash::from(r.stored);
             }
-            link = e.hash;
-            expected_seq += 1;
+            Ok(())
+        })?;
+        if let Some(fault) = verified.fault {
+            return Err(Error::CellTampered {
+                cell: cell_dir.to_path_buf(),
+                fault,
+            });
         }
-        drop(rows);
-        drop(stmt);
         let head = writer.head;
         drop(writer);
         tx.commit().map_err(Error::sqlite("committing the merge"))?;
-        let report = MergeReport {
-            cell_id,
-            cell_size,
+        Ok(MergeReport {
+            cell_id: cell_id.to_string(),
+            cell_size: verified.size,
             high_water_before: hw_seq,
-            high_water_after: expected_seq - 1,
+            high_water_after: verified.size.max(hw_seq),
             ingested,
             already_present,
             home_head: head,
-        };
-        Ok(report)
+        })
     }
 }
 
@@ -279,13 +265,13 @@ struct Existing {
 }
 
 impl Existing {
-    fn same_content(&self, e: &crate::event::Event) -> bool {
-        self.ts_ms == e.ts_ms
-            && self.cell == e.cell
-            && self.session == e.session
-            && self.kind == e.kind
-            && self.commit.as_deref() == e.commit.as_ref().map(CommitId::as_str)
-            && self.payload == e.payload
+    fn same_content(&self, b: &Batch, r: &OwnedRow) -> bool {
+        self.ts_ms == r.ts_ms
+            && self.cell == b.str(r.cell)
+            && self.session == b.str(r.session)
+            && self.kind == b.str(r.kind)
+            && self.commit.as_deref() == r.commit.map(|c| b.str(c))
+            && self.payload == b.bytes(r.payload)
     }
 }
 

@@ -220,7 +220,8 @@ pub(crate) struct Pending<'a> {
     pub cell: &'a str,
     pub session: &'a str,
     pub kind: &'a str,
-    pub commit: Option<&'a CommitId>,
+    /// Canonical commit text (validated by `CommitId` or by verification).
+    pub commit: Option<&'a str>,
     pub payload: &'a [u8],
     pub origin: Option<OriginRef<'a>>,
     pub projection: Option<&'a Projection>,
@@ -494,7 +495,7 @@ impl Store {
                 cell: &cell,
                 session: &d.session,
                 kind: &d.kind,
-                commit: d.commit.as_ref(),
+                commit: d.commit.as_ref().map(CommitId::as_str),
                 payload: &d.payload,
                 origin: None,
                 projection: p.as_ref(),
@@ -931,6 +932,11 @@ impl<'c> ChainWriter<'c> {
         })
     }
 
+    /// The connection (inside the write transaction).
+    pub fn conn(&self) -> &'c Connection {
+        self.conn
+    }
+
     /// Inserts one event after the head (and its projection), advancing the head.
     pub fn insert(&mut self, e: &Pending<'_>) -> Result<Receipt> {
         let seq = self.head.size + 1;
@@ -942,7 +948,7 @@ impl<'c> ChainWriter<'c> {
             cell: e.cell,
             session: e.session,
             kind: e.kind,
-            commit: e.commit.map(CommitId::as_str),
+            commit: e.commit,
             origin: e.origin,
             payload: e.payload,
         });
@@ -955,7 +961,7 @@ impl<'c> ChainWriter<'c> {
                 e.cell,
                 e.session,
                 e.kind,
-                e.commit.map(CommitId::as_str),
+                e.commit,
                 e.payload,
                 e.origin.map(|o| o.store),
                 e.origin.map(|o| o.seq as i64),

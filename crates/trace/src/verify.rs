@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, Rows};
@@ -297,32 +297,32 @@ const BATCH_ROWS: usize = 2048;
 
 /// A byte range in a batch's arena.
 #[derive(Debug, Clone, Copy)]
-struct Span(u32, u32);
+pub(crate) struct Span(u32, u32);
 
 /// One event row copied out of SQLite.
 #[derive(Debug)]
-struct OwnedRow {
-    seq: u64,
-    id: u128,
-    ts_ms: i64,
-    cell: Span,
-    session: Span,
-    kind: Span,
-    commit: Option<Span>,
-    payload: Span,
+pub(crate) struct OwnedRow {
+    pub seq: u64,
+    pub id: u128,
+    pub ts_ms: i64,
+    pub cell: Span,
+    pub session: Span,
+    pub kind: Span,
+    pub commit: Option<Span>,
+    pub payload: Span,
     origin: Option<(Span, u64, [u8; 32])>,
-    prev: [u8; 32],
-    stored: [u8; 32],
+    pub prev: [u8; 32],
+    pub stored: [u8; 32],
     mac: Option<[u8; 32]>,
     /// The projection rows stored at this seq, per table (scores, test_runs).
-    projections: [Option<std::result::Result<Projection, &'static str>>; 2],
+    pub projections: [Option<std::result::Result<Projection, &'static str>>; 2],
 }
 
 /// Consecutive rows and the bytes of their variable-length columns.
 #[derive(Debug)]
-struct Batch {
+pub(crate) struct Batch {
     arena: Vec<u8>,
-    rows: Vec<OwnedRow>,
+    pub rows: Vec<OwnedRow>,
     /// Stored hash of the row before the first (or the chain start).
     prev_stored: blake3::Hash,
 }
@@ -342,11 +342,11 @@ impl Batch {
         Span(start, bytes.len() as u32)
     }
 
-    fn bytes(&self, s: Span) -> &[u8] {
+    pub fn bytes(&self, s: Span) -> &[u8] {
         &self.arena[s.0 as usize..(s.0 + s.1) as usize]
     }
 
-    fn str(&self, s: Span) -> &str {
+    pub fn str(&self, s: Span) -> &str {
         // Only UTF-8 checked by the reader is stored as a text span.
         std::str::from_utf8(self.bytes(s)).unwrap_or_default()
     }
@@ -621,6 +621,19 @@ pub(crate) fn verify_conn(
     store_id: &str,
     options: &VerifyOptions,
 ) -> Result<VerifyReport> {
+    verify_conn_each(conn, store_id, options, &mut |_| Ok(()))
+}
+
+/// [`verify_conn`], handing every batch of rows to `on_batch` as it is read
+/// (before its rows are checked: a consumer must discard its work if the
+/// report comes back with a fault). A merge ingests from it, so the cell is
+/// read once.
+pub(crate) fn verify_conn_each(
+    conn: &Connection,
+    store_id: &str,
+    options: &VerifyOptions,
+    on_batch: &mut dyn FnMut(&Batch) -> Result<()>,
+) -> Result<VerifyReport> {
     let genesis = genesis_hash(store_id);
     let mut report = VerifyReport {
         store_id: store_id.to_string(),
@@ -741,7 +754,7 @@ pub(crate) fn verify_conn(
         let mut senders = Vec::new();
         if workers > 1 {
             for _ in 0..workers {
-                let (tx, rx) = mpsc::sync_channel::<Batch>(2);
+                let (tx, rx) = mpsc::sync_channel::<Arc<Batch>>(2);
                 let result_tx = result_tx.clone();
                 let (ctx, lowest) = (&ctx, &lowest);
                 scope.spawn(move || {
@@ -767,7 +780,11 @@ pub(crate) fn verify_conn(
         loop {
             let more = reader.fill(&mut rows, &mut cursors, &mut batch, &lowest)?;
             if !batch.rows.is_empty() {
-                let full = std::mem::replace(&mut batch, Batch::new(reader.last_stored));
+                let full = Arc::new(std::mem::replace(
+                    &mut batch,
+                    Batch::new(reader.last_stored),
+                ));
+                on_batch(&full)?;
                 if senders.is_empty() {
                     if let Some(found) = ctx.check_batch(&full, &mut inline_hasher) {
                         lowest.fetch_min(found.0.seq, Ordering::Relaxed);
