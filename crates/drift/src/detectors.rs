@@ -1,0 +1,480 @@
+//! Change detectors behind one small trait: two-sided tabular CUSUM, the
+//! EWMA chart and Page–Hinkley. Pure state machines over a score stream.
+
+use serde::Serialize;
+
+use crate::error::{Error, Result, invalid};
+
+/// Which way the monitored mean moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shift {
+    /// The mean went up.
+    Up,
+    /// The mean went down.
+    Down,
+}
+
+/// A detector's signal.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Alarm {
+    /// The detector (`cusum`, `ewma`, `page_hinkley`).
+    pub detector: &'static str,
+    /// Observations seen, the alarming one included (1-based).
+    pub n: u64,
+    /// The statistic that crossed its limit.
+    pub statistic: f64,
+    /// The limit it crossed.
+    pub limit: f64,
+    /// Which way the mean moved.
+    pub shift: Shift,
+    /// Estimated first observation of the change (1-based): one past the last
+    /// time the alarming statistic was at its floor (CUSUM: zero).
+    pub change_start: u64,
+}
+
+/// A change detector fed one observation at a time.
+pub trait Detector {
+    /// Adds one observation; an alarm when a limit is crossed.
+    ///
+    /// # Errors
+    /// [`Error::InvalidObservation`] for a NaN or infinite value; the state
+    /// is unchanged (an observation is never silently skipped).
+    fn update(&mut self, x: f64) -> Result<Option<Alarm>>;
+
+    /// Forgets everything seen (after a heal, or to restart after an alarm).
+    fn reset(&mut self);
+
+    /// Observations seen since the last reset.
+    fn n(&self) -> u64;
+}
+
+fn finite(x: f64) -> Result<f64> {
+    if x.is_finite() {
+        Ok(x)
+    } else {
+        Err(Error::InvalidObservation {
+            reason: format!("{x} is not a finite score"),
+        })
+    }
+}
+
+fn positive(name: &'static str, v: f64) -> Result<f64> {
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(invalid(name, format!("{v} must be a positive number")))
+    }
+}
+
+/// Two-sided tabular CUSUM on standardized observations `z = (x − μ0)/σ`:
+/// `C⁺ = max(0, C⁺ + z − k)`, `C⁻ = max(0, C⁻ − z − k)`, alarm when either
+/// exceeds `h` (Page 1954; Montgomery). `k` is half the shift to detect, in σ.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cusum {
+    mu0: f64,
+    sigma: f64,
+    k: f64,
+    h: f64,
+    fir: bool,
+    up: f64,
+    down: f64,
+    n: u64,
+    last_zero_up: u64,
+    last_zero_down: u64,
+}
+
+impl Cusum {
+    /// A CUSUM with reference value `k` and decision interval `h` (both in σ)
+    /// around the in-control mean `mu0` with standard deviation `sigma`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for σ ≤ 0, h ≤ 0, k < 0 or a non-finite μ0.
+    pub fn new(mu0: f64, sigma: f64, k: f64, h: f64) -> Result<Self> {
+        if !mu0.is_finite() {
+            return Err(invalid("mu0", "must be finite"));
+        }
+        let sigma = positive("sigma", sigma)?;
+        let h = positive("h", h)?;
+        if !(k.is_finite() && k >= 0.0) {
+            return Err(invalid("k", format!("{k} must be a finite number ≥ 0")));
+        }
+        let mut c = Cusum {
+            mu0,
+            sigma,
+            k,
+            h,
+            fir: false,
+            up: 0.0,
+            down: 0.0,
+            n: 0,
+            last_zero_up: 0,
+            last_zero_down: 0,
+        };
+        c.reset();
+        Ok(c)
+    }
+
+    /// Fast initial response (Lucas & Crosier 1982): both sums start at h/2,
+    /// so a process that is already off target is caught sooner.
+    pub fn with_fast_initial_response(mut self) -> Self {
+        self.fir = true;
+        self.reset();
+        self
+    }
+
+    /// The current (C⁺, C⁻).
+    pub fn statistics(&self) -> (f64, f64) {
+        (self.up, self.down)
+    }
+
+    /// The parameters (k, h).
+    pub fn parameters(&self) -> (f64, f64) {
+        (self.k, self.h)
+    }
+}
+
+impl Detector for Cusum {
+    fn update(&mut self, x: f64) -> Result<Option<Alarm>> {
+        let z = (finite(x)? - self.mu0) / self.sigma;
+        self.n += 1;
+        self.up = (self.up + z - self.k).max(0.0);
+        self.down = (self.down - z - self.k).max(0.0);
+        if self.up <= 0.0 {
+            self.last_zero_up = self.n;
+        }
+        if self.down <= 0.0 {
+            self.last_zero_down = self.n;
+        }
+        let alarm = |statistic, shift, last_zero: u64| Alarm {
+            detector: "cusum",
+            n: self.n,
+            statistic,
+            limit: self.h,
+            shift,
+            change_start: last_zero + 1,
+        };
+        Ok(if self.up > self.h {
+            Some(alarm(self.up, Shift::Up, self.last_zero_up))
+        } else if self.down > self.h {
+            Some(alarm(self.down, Shift::Down, self.last_zero_down))
+        } else {
+            None
+        })
+    }
+
+    fn reset(&mut self) {
+        let start = if self.fir { self.h / 2.0 } else { 0.0 };
+        self.up = start;
+        self.down = start;
+        self.n = 0;
+        self.last_zero_up = 0;
+        self.last_zero_down = 0;
+    }
+
+    fn n(&self) -> u64 {
+        self.n
+    }
+}
+
+/// Which control limits an EWMA chart uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EwmaLimits {
+    /// `Lσ√(λ/(2−λ)·(1 − (1−λ)^{2t}))`: exact at every t; tighter early on,
+    /// so in-control runs are shorter than the published tables.
+    TimeVarying,
+    /// `Lσ√(λ/(2−λ))`: the limits of Lucas & Saccucci's ARL tables.
+    SteadyState,
+}
+
+/// EWMA chart: `z_t = λx_t + (1−λ)z_{t−1}`, `z_0 = μ0`, alarm when
+/// `|z_t − μ0|` exceeds the limit (Roberts 1959; Lucas & Saccucci 1990).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Ewma {
+    mu0: f64,
+    sigma: f64,
+    lambda: f64,
+    l: f64,
+    limits: EwmaLimits,
+    z: f64,
+    n: u64,
+    last_centre: u64,
+}
+
+impl Ewma {
+    /// An EWMA chart with smoothing `lambda` and width `l` (in σ of z).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for λ outside (0, 1], L ≤ 0, σ ≤ 0 or a non-finite μ0.
+    pub fn new(mu0: f64, sigma: f64, lambda: f64, l: f64, limits: EwmaLimits) -> Result<Self> {
+        if !mu0.is_finite() {
+            return Err(invalid("mu0", "must be finite"));
+        }
+        let sigma = positive("sigma", sigma)?;
+        let l = positive("L", l)?;
+        if !(lambda.is_finite() && lambda > 0.0 && lambda <= 1.0) {
+            return Err(invalid("lambda", format!("{lambda} must be in (0, 1]")));
+        }
+        Ok(Ewma {
+            mu0,
+            sigma,
+            lambda,
+            l,
+            limits,
+            z: mu0,
+            n: 0,
+            last_centre: 0,
+        })
+    }
+
+    /// The limit's half-width after `t` observations.
+    pub fn limit(&self, t: u64) -> f64 {
+        let steady = self.lambda / (2.0 - self.lambda);
+        let factor = match self.limits {
+            EwmaLimits::SteadyState => 1.0,
+            EwmaLimits::TimeVarying => 1.0 - (1.0 - self.lambda).powf(2.0 * t as f64),
+        };
+        self.l * self.sigma * (steady * factor).sqrt()
+    }
+
+    /// The current smoothed value.
+    pub fn value(&self) -> f64 {
+        self.z
+    }
+}
+
+impl Detector for Ewma {
+    fn update(&mut self, x: f64) -> Result<Option<Alarm>> {
+        let x = finite(x)?;
+        self.n += 1;
+        let before = self.z - self.mu0;
+        self.z = self.lambda * x + (1.0 - self.lambda) * self.z;
+        let dev = self.z - self.mu0;
+        // The change is dated from the last crossing of the centre line.
+        if before == 0.0 || before.signum() != dev.signum() {
+            self.last_centre = self.n - 1;
+        }
+        let limit = self.limit(self.n);
+        Ok((dev.abs() > limit).then(|| Alarm {
+            detector: "ewma",
+            n: self.n,
+            statistic: self.z,
+            limit: self.mu0 + limit * dev.signum(),
+            shift: if dev > 0.0 { Shift::Up } else { Shift::Down },
+            change_start: self.last_centre + 1,
+        }))
+    }
+
+    fn reset(&mut self) {
+        self.z = self.mu0;
+        self.n = 0;
+        self.last_centre = 0;
+    }
+
+    fn n(&self) -> u64 {
+        self.n
+    }
+}
+
+/// Page–Hinkley test in both directions (Page 1954; Hinkley 1971): for an
+/// increase, `m_T = Σ(x_t − x̄_t − δ)` against its running minimum; for a
+/// decrease, `Σ(x_t − x̄_t + δ)` against its running maximum; alarm when the
+/// gap exceeds `λ`. `x̄_t` is the running mean including `x_t`. No
+/// forgetting factor (River's `alpha`) and no minimum-instances rule.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PageHinkley {
+    delta: f64,
+    lambda: f64,
+    n: u64,
+    mean: f64,
+    up_sum: f64,
+    up_min: f64,
+    up_min_at: u64,
+    down_sum: f64,
+    down_max: f64,
+    down_max_at: u64,
+}
+
+impl PageHinkley {
+    /// A test with tolerance `delta` (≥ 0) and threshold `lambda` (> 0).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for δ < 0 or λ ≤ 0.
+    pub fn new(delta: f64, lambda: f64) -> Result<Self> {
+        if !(delta.is_finite() && delta >= 0.0) {
+            return Err(invalid(
+                "delta",
+                format!("{delta} must be a finite number ≥ 0"),
+            ));
+        }
+        let lambda = positive("lambda", lambda)?;
+        let mut p = PageHinkley {
+            delta,
+            lambda,
+            n: 0,
+            mean: 0.0,
+            up_sum: 0.0,
+            up_min: 0.0,
+            up_min_at: 0,
+            down_sum: 0.0,
+            down_max: 0.0,
+            down_max_at: 0,
+        };
+        p.reset();
+        Ok(p)
+    }
+}
+
+impl Detector for PageHinkley {
+    fn update(&mut self, x: f64) -> Result<Option<Alarm>> {
+        let x = finite(x)?;
+        self.n += 1;
+        self.mean += (x - self.mean) / self.n as f64;
+        self.up_sum += x - self.mean - self.delta;
+        self.down_sum += x - self.mean + self.delta;
+        if self.up_sum < self.up_min {
+            self.up_min = self.up_sum;
+            self.up_min_at = self.n;
+        }
+        if self.down_sum > self.down_max {
+            self.down_max = self.down_sum;
+            self.down_max_at = self.n;
+        }
+        let (up_gap, down_gap) = (self.up_sum - self.up_min, self.down_max - self.down_sum);
+        let alarm = |statistic, shift, at: u64| Alarm {
+            detector: "page_hinkley",
+            n: self.n,
+            statistic,
+            limit: self.lambda,
+            shift,
+            change_start: at + 1,
+        };
+        Ok(if up_gap > self.lambda {
+            Some(alarm(up_gap, Shift::Up, self.up_min_at))
+        } else if down_gap > self.lambda {
+            Some(alarm(down_gap, Shift::Down, self.down_max_at))
+        } else {
+            None
+        })
+    }
+
+    fn reset(&mut self) {
+        self.n = 0;
+        self.mean = 0.0;
+        self.up_sum = 0.0;
+        self.up_min = 0.0;
+        self.up_min_at = 0;
+        self.down_sum = 0.0;
+        self.down_max = 0.0;
+        self.down_max_at = 0;
+    }
+
+    fn n(&self) -> u64 {
+        self.n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_parameters_and_observations_are_refused() {
+        assert!(matches!(
+            Cusum::new(0.0, 0.0, 0.5, 4.0),
+            Err(Error::InvalidParameter { name: "sigma", .. })
+        ));
+        assert!(matches!(
+            Cusum::new(0.0, 1.0, 0.5, 0.0),
+            Err(Error::InvalidParameter { name: "h", .. })
+        ));
+        assert!(matches!(
+            Cusum::new(0.0, 1.0, -0.5, 4.0),
+            Err(Error::InvalidParameter { name: "k", .. })
+        ));
+        for lambda in [0.0, 1.5, f64::NAN] {
+            assert!(matches!(
+                Ewma::new(0.0, 1.0, lambda, 3.0, EwmaLimits::SteadyState),
+                Err(Error::InvalidParameter { name: "lambda", .. })
+            ));
+        }
+        assert!(matches!(
+            PageHinkley::new(0.1, 0.0),
+            Err(Error::InvalidParameter { name: "lambda", .. })
+        ));
+        let mut c = Cusum::new(0.0, 1.0, 0.5, 4.0).expect("valid");
+        assert!(matches!(
+            c.update(f64::NAN),
+            Err(Error::InvalidObservation { .. })
+        ));
+        assert_eq!(c.n(), 0, "a refused observation is not counted");
+    }
+
+    #[test]
+    fn cusum_follows_the_recursion_and_dates_the_change() {
+        let mut c = Cusum::new(10.0, 2.0, 0.5, 4.0).expect("valid");
+        // In control, then a +2σ shift from observation 6 on.
+        let xs = [10.0, 9.0, 11.0, 10.0, 8.0, 14.0, 14.0, 14.0, 14.0];
+        let mut alarm = None;
+        for x in xs {
+            if let Some(a) = c.update(x).expect("finite") {
+                alarm = Some(a);
+                break;
+            }
+        }
+        let a = alarm.expect("the shift is caught");
+        // z = 2 from obs 6: C⁺ = 1.5, 3.0, 4.5 > 4 at obs 8.
+        assert_eq!((a.n, a.shift, a.change_start), (8, Shift::Up, 6));
+        assert!((a.statistic - 4.5).abs() < 1e-12);
+        let mut fir = Cusum::new(10.0, 2.0, 0.5, 4.0)
+            .expect("valid")
+            .with_fast_initial_response();
+        assert_eq!(fir.statistics(), (2.0, 2.0));
+        fir.reset();
+        assert_eq!(fir.statistics(), (2.0, 2.0));
+    }
+
+    #[test]
+    fn ewma_limits_grow_to_steady_state() {
+        let tv = Ewma::new(0.0, 1.0, 0.2, 3.0, EwmaLimits::TimeVarying).expect("valid");
+        let ss = Ewma::new(0.0, 1.0, 0.2, 3.0, EwmaLimits::SteadyState).expect("valid");
+        assert!(
+            (tv.limit(1) - 3.0 * 0.2).abs() < 1e-12,
+            "first limit is Lσλ"
+        );
+        assert!(tv.limit(1) < tv.limit(5) && tv.limit(5) < tv.limit(100));
+        assert!((tv.limit(1000) - ss.limit(1)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn page_hinkley_catches_both_directions() {
+        for (shift, want) in [(3.0, Shift::Up), (-3.0, Shift::Down)] {
+            let mut p = PageHinkley::new(0.5, 10.0).expect("valid");
+            let mut got = None;
+            for i in 0..200 {
+                let x = if i < 50 {
+                    f64::from(i % 3) - 1.0
+                } else {
+                    shift + f64::from(i % 3) - 1.0
+                };
+                if let Some(a) = p.update(x).expect("finite") {
+                    got = Some(a);
+                    break;
+                }
+            }
+            let a = got.expect("caught");
+            assert_eq!(a.shift, want);
+            assert!(
+                a.n > 50 && a.n < 70,
+                "caught soon after the change: {}",
+                a.n
+            );
+            assert!(
+                (45..=55).contains(&a.change_start),
+                "dated near 51: {}",
+                a.change_start
+            );
+        }
+    }
+}

@@ -1,0 +1,39 @@
+//! The one error type of `ratchet-drift`.
+
+/// `Result` with this crate's [`Error`] as the default error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in drift detection.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A detector or ARL parameter is out of its domain.
+    #[error("invalid parameter {name}: {reason}")]
+    InvalidParameter {
+        /// The parameter (`sigma`, `lambda`, `h`, …).
+        name: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An observation cannot be used (NaN or infinite); it was not counted.
+    #[error("invalid observation: {reason}")]
+    InvalidObservation {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A numerical routine failed.
+    #[error("numerical failure in {what}: {reason}")]
+    Numerical {
+        /// The routine.
+        what: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+pub(crate) fn invalid(name: &'static str, reason: impl Into<String>) -> Error {
+    Error::InvalidParameter {
+        name,
+        reason: reason.into(),
+    }
+}
