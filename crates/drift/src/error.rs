@@ -4,7 +4,7 @@
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong in drift detection.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A detector or ARL parameter is out of its domain.
@@ -21,6 +21,9 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// The trace store failed.
+    #[error("trace store: {0}")]
+    Trace(#[from] ratchet_trace::Error),
     /// A numerical routine failed.
     #[error("numerical failure in {what}: {reason}")]
     Numerical {

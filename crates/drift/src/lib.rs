@@ -13,8 +13,14 @@
 //!   guess), [`monte_carlo_arl`] (seeded cross-check), and the solvers
 //!   [`cusum_h_for_arl0`] and [`ewma_l_for_arl0`].
 //!
-//! The monitor over the trace, best-commit choice and healing build on this
-//! (issue 4's remaining work). Everything here is pure.
+//! * Live: [`Monitor`] follows one commit's score stream in the trace
+//!   (baseline = that commit's measured statistics), [`record_alarm`]
+//!   appends an alarm event, [`best_commit`] ranks commits by a lower
+//!   confidence bound, and [`warmup_false_alarms`] / [`size_warmup`] report
+//!   what estimated μ and σ actually do to false alarms.
+//!
+//! The detectors and ARL arithmetic are pure; the monitor and the ranking
+//! read the store through `ratchet-trace`.
 //!
 //! ```
 //! use ratchet_drift::{Cusum, Detector, cusum_arl, cusum_h_for_arl0, DEFAULT_STATES};
@@ -38,6 +44,7 @@
 mod arl;
 mod detectors;
 mod error;
+mod monitor;
 
 pub use arl::{
     DEFAULT_STATES, RunLengthEstimate, cusum_arl, cusum_arl_one_sided, cusum_h_for_arl0, ewma_arl,
@@ -45,3 +52,7 @@ pub use arl::{
 };
 pub use detectors::{Alarm, Cusum, Detector, Ewma, EwmaLimits, PageHinkley, Shift};
 pub use error::{Error, Result};
+pub use monitor::{
+    KIND_ALARM, Monitor, RankedCommit, TraceAlarm, WarmupReport, best_commit, record_alarm,
+    size_warmup, warmup_false_alarms,
+};

@@ -743,6 +743,56 @@ impl Store {
         self.paired_scores_upto(baseline, candidate, scorer, u64::MAX)
     }
 
+    /// Values of `scorer` under `commit` recorded after `after_seq`, in seq
+    /// order, at most `limit` of them: a live score stream to follow (a
+    /// range scan on seq, so following costs only what is new).
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails.
+    pub fn score_stream(
+        &self,
+        commit: &CommitId,
+        scorer: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, f64)>> {
+        self.conn
+            .prepare_cached(
+                "SELECT seq, value FROM scores WHERE seq > ?1 AND commit_id = ?2 AND scorer = ?3 ORDER BY seq LIMIT ?4",
+            )
+            .and_then(|mut st| {
+                st.query_map(
+                    params![
+                        after_seq.min(i64::MAX as u64) as i64,
+                        commit.as_str(),
+                        scorer,
+                        limit.min(i64::MAX as usize) as i64
+                    ],
+                    |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)),
+                )?
+                .collect()
+            })
+            .map_err(Error::sqlite("reading a score stream"))
+    }
+
+    /// [`Store::commit_stats_for`] over the scores recorded at or before `max_seq`.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails.
+    pub fn commit_stats_upto(
+        &self,
+        commit: &CommitId,
+        scorer: &str,
+        max_seq: u64,
+    ) -> Result<Option<CommitStats>> {
+        Ok(self
+            .stats_scan(
+                "SELECT commit_id, value FROM scores WHERE scorer = ?1 AND commit_id = ?2 AND seq <= ?3",
+                params![scorer, commit.as_str(), max_seq.min(i64::MAX as u64) as i64],
+            )?
+            .pop())
+    }
+
     /// Whether any score of `scorer` was recorded at or before `max_seq`
     /// (under any commit): how the gate tells an unknown scorer from a
     /// known one with no data yet for a commit.

@@ -1,0 +1,326 @@
+//! The live side: a [`Monitor`] following one commit's score stream in the
+//! trace, [`best_commit`] (the measured rung to climb back to), and the
+//! honest warm-up report when μ and σ are estimated.
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand_distr::{Distribution, Normal};
+use serde::Serialize;
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+use ratchet_trace::{CommitId, EventDraft, Receipt, Store};
+
+use crate::detectors::{Alarm, Cusum, Detector};
+use crate::error::{Error, Result, invalid};
+
+/// Event kind of an appended alarm.
+pub const KIND_ALARM: &str = "alarm";
+
+/// Page size when following the trace.
+const PAGE: usize = 4096;
+
+/// An alarm tied to the trace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceAlarm {
+    /// The monitored commit.
+    pub commit: CommitId,
+    /// The scorer followed.
+    pub scorer: String,
+    /// The detector's alarm.
+    pub alarm: Alarm,
+    /// Seq of the score event that raised it.
+    pub seq: u64,
+    /// Seq of the first score of the estimated change (the change began
+    /// between the previous score of this stream and this seq).
+    pub change_seq: u64,
+    /// The baseline the detector compared against.
+    pub baseline_mean: f64,
+    /// Its standard deviation.
+    pub baseline_sd: f64,
+}
+
+/// Follows one commit's scores of one scorer with a two-sided CUSUM whose
+/// in-control mean and σ are that commit's measured statistics at `from_seq`.
+/// Its state is a function of the trace alone: a new monitor started at the
+/// same point and polled to the same position is identical.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Monitor {
+    commit: CommitId,
+    scorer: String,
+    detector: Cusum,
+    baseline_mean: f64,
+    baseline_sd: f64,
+    position: u64,
+    /// Seqs of the observations since the detector's last reset.
+    seqs: Vec<u64>,
+}
+
+impl Monitor {
+    /// Starts following `commit`'s `scorer` after `from_seq`, with a CUSUM of
+    /// reference `k` and interval `h` (σ units) around the commit's measured
+    /// mean and standard deviation at `from_seq` (at least `min_n` scores).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if the commit has fewer than `min_n` (≥ 2)
+    /// scores or zero spread at `from_seq`, or for invalid k/h;
+    /// [`Error::Trace`] if the store cannot be read.
+    pub fn start(
+        store: &Store,
+        commit: &CommitId,
+        scorer: &str,
+        from_seq: u64,
+        k: f64,
+        h: f64,
+        min_n: u64,
+    ) -> Result<Self> {
+        let stats = store
+            .commit_stats_upto(commit, scorer, from_seq)?
+            .filter(|s| s.n >= min_n.max(2))
+            .ok_or_else(|| {
+                invalid(
+                    "baseline",
+                    format!(
+                        "commit {commit} has fewer than {} {scorer} scores to take a baseline from",
+                        min_n.max(2)
+                    ),
+                )
+            })?;
+        let sd = stats.variance.unwrap_or(0.0).sqrt();
+        if sd <= 0.0 {
+            return Err(invalid(
+                "baseline",
+                format!("commit {commit}'s {scorer} scores have no spread; σ cannot be 0"),
+            ));
+        }
+        Ok(Monitor {
+            commit: commit.clone(),
+            scorer: scorer.to_string(),
+            detector: Cusum::new(stats.mean, sd, k, h)?,
+            baseline_mean: stats.mean,
+            baseline_sd: sd,
+            position: from_seq,
+            seqs: Vec::new(),
+        })
+    }
+
+    /// The seq up to which the trace has been read.
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// The detector's state.
+    pub fn detector(&self) -> &Cusum {
+        &self.detector
+    }
+
+    /// Reads the new scores of the stream and returns the alarms they raise,
+    /// in order. After an alarm the detector restarts.
+    ///
+    /// # Errors
+    /// [`Error::Trace`] if the store cannot be read.
+    pub fn poll(&mut self, store: &Store) -> Result<Vec<TraceAlarm>> {
+        let mut alarms = Vec::new();
+        loop {
+            let page = store.score_stream(&self.commit, &self.scorer, self.position, PAGE)?;
+            for &(seq, value) in &page {
+                self.seqs.push(seq);
+                self.position = seq;
+                if let Some(alarm) = self.detector.update(value)? {
+                    let idx = (alarm.change_start as usize)
+                        .saturating_sub(1)
+                        .min(self.seqs.len() - 1);
+                    alarms.push(TraceAlarm {
+                        commit: self.commit.clone(),
+                        scorer: self.scorer.clone(),
+                        change_seq: self.seqs[idx],
+                        seq,
+                        alarm,
+                        baseline_mean: self.baseline_mean,
+                        baseline_sd: self.baseline_sd,
+                    });
+                    self.detector.reset();
+                    self.seqs.clear();
+                }
+            }
+            if page.len() < PAGE {
+                break;
+            }
+        }
+        Ok(alarms)
+    }
+}
+
+/// Appends an alarm to the trace (kind `alarm`, under the alarmed commit).
+///
+/// # Errors
+/// [`Error::Trace`] if the append fails (for instance, a keyed store opened without its key).
+pub fn record_alarm(store: &mut Store, alarm: &TraceAlarm) -> Result<Receipt> {
+    let draft = EventDraft::json(KIND_ALARM, alarm)?
+        .commit(alarm.commit.clone())
+        .session("monitor");
+    Ok(store.append(draft)?)
+}
+
+/// One commit in a best-commit ranking.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankedCommit {
+    /// The commit.
+    pub commit: CommitId,
+    /// Scores.
+    pub n: u64,
+    /// Mean score.
+    pub mean: f64,
+    /// Sample standard deviation.
+    pub sd: f64,
+    /// One-sided lower confidence bound on the mean: `x̄ − t_{c, n−1}·s/√n`.
+    pub lower_bound: f64,
+}
+
+/// Ranks commits by the lower confidence bound on their mean `scorer`
+/// value (the raw argmax of means picks lucky small samples), among those
+/// with at least `min_n` scores, excluding `exclude` (the alarmed commit).
+/// The first entry is the best measured commit.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for `min_n` < 2 or `confidence` outside (0, 1);
+/// [`Error::Trace`] if the store cannot be read.
+pub fn best_commit(
+    store: &Store,
+    scorer: &str,
+    min_n: u64,
+    confidence: f64,
+    exclude: &[CommitId],
+) -> Result<Vec<RankedCommit>> {
+    if min_n < 2 {
+        return Err(invalid(
+            "min_n",
+            "at least 2 scores are needed for a confidence bound",
+        ));
+    }
+    if !(confidence > 0.0 && confidence < 1.0) {
+        return Err(invalid(
+            "confidence",
+            format!("{confidence} must be in (0, 1)"),
+        ));
+    }
+    let mut ranked: Vec<RankedCommit> = Vec::new();
+    for s in store.commit_stats(scorer)? {
+        if s.n < min_n || exclude.contains(&s.commit) {
+            continue;
+        }
+        let sd = s.variance.unwrap_or(0.0).sqrt();
+        let t = StudentsT::new(0.0, 1.0, (s.n - 1) as f64)
+            .map_err(|e| Error::Numerical {
+                what: "student t",
+                reason: e.to_string(),
+            })?
+            .inverse_cdf(confidence);
+        ranked.push(RankedCommit {
+            lower_bound: s.mean - t * sd / (s.n as f64).sqrt(),
+            commit: s.commit,
+            n: s.n,
+            mean: s.mean,
+            sd,
+        });
+    }
+    ranked.sort_by(|a, b| {
+        b.lower_bound
+            .total_cmp(&a.lower_bound)
+            .then_with(|| a.commit.cmp(&b.commit))
+    });
+    Ok(ranked)
+}
+
+/// What a CUSUM does in control when μ and σ are estimated from `m`
+/// warm-up samples instead of known (textbook ARLs assume them known).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WarmupReport {
+    /// Warm-up samples.
+    pub m: u64,
+    /// P(false alarm within `horizon` in-control observations), estimated.
+    pub p_false_alarm: f64,
+    /// Its Monte-Carlo standard error.
+    pub se: f64,
+    /// The same probability with μ and σ known.
+    pub p_false_alarm_known: f64,
+    /// The horizon.
+    pub horizon: u64,
+}
+
+/// Simulates the in-control false-alarm probability within `horizon`
+/// observations of a CUSUM (k, h) whose μ and σ are estimated from `m`
+/// N(0, 1) samples, and the same with known parameters. Seeded.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for m < 2, horizon = 0 or runs < 2.
+pub fn warmup_false_alarms(
+    k: f64,
+    h: f64,
+    m: u64,
+    horizon: u64,
+    runs: usize,
+    seed: u64,
+) -> Result<WarmupReport> {
+    if m < 2 || horizon == 0 || runs < 2 {
+        return Err(invalid(
+            "m/horizon/runs",
+            "need m ≥ 2, horizon ≥ 1 and at least 2 runs",
+        ));
+    }
+    let normal = Normal::new(0.0, 1.0).map_err(|e| invalid("normal", e.to_string()))?;
+    let mut rng = StdRng::seed_from_u64(seed);
+    let (mut est_alarms, mut known_alarms) = (0usize, 0usize);
+    for _ in 0..runs {
+        let (mut mean, mut m2) = (0.0, 0.0);
+        for i in 1..=m {
+            let x: f64 = normal.sample(&mut rng);
+            let d = x - mean;
+            mean += d / i as f64;
+            m2 += d * (x - mean);
+        }
+        let sd = (m2 / (m - 1) as f64).sqrt().max(f64::MIN_POSITIVE);
+        let mut estimated = Cusum::new(mean, sd, k, h)?;
+        let mut known = Cusum::new(0.0, 1.0, k, h)?;
+        let (mut e_hit, mut k_hit) = (false, false);
+        for _ in 0..horizon {
+            let x: f64 = normal.sample(&mut rng);
+            e_hit = e_hit || estimated.update(x)?.is_some();
+            k_hit = k_hit || known.update(x)?.is_some();
+        }
+        est_alarms += usize::from(e_hit);
+        known_alarms += usize::from(k_hit);
+    }
+    let r = runs as f64;
+    let p = est_alarms as f64 / r;
+    Ok(WarmupReport {
+        m,
+        p_false_alarm: p,
+        se: (p * (1.0 - p) / r).sqrt(),
+        p_false_alarm_known: known_alarms as f64 / r,
+        horizon,
+    })
+}
+
+/// The smallest warm-up size from `candidates` (ascending) whose estimated
+/// false-alarm probability within `horizon` is at most `target`, with its
+/// report; `None` if none reaches it.
+///
+/// # Errors
+/// As [`warmup_false_alarms`].
+pub fn size_warmup(
+    k: f64,
+    h: f64,
+    target: f64,
+    horizon: u64,
+    candidates: &[u64],
+    runs: usize,
+    seed: u64,
+) -> Result<Option<WarmupReport>> {
+    for &m in candidates {
+        let r = warmup_false_alarms(k, h, m, horizon, runs, seed)?;
+        if r.p_false_alarm <= target {
+            return Ok(Some(r));
+        }
+    }
+    Ok(None)
+}

@@ -1,0 +1,176 @@
+//! The live side over a real store: the monitor, alarms in the trace,
+//! replay, best-commit ranking, and the honest warm-up.
+
+use rand::{SeedableRng, rngs::StdRng};
+use rand_distr::{Distribution, Normal};
+use ratchet_drift::{
+    KIND_ALARM, Monitor, Shift, best_commit, record_alarm, size_warmup, warmup_false_alarms,
+};
+use ratchet_trace::{CommitId, Score, Store, StoreOptions};
+
+fn commit(n: u8) -> CommitId {
+    CommitId::parse(&format!("{n:02x}").repeat(20)).expect("commit")
+}
+
+fn scores(c: &CommitId, mean: f64, sd: f64, n: usize, rng: &mut StdRng, tag: &str) -> Vec<Score> {
+    let normal = Normal::new(mean, sd).expect("normal");
+    (0..n)
+        .map(|i| {
+            Score::new(
+                c.clone(),
+                format!("{tag}-{i}"),
+                "quality",
+                normal.sample(rng),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_monitor_catches_a_drop_and_dates_it() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
+    let mut rng = StdRng::seed_from_u64(3);
+    let a = commit(1);
+    store
+        .record_scores(&scores(&a, 0.8, 0.05, 200, &mut rng, "measured"), "eval")
+        .expect("baseline");
+    let deployed_at = store.head().expect("head").size;
+    // h = 8: in-control ARL in the tens of thousands, so 150 in-control
+    // scores raise no false alarm, while a 2σ drop is caught in a few.
+    let mut monitor =
+        Monitor::start(&store, &a, "quality", deployed_at, 0.5, 8.0, 30).expect("monitor");
+
+    store
+        .record_scores(&scores(&a, 0.8, 0.05, 150, &mut rng, "live"), "live")
+        .expect("live");
+    assert!(
+        monitor.poll(&store).expect("poll").is_empty(),
+        "no alarm while in control"
+    );
+    let drop_starts = store.head().expect("head").size + 1;
+    store
+        .record_scores(&scores(&a, 0.70, 0.05, 100, &mut rng, "drift"), "live")
+        .expect("drift");
+    let alarms = monitor.poll(&store).expect("poll");
+    let first = alarms.first().expect("the drop is caught");
+    assert_eq!(first.alarm.shift, Shift::Down);
+    assert!(
+        first.seq >= drop_starts && first.seq < drop_starts + 30,
+        "caught within 30 scores: {}",
+        first.seq
+    );
+    assert!(
+        first.change_seq + 15 >= drop_starts && first.change_seq <= first.seq,
+        "dated near the drop: {} vs {drop_starts}",
+        first.change_seq
+    );
+
+    let r = record_alarm(&mut store, first).expect("append");
+    let e = store
+        .event_by_seq(r.seq)
+        .expect("read")
+        .expect("alarm event");
+    assert_eq!(e.kind, KIND_ALARM);
+    assert_eq!(e.commit.as_ref(), Some(&a));
+    assert!(store.verify().expect("verify").is_valid());
+}
+
+#[test]
+fn monitor_state_is_rebuilt_by_replaying_the_trace() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
+    let mut rng = StdRng::seed_from_u64(4);
+    let (a, b) = (commit(1), commit(2));
+    store
+        .record_scores(&scores(&a, 0.8, 0.05, 100, &mut rng, "m"), "eval")
+        .expect("baseline");
+    let start = store.head().expect("head").size;
+    let mut incremental =
+        Monitor::start(&store, &a, "quality", start, 0.5, 5.0, 30).expect("monitor");
+    for round in 0..5 {
+        store
+            .record_scores(
+                &scores(&a, 0.79, 0.05, 40, &mut rng, &format!("r{round}")),
+                "live",
+            )
+            .expect("live");
+        store
+            .record_scores(
+                &scores(&b, 0.5, 0.05, 10, &mut rng, &format!("o{round}")),
+                "other",
+            )
+            .expect("other");
+        incremental.poll(&store).expect("poll");
+    }
+    let mut replayed = Monitor::start(&store, &a, "quality", start, 0.5, 5.0, 30).expect("monitor");
+    replayed.poll(&store).expect("poll");
+    assert_eq!(incremental, replayed);
+    assert!(incremental.detector().statistics() != (0.0, 0.0) || incremental.position() > start);
+}
+
+#[test]
+fn best_commit_ranks_by_a_lower_bound_not_a_lucky_mean() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
+    let mut rng = StdRng::seed_from_u64(5);
+    let (steady, lucky, bad, alarmed) = (commit(1), commit(2), commit(3), commit(4));
+    store
+        .record_scores(&scores(&steady, 0.80, 0.1, 400, &mut rng, "s"), "e")
+        .expect("s");
+    // Five draws with a higher mean (0.91) but a wide interval.
+    store
+        .record_scores(
+            &[0.99, 0.6, 0.99, 0.98, 0.99].map(|v| Score::new(lucky.clone(), "l", "quality", v)),
+            "e",
+        )
+        .expect("l");
+    store
+        .record_scores(&scores(&bad, 0.6, 0.1, 400, &mut rng, "b"), "e")
+        .expect("b");
+    store
+        .record_scores(&scores(&alarmed, 0.9, 0.1, 400, &mut rng, "a"), "e")
+        .expect("a");
+    let ranking =
+        best_commit(&store, "quality", 5, 0.95, std::slice::from_ref(&alarmed)).expect("rank");
+    let order: Vec<&CommitId> = ranking.iter().map(|r| &r.commit).collect();
+    assert_eq!(order, vec![&steady, &lucky, &bad], "{ranking:#?}");
+    assert!(
+        ranking[1].mean > ranking[0].mean,
+        "the lucky commit has the higher raw mean"
+    );
+    // A minimum sample size drops it entirely.
+    let strict = best_commit(&store, "quality", 30, 0.95, &[alarmed]).expect("rank");
+    assert!(strict.iter().all(|r| r.commit != lucky));
+    assert!(best_commit(&store, "quality", 1, 0.95, &[]).is_err());
+}
+
+#[test]
+fn estimated_parameters_raise_false_alarms_and_warmup_is_sized() {
+    const RUNS: usize = 3000;
+    // CUSUM k = 1/2, h = 5 (ARL0 465): over 200 in-control observations.
+    let small = warmup_false_alarms(0.5, 5.0, 10, 200, RUNS, 7).expect("sim");
+    let se = (small.se.powi(2)
+        + small.p_false_alarm_known * (1.0 - small.p_false_alarm_known) / RUNS as f64)
+        .sqrt();
+    assert!(
+        small.p_false_alarm > small.p_false_alarm_known + 3.0 * se,
+        "m = 10: {} vs known {}",
+        small.p_false_alarm,
+        small.p_false_alarm_known
+    );
+    // Sized for a target between the known-parameter rate and the m = 10 rate.
+    let target = (small.p_false_alarm + small.p_false_alarm_known) / 2.0;
+    let sized = size_warmup(
+        0.5,
+        5.0,
+        target,
+        200,
+        &[10, 25, 50, 100, 200, 400, 800],
+        RUNS,
+        7,
+    )
+    .expect("sim")
+    .expect("a warm-up reaches the target");
+    assert!(sized.m > 10 && sized.p_false_alarm <= target, "{sized:?}");
+}
