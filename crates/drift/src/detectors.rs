@@ -200,6 +200,12 @@ pub struct Ewma {
     z: f64,
     n: u64,
     last_centre: u64,
+    /// (1−λ)^{2n}, kept by multiplication so an update needs no `powf`.
+    decay: f64,
+    /// (1−λ)², the decay's factor per observation.
+    keep_sq: f64,
+    /// The squared steady-state half-width, (Lσ)²·λ/(2−λ).
+    steady_sq: f64,
 }
 
 impl Ewma {
@@ -225,6 +231,9 @@ impl Ewma {
             z: mu0,
             n: 0,
             last_centre: 0,
+            decay: 1.0,
+            keep_sq: (1.0 - lambda) * (1.0 - lambda),
+            steady_sq: (l * sigma).powi(2) * lambda / (2.0 - lambda),
         })
     }
 
@@ -252,11 +261,20 @@ impl Detector for Ewma {
         self.z = self.lambda * x + (1.0 - self.lambda) * self.z;
         let dev = self.z - self.mu0;
         // The change is dated from the last crossing of the centre line.
-        if before == 0.0 || before.signum() != dev.signum() {
+        if before * dev <= 0.0 {
             self.last_centre = self.n - 1;
         }
-        let limit = self.limit(self.n);
-        Ok((dev.abs() > limit).then(|| Alarm {
+        self.decay *= self.keep_sq;
+        // Compared squared: no square root on the hot path.
+        let limit_sq = match self.limits {
+            EwmaLimits::SteadyState => self.steady_sq,
+            EwmaLimits::TimeVarying => self.steady_sq * (1.0 - self.decay),
+        };
+        if dev * dev <= limit_sq {
+            return Ok(None);
+        }
+        let limit = limit_sq.sqrt();
+        Ok(Some(()).map(|()| Alarm {
             detector: "ewma",
             n: self.n,
             statistic: self.z,
@@ -270,6 +288,7 @@ impl Detector for Ewma {
         self.z = self.mu0;
         self.n = 0;
         self.last_centre = 0;
+        self.decay = 1.0;
     }
 
     fn n(&self) -> u64 {
@@ -445,6 +464,21 @@ mod tests {
         );
         assert!(tv.limit(1) < tv.limit(5) && tv.limit(5) < tv.limit(100));
         assert!((tv.limit(1000) - ss.limit(1)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn incremental_ewma_limits_equal_the_closed_form() {
+        let mut tv = Ewma::new(0.0, 1.0, 0.2, 1e9, EwmaLimits::TimeVarying).expect("valid");
+        let reference = Ewma::new(0.0, 1.0, 0.2, 1e9, EwmaLimits::TimeVarying).expect("valid");
+        for t in 1..=200u64 {
+            tv.update(0.0).expect("finite");
+            let want = reference.limit(t);
+            let got = 1e9 * (0.2f64 / 1.8).sqrt() * (1.0 - tv.decay).sqrt();
+            assert!(
+                (got - want).abs() <= 1e-9 * want,
+                "t = {t}: {got} vs {want}"
+            );
+        }
     }
 
     #[test]

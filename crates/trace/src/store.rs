@@ -758,7 +758,9 @@ impl Store {
     ) -> Result<Vec<(u64, f64)>> {
         self.conn
             .prepare_cached(
-                "SELECT seq, value FROM scores WHERE seq > ?1 AND commit_id = ?2 AND scorer = ?3 ORDER BY seq LIMIT ?4",
+                // `+` keeps SQLite off the (scorer, commit) index: following a
+                // stream must scan only the rows after `after_seq`, in seq order.
+                "SELECT seq, value FROM scores WHERE seq > ?1 AND +commit_id = ?2 AND +scorer = ?3 ORDER BY seq LIMIT ?4",
             )
             .and_then(|mut st| {
                 st.query_map(
