@@ -108,6 +108,11 @@ impl Monitor {
         self.position
     }
 
+    /// The commit and scorer followed.
+    pub fn stream(&self) -> (&CommitId, &str) {
+        (&self.commit, &self.scorer)
+    }
+
     /// The detector's state.
     pub fn detector(&self) -> &Cusum {
         &self.detector

@@ -242,6 +242,13 @@ impl Store {
             return Err(Error::StoreExists { path: dir });
         }
         std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
+        // A store usually lives inside the repository it measures: keep git
+        // from ever seeing it as an uncommitted change (this file ignores
+        // everything in the directory, itself included).
+        let ignore = dir.join(".gitignore");
+        if !ignore.exists() {
+            std::fs::write(&ignore, "*\n").map_err(Error::io(&ignore))?;
+        }
         let mut conn = Connection::open_with_flags(
             &db,
             OpenFlags::SQLITE_OPEN_READ_WRITE

@@ -1,0 +1,292 @@
+//! `ratchet-orchestrate`: the only crate with side effects outside the
+//! store — it moves git. Healing checks out the best measured commit when a
+//! monitor alarms; promotions are recorded as git refs and trace events.
+//!
+//! # Brief overview
+//!
+//! * [`heal`] — rank commits by a lower confidence bound ([`ratchet_drift::best_commit`]),
+//!   skip those the repository no longer has, refuse to touch a work tree
+//!   with uncommitted changes (listing them), check the winner out (detached
+//!   HEAD, safe mode) and record a `checkout` event; returns a
+//!   [`HealReport`] and a [`Monitor`](ratchet_drift::Monitor) restarted on
+//!   the new commit's baseline.
+//! * [`check_recovery`] — after a heal, whether the new commit's live scores
+//!   stayed in control.
+//! * [`record_promotion`] — `refs/ratchet/promoted/<class>` and a
+//!   `promotion` event.
+//!
+//! ```no_run
+//! use ratchet_orchestrate::{HealOptions, heal};
+//! # fn demo(store: &mut ratchet_trace::Store, alarm: &ratchet_drift::TraceAlarm) -> Result<(), Box<dyn std::error::Error>> {
+//! let (report, _monitor) = heal(std::path::Path::new("."), store, alarm, &HealOptions::default())?;
+//! println!("checked out {:?}", report.chosen);
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+
+use std::path::Path;
+
+use git2::{Oid, Repository, StatusOptions, build::CheckoutBuilder};
+use serde::Serialize;
+
+use ratchet_drift::{Monitor, RankedCommit, TraceAlarm, best_commit};
+use ratchet_trace::{CommitId, EventDraft, Store};
+
+/// Event kind recorded when a heal checks a commit out.
+pub const KIND_CHECKOUT: &str = "checkout";
+/// Event kind recorded for a promotion.
+pub const KIND_PROMOTION: &str = "promotion";
+
+/// `Result` with this crate's [`Error`] as the default error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong when ratchet moves git.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The work tree has uncommitted changes; nothing was checked out.
+    #[error("the work tree has uncommitted changes, refusing to check out over them: {}", paths.join(", "))]
+    DirtyWorkTree {
+        /// The changed or untracked paths.
+        paths: Vec<String>,
+    },
+    /// No commit qualifies (too few scores, all excluded, or none left in the repository).
+    #[error("no commit to heal to: {reason}")]
+    NoCandidate {
+        /// Why.
+        reason: String,
+    },
+    /// A git operation failed.
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+    /// The trace store failed.
+    #[error("trace store: {0}")]
+    Trace(#[from] ratchet_trace::Error),
+    /// Ranking or monitoring failed.
+    #[error("drift: {0}")]
+    Drift(#[from] ratchet_drift::Error),
+}
+
+/// How to heal.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HealOptions {
+    /// Minimum scores for a commit to be a candidate.
+    pub min_n: u64,
+    /// Confidence of the lower bound used for ranking.
+    pub confidence: f64,
+    /// Rank and report, but do not touch the work tree or the trace.
+    pub dry_run: bool,
+    /// CUSUM reference k for the restarted monitor.
+    pub k: f64,
+    /// CUSUM interval h for the restarted monitor.
+    pub h: f64,
+}
+
+impl Default for HealOptions {
+    fn default() -> Self {
+        HealOptions {
+            min_n: 30,
+            confidence: 0.95,
+            dry_run: false,
+            k: 0.5,
+            h: 5.0,
+        }
+    }
+}
+
+/// What a heal did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HealReport {
+    /// The alarmed commit.
+    pub alarmed: CommitId,
+    /// The ranking considered (alarmed commit excluded).
+    pub ranking: Vec<RankedCommit>,
+    /// Commits passed over because the repository no longer has them.
+    pub skipped: Vec<(CommitId, String)>,
+    /// The commit healed to.
+    pub chosen: Option<CommitId>,
+    /// Whether the work tree was changed.
+    pub checked_out: bool,
+    /// Seq of the `checkout` event, if recorded.
+    pub checkout_seq: Option<u64>,
+}
+
+/// Paths with uncommitted changes (untracked included, ignored excluded).
+///
+/// # Errors
+/// [`Error::Git`] if the status cannot be read.
+pub fn dirty_paths(repo: &Repository) -> Result<Vec<String>> {
+    let mut opts = StatusOptions::new();
+    opts.include_untracked(true)
+        .include_ignored(false)
+        .recurse_untracked_dirs(true);
+    let statuses = repo.statuses(Some(&mut opts))?;
+    Ok(statuses
+        .iter()
+        .filter(|s| !s.status().is_ignored())
+        .map(|s| s.path().unwrap_or("<non-UTF-8 path>").to_string())
+        .collect())
+}
+
+/// Heals after `alarm`: checks out the best measured commit other than the
+/// alarmed one in the repository at `repo_path`, records a `checkout` event,
+/// and returns the report with a monitor restarted on the new commit.
+///
+/// # Errors
+/// [`Error::DirtyWorkTree`] listing the paths, before anything changes;
+/// [`Error::NoCandidate`] when no commit qualifies; [`Error::Git`],
+/// [`Error::Trace`] or [`Error::Drift`] for failures underneath.
+pub fn heal(
+    repo_path: &Path,
+    store: &mut Store,
+    alarm: &TraceAlarm,
+    options: &HealOptions,
+) -> Result<(HealReport, Option<Monitor>)> {
+    let repo = Repository::discover(repo_path)?;
+    let ranking = best_commit(
+        store,
+        &alarm.scorer,
+        options.min_n,
+        options.confidence,
+        std::slice::from_ref(&alarm.commit),
+    )?;
+    let mut skipped = Vec::new();
+    let mut chosen = None;
+    for r in &ranking {
+        let present = Oid::from_str(r.commit.as_str())
+            .ok()
+            .and_then(|oid| repo.find_commit(oid).ok());
+        match present {
+            Some(_) => {
+                chosen = Some(r.commit.clone());
+                break;
+            }
+            None => skipped.push((
+                r.commit.clone(),
+                "no longer exists in the repository".to_string(),
+            )),
+        }
+    }
+    let mut report = HealReport {
+        alarmed: alarm.commit.clone(),
+        ranking,
+        skipped,
+        chosen: chosen.clone(),
+        checked_out: false,
+        checkout_seq: None,
+    };
+    let Some(target) = chosen else {
+        return Err(Error::NoCandidate {
+            reason: format!(
+                "{} ranked commit(s) with at least {} {} scores, {} missing from the repository",
+                report.ranking.len(),
+                options.min_n,
+                alarm.scorer,
+                report.skipped.len()
+            ),
+        });
+    };
+    if options.dry_run {
+        return Ok((report, None));
+    }
+    let dirty = dirty_paths(&repo)?;
+    if !dirty.is_empty() {
+        return Err(Error::DirtyWorkTree { paths: dirty });
+    }
+    let oid = Oid::from_str(target.as_str())?;
+    let object = repo.find_object(oid, None)?;
+    repo.checkout_tree(&object, Some(CheckoutBuilder::new().safe()))?;
+    repo.set_head_detached(oid)?;
+    report.checked_out = true;
+    let receipt = store.append(
+        EventDraft::json(
+            KIND_CHECKOUT,
+            &serde_json::json!({
+                "from": alarm.commit,
+                "to": target,
+                "alarm_seq": alarm.seq,
+                "scorer": alarm.scorer,
+                "reason": "monitor alarm: best measured commit by lower confidence bound",
+            }),
+        )?
+        .commit(target.clone())
+        .session("heal"),
+    )?;
+    report.checkout_seq = Some(receipt.seq);
+    tracing::info!(from = %alarm.commit, to = %target, "healed by checkout");
+    let monitor = Monitor::start(
+        store,
+        &target,
+        &alarm.scorer,
+        receipt.seq,
+        options.k,
+        options.h,
+        options.min_n,
+    )?;
+    Ok((report, Some(monitor)))
+}
+
+/// Whether the commit healed to stayed in control after the heal.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Recovery {
+    /// Live scores seen since the heal.
+    pub n: u64,
+    /// Their mean (`None` before the first).
+    pub mean: Option<f64>,
+    /// Alarms raised on the new commit since the heal.
+    pub alarms: usize,
+    /// True once at least `min_n` live scores arrived without an alarm.
+    pub recovered: bool,
+}
+
+/// Polls the restarted monitor and says whether scores recovered.
+///
+/// # Errors
+/// [`Error::Drift`] or [`Error::Trace`] if the store cannot be read.
+pub fn check_recovery(
+    store: &Store,
+    monitor: &mut Monitor,
+    since_seq: u64,
+    min_n: u64,
+) -> Result<Recovery> {
+    let alarms = monitor.poll(store)?;
+    let (commit, scorer) = monitor.stream();
+    let live = store.score_stream(commit, scorer, since_seq, usize::MAX)?;
+    let n = live.len() as u64;
+    let mean = (n > 0).then(|| live.iter().map(|(_, v)| v).sum::<f64>() / n as f64);
+    Ok(Recovery {
+        n,
+        mean,
+        alarms: alarms.len(),
+        recovered: alarms.is_empty() && n >= min_n,
+    })
+}
+
+/// Records a promotion: moves `refs/ratchet/promoted/<class>` to `commit`
+/// (with a reflog message) and appends a `promotion` event.
+///
+/// # Errors
+/// [`Error::Git`] if the commit is not in the repository or the ref cannot
+/// be written; [`Error::Trace`] if the append fails.
+pub fn record_promotion(
+    repo_path: &Path,
+    store: &mut Store,
+    commit: &CommitId,
+    class: &str,
+    decision_seq: Option<u64>,
+) -> Result<String> {
+    let repo = Repository::discover(repo_path)?;
+    let oid = Oid::from_str(commit.as_str())?;
+    repo.find_commit(oid)?;
+    let name = format!("refs/ratchet/promoted/{class}");
+    repo.reference(&name, oid, true, &format!("ratchet: promoted for {class}"))?;
+    store.append(
+        EventDraft::json(
+            KIND_PROMOTION,
+            &serde_json::json!({ "ref": name, "class": class, "decision_seq": decision_seq }),
+        )?
+        .commit(commit.clone())
+        .session("promote"),
+    )?;
+    Ok(name)
+}

@@ -1,0 +1,215 @@
+//! Healing against real temporary git repositories.
+
+use std::path::Path;
+
+use git2::{Repository, Signature};
+use ratchet_drift::{Alarm, Monitor, Shift, TraceAlarm};
+use ratchet_orchestrate::{
+    Error, HealOptions, KIND_CHECKOUT, check_recovery, heal, record_promotion,
+};
+use ratchet_trace::{CommitId, Score, Store, StoreOptions};
+
+/// Commits `content` to `file` on HEAD and returns the new commit id.
+fn commit_file(repo: &Repository, file: &str, content: &str, message: &str) -> CommitId {
+    let root = repo.workdir().expect("work tree");
+    std::fs::write(root.join(file), content).expect("write");
+    let mut index = repo.index().expect("index");
+    index.add_path(Path::new(file)).expect("add");
+    index.write().expect("write index");
+    let tree = repo
+        .find_tree(index.write_tree().expect("tree"))
+        .expect("find tree");
+    let sig = Signature::now("ratchet test", "test@example.invalid").expect("signature");
+    let parents: Vec<git2::Commit<'_>> = repo
+        .head()
+        .ok()
+        .and_then(|h| h.peel_to_commit().ok())
+        .into_iter()
+        .collect();
+    let parent_refs: Vec<&git2::Commit<'_>> = parents.iter().collect();
+    let oid = repo
+        .commit(Some("HEAD"), &sig, &sig, message, &tree, &parent_refs)
+        .expect("commit");
+    CommitId::parse(&oid.to_string()).expect("commit id")
+}
+
+struct Setup {
+    dir: tempfile::TempDir,
+    repo: Repository,
+    store: Store,
+    commits: Vec<CommitId>,
+}
+
+/// A repository with three commits of `prompt.txt`, a store at `.ratchet`,
+/// and 100 quality scores for each commit: means 0.80, 0.85, 0.90.
+fn setup() -> Setup {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = Repository::init(dir.path()).expect("init");
+    let commits: Vec<CommitId> = ["v1", "v2", "v3"]
+        .iter()
+        .map(|v| commit_file(&repo, "prompt.txt", v, v))
+        .collect();
+    let mut store =
+        Store::create(dir.path().join(".ratchet"), StoreOptions::default()).expect("store");
+    for (c, mean) in commits.iter().zip([0.80, 0.85, 0.90]) {
+        let scores: Vec<Score> = (0..100)
+            .map(|i| {
+                Score::new(
+                    c.clone(),
+                    format!("t{i}"),
+                    "quality",
+                    mean + (f64::from(i % 11) - 5.0) * 0.01,
+                )
+            })
+            .collect();
+        store.record_scores(&scores, "eval").expect("scores");
+    }
+    Setup {
+        dir,
+        repo,
+        store,
+        commits,
+    }
+}
+
+fn alarm_on(c: &CommitId, seq: u64) -> TraceAlarm {
+    TraceAlarm {
+        commit: c.clone(),
+        scorer: "quality".into(),
+        alarm: Alarm {
+            detector: "cusum",
+            n: 12,
+            statistic: 5.3,
+            limit: 5.0,
+            shift: Shift::Down,
+            change_start: 4,
+        },
+        seq,
+        change_seq: seq - 8,
+        baseline_mean: 0.9,
+        baseline_sd: 0.03,
+    }
+}
+
+#[test]
+fn heal_checks_out_the_best_other_commit_and_recovery_is_checked() {
+    let mut s = setup();
+    let head = s.store.head().expect("head").size;
+    let alarm = alarm_on(&s.commits[2], head);
+    let (report, monitor) =
+        heal(s.dir.path(), &mut s.store, &alarm, &HealOptions::default()).expect("heal");
+    assert_eq!(report.chosen.as_ref(), Some(&s.commits[1]), "{report:#?}");
+    assert!(report.checked_out);
+    // The work tree and HEAD are at v2.
+    assert_eq!(
+        std::fs::read_to_string(s.dir.path().join("prompt.txt")).expect("read"),
+        "v2"
+    );
+    assert!(s.repo.head_detached().expect("head"));
+    assert_eq!(
+        s.repo.head().expect("head").target().map(|o| o.to_string()),
+        Some(s.commits[1].to_string())
+    );
+    // The checkout is in the trace.
+    let seq = report.checkout_seq.expect("recorded");
+    let e = s.store.event_by_seq(seq).expect("read").expect("event");
+    assert_eq!(e.kind, KIND_CHECKOUT);
+    assert_eq!(e.commit.as_ref(), Some(&s.commits[1]));
+
+    // Live scores of v2 after the heal, in control: recovered.
+    let mut monitor: Monitor = monitor.expect("restarted monitor");
+    let live: Vec<Score> = (0..40)
+        .map(|i| {
+            Score::new(
+                s.commits[1].clone(),
+                format!("live{i}"),
+                "quality",
+                0.85 + (f64::from(i % 11) - 5.0) * 0.01,
+            )
+        })
+        .collect();
+    s.store.record_scores(&live, "live").expect("live");
+    let r = check_recovery(&s.store, &mut monitor, seq, 30).expect("recovery");
+    assert!(r.recovered, "{r:?}");
+    assert_eq!(r.n, 40);
+}
+
+#[test]
+fn a_dirty_work_tree_is_refused_and_nothing_changes() {
+    let mut s = setup();
+    std::fs::write(s.dir.path().join("prompt.txt"), "edited by hand").expect("edit");
+    std::fs::write(s.dir.path().join("notes.md"), "untracked").expect("untracked");
+    let before = s.store.head().expect("head");
+    let alarm = alarm_on(&s.commits[2], before.size);
+    let err =
+        heal(s.dir.path(), &mut s.store, &alarm, &HealOptions::default()).expect_err("refused");
+    match &err {
+        Error::DirtyWorkTree { paths } => {
+            assert!(
+                paths.contains(&"prompt.txt".to_string())
+                    && paths.contains(&"notes.md".to_string()),
+                "{paths:?}"
+            );
+        }
+        other => panic!("expected a dirty work tree, got {other}"),
+    }
+    assert!(err.to_string().contains("prompt.txt"));
+    assert_eq!(
+        std::fs::read_to_string(s.dir.path().join("prompt.txt")).expect("read"),
+        "edited by hand"
+    );
+    assert_eq!(s.store.head().expect("head"), before, "nothing recorded");
+}
+
+#[test]
+fn commits_gone_from_the_repository_are_skipped_with_a_note() {
+    let mut s = setup();
+    // A commit the trace knows, with the best scores, that git does not have.
+    let ghost = CommitId::parse(&"ab".repeat(20)).expect("id");
+    let scores: Vec<Score> = (0..100)
+        .map(|i| Score::new(ghost.clone(), format!("t{i}"), "quality", 0.99))
+        .collect();
+    s.store.record_scores(&scores, "eval").expect("scores");
+    let alarm = alarm_on(&s.commits[2], s.store.head().expect("head").size);
+    let dry = HealOptions {
+        dry_run: true,
+        ..HealOptions::default()
+    };
+    let (report, monitor) = heal(s.dir.path(), &mut s.store, &alarm, &dry).expect("dry run");
+    assert_eq!(report.ranking[0].commit, ghost);
+    assert_eq!(report.skipped.len(), 1);
+    assert!(report.skipped[0].1.contains("no longer exists"));
+    assert_eq!(report.chosen.as_ref(), Some(&s.commits[1]));
+    assert!(
+        !report.checked_out && monitor.is_none(),
+        "a dry run changes nothing"
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.dir.path().join("prompt.txt")).expect("read"),
+        "v3"
+    );
+}
+
+#[test]
+fn promotions_are_refs_and_events() {
+    let mut s = setup();
+    let name = record_promotion(s.dir.path(), &mut s.store, &s.commits[2], "prompt", None)
+        .expect("promote");
+    assert_eq!(name, "refs/ratchet/promoted/prompt");
+    let r = s.repo.find_reference(&name).expect("ref");
+    assert_eq!(
+        r.target().map(|o| o.to_string()),
+        Some(s.commits[2].to_string())
+    );
+    let last = s
+        .store
+        .event_by_seq(s.store.head().expect("head").size)
+        .expect("read")
+        .expect("event");
+    assert_eq!(last.kind, "promotion");
+    let ghost = CommitId::parse(&"cd".repeat(20)).expect("id");
+    assert!(matches!(
+        record_promotion(s.dir.path(), &mut s.store, &ghost, "prompt", None),
+        Err(Error::Git(_))
+    ));
+}
