@@ -175,6 +175,94 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// Follow a commit's live scores with a CUSUM and print (and record) alarms.
+    Watch {
+        /// Full commit id of the deployed commit.
+        #[arg(long)]
+        commit: String,
+        /// Scorer to follow.
+        #[arg(long)]
+        scorer: String,
+        /// Trace seq of the deployment: the baseline is the commit's
+        /// statistics up to here, and the scores after it are followed.
+        #[arg(long)]
+        from: u64,
+        /// CUSUM reference k (σ units).
+        #[arg(long, default_value_t = 0.5)]
+        k: f64,
+        /// CUSUM decision interval h (σ units).
+        #[arg(long, default_value_t = 5.0)]
+        h: f64,
+        /// Minimum baseline scores.
+        #[arg(long, default_value_t = 30)]
+        min_n: u64,
+        /// Append each alarm to the trace.
+        #[arg(long)]
+        record: bool,
+        /// Keep following, polling every --interval-ms.
+        #[arg(long)]
+        follow: bool,
+        /// Poll interval with --follow.
+        #[arg(long, default_value_t = 1000)]
+        interval_ms: u64,
+        /// Writer key file (keyed stores, with --record).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+    },
+    /// Heal after the latest recorded alarm: check out the best measured commit.
+    Heal {
+        /// Only alarms on this commit (default: the latest alarm of any commit).
+        #[arg(long)]
+        commit: Option<String>,
+        /// The git repository (default: the current directory).
+        #[arg(long, default_value = ".")]
+        repo: PathBuf,
+        /// Minimum scores for a commit to be a candidate.
+        #[arg(long, default_value_t = 30)]
+        min_n: u64,
+        /// Rank and report without touching the work tree or the trace.
+        #[arg(long)]
+        dry_run: bool,
+        /// Writer key file (keyed stores).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+    },
+    /// Rank commits by a lower confidence bound on their mean score.
+    Best {
+        /// The scorer.
+        #[arg(long)]
+        scorer: String,
+        /// Minimum scores per commit.
+        #[arg(long, default_value_t = 30)]
+        min_n: u64,
+        /// Confidence of the lower bound.
+        #[arg(long, default_value_t = 0.95)]
+        confidence: f64,
+        /// Commits to leave out (e.g. the alarmed one).
+        #[arg(long)]
+        exclude: Vec<String>,
+    },
+    /// Average run lengths of a CUSUM or EWMA chart, or the limit for a target ARL0.
+    Arl {
+        /// `cusum` or `ewma`.
+        #[arg(long, default_value = "cusum")]
+        detector: String,
+        /// CUSUM reference k.
+        #[arg(long, default_value_t = 0.5)]
+        k: f64,
+        /// CUSUM decision interval h (solved for --target when absent).
+        #[arg(long)]
+        h: Option<f64>,
+        /// EWMA smoothing λ.
+        #[arg(long, default_value_t = 0.1)]
+        lambda: f64,
+        /// EWMA width L (solved for --target when absent).
+        #[arg(long)]
+        width: Option<f64>,
+        /// Target in-control ARL, to solve for h or L.
+        #[arg(long)]
+        target: Option<f64>,
+    },
     /// Run the store end to end in a scratch directory: record, verify,
     /// checkpoint, then tamper and watch verification catch it.
     Demo {
@@ -450,6 +538,136 @@ fn run(cli: Cli) -> Result<u8> {
             Ok(0)
         }
         Command::Demo { dir } => demo::run(dir, json),
+        Command::Watch {
+            commit,
+            scorer,
+            from,
+            k,
+            h,
+            min_n,
+            record,
+            follow,
+            interval_ms,
+            key_file,
+        } => {
+            let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
+            let commit = CommitId::parse(&commit)?;
+            let mut monitor =
+                ratchet_drift::Monitor::start(&store, &commit, &scorer, from, k, h, min_n)?;
+            let mut total = 0usize;
+            loop {
+                for a in monitor.poll(&store)? {
+                    total += 1;
+                    if record {
+                        ratchet_drift::record_alarm(&mut store, &a)?;
+                    }
+                    if json {
+                        let mut out = std::io::stdout().lock();
+                        serde_json::to_writer(&mut out, &a)?;
+                        writeln!(out)?;
+                    } else {
+                        println!(
+                            "ALARM {} {}: {:?} shift at seq {} (change from seq {}), statistic {:.3} > {:.3}",
+                            a.commit,
+                            a.scorer,
+                            a.alarm.shift,
+                            a.seq,
+                            a.change_seq,
+                            a.alarm.statistic,
+                            a.alarm.limit
+                        );
+                    }
+                }
+                if !follow {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(interval_ms));
+            }
+            if !json {
+                println!("followed to seq {}: {total} alarm(s)", monitor.position());
+            }
+            Ok(if total > 0 { EXIT_REJECT } else { 0 })
+        }
+        Command::Heal {
+            commit,
+            repo,
+            min_n,
+            dry_run,
+            key_file,
+        } => {
+            let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
+            let only = commit.map(|c| CommitId::parse(&c)).transpose()?;
+            let mut latest: Option<ratchet_drift::TraceAlarm> = None;
+            for e in store.tail(0) {
+                let e = e?;
+                if e.kind == ratchet_drift::KIND_ALARM && (only.is_none() || e.commit == only) {
+                    latest = Some(
+                        serde_json::from_slice(&e.payload)
+                            .with_context(|| format!("alarm event {}", e.seq))?,
+                    );
+                }
+            }
+            let alarm = latest.ok_or_else(|| {
+                anyhow!("no recorded alarm to heal from (record one with `ratchet watch --record`)")
+            })?;
+            let opts = ratchet_orchestrate::HealOptions {
+                min_n,
+                dry_run,
+                ..Default::default()
+            };
+            let (report, _) = ratchet_orchestrate::heal(&repo, &mut store, &alarm, &opts)?;
+            if json {
+                print_json(&report)?;
+            } else {
+                for (c, why) in &report.skipped {
+                    println!("skipped {c}: {why}");
+                }
+                match (&report.chosen, report.checked_out) {
+                    (Some(c), true) => println!("healed: checked out {c} (was {})", report.alarmed),
+                    (Some(c), false) => {
+                        println!("dry run: would check out {c} (was {})", report.alarmed)
+                    }
+                    (None, _) => println!("no commit to heal to"),
+                }
+            }
+            Ok(0)
+        }
+        Command::Best {
+            scorer,
+            min_n,
+            confidence,
+            exclude,
+        } => {
+            let store = Store::open(&store_dir, StoreOptions::default())?;
+            let exclude = exclude
+                .iter()
+                .map(|c| CommitId::parse(c))
+                .collect::<Result<Vec<_>, _>>()?;
+            let ranking = ratchet_drift::best_commit(&store, &scorer, min_n, confidence, &exclude)?;
+            if json {
+                print_json(&ranking)?;
+            } else {
+                println!(
+                    "{:<42} {:>7} {:>9} {:>9} {:>11}",
+                    "commit", "n", "mean", "sd", "lower bound"
+                );
+                for r in &ranking {
+                    println!(
+                        "{:<42} {:>7} {:>9.4} {:>9.4} {:>11.4}",
+                        r.commit, r.n, r.mean, r.sd, r.lower_bound
+                    );
+                }
+            }
+            Ok(if ranking.is_empty() { EXIT_REJECT } else { 0 })
+        }
+        Command::Arl {
+            detector,
+            k,
+            h,
+            lambda,
+            width,
+            target,
+        } => arl_table(&detector, k, h, lambda, width, target, json),
         Command::Gate {
             baseline,
             candidate,
@@ -515,6 +733,70 @@ fn run(cli: Cli) -> Result<u8> {
             Ok(0)
         }
     }
+}
+
+fn arl_table(
+    detector: &str,
+    k: f64,
+    h: Option<f64>,
+    lambda: f64,
+    width: Option<f64>,
+    target: Option<f64>,
+    json: bool,
+) -> Result<u8> {
+    use ratchet_drift::{
+        DEFAULT_STATES, cusum_arl, cusum_h_for_arl0, ewma_arl, ewma_l_for_arl0, siegmund,
+    };
+    const SHIFTS: [f64; 9] = [0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0];
+    let (limit, rows): (f64, Vec<(f64, f64, Option<f64>)>) = match detector {
+        "cusum" => {
+            let h = match (h, target) {
+                (Some(h), _) => h,
+                (None, Some(t)) => cusum_h_for_arl0(k, t, DEFAULT_STATES)?,
+                (None, None) => anyhow::bail!("give --h, or --target to solve for it"),
+            };
+            let rows = SHIFTS
+                .iter()
+                .map(|&d| {
+                    Ok((
+                        d,
+                        cusum_arl(k, h, d, false, DEFAULT_STATES)?,
+                        Some(siegmund(k, h, d)),
+                    ))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            (h, rows)
+        }
+        "ewma" => {
+            let l = match (width, target) {
+                (Some(l), _) => l,
+                (None, Some(t)) => ewma_l_for_arl0(lambda, t, DEFAULT_STATES)?,
+                (None, None) => anyhow::bail!("give --width, or --target to solve for it"),
+            };
+            let rows = SHIFTS
+                .iter()
+                .map(|&d| Ok((d, ewma_arl(lambda, l, d, DEFAULT_STATES)?, None)))
+                .collect::<Result<Vec<_>>>()?;
+            (l, rows)
+        }
+        other => anyhow::bail!("unknown detector {other:?}: use cusum or ewma"),
+    };
+    if json {
+        let rows: Vec<_> = rows
+            .iter()
+            .map(|(d, a, s)| serde_json::json!({ "shift": d, "arl": a, "siegmund": s }))
+            .collect();
+        print_json(&serde_json::json!({ "detector": detector, "limit": limit, "rows": rows }))?;
+    } else {
+        let name = if detector == "cusum" { "h" } else { "L" };
+        println!("{detector}: {name} = {limit:.4}");
+        println!("{:>8} {:>12} {:>12}", "shift σ", "ARL (chain)", "Siegmund");
+        for (d, a, s) in rows {
+            let s = s.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into());
+            println!("{d:>8.2} {a:>12.2} {s:>12}");
+        }
+    }
+    Ok(0)
 }
 
 fn read_policy(path: PathBuf) -> Result<ratchet_gate::Policy> {

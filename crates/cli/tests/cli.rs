@@ -473,3 +473,151 @@ fn calibrate_prints_the_operating_characteristic() {
     assert!(at("pass rate 0.5000").expect("row at p0") <= 0.05);
     assert!(at("pass rate 0.7000").expect("row at p1") >= 0.95);
 }
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=ratchet test",
+            "-c",
+            "user.email=test@example.invalid",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        o.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+fn quality_lines(commit: &str, mean: f64, n: usize, tag: &str) -> String {
+    (0..n)
+        .map(|i| {
+            let v = mean + ((i % 11) as f64 - 5.0) * 0.01;
+            format!("{{\"kind\":\"score\",\"commit\":\"{commit}\",\"payload\":{{\"task\":\"{tag}{i}\",\"scorer\":\"quality\",\"scorer_version\":\"1\",\"value\":{v}}}}}\n")
+        })
+        .collect()
+}
+
+#[test]
+fn watch_records_an_alarm_and_heal_checks_out_the_best_commit() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path();
+    git(p, &["init", "-q"]);
+    let mut commits = Vec::new();
+    for v in ["v1", "v2", "v3"] {
+        std::fs::write(p.join("prompt.txt"), v).expect("write");
+        git(p, &["add", "prompt.txt"]);
+        git(p, &["commit", "-q", "-m", v]);
+        commits.push(git(p, &["rev-parse", "HEAD"]));
+    }
+    assert!(ratchet(p, &["init"], "").status.success());
+    let mut lines = String::new();
+    for (c, mean) in commits.iter().zip([0.80, 0.85, 0.90]) {
+        lines.push_str(&quality_lines(c, mean, 100, "eval"));
+    }
+    assert!(ratchet(p, &["append"], &lines).status.success());
+    let o = ratchet(p, &["--json", "checkpoint"], "");
+    let from = serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("json")["size"]
+        .as_u64()
+        .expect("size");
+    let live = quality_lines(&commits[2], 0.90, 60, "live")
+        + &quality_lines(&commits[2], 0.70, 40, "drift");
+    assert!(ratchet(p, &["append"], &live).status.success());
+
+    let from_s = from.to_string();
+    let o = ratchet(
+        p,
+        &[
+            "watch",
+            "--commit",
+            &commits[2],
+            "--scorer",
+            "quality",
+            "--from",
+            &from_s,
+            "--record",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(1), "alarms exit 1: {}", text(&o));
+    assert!(
+        text(&o).contains("ALARM") && text(&o).contains("Down"),
+        "{}",
+        text(&o)
+    );
+
+    let o = ratchet(p, &["heal", "--dry-run"], "");
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("would check out {}", commits[1])),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.join("prompt.txt")).expect("read"),
+        "v3"
+    );
+
+    let o = ratchet(p, &["heal"], "");
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        std::fs::read_to_string(p.join("prompt.txt")).expect("read"),
+        "v2"
+    );
+    assert_eq!(git(p, &["rev-parse", "HEAD"]), commits[1]);
+
+    let o = ratchet(
+        p,
+        &[
+            "--json",
+            "best",
+            "--scorer",
+            "quality",
+            "--exclude",
+            &commits[2],
+        ],
+        "",
+    );
+    let ranking: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(ranking[0]["commit"], commits[1].as_str());
+    let o = ratchet(p, &["verify-chain"], "");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn arl_prints_the_table_and_solves_limits() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let o = ratchet(d.path(), &["--json", "arl", "--k", "0.5", "--h", "4"], "");
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let arl0 = v["rows"][0]["arl"].as_f64().expect("arl");
+    assert!((arl0 - 168.0).abs() < 1.0, "{arl0}");
+    let o = ratchet(
+        d.path(),
+        &[
+            "--json",
+            "arl",
+            "--detector",
+            "ewma",
+            "--lambda",
+            "0.1",
+            "--target",
+            "500",
+        ],
+        "",
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert!(
+        (v["limit"].as_f64().expect("L") - 2.814).abs() < 0.002,
+        "{v}"
+    );
+    let o = ratchet(d.path(), &["arl", "--detector", "shewhart", "--h", "3"], "");
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::error::{Error, Result, invalid};
 
 /// Which way the monitored mean moved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Shift {
     /// The mean went up.
@@ -16,10 +16,10 @@ pub enum Shift {
 }
 
 /// A detector's signal.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Alarm {
     /// The detector (`cusum`, `ewma`, `page_hinkley`).
-    pub detector: &'static str,
+    pub detector: String,
     /// Observations seen, the alarming one included (1-based).
     pub n: u64,
     /// The statistic that crossed its limit.
@@ -147,7 +147,7 @@ impl Detector for Cusum {
             self.last_zero_down = self.n;
         }
         let alarm = |statistic, shift, last_zero: u64| Alarm {
-            detector: "cusum",
+            detector: "cusum".into(),
             n: self.n,
             statistic,
             limit: self.h,
@@ -275,7 +275,7 @@ impl Detector for Ewma {
         }
         let limit = limit_sq.sqrt();
         Ok(Some(()).map(|()| Alarm {
-            detector: "ewma",
+            detector: "ewma".into(),
             n: self.n,
             statistic: self.z,
             limit: self.mu0 + limit * dev.signum(),
@@ -362,7 +362,7 @@ impl Detector for PageHinkley {
         }
         let (up_gap, down_gap) = (self.up_sum - self.up_min, self.down_max - self.down_sum);
         let alarm = |statistic, shift, at: u64| Alarm {
-            detector: "page_hinkley",
+            detector: "page_hinkley".into(),
             n: self.n,
             statistic,
             limit: self.lambda,

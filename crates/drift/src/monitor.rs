@@ -19,8 +19,8 @@ pub const KIND_ALARM: &str = "alarm";
 /// Page size when following the trace.
 const PAGE: usize = 4096;
 
-/// An alarm tied to the trace.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// An alarm tied to the trace (the payload of an `alarm` event).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct TraceAlarm {
     /// The monitored commit.
     pub commit: CommitId,

@@ -77,7 +77,7 @@ fn alarm_on(c: &CommitId, seq: u64) -> TraceAlarm {
         commit: c.clone(),
         scorer: "quality".into(),
         alarm: Alarm {
-            detector: "cusum",
+            detector: "cusum".into(),
             n: 12,
             statistic: 5.3,
             limit: 5.0,
