@@ -115,6 +115,20 @@ impl Cusum {
         Ok(c)
     }
 
+    /// A CUSUM tuned to catch a mean shift of `shift` σ (k = shift/2) with the
+    /// decision interval h that gives an in-control ARL of `target_arl0`
+    /// (Markov-chain ARL, [`crate::cusum_h_for_arl0`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a non-positive shift, a target outside
+    /// [2, 1e9], or invalid μ0/σ.
+    pub fn for_arl0(mu0: f64, sigma: f64, target_arl0: f64, shift: f64) -> Result<Self> {
+        let shift = positive("shift", shift)?;
+        let k = shift / 2.0;
+        let h = crate::arl::cusum_h_for_arl0(k, target_arl0, crate::arl::DEFAULT_STATES)?;
+        Cusum::new(mu0, sigma, k, h)
+    }
+
     /// Fast initial response (Lucas & Crosier 1982): both sums start at h/2,
     /// so a process that is already off target is caught sooner.
     pub fn with_fast_initial_response(mut self) -> Self {
@@ -235,6 +249,26 @@ impl Ewma {
             keep_sq: (1.0 - lambda) * (1.0 - lambda),
             steady_sq: (l * sigma).powi(2) * lambda / (2.0 - lambda),
         })
+    }
+
+    /// An EWMA chart with smoothing `lambda` whose width L gives an
+    /// in-control ARL of `target_arl0` with steady-state limits
+    /// ([`crate::ewma_l_for_arl0`]); `limits` chooses which limits it runs.
+    ///
+    /// # Errors
+    /// As [`Ewma::new`], and for a target outside [2, 1e9].
+    pub fn for_arl0(
+        mu0: f64,
+        sigma: f64,
+        lambda: f64,
+        target_arl0: f64,
+        limits: EwmaLimits,
+    ) -> Result<Self> {
+        if !(lambda.is_finite() && lambda > 0.0 && lambda <= 1.0) {
+            return Err(invalid("lambda", format!("{lambda} must be in (0, 1]")));
+        }
+        let l = crate::arl::ewma_l_for_arl0(lambda, target_arl0, crate::arl::DEFAULT_STATES)?;
+        Ewma::new(mu0, sigma, lambda, l, limits)
     }
 
     /// The limit's half-width after `t` observations.

@@ -168,3 +168,20 @@ fn limits_are_solved_for_a_target_arl0() {
         "an ARL0 below 2 is refused"
     );
 }
+
+#[test]
+fn detectors_are_built_for_a_target_arl0() {
+    let c = Cusum::for_arl0(10.0, 2.0, 465.0, 1.0).expect("valid");
+    let (k, h) = c.parameters();
+    assert!(
+        (k - 0.5).abs() < 1e-12 && (h - 5.0).abs() < 0.01,
+        "k = {k}, h = {h}"
+    );
+    let e = Ewma::for_arl0(0.0, 1.0, 0.2, 500.0, EwmaLimits::SteadyState).expect("valid");
+    let l = e.limit(1) / (0.2f64 / 1.8).sqrt();
+    assert!((l - 2.962).abs() < 0.002, "L = {l}");
+    assert!(
+        Cusum::for_arl0(0.0, 1.0, 500.0, 0.0).is_err(),
+        "a zero shift is refused"
+    );
+}
