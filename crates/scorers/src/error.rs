@@ -1,0 +1,76 @@
+//! The one error type of `ratchet-scorers`.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// `Result` with this crate's [`Error`] as the default error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// One problem with one item (or with the file, in parentheses).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The item's id.
+    pub item: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.item, self.reason)
+    }
+}
+
+fn list(problems: &[Problem]) -> String {
+    problems
+        .iter()
+        .map(Problem::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Everything that can go wrong scoring and ingesting.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A rubric file is invalid; every problem is listed.
+    #[error("invalid rubric: {}", list(problems))]
+    InvalidRubric {
+        /// The problems.
+        problems: Vec<Problem>,
+    },
+    /// A judge's observation does not fit the rubric; every problem is
+    /// listed; no score was produced.
+    #[error("observation does not fit rubric {rubric}: {}", list(problems))]
+    InvalidObservation {
+        /// The rubric.
+        rubric: String,
+        /// The problems, by item.
+        problems: Vec<Problem>,
+    },
+    /// An input file is malformed; nothing of it was stored.
+    #[error("{}: {location}: {reason}; nothing stored", file.display())]
+    Malformed {
+        /// The file.
+        file: PathBuf,
+        /// Where in it: `line 7`, or an XML path.
+        location: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A holdout rubric was asked for through the proposer's view.
+    #[error("rubric {0} is not available to the proposing side")]
+    Hidden(String),
+    /// A file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The trace store refused or failed.
+    #[error("trace store: {0}")]
+    Trace(#[from] ratchet_trace::Error),
+}

@@ -1,0 +1,304 @@
+//! Ingestion of what people's tools already write: JUnit XML (one test run
+//! and one pass-rate score per suite) and JSON Lines of scores or rubric
+//! observations. Every input is parsed and validated whole before anything
+//! is stored, and stored in one transaction: a malformed file stores nothing.
+
+use std::path::Path;
+
+use quick_junit::{NonSuccessKind, Report, TestCaseStatus};
+use serde::{Deserialize, Serialize};
+
+use ratchet_trace::{CommitId, EventDraft, Score, Store, TestRun};
+
+use crate::error::{Error, Result};
+use crate::holdout::RubricSet;
+
+/// The scorer name of the pass-rate anchor.
+pub const PASS_RATE: &str = "pass_rate";
+
+/// What an ingestion stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IngestReport {
+    /// Test runs recorded.
+    pub test_runs: usize,
+    /// Scores recorded.
+    pub scores: usize,
+    /// Seq of the last event stored.
+    pub last_seq: Option<u64>,
+}
+
+fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn malformed(file: &Path, location: impl Into<String>, reason: impl Into<String>) -> Error {
+    Error::Malformed {
+        file: file.to_path_buf(),
+        location: location.into(),
+        reason: reason.into(),
+    }
+}
+
+/// Parses a JUnit XML report (pytest, cargo-nextest, jest-junit, Surefire…)
+/// with quick-junit into one [`TestRun`] per suite, counting test cases by
+/// status (errors count as failures), with the suite's time. Timestamps
+/// without an offset are read as UTC.
+///
+/// # Errors
+/// [`Error::Malformed`] naming the file and the XML element at fault.
+pub fn parse_junit(xml: &str, file: &Path, commit: &CommitId) -> Result<Vec<TestRun>> {
+    let xml = with_utc_timestamps(xml);
+    let report =
+        Report::deserialize_from_str(&xml).map_err(|e| malformed(file, "XML", e.to_string()))?;
+    if report.test_suites.is_empty() {
+        return Err(malformed(file, "<testsuites>", "holds no <testsuite>"));
+    }
+    let mut runs = Vec::new();
+    for (i, suite) in report.test_suites.iter().enumerate() {
+        let (mut passed, mut failed, mut skipped) = (0u64, 0u64, 0u64);
+        for case in &suite.test_cases {
+            match &case.status {
+                TestCaseStatus::Success { .. } => passed += 1,
+                TestCaseStatus::NonSuccess {
+                    kind: NonSuccessKind::Failure | NonSuccessKind::Error,
+                    ..
+                } => failed += 1,
+                TestCaseStatus::Skipped { .. } => skipped += 1,
+            }
+        }
+        let name = suite.name.as_str().trim();
+        if name.is_empty() {
+            return Err(malformed(file, format!("<testsuite> #{i}"), "has no name"));
+        }
+        let duration_ms = suite
+            .time
+            .or_else(|| suite.test_cases.iter().map(|c| c.time).sum())
+            .map(|d| d.as_secs_f64() * 1000.0)
+            .unwrap_or(0.0);
+        runs.push(TestRun {
+            commit: commit.clone(),
+            suite: name.to_string(),
+            passed,
+            failed,
+            skipped,
+            duration_ms,
+        });
+    }
+    Ok(runs)
+}
+
+/// jest-junit (and others) write `timestamp="2026-11-30T10:00:00"` with no
+/// offset, which quick-junit's RFC 3339 parser refuses. Timestamps play no
+/// part in what ratchet records, so offset-less ones are read as UTC: this
+/// appends `Z` to `timestamp` attribute values that carry no offset. Nothing
+/// else of the document is touched; quick-junit still parses it.
+fn with_utc_timestamps(xml: &str) -> std::borrow::Cow<'_, str> {
+    const ATTR: &str = "timestamp=\"";
+    if !xml.contains(ATTR) {
+        return std::borrow::Cow::Borrowed(xml);
+    }
+    let mut out = String::with_capacity(xml.len() + 16);
+    let mut rest = xml;
+    while let Some(i) = rest.find(ATTR) {
+        let start = i + ATTR.len();
+        out.push_str(&rest[..start]);
+        let Some(len) = rest[start..].find('"') else {
+            out.push_str(&rest[start..]);
+            return std::borrow::Cow::Owned(out);
+        };
+        let value = &rest[start..start + len];
+        out.push_str(value);
+        let time = value.split_once('T').map(|(_, t)| t).unwrap_or("");
+        let has_offset =
+            time.ends_with('Z') || time.ends_with('z') || time.contains('+') || time.contains('-');
+        if !time.is_empty() && !has_offset {
+            out.push('Z');
+        }
+        rest = &rest[start + len..];
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
+/// Ingests a JUnit XML file: a test run per suite, and per suite a
+/// `pass_rate` score (passed / (passed + failed); skipped tests do not count;
+/// suites that ran nothing get none), all in one transaction.
+///
+/// # Errors
+/// [`Error::Io`], [`Error::Malformed`], or [`Error::Trace`] if storing fails
+/// (then nothing is stored).
+pub fn ingest_junit(
+    store: &mut Store,
+    path: &Path,
+    commit: &CommitId,
+    session: &str,
+) -> Result<IngestReport> {
+    let runs = parse_junit(&read(path)?, path, commit)?;
+    let mut drafts = Vec::new();
+    let mut scores = 0;
+    for run in &runs {
+        drafts.push(run.to_draft()?.session(session));
+        let ran = run.passed + run.failed;
+        if ran > 0 {
+            let mut s = Score::new(
+                commit.clone(),
+                run.suite.clone(),
+                PASS_RATE,
+                run.passed as f64 / ran as f64,
+            );
+            s.scorer_version = "junit-1".into();
+            drafts.push(s.to_draft()?.session(session));
+            scores += 1;
+        }
+    }
+    let receipts = store.append_batch(drafts)?;
+    Ok(IngestReport {
+        test_runs: runs.len(),
+        scores,
+        last_seq: receipts.last().map(|r| r.seq),
+    })
+}
+
+/// One line of a JSON Lines file: a score, or a judge's observation to be
+/// scored by a rubric.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+enum Line {
+    Observation {
+        task: String,
+        rubric: String,
+        observation: serde_json::Value,
+        #[serde(default)]
+        commit: Option<String>,
+    },
+    Score {
+        task: String,
+        scorer: String,
+        value: f64,
+        #[serde(default)]
+        scorer_version: Option<String>,
+        #[serde(default)]
+        cost: Option<f64>,
+        #[serde(default)]
+        latency_ms: Option<f64>,
+        #[serde(default)]
+        holdout: bool,
+        #[serde(default)]
+        commit: Option<String>,
+    },
+}
+
+/// Parses JSON Lines of scores (`{"task", "scorer", "value", …}`) or of
+/// rubric observations (`{"task", "rubric", "observation": {…}}`, scored
+/// here by the rubric's arithmetic and recorded under the rubric's version).
+/// `commit` applies to lines that do not name their own.
+///
+/// # Errors
+/// [`Error::Malformed`] naming the file, the line and the problem (a line
+/// that is not JSON, a missing commit, an unknown rubric, an observation that
+/// does not fit, a non-finite value).
+pub fn parse_jsonl(
+    text: &str,
+    file: &Path,
+    commit: Option<&CommitId>,
+    rubrics: &RubricSet,
+) -> Result<Vec<Score>> {
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let at = format!("line {}", i + 1);
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let line: Line = serde_json::from_str(raw).map_err(|e| {
+            malformed(
+                file,
+                &at,
+                format!("not a score or observation object ({e})"),
+            )
+        })?;
+        let resolve = |c: &Option<String>| -> Result<CommitId> {
+            match (c, commit) {
+                (Some(text), _) => {
+                    CommitId::parse(text).map_err(|e| malformed(file, &at, e.to_string()))
+                }
+                (None, Some(c)) => Ok(c.clone()),
+                (None, None) => Err(malformed(
+                    file,
+                    &at,
+                    "no commit: give --commit or a \"commit\" field",
+                )),
+            }
+        };
+        let score = match line {
+            Line::Observation {
+                task,
+                rubric,
+                observation,
+                commit: c,
+            } => {
+                let r = rubrics
+                    .get(&rubric)
+                    .ok_or_else(|| malformed(file, &at, format!("unknown rubric {rubric:?}")))?;
+                let value = r
+                    .score_json(&observation)
+                    .map_err(|e| malformed(file, &at, e.to_string()))?;
+                let mut s = Score::new(resolve(&c)?, task, r.name.clone(), value);
+                s.scorer_version = r.version();
+                s.holdout = r.holdout;
+                s
+            }
+            Line::Score {
+                task,
+                scorer,
+                value,
+                scorer_version,
+                cost,
+                latency_ms,
+                holdout,
+                commit: c,
+            } => {
+                let mut s = Score::new(resolve(&c)?, task, scorer, value);
+                if let Some(v) = scorer_version {
+                    s.scorer_version = v;
+                }
+                s.cost = cost;
+                s.latency_ms = latency_ms;
+                s.holdout = holdout;
+                s
+            }
+        };
+        // The store's own validation, reported at this line.
+        score
+            .to_draft()
+            .map_err(|e| malformed(file, &at, e.to_string()))?;
+        out.push(score);
+    }
+    Ok(out)
+}
+
+/// Ingests a JSON Lines file in one transaction (see [`parse_jsonl`]).
+///
+/// # Errors
+/// As [`parse_jsonl`], plus [`Error::Io`] and [`Error::Trace`].
+pub fn ingest_jsonl(
+    store: &mut Store,
+    path: &Path,
+    commit: Option<&CommitId>,
+    rubrics: &RubricSet,
+    session: &str,
+) -> Result<IngestReport> {
+    let scores = parse_jsonl(&read(path)?, path, commit, rubrics)?;
+    let drafts = scores
+        .iter()
+        .map(|s| Ok(s.to_draft()?.session(session)))
+        .collect::<Result<Vec<EventDraft>>>()?;
+    let receipts = store.append_batch(drafts)?;
+    Ok(IngestReport {
+        test_runs: 0,
+        scores: scores.len(),
+        last_seq: receipts.last().map(|r| r.seq),
+    })
+}

@@ -1,0 +1,50 @@
+//! `ratchet-scorers`: the rule that a language-model judge only fills in
+//! observable facts, and the number the gate uses is computed by code.
+//!
+//! # Brief overview
+//!
+//! * [`Rubric`] — a typed checklist ([`Item`]s of kind [`ItemKind`]:
+//!   boolean, count with a maximum, fraction), versioned by the BLAKE3 hash
+//!   of its canonical form. [`Rubric::validate_observation`] checks a judge's
+//!   JSON item by item and reports every problem at once;
+//!   [`Rubric::score`] is plain weighted arithmetic (formula in the
+//!   `rubric` module docs).
+//! * [`RubricSet`] and its [`ProposerView`] — holdout rubrics count for the
+//!   gate but are not listed or readable through the proposer's view.
+//! * Ingestion: [`ingest_junit`] (JUnit XML → test runs and `pass_rate`
+//!   scores) and [`ingest_jsonl`] (scores or rubric observations), each
+//!   all-or-nothing.
+//!
+//! ```
+//! use ratchet_scorers::Rubric;
+//!
+//! let rubric = Rubric::from_toml(r#"
+//!     name = "helpfulness"
+//!     [[item]]
+//!     id = "answers_question"
+//!     type = "boolean"
+//!     weight = 3.0
+//!     must = true
+//!     [[item]]
+//!     id = "cites_sources"
+//!     type = "count"
+//!     max = 3
+//!     weight = 1.0
+//! "#)?;
+//! let judge = serde_json::json!({ "answers_question": true, "cites_sources": 3 });
+//! assert_eq!(rubric.score_json(&judge)?, 1.0);
+//! let judge = serde_json::json!({ "answers_question": false, "cites_sources": 3 });
+//! assert_eq!(rubric.score_json(&judge)?, 0.0); // a failed must item caps the score
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs)]
+
+mod error;
+mod holdout;
+mod ingest;
+mod rubric;
+
+pub use error::{Error, Problem, Result};
+pub use holdout::{ProposerView, RubricSet};
+pub use ingest::{IngestReport, PASS_RATE, ingest_jsonl, ingest_junit, parse_jsonl, parse_junit};
+pub use rubric::{Item, ItemKind, Observation, Rubric};

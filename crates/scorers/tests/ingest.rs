@@ -1,0 +1,170 @@
+//! Ingestion with fixtures written as pytest, cargo-nextest and jest-junit
+//! write them, and bad input that must store nothing.
+
+use std::path::{Path, PathBuf};
+
+use ratchet_scorers::{
+    Error, PASS_RATE, Rubric, RubricSet, ingest_jsonl, ingest_junit, parse_junit,
+};
+use ratchet_trace::{CommitId, Store, StoreOptions};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn commit() -> CommitId {
+    CommitId::parse(&"12".repeat(20)).expect("commit")
+}
+
+#[test]
+fn junit_from_three_runners() {
+    let cases: [(&str, Vec<(&str, u64, u64, u64)>); 3] = [
+        ("pytest.xml", vec![("pytest", 2, 1, 1)]),
+        (
+            "nextest.xml",
+            vec![
+                ("ratchet-trace::store", 2, 0, 0),
+                ("ratchet-trace::tamper", 1, 1, 0),
+            ],
+        ),
+        ("jest-junit.xml", vec![("math", 2, 1, 0)]),
+    ];
+    for (file, want) in cases {
+        let path = fixture(file);
+        let xml = std::fs::read_to_string(&path).expect("fixture");
+        let runs = parse_junit(&xml, &path, &commit()).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let got: Vec<(&str, u64, u64, u64)> = runs
+            .iter()
+            .map(|r| (r.suite.as_str(), r.passed, r.failed, r.skipped))
+            .collect();
+        assert_eq!(got, want, "{file}");
+        assert!(
+            runs.iter().all(|r| r.duration_ms > 0.0),
+            "{file}: durations read"
+        );
+    }
+}
+
+#[test]
+fn junit_ingestion_records_runs_and_pass_rates_atomically() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
+    let r = ingest_junit(&mut store, &fixture("nextest.xml"), &commit(), "ci").expect("ingest");
+    assert_eq!((r.test_runs, r.scores), (2, 2));
+    let rates = store.scores(&commit(), PASS_RATE).expect("scores");
+    let values: Vec<(String, f64)> = rates.into_iter().map(|(_, s)| (s.task, s.value)).collect();
+    assert_eq!(
+        values,
+        vec![
+            ("ratchet-trace::store".to_string(), 1.0),
+            ("ratchet-trace::tamper".to_string(), 0.5)
+        ]
+    );
+
+    let before = store.head().expect("head");
+    let err =
+        ingest_junit(&mut store, &fixture("broken.xml"), &commit(), "ci").expect_err("broken");
+    assert!(matches!(err, Error::Malformed { .. }), "{err}");
+    assert!(err.to_string().contains("broken.xml"), "{err}");
+    assert_eq!(store.head().expect("head"), before, "nothing stored");
+}
+
+const RUBRIC: &str = r#"
+name = "answer"
+holdout = true
+[[item]]
+id = "correct"
+type = "boolean"
+weight = 1.0
+"#;
+
+#[test]
+fn jsonl_scores_and_observations_with_line_numbered_errors() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
+    let rubrics = RubricSet::new(vec![Rubric::from_toml(RUBRIC).expect("rubric")]);
+    let good = d.path().join("good.jsonl");
+    std::fs::write(
+        &good,
+        "{\"task\":\"t1\",\"scorer\":\"latency\",\"value\":120.5,\"latency_ms\":120.5}\n\n{\"task\":\"t2\",\"rubric\":\"answer\",\"observation\":{\"correct\":true}}\n",
+    )
+    .expect("write");
+    let r = ingest_jsonl(&mut store, &good, Some(&commit()), &rubrics, "judge").expect("ingest");
+    assert_eq!(r.scores, 2);
+    let judged = store.scores(&commit(), "answer").expect("scores");
+    assert_eq!(judged.len(), 1);
+    let (_, s) = &judged[0];
+    assert_eq!(s.value, 1.0);
+    assert!(s.holdout, "holdout rubrics mark their scores");
+    assert_eq!(
+        s.scorer_version,
+        rubrics.get("answer").expect("rubric").version()
+    );
+
+    let before = store.head().expect("head");
+    for (body, needle) in [
+        (
+            "{\"task\":\"t\",\"scorer\":\"s\",\"value\":1}\n{not json\n",
+            "line 2",
+        ),
+        (
+            "{\"task\":\"t\",\"rubric\":\"answer\",\"observation\":{\"correct\":3}}\n",
+            "correct",
+        ),
+        (
+            "{\"task\":\"t\",\"rubric\":\"nope\",\"observation\":{}}\n",
+            "unknown rubric",
+        ),
+        (
+            "{\"task\":\"t\",\"scorer\":\"s\",\"value\":1,\"commit\":\"abc\"}\n",
+            "full commit id",
+        ),
+    ] {
+        let bad = d.path().join("bad.jsonl");
+        std::fs::write(&bad, body).expect("write");
+        let err =
+            ingest_jsonl(&mut store, &bad, Some(&commit()), &rubrics, "judge").expect_err(body);
+        let msg = err.to_string();
+        assert!(msg.contains("bad.jsonl") && msg.contains(needle), "{msg}");
+    }
+    let bad = d.path().join("nocommit.jsonl");
+    std::fs::write(&bad, "{\"task\":\"t\",\"scorer\":\"s\",\"value\":1}\n").expect("write");
+    assert!(
+        ingest_jsonl(&mut store, &bad, None, &rubrics, "judge")
+            .expect_err("no commit")
+            .to_string()
+            .contains("no commit")
+    );
+    assert_eq!(store.head().expect("head"), before, "nothing stored");
+}
+
+#[test]
+fn the_proposer_view_hides_holdouts() {
+    let visible =
+        Rubric::from_toml(&RUBRIC.replace("name = \"answer\"\nholdout = true", "name = \"style\""))
+            .expect("rubric");
+    let hidden = Rubric::from_toml(RUBRIC).expect("rubric");
+    let set = RubricSet::new(vec![visible, hidden]);
+    let view = set.proposer_view();
+    let names: Vec<&str> = view.rubrics().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, vec!["style"]);
+    assert!(matches!(view.rubric("answer"), Err(Error::Hidden(_))));
+    let obs = serde_json::json!({"correct": true});
+    assert!(matches!(
+        view.item_results("answer", &obs),
+        Err(Error::Hidden(_))
+    ));
+    assert_eq!(
+        view.item_results("style", &obs).expect("visible")["correct"],
+        1.0
+    );
+    // Unknown names get the same answer as holdouts: nothing is revealed.
+    assert_eq!(
+        view.rubric("ghost").expect_err("unknown").to_string(),
+        "rubric ghost is not available to the proposing side"
+    );
+    // The trusted side sees everything.
+    assert!(set.get("answer").is_some());
+}
