@@ -263,6 +263,17 @@ enum Command {
         #[arg(long)]
         target: Option<f64>,
     },
+    /// Record what tools already write: JUnit XML, or JSON Lines of scores
+    /// and rubric observations (all or nothing).
+    Ingest {
+        #[command(subcommand)]
+        what: IngestKind,
+    },
+    /// Rubric files.
+    Rubric {
+        #[command(subcommand)]
+        what: RubricCommand,
+    },
     /// Run the store end to end in a scratch directory: record, verify,
     /// checkpoint, then tamper and watch verification catch it.
     Demo {
@@ -270,6 +281,61 @@ enum Command {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum IngestKind {
+    /// A JUnit XML report: a test run and a pass_rate score per suite.
+    Junit {
+        /// The report.
+        path: PathBuf,
+        /// Full commit id the tests ran under.
+        #[arg(long)]
+        commit: String,
+        /// Session name.
+        #[arg(long, default_value = "junit")]
+        session: String,
+        /// Writer key file (keyed stores).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+    },
+    /// JSON Lines of scores or rubric observations.
+    Jsonl {
+        /// The file.
+        path: PathBuf,
+        /// Commit for lines that do not name one.
+        #[arg(long)]
+        commit: Option<String>,
+        /// Rubric files (TOML or JSON) scoring observation lines.
+        #[arg(long)]
+        rubric: Vec<PathBuf>,
+        /// Session name.
+        #[arg(long, default_value = "jsonl")]
+        session: String,
+        /// Writer key file (keyed stores).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum RubricCommand {
+    /// Validate a rubric file and print its version and items.
+    Check {
+        /// The rubric (TOML, or JSON by extension).
+        path: PathBuf,
+    },
+}
+
+fn read_rubric(path: &Path) -> Result<ratchet_scorers::Rubric> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading rubric {}", path.display()))?;
+    let rubric = if path.extension().is_some_and(|e| e == "json") {
+        ratchet_scorers::Rubric::from_json(&text)
+    } else {
+        ratchet_scorers::Rubric::from_toml(&text)
+    };
+    rubric.with_context(|| format!("rubric {}", path.display()))
 }
 
 fn main() -> ExitCode {
@@ -538,6 +604,83 @@ fn run(cli: Cli) -> Result<u8> {
             Ok(0)
         }
         Command::Demo { dir } => demo::run(dir, json),
+        Command::Ingest { what } => {
+            let report = match what {
+                IngestKind::Junit {
+                    path,
+                    commit,
+                    session,
+                    key_file,
+                } => {
+                    let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
+                    ratchet_scorers::ingest_junit(
+                        &mut store,
+                        &path,
+                        &CommitId::parse(&commit)?,
+                        &session,
+                    )?
+                }
+                IngestKind::Jsonl {
+                    path,
+                    commit,
+                    rubric,
+                    session,
+                    key_file,
+                } => {
+                    let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
+                    let rubrics = ratchet_scorers::RubricSet::new(
+                        rubric
+                            .iter()
+                            .map(|p| read_rubric(p))
+                            .collect::<Result<_>>()?,
+                    );
+                    let commit = commit.map(|c| CommitId::parse(&c)).transpose()?;
+                    ratchet_scorers::ingest_jsonl(
+                        &mut store,
+                        &path,
+                        commit.as_ref(),
+                        &rubrics,
+                        &session,
+                    )?
+                }
+            };
+            if json {
+                print_json(&report)?;
+            } else {
+                println!(
+                    "recorded {} test run(s) and {} score(s)",
+                    report.test_runs, report.scores
+                );
+            }
+            Ok(0)
+        }
+        Command::Rubric {
+            what: RubricCommand::Check { path },
+        } => {
+            let r = read_rubric(&path)?;
+            if json {
+                print_json(
+                    &serde_json::json!({ "name": r.name, "version": r.version(), "holdout": r.holdout, "items": r.items }),
+                )?;
+            } else {
+                println!(
+                    "rubric {} ok, version {}{}",
+                    r.name,
+                    r.version(),
+                    if r.holdout { " (holdout)" } else { "" }
+                );
+                for it in &r.items {
+                    println!(
+                        "  {:<24} {:?} weight {}{}",
+                        it.id,
+                        it.kind,
+                        it.weight,
+                        if it.must { " must" } else { "" }
+                    );
+                }
+            }
+            Ok(0)
+        }
         Command::Watch {
             commit,
             scorer,

@@ -621,3 +621,95 @@ fn arl_prints_the_table_and_solves_limits() {
     let o = ratchet(d.path(), &["arl", "--detector", "shewhart", "--h", "3"], "");
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn ingest_and_rubric_commands() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st, "init"], "")
+            .status
+            .success()
+    );
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scorers/tests/fixtures");
+    let junit = fixtures.join("pytest.xml");
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "ingest",
+            "junit",
+            junit.to_str().expect("utf8"),
+            "--commit",
+            C,
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("1 test run(s) and 1 score(s)"),
+        "{}",
+        text(&o)
+    );
+
+    let rubric = d.path().join("r.toml");
+    std::fs::write(
+        &rubric,
+        "name = \"answer\"\n[[item]]\nid = \"correct\"\ntype = \"boolean\"\nweight = 1.0\n",
+    )
+    .expect("write");
+    let o = ratchet(
+        d.path(),
+        &["rubric", "check", rubric.to_str().expect("utf8")],
+        "",
+    );
+    assert!(
+        o.status.success() && text(&o).contains("rubric answer ok"),
+        "{}",
+        text(&o)
+    );
+    let lines = d.path().join("obs.jsonl");
+    std::fs::write(
+        &lines,
+        "{\"task\":\"t\",\"rubric\":\"answer\",\"observation\":{\"correct\":false}}\n",
+    )
+    .expect("write");
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "ingest",
+            "jsonl",
+            lines.to_str().expect("utf8"),
+            "--commit",
+            C,
+            "--rubric",
+            rubric.to_str().expect("utf8"),
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+
+    let bad = d.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "name = \"x\"\n[[item]]\nid = \"a\"\ntype = \"count\"\nmax = 0\nweight = -1.0\n",
+    )
+    .expect("write");
+    let o = ratchet(
+        d.path(),
+        &["rubric", "check", bad.to_str().expect("utf8")],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).contains("max must be at least 1") && text(&o).contains("weight -1"),
+        "{}",
+        text(&o)
+    );
+    let o = ratchet(d.path(), &["--store", st, "verify-chain"], "");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
