@@ -302,3 +302,164 @@ pub fn ingest_jsonl(
         last_seq: receipts.last().map(|r| r.seq),
     })
 }
+
+/// The environment a benchmark ran in: what must match for two timings to
+/// be comparable. Part of the scorer name of criterion scores, so the gate
+/// never pairs timings from different runners.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Environment {
+    /// CPU model (from /proc/cpuinfo where available).
+    pub cpu: String,
+    /// Logical CPUs.
+    pub cpus: usize,
+    /// OS and architecture.
+    pub platform: String,
+    /// A caller-supplied label, e.g. the toolchain (`rustc 1.95.0`).
+    pub label: String,
+}
+
+impl Environment {
+    /// This machine's environment, with `label` (e.g. the toolchain version).
+    pub fn current(label: &str) -> Environment {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_string())
+            })
+            .unwrap_or_else(|| "unknown cpu".to_string());
+        Environment {
+            cpu,
+            cpus: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            platform: format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
+            label: label.to_string(),
+        }
+    }
+
+    /// A short fingerprint: the first 12 hex digits of BLAKE3 over the fields.
+    pub fn fingerprint(&self) -> String {
+        let text = format!(
+            "{}\n{}\n{}\n{}",
+            self.cpu, self.cpus, self.platform, self.label
+        );
+        blake3::hash(text.as_bytes()).to_hex()[..12].to_string()
+    }
+}
+
+/// The scorer name of criterion timings taken in `env`: `criterion_ns@<fingerprint>`.
+pub fn criterion_scorer(env: &Environment) -> String {
+    format!("criterion_ns@{}", env.fingerprint())
+}
+
+#[derive(Debug, Deserialize)]
+struct CriterionBenchmark {
+    full_id: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct CriterionEstimate {
+    point_estimate: f64,
+}
+
+#[derive(Debug, Deserialize)]
+struct CriterionEstimates {
+    mean: CriterionEstimate,
+}
+
+/// Reads criterion's result files under `dir` (its `target/criterion`):
+/// one score per benchmark (`<id>/new/benchmark.json` and `estimates.json`),
+/// task = the benchmark's full id, value = the mean time in nanoseconds
+/// (lower is better), scorer = [`criterion_scorer`] of `env`.
+///
+/// # Errors
+/// [`Error::Io`] if the directory cannot be read, [`Error::Malformed`]
+/// naming the file and the problem, or when no benchmark is found.
+pub fn parse_criterion(dir: &Path, commit: &CommitId, env: &Environment) -> Result<Vec<Score>> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = std::fs::read_dir(&d).map_err(|source| Error::Io {
+            path: d.clone(),
+            source,
+        })?;
+        for entry in entries {
+            let entry = entry.map_err(|source| Error::Io {
+                path: d.clone(),
+                source,
+            })?;
+            let path = entry.path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n == "new") {
+                    if path.join("estimates.json").is_file() {
+                        found.push(path);
+                    }
+                } else if path
+                    .file_name()
+                    .is_some_and(|n| n != "base" && n != "report")
+                {
+                    stack.push(path);
+                }
+            }
+        }
+    }
+    if found.is_empty() {
+        return Err(malformed(
+            dir,
+            "directory",
+            "no criterion results (<id>/new/estimates.json) under it",
+        ));
+    }
+    found.sort();
+    let scorer = criterion_scorer(env);
+    let mut scores = Vec::new();
+    for new in found {
+        let bench_file = new.join("benchmark.json");
+        let est_file = new.join("estimates.json");
+        let bench: CriterionBenchmark = serde_json::from_str(&read(&bench_file)?)
+            .map_err(|e| malformed(&bench_file, "JSON", e.to_string()))?;
+        let est: CriterionEstimates = serde_json::from_str(&read(&est_file)?)
+            .map_err(|e| malformed(&est_file, "JSON", e.to_string()))?;
+        let ns = est.mean.point_estimate;
+        if !(ns.is_finite() && ns >= 0.0) {
+            return Err(malformed(
+                &est_file,
+                "mean.point_estimate",
+                format!("{ns} is not a time"),
+            ));
+        }
+        let mut s = Score::new(commit.clone(), bench.full_id, scorer.clone(), ns);
+        s.scorer_version = "criterion-mean-ns-1".into();
+        s.to_draft()
+            .map_err(|e| malformed(&est_file, "score", e.to_string()))?;
+        scores.push(s);
+    }
+    Ok(scores)
+}
+
+/// Ingests criterion results in one transaction (see [`parse_criterion`]).
+///
+/// # Errors
+/// As [`parse_criterion`], plus [`Error::Trace`].
+pub fn ingest_criterion(
+    store: &mut Store,
+    dir: &Path,
+    commit: &CommitId,
+    env: &Environment,
+    session: &str,
+) -> Result<IngestReport> {
+    let scores = parse_criterion(dir, commit, env)?;
+    let drafts = scores
+        .iter()
+        .map(|s| Ok(s.to_draft()?.session(session)))
+        .collect::<Result<Vec<EventDraft>>>()?;
+    let receipts = store.append_batch(drafts)?;
+    Ok(IngestReport {
+        test_runs: 0,
+        scores: scores.len(),
+        last_seq: receipts.last().map(|r| r.seq),
+    })
+}

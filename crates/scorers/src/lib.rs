@@ -13,7 +13,11 @@
 //!   gate but are not listed or readable through the proposer's view.
 //! * Ingestion: [`ingest_junit`] (JUnit XML → test runs and `pass_rate`
 //!   scores) and [`ingest_jsonl`] (scores or rubric observations), each
-//!   all-or-nothing.
+//!   all-or-nothing; [`ingest_criterion`] (criterion's `target/criterion`
+//!   results → one time score per benchmark, under a scorer named by the
+//!   runner's [`Environment`] fingerprint, so runners are never compared).
+//! * Batch scoring: [`record_observation`] and [`score_pending`] (the sleep
+//!   phase: every unscored observation, idempotently).
 //!
 //! ```
 //! use ratchet_scorers::Rubric;
@@ -39,12 +43,17 @@
 //! ```
 #![deny(missing_docs)]
 
+mod batch;
 mod error;
 mod holdout;
 mod ingest;
 mod rubric;
 
+pub use batch::{BatchReport, KIND_OBSERVATION, record_observation, score_pending};
 pub use error::{Error, Problem, Result};
 pub use holdout::{ProposerView, RubricSet};
-pub use ingest::{IngestReport, PASS_RATE, ingest_jsonl, ingest_junit, parse_jsonl, parse_junit};
+pub use ingest::{
+    Environment, IngestReport, PASS_RATE, criterion_scorer, ingest_criterion, ingest_jsonl,
+    ingest_junit, parse_criterion, parse_jsonl, parse_junit,
+};
 pub use rubric::{Item, ItemKind, Observation, Rubric};
