@@ -269,6 +269,16 @@ enum Command {
         #[command(subcommand)]
         what: IngestKind,
     },
+    /// Score every recorded observation that has no score for its rubric's
+    /// current version (the batch "sleep phase"; idempotent).
+    Score {
+        /// Rubric files (TOML, or JSON by extension).
+        #[arg(long, required = true)]
+        rubric: Vec<PathBuf>,
+        /// Writer key file (keyed stores).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+    },
     /// Rubric files.
     Rubric {
         #[command(subcommand)]
@@ -299,6 +309,8 @@ enum IngestKind {
         #[arg(long)]
         key_file: Option<PathBuf>,
     },
+    /// criterion results: one time score per benchmark, keyed to this runner.
+    Criterion(CriterionArgs),
     /// JSON Lines of scores or rubric observations.
     Jsonl {
         /// The file.
@@ -316,6 +328,22 @@ enum IngestKind {
         #[arg(long)]
         key_file: Option<PathBuf>,
     },
+}
+
+/// Benchmark results from criterion (the `Criterion` arm of `ratchet ingest`).
+#[derive(Debug, clap::Args)]
+struct CriterionArgs {
+    /// criterion's output directory (usually target/criterion).
+    path: PathBuf,
+    /// Full commit id the benchmarks ran under.
+    #[arg(long)]
+    commit: String,
+    /// Runner label that must match for timings to be compared (e.g. the toolchain).
+    #[arg(long, default_value = "")]
+    label: String,
+    /// Writer key file (keyed stores).
+    #[arg(long)]
+    key_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -620,6 +648,24 @@ fn run(cli: Cli) -> Result<u8> {
                         &session,
                     )?
                 }
+                IngestKind::Criterion(a) => {
+                    let mut store = Store::open(&store_dir, options(a.key_file.as_deref())?)?;
+                    let env = ratchet_scorers::Environment::current(&a.label);
+                    if !json {
+                        println!(
+                            "runner {} -> scorer {}",
+                            env.fingerprint(),
+                            ratchet_scorers::criterion_scorer(&env)
+                        );
+                    }
+                    ratchet_scorers::ingest_criterion(
+                        &mut store,
+                        &a.path,
+                        &CommitId::parse(&a.commit)?,
+                        &env,
+                        "criterion",
+                    )?
+                }
                 IngestKind::Jsonl {
                     path,
                     commit,
@@ -651,6 +697,32 @@ fn run(cli: Cli) -> Result<u8> {
                     "recorded {} test run(s) and {} score(s)",
                     report.test_runs, report.scores
                 );
+            }
+            Ok(0)
+        }
+        Command::Score { rubric, key_file } => {
+            let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
+            let rubrics = ratchet_scorers::RubricSet::new(
+                rubric
+                    .iter()
+                    .map(|p| read_rubric(p))
+                    .collect::<Result<_>>()?,
+            );
+            let r = ratchet_scorers::score_pending(&mut store, &rubrics)?;
+            if json {
+                print_json(&r)?;
+            } else {
+                println!(
+                    "{} observation(s): {} scored now, {} already scored, {} with an unknown rubric, {} invalid",
+                    r.observations,
+                    r.scored,
+                    r.already_scored,
+                    r.unknown_rubric,
+                    r.invalid.len()
+                );
+                for (seq, why) in &r.invalid {
+                    println!("  seq {seq}: {why}");
+                }
             }
             Ok(0)
         }

@@ -713,3 +713,65 @@ fn ingest_and_rubric_commands() {
     let o = ratchet(d.path(), &["--store", st, "verify-chain"], "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
+
+#[test]
+fn batch_score_and_criterion_ingest() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st, "init"], "")
+            .status
+            .success()
+    );
+    let rubric = d.path().join("r.toml");
+    std::fs::write(
+        &rubric,
+        "name = \"answer\"\n[[item]]\nid = \"correct\"\ntype = \"boolean\"\nweight = 1.0\n",
+    )
+    .expect("write");
+    let obs = format!(
+        "{{\"kind\":\"observation\",\"commit\":\"{C}\",\"payload\":{{\"task\":\"t1\",\"rubric\":\"answer\",\"observation\":{{\"correct\":true}}}}}}\n"
+    );
+    assert!(
+        ratchet(d.path(), &["--store", st, "append"], &obs)
+            .status
+            .success()
+    );
+    let r = rubric.to_str().expect("utf8");
+    let o = ratchet(d.path(), &["--store", st, "score", "--rubric", r], "");
+    assert!(
+        o.status.success() && text(&o).contains("1 scored now"),
+        "{}",
+        text(&o)
+    );
+    let o = ratchet(d.path(), &["--store", st, "score", "--rubric", r], "");
+    assert!(
+        text(&o).contains("0 scored now, 1 already scored"),
+        "{}",
+        text(&o)
+    );
+
+    let crit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scorers/tests/fixtures/criterion");
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "ingest",
+            "criterion",
+            crit.to_str().expect("utf8"),
+            "--commit",
+            C,
+            "--label",
+            "test",
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("criterion_ns@") && text(&o).contains("2 score(s)"),
+        "{}",
+        text(&o)
+    );
+}
