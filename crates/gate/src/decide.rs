@@ -340,11 +340,18 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
 
     // 3. The sequential test, fed the paired tasks in task-name order (an
     // order that does not depend on the outcomes).
+    // Lower-is-better scorers (an anchor's own direction, or the policy's)
+    // are judged on negated values, so "better" always means "larger" below.
+    let sign = if p.lower_is_better() { -1.0 } else { 1.0 };
     let (base, cand) = paired_means(store, q, &p.scorer, at)?;
+    let (base, cand): (Vec<f64>, Vec<f64>) = (
+        base.into_iter().map(|x| sign * x).collect(),
+        cand.into_iter().map(|x| sign * x).collect(),
+    );
     let bounds = p.boundaries()?;
     let (decision, llr, n, details) = match p.test {
         TestKind::Bernoulli => {
-            let thr = p.pass_threshold.unwrap_or(1.0);
+            let thr = sign * p.pass_threshold.unwrap_or(1.0);
             let gap = p.gap.unwrap_or_default();
             let passes = |xs: &[f64]| xs.iter().filter(|&&x| x >= thr).count();
             let p0 = if base.is_empty() {
@@ -424,8 +431,8 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
                     .into_iter()
                     .filter(|t| t.baseline.len() >= 2 && t.candidate.len() >= 2)
                     .map(|t| {
-                        class_of(t.baseline[0], t.candidate[0])
-                            + class_of(t.baseline[1], t.candidate[1])
+                        class_of(sign * t.baseline[0], sign * t.candidate[0])
+                            + class_of(sign * t.baseline[1], sign * t.candidate[1])
                     })
                     .collect(),
             };

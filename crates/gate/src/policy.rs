@@ -141,6 +141,10 @@ pub struct ClassPolicy {
     pub alpha: f64,
     /// False-reject rate.
     pub beta: f64,
+    /// Which way the primary scorer improves; default: the scorer's own
+    /// direction (lower for the `cost` and `latency_ms` anchors), else higher.
+    #[serde(default)]
+    pub direction: Option<Better>,
     /// Effect to detect (bernoulli, gaussian).
     #[serde(default)]
     pub gap: Option<f64>,
@@ -312,6 +316,18 @@ impl ClassPolicy {
             return Err(bad(f("canaries.tasks"), "lists no task"));
         }
         Ok(())
+    }
+
+    /// Whether the primary scorer improves downwards (policy, else the
+    /// scorer's declared direction).
+    pub fn lower_is_better(&self) -> bool {
+        match self.direction {
+            Some(b) => b == Better::Lower,
+            None => {
+                ratchet_scorers::direction_of(&self.scorer)
+                    == ratchet_scorers::Direction::LowerIsBetter
+            }
+        }
     }
 
     /// Wald's boundaries for this class's α and β.

@@ -335,3 +335,54 @@ fn pentanomial_pairs_two_runs_per_task() {
     assert_eq!(seq.details["pairing"], "pentanomial");
     assert_eq!(seq.details["counts"].as_array().map(Vec::len), Some(5));
 }
+
+#[test]
+fn lower_is_better_scorers_are_judged_downwards() {
+    // latency_ms is an anchor that improves downwards: a faster candidate
+    // is promoted without the policy saying so, a slower one rejected.
+    let text = r#"
+[class.speed]
+scorer = "latency_ms"
+test = "gaussian"
+alpha = 0.05
+beta = 0.05
+gap = 5.0
+max_n = 3000
+"#;
+    let policy = Policy::parse(text).expect("policy");
+    let class = policy.class("speed").expect("class");
+    assert!(class.lower_is_better());
+    for (cand_mean, promote) in [(80.0, true), (120.0, false)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut store =
+            Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+        let mut rng = StdRng::seed_from_u64(11);
+        let (base, cand) = (commit(1), commit(2));
+        let mut scores = Vec::new();
+        for t in 0..300 {
+            for (c, mean) in [(&base, 100.0), (&cand, cand_mean)] {
+                let v = mean + (rng.random::<f64>() - 0.5) * 20.0;
+                scores.push(Score::new(
+                    c.clone(),
+                    format!("task-{t:04}"),
+                    "latency_ms",
+                    v,
+                ));
+            }
+        }
+        store.record_scores(&scores, "bench").expect("scores");
+        let q = Question {
+            class: "speed",
+            policy: class,
+            baseline: &base,
+            candidate: &cand,
+            trusted: None,
+        };
+        let v = decide(&mut store, &q).expect("decide");
+        assert_eq!(
+            v.outcome == Outcome::Promote,
+            promote,
+            "candidate mean {cand_mean}: {v:#?}"
+        );
+    }
+}

@@ -279,7 +279,9 @@ pub fn parse_jsonl(
     Ok(out)
 }
 
-/// Ingests a JSON Lines file in one transaction (see [`parse_jsonl`]).
+/// Ingests a JSON Lines file in one transaction (see [`parse_jsonl`]); a
+/// score carrying `cost` or `latency_ms` also records the `cost` /
+/// `latency_ms` anchor score for its task.
 ///
 /// # Errors
 /// As [`parse_jsonl`], plus [`Error::Io`] and [`Error::Trace`].
@@ -290,7 +292,10 @@ pub fn ingest_jsonl(
     rubrics: &RubricSet,
     session: &str,
 ) -> Result<IngestReport> {
-    let scores = parse_jsonl(&read(path)?, path, commit, rubrics)?;
+    let mut scores = parse_jsonl(&read(path)?, path, commit, rubrics)?;
+    // Measured cost and latency also become their anchor scores.
+    let anchors = crate::anchors::cost_and_latency(&scores);
+    scores.extend(anchors);
     let drafts = scores
         .iter()
         .map(|s| Ok(s.to_draft()?.session(session)))

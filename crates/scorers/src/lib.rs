@@ -16,6 +16,9 @@
 //!   all-or-nothing; [`ingest_criterion`] (criterion's `target/criterion`
 //!   results → one time score per benchmark, under a scorer named by the
 //!   runner's [`Environment`] fingerprint, so runners are never compared).
+//! * Deterministic anchors ([`Anchor`]): pass rate, build status, cost,
+//!   latency, each with its [`Direction`]; the gate takes a scorer's
+//!   direction from [`direction_of`] unless the policy says otherwise.
 //! * Batch scoring: [`record_observation`] and [`score_pending`] (the sleep
 //!   phase: every unscored observation, idempotently).
 //!
@@ -43,12 +46,14 @@
 //! ```
 #![deny(missing_docs)]
 
+mod anchors;
 mod batch;
 mod error;
 mod holdout;
 mod ingest;
 mod rubric;
 
+pub use anchors::{Anchor, Direction, cost_and_latency, direction_of, record_build_status};
 pub use batch::{BatchReport, KIND_OBSERVATION, record_observation, score_pending};
 pub use error::{Error, Problem, Result};
 pub use holdout::{ProposerView, RubricSet};

@@ -94,7 +94,9 @@ fn jsonl_scores_and_observations_with_line_numbered_errors() {
     )
     .expect("write");
     let r = ingest_jsonl(&mut store, &good, Some(&commit()), &rubrics, "judge").expect("ingest");
-    assert_eq!(r.scores, 2);
+    assert_eq!(r.scores, 3, "two lines and the latency anchor of the first");
+    let latency = store.scores(&commit(), "latency_ms").expect("scores");
+    assert_eq!(latency.len(), 1);
     let judged = store.scores(&commit(), "answer").expect("scores");
     assert_eq!(judged.len(), 1);
     let (_, s) = &judged[0];
