@@ -279,6 +279,14 @@ enum Command {
         #[arg(long)]
         key_file: Option<PathBuf>,
     },
+    /// Write scores and events as Parquet partitioned by commit (DuckDB,
+    /// Spark and Polars read the directory directly). Needs the `parquet`
+    /// feature (`cargo install ratchet --features parquet`).
+    Export {
+        /// New or empty output directory.
+        #[arg(long)]
+        parquet: PathBuf,
+    },
     /// Rubric files.
     Rubric {
         #[command(subcommand)]
@@ -700,6 +708,7 @@ fn run(cli: Cli) -> Result<u8> {
             }
             Ok(0)
         }
+        Command::Export { parquet } => export(&store_dir, &parquet, json),
         Command::Score { rubric, key_file } => {
             let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
             let rubrics = ratchet_scorers::RubricSet::new(
@@ -1012,6 +1021,32 @@ fn arl_table(
         }
     }
     Ok(0)
+}
+
+#[cfg(feature = "parquet")]
+fn export(store_dir: &Path, out: &Path, json: bool) -> Result<u8> {
+    let store = Store::open(store_dir, StoreOptions::default())?;
+    let report = ratchet_export::export_parquet(&store, out)?;
+    if json {
+        print_json(&report)?;
+    } else {
+        println!(
+            "wrote {} score row(s) and {} event(s) in {} Parquet file(s) under {}",
+            report.scores,
+            report.events,
+            report.files.len(),
+            out.display()
+        );
+        println!("{}", ratchet_export::summary(&store)?);
+    }
+    Ok(0)
+}
+
+#[cfg(not(feature = "parquet"))]
+fn export(_store_dir: &Path, _out: &Path, _json: bool) -> Result<u8> {
+    anyhow::bail!(
+        "this ratchet was built without Parquet export; rebuild with `--features parquet`"
+    )
 }
 
 fn read_policy(path: PathBuf) -> Result<ratchet_gate::Policy> {

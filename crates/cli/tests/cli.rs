@@ -775,3 +775,73 @@ fn batch_score_and_criterion_ingest() {
         text(&o)
     );
 }
+
+#[cfg(feature = "parquet")]
+#[test]
+fn export_writes_parquet_partitions() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st, "init"], "")
+            .status
+            .success()
+    );
+    for t in ["t1", "t2"] {
+        let o = ratchet(
+            d.path(),
+            &[
+                "--store",
+                st,
+                "record-score",
+                "--commit",
+                C,
+                "--task",
+                t,
+                "--scorer",
+                "acc",
+                "--value",
+                "0.5",
+            ],
+            "",
+        );
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let out = d.path().join("pq");
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "--json",
+            "export",
+            "--parquet",
+            out.to_str().expect("utf8"),
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(r["scores"], 2);
+    assert!(
+        out.join(format!("scores/commit={C}/part-0.parquet"))
+            .is_file()
+    );
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "export",
+            "--parquet",
+            out.to_str().expect("utf8"),
+        ],
+        "",
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "refuses a non-empty directory: {}",
+        text(&o)
+    );
+}

@@ -635,6 +635,29 @@ impl Store {
             .map_err(Error::sqlite("reading scores"))
     }
 
+    /// Up to `limit` score rows with seq greater than `after`, in seq order
+    /// (for exports and bulk readers).
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails.
+    pub fn scores_after(&self, after: u64, limit: usize) -> Result<Vec<(u64, Score)>> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {SCORE_COLUMNS} FROM scores WHERE seq > ?1 ORDER BY seq LIMIT ?2"
+            ))
+            .and_then(|mut st| {
+                st.query_map(
+                    params![
+                        after.min(i64::MAX as u64) as i64,
+                        limit.min(i64::MAX as usize) as i64
+                    ],
+                    score_from_row,
+                )?
+                .collect()
+            })
+            .map_err(Error::sqlite("reading scores"))
+    }
+
     /// All test runs under `commit`, in seq order, with their seqs.
     ///
     /// # Errors
