@@ -61,4 +61,4 @@ pub use ingest::{
     Environment, IngestReport, PASS_RATE, criterion_scorer, ingest_criterion, ingest_jsonl,
     ingest_junit, parse_criterion, parse_jsonl, parse_junit,
 };
-pub use rubric::{Item, ItemKind, Observation, Rubric};
+pub use rubric::{Aggregation, Item, ItemKind, Observation, Rubric};

@@ -4,7 +4,9 @@
 //!
 //! **Score formula.** Each item's value is normalized to [0, 1] — a boolean
 //! is 0 or 1, a count `c` with maximum `m` is `c/m`, a fraction is itself —
-//! and the score is the weighted mean `Σ wᵢvᵢ / Σ wᵢ`. If any `must` item is
+//! and the score is the weighted mean `Σ wᵢvᵢ / Σ wᵢ` (or, with
+//! `aggregation = "minimum"`, the smallest value among positively weighted
+//! items). If any `must` item is
 //! not fully met (normalized value < 1), the score is capped at
 //! `must_cap` (default 0). The result is always in [0, 1], never decreases
 //! when an item's value increases, and does not depend on the item order.
@@ -49,8 +51,21 @@ pub struct Item {
     pub must: bool,
 }
 
-/// A rubric: items, the cap for failed `must` items, and whether it is a
-/// holdout (counted by the gate, hidden from the proposing side).
+/// How item values combine into a score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Aggregation {
+    /// `Σ wᵢvᵢ / Σ wᵢ` (the default).
+    #[default]
+    WeightedMean,
+    /// The smallest value among items with a positive weight: every item
+    /// must be good for the score to be good.
+    Minimum,
+}
+
+/// A rubric: items, the aggregation rule, the cap for failed `must` items,
+/// and whether it is a holdout (counted by the gate, hidden from the
+/// proposing side).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rubric {
@@ -59,6 +74,9 @@ pub struct Rubric {
     /// The checklist.
     #[serde(rename = "item")]
     pub items: Vec<Item>,
+    /// How item values combine.
+    #[serde(default)]
+    pub aggregation: Aggregation,
     /// The score cap when a `must` item is not fully met.
     #[serde(default)]
     pub must_cap: f64,
@@ -233,17 +251,20 @@ impl Rubric {
 
     /// The score of a validated observation (the formula in the module docs).
     pub fn score(&self, observation: &Observation) -> f64 {
-        let (mut num, mut den) = (0.0, 0.0);
+        let (mut num, mut den, mut min) = (0.0, 0.0, 1.0f64);
         let mut must_failed = false;
         for (it, &v) in self.items.iter().zip(&observation.values) {
             num += it.weight * v;
             den += it.weight;
+            if it.weight > 0.0 {
+                min = min.min(v);
+            }
             must_failed |= it.must && v < 1.0;
         }
-        let s = if den > 0.0 {
-            (num / den).clamp(0.0, 1.0)
-        } else {
-            0.0
+        let s = match self.aggregation {
+            Aggregation::WeightedMean if den > 0.0 => (num / den).clamp(0.0, 1.0),
+            Aggregation::WeightedMean => 0.0,
+            Aggregation::Minimum => min,
         };
         if must_failed { s.min(self.must_cap) } else { s }
     }
@@ -311,6 +332,24 @@ weight = 1.0
             .score_json(&json!({"cites_source": false, "steps_correct": 4, "coverage": 1.0}))
             .expect("valid");
         assert!((s - 0.2).abs() < 1e-12, "{s}");
+    }
+
+    #[test]
+    fn minimum_aggregation_takes_the_weakest_item() {
+        let r = Rubric::from_toml(&TOML.replace(
+            "must_cap = 0.2",
+            "must_cap = 0.2\naggregation = \"minimum\"",
+        ))
+        .expect("valid");
+        let s = r
+            .score_json(&json!({"cites_source": true, "steps_correct": 1, "coverage": 0.9}))
+            .expect("valid");
+        assert!((s - 0.25).abs() < 1e-12, "{s}");
+        assert_ne!(
+            r.version(),
+            rubric().version(),
+            "the rule is part of the version"
+        );
     }
 
     #[test]
@@ -384,6 +423,17 @@ weight = 1.0
             rev.items.reverse();
             let s2 = rev.score_json(&json!({"cites_source": b, "steps_correct": c, "coverage": f})).expect("valid");
             prop_assert!((s - s2).abs() < 1e-12);
+            // The same three properties under the minimum rule.
+            let mut m = r.clone();
+            m.aggregation = Aggregation::Minimum;
+            let ms = |b: bool, c: u64, f: f64| m.score_json(&json!({"cites_source": b, "steps_correct": c, "coverage": f})).expect("valid");
+            let base = ms(b, c, f);
+            prop_assert!((0.0..=1.0).contains(&base));
+            prop_assert!(ms(true, c, f) >= base && ms(b, (c + 1).min(4), f) >= base && ms(b, c, (f + bump).min(1.0)) >= base);
+            let mut mrev = m.clone();
+            mrev.items.reverse();
+            let reversed = mrev.score_json(&json!({"cites_source": b, "steps_correct": c, "coverage": f})).expect("valid");
+            prop_assert!((reversed - base).abs() < 1e-12);
         }
     }
 }
