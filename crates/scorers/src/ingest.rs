@@ -296,6 +296,11 @@ pub fn ingest_jsonl(
     // Measured cost and latency also become their anchor scores.
     let anchors = crate::anchors::cost_and_latency(&scores);
     scores.extend(anchors);
+    store_scores(store, &scores, session)
+}
+
+/// Appends parsed scores in one transaction.
+fn store_scores(store: &mut Store, scores: &[Score], session: &str) -> Result<IngestReport> {
     let drafts = scores
         .iter()
         .map(|s| Ok(s.to_draft()?.session(session)))
@@ -456,15 +461,5 @@ pub fn ingest_criterion(
     env: &Environment,
     session: &str,
 ) -> Result<IngestReport> {
-    let scores = parse_criterion(dir, commit, env)?;
-    let drafts = scores
-        .iter()
-        .map(|s| Ok(s.to_draft()?.session(session)))
-        .collect::<Result<Vec<EventDraft>>>()?;
-    let receipts = store.append_batch(drafts)?;
-    Ok(IngestReport {
-        test_runs: 0,
-        scores: scores.len(),
-        last_seq: receipts.last().map(|r| r.seq),
-    })
+    store_scores(store, &parse_criterion(dir, commit, env)?, session)
 }
