@@ -54,7 +54,7 @@ enum Command {
         key_file: Option<PathBuf>,
     },
     /// Append events given as JSON Lines on stdin, all in one transaction:
-    /// {"kind": "...", "session": "...", "commit": "<full sha>", "payload": {...}}.
+    /// `{"kind": "...", "session": "...", "commit": "<full sha>", "payload": {...}}`.
     Append {
         /// Writer key file (keyed stores).
         #[arg(long)]
@@ -151,7 +151,7 @@ enum Command {
         #[arg(long)]
         key_file: Option<PathBuf>,
     },
-    /// Show what a policy's test does for each true effect: P(promote), E[N], N quantiles.
+    /// Show what a policy's test does for each true effect: P(promote), `E[N]`, N quantiles.
     Calibrate {
         /// Policy file (default: policy.toml in the store directory).
         #[arg(long)]

@@ -87,7 +87,7 @@ pub struct OperatingPoint {
     pub p_reject: f64,
     /// P(the test reaches its truncation limit).
     pub p_truncated: f64,
-    /// E[N], observations until the test stops.
+    /// `E[N]`, observations until the test stops.
     pub expected_n: f64,
     /// Quantiles of N at 10 %, 50 % and 90 %.
     pub n_quantiles: [u64; 3],

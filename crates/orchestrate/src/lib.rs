@@ -8,7 +8,7 @@
 //!   skip those the repository no longer has, refuse to touch a work tree
 //!   with uncommitted changes (listing them), check the winner out (detached
 //!   HEAD, safe mode) and record a `checkout` event; returns a
-//!   [`HealReport`] and a [`Monitor`](ratchet_drift::Monitor) restarted on
+//!   [`HealReport`] and a [`ratchet_drift::Monitor`] restarted on
 //!   the new commit's baseline.
 //! * [`check_recovery`] — after a heal, whether the new commit's live scores
 //!   stayed in control.
