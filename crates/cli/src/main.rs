@@ -1,7 +1,10 @@
-//! `ratchet`: the command line over ratchet's trace store.
+//! `ratchet`: the command line over ratchet's store, gate, drift detection
+//! and scorers.
 //!
-//! Exit codes: 0 success; 1 the store failed verification (tampering found);
-//! 2 an error (bad input, missing store, unreadable file, usage).
+//! Exit codes: 0 success; 1 a negative finding (`verify-chain`: tampering
+//! found; `gate`: reject; `watch`: an alarm; `best`: no qualifying commit);
+//! 3 `gate`: continue, collect more evidence; 2 an error (bad input, missing
+//! store, unreadable file, usage).
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
