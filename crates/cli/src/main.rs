@@ -150,6 +150,10 @@ enum Command {
         /// A trusted checkpoint: verify only what came after it.
         #[arg(long)]
         checkpoint: Option<PathBuf>,
+        /// On promote, move `refs/ratchet/promoted/<class>` in the git
+        /// repository at this path to the candidate and record a promotion event.
+        #[arg(long)]
+        record_promotion: Option<PathBuf>,
         /// Writer key file (keyed stores).
         #[arg(long)]
         key_file: Option<PathBuf>,
@@ -901,6 +905,7 @@ fn run(cli: Cli) -> Result<u8> {
             class,
             policy,
             checkpoint,
+            record_promotion,
             key_file,
         } => {
             let policy = read_policy(policy.unwrap_or_else(|| store_dir.join("policy.toml")))?;
@@ -925,6 +930,21 @@ fn run(cli: Cli) -> Result<u8> {
                 print_json(&verdict)?;
             } else {
                 gate_table(&verdict)?;
+            }
+            if let (ratchet_gate::Outcome::Promote, Some(repo)) =
+                (&verdict.outcome, &record_promotion)
+            {
+                let decision_seq = store.head()?.size;
+                let name = ratchet_orchestrate::record_promotion(
+                    repo,
+                    &mut store,
+                    &candidate,
+                    &class,
+                    Some(decision_seq),
+                )?;
+                if !json {
+                    println!("{name} -> {candidate}");
+                }
             }
             Ok(match verdict.outcome {
                 ratchet_gate::Outcome::Promote => 0,

@@ -845,3 +845,61 @@ fn export_writes_parquet_partitions() {
         text(&o)
     );
 }
+
+#[test]
+fn a_promotion_moves_its_ref() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path();
+    git(p, &["init", "-q"]);
+    let mut commits = Vec::new();
+    for v in ["base", "cand"] {
+        std::fs::write(p.join("prompt.txt"), v).expect("write");
+        git(p, &["add", "prompt.txt"]);
+        git(p, &["commit", "-q", "-m", v]);
+        commits.push(git(p, &["rev-parse", "HEAD"]));
+    }
+    assert!(ratchet(p, &["init"], "").status.success());
+    std::fs::write(p.join(".ratchet/policy.toml"), POLICY).expect("policy");
+    assert!(
+        ratchet(
+            p,
+            &["append"],
+            &scores_jsonl(&commits[0], &commits[1], 400, 9)
+        )
+        .status
+        .success()
+    );
+    let o = ratchet(
+        p,
+        &[
+            "gate",
+            "--baseline",
+            &commits[0],
+            "--candidate",
+            &commits[1],
+            "--class",
+            "prompt",
+            "--record-promotion",
+            ".",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(
+        git(p, &["rev-parse", "refs/ratchet/promoted/prompt"]),
+        commits[1]
+    );
+    let o = ratchet(
+        p,
+        &["--json", "log", "--from", "0", "--limit", "100000"],
+        "",
+    );
+    let events: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let kinds: Vec<&str> = events
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    assert_eq!(&kinds[kinds.len() - 2..], &["decision", "promotion"]);
+}
