@@ -128,7 +128,7 @@ max_n = 500000
         policy: class,
         baseline: &base,
         candidate: &cand,
-        trusted: Some(&checkpoint),
+        checkpoint: Some(&checkpoint),
     };
     let mut g = c.benchmark_group("decide");
     g.sample_size(10).measurement_time(Duration::from_secs(10));

@@ -110,9 +110,13 @@ enum Command {
         /// A checkpoint held elsewhere: also detects truncation and rollback.
         #[arg(long)]
         checkpoint: Option<PathBuf>,
-        /// Writer key file: also checks every event's MAC.
+        /// Writer key file: also checks every event's MAC (required for a keyed store).
         #[arg(long)]
         key_file: Option<PathBuf>,
+        /// Verify a keyed store's plain chain only, knowing its MACs go
+        /// unchecked (anyone who can write the file can rebuild a plain chain).
+        #[arg(long, conflicts_with = "key_file")]
+        without_macs: bool,
     },
     /// Print the current checkpoint, or write it atomically to --out.
     Checkpoint {
@@ -147,7 +151,8 @@ enum Command {
         /// Policy file (default: policy.toml in the store directory).
         #[arg(long)]
         policy: Option<PathBuf>,
-        /// A trusted checkpoint: verify only what came after it.
+        /// A checkpoint held elsewhere: the trace must still hold its events
+        /// (catches truncation and rollback). The whole trace is verified regardless.
         #[arg(long)]
         checkpoint: Option<PathBuf>,
         /// On promote, move `refs/ratchet/promoted/<class>` in the git
@@ -248,6 +253,9 @@ enum Command {
         /// Commits to leave out (e.g. the alarmed one).
         #[arg(long)]
         exclude: Vec<String>,
+        /// Writer key file (a keyed store is only read with its key).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
     },
     /// Average run lengths of a CUSUM or EWMA chart, or the limit for a target ARL0.
     Arl {
@@ -293,6 +301,9 @@ enum Command {
         /// New or empty output directory.
         #[arg(long)]
         parquet: PathBuf,
+        /// Writer key file (a keyed store is only exported with its key).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
     },
     /// Rubric files.
     Rubric {
@@ -562,8 +573,14 @@ fn run(cli: Cli) -> Result<u8> {
         Command::VerifyChain {
             checkpoint,
             key_file,
+            without_macs,
         } => {
             let store = Store::open(&store_dir, StoreOptions::default())?;
+            if let (Some(key_id), None, false) = (store.writer_key_id(), &key_file, without_macs) {
+                return Err(anyhow!(
+                    "this store is keyed (key id {key_id}): pass --key-file to check its MACs, or --without-macs to verify the plain chain only (which anyone who can write the file can rebuild)"
+                ));
+            }
             let mut o = VerifyOptions::default();
             if let Some(p) = &key_file {
                 o = o.key(read_key(p)?);
@@ -580,6 +597,12 @@ fn run(cli: Cli) -> Result<u8> {
                 println!(
                     "TAMPERED: store {} fails verification at {f}",
                     report.store_id
+                );
+            } else if report.macs_unchecked() {
+                println!(
+                    "plain chain ok, MACs NOT checked: {} events, head {} (a keyed store: only --key-file shows that its writer wrote them)",
+                    report.size,
+                    report.head.to_hex()
                 );
             } else {
                 println!(
@@ -715,7 +738,9 @@ fn run(cli: Cli) -> Result<u8> {
             }
             Ok(0)
         }
-        Command::Export { parquet } => export(&store_dir, &parquet, json),
+        Command::Export { parquet, key_file } => {
+            export(&store_dir, &parquet, key_file.as_deref(), json)
+        }
         Command::Score { rubric, key_file } => {
             let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
             let rubrics = ratchet_scorers::RubricSet::new(
@@ -782,6 +807,7 @@ fn run(cli: Cli) -> Result<u8> {
             key_file,
         } => {
             let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
+            store.verified(&VerifyOptions::default())?;
             let commit = CommitId::parse(&commit)?;
             let mut monitor =
                 ratchet_drift::Monitor::start(&store, &commit, &scorer, from, k, h, min_n)?;
@@ -827,18 +853,9 @@ fn run(cli: Cli) -> Result<u8> {
             key_file,
         } => {
             let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
+            store.verified(&VerifyOptions::default())?;
             let only = commit.map(|c| CommitId::parse(&c)).transpose()?;
-            let mut latest: Option<ratchet_drift::TraceAlarm> = None;
-            for e in store.tail(0) {
-                let e = e?;
-                if e.kind == ratchet_drift::KIND_ALARM && (only.is_none() || e.commit == only) {
-                    latest = Some(
-                        serde_json::from_slice(&e.payload)
-                            .with_context(|| format!("alarm event {}", e.seq))?,
-                    );
-                }
-            }
-            let alarm = latest.ok_or_else(|| {
+            let alarm = ratchet_drift::latest_alarm(&store, only.as_ref())?.ok_or_else(|| {
                 anyhow!("no recorded alarm to heal from (record one with `ratchet watch --record`)")
             })?;
             let opts = ratchet_orchestrate::HealOptions {
@@ -868,8 +885,10 @@ fn run(cli: Cli) -> Result<u8> {
             min_n,
             confidence,
             exclude,
+            key_file,
         } => {
-            let store = Store::open(&store_dir, StoreOptions::default())?;
+            let store = Store::open(&store_dir, options(key_file.as_deref())?)?;
+            store.verified(&VerifyOptions::default())?;
             let exclude = exclude
                 .iter()
                 .map(|c| CommitId::parse(c))
@@ -911,7 +930,7 @@ fn run(cli: Cli) -> Result<u8> {
             let policy = read_policy(policy.unwrap_or_else(|| store_dir.join("policy.toml")))?;
             let class_policy = policy.class(&class)?;
             let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
-            let trusted = match &checkpoint {
+            let checkpoint = match &checkpoint {
                 Some(p) => Some(
                     Checkpoint::read(p).with_context(|| format!("checkpoint {}", p.display()))?,
                 ),
@@ -923,7 +942,7 @@ fn run(cli: Cli) -> Result<u8> {
                 policy: class_policy,
                 baseline: &baseline,
                 candidate: &candidate,
-                trusted: trusted.as_ref(),
+                checkpoint: checkpoint.as_ref(),
             };
             let verdict = ratchet_gate::decide(&mut store, &q)?;
             if json {
@@ -1047,8 +1066,8 @@ fn arl_table(
 }
 
 #[cfg(feature = "parquet")]
-fn export(store_dir: &Path, out: &Path, json: bool) -> Result<u8> {
-    let store = Store::open(store_dir, StoreOptions::default())?;
+fn export(store_dir: &Path, out: &Path, key_file: Option<&Path>, json: bool) -> Result<u8> {
+    let store = Store::open(store_dir, options(key_file)?)?;
     let report = ratchet_export::export_parquet(&store, out)?;
     if json {
         print_json(&report)?;
@@ -1066,7 +1085,7 @@ fn export(store_dir: &Path, out: &Path, json: bool) -> Result<u8> {
 }
 
 #[cfg(not(feature = "parquet"))]
-fn export(_store_dir: &Path, _out: &Path, _json: bool) -> Result<u8> {
+fn export(_store_dir: &Path, _out: &Path, _key_file: Option<&Path>, _json: bool) -> Result<u8> {
     anyhow::bail!(
         "this ratchet was built without Parquet export; rebuild with `--features parquet`"
     )

@@ -14,7 +14,7 @@ use crate::detectors::{Alarm, Cusum, Detector};
 use crate::error::{Error, Result, invalid};
 
 /// Event kind of an appended alarm.
-pub const KIND_ALARM: &str = "alarm";
+pub const KIND_ALARM: &str = ratchet_trace::ReservedKind::Alarm.as_str();
 
 /// Page size when following the trace.
 const PAGE: usize = 4096;
@@ -160,10 +160,39 @@ impl Monitor {
 /// # Errors
 /// [`Error::Trace`] if the append fails (for instance, a keyed store opened without its key).
 pub fn record_alarm(store: &mut Store, alarm: &TraceAlarm) -> Result<Receipt> {
-    let draft = EventDraft::json(KIND_ALARM, alarm)?
+    let draft = EventDraft::reserved(ratchet_trace::ReservedKind::Alarm, alarm)?
         .commit(alarm.commit.clone())
         .session("monitor");
     Ok(store.append(draft)?)
+}
+
+/// The latest alarm this store's own monitor recorded (for `commit`, if
+/// given): the alarm a heal acts on. Alarms merged in from cells
+/// (`origin` set) are evidence of what a cell saw, never an instruction to
+/// this store, so they are passed over. Call it on a verified trace
+/// ([`Store::verified`]); a payload that does not parse is an error, not a
+/// skipped alarm.
+///
+/// # Errors
+/// [`Error::Trace`] if the store cannot be read or an alarm payload is
+/// malformed.
+pub fn latest_alarm(store: &Store, commit: Option<&CommitId>) -> Result<Option<TraceAlarm>> {
+    let mut latest = None;
+    for e in store.tail(0) {
+        let e = e?;
+        if e.kind == KIND_ALARM
+            && e.origin.is_none()
+            && (commit.is_none() || e.commit.as_ref() == commit)
+        {
+            latest = Some(serde_json::from_slice(&e.payload).map_err(|err| {
+                ratchet_trace::Error::InvalidInput {
+                    field: "payload",
+                    reason: format!("alarm event {} does not parse: {err}", e.seq),
+                }
+            })?);
+        }
+    }
+    Ok(latest)
 }
 
 /// One commit in a best-commit ranking.

@@ -169,10 +169,18 @@ fn write_parquet(path: &Path, df: &mut DataFrame) -> Result<()> {
 /// (`scores/commit=<id>/part-0.parquet`, `events/commit=<id|none>/…`) into
 /// `dir`, which must be new or empty.
 ///
+/// The trace is verified first (with the writer key the store was opened
+/// with): an export is read by tools that trust it, so it holds only rows
+/// verification covered.
+///
 /// # Errors
-/// [`Error::NotEmpty`] before anything is written; [`Error::Trace`],
-/// [`Error::Polars`] or [`Error::Io`] while writing.
+/// [`Error::Trace`] if the trace does not verify, or is keyed and was opened
+/// without its key; [`Error::NotEmpty`] before anything is written;
+/// [`Error::Trace`], [`Error::Polars`] or [`Error::Io`] while writing.
 pub fn export_parquet(store: &Store, dir: &Path) -> Result<ExportReport> {
+    let snapshot = store.snapshot()?;
+    snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
+    let store: &Store = &snapshot;
     if dir.exists()
         && std::fs::read_dir(dir)
             .map_err(|source| Error::Io {

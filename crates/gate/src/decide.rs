@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use ratchet_trace::{Checkpoint, CommitId, EventDraft, Store, VerifyOptions};
+use ratchet_trace::{Checkpoint, CommitId, EventDraft, ReservedKind, Store, VerifyOptions};
 
 use crate::error::{Error, Result};
 use crate::gsprt::Pairing;
@@ -17,7 +17,7 @@ use crate::policy::{ClassPolicy, GuardrailMethod, MarginKind, TestKind};
 use crate::sprt::{Decision, GaussianSprt, SequentialTest};
 
 /// Event kind of an appended verdict.
-pub const KIND_DECISION: &str = "decision";
+pub const KIND_DECISION: &str = ReservedKind::Decision.as_str();
 
 /// Confidence of the bounds reported with invariants.
 const INVARIANT_CONFIDENCE: f64 = 0.95;
@@ -107,7 +107,7 @@ impl Verdict {
 }
 
 /// What to decide: the policy, its class name, the two commits, and
-/// optionally a trusted checkpoint to verify the trace from.
+/// optionally a checkpoint held elsewhere.
 #[derive(Debug, Clone)]
 pub struct Question<'a> {
     /// The class's name (recorded in the verdict).
@@ -118,8 +118,10 @@ pub struct Question<'a> {
     pub baseline: &'a CommitId,
     /// The commit proposed.
     pub candidate: &'a CommitId,
-    /// Verify only after this checkpoint (verified before).
-    pub trusted: Option<&'a Checkpoint>,
+    /// A checkpoint held where the store's writers cannot reach: the trace
+    /// must still hold its events, ending in its head (catches truncation and
+    /// rollback to an older copy). It never lets verification skip anything.
+    pub checkpoint: Option<&'a Checkpoint>,
 }
 
 /// Decides at the current head and appends the verdict as a `decision` event.
@@ -134,7 +136,7 @@ pub fn decide(store: &mut Store, q: &Question<'_>) -> Result<Verdict> {
         evaluate(&snap, q, head.size)?
     };
     store.append(
-        EventDraft::raw(KIND_DECISION, verdict.to_json())
+        EventDraft::reserved(ReservedKind::Decision, &verdict)?
             .commit(q.candidate.clone())
             .session(format!("gate:{}", q.class)),
     )?;
@@ -201,15 +203,19 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
     };
 
     // 0. The trace itself, before any number is read from it.
+    // The whole trace up to `at` is recomputed (hashes, MACs with the key
+    // the store was opened with, projection rows, schema): every row read
+    // below is one this pass covered.
     let mut vo = VerifyOptions::default().up_to(at);
-    if let Some(cp) = q.trusted {
-        vo = vo.trusted_prefix(cp.clone());
+    if let Some(cp) = q.checkpoint {
+        vo = vo.checkpoint(cp.clone());
     }
     let report = store.verify_with(&vo)?;
+    let unchecked_macs = report.macs_unchecked();
     v.stages.push(StageReport {
         stage: Stage::TraceVerification,
-        passed: Some(report.is_valid()),
-        details: serde_json::json!({ "checked_from": report.checked_from, "size": report.size, "fault": report.fault }),
+        passed: Some(report.is_valid() && !unchecked_macs),
+        details: serde_json::json!({ "size": report.size, "keyed": report.keyed, "macs_checked": report.macs_checked, "checkpoint_checked": report.checkpoint_checked, "fault": report.fault }),
     });
     if let Some(f) = report.fault {
         return done(
@@ -220,23 +226,45 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
             ),
         );
     }
+    if unchecked_macs {
+        return done(
+            v,
+            reject(
+                Stage::TraceVerification,
+                "the store is keyed but was opened without its writer key: its MACs cannot be checked, and a plain chain can be rebuilt by anyone who can write the file (fails closed)",
+            ),
+        );
+    }
 
-    // 1. Required test suites: the candidate's latest run of each must be green.
+    // 1. Required test suites: every recorded run of each counts. A failure
+    // is not erased by a later green run (re-running until green would
+    // launder a flaky or broken suite), and a run of no test is not a pass.
     let runs = store.test_runs_upto(q.candidate, at)?;
     let mut suites = Vec::new();
     let mut failure: Option<String> = None;
     for suite in &p.required_suites {
-        let last = runs.iter().rev().find(|(_, r)| &r.suite == suite);
-        let (ok, why) = match last {
-            None => (
+        let of_suite: Vec<_> = runs.iter().filter(|(_, r)| &r.suite == suite).collect();
+        let failed = of_suite.iter().find(|(_, r)| r.failed > 0);
+        let empty = of_suite.iter().find(|(_, r)| r.passed == 0);
+        let (ok, why) = match (of_suite.is_empty(), failed, empty) {
+            (true, _, _) => (
                 false,
                 format!("suite {suite} has no recorded run for the candidate"),
             ),
-            Some((_, r)) if r.failed > 0 => (false, format!("suite {suite}: {} failed", r.failed)),
-            Some((_, r)) if r.passed == 0 => (false, format!("suite {suite} ran no test")),
-            Some(_) => (true, String::new()),
+            (_, Some((seq, r)), _) => (
+                false,
+                format!(
+                    "suite {suite}: {} failed in the run at seq {seq} (every recorded run counts)",
+                    r.failed
+                ),
+            ),
+            (_, None, Some((seq, _))) => (
+                false,
+                format!("suite {suite} ran no test in the run at seq {seq}"),
+            ),
+            (false, None, None) => (true, String::new()),
         };
-        suites.push(serde_json::json!({ "suite": suite, "passed": ok, "run": last.map(|(s, r)| serde_json::json!({"seq": s, "passed": r.passed, "failed": r.failed, "skipped": r.skipped})) }));
+        suites.push(serde_json::json!({ "suite": suite, "passed": ok, "runs": of_suite.iter().map(|(s, r)| serde_json::json!({"seq": s, "passed": r.passed, "failed": r.failed, "skipped": r.skipped})).collect::<Vec<_>>() }));
         if !ok && failure.is_none() {
             failure = Some(why);
         }

@@ -123,7 +123,7 @@ impl World {
             policy: self.policy.class(class).expect("class"),
             baseline: &self.base,
             candidate: &self.cand,
-            trusted: None,
+            checkpoint: None,
         }
     }
 
@@ -134,7 +134,7 @@ impl World {
             policy: policy.class(class).expect("class"),
             baseline: &self.base,
             candidate: &self.cand,
-            trusted: None,
+            checkpoint: None,
         };
         decide(&mut self.store, &q).expect("decide")
     }
@@ -323,7 +323,7 @@ fn pentanomial_pairs_two_runs_per_task() {
         policy: policy.class("twice").expect("class"),
         baseline: &base,
         candidate: &cand,
-        trusted: None,
+        checkpoint: None,
     };
     let v = decide(&mut store, &q).expect("decide");
     assert_eq!(v.outcome, Outcome::Promote, "{v:#?}");
@@ -376,7 +376,7 @@ max_n = 3000
             policy: class,
             baseline: &base,
             candidate: &cand,
-            trusted: None,
+            checkpoint: None,
         };
         let v = decide(&mut store, &q).expect("decide");
         assert_eq!(

@@ -33,9 +33,9 @@ use ratchet_drift::{Monitor, RankedCommit, TraceAlarm, best_commit};
 use ratchet_trace::{CommitId, EventDraft, Store};
 
 /// Event kind recorded when a heal checks a commit out.
-pub const KIND_CHECKOUT: &str = "checkout";
+pub const KIND_CHECKOUT: &str = ratchet_trace::ReservedKind::Checkout.as_str();
 /// Event kind recorded for a promotion.
-pub const KIND_PROMOTION: &str = "promotion";
+pub const KIND_PROMOTION: &str = ratchet_trace::ReservedKind::Promotion.as_str();
 
 /// `Result` with this crate's [`Error`] as the default error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -133,6 +133,8 @@ pub fn dirty_paths(repo: &Repository) -> Result<Vec<String>> {
 /// and returns the report with a monitor restarted on the new commit.
 ///
 /// # Errors
+/// [`Error::Trace`] if the trace does not verify (or is keyed and the store
+/// was opened without its key), before anything changes;
 /// [`Error::DirtyWorkTree`] listing the paths, before anything changes;
 /// [`Error::NoCandidate`] when no commit qualifies; [`Error::Git`],
 /// [`Error::Trace`] or [`Error::Drift`] for failures underneath.
@@ -142,6 +144,9 @@ pub fn heal(
     alarm: &TraceAlarm,
     options: &HealOptions,
 ) -> Result<(HealReport, Option<Monitor>)> {
+    // Nothing moves on a trace that does not verify (with the writer key the
+    // store was opened with, if it is keyed).
+    store.verified(&ratchet_trace::VerifyOptions::default())?;
     let repo = Repository::discover(repo_path)?;
     let ranking = best_commit(
         store,
@@ -199,8 +204,8 @@ pub fn heal(
     repo.set_head_detached(oid)?;
     report.checked_out = true;
     let receipt = store.append(
-        EventDraft::json(
-            KIND_CHECKOUT,
+        EventDraft::reserved(
+            ratchet_trace::ReservedKind::Checkout,
             &serde_json::json!({
                 "from": alarm.commit,
                 "to": target,
@@ -281,8 +286,8 @@ pub fn record_promotion(
     let name = format!("refs/ratchet/promoted/{class}");
     repo.reference(&name, oid, true, &format!("ratchet: promoted for {class}"))?;
     store.append(
-        EventDraft::json(
-            KIND_PROMOTION,
+        EventDraft::reserved(
+            ratchet_trace::ReservedKind::Promotion,
             &serde_json::json!({ "ref": name, "class": class, "decision_seq": decision_seq }),
         )?
         .commit(commit.clone())

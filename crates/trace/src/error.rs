@@ -113,6 +113,16 @@ pub enum Error {
         /// The first fault found in the cell.
         fault: Fault,
     },
+    /// A keyed store was verified without its writer key where a decision
+    /// or an action depends on it: the plain chain alone can be rebuilt by
+    /// anyone who can write the file.
+    #[error(
+        "this store is keyed (key id {key_id}) but was opened without its writer key: its MACs cannot be checked, so nothing is decided from it (pass the key file)"
+    )]
+    MacsUnchecked {
+        /// The key id the store declares.
+        key_id: String,
+    },
     /// A cell's history changed after an earlier merge; nothing was ingested.
     #[error(
         "cell {cell_id} was rewritten after an earlier merge: its event {seq} no longer has the hash the home recorded; nothing ingested"
@@ -144,6 +154,51 @@ pub enum Error {
         cell_id: String,
         /// The home seq of the first version.
         existing_seq: u64,
+    },
+    /// A keyed cell was offered for merging without its writer key: its plain
+    /// chain could have been rebuilt by anyone who can write its file.
+    #[error(
+        "cell {cell_id} is keyed (key id {key_id}): merging needs its writer key to check the MACs; nothing ingested"
+    )]
+    CellKeyRequired {
+        /// The cell's store id.
+        cell_id: String,
+        /// The key id the cell declares.
+        key_id: String,
+    },
+    /// A cell's event names another producer than the cell itself (or claims
+    /// to come from the home store, which holds no such event).
+    #[error(
+        "cell {cell_id} event {seq} claims to be produced by {claimed}, which the merge cannot verify; nothing ingested"
+    )]
+    ForgedProducer {
+        /// The cell's store id.
+        cell_id: String,
+        /// Cell seq of the event.
+        seq: u64,
+        /// The producer the event claims.
+        claimed: String,
+    },
+    /// A reserved event kind was given to the generic append: only its owner's
+    /// typed API writes it.
+    #[error(
+        "event kind {kind:?} is reserved: only {owner} writes it (generic appends cannot forge it)"
+    )]
+    ReservedKind {
+        /// The kind.
+        kind: String,
+        /// Who writes it.
+        owner: &'static str,
+    },
+    /// The database schema is not the one ratchet created (a trigger, view,
+    /// table or index was added, dropped or altered): nothing is written to
+    /// it, since a planted trigger would rewrite every honest write.
+    #[error(
+        "the store's database schema was altered ({what}); refusing to write. Run `ratchet verify-chain` and restore the store from a trusted copy"
+    )]
+    SchemaAltered {
+        /// What differs.
+        what: String,
     },
     /// A store cannot merge itself.
     #[error("cannot merge store {store_id} into itself")]

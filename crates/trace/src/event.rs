@@ -68,6 +68,64 @@ impl std::str::FromStr for CommitId {
     }
 }
 
+/// Event kinds whose meaning the rest of ratchet acts on (a heal follows an
+/// alarm, a promotion moves a ref): only the typed API that owns a kind
+/// writes it. [`EventDraft::json`] and [`EventDraft::raw`] refuse these
+/// names, so `ratchet append` (or any generic writer) cannot forge them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ReservedKind {
+    /// A gate verdict (`ratchet_gate::decide`).
+    Decision,
+    /// A drift alarm (`ratchet_drift::record_alarm`).
+    Alarm,
+    /// A heal's checkout (`ratchet_orchestrate::heal`).
+    Checkout,
+    /// A promotion ref move (`ratchet_orchestrate::record_promotion`).
+    Promotion,
+    /// A file ingested (`ratchet_scorers` ingestion), for idempotence.
+    Ingest,
+}
+
+impl ReservedKind {
+    /// Every reserved kind.
+    pub const ALL: [ReservedKind; 5] = [
+        ReservedKind::Decision,
+        ReservedKind::Alarm,
+        ReservedKind::Checkout,
+        ReservedKind::Promotion,
+        ReservedKind::Ingest,
+    ];
+
+    /// The kind as stored.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ReservedKind::Decision => "decision",
+            ReservedKind::Alarm => "alarm",
+            ReservedKind::Checkout => "checkout",
+            ReservedKind::Promotion => "promotion",
+            ReservedKind::Ingest => "ingest",
+        }
+    }
+
+    /// The API that owns the kind, in words.
+    pub fn owner(self) -> &'static str {
+        match self {
+            ReservedKind::Decision => "the gate (ratchet_gate::decide)",
+            ReservedKind::Alarm => "the drift monitor (ratchet_drift::record_alarm)",
+            ReservedKind::Checkout => "heal (ratchet_orchestrate::heal)",
+            ReservedKind::Promotion => "ratchet_orchestrate::record_promotion",
+            ReservedKind::Ingest => "ingestion (ratchet_scorers)",
+        }
+    }
+
+    /// The reserved kind with this name, if it is one.
+    pub fn of(kind: &str) -> Option<ReservedKind> {
+        ReservedKind::ALL.into_iter().find(|k| k.as_str() == kind)
+    }
+}
+
 /// An event to append: the store fills in seq, id, time, cell and hashes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventDraft {
@@ -75,6 +133,8 @@ pub struct EventDraft {
     pub(crate) session: String,
     pub(crate) commit: Option<CommitId>,
     pub(crate) payload: Vec<u8>,
+    /// Built by [`EventDraft::reserved`]: may carry a reserved kind.
+    pub(crate) reserved: bool,
 }
 
 impl EventDraft {
@@ -89,14 +149,26 @@ impl EventDraft {
     }
 
     /// A draft whose payload is the given JSON bytes, stored exactly as given
-    /// (validated at append time).
+    /// (validated at append time; a [`ReservedKind`] name is refused then).
     pub fn raw(kind: impl Into<String>, payload: impl Into<Vec<u8>>) -> Self {
         EventDraft {
             kind: kind.into(),
             session: String::new(),
             commit: None,
             payload: payload.into(),
+            reserved: false,
         }
+    }
+
+    /// A draft of a reserved kind, for the typed API that owns it (see
+    /// [`ReservedKind::owner`]); its payload is `payload` serialized as JSON.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] if `payload` cannot be serialized.
+    pub fn reserved<T: Serialize + ?Sized>(kind: ReservedKind, payload: &T) -> Result<Self> {
+        let mut d = Self::json(kind.as_str(), payload)?;
+        d.reserved = true;
+        Ok(d)
     }
 
     /// Sets the session (a free-form name of the run that produced the event).
@@ -119,6 +191,12 @@ impl EventDraft {
     /// Checks everything that does not depend on the store.
     pub(crate) fn validate(&self, max_payload: usize) -> Result<()> {
         validate_name("kind", &self.kind)?;
+        if let Some(k) = ReservedKind::of(&self.kind).filter(|_| !self.reserved) {
+            return Err(Error::ReservedKind {
+                kind: self.kind.clone(),
+                owner: k.owner(),
+            });
+        }
         if !self.kind.bytes().all(|b| {
             b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.' || b == b'-'
         }) {

@@ -89,6 +89,7 @@ pub use encoding::{
 pub use error::{Error, Result};
 pub use event::{
     CommitId, DEFAULT_MAX_INLINE_PAYLOAD, Event, EventDraft, MAX_NAME_LEN, Origin, Receipt,
+    ReservedKind,
 };
 pub use merge::{MergeOptions, MergeReport};
 pub use projection::{KIND_SCORE, KIND_TEST_RUN, Score, TestRun};

@@ -76,6 +76,12 @@ impl Store {
         if cell_id == self.store_id {
             return Err(Error::MergeSelf { store_id: cell_id });
         }
+        if let (Some(key_id), None) = (&cell.key_id, &options.cell_key) {
+            return Err(Error::CellKeyRequired {
+                cell_id,
+                key_id: key_id.clone(),
+            });
+        }
         match (&self.key_id, &self.options.writer_key) {
             (Some(_), None) => return Err(Error::KeyRequired),
             (Some(expected), Some(k)) if *expected != k.id_hex() => {
@@ -125,6 +131,7 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(Error::sqlite("starting the merge transaction"))?;
+        crate::schema::ensure_unaltered(&tx, &mut self.schema_checked)?;
         let high_water: Option<(u64, blake3::Hash)> = tx
             .prepare_cached(
                 "SELECT origin_seq, origin_hash FROM events
@@ -165,11 +172,12 @@ impl Store {
             })
             .optional()
             .map_err(Error::sqlite("reading the largest id"))?;
+        let self_id = self.store_id.as_str();
         let mut writer = ChainWriter::new(
             &tx,
             &mut self.hasher,
             self.options.writer_key.as_ref(),
-            &self.store_id,
+            self_id,
         )?;
         let (mut ingested, mut already_present) = (0u64, 0u64);
         let mut link = hw_hash;
@@ -179,6 +187,22 @@ impl Store {
         }
         let verified = verify_conn_each(cell_tx, cell_id, &vopts, &mut |batch| {
             for r in batch.rows.iter().filter(|r| r.seq > hw_seq) {
+                // The producer is what the merge verified: the cell itself for
+                // its own events. A relayed event keeps the producer its relay
+                // recorded, but may not pass for one of the home's own.
+                let claimed = batch.str(r.cell);
+                if (r.origin.is_none() && claimed != cell_id) || claimed == self_id {
+                    let id = Ulid(r.id);
+                    let home_has_it = existing_with_id(writer.conn(), id)?
+                        .is_some_and(|e| e.same_content(batch, r));
+                    if !home_has_it {
+                        return Err(Error::ForgedProducer {
+                            cell_id: cell_id.to_string(),
+                            seq: r.seq,
+                            claimed: claimed.to_string(),
+                        });
+                    }
+                }
                 if blake3::Hash::from(r.prev) != link {
                     return Err(Error::BrokenBatch {
                         cell_id: cell_id.to_string(),

@@ -65,9 +65,9 @@ impl Score {
             task: self.task.clone(),
             scorer: self.scorer.clone(),
             scorer_version: self.scorer_version.clone(),
-            value: self.value,
-            cost: self.cost,
-            latency_ms: self.latency_ms,
+            value: canonical(self.value),
+            cost: self.cost.map(canonical),
+            latency_ms: self.latency_ms.map(canonical),
             holdout: self.holdout,
         };
         body.validate()?;
@@ -103,7 +103,7 @@ impl TestRun {
             passed: self.passed,
             failed: self.failed,
             skipped: self.skipped,
-            duration_ms: self.duration_ms,
+            duration_ms: canonical(self.duration_ms),
         };
         body.validate()?;
         Ok(EventDraft::json(KIND_TEST_RUN, &body)?.commit(self.commit.clone()))
@@ -184,6 +184,15 @@ pub(crate) enum Projection {
     TestRun(TestRun),
 }
 
+/// The float SQLite gives back for `x`: a REAL column stores −0.0 as 0.0,
+/// so the projection derived from a payload holding `-0`, `-0.0` or `-0e0`
+/// (as ordinary JSON writers emit) must hold 0.0, or the row would never
+/// match its event again. Adding +0.0 maps −0.0 to +0.0 and leaves every
+/// other finite value, subnormals included, bit for bit as it was.
+fn canonical(x: f64) -> f64 {
+    x + 0.0
+}
+
 fn parse_body<T: for<'de> Deserialize<'de>>(kind: &str, payload: &[u8]) -> Result<T> {
     serde_json::from_slice(payload)
         .map_err(|e| Error::invalid("payload", format!("not a valid {kind} payload: {e}")))
@@ -211,9 +220,9 @@ impl Projection {
                     task: b.task,
                     scorer: b.scorer,
                     scorer_version: b.scorer_version,
-                    value: b.value,
-                    cost: b.cost,
-                    latency_ms: b.latency_ms,
+                    value: canonical(b.value),
+                    cost: b.cost.map(canonical),
+                    latency_ms: b.latency_ms.map(canonical),
                     holdout: b.holdout,
                 })))
             }
@@ -226,7 +235,7 @@ impl Projection {
                     passed: b.passed,
                     failed: b.failed,
                     skipped: b.skipped,
-                    duration_ms: b.duration_ms,
+                    duration_ms: canonical(b.duration_ms),
                 })))
             }
             _ => Ok(None),

@@ -113,6 +113,100 @@ pub(crate) fn all_triggers() -> String {
     .concat()
 }
 
+/// One row of `sqlite_schema`: what an object is, its name, its table and
+/// its SQL text (`None` for SQLite's own automatic indexes).
+pub(crate) type SchemaRow = (String, String, String, Option<String>);
+
+/// The schema a store is created with, as SQLite itself records it: built
+/// once per process in an in-memory database from the same DDL, so the
+/// comparison is exact to the byte (no re-implementation of SQLite's text).
+fn expected_schema() -> Result<&'static [SchemaRow]> {
+    static EXPECTED: std::sync::OnceLock<Vec<SchemaRow>> = std::sync::OnceLock::new();
+    if let Some(rows) = EXPECTED.get() {
+        return Ok(rows);
+    }
+    let conn =
+        Connection::open_in_memory().map_err(Error::sqlite("building the reference schema"))?;
+    conn.execute_batch(DDL)
+        .and_then(|_| conn.execute_batch(&all_triggers()))
+        .map_err(Error::sqlite("building the reference schema"))?;
+    let rows = read_schema(&conn, "main")?;
+    Ok(EXPECTED.get_or_init(|| rows))
+}
+
+fn read_schema(conn: &Connection, schema: &str) -> Result<Vec<SchemaRow>> {
+    let table = if schema == "temp" {
+        "sqlite_temp_schema"
+    } else {
+        "main.sqlite_schema"
+    };
+    let sql = format!("SELECT type, name, tbl_name, sql FROM {table} ORDER BY type, name");
+    conn.prepare(&sql)
+        .and_then(|mut st| {
+            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+                .collect()
+        })
+        .map_err(Error::sqlite("reading the schema"))
+}
+
+/// Compares the store's `sqlite_schema` (and this connection's TEMP schema)
+/// with the schema ratchet creates. `None` when they agree; otherwise what
+/// differs, in words: an added trigger, view, table or index, a dropped or
+/// altered one. A planted trigger would rewrite every later honest append,
+/// and a planted view or index could change what a query reads, so nothing
+/// may be added, dropped or altered.
+///
+/// Root page numbers are not compared (they are SQLite's bookkeeping, and
+/// differ between any two files). What they could redirect is covered
+/// elsewhere: tables are read by verification itself, and no read that feeds
+/// a decision goes through a secondary index (see `store.rs`).
+pub(crate) fn schema_difference(conn: &Connection) -> Result<Option<String>> {
+    let expected = expected_schema()?;
+    let found = read_schema(conn, "main")?;
+    let describe = |r: &SchemaRow| format!("{} {}", r.0, r.1);
+    for e in expected {
+        match found.iter().find(|f| f.0 == e.0 && f.1 == e.1) {
+            None => return Ok(Some(format!("{} was dropped", describe(e)))),
+            Some(f) if f != e => return Ok(Some(format!("{} was altered", describe(e)))),
+            Some(_) => {}
+        }
+    }
+    if let Some(extra) = found
+        .iter()
+        .find(|f| !expected.iter().any(|e| e.0 == f.0 && e.1 == f.1))
+    {
+        return Ok(Some(format!("{} was added", describe(extra))));
+    }
+    if let Some(temp) = read_schema(conn, "temp")?.first() {
+        return Ok(Some(format!(
+            "{} exists in this connection's TEMP schema",
+            describe(temp)
+        )));
+    }
+    Ok(None)
+}
+
+/// Refuses to write into a store whose schema was altered. Reads SQLite's
+/// schema cookie inside the caller's write transaction (one pragma) and
+/// compares the whole schema only when the cookie moved since the last check,
+/// so a trigger planted while a store is open is caught at the next write.
+pub(crate) fn ensure_unaltered(conn: &Connection, checked_cookie: &mut Option<i64>) -> Result<()> {
+    let cookie: i64 = conn
+        .pragma_query_value(None, "schema_version", |r| r.get(0))
+        .map_err(Error::sqlite("reading the schema version"))?;
+    if *checked_cookie == Some(cookie) {
+        return Ok(());
+    }
+    if let Some(what) = schema_difference(conn)? {
+        return Err(Error::SchemaAltered { what });
+    }
+    *checked_cookie = Some(cookie);
+    Ok(())
+}
+
+/// The metadata keys a store may hold; anything else was added by hand.
+pub(crate) const META_KEYS: [&str; 4] = ["format", "store_id", "created_ms", "writer_key_id"];
+
 /// Applies the per-connection settings (none of them is stored in the file).
 pub(crate) fn configure(conn: &Connection, durability: Durability, busy: Duration) -> Result<()> {
     conn.busy_timeout(busy)
@@ -125,6 +219,7 @@ pub(crate) fn configure(conn: &Connection, durability: Durability, busy: Duratio
         "PRAGMA journal_mode = WAL;
          PRAGMA synchronous = {sync};
          PRAGMA recursive_triggers = ON;
+         PRAGMA trusted_schema = OFF;
          PRAGMA mmap_size = 268435456;"
     ))
     .map_err(Error::sqlite("configuring the connection"))?;

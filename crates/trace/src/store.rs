@@ -124,6 +124,11 @@ pub struct PairedMeans {
 ///
 /// A `Store` owns one SQLite connection. Open one per thread or process;
 /// readers never block the writer (WAL), and writers queue on `busy_timeout`.
+///
+/// **Read rule.** Every query reads the tables themselves, by seq or in seq
+/// order, and never through a secondary index (`NOT INDEXED`): verification
+/// scans exactly those b-trees, so an index made to disagree with its table
+/// (possible with `writable_schema`) cannot change what a decision reads.
 #[derive(Debug)]
 pub struct Store {
     pub(crate) dir: PathBuf,
@@ -132,6 +137,8 @@ pub struct Store {
     pub(crate) key_id: Option<String>,
     pub(crate) options: StoreOptions,
     pub(crate) hasher: ChainHasher,
+    /// SQLite's schema cookie when the schema was last found unaltered.
+    pub(crate) schema_checked: Option<i64>,
 }
 
 /// Columns read for an event, in this order, by [`event_from_row`] (a macro
@@ -304,6 +311,7 @@ impl Store {
             store_id,
             key_id,
             options,
+            schema_checked: None,
         })
     }
 
@@ -348,6 +356,7 @@ impl Store {
             store_id,
             key_id,
             options,
+            schema_checked: None,
         })
     }
 
@@ -483,6 +492,7 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(Error::sqlite("starting an append transaction"))?;
+        schema::ensure_unaltered(&tx, &mut self.schema_checked)?;
         let last_id: Option<Ulid> = tx
             .prepare_cached("SELECT id FROM events ORDER BY id DESC LIMIT 1")
             .and_then(|mut st| st.query_row([], |r| ulid_col(r, 0)).optional())
@@ -629,7 +639,7 @@ impl Store {
     pub fn scores(&self, commit: &CommitId, scorer: &str) -> Result<Vec<(u64, Score)>> {
         self.conn
             .prepare_cached(&format!(
-                "SELECT {SCORE_COLUMNS} FROM scores WHERE scorer = ?1 AND commit_id = ?2 ORDER BY seq"
+                "SELECT {SCORE_COLUMNS} FROM scores NOT INDEXED WHERE scorer = ?1 AND commit_id = ?2 ORDER BY seq"
             ))
             .and_then(|mut st| st.query_map(params![scorer, commit.as_str()], score_from_row)?.collect())
             .map_err(Error::sqlite("reading scores"))
@@ -674,7 +684,7 @@ impl Store {
     pub fn test_runs_upto(&self, commit: &CommitId, max_seq: u64) -> Result<Vec<(u64, TestRun)>> {
         self.conn
             .prepare_cached(&format!(
-                "SELECT {TEST_RUN_COLUMNS} FROM test_runs WHERE commit_id = ?1 AND seq <= ?2 ORDER BY seq"
+                "SELECT {TEST_RUN_COLUMNS} FROM test_runs NOT INDEXED WHERE commit_id = ?1 AND seq <= ?2 ORDER BY seq"
             ))
             .and_then(|mut st| {
                 st.query_map(params![commit.as_str(), max_seq.min(i64::MAX as u64) as i64], test_run_from_row)?
@@ -685,14 +695,15 @@ impl Store {
 
     /// Per-commit statistics of `scorer`, ordered by commit id.
     ///
-    /// One pass over the covering index `(scorer, commit_id, …, value)`, with
-    /// Welford's update for mean and variance (no catastrophic cancellation).
+    /// One pass over the scores table in seq order (never through a
+    /// secondary index: see [`Store`]'s read rule), with Welford's update for
+    /// mean and variance (no catastrophic cancellation).
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
     pub fn commit_stats(&self, scorer: &str) -> Result<Vec<CommitStats>> {
         self.stats_scan(
-            "SELECT commit_id, value FROM scores WHERE scorer = ?1 ORDER BY commit_id",
+            "SELECT commit_id, value FROM scores NOT INDEXED WHERE scorer = ?1",
             params![scorer],
         )
     }
@@ -702,15 +713,10 @@ impl Store {
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
     pub fn commit_stats_for(&self, commit: &CommitId, scorer: &str) -> Result<Option<CommitStats>> {
-        Ok(self
-            .stats_scan(
-                "SELECT commit_id, value FROM scores WHERE scorer = ?1 AND commit_id = ?2",
-                params![scorer, commit.as_str()],
-            )?
-            .pop())
+        self.commit_stats_upto(commit, scorer, u64::MAX)
     }
 
-    /// Folds `(commit_id, value)` rows, grouped by commit, into statistics.
+    /// Folds `(commit_id, value)` rows into per-commit statistics, ordered by commit.
     fn stats_scan(&self, sql: &str, p: impl rusqlite::Params) -> Result<Vec<CommitStats>> {
         const CONTEXT: &str = "computing per-commit statistics";
         let mut st = self
@@ -718,44 +724,41 @@ impl Store {
             .prepare_cached(sql)
             .map_err(Error::sqlite(CONTEXT))?;
         let mut rows = st.query(p).map_err(Error::sqlite(CONTEXT))?;
-        let mut out: Vec<CommitStats> = Vec::new();
-        let mut current: Option<(Vec<u8>, Welford)> = None;
-        let finish = |key: Vec<u8>, w: Welford, out: &mut Vec<CommitStats>| -> Result<()> {
-            let commit = CommitId::parse(&String::from_utf8_lossy(&key))?;
-            out.push(w.into_stats(commit));
-            Ok(())
-        };
+        let mut groups: std::collections::HashMap<Vec<u8>, Welford> = Default::default();
+        // Rows of one commit usually come in runs: keep the current group's
+        // key to skip the hash lookup while it lasts.
+        let mut last: Option<(Vec<u8>, Welford)> = None;
         while let Some(row) = rows.next().map_err(Error::sqlite(CONTEXT))? {
-            let (key, value) = match (row.get_ref(0), row.get_ref(1)) {
-                (Ok(ValueRef::Text(k)), Ok(ValueRef::Real(v))) => (k, v),
-                (Ok(ValueRef::Text(k)), Ok(ValueRef::Integer(v))) => (k, v as f64),
-                _ => {
-                    return Err(Error::Sqlite {
-                        context: CONTEXT,
-                        source: rusqlite::Error::InvalidColumnType(
-                            1,
-                            "value".into(),
-                            rusqlite::types::Type::Null,
-                        ),
-                    });
-                }
+            let (ValueRef::Text(key), value) = (
+                row.get_ref(0).map_err(Error::sqlite(CONTEXT))?,
+                real(row, 1).map_err(Error::sqlite(CONTEXT))?,
+            ) else {
+                return Err(Error::Sqlite {
+                    context: CONTEXT,
+                    source: conv_err(0, "commit_id"),
+                });
             };
-            match &mut current {
+            match &mut last {
                 Some((k, w)) if k.as_slice() == key => w.push(value),
                 _ => {
-                    if let Some((k, w)) = current.take() {
-                        finish(k, w, &mut out)?;
+                    if let Some((k, w)) = last.take() {
+                        groups.insert(k, w);
                     }
-                    let mut w = Welford::default();
+                    let mut w = groups.remove(key).unwrap_or_default();
                     w.push(value);
-                    current = Some((key.to_vec(), w));
+                    last = Some((key.to_vec(), w));
                 }
             }
         }
-        if let Some((k, w)) = current.take() {
-            finish(k, w, &mut out)?;
+        if let Some((k, w)) = last.take() {
+            groups.insert(k, w);
         }
-        Ok(out)
+        let mut groups: Vec<(Vec<u8>, Welford)> = groups.into_iter().collect();
+        groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        groups
+            .into_iter()
+            .map(|(k, w)| Ok(w.into_stats(CommitId::parse(&String::from_utf8_lossy(&k))?)))
+            .collect()
     }
 
     /// Scores of `scorer` per task under a baseline and a candidate commit,
@@ -788,9 +791,9 @@ impl Store {
     ) -> Result<Vec<(u64, f64)>> {
         self.conn
             .prepare_cached(
-                // `+` keeps SQLite off the (scorer, commit) index: following a
-                // stream must scan only the rows after `after_seq`, in seq order.
-                "SELECT seq, value FROM scores WHERE seq > ?1 AND +commit_id = ?2 AND +scorer = ?3 ORDER BY seq LIMIT ?4",
+                // A seq-range scan of the table: following a stream costs only
+                // what is new, and reads no secondary index.
+                "SELECT seq, value FROM scores NOT INDEXED WHERE seq > ?1 AND commit_id = ?2 AND scorer = ?3 ORDER BY seq LIMIT ?4",
             )
             .and_then(|mut st| {
                 st.query_map(
@@ -819,7 +822,7 @@ impl Store {
     ) -> Result<Option<CommitStats>> {
         Ok(self
             .stats_scan(
-                "SELECT commit_id, value FROM scores WHERE scorer = ?1 AND commit_id = ?2 AND seq <= ?3",
+                "SELECT commit_id, value FROM scores NOT INDEXED WHERE scorer = ?1 AND commit_id = ?2 AND seq <= ?3",
                 params![scorer, commit.as_str(), max_seq.min(i64::MAX as u64) as i64],
             )?
             .pop())
@@ -833,7 +836,9 @@ impl Store {
     /// [`Error::Sqlite`] if the read fails.
     pub fn has_scorer(&self, scorer: &str, max_seq: u64) -> Result<bool> {
         self.conn
-            .prepare_cached("SELECT EXISTS (SELECT 1 FROM scores WHERE scorer = ?1 AND seq <= ?2)")
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM scores NOT INDEXED WHERE scorer = ?1 AND seq <= ?2)",
+            )
             .and_then(|mut st| {
                 st.query_row(params![scorer, max_seq.min(i64::MAX as u64) as i64], |r| {
                     r.get(0)
@@ -843,9 +848,8 @@ impl Store {
     }
 
     /// Per-task means of `scorer` for the tasks both commits ran, in task
-    /// order, over the scores recorded at or before `max_seq`. Streams both
-    /// sides through the covering index and merges them by task without
-    /// materializing task names: the gate's hot path.
+    /// order, over the scores recorded at or before `max_seq`: the gate's hot
+    /// path. One pass over the scores table in seq order.
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
@@ -856,38 +860,37 @@ impl Store {
         scorer: &str,
         max_seq: u64,
     ) -> Result<Vec<PairedMeans>> {
-        const SQL: &str =
-            "SELECT task, value FROM scores WHERE scorer = ?1 AND commit_id = ?2 AND seq <= ?3
-                           ORDER BY task";
-        const CONTEXT: &str = "reading paired means";
-        let max_seq = max_seq.min(i64::MAX as u64) as i64;
-        let mut sa = self.conn.prepare(SQL).map_err(Error::sqlite(CONTEXT))?;
-        let mut sb = self.conn.prepare(SQL).map_err(Error::sqlite(CONTEXT))?;
-        let mut a = GroupedMeans::new(
-            sa.query(params![scorer, baseline.as_str(), max_seq])
-                .map_err(Error::sqlite(CONTEXT))?,
-        );
-        let mut b = GroupedMeans::new(
-            sb.query(params![scorer, candidate.as_str(), max_seq])
-                .map_err(Error::sqlite(CONTEXT))?,
-        );
-        let mut out = Vec::new();
-        let (mut x, mut y) = (a.next()?, b.next()?);
-        while let (Some((ta, ma)), Some((tb, mb))) = (&x, &y) {
-            match ta.cmp(tb) {
-                std::cmp::Ordering::Less => x = a.next()?,
-                std::cmp::Ordering::Greater => y = b.next()?,
-                std::cmp::Ordering::Equal => {
-                    out.push(PairedMeans {
-                        baseline: *ma,
-                        candidate: *mb,
-                    });
-                    x = a.next()?;
-                    y = b.next()?;
+        let mut sums: std::collections::HashMap<Vec<u8>, [(f64, u32); 2]> = Default::default();
+        self.scan_pair(
+            baseline,
+            candidate,
+            scorer,
+            max_seq,
+            |task, sides, value| {
+                let entry = match sums.get_mut(task) {
+                    Some(e) => e,
+                    None => sums.entry(task.to_vec()).or_default(),
+                };
+                for (side, slot) in sides.iter().zip(entry.iter_mut()) {
+                    if *side {
+                        slot.0 += value;
+                        slot.1 += 1;
+                    }
                 }
-            }
-        }
-        Ok(out)
+            },
+        )?;
+        let mut both: Vec<(Vec<u8>, [(f64, u32); 2])> = sums
+            .into_iter()
+            .filter(|(_, [b, c])| b.1 > 0 && c.1 > 0)
+            .collect();
+        both.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        Ok(both
+            .into_iter()
+            .map(|(_, [b, c])| PairedMeans {
+                baseline: b.0 / f64::from(b.1),
+                candidate: c.0 / f64::from(c.1),
+            })
+            .collect())
     }
 
     /// [`Store::paired_scores`] over the scores recorded at or before `max_seq`.
@@ -901,45 +904,87 @@ impl Store {
         scorer: &str,
         max_seq: u64,
     ) -> Result<Vec<PairedTask>> {
-        let max_seq = max_seq.min(i64::MAX as u64) as i64;
-        let side = |commit: &CommitId| -> Result<Vec<(String, f64)>> {
-            self.conn
-                .prepare_cached(
-                    "SELECT task, value FROM scores WHERE scorer = ?1 AND commit_id = ?2 AND seq <= ?3
-                     ORDER BY task, seq",
-                )
-                .and_then(|mut st| {
-                    st.query_map(params![scorer, commit.as_str(), max_seq], |r| Ok((r.get(0)?, r.get(1)?)))?
-                        .collect()
-                })
-                .map_err(Error::sqlite("reading paired scores"))
-        };
-        let (a, b) = (side(baseline)?, side(candidate)?);
-        let mut out: Vec<PairedTask> = Vec::new();
-        let (mut i, mut j) = (0, 0);
-        while i < a.len() || j < b.len() {
-            let task = match (a.get(i), b.get(j)) {
-                (Some(x), Some(y)) => x.0.as_str().min(y.0.as_str()).to_string(),
-                (Some(x), None) => x.0.clone(),
-                (None, Some(y)) => y.0.clone(),
-                (None, None) => break,
-            };
-            let mut pt = PairedTask {
-                task,
-                baseline: Vec::new(),
-                candidate: Vec::new(),
-            };
-            while let Some((_, v)) = a.get(i).filter(|x| x.0 == pt.task) {
-                pt.baseline.push(*v);
-                i += 1;
-            }
-            while let Some((_, v)) = b.get(j).filter(|x| x.0 == pt.task) {
-                pt.candidate.push(*v);
-                j += 1;
-            }
-            out.push(pt);
-        }
+        let mut tasks: std::collections::HashMap<Vec<u8>, [Vec<f64>; 2]> = Default::default();
+        self.scan_pair(
+            baseline,
+            candidate,
+            scorer,
+            max_seq,
+            |task, sides, value| {
+                let entry = match tasks.get_mut(task) {
+                    Some(e) => e,
+                    None => tasks.entry(task.to_vec()).or_default(),
+                };
+                for (side, values) in sides.iter().zip(entry.iter_mut()) {
+                    if *side {
+                        values.push(value);
+                    }
+                }
+            },
+        )?;
+        let mut out: Vec<PairedTask> = tasks
+            .into_iter()
+            .map(|(task, [baseline, candidate])| PairedTask {
+                task: String::from_utf8_lossy(&task).into_owned(),
+                baseline,
+                candidate,
+            })
+            .collect();
+        out.sort_unstable_by(|a, b| a.task.cmp(&b.task));
         Ok(out)
+    }
+
+    /// Feeds every score of `scorer` under either commit, recorded at or
+    /// before `max_seq`, to `each(task, [is baseline, is candidate], value)`
+    /// in seq order (append order within a task).
+    fn scan_pair(
+        &self,
+        baseline: &CommitId,
+        candidate: &CommitId,
+        scorer: &str,
+        max_seq: u64,
+        mut each: impl FnMut(&[u8], [bool; 2], f64),
+    ) -> Result<()> {
+        const CONTEXT: &str = "reading paired scores";
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT commit_id, task, value FROM scores NOT INDEXED
+                 WHERE scorer = ?1 AND commit_id IN (?2, ?3) AND seq <= ?4",
+            )
+            .map_err(Error::sqlite(CONTEXT))?;
+        let mut rows = st
+            .query(params![
+                scorer,
+                baseline.as_str(),
+                candidate.as_str(),
+                max_seq.min(i64::MAX as u64) as i64
+            ])
+            .map_err(Error::sqlite(CONTEXT))?;
+        let (b, c) = (baseline.as_str().as_bytes(), candidate.as_str().as_bytes());
+        while let Some(row) = rows.next().map_err(Error::sqlite(CONTEXT))? {
+            let (ValueRef::Text(commit), ValueRef::Text(task)) = (
+                row.get_ref(0).map_err(Error::sqlite(CONTEXT))?,
+                row.get_ref(1).map_err(Error::sqlite(CONTEXT))?,
+            ) else {
+                return Err(Error::Sqlite {
+                    context: CONTEXT,
+                    source: conv_err(1, "task"),
+                });
+            };
+            let value = real(row, 2).map_err(Error::sqlite(CONTEXT))?;
+            each(task, [commit == b, commit == c], value);
+        }
+        Ok(())
+    }
+}
+
+/// A REAL column's value (SQLite may hand back an integral REAL as INTEGER).
+fn real(row: &Row<'_>, i: usize) -> rusqlite::Result<f64> {
+    match row.get_ref(i)? {
+        ValueRef::Real(v) => Ok(v),
+        ValueRef::Integer(v) => Ok(v as f64),
+        _ => Err(conv_err(i, "value")),
     }
 }
 
@@ -1124,78 +1169,6 @@ impl Iterator for Tail<'_> {
                 Some(Err(e))
             }
         }
-    }
-}
-
-/// Rows `(task, value)` in task order, folded into `(task, mean)` groups.
-struct GroupedMeans<'s> {
-    rows: rusqlite::Rows<'s>,
-    pending: Option<(Vec<u8>, f64)>,
-    done: bool,
-}
-
-impl<'s> GroupedMeans<'s> {
-    fn new(rows: rusqlite::Rows<'s>) -> Self {
-        GroupedMeans {
-            rows,
-            pending: None,
-            done: false,
-        }
-    }
-
-    fn read(&mut self) -> Result<Option<(Vec<u8>, f64)>> {
-        let Some(row) = self
-            .rows
-            .next()
-            .map_err(Error::sqlite("reading paired means"))?
-        else {
-            return Ok(None);
-        };
-        let task = match row.get_ref(0) {
-            Ok(ValueRef::Text(t)) => t.to_vec(),
-            _ => Vec::new(),
-        };
-        let value = match row.get_ref(1) {
-            Ok(ValueRef::Real(v)) => v,
-            Ok(ValueRef::Integer(v)) => v as f64,
-            _ => f64::NAN,
-        };
-        Ok(Some((task, value)))
-    }
-
-    /// The next task and the mean of its values.
-    fn next(&mut self) -> Result<Option<(Vec<u8>, f64)>> {
-        if self.done {
-            return Ok(None);
-        }
-        let first = match self.pending.take() {
-            Some(p) => p,
-            None => match self.read()? {
-                Some(r) => r,
-                None => {
-                    self.done = true;
-                    return Ok(None);
-                }
-            },
-        };
-        let (task, mut sum, mut n) = (first.0, first.1, 1.0);
-        loop {
-            match self.read()? {
-                Some((t, v)) if t == task => {
-                    sum += v;
-                    n += 1.0;
-                }
-                Some(other) => {
-                    self.pending = Some(other);
-                    break;
-                }
-                None => {
-                    self.done = true;
-                    break;
-                }
-            }
-        }
-        Ok(Some((task, sum / n)))
     }
 }
 

@@ -85,11 +85,30 @@ pub enum FaultKind {
     /// The event at the checkpoint's size does not have the checkpoint's
     /// hash: the history was rewritten or rolled back and regrown.
     CheckpointMismatch,
+    /// The database's schema is not the one ratchet created: a trigger,
+    /// view, table or index was added, dropped or altered, or the metadata
+    /// was edited. Reported at seq 0: it concerns the store as a whole.
+    SchemaAltered {
+        /// What differs, in words.
+        what: String,
+    },
+    /// A row sits at a seq outside the chain (`seq < 1`), where no event
+    /// can vouch for it. Reported at seq 0.
+    OutsideChain {
+        /// The table holding the row.
+        table: &'static str,
+        /// The row's seq.
+        row_seq: i64,
+    },
 }
 
 impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "seq {}: ", self.seq)?;
+        if self.seq == 0 {
+            f.write_str("store: ")?;
+        } else {
+            write!(f, "seq {}: ", self.seq)?;
+        }
         match &self.kind {
             FaultKind::Missing { next_present } => {
                 write!(f, "event missing (deleted row; next present is seq {next_present})")
@@ -110,21 +129,35 @@ impl fmt::Display for Fault {
             FaultKind::CheckpointMismatch => f.write_str(
                 "event hash differs from the checkpoint's head (history rewritten or rolled back)",
             ),
+            FaultKind::SchemaAltered { what } => {
+                write!(f, "the database schema was altered: {what}")
+            }
+            FaultKind::OutsideChain { table, row_seq } => write!(
+                f,
+                "{table} holds a row at seq {row_seq}, outside the chain (no event vouches for it)"
+            ),
         }
     }
 }
 
-/// Settings of a verification; [`VerifyOptions::default`] recomputes the whole chain.
+/// Settings of a verification; [`VerifyOptions::default`] recomputes the
+/// whole chain, every projection row and the schema.
+///
+/// There is deliberately no way to skip a prefix: a file writer can edit rows
+/// inside any prefix without touching the stored hashes, so a prefix that is
+/// not recomputed is a prefix nobody checked (see ARCHITECTURE.md, threat
+/// model). A checkpoint adds the rollback check; it never replaces work.
 #[derive(Debug, Clone, Default)]
 pub struct VerifyOptions {
     key: Option<WriterKey>,
     checkpoint: Option<Checkpoint>,
-    trusted: Option<Checkpoint>,
     up_to: Option<u64>,
 }
 
 impl VerifyOptions {
-    /// Also check every row's MAC with the writer key.
+    /// Also check every row's MAC with the writer key. A store opened with
+    /// its writer key ([`crate::StoreOptions::writer_key`]) uses that key
+    /// without being told.
     pub fn key(mut self, key: WriterKey) -> Self {
         self.key = Some(key);
         self
@@ -143,14 +176,6 @@ impl VerifyOptions {
         self.up_to = Some(seq);
         self
     }
-
-    /// Trust everything up to this checkpoint (verified before) and recompute
-    /// only what came after; the stored hash at the checkpoint must still be
-    /// the checkpoint's head.
-    pub fn trusted_prefix(mut self, cp: Checkpoint) -> Self {
-        self.trusted = Some(cp);
-        self
-    }
 }
 
 /// The outcome of a verification.
@@ -160,12 +185,12 @@ pub struct VerifyReport {
     pub store_id: String,
     /// Seq of the last event recomputed (the chain size if valid).
     pub size: u64,
-    /// First seq recomputed (1 unless a trusted prefix was given).
-    pub checked_from: u64,
     /// Hash of the last valid event.
     #[serde(serialize_with = "crate::store::ser_hash")]
     pub head: blake3::Hash,
-    /// Whether MACs were checked.
+    /// Whether the store declares a writer key (its events should carry MACs).
+    pub keyed: bool,
+    /// Whether MACs were checked (a key was given or the store was opened with it).
     pub macs_checked: bool,
     /// Whether a checkpoint was compared.
     pub checkpoint_checked: bool,
@@ -177,6 +202,13 @@ impl VerifyReport {
     /// True when nothing was found wrong.
     pub fn is_valid(&self) -> bool {
         self.fault.is_none()
+    }
+
+    /// True when the store is keyed but its MACs were not checked: the plain
+    /// chain verified, which anyone who can write the file can rebuild. A
+    /// caller that decides from the trace must treat this as unverified.
+    pub fn macs_unchecked(&self) -> bool {
+        self.keyed && !self.macs_checked
     }
 
     /// The report if valid.
@@ -201,17 +233,42 @@ impl Store {
         self.verify_with(&VerifyOptions::default())
     }
 
-    /// Verifies with a key, a checkpoint or a trusted prefix.
+    /// Verifies before acting on the trace: the report if the store is sound
+    /// and, when keyed, its MACs were checked — the one gate every reader
+    /// that decides or acts (gate, monitor, best commit, heal, export) goes
+    /// through first.
+    ///
+    /// # Errors
+    /// [`Error::Tampered`] with the first fault; [`Error::MacsUnchecked`] if
+    /// the store is keyed and no key was given (in `options` or when opening);
+    /// as [`Store::verify_with`] otherwise.
+    pub fn verified(&self, options: &VerifyOptions) -> Result<VerifyReport> {
+        let report = self.verify_with(options)?.into_result()?;
+        if report.macs_unchecked() {
+            return Err(Error::MacsUnchecked {
+                key_id: self.key_id.clone().unwrap_or_default(),
+            });
+        }
+        Ok(report)
+    }
+
+    /// Verifies with a key, a checkpoint or a limit. The store's own writer
+    /// key, if it was opened with one, is used when `options` has none.
     ///
     /// # Errors
     /// [`Error::CheckpointOrigin`] if a checkpoint is for another store;
     /// [`Error::Sqlite`] for failures to read.
     #[tracing::instrument(name = "trace.verify", skip_all, fields(store = %self.store_id))]
     pub fn verify_with(&self, options: &VerifyOptions) -> Result<VerifyReport> {
-        for cp in [&options.checkpoint, &options.trusted]
-            .into_iter()
-            .flatten()
+        let with_key;
+        let mut options = options;
+        if options.key.is_none()
+            && let Some(k) = &self.options.writer_key
         {
+            with_key = options.clone().key(k.clone());
+            options = &with_key;
+        }
+        if let Some(cp) = &options.checkpoint {
             if cp.origin != self.store_id {
                 return Err(Error::CheckpointOrigin {
                     checkpoint_origin: cp.origin.clone(),
@@ -230,7 +287,8 @@ impl Store {
         } else {
             None
         };
-        let report = verify_conn(&self.conn, &self.store_id, options)?;
+        let mut report = verify_conn(&self.conn, &self.store_id, options)?;
+        report.keyed = self.key_id.is_some();
         drop(tx);
         match &report.fault {
             None => tracing::debug!(size = report.size, "chain verified"),
@@ -271,13 +329,6 @@ impl Cursor<'_> {
     }
 }
 
-fn blob32(v: ValueRef<'_>) -> Option<[u8; 32]> {
-    match v {
-        ValueRef::Blob(b) => b.try_into().ok(),
-        _ => None,
-    }
-}
-
 fn text(v: ValueRef<'_>) -> Option<&str> {
     match v {
         ValueRef::Text(t) => std::str::from_utf8(t).ok(),
@@ -310,7 +361,7 @@ pub(crate) struct OwnedRow {
     pub kind: Span,
     pub commit: Option<Span>,
     pub payload: Span,
-    origin: Option<(Span, u64, [u8; 32])>,
+    pub origin: Option<(Span, u64, [u8; 32])>,
     pub prev: [u8; 32],
     pub stored: [u8; 32],
     mac: Option<[u8; 32]>,
@@ -615,6 +666,47 @@ fn blob<const N: usize>(v: ValueRef<'_>) -> Option<[u8; N]> {
     }
 }
 
+/// What is wrong with the store as a whole, if anything: an altered schema
+/// (see [`crate::schema::schema_difference`]), edited metadata, or rows at a
+/// seq below 1 in any table (verification walks seqs from 1, so such rows
+/// would otherwise never be looked at, while a query with only an upper
+/// bound would read them).
+fn whole_store_fault(conn: &Connection, store_id: &str) -> Result<Option<FaultKind>> {
+    if let Some(what) = crate::schema::schema_difference(conn)? {
+        return Ok(Some(FaultKind::SchemaAltered { what }));
+    }
+    let meta: Vec<(String, String)> = conn
+        .prepare("SELECT key, value FROM meta")
+        .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+        .map_err(Error::sqlite("reading store metadata"))?;
+    for (key, value) in &meta {
+        let altered = match key.as_str() {
+            "format" => value != "ratchet-trace",
+            "store_id" => value != store_id,
+            k => !crate::schema::META_KEYS.contains(&k),
+        };
+        if altered {
+            return Ok(Some(FaultKind::SchemaAltered {
+                what: format!("metadata {key:?} = {value:?} is not what ratchet wrote"),
+            }));
+        }
+    }
+    for table in ["events", "scores", "test_runs"] {
+        let below: Option<i64> = conn
+            .query_row(
+                &format!("SELECT seq FROM {table} WHERE seq < 1 ORDER BY seq LIMIT 1"),
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(Error::sqlite("looking for rows outside the chain"))?;
+        if let Some(row_seq) = below {
+            return Ok(Some(FaultKind::OutsideChain { table, row_seq }));
+        }
+    }
+    Ok(None)
+}
+
 /// Verifies the store behind `conn` (already inside a read transaction).
 pub(crate) fn verify_conn(
     conn: &Connection,
@@ -638,8 +730,8 @@ pub(crate) fn verify_conn_each(
     let mut report = VerifyReport {
         store_id: store_id.to_string(),
         size: 0,
-        checked_from: 1,
         head: genesis,
+        keyed: false,
         macs_checked: options.key.is_some(),
         checkpoint_checked: options.checkpoint.is_some(),
         fault: None,
@@ -648,45 +740,15 @@ pub(crate) fn verify_conn_each(
         report.fault = Some(Fault { seq, kind });
     };
 
-    let mut running = genesis;
-    if let Some(cp) = &options.trusted {
-        let stored: Option<Option<[u8; 32]>> = conn
-            .query_row(
-                "SELECT hash FROM events WHERE seq = ?1",
-                [cp.size as i64],
-                |r| Ok(blob32(r.get_ref(0)?)),
-            )
-            .optional()
-            .map_err(Error::sqlite("reading the trusted checkpoint row"))?;
-        if cp.size > 0 {
-            match stored {
-                None => {
-                    let size: i64 = conn
-                        .query_row("SELECT coalesce(max(seq), 0) FROM events", [], |r| r.get(0))
-                        .map_err(Error::sqlite("reading the chain size"))?;
-                    fault(
-                        &mut report,
-                        size as u64 + 1,
-                        FaultKind::Truncated {
-                            checkpoint_size: cp.size,
-                            store_size: size as u64,
-                        },
-                    );
-                    return Ok(report);
-                }
-                Some(h) if h.map(blake3::Hash::from) != Some(cp.head) => {
-                    fault(&mut report, cp.size, FaultKind::CheckpointMismatch);
-                    return Ok(report);
-                }
-                Some(_) => {}
-            }
-        }
-        running = if cp.size == 0 { genesis } else { cp.head };
-        report.size = cp.size;
-        report.head = running;
-        report.checked_from = cp.size + 1;
+    // The store as a whole first: its schema, its metadata, and rows at seqs
+    // no event can vouch for. Each is a fault at seq 0.
+    if let Some(kind) = whole_store_fault(conn, store_id)? {
+        fault(&mut report, 0, kind);
+        return Ok(report);
     }
-    let start = report.checked_from;
+
+    let running = genesis;
+    let start = 1u64;
     let end = options.up_to.unwrap_or(u64::MAX).min(i64::MAX as u64) as i64;
 
     let mut ev_stmt = conn
@@ -852,7 +914,7 @@ pub(crate) fn verify_conn_each(
                     store_size: size,
                 },
             );
-        } else if cp.size > 0 && cp.size >= start {
+        } else if cp.size > 0 {
             if checkpoint_hash != Some(cp.head) {
                 fault(&mut report, cp.size, FaultKind::CheckpointMismatch);
             }

@@ -61,18 +61,46 @@ pub fn db_path(store_dir: &Path) -> PathBuf {
 }
 
 /// A raw connection with the append-only triggers dropped: what someone with
-/// write access to the file can do.
-pub fn attacker(store_dir: &Path) -> rusqlite::Connection {
+/// write access to the file can do. A careful attacker covers their tracks:
+/// the triggers are put back, byte for byte, when the connection is dropped
+/// (verification checks the schema, so leaving them dropped is itself caught).
+pub fn attacker(store_dir: &Path) -> Attacker {
     let c = rusqlite::Connection::open(db_path(store_dir)).expect("raw open");
     c.busy_timeout(std::time::Duration::from_secs(30))
         .expect("busy");
-    for t in ["events", "scores", "test_runs", "meta"] {
-        c.execute_batch(&format!(
-            "DROP TRIGGER IF EXISTS {t}_no_update; DROP TRIGGER IF EXISTS {t}_no_delete; DROP TRIGGER IF EXISTS {t}_no_replace;"
-        ))
-        .expect("drop triggers");
+    let triggers: Vec<(String, String)> = c
+        .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name")
+        .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+        .expect("read triggers");
+    for (name, _) in &triggers {
+        c.execute_batch(&format!("DROP TRIGGER {name};"))
+            .expect("drop trigger");
     }
-    c
+    Attacker {
+        conn: c,
+        triggers: triggers.into_iter().map(|(_, sql)| sql).collect(),
+    }
+}
+
+/// See [`attacker`].
+pub struct Attacker {
+    conn: rusqlite::Connection,
+    triggers: Vec<String>,
+}
+
+impl std::ops::Deref for Attacker {
+    type Target = rusqlite::Connection;
+    fn deref(&self) -> &rusqlite::Connection {
+        &self.conn
+    }
+}
+
+impl Drop for Attacker {
+    fn drop(&mut self) {
+        for sql in &self.triggers {
+            self.conn.execute_batch(sql).expect("restore trigger");
+        }
+    }
 }
 
 /// The documented layout, implemented again from the crate docs: an attacker
