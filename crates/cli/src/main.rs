@@ -730,6 +730,10 @@ fn run(cli: Cli) -> Result<u8> {
             };
             if json {
                 print_json(&report)?;
+            } else if let Some(seq) = report.already_ingested_at {
+                println!(
+                    "already ingested for this commit (ingest event at seq {seq}); nothing stored, nothing counted twice"
+                );
             } else {
                 println!(
                     "recorded {} test run(s) and {} score(s)",

@@ -8,7 +8,7 @@ use std::path::Path;
 use quick_junit::{NonSuccessKind, Report, TestCaseStatus};
 use serde::{Deserialize, Serialize};
 
-use ratchet_trace::{CommitId, EventDraft, Score, Store, TestRun};
+use ratchet_trace::{AppendOnce, CommitId, EventDraft, Score, Store, TestRun};
 
 use crate::error::{Error, Result};
 use crate::holdout::RubricSet;
@@ -25,6 +25,48 @@ pub struct IngestReport {
     pub scores: usize,
     /// Seq of the last event stored.
     pub last_seq: Option<u64>,
+    /// Set when the same content was ingested for the same commit before:
+    /// the seq of that ingestion's `ingest` event. Nothing was stored.
+    pub already_ingested_at: Option<u64>,
+}
+
+/// The idempotency key of one ingestion: the format, the commit and the
+/// bytes read. The same report ingested twice for the same commit is
+/// recognized (and counted once); the same report for another commit is not
+/// the same evidence.
+fn ingest_key(format: &str, commit: Option<&CommitId>, content: &[u8]) -> String {
+    let mut h = blake3::Hasher::new_derive_key("ratchet-scorers 2026-11-30 ingest key v1");
+    h.update(format.as_bytes());
+    h.update(&[0]);
+    h.update(commit.map(CommitId::as_str).unwrap_or("").as_bytes());
+    h.update(&[0]);
+    h.update(content);
+    format!("{format}:{}", h.finalize().to_hex())
+}
+
+/// Appends one ingestion's drafts in one transaction, unless the same
+/// ingestion was stored before.
+fn append_ingestion(
+    store: &mut Store,
+    key: &str,
+    drafts: Vec<EventDraft>,
+    test_runs: usize,
+    scores: usize,
+) -> Result<IngestReport> {
+    Ok(match store.append_once(key, drafts)? {
+        AppendOnce::Appended(receipts) => IngestReport {
+            test_runs,
+            scores,
+            last_seq: receipts.last().map(|r| r.seq),
+            already_ingested_at: None,
+        },
+        AppendOnce::AlreadyAppended { seq } => IngestReport {
+            test_runs: 0,
+            scores: 0,
+            last_seq: None,
+            already_ingested_at: Some(seq),
+        },
+    })
 }
 
 fn read(path: &Path) -> Result<String> {
@@ -136,7 +178,8 @@ pub fn ingest_junit(
     commit: &CommitId,
     session: &str,
 ) -> Result<IngestReport> {
-    let runs = parse_junit(&read(path)?, path, commit)?;
+    let text = read(path)?;
+    let runs = parse_junit(&text, path, commit)?;
     let mut drafts = Vec::new();
     let mut scores = 0;
     for run in &runs {
@@ -154,12 +197,8 @@ pub fn ingest_junit(
             scores += 1;
         }
     }
-    let receipts = store.append_batch(drafts)?;
-    Ok(IngestReport {
-        test_runs: runs.len(),
-        scores,
-        last_seq: receipts.last().map(|r| r.seq),
-    })
+    let key = ingest_key("junit", Some(commit), text.as_bytes());
+    append_ingestion(store, &key, drafts, runs.len(), scores)
 }
 
 /// One line of a JSON Lines file: a score, or a judge's observation to be
@@ -292,25 +331,27 @@ pub fn ingest_jsonl(
     rubrics: &RubricSet,
     session: &str,
 ) -> Result<IngestReport> {
-    let mut scores = parse_jsonl(&read(path)?, path, commit, rubrics)?;
+    let text = read(path)?;
+    let mut scores = parse_jsonl(&text, path, commit, rubrics)?;
     // Measured cost and latency also become their anchor scores.
     let anchors = crate::anchors::cost_and_latency(&scores);
     scores.extend(anchors);
-    store_scores(store, &scores, session)
+    let key = ingest_key("jsonl", commit, text.as_bytes());
+    store_scores(store, &key, &scores, session)
 }
 
-/// Appends parsed scores in one transaction.
-fn store_scores(store: &mut Store, scores: &[Score], session: &str) -> Result<IngestReport> {
+/// Appends parsed scores in one transaction, once per `key`.
+fn store_scores(
+    store: &mut Store,
+    key: &str,
+    scores: &[Score],
+    session: &str,
+) -> Result<IngestReport> {
     let drafts = scores
         .iter()
         .map(|s| Ok(s.to_draft()?.session(session)))
         .collect::<Result<Vec<EventDraft>>>()?;
-    let receipts = store.append_batch(drafts)?;
-    Ok(IngestReport {
-        test_runs: 0,
-        scores: scores.len(),
-        last_seq: receipts.last().map(|r| r.seq),
-    })
+    append_ingestion(store, key, drafts, 0, scores.len())
 }
 
 /// The environment a benchmark ran in: what must match for two timings to
@@ -461,5 +502,10 @@ pub fn ingest_criterion(
     env: &Environment,
     session: &str,
 ) -> Result<IngestReport> {
-    store_scores(store, &parse_criterion(dir, commit, env)?, session)
+    let scores = parse_criterion(dir, commit, env)?;
+    // The results as parsed (a directory has no single content to hash).
+    let content =
+        serde_json::to_vec(&scores).map_err(|e| malformed(dir, "results", e.to_string()))?;
+    let key = ingest_key("criterion", Some(commit), &content);
+    store_scores(store, &key, &scores, session)
 }

@@ -125,5 +125,13 @@ fn criterion_results_become_scores_keyed_to_the_runner() {
     let err =
         ingest_criterion(&mut store, d.path(), &commit(), &env, "bench").expect_err("no results");
     assert!(err.to_string().contains("no criterion results"), "{err}");
-    assert_eq!(store.head().expect("head").size, 2, "nothing more stored");
+    // Two scores and the ingestion's own `ingest` event.
+    assert_eq!(store.head().expect("head").size, 3, "nothing more stored");
+    let again = ingest_criterion(&mut store, &dir, &commit(), &env, "bench").expect("again");
+    assert_eq!((again.scores, again.already_ingested_at), (0, Some(3)));
+    assert_eq!(
+        store.head().expect("head").size,
+        3,
+        "the same results count once"
+    );
 }

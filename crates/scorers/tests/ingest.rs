@@ -170,3 +170,50 @@ fn the_proposer_view_hides_holdouts() {
     // The trusted side sees everything.
     assert!(set.get("answer").is_some());
 }
+
+#[test]
+fn the_same_report_ingested_twice_is_counted_once() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
+    let other = CommitId::parse(&"34".repeat(20)).expect("commit");
+    let first = ingest_junit(&mut store, &fixture("nextest.xml"), &commit(), "ci").expect("ingest");
+    assert_eq!(first.already_ingested_at, None);
+    let head = store.head().expect("head").size;
+    let again = ingest_junit(&mut store, &fixture("nextest.xml"), &commit(), "ci").expect("again");
+    assert_eq!((again.test_runs, again.scores), (0, 0));
+    assert_eq!(
+        again.already_ingested_at,
+        Some(head),
+        "points at the first ingestion"
+    );
+    assert_eq!(store.head().expect("head").size, head, "nothing stored");
+    assert_eq!(store.test_runs(&commit()).expect("runs").len(), 2);
+    // The same report for another commit is other evidence.
+    let elsewhere = ingest_junit(&mut store, &fixture("nextest.xml"), &other, "ci").expect("other");
+    assert_eq!(
+        (elsewhere.test_runs, elsewhere.already_ingested_at),
+        (2, None)
+    );
+
+    // JSON Lines too, byte for byte; an edited file is new evidence.
+    let jsonl = d.path().join("scores.jsonl");
+    std::fs::write(
+        &jsonl,
+        "{\"task\":\"t1\",\"scorer\":\"acc\",\"value\":0.5}\n",
+    )
+    .expect("write");
+    let rubrics = RubricSet::new(Vec::new());
+    let a = ingest_jsonl(&mut store, &jsonl, Some(&commit()), &rubrics, "s").expect("jsonl");
+    let b = ingest_jsonl(&mut store, &jsonl, Some(&commit()), &rubrics, "s").expect("jsonl again");
+    assert_eq!((a.scores, b.scores), (1, 0));
+    assert!(b.already_ingested_at.is_some());
+    std::fs::write(
+        &jsonl,
+        "{\"task\":\"t1\",\"scorer\":\"acc\",\"value\":0.75}\n",
+    )
+    .expect("write");
+    let c = ingest_jsonl(&mut store, &jsonl, Some(&commit()), &rubrics, "s").expect("edited");
+    assert_eq!(c.scores, 1);
+    assert_eq!(store.scores(&commit(), "acc").expect("scores").len(), 2);
+    assert!(store.verify().expect("verify").is_valid());
+}

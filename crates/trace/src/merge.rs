@@ -134,7 +134,10 @@ impl Store {
         crate::schema::ensure_unaltered(&tx, &mut self.schema_checked)?;
         let high_water: Option<(u64, blake3::Hash)> = tx
             .prepare_cached(
-                "SELECT origin_seq, origin_hash FROM events
+                // Read from the table, not the origin index: an index made to
+                // disagree with its table would move the high-water mark and
+                // make a merge skip events that verification could not miss.
+                "SELECT origin_seq, origin_hash FROM events NOT INDEXED
                  WHERE origin_store = ?1 ORDER BY origin_seq DESC LIMIT 1",
             )
             .and_then(|mut st| {

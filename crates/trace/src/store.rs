@@ -10,7 +10,9 @@ use ulid::Ulid;
 
 use crate::encoding::{ChainHasher, HashInput, OriginRef, WriterKey, genesis_hash};
 use crate::error::{Error, Result};
-use crate::event::{CommitId, DEFAULT_MAX_INLINE_PAYLOAD, Event, EventDraft, Origin, Receipt};
+use crate::event::{
+    CommitId, DEFAULT_MAX_INLINE_PAYLOAD, Event, EventDraft, Origin, Receipt, validate_name,
+};
 use crate::projection::{
     Projection, SCORE_COLUMNS, Score, TEST_RUN_COLUMNS, TestRun, score_from_row, test_run_from_row,
 };
@@ -81,6 +83,19 @@ pub(crate) fn ser_hash<S: serde::Serializer>(
     s: S,
 ) -> std::result::Result<S::Ok, S::Error> {
     s.serialize_str(h.to_hex().as_str())
+}
+
+/// What [`Store::append_once`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AppendOnce {
+    /// The batch was appended (receipts of the batch's own events).
+    Appended(Vec<Receipt>),
+    /// A batch with the same key was appended before; nothing was stored.
+    AlreadyAppended {
+        /// Seq of the earlier batch's `ingest` event.
+        seq: u64,
+    },
 }
 
 /// Sufficient statistics of one scorer's values under one commit.
@@ -459,13 +474,47 @@ impl Store {
     /// [`Error::PayloadTooLarge`] for a bad event; [`Error::KeyRequired`] or
     /// [`Error::WrongKey`] in a keyed store; [`Error::Sqlite`] if the write
     /// fails. Nothing is stored on any error.
-    #[tracing::instrument(name = "trace.append", skip_all, fields(store = %self.store_id))]
     pub fn append_batch(
         &mut self,
         drafts: impl IntoIterator<Item = EventDraft>,
     ) -> Result<Vec<Receipt>> {
+        match self.append_inner(drafts.into_iter().collect(), None)? {
+            AppendOnce::Appended(receipts) => Ok(receipts),
+            AppendOnce::AlreadyAppended { .. } => Ok(Vec::new()),
+        }
+    }
+
+    /// Appends `drafts` in one transaction unless a batch with the same
+    /// idempotency `key` was appended before (by any process: the check runs
+    /// inside the write transaction). The batch is followed by a reserved
+    /// `ingest` event whose session is `ingest:<key>`, which is how a second
+    /// attempt recognizes the first: a report ingested twice is counted once.
+    ///
+    /// # Errors
+    /// As [`Store::append_batch`]; [`Error::InvalidInput`] for an empty or
+    /// over-long key.
+    pub fn append_once(&mut self, key: &str, drafts: Vec<EventDraft>) -> Result<AppendOnce> {
+        validate_name("idempotency key", key)?;
+        self.append_inner(drafts, Some(key))
+    }
+
+    #[tracing::instrument(name = "trace.append", skip_all, fields(store = %self.store_id))]
+    fn append_inner(
+        &mut self,
+        mut drafts: Vec<EventDraft>,
+        once: Option<&str>,
+    ) -> Result<AppendOnce> {
         self.check_writer()?;
-        let drafts: Vec<EventDraft> = drafts.into_iter().collect();
+        let once_session = once.map(|k| format!("ingest:{k}"));
+        if let Some(session) = &once_session {
+            drafts.push(
+                EventDraft::reserved(
+                    crate::event::ReservedKind::Ingest,
+                    &serde_json::json!({ "key": once, "events": drafts.len() }),
+                )?
+                .session(session.clone()),
+            );
+        }
         let many = drafts.len() > 1;
         let mut projections = Vec::with_capacity(drafts.len());
         for (i, d) in drafts.iter().enumerate() {
@@ -484,7 +533,7 @@ impl Store {
             }
         }
         if drafts.is_empty() {
-            return Ok(Vec::new());
+            return Ok(AppendOnce::Appended(Vec::new()));
         }
         let ts_ms = now_ms();
         let cell = self.store_id.clone();
@@ -493,6 +542,23 @@ impl Store {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(Error::sqlite("starting an append transaction"))?;
         schema::ensure_unaltered(&tx, &mut self.schema_checked)?;
+        if let Some(session) = &once_session {
+            let earlier: Option<i64> = tx
+                .prepare_cached(
+                    "SELECT seq FROM events NOT INDEXED WHERE kind = ?1 AND session = ?2 ORDER BY seq LIMIT 1",
+                )
+                .and_then(|mut st| {
+                    st.query_row(
+                        params![crate::event::ReservedKind::Ingest.as_str(), session],
+                        |r| r.get(0),
+                    )
+                    .optional()
+                })
+                .map_err(Error::sqlite("looking up an idempotency key"))?;
+            if let Some(seq) = earlier {
+                return Ok(AppendOnce::AlreadyAppended { seq: seq as u64 });
+            }
+        }
         let last_id: Option<Ulid> = tx
             .prepare_cached("SELECT id FROM events ORDER BY id DESC LIMIT 1")
             .and_then(|mut st| st.query_row([], |r| ulid_col(r, 0)).optional())
@@ -526,7 +592,10 @@ impl Store {
         drop(writer);
         tx.commit().map_err(Error::sqlite("committing an append"))?;
         tracing::debug!(events = receipts.len(), head = head.size, "appended");
-        Ok(receipts)
+        if once_session.is_some() {
+            receipts.pop();
+        }
+        Ok(AppendOnce::Appended(receipts))
     }
 
     /// Records one score (event kind `score`, projected into the scores table).
@@ -860,7 +929,9 @@ impl Store {
         scorer: &str,
         max_seq: u64,
     ) -> Result<Vec<PairedMeans>> {
-        let mut sums: std::collections::HashMap<Vec<u8>, [(f64, u32); 2]> = Default::default();
+        // Per task: (sum, count) for the baseline and for the candidate.
+        type Sums = [(f64, u32); 2];
+        let mut sums: std::collections::HashMap<Vec<u8>, Sums> = Default::default();
         self.scan_pair(
             baseline,
             candidate,
@@ -879,7 +950,7 @@ impl Store {
                 }
             },
         )?;
-        let mut both: Vec<(Vec<u8>, [(f64, u32); 2])> = sums
+        let mut both: Vec<(Vec<u8>, Sums)> = sums
             .into_iter()
             .filter(|(_, [b, c])| b.1 > 0 && c.1 > 0)
             .collect();

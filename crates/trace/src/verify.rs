@@ -45,6 +45,13 @@ pub enum FaultKind {
     BrokenLink,
     /// The row's content does not hash to its stored hash: it was edited.
     HashMismatch,
+    /// Another event already carries this id: ids are unique by
+    /// construction, so a second one was inserted by hand (or by a merge
+    /// misled by a forged index).
+    DuplicateId {
+        /// The seq of the first event with the id.
+        first_seq: u64,
+    },
     /// A keyed store's row has no MAC.
     MacMissing,
     /// The MAC does not match: the row was written without the writer key.
@@ -115,6 +122,9 @@ impl fmt::Display for Fault {
             }
             FaultKind::BrokenLink => f.write_str("prev_hash does not link to the previous event (rows reordered, removed or inserted)"),
             FaultKind::HashMismatch => f.write_str("content does not match its hash (row edited)"),
+            FaultKind::DuplicateId { first_seq } => {
+                write!(f, "event id already used by seq {first_seq} (ids are unique)")
+            }
             FaultKind::MacMissing => f.write_str("no MAC in a keyed store"),
             FaultKind::MacMismatch => f.write_str("MAC does not match (written without the writer key)"),
             FaultKind::MalformedRow { column } => write!(f, "malformed column {column}"),
@@ -268,13 +278,13 @@ impl Store {
             with_key = options.clone().key(k.clone());
             options = &with_key;
         }
-        if let Some(cp) = &options.checkpoint {
-            if cp.origin != self.store_id {
-                return Err(Error::CheckpointOrigin {
-                    checkpoint_origin: cp.origin.clone(),
-                    store_origin: self.store_id.clone(),
-                });
-            }
+        if let Some(cp) = &options.checkpoint
+            && cp.origin != self.store_id
+        {
+            return Err(Error::CheckpointOrigin {
+                checkpoint_origin: cp.origin.clone(),
+                store_origin: self.store_id.clone(),
+            });
         }
         // One read transaction: a consistent snapshot while writers go on
         // (or the caller's, inside a `Snapshot`).
@@ -503,6 +513,8 @@ struct Reader {
     checkpoint_hash: Option<blake3::Hash>,
     /// A fault found by the reader, with the stored hash before it.
     fault: Option<(Fault, blake3::Hash)>,
+    /// Every id seen so far, with its seq.
+    ids: std::collections::HashMap<u128, u64>,
 }
 
 impl Reader {
@@ -619,6 +631,14 @@ impl Reader {
                 kind: FaultKind::BrokenLink,
             }));
         }
+        let id = u128::from_be_bytes(id);
+        if let Some(&first_seq) = self.ids.get(&id) {
+            return Ok(Some(Fault {
+                seq,
+                kind: FaultKind::DuplicateId { first_seq },
+            }));
+        }
+        self.ids.insert(id, seq);
         let mut projections = [None, None];
         for (c, slot) in cursors.iter_mut().zip(&mut projections) {
             // Rows at earlier seqs were taken with their events: one left
@@ -636,7 +656,7 @@ impl Reader {
         }
         let owned = OwnedRow {
             seq,
-            id: u128::from_be_bytes(id),
+            id,
             ts_ms,
             cell: batch.put(cell.as_bytes()),
             session: batch.put(session.as_bytes()),
@@ -810,6 +830,7 @@ pub(crate) fn verify_conn_each(
         checkpoint_size: options.checkpoint.as_ref().map(|c| c.size),
         checkpoint_hash: None,
         fault: None,
+        ids: std::collections::HashMap::new(),
     };
     let worker_fault = std::thread::scope(|scope| -> Result<Option<(Fault, blake3::Hash)>> {
         let (result_tx, result_rx) = mpsc::channel::<Option<(Fault, blake3::Hash)>>();

@@ -256,3 +256,67 @@ proptest! {
         prop_assert!(s.verify().expect("verify").is_valid());
     }
 }
+
+/// Every finite f64, with the values a JSON writer or a float formatter is
+/// most likely to get wrong weighted in: both zeros, subnormals, the
+/// extremes, and integers.
+fn any_finite() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        any::<f64>().prop_filter("finite", |x| x.is_finite()),
+        Just(-0.0),
+        Just(0.0),
+        (1u64..(1 << 52)).prop_map(f64::from_bits),
+        (1u64..(1 << 52)).prop_map(|b| -f64::from_bits(b)),
+        Just(f64::MAX),
+        Just(f64::MIN),
+        Just(f64::MIN_POSITIVE),
+        (-1_000_000i64..1_000_000).prop_map(|i| i as f64),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, rng_seed: proptest::test_runner::RngSeed::Fixed(20261201), .. ProptestConfig::default() })]
+
+    /// Whatever float validation accepts, in any spelling, is stored so that
+    /// the store still verifies and reads back the value SQLite can hold
+    /// (−0.0 as 0.0, every other value bit for bit): no accepted input can
+    /// brick a store.
+    #[test]
+    fn every_accepted_float_round_trips(v in any_finite()) {
+        let (_d, mut s) = new_store();
+        let c = commit(7);
+        let nonneg = v.abs();
+        let mut typed = Score::new(c.clone(), "typed", "x", v);
+        typed.cost = Some(nonneg);
+        typed.latency_ms = Some(nonneg);
+        s.record_score(&typed, "p").expect("typed score");
+        s.record_test_run(&TestRun { commit: c.clone(), suite: "typed".into(), passed: 1, failed: 0, skipped: 0, duration_ms: nonneg }, "p").expect("typed run");
+        let mut spellings = vec![
+            serde_json::to_string(&v).expect("json"),
+            format!("{v:e}"),
+            format!("{v:E}"),
+        ];
+        if v.fract() == 0.0 && v.abs() < 1e15 {
+            spellings.push(format!("{}{}", if v.is_sign_negative() { "-" } else { "" }, v.abs() as i64));
+        }
+        for (i, text) in spellings.iter().enumerate() {
+            let abs_text = text.trim_start_matches('-');
+            s.append(EventDraft::raw("score", format!(
+                r#"{{"task":"raw{i}","scorer":"x","scorer_version":"1","value":{text},"cost":{abs_text},"latency_ms":{abs_text}}}"#
+            )).commit(c.clone())).expect("raw score");
+            s.append(EventDraft::raw("test_run", format!(
+                r#"{{"suite":"raw{i}","passed":1,"failed":0,"skipped":0,"duration_ms":{abs_text}}}"#
+            )).commit(c.clone())).expect("raw run");
+        }
+        let r = s.verify().expect("verify");
+        prop_assert!(r.is_valid(), "{v:e}: {:?}", r.fault);
+        let want = (v + 0.0).to_bits();
+        for (_, sc) in s.scores(&c, "x").expect("scores") {
+            prop_assert_eq!(sc.value.to_bits(), want, "{} {:e}", sc.task, v);
+            prop_assert_eq!(sc.cost.map(f64::to_bits), Some((nonneg + 0.0).to_bits()));
+        }
+        for (_, run) in s.test_runs(&c).expect("runs") {
+            prop_assert_eq!(run.duration_ms.to_bits(), (nonneg + 0.0).to_bits());
+        }
+    }
+}
