@@ -811,13 +811,23 @@ fn run(cli: Cli) -> Result<u8> {
             key_file,
         } => {
             let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
-            store.verified(&VerifyOptions::default())?;
             let commit = CommitId::parse(&commit)?;
-            let mut monitor =
-                ratchet_drift::Monitor::start(&store, &commit, &scorer, from, k, h, min_n)?;
+            // Each read of the trace happens in a read transaction that
+            // verified it first (the whole chain: new scores are read only
+            // once they are covered).
+            let mut monitor = {
+                let snapshot = store.snapshot()?;
+                snapshot.verified(&VerifyOptions::default())?;
+                ratchet_drift::Monitor::start(&snapshot, &commit, &scorer, from, k, h, min_n)?
+            };
             let mut total = 0usize;
             loop {
-                for a in monitor.poll(&store)? {
+                let alarms = {
+                    let snapshot = store.snapshot()?;
+                    snapshot.verified(&VerifyOptions::default())?;
+                    monitor.poll(&snapshot)?
+                };
+                for a in alarms {
                     total += 1;
                     if record {
                         ratchet_drift::record_alarm(&mut store, &a)?;
@@ -857,9 +867,13 @@ fn run(cli: Cli) -> Result<u8> {
             key_file,
         } => {
             let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
-            store.verified(&VerifyOptions::default())?;
             let only = commit.map(|c| CommitId::parse(&c)).transpose()?;
-            let alarm = ratchet_drift::latest_alarm(&store, only.as_ref())?.ok_or_else(|| {
+            let latest = {
+                let snapshot = store.snapshot()?;
+                snapshot.verified(&VerifyOptions::default())?;
+                ratchet_drift::latest_alarm(&snapshot, only.as_ref())?
+            };
+            let alarm = latest.ok_or_else(|| {
                 anyhow!("no recorded alarm to heal from (record one with `ratchet watch --record`)")
             })?;
             let opts = ratchet_orchestrate::HealOptions {
@@ -892,12 +906,14 @@ fn run(cli: Cli) -> Result<u8> {
             key_file,
         } => {
             let store = Store::open(&store_dir, options(key_file.as_deref())?)?;
-            store.verified(&VerifyOptions::default())?;
+            let snapshot = store.snapshot()?;
+            snapshot.verified(&VerifyOptions::default())?;
             let exclude = exclude
                 .iter()
                 .map(|c| CommitId::parse(c))
                 .collect::<Result<Vec<_>, _>>()?;
-            let ranking = ratchet_drift::best_commit(&store, &scorer, min_n, confidence, &exclude)?;
+            let ranking =
+                ratchet_drift::best_commit(&snapshot, &scorer, min_n, confidence, &exclude)?;
             if json {
                 print_json(&ranking)?;
             } else {

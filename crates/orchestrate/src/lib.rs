@@ -146,15 +146,19 @@ pub fn heal(
 ) -> Result<(HealReport, Option<Monitor>)> {
     // Nothing moves on a trace that does not verify (with the writer key the
     // store was opened with, if it is keyed).
-    store.verified(&ratchet_trace::VerifyOptions::default())?;
+    // The ranking is read in the same read transaction that verified.
+    let ranking = {
+        let snapshot = store.snapshot()?;
+        snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
+        best_commit(
+            &snapshot,
+            &alarm.scorer,
+            options.min_n,
+            options.confidence,
+            std::slice::from_ref(&alarm.commit),
+        )?
+    };
     let repo = Repository::discover(repo_path)?;
-    let ranking = best_commit(
-        store,
-        &alarm.scorer,
-        options.min_n,
-        options.confidence,
-        std::slice::from_ref(&alarm.commit),
-    )?;
     let mut skipped = Vec::new();
     let mut chosen = None;
     for r in &ranking {
