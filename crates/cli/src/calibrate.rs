@@ -35,26 +35,34 @@ pub fn table(p: &ClassPolicy, a: &Assumptions) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     match p.test {
         TestKind::Bernoulli => {
+            // The test sees discordant pairs only. With the baseline passing
+            // a task with probability p0 and the candidate with r,
+            // independently, a pair is discordant with probability d and
+            // the candidate is the one that passed with probability θ; the
+            // OC is exact in θ, and tasks needed = pairs needed / d.
             let gap = p.gap.unwrap_or_default();
-            let t = p.bernoulli_test(a.p0)?;
+            let t = p.bernoulli_test()?;
             for k in -2i32..=6 {
                 let rate = a.p0 + f64::from(k) * gap / 4.0;
                 if !(rate > 0.0 && rate < 1.0) {
                     continue;
                 }
-                let e = exact_bernoulli(&t, rate)?;
+                let (won, lost) = (rate * (1.0 - a.p0), a.p0 * (1.0 - rate));
+                let d = won + lost;
+                let e = exact_bernoulli(&t, won / d)?;
+                let tasks = |pairs: u64| (pairs as f64 / d).ceil() as u64;
                 rows.push(Row {
-                    effect: format!("pass rate {rate:.4}"),
+                    effect: format!("pass rate {rate:.4} (θ {:.4})", won / d),
                     p_promote: e.p_promote,
-                    expected_n: e.expected_n,
-                    n_quantiles: e.n_quantiles,
+                    expected_n: e.expected_n / d,
+                    n_quantiles: e.n_quantiles.map(tasks),
                     method: "exact",
                 });
             }
         }
         TestKind::Gaussian => {
             let gap = p.gap.unwrap_or_default();
-            let t = p.gaussian_test(0.0)?;
+            let t = p.gaussian_test()?;
             for k in -2i32..=6 {
                 let shift = f64::from(k) * gap / 4.0;
                 let normal = Normal::new(shift, a.sigma)?;

@@ -379,41 +379,37 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
     let bounds = p.boundaries()?;
     let (decision, llr, n, details) = match p.test {
         TestKind::Bernoulli => {
+            // Paired pass/fail: only discordant pairs carry evidence. Under
+            // "no difference" the candidate is the one that passed with
+            // probability exactly ½, whatever the pass rates: the null is
+            // simple, so Wald's bounds hold as for a known p0.
             let thr = sign * p.pass_threshold.unwrap_or(1.0);
-            let gap = p.gap.unwrap_or_default();
-            let passes = |xs: &[f64]| xs.iter().filter(|&&x| x >= thr).count();
-            let p0 = if base.is_empty() {
-                f64::NAN
-            } else {
-                passes(&base) as f64 / base.len() as f64
-            };
-            let p1 = p0 + gap;
-            if !(p0 > 0.0 && p1 < 1.0) {
-                let why = if base.is_empty() {
-                    "no task was scored on both sides".to_string()
-                } else {
-                    format!(
-                        "baseline pass rate {p0} leaves no room to test p1 = p0 + {gap} inside (0, 1)"
-                    )
-                };
-                v.stages.push(StageReport {
-                    stage: Stage::Sequential,
-                    passed: Some(false),
-                    details: serde_json::json!({ "test": "bernoulli", "p0": p0, "tasks": base.len() }),
-                });
-                return done(v, reject(Stage::Sequential, why));
-            }
-            let mut t = p.bernoulli_test(p0)?;
-            for &x in &cand {
-                if t.observe(x >= thr).is_final() {
+            let mut t = p.bernoulli_test()?;
+            let (theta0, theta1) = p.discordant_hypotheses();
+            let (mut cand_only, mut base_only, mut concordant) = (0u64, 0u64, 0u64);
+            for (&b, &c) in base.iter().zip(&cand) {
+                if t.decision().is_final() {
                     break;
                 }
+                match (b >= thr, c >= thr) {
+                    (false, true) => {
+                        cand_only += 1;
+                        t.observe(true);
+                    }
+                    (true, false) => {
+                        base_only += 1;
+                        t.observe(false);
+                    }
+                    _ => concordant += 1,
+                }
             }
-            let d = serde_json::json!({ "test": "bernoulli", "p0": p0, "p1": p1, "pass_threshold": thr, "successes": t.successes() });
+            let d = serde_json::json!({ "test": "bernoulli", "design": "discordant pairs", "theta0": theta0, "theta1": theta1, "pass_threshold": thr, "candidate_only_passed": cand_only, "baseline_only_passed": base_only, "both_or_neither": concordant });
             (t.decision(), t.llr(), t.n(), d)
         }
         TestKind::Gaussian => {
-            let gap = p.gap.unwrap_or_default();
+            // Paired differences: the task's own difficulty cancels, and the
+            // null (mean difference 0) does not depend on an estimated
+            // baseline mean.
             if base.len() < 2 {
                 v.stages.push(StageReport {
                     stage: Stage::Sequential,
@@ -428,14 +424,16 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
                     },
                 );
             }
-            let mu0 = base.iter().sum::<f64>() / base.len() as f64;
-            let mut t = p.gaussian_test(mu0)?;
-            for &x in &cand {
-                if t.update(x)?.is_final() {
+            let mut t = p.gaussian_test()?;
+            let mut sum = 0.0;
+            for (&b, &c) in base.iter().zip(&cand) {
+                sum += c - b;
+                if t.update(c - b)?.is_final() {
                     break;
                 }
             }
-            let d = serde_json::json!({ "test": "gaussian", "mu0": mu0, "mu1": mu0 + gap, "variance": t.variance() });
+            let used = t.n().max(1) as f64;
+            let d = serde_json::json!({ "test": "gaussian", "design": "paired differences", "mu0": 0.0, "mu1": p.gap.unwrap_or_default(), "mean_difference": sum / used, "variance": t.variance() });
             (t.decision(), t.llr(), t.n(), d)
         }
         TestKind::Paired => {

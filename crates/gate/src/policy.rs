@@ -39,11 +39,16 @@ use crate::sprt::{BernoulliSprt, Boundaries, GaussianSprt};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TestKind {
-    /// Candidate's per-task pass/fail (score ≥ `pass_threshold`) against
-    /// the baseline's pass rate p0 on the same tasks; p1 = p0 + `gap`.
+    /// Pass/fail scores (score ≥ `pass_threshold`), paired per task: an
+    /// SPRT on the discordant pairs (one side passed, the other failed),
+    /// H0: θ = ½ against H1: θ = (1 + `gap`)/2, where θ is the chance that
+    /// the candidate is the one that passed. Exact at the null whatever the
+    /// pass rates; `gap` is a pass-rate improvement, designed for the
+    /// hardest case (every pair discordant). See [`crate::decide`].
     Bernoulli,
-    /// Candidate's per-task scores against the baseline's mean μ0 on the
-    /// same tasks; μ1 = μ0 + `gap`; variance estimated.
+    /// Continuous scores, paired per task: an SPRT on the per-task
+    /// differences (candidate − baseline), H0: mean 0 against H1: mean
+    /// `gap`, with their variance estimated.
     Gaussian,
     /// Per-task win / draw / loss of candidate against baseline, fishtest's
     /// GSPRT between logistic Elo `elo0` and `elo1`.
@@ -266,7 +271,7 @@ impl ClassPolicy {
                 if self.test == TestKind::Bernoulli && gap >= 1.0 {
                     return Err(bad(
                         f("gap"),
-                        format!("{gap} leaves no room for p1 = p0 + gap < 1"),
+                        format!("{gap} must be below 1 (θ1 = (1 + gap)/2 < 1)"),
                     ));
                 }
                 if let Some(w) = self.warmup
@@ -338,21 +343,29 @@ impl ClassPolicy {
         Boundaries::new(self.alpha, self.beta)
     }
 
-    /// The Bernoulli test this class runs when the baseline's pass rate is `p0`.
+    /// The discordant-pair test this class runs (bernoulli): one Bernoulli
+    /// observation per discordant pair, "the candidate passed", with
+    /// θ0 = ½ and θ1 = (1 + gap)/2. Truncated at `max_n` discordant pairs.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] unless 0 < p0 < p0 + gap < 1.
-    pub fn bernoulli_test(&self, p0: f64) -> Result<BernoulliSprt> {
-        BernoulliSprt::new(p0, p0 + self.gap.unwrap_or_default(), self.boundaries()?)?
-            .with_truncation(self.max_n)
+    /// [`Error::InvalidParameter`] unless 0 < gap < 1.
+    pub fn bernoulli_test(&self) -> Result<BernoulliSprt> {
+        let (theta0, theta1) = self.discordant_hypotheses();
+        BernoulliSprt::new(theta0, theta1, self.boundaries()?)?.with_truncation(self.max_n)
     }
 
-    /// The Gaussian test this class runs when the baseline's mean is `mu0`.
+    /// θ0 and θ1 of the discordant-pair test: ½ and (1 + gap)/2.
+    pub fn discordant_hypotheses(&self) -> (f64, f64) {
+        (0.5, (1.0 + self.gap.unwrap_or_default()) / 2.0)
+    }
+
+    /// The paired-difference test this class runs (gaussian): per-task
+    /// differences, H0: mean 0 against H1: mean `gap`, variance estimated.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for a non-finite `mu0`.
-    pub fn gaussian_test(&self, mu0: f64) -> Result<GaussianSprt> {
-        GaussianSprt::new(mu0, mu0 + self.gap.unwrap_or_default(), self.boundaries()?)?
+    /// [`Error::InvalidParameter`] for an invalid gap or warm-up.
+    pub fn gaussian_test(&self) -> Result<GaussianSprt> {
+        GaussianSprt::new(0.0, self.gap.unwrap_or_default(), self.boundaries()?)?
             .with_warmup(self.warmup.unwrap_or(GaussianSprt::DEFAULT_WARMUP))?
             .with_truncation(self.max_n)
     }

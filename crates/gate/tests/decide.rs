@@ -49,7 +49,7 @@ scorer = "quality"
 test = "gaussian"
 alpha = 0.05
 beta = 0.05
-gap = 0.2
+gap = 0.1
 max_n = 3000
 "#;
 

@@ -223,8 +223,11 @@ pub fn heal(
     )?;
     report.checkout_seq = Some(receipt.seq);
     tracing::info!(from = %alarm.commit, to = %target, "healed by checkout");
+    // The restarted monitor's baseline is read from a verified trace too.
+    let snapshot = store.snapshot()?;
+    snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
     let monitor = Monitor::start(
-        store,
+        &snapshot,
         &target,
         &alarm.scorer,
         receipt.seq,
@@ -248,19 +251,24 @@ pub struct Recovery {
     pub recovered: bool,
 }
 
-/// Polls the restarted monitor and says whether scores recovered.
+/// Polls the restarted monitor and says whether scores recovered, reading
+/// inside a read transaction that verified the trace first.
 ///
 /// # Errors
-/// [`Error::Drift`] or [`Error::Trace`] if the store cannot be read.
+/// [`Error::Trace`] if the trace does not verify (or is keyed and was opened
+/// without its key); [`Error::Drift`] or [`Error::Trace`] if the store
+/// cannot be read.
 pub fn check_recovery(
     store: &Store,
     monitor: &mut Monitor,
     since_seq: u64,
     min_n: u64,
 ) -> Result<Recovery> {
-    let alarms = monitor.poll(store)?;
+    let snapshot = store.snapshot()?;
+    snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
+    let alarms = monitor.poll(&snapshot)?;
     let (commit, scorer) = monitor.stream();
-    let live = store.score_stream(commit, scorer, since_seq, usize::MAX)?;
+    let live = snapshot.score_stream(commit, scorer, since_seq, usize::MAX)?;
     let n = live.len() as u64;
     let mean = (n > 0).then(|| live.iter().map(|(_, v)| v).sum::<f64>() / n as f64);
     Ok(Recovery {

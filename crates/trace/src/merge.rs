@@ -138,7 +138,7 @@ impl Store {
                 // disagree with its table would move the high-water mark and
                 // make a merge skip events that verification could not miss.
                 "SELECT origin_seq, origin_hash FROM events NOT INDEXED
-                 WHERE origin_store = ?1 ORDER BY origin_seq DESC LIMIT 1",
+                 WHERE origin_store = ?1 AND seq >= 1 ORDER BY origin_seq DESC LIMIT 1",
             )
             .and_then(|mut st| {
                 st.query_row([cell_id], |r| {
@@ -170,9 +170,11 @@ impl Store {
         // Ids above every id the home holds cannot be there yet: a cell's own
         // ids rise, so the equivocation lookup is needed only for the rest.
         let mut max_id: Option<Ulid> = tx
-            .query_row("SELECT id FROM events ORDER BY id DESC LIMIT 1", [], |r| {
-                crate::store::ulid_col(r, 0)
-            })
+            .query_row(
+                "SELECT id FROM events WHERE seq >= 1 ORDER BY id DESC LIMIT 1",
+                [],
+                |r| crate::store::ulid_col(r, 0),
+            )
             .optional()
             .map_err(Error::sqlite("reading the largest id"))?;
         let self_id = self.store_id.as_str();
@@ -304,7 +306,10 @@ impl Existing {
 
 fn existing_with_id(conn: &rusqlite::Connection, id: Ulid) -> Result<Option<Existing>> {
     conn.prepare_cached(
-        "SELECT seq, ts_ms, cell, session, kind, commit_id, payload FROM events WHERE id = ?1",
+        // Only rows inside the chain: a row planted at seq ≤ 0 must not make a
+        // cell's event look "already present" (rows inside the chain are
+        // what verification covers before anything decides from them).
+        "SELECT seq, ts_ms, cell, session, kind, commit_id, payload FROM events WHERE id = ?1 AND seq >= 1",
     )
     .and_then(|mut st| {
         st.query_row(params![&id.0.to_be_bytes()[..]], |r| {

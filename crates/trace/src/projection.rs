@@ -292,8 +292,19 @@ pub(crate) const SCORE_COLUMNS: &str =
 pub(crate) const TEST_RUN_COLUMNS: &str =
     "seq, commit_id, suite, passed, failed, skipped, duration_ms";
 
+/// A stored commit column, exactly as ratchet writes it (lower-case hex of
+/// 40 or 64 digits). Parsing would accept `ABC…` as `abc…`, but the readers
+/// compare the stored text: a row whose text is not canonical is one no
+/// query would find under its commit, so it must not verify either.
 fn commit_col(row: &Row<'_>, i: usize) -> rusqlite::Result<CommitId> {
     let s: String = row.get(i)?;
+    if !crate::encoding::is_canonical_commit(&s) {
+        return Err(rusqlite::Error::FromSqlConversionFailure(
+            i,
+            rusqlite::types::Type::Text,
+            format!("commit {s:?} is not in canonical form").into(),
+        ));
+    }
     CommitId::parse(&s).map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
     })

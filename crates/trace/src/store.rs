@@ -545,7 +545,7 @@ impl Store {
         if let Some(session) = &once_session {
             let earlier: Option<i64> = tx
                 .prepare_cached(
-                    "SELECT seq FROM events NOT INDEXED WHERE kind = ?1 AND session = ?2 ORDER BY seq LIMIT 1",
+                    "SELECT seq FROM events NOT INDEXED WHERE kind = ?1 AND session = ?2 AND seq >= 1 ORDER BY seq LIMIT 1",
                 )
                 .and_then(|mut st| {
                     st.query_row(

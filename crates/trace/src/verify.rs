@@ -99,6 +99,14 @@ pub enum FaultKind {
         /// What differs, in words.
         what: String,
     },
+    /// SQLite's own structural check (`PRAGMA quick_check`) fails: pages out
+    /// of order, a subtree grafted under a wrong divider, pages nothing
+    /// refers to. Queries that seek could then see other rows than a scan.
+    /// Reported at seq 0.
+    Structure {
+        /// SQLite's first message.
+        what: String,
+    },
     /// A row sits at a seq outside the chain (`seq < 1`), where no event
     /// can vouch for it. Reported at seq 0.
     OutsideChain {
@@ -142,6 +150,10 @@ impl fmt::Display for Fault {
             FaultKind::SchemaAltered { what } => {
                 write!(f, "the database schema was altered: {what}")
             }
+            FaultKind::Structure { what } => write!(
+                f,
+                "the database file's structure is damaged or was edited (quick_check: {what})"
+            ),
             FaultKind::OutsideChain { table, row_seq } => write!(
                 f,
                 "{table} holds a row at seq {row_seq}, outside the chain (no event vouches for it)"
@@ -694,6 +706,15 @@ fn blob<const N: usize>(v: ValueRef<'_>) -> Option<[u8; N]> {
 fn whole_store_fault(conn: &Connection, store_id: &str) -> Result<Option<FaultKind>> {
     if let Some(what) = crate::schema::schema_difference(conn)? {
         return Ok(Some(FaultKind::SchemaAltered { what }));
+    }
+    // Every b-tree in order, within its parents' bounds, every page used
+    // once: what makes a seek and a scan see the same rows, so that the rows
+    // verification scans are the rows any query can reach.
+    let structure: String = conn
+        .query_row("PRAGMA quick_check(1)", [], |r| r.get(0))
+        .map_err(Error::sqlite("checking the database structure"))?;
+    if structure != "ok" {
+        return Ok(Some(FaultKind::Structure { what: structure }));
     }
     let meta: Vec<(String, String)> = conn
         .prepare("SELECT key, value FROM meta")
