@@ -2,9 +2,11 @@
 //! and scorers.
 //!
 //! Exit codes: 0 success; 1 a negative finding (`verify-chain`: tampering
-//! found; `gate`: reject; `watch`: an alarm; `best`: no qualifying commit);
-//! 3 `gate`: continue, collect more evidence; 2 an error (bad input, missing
-//! store, unreadable file, usage).
+//! found; `gate`: rejected on measured evidence; `watch`: an alarm; `best`:
+//! no qualifying commit); 2 an error (bad input, missing store, unreadable
+//! file, usage); `gate` only: 3 continue (collect more evidence), 4 cannot
+//! decide — evidence missing or unknown, 5 cannot decide — the trace failed
+//! verification.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -25,10 +27,8 @@ mod demo;
 const EXIT_TAMPERED: u8 = 1;
 /// Exit code for every error.
 const EXIT_ERROR: u8 = 2;
-/// `ratchet gate`: the candidate was rejected.
+/// A negative finding (`watch`: an alarm; `best`: no qualifying commit).
 const EXIT_REJECT: u8 = 1;
-/// `ratchet gate`: more evidence is needed.
-const EXIT_CONTINUE: u8 = 3;
 
 /// ratchet: decide from unforgeable evidence whether a candidate version is
 /// better, and keep the trace that proves it.
@@ -136,8 +136,14 @@ enum Command {
         #[arg(long)]
         cell_key_file: Option<PathBuf>,
     },
-    /// Decide whether the candidate commit is better than the baseline:
-    /// exit 0 promote, 1 reject, 3 continue (collect more evidence), 2 error.
+    /// Decide whether the candidate commit is better than the baseline.
+    ///
+    /// Exit codes: 0 promote; 1 rejected on measured evidence (a failed
+    /// test, a violated invariant, the sequential test, a guardrail);
+    /// 3 continue (collect more evidence); 4 cannot decide: evidence missing
+    /// or unknown (a suite never ran, a scorer never recorded); 5 cannot
+    /// decide: the trace failed verification; 2 error. `--json` carries the
+    /// same as `status` and `exit_code`.
     Gate {
         /// Full commit id running now.
         #[arg(long)]
@@ -162,6 +168,9 @@ enum Command {
         /// Writer key file (keyed stores).
         #[arg(long)]
         key_file: Option<PathBuf>,
+        /// Decide without appending the verdict to the trace.
+        #[arg(long, conflicts_with = "record_promotion")]
+        dry_run: bool,
     },
     /// Show what a policy's test does for each true effect: P(promote), `E[N]`, N quantiles.
     Calibrate {
@@ -946,6 +955,7 @@ fn run(cli: Cli) -> Result<u8> {
             checkpoint,
             record_promotion,
             key_file,
+            dry_run,
         } => {
             let policy = read_policy(policy.unwrap_or_else(|| store_dir.join("policy.toml")))?;
             let class_policy = policy.class(&class)?;
@@ -964,11 +974,33 @@ fn run(cli: Cli) -> Result<u8> {
                 candidate: &candidate,
                 checkpoint: checkpoint.as_ref(),
             };
-            let verdict = ratchet_gate::decide(&mut store, &q)?;
+            let verdict = if dry_run {
+                let head = store.head()?.size;
+                ratchet_gate::decide_at(&store, &q, head)?
+            } else {
+                ratchet_gate::decide(&mut store, &q)?
+            };
+            let status = verdict.outcome.status();
             if json {
-                print_json(&verdict)?;
+                #[derive(serde::Serialize)]
+                struct GateJson<'a> {
+                    status: ratchet_gate::GateStatus,
+                    exit_code: u8,
+                    recorded: bool,
+                    #[serde(flatten)]
+                    verdict: &'a ratchet_gate::Verdict,
+                }
+                print_json(&GateJson {
+                    status,
+                    exit_code: status.exit_code(),
+                    recorded: !dry_run && status != ratchet_gate::GateStatus::UnverifiedTrace,
+                    verdict: &verdict,
+                })?;
             } else {
                 gate_table(&verdict)?;
+                if dry_run {
+                    println!("(dry run: the verdict was not recorded)");
+                }
             }
             if let (ratchet_gate::Outcome::Promote, Some(repo)) =
                 (&verdict.outcome, &record_promotion)
@@ -985,11 +1017,7 @@ fn run(cli: Cli) -> Result<u8> {
                     println!("{name} -> {candidate}");
                 }
             }
-            Ok(match verdict.outcome {
-                ratchet_gate::Outcome::Promote => 0,
-                ratchet_gate::Outcome::Reject { .. } => EXIT_REJECT,
-                ratchet_gate::Outcome::Continue { .. } => EXIT_CONTINUE,
-            })
+            Ok(status.exit_code())
         }
         Command::Calibrate {
             policy,
@@ -1117,6 +1145,155 @@ fn read_policy(path: PathBuf) -> Result<ratchet_gate::Policy> {
     ratchet_gate::Policy::parse(&text).with_context(|| format!("policy {}", path.display()))
 }
 
+fn stage_name(stage: &ratchet_gate::Stage) -> String {
+    use ratchet_gate::Stage;
+    match stage {
+        Stage::TraceVerification => "trace verification".into(),
+        Stage::Tests => "required tests".into(),
+        Stage::Invariants => "invariants".into(),
+        Stage::Sequential => "sequential test".into(),
+        Stage::Guardrail(g) => format!("guardrail {g}"),
+    }
+}
+
+/// One line per stage: what was measured, and against what.
+fn describe_stage(s: &ratchet_gate::StageReport) -> String {
+    use ratchet_gate::Stage;
+    let d = &s.details;
+    let num = |k: &str| d[k].as_f64().unwrap_or(f64::NAN);
+    match &s.stage {
+        Stage::TraceVerification => match d["fault"].as_object() {
+            Some(_) => format!("fault: {}", d["fault"]),
+            None => format!(
+                "{} events recomputed{}{}",
+                d["size"],
+                if d["macs_checked"] == true {
+                    ", MACs checked"
+                } else if d["keyed"] == true {
+                    ", MACs NOT checked"
+                } else {
+                    ""
+                },
+                if d["checkpoint_checked"] == true {
+                    ", consistent with the checkpoint"
+                } else {
+                    ""
+                }
+            ),
+        },
+        Stage::Tests => {
+            let suites = d["suites"].as_array().cloned().unwrap_or_default();
+            if suites.is_empty() {
+                return "no required suite".into();
+            }
+            suites
+                .iter()
+                .map(|x| {
+                    let runs = x["runs"].as_array().map_or(0, Vec::len);
+                    let failed: u64 = x["runs"]
+                        .as_array()
+                        .map(|r| r.iter().filter_map(|r| r["failed"].as_u64()).sum())
+                        .unwrap_or(0);
+                    format!(
+                        "{}: {runs} run(s), {failed} failed test(s)",
+                        x["suite"].as_str().unwrap_or("?")
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        }
+        Stage::Invariants => {
+            let inv = d["invariants"].as_array().map_or(0, Vec::len);
+            format!(
+                "{inv} invariant(s){}",
+                if d["canaries"].is_null() {
+                    ""
+                } else {
+                    ", canaries checked"
+                }
+            )
+        }
+        Stage::Sequential => {
+            let test = d["test"].as_str().unwrap_or("?");
+            let hyp = match test {
+                "bernoulli" => format!(
+                    "discordant pairs, θ0 {} vs θ1 {}: candidate alone passed {}, baseline alone {}, both or neither {}",
+                    num("theta0"),
+                    num("theta1"),
+                    d["candidate_only_passed"],
+                    d["baseline_only_passed"],
+                    d["both_or_neither"]
+                ),
+                "gaussian" => format!(
+                    "paired differences, mean 0 vs {} (variance {:.4})",
+                    num("mu1"),
+                    num("variance")
+                ),
+                "paired" => {
+                    let counts = d["counts"]
+                        .as_object()
+                        .map(|m| {
+                            m.iter()
+                                .map(|(k, v)| format!("{k} {v}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        })
+                        .unwrap_or_default();
+                    format!("GSPRT, Elo {} vs {}: {counts}", num("elo0"), num("elo1"))
+                }
+                _ => String::new(),
+            };
+            let effect = match d["effect"].as_object() {
+                Some(e) => format!(
+                    "; effect {:+.4} [{:+.4}, {:+.4}] ({}; 95 % interval, shown only)",
+                    e["estimate"].as_f64().unwrap_or(f64::NAN),
+                    e["ci_low"].as_f64().unwrap_or(f64::NAN),
+                    e["ci_high"].as_f64().unwrap_or(f64::NAN),
+                    d["effect_measure"].as_str().unwrap_or("")
+                ),
+                None => String::new(),
+            };
+            if d["llr"].is_null() {
+                return format!("{test}: {hyp}");
+            }
+            format!(
+                "{test} ({hyp}); LLR {:.3} after {} observation(s), boundaries [{:.3}, {:.3}] as applied (Wald [{:.3}, {:.3}]){effect}",
+                num("llr"),
+                d["n"],
+                num("lower"),
+                num("upper"),
+                num("wald_lower"),
+                num("wald_upper")
+            )
+        }
+        Stage::Guardrail(g) => {
+            let r = &d["result"];
+            if r.is_null() {
+                return format!("{g}: {} task(s) on both sides", d["tasks"]);
+            }
+            // `excess` is how far the candidate is worse than the baseline
+            // allows (margin included): non-inferior means shown below 0.
+            let shown = match d["method"].as_str() {
+                Some("welch") => format!("p = {:.4}", r["p_value"].as_f64().unwrap_or(f64::NAN)),
+                _ => format!(
+                    "upper bound {:+.4}",
+                    r["upper_bound"].as_f64().unwrap_or(f64::NAN)
+                ),
+            };
+            format!(
+                "{g} ({}): excess over the margin {:+.4} ({shown}); {}",
+                d["method"].as_str().unwrap_or("?"),
+                r["excess"].as_f64().unwrap_or(f64::NAN),
+                if s.passed == Some(true) {
+                    "non-inferior"
+                } else {
+                    "not shown non-inferior"
+                }
+            )
+        }
+    }
+}
+
 fn gate_table(v: &ratchet_gate::Verdict) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match &v.outcome {
@@ -1125,8 +1302,19 @@ fn gate_table(v: &ratchet_gate::Verdict) -> Result<()> {
             "PROMOTE {} over {} ({})",
             v.candidate, v.baseline, v.class
         )?,
-        ratchet_gate::Outcome::Reject { stage, reason } => {
-            writeln!(out, "REJECT at {stage:?}: {reason}")?
+        ratchet_gate::Outcome::Reject {
+            stage,
+            reason,
+            cause,
+        } => {
+            let what = match cause {
+                ratchet_gate::RejectCause::Measured => "REJECT",
+                ratchet_gate::RejectCause::MissingEvidence => "CANNOT DECIDE (evidence missing)",
+                ratchet_gate::RejectCause::UnverifiedTrace => {
+                    "CANNOT DECIDE (trace does not verify)"
+                }
+            };
+            writeln!(out, "{what} at {}: {reason}", stage_name(stage))?
         }
         ratchet_gate::Outcome::Continue {
             expected_more,
@@ -1142,7 +1330,12 @@ fn gate_table(v: &ratchet_gate::Verdict) -> Result<()> {
             Some(false) => "FAIL",
             None => "open",
         };
-        writeln!(out, "  {mark:<4}  {:?}", s.stage)?;
+        writeln!(
+            out,
+            "  {mark:<4}  {:<20} {}",
+            stage_name(&s.stage),
+            describe_stage(s)
+        )?;
     }
     writeln!(
         out,

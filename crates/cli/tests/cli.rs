@@ -903,3 +903,89 @@ fn a_promotion_moves_its_ref() {
         .collect();
     assert_eq!(&kinds[kinds.len() - 2..], &["decision", "promotion"]);
 }
+
+#[test]
+fn gate_exit_codes_tell_missing_evidence_and_tampering_from_a_regression() {
+    let base = "1111111111111111111111111111111111111111";
+    let good = "2222222222222222222222222222222222222222";
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st_s = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st_s, "init"], "")
+            .status
+            .success()
+    );
+    std::fs::write(st.join("policy.toml"), POLICY).expect("policy");
+    let o = ratchet(
+        d.path(),
+        &["--store", st_s, "append"],
+        &scores_jsonl(base, good, 400, 9),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let gate = |extra: &[&str]| {
+        let mut args = vec![
+            "--store",
+            st_s,
+            "gate",
+            "--baseline",
+            base,
+            "--candidate",
+            good,
+            "--class",
+            "prompt",
+        ];
+        args.extend_from_slice(extra);
+        ratchet(d.path(), &args, "")
+    };
+    let head = |d: &Path| -> u64 {
+        let o = ratchet(d, &["--store", st_s, "--json", "checkpoint"], "");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        v["size"].as_u64().expect("size")
+    };
+    // A dry run decides without recording; the verdict reads in words.
+    let before = head(d.path());
+    let o = gate(&["--dry-run"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains("sequential test") && out.contains("boundaries"),
+        "{out}"
+    );
+    assert!(
+        out.contains("effect") && out.contains("not recorded"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("Sequential") && !out.contains("Guardrail("),
+        "no Debug names: {out}"
+    );
+    assert_eq!(head(d.path()), before, "nothing appended");
+    // A scorer nobody recorded: cannot decide (4), not a regression (1).
+    let typo = d.path().join("typo.toml");
+    std::fs::write(
+        &typo,
+        POLICY.replace("scorer = \"accuracy\"", "scorer = \"acuracy\""),
+    )
+    .expect("policy");
+    let o = gate(&["--policy", typo.to_str().expect("utf8"), "--json"]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(
+        (v["status"].as_str(), v["exit_code"].as_u64()),
+        (Some("missing_evidence"), Some(4))
+    );
+    assert_eq!(v["outcome"]["cause"], "missing_evidence");
+    // A trace that does not verify: 5.
+    {
+        let c = rusqlite::Connection::open(st.join("trace.db")).expect("open");
+        c.execute_batch(
+            "DROP TRIGGER scores_no_update; UPDATE scores SET value = 1.0 WHERE seq = 2;",
+        )
+        .expect("edit");
+    }
+    let o = gate(&["--json"]);
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["status"], "unverified_trace");
+}

@@ -48,6 +48,9 @@ pub enum Outcome {
     Reject {
         /// Which stage.
         stage: Stage,
+        /// What kind of reject: measured evidence against the candidate,
+        /// evidence missing, or a trace that does not verify.
+        cause: RejectCause,
         /// Why, in words.
         reason: String,
     },
@@ -58,6 +61,68 @@ pub enum Outcome {
         /// What is still open.
         reason: String,
     },
+}
+
+/// Why a verdict rejects: CI must tell a regression from missing data and
+/// from tampering (each has its own exit code in the CLI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RejectCause {
+    /// The evidence was measured and speaks against the candidate: a failed
+    /// test run, a violated invariant, the sequential test's lower boundary
+    /// (or its truncation), a guardrail not shown non-inferior.
+    Measured,
+    /// The evidence needed is not in the trace: a required suite never ran
+    /// (or ran no test), a scorer the policy names was never recorded, too
+    /// few tasks scored on both sides for a guardrail.
+    MissingEvidence,
+    /// The trace failed verification (or a keyed store was read without its
+    /// key): nothing in it was used.
+    UnverifiedTrace,
+}
+
+/// The gate's answer in one word, with the CLI's exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateStatus {
+    /// Promote (exit 0).
+    Promote,
+    /// Rejected on measured evidence (exit 1).
+    Reject,
+    /// Collect more evidence (exit 3).
+    Continue,
+    /// Cannot decide: evidence missing or unknown (exit 4).
+    MissingEvidence,
+    /// Cannot decide: the trace failed verification (exit 5).
+    UnverifiedTrace,
+}
+
+impl GateStatus {
+    /// The exit code `ratchet gate` uses (2 is reserved for errors).
+    pub fn exit_code(self) -> u8 {
+        match self {
+            GateStatus::Promote => 0,
+            GateStatus::Reject => 1,
+            GateStatus::Continue => 3,
+            GateStatus::MissingEvidence => 4,
+            GateStatus::UnverifiedTrace => 5,
+        }
+    }
+}
+
+impl Outcome {
+    /// The outcome in one word.
+    pub fn status(&self) -> GateStatus {
+        match self {
+            Outcome::Promote => GateStatus::Promote,
+            Outcome::Continue { .. } => GateStatus::Continue,
+            Outcome::Reject { cause, .. } => match cause {
+                RejectCause::Measured => GateStatus::Reject,
+                RejectCause::MissingEvidence => GateStatus::MissingEvidence,
+                RejectCause::UnverifiedTrace => GateStatus::UnverifiedTrace,
+            },
+        }
+    }
 }
 
 /// One stage's figures: what it computed, against what, from which inputs.
@@ -124,7 +189,8 @@ pub struct Question<'a> {
     pub checkpoint: Option<&'a Checkpoint>,
 }
 
-/// Decides at the current head and appends the verdict as a `decision` event.
+/// Decides at the current head and appends the verdict as a `decision` event
+/// (unless the trace failed verification: then nothing is appended).
 ///
 /// # Errors
 /// [`Error::Trace`] if the store cannot be read or written. A trace that does
@@ -135,6 +201,12 @@ pub fn decide(store: &mut Store, q: &Question<'_>) -> Result<Verdict> {
         let head = snap.head()?;
         evaluate(&snap, q, head.size)?
     };
+    // A verdict about a trace that does not verify is not written into it:
+    // the trace is not a record anyone can rely on any more (and a store
+    // whose schema was altered refuses writes).
+    if verdict.outcome.status() == GateStatus::UnverifiedTrace {
+        return Ok(verdict);
+    }
     store.append(
         EventDraft::reserved(ReservedKind::Decision, &verdict)?
             .commit(q.candidate.clone())
@@ -167,11 +239,44 @@ fn paired_means(
         .unzip())
 }
 
-fn reject(stage: Stage, reason: impl Into<String>) -> Outcome {
+fn reject(stage: Stage, cause: RejectCause, reason: impl Into<String>) -> Outcome {
     Outcome::Reject {
         stage,
+        cause,
         reason: reason.into(),
     }
+}
+
+/// The effect the sequential test saw, for a person to read: the mean of
+/// the per-observation effects with a fixed-sample 95 % normal interval.
+/// Shown, never used to decide (after optional stopping a fixed-sample
+/// interval is optimistic; the decision's guarantee is the SPRT's).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct EffectEstimate {
+    /// Observations.
+    pub n: usize,
+    /// Mean effect.
+    pub estimate: f64,
+    /// Lower end of the 95 % interval.
+    pub ci_low: f64,
+    /// Upper end of the 95 % interval.
+    pub ci_high: f64,
+}
+
+fn effect_estimate(xs: &[f64]) -> Option<EffectEstimate> {
+    if xs.len() < 2 {
+        return None;
+    }
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
+    let half = 1.959_963_984_540_054 * (var / n).sqrt();
+    Some(EffectEstimate {
+        n: xs.len(),
+        estimate: mean,
+        ci_low: mean - half,
+        ci_high: mean + half,
+    })
 }
 
 fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
@@ -222,6 +327,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
             v,
             reject(
                 Stage::TraceVerification,
+                RejectCause::UnverifiedTrace,
                 format!("the trace does not verify: {f}"),
             ),
         );
@@ -231,6 +337,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
             v,
             reject(
                 Stage::TraceVerification,
+                RejectCause::UnverifiedTrace,
                 "the store is keyed but was opened without its writer key: its MACs cannot be checked, and a plain chain can be rebuilt by anyone who can write the file (fails closed)",
             ),
         );
@@ -241,7 +348,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
     // launder a flaky or broken suite), and a run of no test is not a pass.
     let runs = store.test_runs_upto(q.candidate, at)?;
     let mut suites = Vec::new();
-    let mut failure: Option<String> = None;
+    let mut failure: Option<(RejectCause, String)> = None;
     for suite in &p.required_suites {
         let of_suite: Vec<_> = runs.iter().filter(|(_, r)| &r.suite == suite).collect();
         let failed = of_suite.iter().find(|(_, r)| r.failed > 0);
@@ -249,20 +356,29 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
         let (ok, why) = match (of_suite.is_empty(), failed, empty) {
             (true, _, _) => (
                 false,
-                format!("suite {suite} has no recorded run for the candidate"),
+                (
+                    RejectCause::MissingEvidence,
+                    format!("suite {suite} has no recorded run for the candidate"),
+                ),
             ),
             (_, Some((seq, r)), _) => (
                 false,
-                format!(
-                    "suite {suite}: {} failed in the run at seq {seq} (every recorded run counts)",
-                    r.failed
+                (
+                    RejectCause::Measured,
+                    format!(
+                        "suite {suite}: {} failed in the run at seq {seq} (every recorded run counts)",
+                        r.failed
+                    ),
                 ),
             ),
             (_, None, Some((seq, _))) => (
                 false,
-                format!("suite {suite} ran no test in the run at seq {seq}"),
+                (
+                    RejectCause::MissingEvidence,
+                    format!("suite {suite} ran no test in the run at seq {seq}"),
+                ),
             ),
-            (false, None, None) => (true, String::new()),
+            (false, None, None) => (true, (RejectCause::Measured, String::new())),
         };
         suites.push(serde_json::json!({ "suite": suite, "passed": ok, "runs": of_suite.iter().map(|(s, r)| serde_json::json!({"seq": s, "passed": r.passed, "failed": r.failed, "skipped": r.skipped})).collect::<Vec<_>>() }));
         if !ok && failure.is_none() {
@@ -274,8 +390,8 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
         passed: Some(failure.is_none()),
         details: serde_json::json!({ "suites": suites }),
     });
-    if let Some(why) = failure {
-        return done(v, reject(Stage::Tests, why));
+    if let Some((cause, why)) = failure {
+        return done(v, reject(Stage::Tests, cause, why));
     }
 
     // Every scorer the policy names must exist in the trace: a typo in a
@@ -302,6 +418,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
                 v,
                 reject(
                     stage,
+                    RejectCause::MissingEvidence,
                     format!("unknown scorer {scorer:?}: the trace holds no score of it"),
                 ),
             );
@@ -310,7 +427,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
 
     // 2. Invariants and canaries, on the candidate's own scores.
     let mut inv_reports = Vec::new();
-    let mut failure: Option<String> = None;
+    let mut failure: Option<(RejectCause, String)> = None;
     for inv in &p.invariants {
         let per_task: Vec<(String, f64)> = store
             .paired_scores_upto(q.baseline, q.candidate, &inv.scorer, at)?
@@ -326,14 +443,20 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
         let r = check_minimum(&inv.scorer, &per_task, inv.minimum, INVARIANT_CONFIDENCE)?;
         if !r.holds && failure.is_none() {
             failure = Some(if r.tasks == 0 {
-                format!(
-                    "invariant {}: the candidate has no scores (fails closed)",
-                    inv.scorer
+                (
+                    RejectCause::MissingEvidence,
+                    format!(
+                        "invariant {}: the candidate has no scores (fails closed)",
+                        inv.scorer
+                    ),
                 )
             } else {
-                format!(
-                    "invariant {} ≥ {}: violated on {:?}",
-                    inv.scorer, inv.minimum, r.violations
+                (
+                    RejectCause::Measured,
+                    format!(
+                        "invariant {} ≥ {}: violated on {:?}",
+                        inv.scorer, inv.minimum, r.violations
+                    ),
                 )
             });
         }
@@ -350,9 +473,14 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
                 .map(|t| t.candidate.iter().all(|&x| x >= c.minimum))
         });
         if !r.holds && failure.is_none() {
-            failure = Some(format!(
-                "canaries: failed {:?}, missing {:?}",
-                r.failed, r.missing
+            let cause = if r.failed.is_empty() {
+                RejectCause::MissingEvidence
+            } else {
+                RejectCause::Measured
+            };
+            failure = Some((
+                cause,
+                format!("canaries: failed {:?}, missing {:?}", r.failed, r.missing),
             ));
         }
         canary_report = serde_json::to_value(&r).unwrap_or_default();
@@ -362,8 +490,8 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
         passed: Some(failure.is_none()),
         details: serde_json::json!({ "invariants": inv_reports, "canaries": canary_report, "confidence": INVARIANT_CONFIDENCE }),
     });
-    if let Some(why) = failure {
-        return done(v, reject(Stage::Invariants, why));
+    if let Some((cause, why)) = failure {
+        return done(v, reject(Stage::Invariants, cause, why));
     }
 
     // 3. The sequential test, fed the paired tasks in task-name order (an
@@ -377,7 +505,10 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
         cand.into_iter().map(|x| sign * x).collect(),
     );
     let bounds = p.boundaries()?;
-    let (decision, llr, n, details) = match p.test {
+    // Per test: the decision, the LLR, the observations used, the
+    // boundaries actually applied, the per-observation effect on the
+    // policy's scale (for the estimate shown with its interval), details.
+    let (decision, llr, n, (lower, upper), diffs, details) = match p.test {
         TestKind::Bernoulli => {
             // Paired pass/fail: only discordant pairs carry evidence. Under
             // "no difference" the candidate is the one that passed with
@@ -387,10 +518,12 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
             let mut t = p.bernoulli_test()?;
             let (theta0, theta1) = p.discordant_hypotheses();
             let (mut cand_only, mut base_only, mut concordant) = (0u64, 0u64, 0u64);
+            let mut diffs = Vec::new();
             for (&b, &c) in base.iter().zip(&cand) {
                 if t.decision().is_final() {
                     break;
                 }
+                diffs.push(f64::from(u8::from(c >= thr)) - f64::from(u8::from(b >= thr)));
                 match (b >= thr, c >= thr) {
                     (false, true) => {
                         cand_only += 1;
@@ -403,8 +536,16 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
                     _ => concordant += 1,
                 }
             }
-            let d = serde_json::json!({ "test": "bernoulli", "design": "discordant pairs", "theta0": theta0, "theta1": theta1, "pass_threshold": thr, "candidate_only_passed": cand_only, "baseline_only_passed": base_only, "both_or_neither": concordant });
-            (t.decision(), t.llr(), t.n(), d)
+            let d = serde_json::json!({ "test": "bernoulli", "design": "discordant pairs", "effect_measure": "pass-rate difference (candidate − baseline)", "theta0": theta0, "theta1": theta1, "pass_threshold": thr, "candidate_only_passed": cand_only, "baseline_only_passed": base_only, "both_or_neither": concordant });
+            let b = t.boundaries();
+            (
+                t.decision(),
+                t.llr(),
+                t.n(),
+                (b.lower(), b.upper()),
+                diffs,
+                d,
+            )
         }
         TestKind::Gaussian => {
             // Paired differences: the task's own difficulty cancels, and the
@@ -425,16 +566,23 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
                 );
             }
             let mut t = p.gaussian_test()?;
-            let mut sum = 0.0;
+            let mut diffs = Vec::new();
             for (&b, &c) in base.iter().zip(&cand) {
-                sum += c - b;
+                diffs.push(c - b);
                 if t.update(c - b)?.is_final() {
                     break;
                 }
             }
-            let used = t.n().max(1) as f64;
-            let d = serde_json::json!({ "test": "gaussian", "design": "paired differences", "mu0": 0.0, "mu1": p.gap.unwrap_or_default(), "mean_difference": sum / used, "variance": t.variance() });
-            (t.decision(), t.llr(), t.n(), d)
+            let d = serde_json::json!({ "test": "gaussian", "design": "paired differences", "effect_measure": "mean difference (candidate − baseline)", "mu0": 0.0, "mu1": p.gap.unwrap_or_default(), "variance": t.variance() });
+            let b = t.boundaries();
+            (
+                t.decision(),
+                t.llr(),
+                t.n(),
+                (b.lower(), b.upper()),
+                diffs,
+                d,
+            )
         }
         TestKind::Paired => {
             let mut t = p.paired_test()?;
@@ -462,21 +610,44 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
                     })
                     .collect(),
             };
+            let half = (t.pairing().classes() - 1) as f64 / 2.0;
+            let mut diffs = Vec::new();
             for class in pairs {
+                // The pair's score minus a draw's, per game: −1 … +1.
+                diffs.push((class as f64 - half) / half);
                 if t.update(class)?.is_final() {
                     break;
                 }
             }
-            let d = serde_json::json!({ "test": "paired", "pairing": t.pairing(), "elo0": elo.elo0, "elo1": elo.elo1, "counts": t.counts() });
-            (t.decision(), t.llr(), t.n(), d)
+            let labels: &[&str] = match t.pairing() {
+                Pairing::Trinomial => &["losses", "draws", "wins"],
+                Pairing::Pentanomial => &["LL", "LD", "DD_or_WL", "WD", "WW"],
+            };
+            let counts: serde_json::Map<String, serde_json::Value> = labels
+                .iter()
+                .zip(t.counts())
+                .map(|(l, c)| ((*l).to_string(), serde_json::json!(c)))
+                .collect();
+            let d = serde_json::json!({ "test": "paired", "pairing": t.pairing(), "effect_measure": "score − ½ per game (wins count +½, losses −½)", "elo0": elo.elo0, "elo1": elo.elo1, "counts": counts });
+            (
+                t.decision(),
+                t.llr(),
+                t.n(),
+                t.effective_boundaries(),
+                diffs,
+                d,
+            )
         }
     };
     let mut details = details;
     if let Some(obj) = details.as_object_mut() {
         obj.insert("llr".into(), serde_json::json!(llr));
         obj.insert("n".into(), serde_json::json!(n));
-        obj.insert("lower".into(), serde_json::json!(bounds.lower()));
-        obj.insert("upper".into(), serde_json::json!(bounds.upper()));
+        obj.insert("lower".into(), serde_json::json!(lower));
+        obj.insert("upper".into(), serde_json::json!(upper));
+        obj.insert("wald_lower".into(), serde_json::json!(bounds.lower()));
+        obj.insert("wald_upper".into(), serde_json::json!(bounds.upper()));
+        obj.insert("effect".into(), serde_json::json!(effect_estimate(&diffs)));
         obj.insert("max_n".into(), serde_json::json!(p.max_n));
         obj.insert("decision".into(), serde_json::json!(decision));
         obj.insert("tasks_available".into(), serde_json::json!(base.len()));
@@ -496,9 +667,9 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
                 v,
                 reject(
                     Stage::Sequential,
+                    RejectCause::Measured,
                     format!(
-                        "LLR {llr:.3} reached the lower boundary {:.3} after {n} tasks",
-                        bounds.lower()
+                        "LLR {llr:.3} reached the lower boundary {lower:.3} after {n} observations"
                     ),
                 ),
             );
@@ -508,8 +679,9 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
                 v,
                 reject(
                     Stage::Sequential,
+                    RejectCause::Measured,
                     format!(
-                        "not shown better within {} tasks (truncated at LLR {llr:.3})",
+                        "not shown better within {} observations (truncated at LLR {llr:.3})",
                         p.max_n
                     ),
                 ),
@@ -519,9 +691,9 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
             // Rough: tasks to reach the nearer boundary at the average drift so far.
             let drift = if n > 0 { llr / n as f64 } else { 0.0 };
             let to_go = if drift > 0.0 {
-                (bounds.upper() - llr) / drift
+                (upper - llr) / drift
             } else if drift < 0.0 {
-                (bounds.lower() - llr) / drift
+                (lower - llr) / drift
             } else {
                 (p.max_n - n) as f64
             };
@@ -532,9 +704,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
                 Outcome::Continue {
                     expected_more,
                     reason: format!(
-                        "LLR {llr:.3} between {:.3} and {:.3} after {n} tasks",
-                        bounds.lower(),
-                        bounds.upper()
+                        "LLR {llr:.3} between {lower:.3} and {upper:.3} after {n} observations"
                     ),
                 },
             );
@@ -561,6 +731,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
                 v,
                 reject(
                     stage,
+                    RejectCause::MissingEvidence,
                     format!(
                         "guardrail {}: fewer than two tasks scored on both sides (fails closed)",
                         g.scorer
@@ -580,6 +751,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
                         v,
                         reject(
                             stage,
+                            RejectCause::Measured,
                             format!(
                                 "guardrail {}: not shown non-inferior (p = {:.4} ≥ α = {})",
                                 g.scorer, r.p_value, p.alpha

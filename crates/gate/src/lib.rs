@@ -61,7 +61,8 @@ pub use calibrate::{
     wald_bernoulli,
 };
 pub use decide::{
-    KIND_DECISION, Outcome, Question, Stage, StageReport, TraceHead, Verdict, decide, decide_at,
+    EffectEstimate, GateStatus, KIND_DECISION, Outcome, Question, RejectCause, Stage, StageReport,
+    TraceHead, Verdict, decide, decide_at,
 };
 pub use error::{Error, Result};
 pub use gsprt::{LogisticElo, PairedGsprt, Pairing, logistic_score};

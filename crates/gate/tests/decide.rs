@@ -2,7 +2,9 @@
 //! appended decision, and byte-for-byte recomputation with `decide_at`.
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
-use ratchet_gate::{KIND_DECISION, Outcome, Policy, Question, Stage, Verdict, decide, decide_at};
+use ratchet_gate::{
+    KIND_DECISION, Outcome, Policy, Question, RejectCause, Stage, Verdict, decide, decide_at,
+};
 use ratchet_trace::{CommitId, Score, Store, StoreOptions, TestRun};
 
 const POLICY: &str = r#"
@@ -287,9 +289,19 @@ fn an_unknown_scorer_is_refused_not_ignored() {
         Policy::parse(&text).expect("policy parses: the scorer is checked against the trace");
     let v = w.decide("prompt");
     match &v.outcome {
-        Outcome::Reject { stage, reason } => {
+        Outcome::Reject {
+            stage,
+            reason,
+            cause,
+        } => {
             assert_eq!(stage, &Stage::Invariants);
             assert!(reason.contains("safty"), "{reason}");
+            assert_eq!(
+                *cause,
+                RejectCause::MissingEvidence,
+                "a typo is not a regression"
+            );
+            assert_eq!(v.outcome.status().exit_code(), 4);
         }
         other => panic!("expected reject, got {other:?}"),
     }
