@@ -205,15 +205,25 @@ enum Command {
         #[arg(long)]
         scorer: String,
         /// Trace seq of the deployment: the baseline is the commit's
-        /// statistics up to here, and the scores after it are followed.
+        /// statistics up to here, and the scores after it are followed
+        /// (default: the commit's latest promotion or checkout event).
         #[arg(long)]
-        from: u64,
-        /// CUSUM reference k (σ units).
+        from: Option<u64>,
+        /// CUSUM reference k (σ units; k = shift/2 detects a shift of 2k fastest).
         #[arg(long, default_value_t = 0.5)]
         k: f64,
-        /// CUSUM decision interval h (σ units).
-        #[arg(long, default_value_t = 5.0)]
-        h: f64,
+        /// CUSUM decision interval h (σ units); default: the h whose
+        /// in-control ARL is --arl0 (Markov chain).
+        #[arg(long)]
+        h: Option<f64>,
+        /// In-control average run length the default h is solved for: about
+        /// one false alarm per this many in-control scores (normal data).
+        #[arg(long, default_value_t = 10_000.0)]
+        arl0: f64,
+        /// Alarm on improvements too (default: only the harmful direction —
+        /// down for most scorers, up for cost and latency).
+        #[arg(long)]
+        two_sided: bool,
         /// Minimum baseline scores.
         #[arg(long, default_value_t = 30)]
         min_n: u64,
@@ -813,6 +823,8 @@ fn run(cli: Cli) -> Result<u8> {
             from,
             k,
             h,
+            arl0,
+            two_sided,
             min_n,
             record,
             follow,
@@ -821,14 +833,42 @@ fn run(cli: Cli) -> Result<u8> {
         } => {
             let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
             let commit = CommitId::parse(&commit)?;
+            let h = match h {
+                Some(h) => h,
+                None => ratchet_drift::cusum_h_for_arl0(k, arl0, ratchet_drift::DEFAULT_STATES)?,
+            };
+            let watch = if two_sided {
+                ratchet_drift::Watch::Both
+            } else {
+                ratchet_drift::Watch::harm(
+                    ratchet_scorers::direction_of(&scorer)
+                        == ratchet_scorers::Direction::LowerIsBetter,
+                )
+            };
             // Each read of the trace happens in a read transaction that
             // verified it first (the whole chain: new scores are read only
             // once they are covered).
             let mut monitor = {
                 let snapshot = store.snapshot()?;
                 snapshot.verified(&VerifyOptions::default())?;
+                let from = match from {
+                    Some(f) => f,
+                    None => ratchet_drift::deployment_start(&snapshot, &commit)?.ok_or_else(|| {
+                        anyhow!(
+                            "the trace holds no promotion or checkout of {commit}: pass --from SEQ (where its deployment began)"
+                        )
+                    })?,
+                };
                 ratchet_drift::Monitor::start(&snapshot, &commit, &scorer, from, k, h, min_n)?
+                    .watching(watch)
             };
+            if !json {
+                println!(
+                    "following {commit} {scorer} after seq {}: CUSUM k {k}, h {h:.3}, watching {:?}",
+                    monitor.position(),
+                    watch
+                );
+            }
             let mut total = 0usize;
             loop {
                 let alarms = {
@@ -838,8 +878,8 @@ fn run(cli: Cli) -> Result<u8> {
                 };
                 for a in alarms {
                     total += 1;
-                    if record {
-                        ratchet_drift::record_alarm(&mut store, &a)?;
+                    if record && ratchet_drift::record_alarm(&mut store, &a)?.is_none() && !json {
+                        println!("(alarm at seq {} was recorded before)", a.seq);
                     }
                     if json {
                         let mut out = std::io::stdout().lock();
@@ -888,6 +928,8 @@ fn run(cli: Cli) -> Result<u8> {
             let opts = ratchet_orchestrate::HealOptions {
                 min_n,
                 dry_run,
+                lower_is_better: ratchet_scorers::direction_of(&alarm.scorer)
+                    == ratchet_scorers::Direction::LowerIsBetter,
                 ..Default::default()
             };
             let (report, _) = ratchet_orchestrate::heal(&repo, &mut store, &alarm, &opts)?;
@@ -897,11 +939,15 @@ fn run(cli: Cli) -> Result<u8> {
                 for (c, why) in &report.skipped {
                     println!("skipped {c}: {why}");
                 }
+                if let Some(why) = &report.stayed {
+                    println!("staying on {}: {why}", report.alarmed);
+                }
                 match (&report.chosen, report.checked_out) {
                     (Some(c), true) => println!("healed: checked out {c} (was {})", report.alarmed),
                     (Some(c), false) => {
                         println!("dry run: would check out {c} (was {})", report.alarmed)
                     }
+                    (None, _) if report.stayed.is_some() => {}
                     (None, _) => println!("no commit to heal to"),
                 }
             }

@@ -53,6 +53,6 @@ pub use arl::{
 pub use detectors::{Alarm, Cusum, Detector, Ewma, EwmaLimits, PageHinkley, Shift};
 pub use error::{Error, Result};
 pub use monitor::{
-    KIND_ALARM, Monitor, RankedCommit, TraceAlarm, WarmupReport, best_commit, latest_alarm,
-    record_alarm, size_warmup, warmup_false_alarms,
+    KIND_ALARM, Monitor, RankedCommit, TraceAlarm, WarmupReport, Watch, best_commit,
+    best_commit_by, deployment_start, latest_alarm, record_alarm, size_warmup, warmup_false_alarms,
 };

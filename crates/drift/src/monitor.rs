@@ -10,7 +10,7 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use ratchet_trace::{CommitId, EventDraft, Receipt, Store};
 
-use crate::detectors::{Alarm, Cusum, Detector};
+use crate::detectors::{Alarm, Cusum, Detector, Shift};
 use crate::error::{Error, Result, invalid};
 
 /// Event kind of an appended alarm.
@@ -39,14 +39,50 @@ pub struct TraceAlarm {
     pub baseline_sd: f64,
 }
 
-/// Follows one commit's scores of one scorer with a two-sided CUSUM whose
-/// in-control mean and σ are that commit's measured statistics at `from_seq`.
-/// Its state is a function of the trace alone: a new monitor started at the
-/// same point and polled to the same position is identical.
+/// Which shifts a [`Monitor`] reports. A live stream that improves is not
+/// an incident: by default only the harmful direction alarms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Watch {
+    /// Decreases only: harm for a higher-is-better scorer (the default).
+    #[default]
+    Decreases,
+    /// Increases only: harm for a lower-is-better scorer (cost, latency).
+    Increases,
+    /// Both directions (on request).
+    Both,
+}
+
+impl Watch {
+    /// The harmful direction of a scorer.
+    pub fn harm(lower_is_better: bool) -> Watch {
+        if lower_is_better {
+            Watch::Increases
+        } else {
+            Watch::Decreases
+        }
+    }
+
+    /// Whether an alarm with this shift is reported.
+    pub fn reports(self, shift: Shift) -> bool {
+        matches!(
+            (self, shift),
+            (Watch::Both, _) | (Watch::Decreases, Shift::Down) | (Watch::Increases, Shift::Up)
+        )
+    }
+}
+
+/// Follows one commit's scores of one scorer with a CUSUM whose in-control
+/// mean and σ are that commit's measured statistics at `from_seq`, reporting
+/// the shifts it [`Watch`]es (by default decreases; a shift the other way
+/// restarts the chart without an alarm). Its state is a function of the
+/// trace alone: a new monitor started at the same point and polled to the
+/// same position is identical.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Monitor {
     commit: CommitId,
     scorer: String,
+    watch: Watch,
     detector: Cusum,
     baseline_mean: f64,
     baseline_sd: f64,
@@ -95,12 +131,24 @@ impl Monitor {
         Ok(Monitor {
             commit: commit.clone(),
             scorer: scorer.to_string(),
+            watch: Watch::default(),
             detector: Cusum::new(stats.mean, sd, k, h)?,
             baseline_mean: stats.mean,
             baseline_sd: sd,
             position: from_seq,
             seqs: Vec::new(),
         })
+    }
+
+    /// Which shifts alarm (default [`Watch::Decreases`]).
+    pub fn watching(mut self, watch: Watch) -> Self {
+        self.watch = watch;
+        self
+    }
+
+    /// The shifts this monitor reports.
+    pub fn watch(&self) -> Watch {
+        self.watch
     }
 
     /// The seq up to which the trace has been read.
@@ -131,6 +179,11 @@ impl Monitor {
                 self.seqs.push(seq);
                 self.position = seq;
                 if let Some(alarm) = self.detector.update(value)? {
+                    if !self.watch.reports(alarm.shift) {
+                        self.detector.reset();
+                        self.seqs.clear();
+                        continue;
+                    }
                     let idx = (alarm.change_start as usize)
                         .saturating_sub(1)
                         .min(self.seqs.len() - 1);
@@ -155,15 +208,41 @@ impl Monitor {
     }
 }
 
-/// Appends an alarm to the trace (kind `alarm`, under the alarmed commit).
+/// Appends an alarm to the trace (kind `alarm`, under the alarmed commit),
+/// once: an alarm for the same commit, scorer and score seq recorded before
+/// (by an earlier `watch --record` over the same stretch) is not recorded
+/// again, and `None` is returned.
 ///
 /// # Errors
 /// [`Error::Trace`] if the append fails (for instance, a keyed store opened without its key).
-pub fn record_alarm(store: &mut Store, alarm: &TraceAlarm) -> Result<Receipt> {
+pub fn record_alarm(store: &mut Store, alarm: &TraceAlarm) -> Result<Option<Receipt>> {
     let draft = EventDraft::reserved(ratchet_trace::ReservedKind::Alarm, alarm)?
         .commit(alarm.commit.clone())
         .session("monitor");
-    Ok(store.append(draft)?)
+    let key = format!("alarm:{}:{}:{}", alarm.commit, alarm.scorer, alarm.seq);
+    Ok(match store.append_once(&key, vec![draft])? {
+        ratchet_trace::AppendOnce::Appended(mut r) => r.pop(),
+        ratchet_trace::AppendOnce::AlreadyAppended { .. } => None,
+    })
+}
+
+/// Where the deployment of `commit` began: the seq of the latest
+/// `promotion` or `checkout` event this store recorded for it (a live
+/// monitor starts there by default). `None` if the trace holds neither.
+///
+/// # Errors
+/// [`Error::Trace`] if the store cannot be read.
+pub fn deployment_start(store: &Store, commit: &CommitId) -> Result<Option<u64>> {
+    let kinds = [
+        ratchet_trace::ReservedKind::Promotion.as_str(),
+        ratchet_trace::ReservedKind::Checkout.as_str(),
+    ];
+    Ok(store
+        .events_of_kinds(&kinds)?
+        .into_iter()
+        .filter(|e| e.origin.is_none() && e.commit.as_ref() == Some(commit))
+        .map(|e| e.seq)
+        .next_back())
 }
 
 /// The latest alarm this store's own monitor recorded (for `commit`, if
@@ -178,12 +257,8 @@ pub fn record_alarm(store: &mut Store, alarm: &TraceAlarm) -> Result<Receipt> {
 /// malformed.
 pub fn latest_alarm(store: &Store, commit: Option<&CommitId>) -> Result<Option<TraceAlarm>> {
     let mut latest = None;
-    for e in store.tail(0) {
-        let e = e?;
-        if e.kind == KIND_ALARM
-            && e.origin.is_none()
-            && (commit.is_none() || e.commit.as_ref() == commit)
-        {
+    for e in store.events_of_kinds(&[KIND_ALARM])? {
+        if e.origin.is_none() && (commit.is_none() || e.commit.as_ref() == commit) {
             latest = Some(serde_json::from_slice(&e.payload).map_err(|err| {
                 ratchet_trace::Error::InvalidInput {
                     field: "payload",
@@ -206,7 +281,9 @@ pub struct RankedCommit {
     pub mean: f64,
     /// Sample standard deviation.
     pub sd: f64,
-    /// One-sided lower confidence bound on the mean: `x̄ − t_{c, n−1}·s/√n`.
+    /// The pessimistic one-sided confidence bound on the mean: the lower
+    /// bound `x̄ − t_{c, n−1}·s/√n` for a higher-is-better scorer, the upper
+    /// bound `x̄ + t·s/√n` for a lower-is-better one.
     pub lower_bound: f64,
 }
 
@@ -225,6 +302,24 @@ pub fn best_commit(
     confidence: f64,
     exclude: &[CommitId],
 ) -> Result<Vec<RankedCommit>> {
+    best_commit_by(store, scorer, min_n, confidence, exclude, false)
+}
+
+/// [`best_commit`] for a scorer that improves downwards when
+/// `lower_is_better` (cost, latency): ranked by the upper confidence bound,
+/// smallest first.
+///
+/// # Errors
+/// As [`best_commit`].
+pub fn best_commit_by(
+    store: &Store,
+    scorer: &str,
+    min_n: u64,
+    confidence: f64,
+    exclude: &[CommitId],
+    lower_is_better: bool,
+) -> Result<Vec<RankedCommit>> {
+    let sign = if lower_is_better { -1.0 } else { 1.0 };
     if min_n < 2 {
         return Err(invalid(
             "min_n",
@@ -250,7 +345,7 @@ pub fn best_commit(
             })?
             .inverse_cdf(confidence);
         ranked.push(RankedCommit {
-            lower_bound: s.mean - t * sd / (s.n as f64).sqrt(),
+            lower_bound: s.mean - sign * t * sd / (s.n as f64).sqrt(),
             commit: s.commit,
             n: s.n,
             mean: s.mean,
@@ -258,8 +353,8 @@ pub fn best_commit(
         });
     }
     ranked.sort_by(|a, b| {
-        b.lower_bound
-            .total_cmp(&a.lower_bound)
+        (sign * b.lower_bound)
+            .total_cmp(&(sign * a.lower_bound))
             .then_with(|| a.commit.cmp(&b.commit))
     });
     Ok(ranked)

@@ -4,7 +4,8 @@
 use rand::{SeedableRng, rngs::StdRng};
 use rand_distr::{Distribution, Normal};
 use ratchet_drift::{
-    KIND_ALARM, Monitor, Shift, best_commit, record_alarm, size_warmup, warmup_false_alarms,
+    KIND_ALARM, Monitor, Shift, Watch, best_commit, deployment_start, latest_alarm, record_alarm,
+    size_warmup, warmup_false_alarms,
 };
 use ratchet_trace::{CommitId, Score, Store, StoreOptions};
 
@@ -66,14 +67,72 @@ fn the_monitor_catches_a_drop_and_dates_it() {
         first.change_seq
     );
 
-    let r = record_alarm(&mut store, first).expect("append");
+    let r = record_alarm(&mut store, first)
+        .expect("append")
+        .expect("recorded the first time");
     let e = store
         .event_by_seq(r.seq)
         .expect("read")
         .expect("alarm event");
     assert_eq!(e.kind, KIND_ALARM);
     assert_eq!(e.commit.as_ref(), Some(&a));
+    // Re-running `watch --record` over the same stretch records nothing new.
+    let head = store.head().expect("head").size;
+    assert_eq!(record_alarm(&mut store, first).expect("append"), None);
+    assert_eq!(store.head().expect("head").size, head);
+    assert_eq!(
+        latest_alarm(&store, Some(&a)).expect("read").as_ref(),
+        Some(first)
+    );
     assert!(store.verify().expect("verify").is_valid());
+}
+
+#[test]
+fn the_monitor_watches_the_harmful_direction_and_starts_at_the_deployment() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
+    let mut rng = StdRng::seed_from_u64(5);
+    let a = commit(1);
+    store
+        .record_scores(&scores(&a, 0.8, 0.05, 200, &mut rng, "measured"), "eval")
+        .expect("baseline");
+    assert_eq!(deployment_start(&store, &a).expect("read"), None);
+    // A promotion of `a`, recorded as its owner records it.
+    let promoted = store
+        .append(
+            ratchet_trace::EventDraft::reserved(
+                ratchet_trace::ReservedKind::Promotion,
+                &serde_json::json!({"class": "prompt"}),
+            )
+            .expect("draft")
+            .commit(a.clone()),
+        )
+        .expect("promotion");
+    assert_eq!(
+        deployment_start(&store, &a).expect("read"),
+        Some(promoted.seq)
+    );
+    // Live scores go UP by 2σ: an improvement.
+    store
+        .record_scores(&scores(&a, 0.9, 0.05, 100, &mut rng, "better"), "live")
+        .expect("live");
+    let start = |w: Watch| {
+        Monitor::start(&store, &a, "quality", promoted.seq, 0.5, 5.0, 30)
+            .expect("monitor")
+            .watching(w)
+    };
+    let mut harm_only = start(Watch::default());
+    assert_eq!(harm_only.watch(), Watch::Decreases);
+    assert!(
+        harm_only.poll(&store).expect("poll").is_empty(),
+        "an improvement is no incident"
+    );
+    let mut both = start(Watch::Both);
+    let up = both.poll(&store).expect("poll");
+    assert!(!up.is_empty() && up.iter().all(|x| x.alarm.shift == Shift::Up));
+    // For a lower-is-better scorer the same rise is the harm.
+    let mut costs = start(Watch::harm(true));
+    assert!(!costs.poll(&store).expect("poll").is_empty());
 }
 
 #[test]

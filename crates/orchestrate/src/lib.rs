@@ -29,7 +29,7 @@ use std::path::Path;
 use git2::{Oid, Repository, StatusOptions, build::CheckoutBuilder};
 use serde::Serialize;
 
-use ratchet_drift::{Monitor, RankedCommit, TraceAlarm, best_commit};
+use ratchet_drift::{Monitor, RankedCommit, TraceAlarm, Watch, best_commit_by};
 use ratchet_trace::{CommitId, EventDraft, Store};
 
 /// Event kind recorded when a heal checks a commit out.
@@ -80,6 +80,9 @@ pub struct HealOptions {
     pub k: f64,
     /// CUSUM interval h for the restarted monitor.
     pub h: f64,
+    /// The scorer improves downwards (cost, latency): harm is an increase,
+    /// and commits are ranked by their upper confidence bound.
+    pub lower_is_better: bool,
 }
 
 impl Default for HealOptions {
@@ -90,6 +93,7 @@ impl Default for HealOptions {
             dry_run: false,
             k: 0.5,
             h: 5.0,
+            lower_is_better: false,
         }
     }
 }
@@ -109,6 +113,12 @@ pub struct HealReport {
     pub checked_out: bool,
     /// Seq of the `checkout` event, if recorded.
     pub checkout_seq: Option<u64>,
+    /// The alarmed commit's mean since the change the alarm dated: the
+    /// estimate a target must beat.
+    pub deployed_estimate: Option<f64>,
+    /// Why the heal stayed on the deployed commit, when it did: the alarm
+    /// was not harmful, or no measured commit is surely better.
+    pub stayed: Option<String>,
 }
 
 /// Paths with uncommitted changes (untracked included, ignored excluded).
@@ -146,17 +156,28 @@ pub fn heal(
 ) -> Result<(HealReport, Option<Monitor>)> {
     // Nothing moves on a trace that does not verify (with the writer key the
     // store was opened with, if it is keyed).
-    // The ranking is read in the same read transaction that verified.
-    let ranking = {
+    // The ranking and the deployed commit's estimate are read in the same
+    // read transaction that verified.
+    let (ranking, deployed) = {
         let snapshot = store.snapshot()?;
         snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
-        best_commit(
+        let ranking = best_commit_by(
             &snapshot,
             &alarm.scorer,
             options.min_n,
             options.confidence,
             std::slice::from_ref(&alarm.commit),
-        )?
+            options.lower_is_better,
+        )?;
+        let since = snapshot.score_stream(
+            &alarm.commit,
+            &alarm.scorer,
+            alarm.change_seq.saturating_sub(1),
+            usize::MAX,
+        )?;
+        let deployed = (!since.is_empty())
+            .then(|| since.iter().map(|(_, v)| v).sum::<f64>() / since.len() as f64);
+        (ranking, deployed)
     };
     let repo = Repository::discover(repo_path)?;
     let mut skipped = Vec::new();
@@ -183,7 +204,42 @@ pub fn heal(
         chosen: chosen.clone(),
         checked_out: false,
         checkout_seq: None,
+        deployed_estimate: deployed,
+        stayed: None,
     };
+    // Heal only on harm, and only towards a commit surely better than what
+    // runs now: its pessimistic bound must beat the deployed commit's
+    // estimate since the change.
+    let stay = if !Watch::harm(options.lower_is_better).reports(alarm.alarm.shift) {
+        Some(format!(
+            "the alarm is a {:?} shift of {}, an improvement for this scorer: nothing to heal",
+            alarm.alarm.shift, alarm.scorer
+        ))
+    } else if let (Some(best), Some(now)) = (
+        chosen
+            .as_ref()
+            .and_then(|c| report.ranking.iter().find(|r| &r.commit == c)),
+        deployed,
+    ) {
+        let beats = if options.lower_is_better {
+            best.lower_bound < now
+        } else {
+            best.lower_bound > now
+        };
+        (!beats).then(|| {
+            format!(
+                "the best measured commit {} has a confidence bound of {:.4}, which does not beat the deployed commit's {:.4} since the change",
+                best.commit, best.lower_bound, now
+            )
+        })
+    } else {
+        None
+    };
+    if let Some(why) = stay {
+        report.chosen = None;
+        report.stayed = Some(why);
+        return Ok((report, None));
+    }
     let Some(target) = chosen else {
         return Err(Error::NoCandidate {
             reason: format!(
@@ -234,7 +290,8 @@ pub fn heal(
         options.k,
         options.h,
         options.min_n,
-    )?;
+    )?
+    .watching(Watch::harm(options.lower_is_better));
     Ok((report, Some(monitor)))
 }
 

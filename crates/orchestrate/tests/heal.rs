@@ -41,7 +41,8 @@ struct Setup {
 }
 
 /// A repository with three commits of `prompt.txt`, a store at `.ratchet`,
-/// and 100 quality scores for each commit: means 0.80, 0.85, 0.90.
+/// and 100 quality scores for each commit: means 0.80, 0.85, 0.90; then 20
+/// live scores of v3 around 0.70.
 fn setup() -> Setup {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = Repository::init(dir.path()).expect("init");
@@ -64,6 +65,19 @@ fn setup() -> Setup {
             .collect();
         store.record_scores(&scores, "eval").expect("scores");
     }
+    // v3 is deployed and its live scores fell to about 0.70: the harm an
+    // alarm on it reports (heal compares candidates with this estimate).
+    let live: Vec<Score> = (0..20)
+        .map(|i| {
+            Score::new(
+                commits[2].clone(),
+                format!("live{i}"),
+                "quality",
+                0.70 + (f64::from(i % 11) - 5.0) * 0.01,
+            )
+        })
+        .collect();
+    store.record_scores(&live, "live").expect("live scores");
     Setup {
         dir,
         repo,
@@ -212,4 +226,65 @@ fn promotions_are_refs_and_events() {
         record_promotion(s.dir.path(), &mut s.store, &ghost, "prompt", None),
         Err(Error::Git(_))
     ));
+}
+
+#[test]
+fn an_alarm_about_an_improvement_heals_nothing() {
+    let mut s = setup();
+    let head = s.store.head().expect("head").size;
+    let mut alarm = alarm_on(&s.commits[2], head);
+    alarm.alarm.shift = Shift::Up;
+    let (report, monitor) =
+        heal(s.dir.path(), &mut s.store, &alarm, &HealOptions::default()).expect("heal");
+    assert!(monitor.is_none() && !report.checked_out, "{report:#?}");
+    assert!(report.chosen.is_none());
+    assert!(
+        report
+            .stayed
+            .as_deref()
+            .is_some_and(|w| w.contains("improvement")),
+        "{report:#?}"
+    );
+    assert_eq!(s.store.head().expect("head").size, head, "nothing recorded");
+    // For a lower-is-better scorer, an upward shift is the harm.
+    let opts = HealOptions {
+        lower_is_better: true,
+        dry_run: true,
+        ..HealOptions::default()
+    };
+    let (report, _) = heal(s.dir.path(), &mut s.store, &alarm, &opts).expect("heal");
+    assert!(
+        report
+            .stayed
+            .as_deref()
+            .is_none_or(|w| !w.contains("improvement")),
+        "{report:#?}"
+    );
+}
+
+#[test]
+fn heal_stays_when_no_measured_commit_surely_beats_the_deployed_one() {
+    let mut s = setup();
+    // The deployed v3 dipped only to about 0.88 since the change: v2's lower
+    // bound (about 0.85) does not beat that.
+    let dip: Vec<Score> = (0..30)
+        .map(|i| {
+            Score::new(
+                s.commits[2].clone(),
+                format!("dip{i}"),
+                "quality",
+                0.88 + (f64::from(i % 11) - 5.0) * 0.001,
+            )
+        })
+        .collect();
+    let first = s.store.record_scores(&dip, "live").expect("dip")[0].seq;
+    let head = s.store.head().expect("head").size;
+    let mut alarm = alarm_on(&s.commits[2], head);
+    alarm.change_seq = first;
+    let (report, monitor) =
+        heal(s.dir.path(), &mut s.store, &alarm, &HealOptions::default()).expect("heal");
+    assert!(monitor.is_none() && !report.checked_out, "{report:#?}");
+    let why = report.stayed.as_deref().expect("says why it stays");
+    assert!(why.contains("does not beat"), "{why}");
+    assert!((report.deployed_estimate.expect("estimate") - 0.88).abs() < 0.01);
 }

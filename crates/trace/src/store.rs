@@ -690,6 +690,25 @@ impl Store {
             .map_err(Error::sqlite("reading events"))
     }
 
+    /// Every event of the given kinds, in seq order (a scan of the events
+    /// table, within the chain): how the rare control events — alarms,
+    /// promotions, checkouts — are found.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails or a row is malformed.
+    pub fn events_of_kinds(&self, kinds: &[&str]) -> Result<Vec<Event>> {
+        let list =
+            serde_json::to_string(kinds).map_err(|e| Error::invalid("kinds", e.to_string()))?;
+        self.conn
+            .prepare_cached(concat!(
+                "SELECT ",
+                event_columns!(),
+                " FROM events NOT INDEXED WHERE seq >= 1 AND kind IN (SELECT value FROM json_each(?1)) ORDER BY seq"
+            ))
+            .and_then(|mut st| st.query_map([list], event_from_row)?.collect())
+            .map_err(Error::sqlite("reading events by kind"))
+    }
+
     /// Follows the chain from `after` (exclusive): an iterator that reads pages
     /// of events and, once exhausted, can be resumed with [`Tail::position`].
     pub fn tail(&self, after: u64) -> Tail<'_> {
