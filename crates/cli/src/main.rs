@@ -1312,10 +1312,10 @@ fn describe_stage(s: &ratchet_gate::StageReport) -> String {
                 num("wald_upper")
             )
         }
-        Stage::Guardrail(g) => {
+        Stage::Guardrail(_) => {
             let r = &d["result"];
             if r.is_null() {
-                return format!("{g}: {} task(s) on both sides", d["tasks"]);
+                return format!("{} task(s) on both sides", d["tasks"]);
             }
             // `excess` is how far the candidate is worse than the baseline
             // allows (margin included): non-inferior means shown below 0.
@@ -1327,7 +1327,7 @@ fn describe_stage(s: &ratchet_gate::StageReport) -> String {
                 ),
             };
             format!(
-                "{g} ({}): excess over the margin {:+.4} ({shown}); {}",
+                "{}: excess over the margin {:+.4} ({shown}); {}",
                 d["method"].as_str().unwrap_or("?"),
                 r["excess"].as_f64().unwrap_or(f64::NAN),
                 if s.passed == Some(true) {
