@@ -8,7 +8,7 @@ use rand_distr::{Distribution, Normal};
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use ratchet_trace::{CommitId, EventDraft, Receipt, Store};
+use ratchet_trace::{CommitId, EventDraft, Receipt, ScorerRef, Store};
 
 use crate::detectors::{Alarm, Cusum, Detector, Shift};
 use crate::error::{Error, Result, invalid};
@@ -26,6 +26,10 @@ pub struct TraceAlarm {
     pub commit: CommitId,
     /// The scorer followed.
     pub scorer: String,
+    /// The scorer's version followed (one version per stream; absent in
+    /// alarms recorded before versions were tracked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scorer_version: Option<String>,
     /// The detector's alarm.
     pub alarm: Alarm,
     /// Seq of the score event that raised it.
@@ -82,6 +86,7 @@ impl Watch {
 pub struct Monitor {
     commit: CommitId,
     scorer: String,
+    version: String,
     watch: Watch,
     detector: Cusum,
     baseline_mean: f64,
@@ -109,8 +114,13 @@ impl Monitor {
         h: f64,
         min_n: u64,
     ) -> Result<Self> {
+        // One version: the newest the commit has at the start. Scores of
+        // another version (a changed rubric) are another scale, never mixed.
+        let version = store
+            .shared_scorer_version(scorer, commit, commit, from_seq)?
+            .unwrap_or_default();
         let stats = store
-            .commit_stats_upto(commit, scorer, from_seq)?
+            .commit_stats_upto(commit, ScorerRef::at_version(scorer, &version), from_seq)?
             .filter(|s| s.n >= min_n.max(2))
             .ok_or_else(|| {
                 invalid(
@@ -131,6 +141,7 @@ impl Monitor {
         Ok(Monitor {
             commit: commit.clone(),
             scorer: scorer.to_string(),
+            version,
             watch: Watch::default(),
             detector: Cusum::new(stats.mean, sd, k, h)?,
             baseline_mean: stats.mean,
@@ -161,6 +172,11 @@ impl Monitor {
         (&self.commit, &self.scorer)
     }
 
+    /// The scorer version followed.
+    pub fn scorer_version(&self) -> &str {
+        &self.version
+    }
+
     /// The detector's state.
     pub fn detector(&self) -> &Cusum {
         &self.detector
@@ -174,7 +190,12 @@ impl Monitor {
     pub fn poll(&mut self, store: &Store) -> Result<Vec<TraceAlarm>> {
         let mut alarms = Vec::new();
         loop {
-            let page = store.score_stream(&self.commit, &self.scorer, self.position, PAGE)?;
+            let page = store.score_stream(
+                &self.commit,
+                ScorerRef::at_version(&self.scorer, &self.version),
+                self.position,
+                PAGE,
+            )?;
             for &(seq, value) in &page {
                 self.seqs.push(seq);
                 self.position = seq;
@@ -190,6 +211,7 @@ impl Monitor {
                     alarms.push(TraceAlarm {
                         commit: self.commit.clone(),
                         scorer: self.scorer.clone(),
+                        scorer_version: Some(self.version.clone()),
                         change_seq: self.seqs[idx],
                         seq,
                         alarm,
@@ -302,18 +324,20 @@ pub fn best_commit(
     confidence: f64,
     exclude: &[CommitId],
 ) -> Result<Vec<RankedCommit>> {
-    best_commit_by(store, scorer, min_n, confidence, exclude, false)
+    best_commit_by(store, scorer, None, min_n, confidence, exclude, false)
 }
 
-/// [`best_commit`] for a scorer that improves downwards when
-/// `lower_is_better` (cost, latency): ranked by the upper confidence bound,
-/// smallest first.
+/// [`best_commit`] at one version of the scorer (default: its newest, so
+/// that commits are compared on one scale), for a scorer that improves
+/// downwards when `lower_is_better` (cost, latency): ranked by the upper
+/// confidence bound, smallest first.
 ///
 /// # Errors
 /// As [`best_commit`].
 pub fn best_commit_by(
     store: &Store,
     scorer: &str,
+    version: Option<&str>,
     min_n: u64,
     confidence: f64,
     exclude: &[CommitId],
@@ -333,7 +357,20 @@ pub fn best_commit_by(
         ));
     }
     let mut ranked: Vec<RankedCommit> = Vec::new();
-    for s in store.commit_stats(scorer)? {
+    let newest;
+    let version = match version {
+        Some(v) => v,
+        None => {
+            newest = store
+                .scorer_versions(scorer, u64::MAX)?
+                .into_iter()
+                .next()
+                .map(|v| v.version)
+                .unwrap_or_default();
+            &newest
+        }
+    };
+    for s in store.commit_stats(ScorerRef::at_version(scorer, version))? {
         if s.n < min_n || exclude.contains(&s.commit) {
             continue;
         }

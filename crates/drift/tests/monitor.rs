@@ -233,3 +233,40 @@ fn estimated_parameters_raise_false_alarms_and_warmup_is_sized() {
     .expect("a warm-up reaches the target");
     assert!(sized.m > 10 && sized.p_false_alarm <= target, "{sized:?}");
 }
+
+#[test]
+fn a_monitor_follows_one_scorer_version() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
+    let mut rng = StdRng::seed_from_u64(9);
+    let a = commit(1);
+    store
+        .record_scores(&scores(&a, 0.8, 0.05, 200, &mut rng, "measured"), "eval")
+        .expect("baseline");
+    let start = store.head().expect("head").size;
+    let mut monitor = Monitor::start(&store, &a, "quality", start, 0.5, 5.0, 30).expect("monitor");
+    assert_eq!(monitor.scorer_version(), "1");
+    // A new rubric version scores on another scale (about 0.3): not a drop.
+    let rescored: Vec<Score> = scores(&a, 0.3, 0.05, 100, &mut rng, "v2")
+        .into_iter()
+        .map(|mut s| {
+            s.scorer_version = "2".into();
+            s
+        })
+        .collect();
+    store.record_scores(&rescored, "eval").expect("v2");
+    assert!(
+        monitor.poll(&store).expect("poll").is_empty(),
+        "versions never mix"
+    );
+    // best_commit ranks on the newest version only.
+    let ranked = best_commit(&store, "quality", 30, 0.95, &[]).expect("rank");
+    assert!((ranked[0].mean - 0.3).abs() < 0.05, "{ranked:?}");
+    // A real drop in the followed version alarms, and says which version.
+    store
+        .record_scores(&scores(&a, 0.6, 0.05, 60, &mut rng, "drop"), "live")
+        .expect("drop");
+    let alarms = monitor.poll(&store).expect("poll");
+    let first = alarms.first().expect("caught");
+    assert_eq!(first.scorer_version.as_deref(), Some("1"));
+}

@@ -119,15 +119,16 @@ pub fn events_frame(store: &Store) -> Result<DataFrame> {
     Ok(df)
 }
 
-/// Per commit × scorer: `n`, `mean`, `sd` (sample), `min`, `max`, sorted by
-/// commit then scorer.
+/// Per commit × scorer × scorer version: `n`, `mean`, `sd` (sample),
+/// `min`, `max`, sorted by commit, scorer, version.
 ///
 /// # Errors
 /// [`Error::Trace`] or [`Error::Polars`].
 pub fn summary(store: &Store) -> Result<DataFrame> {
     Ok(scores_frame(store)?
         .lazy()
-        .group_by([col("commit"), col("scorer")])
+        // One row per scorer version: versions are different scales.
+        .group_by([col("commit"), col("scorer"), col("scorer_version")])
         .agg([
             col("value").count().alias("n"),
             col("value").mean().alias("mean"),
@@ -135,7 +136,10 @@ pub fn summary(store: &Store) -> Result<DataFrame> {
             col("value").min().alias("min"),
             col("value").max().alias("max"),
         ])
-        .sort(["commit", "scorer"], SortMultipleOptions::default())
+        .sort(
+            ["commit", "scorer", "scorer_version"],
+            SortMultipleOptions::default(),
+        )
         .collect()?)
 }
 

@@ -5,9 +5,13 @@
 //! [`decide_at`] recomputes any past verdict from the trace as it stood,
 //! byte for byte.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
-use ratchet_trace::{Checkpoint, CommitId, EventDraft, ReservedKind, Store, VerifyOptions};
+use ratchet_trace::{
+    Checkpoint, CommitId, EventDraft, ReservedKind, ScorerRef, Store, VerifyOptions,
+};
 
 use crate::error::{Error, Result};
 use crate::gsprt::Pairing;
@@ -160,6 +164,9 @@ pub struct Verdict {
     pub baseline: String,
     /// The candidate commit.
     pub candidate: String,
+    /// The version of each scorer read (one per scorer: versions never mix).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scorer_versions: BTreeMap<String, String>,
     /// Each stage that ran, in order.
     pub stages: Vec<StageReport>,
 }
@@ -229,7 +236,7 @@ pub fn decide_at(store: &Store, q: &Question<'_>, seq: u64) -> Result<Verdict> {
 fn paired_means(
     store: &Store,
     q: &Question<'_>,
-    scorer: &str,
+    scorer: ScorerRef<'_>,
     at: u64,
 ) -> Result<(Vec<f64>, Vec<f64>)> {
     Ok(store
@@ -237,6 +244,14 @@ fn paired_means(
         .into_iter()
         .map(|m| (m.baseline, m.candidate))
         .unzip())
+}
+
+/// `scorer` at the version chosen for it (every scorer read is chosen).
+fn at_version<'a>(versions: &'a BTreeMap<String, String>, scorer: &'a str) -> ScorerRef<'a> {
+    match versions.get(scorer) {
+        Some(version) => ScorerRef::at_version(scorer, version),
+        None => scorer.into(),
+    }
 }
 
 fn reject(stage: Stage, cause: RejectCause, reason: impl Into<String>) -> Outcome {
@@ -300,6 +315,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
         },
         baseline: q.baseline.to_string(),
         candidate: q.candidate.to_string(),
+        scorer_versions: BTreeMap::new(),
         stages: Vec::new(),
     };
     let done = |mut v: Verdict, outcome: Outcome| {
@@ -423,14 +439,48 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
                 ),
             );
         }
+        // One version per scorer: the policy's pin for the primary scorer,
+        // else the newest version both commits have scores of (else the
+        // newest at all, which then finds no pairs and fails closed).
+        if v.scorer_versions.contains_key(scorer) {
+            continue;
+        }
+        let pinned = p.scorer_version.as_deref().filter(|_| scorer == p.scorer);
+        let version = match pinned {
+            Some(pin) => {
+                if !store.has_scorer(ScorerRef::at_version(scorer, pin), at)? {
+                    return done(
+                        v,
+                        reject(
+                            stage,
+                            RejectCause::MissingEvidence,
+                            format!("scorer {scorer:?} has no score of the pinned version {pin:?}"),
+                        ),
+                    );
+                }
+                pin.to_string()
+            }
+            None => match store.shared_scorer_version(scorer, q.baseline, q.candidate, at)? {
+                Some(shared) => shared,
+                None => store
+                    .scorer_versions(scorer, at)?
+                    .into_iter()
+                    .next()
+                    .map(|sv| sv.version)
+                    .unwrap_or_default(),
+            },
+        };
+        v.scorer_versions.insert(scorer.to_string(), version);
     }
+    let versions = v.scorer_versions.clone();
+    let at_version = |scorer| at_version(&versions, scorer);
 
     // 2. Invariants and canaries, on the candidate's own scores.
     let mut inv_reports = Vec::new();
     let mut failure: Option<(RejectCause, String)> = None;
     for inv in &p.invariants {
         let per_task: Vec<(String, f64)> = store
-            .paired_scores_upto(q.baseline, q.candidate, &inv.scorer, at)?
+            .paired_scores_upto(q.baseline, q.candidate, at_version(&inv.scorer), at)?
             .into_iter()
             .filter(|t| !t.candidate.is_empty())
             .map(|t| {
@@ -465,7 +515,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
     let mut canary_report = serde_json::Value::Null;
     if let Some(c) = &p.canaries {
         let scorer = c.scorer.as_deref().unwrap_or(&p.scorer);
-        let scores = store.paired_scores_upto(q.baseline, q.candidate, scorer, at)?;
+        let scores = store.paired_scores_upto(q.baseline, q.candidate, at_version(scorer), at)?;
         let r = check_canaries(&c.tasks, |task| {
             scores
                 .iter()
@@ -499,7 +549,25 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
     // Lower-is-better scorers (an anchor's own direction, or the policy's)
     // are judged on negated values, so "better" always means "larger" below.
     let sign = if p.lower_is_better() { -1.0 } else { 1.0 };
-    let (base, cand) = paired_means(store, q, &p.scorer, at)?;
+    let (base, cand) = paired_means(store, q, at_version(&p.scorer), at)?;
+    if base.is_empty() {
+        v.stages.push(StageReport {
+            stage: Stage::Sequential,
+            passed: Some(false),
+            details: serde_json::json!({ "tasks": 0 }),
+        });
+        return done(
+            v,
+            reject(
+                Stage::Sequential,
+                RejectCause::MissingEvidence,
+                format!(
+                    "no task of {} was scored on both sides (fails closed)",
+                    p.scorer
+                ),
+            ),
+        );
+    }
     let (base, cand): (Vec<f64>, Vec<f64>) = (
         base.into_iter().map(|x| sign * x).collect(),
         cand.into_iter().map(|x| sign * x).collect(),
@@ -601,7 +669,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
                     .collect(),
                 // Two runs per task: run i against run i, the pair's total 0..=4.
                 Pairing::Pentanomial => store
-                    .paired_scores_upto(q.baseline, q.candidate, &p.scorer, at)?
+                    .paired_scores_upto(q.baseline, q.candidate, at_version(&p.scorer), at)?
                     .into_iter()
                     .filter(|t| t.baseline.len() >= 2 && t.candidate.len() >= 2)
                     .map(|t| {
@@ -719,7 +787,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
             MarginKind::Relative => Margin::Relative(g.margin),
         };
         let test = NonInferiority::new(g.direction.into(), margin, p.alpha)?;
-        let (gb, gc) = paired_means(store, q, &g.scorer, at)?;
+        let (gb, gc) = paired_means(store, q, at_version(&g.scorer), at)?;
         let stage = Stage::Guardrail(g.scorer.clone());
         if gb.len() < 2 {
             v.stages.push(StageReport {

@@ -140,6 +140,12 @@ fn one() -> f64 {
 pub struct ClassPolicy {
     /// The primary scorer.
     pub scorer: String,
+    /// Pins the primary scorer's version (a rubric's content hash). Without
+    /// it the gate reads the newest version both commits have scores of;
+    /// versions are never mixed. (Not serialized when absent, so the policy
+    /// hash of a policy without it is what it was before the field existed.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scorer_version: Option<String>,
     /// The sequential test.
     pub test: TestKind,
     /// False-promote rate.

@@ -402,3 +402,75 @@ max_n = 3000
         );
     }
 }
+
+#[test]
+fn scorer_versions_are_never_mixed() {
+    // A rubric changed: under v1 the candidate lost every task, under v2
+    // (the newest) it wins every task. Pooled, the two would cancel out.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+    let (base, cand) = (commit(1), commit(2));
+    let mut scores = Vec::new();
+    for (version, cand_value) in [("v1", 0.0), ("v2", 1.0)] {
+        for t in 0..200 {
+            for (c, value) in [(&base, 0.5), (&cand, cand_value)] {
+                let mut s = Score::new(c.clone(), format!("task-{t:04}"), "answer", value);
+                s.scorer_version = version.into();
+                scores.push(s);
+            }
+        }
+    }
+    store.record_scores(&scores, "eval").expect("scores");
+    let policy = Policy::parse(
+        r#"
+[class.c]
+scorer = "answer"
+test = "paired"
+alpha = 0.05
+beta = 0.05
+elo0 = 0.0
+elo1 = 40.0
+max_n = 3000
+"#,
+    )
+    .expect("policy");
+    let q = Question {
+        class: "c",
+        policy: policy.class("c").expect("class"),
+        baseline: &base,
+        candidate: &cand,
+        checkpoint: None,
+    };
+    let head = store.head().expect("head").size;
+    let v = decide_at(&store, &q, head).expect("decide");
+    assert_eq!(v.outcome, Outcome::Promote, "{v:#?}");
+    assert_eq!(
+        v.scorer_versions.get("answer").map(String::as_str),
+        Some("v2")
+    );
+    // Pinned to v1 the same evidence rejects; pinned to a version nobody
+    // recorded, the gate cannot decide.
+    let mut pinned = policy.class("c").expect("class").clone();
+    pinned.scorer_version = Some("v1".into());
+    let q1 = Question {
+        policy: &pinned,
+        ..q.clone()
+    };
+    let v1 = decide_at(&store, &q1, head).expect("decide");
+    assert_eq!(rejected_at(&v1), Some(&Stage::Sequential), "{v1:#?}");
+    assert_eq!(
+        v1.scorer_versions.get("answer").map(String::as_str),
+        Some("v1")
+    );
+    pinned.scorer_version = Some("v9".into());
+    let q9 = Question {
+        policy: &pinned,
+        ..q.clone()
+    };
+    let v9 = decide_at(&store, &q9, head).expect("decide");
+    assert_eq!(
+        v9.outcome.status(),
+        ratchet_gate::GateStatus::MissingEvidence,
+        "{v9:#?}"
+    );
+}

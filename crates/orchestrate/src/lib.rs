@@ -164,14 +164,19 @@ pub fn heal(
         let ranking = best_commit_by(
             &snapshot,
             &alarm.scorer,
+            alarm.scorer_version.as_deref(),
             options.min_n,
             options.confidence,
             std::slice::from_ref(&alarm.commit),
             options.lower_is_better,
         )?;
+        let scorer = match &alarm.scorer_version {
+            Some(v) => ratchet_trace::ScorerRef::at_version(&alarm.scorer, v),
+            None => alarm.scorer.as_str().into(),
+        };
         let since = snapshot.score_stream(
             &alarm.commit,
-            &alarm.scorer,
+            scorer,
             alarm.change_seq.saturating_sub(1),
             usize::MAX,
         )?;
@@ -325,7 +330,12 @@ pub fn check_recovery(
     snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
     let alarms = monitor.poll(&snapshot)?;
     let (commit, scorer) = monitor.stream();
-    let live = snapshot.score_stream(commit, scorer, since_seq, usize::MAX)?;
+    let live = snapshot.score_stream(
+        commit,
+        ratchet_trace::ScorerRef::at_version(scorer, monitor.scorer_version()),
+        since_seq,
+        usize::MAX,
+    )?;
     let n = live.len() as u64;
     let mean = (n > 0).then(|| live.iter().map(|(_, v)| v).sum::<f64>() / n as f64);
     Ok(Recovery {

@@ -90,6 +90,7 @@ fn alarm_on(c: &CommitId, seq: u64) -> TraceAlarm {
     TraceAlarm {
         commit: c.clone(),
         scorer: "quality".into(),
+        scorer_version: None,
         alarm: Alarm {
             detector: "cusum".into(),
             n: 12,

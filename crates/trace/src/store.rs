@@ -85,6 +85,54 @@ pub(crate) fn ser_hash<S: serde::Serializer>(
     s.serialize_str(h.to_hex().as_str())
 }
 
+/// A scorer as the queries read it: by name, and — since a scorer's
+/// version (a rubric's content hash) changes what its numbers mean — pinned
+/// to one version or not. `"accuracy".into()` reads every version; readers
+/// that decide pin one ([`ScorerRef::at_version`]) so versions never mix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScorerRef<'a> {
+    /// The scorer's name.
+    pub name: &'a str,
+    /// One version only, or every version.
+    pub version: Option<&'a str>,
+}
+
+impl<'a> ScorerRef<'a> {
+    /// `name`, at `version` only.
+    pub fn at_version(name: &'a str, version: &'a str) -> Self {
+        ScorerRef {
+            name,
+            version: Some(version),
+        }
+    }
+}
+
+impl<'a> From<&'a str> for ScorerRef<'a> {
+    fn from(name: &'a str) -> Self {
+        ScorerRef {
+            name,
+            version: None,
+        }
+    }
+}
+
+impl<'a> From<&'a String> for ScorerRef<'a> {
+    fn from(name: &'a String) -> Self {
+        name.as_str().into()
+    }
+}
+
+/// One version of a scorer in the trace, from [`Store::scorer_versions`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScorerVersion {
+    /// The version.
+    pub version: String,
+    /// Score rows of it.
+    pub n: u64,
+    /// Seq of its newest score.
+    pub last_seq: u64,
+}
+
 /// What [`Store::append_once`] did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -165,6 +213,9 @@ macro_rules! event_columns {
     };
 }
 pub(crate) const EVENT_COLUMNS: &str = event_columns!();
+
+/// The version filter of score queries, on parameter 3 (NULL: every version).
+const VERSION_IS_3: &str = "(?3 IS NULL OR scorer_version = ?3)";
 
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
@@ -724,12 +775,17 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
-    pub fn scores(&self, commit: &CommitId, scorer: &str) -> Result<Vec<(u64, Score)>> {
+    pub fn scores<'s>(
+        &self,
+        commit: &CommitId,
+        scorer: impl Into<ScorerRef<'s>>,
+    ) -> Result<Vec<(u64, Score)>> {
+        let scorer = scorer.into();
         self.conn
             .prepare_cached(&format!(
-                "SELECT {SCORE_COLUMNS} FROM scores NOT INDEXED WHERE scorer = ?1 AND commit_id = ?2 ORDER BY seq"
+                "SELECT {SCORE_COLUMNS} FROM scores NOT INDEXED WHERE scorer = ?1 AND commit_id = ?2 AND {VERSION_IS_3} ORDER BY seq"
             ))
-            .and_then(|mut st| st.query_map(params![scorer, commit.as_str()], score_from_row)?.collect())
+            .and_then(|mut st| st.query_map(params![scorer.name, commit.as_str(), scorer.version], score_from_row)?.collect())
             .map_err(Error::sqlite("reading scores"))
     }
 
@@ -789,18 +845,84 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
-    pub fn commit_stats(&self, scorer: &str) -> Result<Vec<CommitStats>> {
+    pub fn commit_stats<'s>(&self, scorer: impl Into<ScorerRef<'s>>) -> Result<Vec<CommitStats>> {
+        let scorer = scorer.into();
         self.stats_scan(
-            "SELECT commit_id, value FROM scores NOT INDEXED WHERE scorer = ?1",
-            params![scorer],
+            "SELECT commit_id, value FROM scores NOT INDEXED WHERE scorer = ?1
+               AND (?2 IS NULL OR scorer_version = ?2)",
+            params![scorer.name, scorer.version],
         )
+    }
+
+    /// The versions of `scorer` recorded at or before `max_seq`, newest
+    /// (by its latest score) first.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails.
+    pub fn scorer_versions(&self, scorer: &str, max_seq: u64) -> Result<Vec<ScorerVersion>> {
+        self.conn
+            .prepare_cached(
+                "SELECT scorer_version, count(*), max(seq) FROM scores NOT INDEXED
+                 WHERE scorer = ?1 AND seq <= ?2 GROUP BY scorer_version ORDER BY max(seq) DESC",
+            )
+            .and_then(|mut st| {
+                st.query_map(params![scorer, max_seq.min(i64::MAX as u64) as i64], |r| {
+                    Ok(ScorerVersion {
+                        version: r.get(0)?,
+                        n: r.get::<_, i64>(1)? as u64,
+                        last_seq: r.get::<_, i64>(2)? as u64,
+                    })
+                })?
+                .collect()
+            })
+            .map_err(Error::sqlite("listing scorer versions"))
+    }
+
+    /// The newest version of `scorer` (by its latest score at or before
+    /// `max_seq`) that both commits have scores of: the version a paired
+    /// comparison reads when none is pinned. One scan.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails.
+    pub fn shared_scorer_version(
+        &self,
+        scorer: &str,
+        a: &CommitId,
+        b: &CommitId,
+        max_seq: u64,
+    ) -> Result<Option<String>> {
+        self.conn
+            .prepare_cached(
+                "SELECT scorer_version FROM scores NOT INDEXED
+                 WHERE scorer = ?1 AND seq <= ?2 AND commit_id IN (?3, ?4)
+                 GROUP BY scorer_version
+                 HAVING sum(commit_id = ?3) > 0 AND sum(commit_id = ?4) > 0
+                 ORDER BY max(seq) DESC LIMIT 1",
+            )
+            .and_then(|mut st| {
+                st.query_row(
+                    params![
+                        scorer,
+                        max_seq.min(i64::MAX as u64) as i64,
+                        a.as_str(),
+                        b.as_str()
+                    ],
+                    |r| r.get(0),
+                )
+                .optional()
+            })
+            .map_err(Error::sqlite("choosing a scorer version"))
     }
 
     /// Statistics of `scorer` under one commit (`None` if it has no scores).
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
-    pub fn commit_stats_for(&self, commit: &CommitId, scorer: &str) -> Result<Option<CommitStats>> {
+    pub fn commit_stats_for<'s>(
+        &self,
+        commit: &CommitId,
+        scorer: impl Into<ScorerRef<'s>>,
+    ) -> Result<Option<CommitStats>> {
         self.commit_stats_upto(commit, scorer, u64::MAX)
     }
 
@@ -855,11 +977,11 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
-    pub fn paired_scores(
+    pub fn paired_scores<'s>(
         &self,
         baseline: &CommitId,
         candidate: &CommitId,
-        scorer: &str,
+        scorer: impl Into<ScorerRef<'s>>,
     ) -> Result<Vec<PairedTask>> {
         self.paired_scores_upto(baseline, candidate, scorer, u64::MAX)
     }
@@ -870,26 +992,29 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
-    pub fn score_stream(
+    pub fn score_stream<'s>(
         &self,
         commit: &CommitId,
-        scorer: &str,
+        scorer: impl Into<ScorerRef<'s>>,
         after_seq: u64,
         limit: usize,
     ) -> Result<Vec<(u64, f64)>> {
+        let scorer = scorer.into();
         self.conn
             .prepare_cached(
                 // A seq-range scan of the table: following a stream costs only
                 // what is new, and reads no secondary index.
-                "SELECT seq, value FROM scores NOT INDEXED WHERE seq > ?1 AND commit_id = ?2 AND scorer = ?3 ORDER BY seq LIMIT ?4",
+                "SELECT seq, value FROM scores NOT INDEXED WHERE seq > ?1 AND commit_id = ?2 AND scorer = ?3
+                   AND (?5 IS NULL OR scorer_version = ?5) ORDER BY seq LIMIT ?4",
             )
             .and_then(|mut st| {
                 st.query_map(
                     params![
                         after_seq.min(i64::MAX as u64) as i64,
                         commit.as_str(),
-                        scorer,
-                        limit.min(i64::MAX as usize) as i64
+                        scorer.name,
+                        limit.min(i64::MAX as usize) as i64,
+                        scorer.version
                     ],
                     |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)),
                 )?
@@ -902,16 +1027,24 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
-    pub fn commit_stats_upto(
+    pub fn commit_stats_upto<'s>(
         &self,
         commit: &CommitId,
-        scorer: &str,
+        scorer: impl Into<ScorerRef<'s>>,
         max_seq: u64,
     ) -> Result<Option<CommitStats>> {
+        let scorer = scorer.into();
         Ok(self
             .stats_scan(
-                "SELECT commit_id, value FROM scores NOT INDEXED WHERE scorer = ?1 AND commit_id = ?2 AND seq <= ?3",
-                params![scorer, commit.as_str(), max_seq.min(i64::MAX as u64) as i64],
+                &format!(
+                    "SELECT commit_id, value FROM scores NOT INDEXED WHERE scorer = ?1 AND commit_id = ?2 AND {VERSION_IS_3} AND seq <= ?4"
+                ),
+                params![
+                    scorer.name,
+                    commit.as_str(),
+                    scorer.version,
+                    max_seq.min(i64::MAX as u64) as i64
+                ],
             )?
             .pop())
     }
@@ -922,15 +1055,17 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
-    pub fn has_scorer(&self, scorer: &str, max_seq: u64) -> Result<bool> {
+    pub fn has_scorer<'s>(&self, scorer: impl Into<ScorerRef<'s>>, max_seq: u64) -> Result<bool> {
+        let scorer = scorer.into();
         self.conn
-            .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM scores NOT INDEXED WHERE scorer = ?1 AND seq <= ?2)",
-            )
+            .prepare_cached(&format!(
+                "SELECT EXISTS (SELECT 1 FROM scores NOT INDEXED WHERE scorer = ?1 AND seq <= ?2 AND {VERSION_IS_3})"
+            ))
             .and_then(|mut st| {
-                st.query_row(params![scorer, max_seq.min(i64::MAX as u64) as i64], |r| {
-                    r.get(0)
-                })
+                st.query_row(
+                    params![scorer.name, max_seq.min(i64::MAX as u64) as i64, scorer.version],
+                    |r| r.get(0),
+                )
             })
             .map_err(Error::sqlite("looking up a scorer"))
     }
@@ -941,11 +1076,11 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
-    pub fn paired_means_upto(
+    pub fn paired_means_upto<'s>(
         &self,
         baseline: &CommitId,
         candidate: &CommitId,
-        scorer: &str,
+        scorer: impl Into<ScorerRef<'s>>,
         max_seq: u64,
     ) -> Result<Vec<PairedMeans>> {
         // Per task: (sum, count) for the baseline and for the candidate.
@@ -987,11 +1122,11 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
-    pub fn paired_scores_upto(
+    pub fn paired_scores_upto<'s>(
         &self,
         baseline: &CommitId,
         candidate: &CommitId,
-        scorer: &str,
+        scorer: impl Into<ScorerRef<'s>>,
         max_seq: u64,
     ) -> Result<Vec<PairedTask>> {
         let mut tasks: std::collections::HashMap<Vec<u8>, [Vec<f64>; 2]> = Default::default();
@@ -1027,28 +1162,31 @@ impl Store {
     /// Feeds every score of `scorer` under either commit, recorded at or
     /// before `max_seq`, to `each(task, [is baseline, is candidate], value)`
     /// in seq order (append order within a task).
-    fn scan_pair(
+    fn scan_pair<'s>(
         &self,
         baseline: &CommitId,
         candidate: &CommitId,
-        scorer: &str,
+        scorer: impl Into<ScorerRef<'s>>,
         max_seq: u64,
         mut each: impl FnMut(&[u8], [bool; 2], f64),
     ) -> Result<()> {
         const CONTEXT: &str = "reading paired scores";
+        let scorer = scorer.into();
         let mut st = self
             .conn
             .prepare_cached(
                 "SELECT commit_id, task, value FROM scores NOT INDEXED
-                 WHERE scorer = ?1 AND commit_id IN (?2, ?3) AND seq <= ?4",
+                 WHERE scorer = ?1 AND commit_id IN (?2, ?3) AND seq <= ?4
+                   AND (?5 IS NULL OR scorer_version = ?5)",
             )
             .map_err(Error::sqlite(CONTEXT))?;
         let mut rows = st
             .query(params![
-                scorer,
+                scorer.name,
                 baseline.as_str(),
                 candidate.as_str(),
-                max_seq.min(i64::MAX as u64) as i64
+                max_seq.min(i64::MAX as u64) as i64,
+                scorer.version
             ])
             .map_err(Error::sqlite(CONTEXT))?;
         let (b, c) = (baseline.as_str().as_bytes(), candidate.as_str().as_bytes());
