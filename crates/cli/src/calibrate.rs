@@ -7,7 +7,9 @@ use std::io::Write;
 use anyhow::Result;
 use rand::Rng;
 use rand_distr::{Distribution, Normal};
-use ratchet_gate::{ClassPolicy, TestKind, exact_bernoulli, logistic_score, monte_carlo};
+use ratchet_gate::{
+    ClassPolicy, EloModel, TestKind, exact_bernoulli, game_probabilities, monte_carlo,
+};
 use serde::Serialize;
 
 /// What the calibration assumes about the world.
@@ -84,16 +86,14 @@ pub fn table(p: &ClassPolicy, a: &Assumptions) -> Result<Vec<Row>> {
             let step = (elo.elo1 - elo.elo0) / 4.0;
             for k in -2i32..=6 {
                 let e = elo.elo0 + f64::from(k) * step;
-                let s = logistic_score(e);
-                let win = s - a.draw / 2.0;
-                if win < 0.0 || win + a.draw > 1.0 {
+                let Some((win, draw)) = game_probabilities(elo.model, e, a.draw) else {
                     continue;
-                }
+                };
                 let game = |rng: &mut rand::rngs::StdRng| {
                     let u: f64 = rng.random();
                     if u < win {
                         2
-                    } else if u < win + a.draw {
+                    } else if u < win + draw {
                         1
                     } else {
                         0
@@ -108,7 +108,7 @@ pub fn table(p: &ClassPolicy, a: &Assumptions) -> Result<Vec<Row>> {
                     }
                 })?;
                 rows.push(Row {
-                    effect: format!("logistic Elo {e:+.1}"),
+                    effect: format!("{} Elo {e:+.1}", elo_unit(elo.model)),
                     p_promote: m.point.p_promote,
                     expected_n: m.point.expected_n,
                     n_quantiles: m.point.n_quantiles,
@@ -118,6 +118,14 @@ pub fn table(p: &ClassPolicy, a: &Assumptions) -> Result<Vec<Row>> {
         }
     }
     Ok(rows)
+}
+
+fn elo_unit(model: EloModel) -> &'static str {
+    match model {
+        EloModel::Logistic => "logistic",
+        EloModel::Normalized => "normalized",
+        EloModel::BayesElo => "BayesElo",
+    }
 }
 
 pub fn print(rows: &[Row]) -> Result<()> {

@@ -696,7 +696,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
                 .zip(t.counts())
                 .map(|(l, c)| ((*l).to_string(), serde_json::json!(c)))
                 .collect();
-            let d = serde_json::json!({ "test": "paired", "pairing": t.pairing(), "effect_measure": "score − ½ per game (wins count +½, losses −½)", "elo0": elo.elo0, "elo1": elo.elo1, "counts": counts });
+            let d = serde_json::json!({ "test": "paired", "pairing": t.pairing(), "effect_measure": "score − ½ per game (wins count +½, losses −½)", "elo_model": elo.model, "elo0": elo.elo0, "elo1": elo.elo1, "counts": counts });
             (
                 t.decision(),
                 t.llr(),

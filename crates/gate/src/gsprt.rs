@@ -9,9 +9,22 @@
 //! * **pentanomial** — two runs per task (say two seeds), the pair's total
 //!   in five classes LL, LD+DL, LW+DD+WL, DW+WD, WW, scores 0, ¼, ½, ¾, 1.
 //!
-//! The hypotheses are expected scores `s0 < s1`, given here in **logistic
-//! Elo** (`s = 1/(1+10^(−elo/400))`; the unit is part of the type so it
-//! cannot be confused with normalized Elo). Under each hypothesis the
+//! The hypotheses are bounds `elo0 < elo1` in one of fishtest's three
+//! units ([`EloModel`]; the unit travels with the bounds in [`EloBounds`], so
+//! 2 normalized Elo is never read as 2 logistic Elo):
+//!
+//! * **logistic** — expected scores `s = 1/(1+10^(−elo/400))`, the
+//!   statistic is the mean score;
+//! * **normalized** (fishtest's default today) — the statistic is the
+//!   t-value `(μ − ½)/σ` per game, `t = nelo/(800/ln 10)` (×√2 per game pair
+//!   for pentanomial); the maximum-likelihood distribution with a given
+//!   t-value is found by fishtest's fixed-point iteration (`MLE_t_value`);
+//! * **BayesElo** (fishtest's history; trinomial only) — the draw Elo is
+//!   estimated from the (regularized) counts, the bounds are converted to
+//!   expected scores `P(win) + ½P(draw)` under it, then as logistic.
+//!
+//! `tests/fishtest.rs` reproduces vectors computed by fishtest's own code
+//! for all three. For the expectation statistic, under each hypothesis the
 //! maximum-likelihood distribution with that mean is
 //! `p_i = p̂_i/(1 + x(a_i − s))`, x the root of
 //! `Σ p̂_i (a_i − s)/(1 + x(a_i − s)) = 0` (solved by bisection to machine
@@ -39,6 +52,73 @@ pub struct LogisticElo {
     /// Elo under the alternative.
     pub elo1: f64,
 }
+
+/// The unit of a paired GSPRT's Elo bounds (fishtest's `elo_model`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EloModel {
+    /// Logistic Elo: the statistic is the expected score.
+    #[default]
+    Logistic,
+    /// Normalized Elo: the statistic is the t-value of the score.
+    Normalized,
+    /// BayesElo with the draw Elo estimated from the data (trinomial only).
+    BayesElo,
+}
+
+/// Hypotheses H0 `elo0`, H1 `elo1 > elo0`, in `model`'s unit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct EloBounds {
+    /// The unit.
+    pub model: EloModel,
+    /// Elo under the null.
+    pub elo0: f64,
+    /// Elo under the alternative.
+    pub elo1: f64,
+}
+
+impl From<LogisticElo> for EloBounds {
+    fn from(e: LogisticElo) -> Self {
+        EloBounds {
+            model: EloModel::Logistic,
+            elo0: e.elo0,
+            elo1: e.elo1,
+        }
+    }
+}
+
+/// Per-game (win, draw) probabilities of a true effect `elo` in `model`'s
+/// unit, given the draw ratio `draw` of even games: what a simulation of
+/// the test draws outcomes from. Logistic: score `1/(1+10^(−elo/400))` with
+/// that draw ratio; normalized: the score whose t-value per game is
+/// `elo/(800/ln 10)` at that draw ratio (`u = t·√((1−d)/(1+t²))`, score
+/// `½ + u/2`); BayesElo: the draw Elo that gives `draw` at 0, then
+/// `P(win) = 1/(1+10^((d_elo−elo)/400))`, `P(loss) = 1/(1+10^((d_elo+elo)/400))`.
+/// `None` when no such distribution exists (a score too extreme for the
+/// draw ratio).
+pub fn game_probabilities(model: EloModel, elo: f64, draw: f64) -> Option<(f64, f64)> {
+    if !(0.0..1.0).contains(&draw) || !elo.is_finite() {
+        return None;
+    }
+    let (win, draw) = match model {
+        EloModel::Logistic => (logistic_score(elo) - draw / 2.0, draw),
+        EloModel::Normalized => {
+            let t = elo / NELO_PER_T;
+            let u = t * ((1.0 - draw) / (1.0 + t * t)).sqrt();
+            (0.5 + u / 2.0 - draw / 2.0, draw)
+        }
+        EloModel::BayesElo => {
+            let drawelo = 400.0 * ((1.0 + draw) / (1.0 - draw)).log10();
+            let w = 1.0 / (1.0 + 10f64.powf((drawelo - elo) / 400.0));
+            let l = 1.0 / (1.0 + 10f64.powf((drawelo + elo) / 400.0));
+            (w, 1.0 - w - l)
+        }
+    };
+    (win >= 0.0 && draw >= 0.0 && win + draw <= 1.0).then_some((win, draw))
+}
+
+/// fishtest's `nelo_divided_by_nt`: normalized Elo per unit of t-value.
+pub const NELO_PER_T: f64 = 800.0 / std::f64::consts::LN_10;
 
 /// The expected score of a logistic Elo difference.
 pub fn logistic_score(elo: f64) -> f64 {
@@ -118,9 +198,7 @@ impl Overshoot {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PairedGsprt {
     pairing: Pairing,
-    elo: LogisticElo,
-    s0: f64,
-    s1: f64,
+    elo: EloBounds,
     bounds: Boundaries,
     max_n: Option<u64>,
     counts: [u64; 5],
@@ -134,15 +212,23 @@ impl PairedGsprt {
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] unless both Elo values are finite, within
-    /// ±2000, and `elo1 > elo0`.
-    pub fn new(pairing: Pairing, elo: LogisticElo, bounds: Boundaries) -> Result<Self> {
+    /// ±2000, and `elo1 > elo0`, and for BayesElo bounds on pentanomial
+    /// outcomes (its draw Elo is a per-game quantity).
+    pub fn new(pairing: Pairing, elo: impl Into<EloBounds>, bounds: Boundaries) -> Result<Self> {
+        let elo = elo.into();
         for (name, v) in [("elo0", elo.elo0), ("elo1", elo.elo1)] {
             if !v.is_finite() || v.abs() > 2000.0 {
                 return Err(invalid(
                     name,
-                    format!("{v} is not a usable logistic Elo (|elo| ≤ 2000)"),
+                    format!("{v} is not a usable Elo (|elo| ≤ 2000)"),
                 ));
             }
+        }
+        if elo.model == EloModel::BayesElo && pairing == Pairing::Pentanomial {
+            return Err(invalid(
+                "elo_model",
+                "BayesElo bounds need trinomial outcomes (its draw Elo is estimated per game)",
+            ));
         }
         if elo.elo1 <= elo.elo0 {
             return Err(invalid(
@@ -153,8 +239,6 @@ impl PairedGsprt {
         Ok(PairedGsprt {
             pairing,
             elo,
-            s0: logistic_score(elo.elo0),
-            s1: logistic_score(elo.elo1),
             bounds,
             max_n: None,
             counts: [0; 5],
@@ -192,13 +276,8 @@ impl PairedGsprt {
         &self.counts[..self.pairing.classes()]
     }
 
-    /// The hypotheses as expected scores (s0, s1).
-    pub fn scores(&self) -> (f64, f64) {
-        (self.s0, self.s1)
-    }
-
-    /// The hypotheses in logistic Elo.
-    pub fn elo(&self) -> LogisticElo {
+    /// The hypotheses, in their unit.
+    pub fn elo(&self) -> EloBounds {
         self.elo
     }
 
@@ -275,7 +354,7 @@ impl SequentialTest for PairedGsprt {
         if self.n == 0 {
             return 0.0;
         }
-        llr_logistic_counts(self.counts(), self.s0, self.s1)
+        llr_counts(self.counts(), self.elo)
     }
 
     fn n(&self) -> u64 {
@@ -287,28 +366,105 @@ impl SequentialTest for PairedGsprt {
     }
 }
 
-/// fishtest's `LLR_logistic` on raw counts with expected scores s0, s1.
-pub(crate) fn llr_logistic_counts(counts: &[u64], s0: f64, s1: f64) -> f64 {
+/// The LLR of raw outcome counts (3 or 5 classes) for `elo`'s bounds in
+/// its unit: fishtest's `LLR_logistic`, `LLR_normalized`, or its BayesElo
+/// path (`update_SPRT` with `elo_model = "BayesElo"`).
+pub fn llr_counts(counts: &[u64], elo: EloBounds) -> f64 {
+    let (total, pdf) = regularized_pdf(counts);
+    let (q0, q1) = match elo.model {
+        EloModel::Logistic => (
+            mle_with_mean(&pdf, logistic_score(elo.elo0)),
+            mle_with_mean(&pdf, logistic_score(elo.elo1)),
+        ),
+        EloModel::BayesElo => {
+            // The draw Elo of the regularized trinomial counts, and each
+            // bound's expected score P(win) + ½P(draw) under it.
+            let p = |i: usize| pdf[i].1;
+            let (loss, win) = (p(0), p(pdf.len() - 1));
+            let drawelo = 200.0 * ((1.0 - loss) / loss * (1.0 - win) / win).log10();
+            let score = |belo: f64| {
+                let w = 1.0 / (1.0 + 10f64.powf((-belo + drawelo) / 400.0));
+                let l = 1.0 / (1.0 + 10f64.powf((belo + drawelo) / 400.0));
+                w + 0.5 * (1.0 - w - l)
+            };
+            (
+                mle_with_mean(&pdf, score(elo.elo0)),
+                mle_with_mean(&pdf, score(elo.elo1)),
+            )
+        }
+        EloModel::Normalized => {
+            let per_pair = if counts.len() == 5 {
+                std::f64::consts::SQRT_2
+            } else {
+                1.0
+            };
+            let t = |nelo: f64| nelo / NELO_PER_T * per_pair;
+            (
+                mle_with_t_value(&pdf, 0.5, t(elo.elo0)),
+                mle_with_t_value(&pdf, 0.5, t(elo.elo1)),
+            )
+        }
+    };
+    total
+        * pdf
+            .iter()
+            .zip(q0.iter().zip(&q1))
+            .map(|(&(_, p), (a, b))| p * (b.ln() - a.ln()))
+            .sum::<f64>()
+}
+
+/// The counts as (score, frequency) pairs with their total, an empty class
+/// counting 1e-3 (fishtest's `regularize` and `results_to_pdf`).
+fn regularized_pdf(counts: &[u64]) -> (f64, Vec<(f64, f64)>) {
     let k = counts.len();
-    // Regularize: an empty class counts 1e-3 (fishtest's `regularize`).
     let reg: Vec<f64> = counts
         .iter()
         .map(|&c| if c == 0 { 1e-3 } else { c as f64 })
         .collect();
     let total: f64 = reg.iter().sum();
-    let pdf: Vec<(f64, f64)> = reg
+    let pdf = reg
         .iter()
         .enumerate()
         .map(|(i, &c)| (i as f64 / (k - 1) as f64, c / total))
         .collect();
-    let p0 = mle_with_mean(&pdf, s0);
-    let p1 = mle_with_mean(&pdf, s1);
-    total
-        * pdf
+    (total, pdf)
+}
+
+/// The maximum-likelihood distribution on the support of `pdf` whose
+/// t-value `(μ − reference)/σ` is `t` (fishtest's `MLE_t_value`: a
+/// fixed-point iteration from the uniform distribution, at most ten steps,
+/// each solving a secular equation).
+fn mle_with_t_value(pdf: &[(f64, f64)], reference: f64, t: f64) -> Vec<f64> {
+    let n = pdf.len();
+    let mut q = vec![1.0 / n as f64; n];
+    for _ in 0..10 {
+        let mu: f64 = q.iter().zip(pdf).map(|(q, (a, _))| q * a).sum();
+        let var: f64 = q
             .iter()
-            .zip(p0.iter().zip(&p1))
-            .map(|(&(_, p), (q0, q1))| p * (q1.ln() - q0.ln()))
-            .sum::<f64>()
+            .zip(pdf)
+            .map(|(q, (a, _))| q * (a - mu) * (a - mu))
+            .sum();
+        let sigma = var.sqrt();
+        let shifted: Vec<(f64, f64)> = pdf
+            .iter()
+            .map(|&(a, p)| {
+                let z = (mu - a) / sigma;
+                (a - reference - t * sigma * (1.0 + z * z) / 2.0, p)
+            })
+            .collect();
+        let x = secular_root(&shifted, 0.0);
+        let next: Vec<f64> = shifted.iter().map(|&(d, p)| p / (1.0 + x * d)).collect();
+        let change = next
+            .iter()
+            .zip(&q)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        q = next;
+        if change < 1e-9 {
+            break;
+        }
+    }
+    q
 }
 
 /// The maximum-likelihood distribution on the support of `pdf` with mean `s`
@@ -366,7 +522,14 @@ mod tests {
     #[test]
     fn reproduces_fishtests_self_test() {
         let counts = [10789u64, 19328, 33806, 19402, 10543];
-        let llr = llr_logistic_counts(&counts, logistic_score(-3.0), logistic_score(1.0));
+        let llr = llr_counts(
+            &counts,
+            LogisticElo {
+                elo0: -3.0,
+                elo1: 1.0,
+            }
+            .into(),
+        );
         assert!((llr - 2.1310678118).abs() < 5e-11, "LLR {llr:.10}");
 
         let b = Boundaries::new(0.05, 0.05).expect("valid");
@@ -402,12 +565,15 @@ mod tests {
 
     #[test]
     fn llr_is_zero_at_the_midpoint_symmetry_and_signs_agree_with_the_data() {
-        // Symmetric data, symmetric hypotheses around 1/2: LLR = 0.
-        let llr = llr_logistic_counts(&[10, 20, 10], logistic_score(-5.0), logistic_score(5.0));
-        assert!(llr.abs() < 1e-9, "{llr}");
-        // Candidate wins more: evidence for the higher hypothesis.
-        assert!(llr_logistic_counts(&[5, 20, 15], 0.5, 0.6) > 0.0);
-        assert!(llr_logistic_counts(&[15, 20, 5], 0.5, 0.6) < 0.0);
+        let bounds = |model, elo0, elo1| EloBounds { model, elo0, elo1 };
+        for model in [EloModel::Logistic, EloModel::Normalized, EloModel::BayesElo] {
+            // Symmetric data, symmetric hypotheses around 0: LLR = 0.
+            let llr = llr_counts(&[10, 20, 10], bounds(model, -5.0, 5.0));
+            assert!(llr.abs() < 1e-9, "{model:?}: {llr}");
+            // Candidate wins more: evidence for the higher hypothesis.
+            assert!(llr_counts(&[5, 20, 15], bounds(model, 0.0, 30.0)) > 0.0);
+            assert!(llr_counts(&[15, 20, 5], bounds(model, 0.0, 30.0)) < 0.0);
+        }
     }
 
     #[test]

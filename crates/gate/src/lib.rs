@@ -65,7 +65,10 @@ pub use decide::{
     TraceHead, Verdict, decide, decide_at,
 };
 pub use error::{Error, Result};
-pub use gsprt::{LogisticElo, PairedGsprt, Pairing, logistic_score};
+pub use gsprt::{
+    EloBounds, EloModel, LogisticElo, NELO_PER_T, PairedGsprt, Pairing, game_probabilities,
+    llr_counts, logistic_score,
+};
 pub use invariants::{
     CanaryReport, MinimumReport, check_canaries, check_minimum, failure_rate_upper_bound,
 };

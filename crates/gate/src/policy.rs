@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::gsprt::{LogisticElo, PairedGsprt, Pairing};
+use crate::gsprt::{EloBounds, EloModel, PairedGsprt, Pairing};
 use crate::noninferiority::{Direction, Margin, NonInferiority};
 use crate::sprt::{BernoulliSprt, Boundaries, GaussianSprt};
 
@@ -162,12 +162,18 @@ pub struct ClassPolicy {
     /// Pass threshold of a task score (bernoulli; default 1.0).
     #[serde(default)]
     pub pass_threshold: Option<f64>,
-    /// Null hypothesis in logistic Elo (paired).
+    /// Null hypothesis in `elo_model`'s unit (paired).
     #[serde(default)]
     pub elo0: Option<f64>,
-    /// Alternative in logistic Elo (paired).
+    /// Alternative in `elo_model`'s unit (paired).
     #[serde(default)]
     pub elo1: Option<f64>,
+    /// The unit of `elo0`/`elo1` (paired): `logistic` (the default),
+    /// `normalized` (fishtest's default today) or `bayes_elo` (trinomial
+    /// only). Not serialized when absent: the policy hash of a policy
+    /// without it is what it was before the field existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elo_model: Option<EloModel>,
     /// Outcome classes (paired): `trinomial` (per-task means, the default) or
     /// `pentanomial` (two runs per task, run i against run i).
     #[serde(default)]
@@ -299,6 +305,14 @@ impl ClassPolicy {
                         format!("{e1} must be greater than elo0 = {e0}"),
                     ));
                 }
+                if self.elo_model == Some(EloModel::BayesElo)
+                    && self.pairing == Some(Pairing::Pentanomial)
+                {
+                    return Err(bad(
+                        f("elo_model"),
+                        "bayes_elo needs trinomial pairing (its draw Elo is estimated per game)",
+                    ));
+                }
             }
         }
         for (i, g) in self.guardrails.iter().enumerate() {
@@ -381,7 +395,8 @@ impl ClassPolicy {
     /// # Errors
     /// [`Error::InvalidParameter`] for invalid Elo bounds (impossible after [`Policy::parse`]).
     pub fn paired_test(&self) -> Result<PairedGsprt> {
-        let elo = LogisticElo {
+        let elo = EloBounds {
+            model: self.elo_model.unwrap_or_default(),
             elo0: self.elo0.unwrap_or_default(),
             elo1: self.elo1.unwrap_or_default(),
         };
