@@ -89,6 +89,11 @@ enum Command {
         /// Mark as a holdout score.
         #[arg(long)]
         holdout: bool,
+        /// Which way the scorer improves, declared in the trace the first
+        /// time the scorer appears (default: down for cost, latency_ms and
+        /// criterion_ns, up otherwise); a later conflict is an error.
+        #[arg(long, value_parser = ["higher", "lower"])]
+        direction: Option<String>,
         /// Session name.
         #[arg(long, default_value = "")]
         session: String,
@@ -537,10 +542,17 @@ fn run(cli: Cli) -> Result<u8> {
             cost,
             latency_ms,
             holdout,
+            direction,
             session,
             key_file,
         } => {
             let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
+            let direction = match direction.as_deref() {
+                Some("lower") => ratchet_scorers::Direction::LowerIsBetter,
+                Some(_) => ratchet_scorers::Direction::HigherIsBetter,
+                None => ratchet_scorers::direction_of(&scorer),
+            };
+            // Validate the score before declaring anything about its scorer.
             let score = Score {
                 commit: CommitId::parse(&commit)?,
                 task,
@@ -551,6 +563,8 @@ fn run(cli: Cli) -> Result<u8> {
                 latency_ms,
                 holdout,
             };
+            store.validate_draft(&score.to_draft()?)?;
+            ratchet_scorers::declare_scorer(&mut store, &score.scorer, direction)?;
             let r = store.record_score(&score, &session)?;
             if json {
                 print_json(&r)?;
@@ -710,9 +724,9 @@ fn run(cli: Cli) -> Result<u8> {
                     let env = ratchet_scorers::Environment::current(&a.label);
                     if !json {
                         println!(
-                            "runner {} -> scorer {}",
-                            env.fingerprint(),
-                            ratchet_scorers::criterion_scorer(&env)
+                            "scorer {} (lower is better), version = runner fingerprint {}",
+                            ratchet_scorers::CRITERION_NS,
+                            env.fingerprint()
                         );
                     }
                     ratchet_scorers::ingest_criterion(

@@ -75,12 +75,16 @@ fn store_end_to_end_with_exit_codes() {
     let o = ratchet(&sub, &["--json", "log"], "");
     assert!(o.status.success(), "{}", text(&o));
     let events: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json log");
-    assert_eq!(events.as_array().map(Vec::len), Some(3));
+    // Two appended, the declaration of `acc` (recorded when the scorer first
+    // appears through record-score), the score.
+    assert_eq!(events.as_array().map(Vec::len), Some(4));
     assert_eq!(events[0]["payload"]["hello"], 1);
+    assert_eq!(events[2]["kind"], "scorer");
+    assert_eq!(events[2]["payload"]["direction"], "higher_is_better");
 
     let o = ratchet(&sub, &["verify-chain"], "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert!(text(&o).contains("ok: 3 events verified"), "{}", text(&o));
+    assert!(text(&o).contains("ok: 4 events verified"), "{}", text(&o));
 
     let cp = p.join("cp");
     let o = ratchet(
@@ -770,7 +774,7 @@ fn batch_score_and_criterion_ingest() {
     );
     assert!(o.status.success(), "{}", text(&o));
     assert!(
-        text(&o).contains("criterion_ns@") && text(&o).contains("2 score(s)"),
+        text(&o).contains("runner fingerprint") && text(&o).contains("2 score(s)"),
         "{}",
         text(&o)
     );

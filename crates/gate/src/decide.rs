@@ -246,6 +246,44 @@ fn paired_means(
         .unzip())
 }
 
+/// Whether `scorer` improves downwards: its direction as declared in the
+/// trace (by ingestion, when it first appeared), which a policy may only
+/// confirm; else the policy's; else the built-in default (anchors and
+/// criterion timings down, everything else up).
+///
+/// # Errors
+/// [`Error::Policy`] when the policy contradicts the trace's declaration.
+fn lower_is_better(
+    store: &Store,
+    q: &Question<'_>,
+    scorer: &str,
+    stated: Option<crate::policy::Better>,
+    at: u64,
+) -> Result<bool> {
+    use crate::policy::Better;
+    use ratchet_scorers::Direction;
+    let declared = ratchet_scorers::declared_direction(store, scorer, at).map_err(|e| match e {
+        ratchet_scorers::Error::Trace(t) => Error::Trace(t),
+        other => Error::InvalidObservation {
+            reason: other.to_string(),
+        },
+    })?;
+    let lower = |b: Better| b == Better::Lower;
+    Ok(match (declared, stated) {
+        (Some((d, seq)), Some(b)) if (d == Direction::LowerIsBetter) != lower(b) => {
+            return Err(Error::Policy {
+                field: format!("class.{}: direction of {scorer}", q.class),
+                reason: format!(
+                    "the policy says {b:?} is better, but the trace declared {scorer} {d:?} at seq {seq}; a policy can only confirm a scorer's direction"
+                ),
+            });
+        }
+        (Some((d, _)), _) => d == Direction::LowerIsBetter,
+        (None, Some(b)) => lower(b),
+        (None, None) => ratchet_scorers::direction_of(scorer) == Direction::LowerIsBetter,
+    })
+}
+
 /// `scorer` at the version chosen for it (every scorer read is chosen).
 fn at_version<'a>(versions: &'a BTreeMap<String, String>, scorer: &'a str) -> ScorerRef<'a> {
     match versions.get(scorer) {
@@ -548,7 +586,11 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
     // order that does not depend on the outcomes).
     // Lower-is-better scorers (an anchor's own direction, or the policy's)
     // are judged on negated values, so "better" always means "larger" below.
-    let sign = if p.lower_is_better() { -1.0 } else { 1.0 };
+    let sign = if lower_is_better(store, q, &p.scorer, p.direction, at)? {
+        -1.0
+    } else {
+        1.0
+    };
     let (base, cand) = paired_means(store, q, at_version(&p.scorer), at)?;
     if base.is_empty() {
         v.stages.push(StageReport {
@@ -786,6 +828,8 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
             MarginKind::Absolute => Margin::Absolute(g.margin),
             MarginKind::Relative => Margin::Relative(g.margin),
         };
+        // The guardrail's direction must agree with the scorer's declared one.
+        lower_is_better(store, q, &g.scorer, Some(g.direction), at)?;
         let test = NonInferiority::new(g.direction.into(), margin, p.alpha)?;
         let (gb, gc) = paired_means(store, q, at_version(&g.scorer), at)?;
         let stage = Stage::Guardrail(g.scorer.clone());

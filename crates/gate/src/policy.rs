@@ -343,18 +343,6 @@ impl ClassPolicy {
         Ok(())
     }
 
-    /// Whether the primary scorer improves downwards (policy, else the
-    /// scorer's declared direction).
-    pub fn lower_is_better(&self) -> bool {
-        match self.direction {
-            Some(b) => b == Better::Lower,
-            None => {
-                ratchet_scorers::direction_of(&self.scorer)
-                    == ratchet_scorers::Direction::LowerIsBetter
-            }
-        }
-    }
-
     /// Wald's boundaries for this class's α and β.
     ///
     /// # Errors

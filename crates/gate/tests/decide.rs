@@ -367,7 +367,6 @@ max_n = 3000
 "#;
     let policy = Policy::parse(text).expect("policy");
     let class = policy.class("speed").expect("class");
-    assert!(class.lower_is_better());
     for (cand_mean, promote) in [(80.0, true), (120.0, false)] {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut store =
@@ -472,5 +471,77 @@ max_n = 3000
         v9.outcome.status(),
         ratchet_gate::GateStatus::MissingEvidence,
         "{v9:#?}"
+    );
+}
+
+#[test]
+fn directions_are_data_and_a_runner_change_is_never_a_regression() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+    let (base, cand, moved) = (commit(1), commit(2), commit(3));
+    ratchet_scorers::declare_scorer(
+        &mut store,
+        ratchet_scorers::CRITERION_NS,
+        ratchet_scorers::Direction::LowerIsBetter,
+    )
+    .expect("declared");
+    // 60 benchmarks; the candidate is 20 % slower on every one, on runner A.
+    // `moved` was measured on runner B only.
+    let mut scores = Vec::new();
+    for t in 0..60 {
+        for (c, ns, runner) in [
+            (&base, 1000.0, "runner-a"),
+            (&cand, 1200.0, "runner-a"),
+            (&moved, 500.0, "runner-b"),
+        ] {
+            let mut s = Score::new(
+                c.clone(),
+                format!("bench/{t:03}"),
+                ratchet_scorers::CRITERION_NS,
+                ns + f64::from(t),
+            );
+            s.scorer_version = runner.into();
+            scores.push(s);
+        }
+    }
+    store.record_scores(&scores, "bench").expect("scores");
+    let text = |direction: &str| {
+        format!(
+            "[class.perf]\nscorer = \"criterion_ns\"\ntest = \"paired\"\nalpha = 0.05\nbeta = 0.05\nelo0 = 0.0\nelo1 = 40.0\nmax_n = 3000\n{direction}"
+        )
+    };
+    let head = store.head().expect("head").size;
+    let ask = |policy: &Policy, candidate: &CommitId| {
+        let q = Question {
+            class: "perf",
+            policy: policy.class("perf").expect("class"),
+            baseline: &base,
+            candidate,
+            checkpoint: None,
+        };
+        decide_at(&store, &q, head)
+    };
+    // No direction in the policy: the declared one (lower) holds, and the
+    // slower candidate is rejected on measured evidence.
+    let silent = Policy::parse(&text("")).expect("policy");
+    let v = ask(&silent, &cand).expect("decide");
+    assert_eq!(rejected_at(&v), Some(&Stage::Sequential), "{v:#?}");
+    assert_eq!(
+        v.scorer_versions.get("criterion_ns").map(String::as_str),
+        Some("runner-a")
+    );
+    // A policy may confirm the direction, never contradict it.
+    let confirms = Policy::parse(&text("direction = \"lower\"")).expect("policy");
+    assert_eq!(ask(&confirms, &cand).expect("decide").outcome, v.outcome);
+    let contradicts = Policy::parse(&text("direction = \"higher\"")).expect("policy");
+    let err = ask(&contradicts, &cand).expect_err("a conflict is an error");
+    assert!(err.to_string().contains("declared"), "{err}");
+    // Timings from another runner are never paired: the gate cannot
+    // decide, it does not see a 2× speed-up (or a regression).
+    let v = ask(&silent, &moved).expect("decide");
+    assert_eq!(
+        v.outcome.status(),
+        ratchet_gate::GateStatus::MissingEvidence,
+        "{v:#?}"
     );
 }

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use ratchet_trace::{CommitId, Receipt, Score, Store};
+use ratchet_trace::{CommitId, EventDraft, Receipt, ReservedKind, Score, Store};
 
 use crate::error::Result;
 
@@ -65,8 +65,86 @@ impl Anchor {
     }
 }
 
-/// The direction of any scorer: an anchor's own, otherwise higher is better.
+/// The payload of a `scorer` event: a scorer's declared direction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScorerDeclaration {
+    /// The scorer.
+    pub scorer: String,
+    /// Which way it improves.
+    pub direction: Direction,
+}
+
+/// The direction `scorer` was declared with in the trace at or before
+/// `max_seq` (its first declaration, and the seq of it), if any.
+///
+/// # Errors
+/// [`crate::Error::Trace`] if the store cannot be read or a declaration
+/// does not parse.
+pub fn declared_direction(
+    store: &Store,
+    scorer: &str,
+    max_seq: u64,
+) -> Result<Option<(Direction, u64)>> {
+    for e in store.events_of_kinds(&[ReservedKind::Scorer.as_str()])? {
+        if e.seq > max_seq {
+            break;
+        }
+        let d: ScorerDeclaration = serde_json::from_slice(&e.payload).map_err(|err| {
+            ratchet_trace::Error::InvalidInput {
+                field: "payload",
+                reason: format!("scorer declaration at seq {} does not parse: {err}", e.seq),
+            }
+        })?;
+        if d.scorer == scorer {
+            return Ok(Some((d.direction, e.seq)));
+        }
+    }
+    Ok(None)
+}
+
+/// Declares the direction in which `scorer` improves, once: the first
+/// declaration stands, a repeat with the same direction records nothing
+/// (`None`), and a different direction is an error. Ingestion declares
+/// every scorer it records (anchors and criterion timings lower-is-better
+/// where they are, rubrics and pass rates higher).
+///
+/// # Errors
+/// [`crate::Error::DirectionConflict`] naming the earlier declaration;
+/// [`crate::Error::Trace`] if the store cannot be read or written.
+pub fn declare_scorer(
+    store: &mut Store,
+    scorer: &str,
+    direction: Direction,
+) -> Result<Option<Receipt>> {
+    if let Some((declared, seq)) = declared_direction(store, scorer, u64::MAX)? {
+        if declared != direction {
+            return Err(crate::Error::DirectionConflict {
+                scorer: scorer.to_string(),
+                declared,
+                given: direction,
+                seq,
+            });
+        }
+        return Ok(None);
+    }
+    let draft = EventDraft::reserved(
+        ReservedKind::Scorer,
+        &ScorerDeclaration {
+            scorer: scorer.to_string(),
+            direction,
+        },
+    )?;
+    // (Two writers declaring at once may both append; the first
+    // declaration stands, which is what every reader takes.)
+    Ok(Some(store.append(draft)?))
+}
+
+/// The direction of any scorer: an anchor's own, criterion timings
+/// downwards, otherwise higher is better (what ingestion declares).
 pub fn direction_of(scorer: &str) -> Direction {
+    if scorer == crate::ingest::CRITERION_NS {
+        return Direction::LowerIsBetter;
+    }
     Anchor::from_scorer(scorer).map_or(Direction::HigherIsBetter, Anchor::direction)
 }
 
@@ -89,6 +167,11 @@ pub fn record_build_status(
         f64::from(u8::from(exit_code == 0)),
     );
     s.scorer_version = "exit-status-1".into();
+    declare_scorer(
+        store,
+        Anchor::BuildStatus.scorer(),
+        Anchor::BuildStatus.direction(),
+    )?;
     Ok(store.record_score(&s, session)?)
 }
 

@@ -73,4 +73,19 @@ pub enum Error {
     /// The trace store refused or failed.
     #[error("trace store: {0}")]
     Trace(#[from] ratchet_trace::Error),
+    /// A scorer was declared with another direction before: a scorer's
+    /// direction is data, fixed when it first appears.
+    #[error(
+        "scorer {scorer:?} was declared {declared:?} at seq {seq}; it cannot now be {given:?} (record it under another name)"
+    )]
+    DirectionConflict {
+        /// The scorer.
+        scorer: String,
+        /// The direction in the trace.
+        declared: crate::Direction,
+        /// The direction given now.
+        given: crate::Direction,
+        /// Seq of the declaration.
+        seq: u64,
+    },
 }

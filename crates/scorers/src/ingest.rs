@@ -44,6 +44,19 @@ fn ingest_key(format: &str, commit: Option<&CommitId>, content: &[u8]) -> String
     format!("{format}:{}", h.finalize().to_hex())
 }
 
+/// Declares the direction of every scorer among `scores` (see
+/// [`crate::declare_scorer`]): a scorer's direction is recorded in the
+/// trace when it first appears.
+fn declare_all<'a>(store: &mut Store, scorers: impl IntoIterator<Item = &'a str>) -> Result<()> {
+    let mut seen = std::collections::BTreeSet::new();
+    for name in scorers {
+        if seen.insert(name) {
+            crate::declare_scorer(store, name, crate::direction_of(name))?;
+        }
+    }
+    Ok(())
+}
+
 /// Appends one ingestion's drafts in one transaction, unless the same
 /// ingestion was stored before.
 fn append_ingestion(
@@ -198,6 +211,9 @@ pub fn ingest_junit(
         }
     }
     let key = ingest_key("junit", Some(commit), text.as_bytes());
+    if scores > 0 {
+        declare_all(store, [PASS_RATE])?;
+    }
     append_ingestion(store, &key, drafts, runs.len(), scores)
 }
 
@@ -347,6 +363,7 @@ fn store_scores(
     scores: &[Score],
     session: &str,
 ) -> Result<IngestReport> {
+    declare_all(store, scores.iter().map(|s| s.scorer.as_str()))?;
     let drafts = scores
         .iter()
         .map(|s| Ok(s.to_draft()?.session(session)))
@@ -401,10 +418,12 @@ impl Environment {
     }
 }
 
-/// The scorer name of criterion timings taken in `env`: `criterion_ns@<fingerprint>`.
-pub fn criterion_scorer(env: &Environment) -> String {
-    format!("criterion_ns@{}", env.fingerprint())
-}
+/// The scorer name of criterion timings (mean nanoseconds, lower is
+/// better). Stable, so a policy can name it; the runner is the scorer
+/// *version* ([`Environment::fingerprint`]), so timings from different
+/// runners are never paired — a change of runner starts a new segment,
+/// never a regression.
+pub const CRITERION_NS: &str = "criterion_ns";
 
 #[derive(Debug, Deserialize)]
 struct CriterionBenchmark {
@@ -424,7 +443,7 @@ struct CriterionEstimates {
 /// Reads criterion's result files under `dir` (its `target/criterion`):
 /// one score per benchmark (`<id>/new/benchmark.json` and `estimates.json`),
 /// task = the benchmark's full id, value = the mean time in nanoseconds
-/// (lower is better), scorer = [`criterion_scorer`] of `env`.
+/// (lower is better), scorer [`CRITERION_NS`], version = `env`'s fingerprint.
 ///
 /// # Errors
 /// [`Error::Io`] if the directory cannot be read, [`Error::Malformed`]
@@ -465,7 +484,6 @@ pub fn parse_criterion(dir: &Path, commit: &CommitId, env: &Environment) -> Resu
         ));
     }
     found.sort();
-    let scorer = criterion_scorer(env);
     let mut scores = Vec::new();
     for new in found {
         let bench_file = new.join("benchmark.json");
@@ -482,8 +500,8 @@ pub fn parse_criterion(dir: &Path, commit: &CommitId, env: &Environment) -> Resu
                 format!("{ns} is not a time"),
             ));
         }
-        let mut s = Score::new(commit.clone(), bench.full_id, scorer.clone(), ns);
-        s.scorer_version = "criterion-mean-ns-1".into();
+        let mut s = Score::new(commit.clone(), bench.full_id, CRITERION_NS, ns);
+        s.scorer_version = env.fingerprint();
         s.to_draft()
             .map_err(|e| malformed(&est_file, "score", e.to_string()))?;
         scores.push(s);

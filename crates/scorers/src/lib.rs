@@ -53,12 +53,15 @@ mod holdout;
 mod ingest;
 mod rubric;
 
-pub use anchors::{Anchor, Direction, cost_and_latency, direction_of, record_build_status};
+pub use anchors::{
+    Anchor, Direction, ScorerDeclaration, cost_and_latency, declare_scorer, declared_direction,
+    direction_of, record_build_status,
+};
 pub use batch::{BatchReport, KIND_OBSERVATION, record_observation, score_pending};
 pub use error::{Error, Problem, Result};
 pub use holdout::{ProposerView, RubricSet};
 pub use ingest::{
-    Environment, IngestReport, PASS_RATE, criterion_scorer, ingest_criterion, ingest_jsonl,
+    CRITERION_NS, Environment, IngestReport, PASS_RATE, ingest_criterion, ingest_jsonl,
     ingest_junit, parse_criterion, parse_jsonl, parse_junit,
 };
 pub use rubric::{Aggregation, Item, ItemKind, Observation, Rubric};

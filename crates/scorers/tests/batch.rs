@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use ratchet_scorers::{
-    Environment, Rubric, RubricSet, criterion_scorer, ingest_criterion, parse_criterion,
+    CRITERION_NS, Environment, Rubric, RubricSet, ingest_criterion, parse_criterion,
     record_observation, score_pending,
 };
 use ratchet_trace::{CommitId, Store, StoreOptions};
@@ -106,17 +106,15 @@ fn criterion_results_become_scores_keyed_to_the_runner() {
             "sprt_update/bernoulli"
         ]
     );
-    assert!(
-        scores
-            .iter()
-            .all(|s| s.scorer == criterion_scorer(&env) && s.value > 0.0)
-    );
+    assert!(scores.iter().all(|s| s.scorer == CRITERION_NS
+        && s.scorer_version == env.fingerprint()
+        && s.value > 0.0));
     // Another runner: another scorer, so the gate never pairs across runners.
     let other = Environment {
         label: "rustc 1.96.0".into(),
         ..env.clone()
     };
-    assert_ne!(criterion_scorer(&env), criterion_scorer(&other));
+    assert_ne!(env.fingerprint(), other.fingerprint());
 
     let d = tempfile::tempdir().expect("tempdir");
     let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
@@ -125,13 +123,18 @@ fn criterion_results_become_scores_keyed_to_the_runner() {
     let err =
         ingest_criterion(&mut store, d.path(), &commit(), &env, "bench").expect_err("no results");
     assert!(err.to_string().contains("no criterion results"), "{err}");
-    // Two scores and the ingestion's own `ingest` event.
-    assert_eq!(store.head().expect("head").size, 3, "nothing more stored");
+    // The scorer's declaration (lower is better), two scores and the
+    // ingestion's own `ingest` event.
+    assert_eq!(store.head().expect("head").size, 4, "nothing more stored");
+    assert_eq!(
+        ratchet_scorers::declared_direction(&store, CRITERION_NS, u64::MAX).expect("read"),
+        Some((ratchet_scorers::Direction::LowerIsBetter, 1))
+    );
     let again = ingest_criterion(&mut store, &dir, &commit(), &env, "bench").expect("again");
-    assert_eq!((again.scores, again.already_ingested_at), (0, Some(3)));
+    assert_eq!((again.scores, again.already_ingested_at), (0, Some(4)));
     assert_eq!(
         store.head().expect("head").size,
-        3,
+        4,
         "the same results count once"
     );
 }

@@ -84,18 +84,23 @@ pub enum ReservedKind {
     Checkout,
     /// A promotion ref move (`ratchet_orchestrate::record_promotion`).
     Promotion,
-    /// A file ingested (`ratchet_scorers` ingestion), for idempotence.
+    /// An idempotent batch's marker: a file ingested, an alarm recorded
+    /// ([`crate::Store::append_once`]).
     Ingest,
+    /// A scorer's declaration: the direction in which it improves
+    /// (`ratchet_scorers::declare_scorer`).
+    Scorer,
 }
 
 impl ReservedKind {
     /// Every reserved kind.
-    pub const ALL: [ReservedKind; 5] = [
+    pub const ALL: [ReservedKind; 6] = [
         ReservedKind::Decision,
         ReservedKind::Alarm,
         ReservedKind::Checkout,
         ReservedKind::Promotion,
         ReservedKind::Ingest,
+        ReservedKind::Scorer,
     ];
 
     /// The kind as stored.
@@ -106,6 +111,7 @@ impl ReservedKind {
             ReservedKind::Checkout => "checkout",
             ReservedKind::Promotion => "promotion",
             ReservedKind::Ingest => "ingest",
+            ReservedKind::Scorer => "scorer",
         }
     }
 
@@ -116,7 +122,8 @@ impl ReservedKind {
             ReservedKind::Alarm => "the drift monitor (ratchet_drift::record_alarm)",
             ReservedKind::Checkout => "heal (ratchet_orchestrate::heal)",
             ReservedKind::Promotion => "ratchet_orchestrate::record_promotion",
-            ReservedKind::Ingest => "ingestion (ratchet_scorers)",
+            ReservedKind::Ingest => "Store::append_once (ingestion, recorded alarms)",
+            ReservedKind::Scorer => "ratchet_scorers::declare_scorer",
         }
     }
 
