@@ -33,7 +33,11 @@ pub struct Row {
     method: &'static str,
 }
 
-pub fn table(p: &ClassPolicy, a: &Assumptions) -> Result<Vec<Row>> {
+/// Effects (rows) a table has at most: the grid k = −2..=6.
+pub const ROWS: usize = 9;
+
+/// The table; `done_row` is called after each effect (a progress bar).
+pub fn table(p: &ClassPolicy, a: &Assumptions, done_row: &dyn Fn()) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     match p.test {
         TestKind::Bernoulli => {
@@ -53,6 +57,7 @@ pub fn table(p: &ClassPolicy, a: &Assumptions) -> Result<Vec<Row>> {
                 let d = won + lost;
                 let e = exact_bernoulli(&t, won / d)?;
                 let tasks = |pairs: u64| (pairs as f64 / d).ceil() as u64;
+                done_row();
                 rows.push(Row {
                     effect: format!("pass rate {rate:.4} (θ {:.4})", won / d),
                     p_promote: e.p_promote,
@@ -71,6 +76,7 @@ pub fn table(p: &ClassPolicy, a: &Assumptions) -> Result<Vec<Row>> {
                 let m = monte_carlo(&t, a.runs, p.max_n, a.seed.wrapping_add(k as u64), |rng| {
                     normal.sample(rng)
                 })?;
+                done_row();
                 rows.push(Row {
                     effect: format!("mean shift {shift:+.4}"),
                     p_promote: m.point.p_promote,
@@ -107,6 +113,7 @@ pub fn table(p: &ClassPolicy, a: &Assumptions) -> Result<Vec<Row>> {
                         game(rng)
                     }
                 })?;
+                done_row();
                 rows.push(Row {
                     effect: format!("{} Elo {e:+.1}", elo_unit(elo.model)),
                     p_promote: m.point.p_promote,

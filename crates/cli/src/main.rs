@@ -200,6 +200,13 @@ enum Command {
         /// Monte-Carlo seed.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Measure p0, σ and the draw ratio from this baseline's recorded
+        /// scores (git revision or full id) instead of assuming them.
+        #[arg(long, value_name = "BASELINE")]
+        from_store: Option<String>,
+        /// Writer key file (a keyed store is only read with its key).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
     },
     /// Follow a commit's live scores with a CUSUM and print (and record) alarms.
     Watch {
@@ -1087,18 +1094,50 @@ fn run(cli: Cli) -> Result<u8> {
             draw,
             runs,
             seed,
+            from_store,
+            key_file,
         } => {
             let policy = read_policy(policy.unwrap_or_else(|| store_dir.join("policy.toml")))?;
-            let rows = calibrate::table(
-                policy.class(&class)?,
-                &calibrate::Assumptions {
-                    p0,
-                    sigma,
-                    draw,
-                    runs,
-                    seed,
-                },
-            )?;
+            let class_policy = policy.class(&class)?;
+            let mut assumptions = calibrate::Assumptions {
+                p0,
+                sigma,
+                draw,
+                runs,
+                seed,
+            };
+            if let Some(baseline) = &from_store {
+                let store = Store::open(&store_dir, options(key_file.as_deref())?)?;
+                let world = ratchet_gate::baseline_world(
+                    &store,
+                    class_policy,
+                    &CommitId::parse(baseline)?,
+                )?;
+                assumptions.p0 = world.p0;
+                assumptions.sigma = world.sigma.unwrap_or(assumptions.sigma);
+                assumptions.draw = world.draw.unwrap_or(assumptions.draw);
+                if !json {
+                    println!(
+                        "measured from {} task(s) of {} version {}: p0 {:.4}, σ of a difference {}, draw ratio {}",
+                        world.tasks,
+                        world.scorer,
+                        world.scorer_version,
+                        world.p0,
+                        world
+                            .sigma
+                            .map_or("n/a (one task)".into(), |s| format!("{s:.4}")),
+                        world
+                            .draw
+                            .map_or(format!("{draw} (assumed: no task ran twice)"), |d| format!(
+                                "{d:.4}"
+                            ))
+                    );
+                }
+            }
+            let progress =
+                indicatif::ProgressBar::new(calibrate::ROWS as u64).with_message("effects");
+            let rows = calibrate::table(class_policy, &assumptions, &|| progress.inc(1))?;
+            progress.finish_and_clear();
             if json {
                 print_json(&rows)?;
             } else {

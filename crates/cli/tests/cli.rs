@@ -993,3 +993,67 @@ fn gate_exit_codes_tell_missing_evidence_and_tampering_from_a_regression() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["status"], "unverified_trace");
 }
+
+#[test]
+fn calibrate_from_the_store_measures_its_inputs() {
+    let base = "1111111111111111111111111111111111111111";
+    let good = "2222222222222222222222222222222222222222";
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st_s = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st_s, "init"], "")
+            .status
+            .success()
+    );
+    std::fs::write(st.join("policy.toml"), POLICY).expect("policy");
+    // The baseline passes every other task: p0 = 0.5.
+    let o = ratchet(
+        d.path(),
+        &["--store", st_s, "append"],
+        &scores_jsonl(base, good, 200, 9),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st_s,
+            "calibrate",
+            "--class",
+            "prompt",
+            "--from-store",
+            base,
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("measured from 200 task(s) of accuracy version 1: p0 0.5000"),
+        "{}",
+        text(&o)
+    );
+    // A tampered store is not calibrated from.
+    {
+        let c = rusqlite::Connection::open(st.join("trace.db")).expect("open");
+        c.execute_batch(
+            "DROP TRIGGER scores_no_update; UPDATE scores SET value = 1.0 WHERE seq = 3;",
+        )
+        .expect("edit");
+    }
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st_s,
+            "calibrate",
+            "--class",
+            "prompt",
+            "--from-store",
+            base,
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("verification failed"), "{}", text(&o));
+}

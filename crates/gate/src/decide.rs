@@ -892,3 +892,91 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
     }
     done(v, Outcome::Promote)
 }
+
+/// What a baseline's recorded scores say about the world a class's test
+/// will run in: the inputs `calibrate` needs, measured instead of assumed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BaselineWorld {
+    /// The scorer (the class's primary scorer).
+    pub scorer: String,
+    /// The version read (the baseline's newest).
+    pub scorer_version: String,
+    /// Tasks the baseline has scores of.
+    pub tasks: u64,
+    /// Share of tasks whose mean score reaches the pass threshold.
+    pub p0: f64,
+    /// Standard deviation of a paired difference, `√2 ×` the sd of the
+    /// baseline's per-task means (two independent runs of equal quality).
+    pub sigma: Option<f64>,
+    /// Share of tasks the baseline ran twice whose two runs tie: the draw
+    /// ratio of a paired comparison at no effect (`None` with no repeats).
+    pub draw: Option<f64>,
+}
+
+/// Estimates [`BaselineWorld`] from `baseline`'s scores of the class's
+/// scorer, on a verified trace (in one read transaction).
+///
+/// # Errors
+/// [`Error::Trace`] if the trace does not verify or cannot be read;
+/// [`Error::InvalidObservation`] if the baseline has no score of the scorer.
+pub fn baseline_world(
+    store: &Store,
+    policy: &ClassPolicy,
+    baseline: &CommitId,
+) -> Result<BaselineWorld> {
+    let snapshot = store.snapshot()?;
+    snapshot.verified(&VerifyOptions::default())?;
+    let scorer = policy.scorer.as_str();
+    let version = match &policy.scorer_version {
+        Some(v) => v.clone(),
+        None => snapshot
+            .shared_scorer_version(scorer, baseline, baseline, u64::MAX)?
+            .ok_or_else(|| Error::InvalidObservation {
+                reason: format!("baseline {baseline} has no score of {scorer}"),
+            })?,
+    };
+    let tasks = snapshot.paired_scores_upto(
+        baseline,
+        baseline,
+        ScorerRef::at_version(scorer, &version),
+        u64::MAX,
+    )?;
+    let means: Vec<f64> = tasks
+        .iter()
+        .filter(|t| !t.baseline.is_empty())
+        .map(|t| t.baseline.iter().sum::<f64>() / t.baseline.len() as f64)
+        .collect();
+    if means.is_empty() {
+        return Err(Error::InvalidObservation {
+            reason: format!("baseline {baseline} has no score of {scorer} version {version}"),
+        });
+    }
+    let n = means.len() as f64;
+    let threshold = policy.pass_threshold.unwrap_or(1.0);
+    let p0 = means.iter().filter(|&&m| m >= threshold).count() as f64 / n;
+    let mean = means.iter().sum::<f64>() / n;
+    let sigma = (means.len() >= 2).then(|| {
+        let var = means.iter().map(|m| (m - mean) * (m - mean)).sum::<f64>() / (n - 1.0);
+        (2.0 * var).sqrt()
+    });
+    let repeated: Vec<&[f64]> = tasks
+        .iter()
+        .map(|t| t.baseline.as_slice())
+        .filter(|runs| runs.len() >= 2)
+        .collect();
+    let draw = (!repeated.is_empty()).then(|| {
+        let ties = repeated
+            .iter()
+            .filter(|runs| runs[0].total_cmp(&runs[1]).is_eq())
+            .count();
+        ties as f64 / repeated.len() as f64
+    });
+    Ok(BaselineWorld {
+        scorer: scorer.to_string(),
+        scorer_version: version,
+        tasks: means.len() as u64,
+        p0,
+        sigma,
+        draw,
+    })
+}

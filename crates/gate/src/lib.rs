@@ -61,8 +61,8 @@ pub use calibrate::{
     wald_bernoulli,
 };
 pub use decide::{
-    EffectEstimate, GateStatus, KIND_DECISION, Outcome, Question, RejectCause, Stage, StageReport,
-    TraceHead, Verdict, decide, decide_at,
+    BaselineWorld, EffectEstimate, GateStatus, KIND_DECISION, Outcome, Question, RejectCause,
+    Stage, StageReport, TraceHead, Verdict, baseline_world, decide, decide_at,
 };
 pub use error::{Error, Result};
 pub use gsprt::{
