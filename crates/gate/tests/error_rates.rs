@@ -15,7 +15,9 @@
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use rand_distr::{Distribution, Normal};
-use ratchet_gate::{Outcome, Policy, Question, decide_at, exact_bernoulli, logistic_score};
+use ratchet_gate::{
+    Outcome, Policy, Question, decide_at, exact_bernoulli, logistic_score, monte_carlo,
+};
 use ratchet_trace::{CommitId, Durability, Score, Store, StoreOptions};
 
 const POLICY: &str = r#"
@@ -195,6 +197,27 @@ fn gaussian_holds_walds_bounds_at_the_null_and_the_alternative() {
     assert!(
         promoted <= bound + tolerance(bound, runs),
         "false promotes {promoted}: {null:?}"
+    );
+    // calibrate's Monte Carlo of the same test (differences N(0, 0.2·√2),
+    // capped at the same 300 tasks) predicts decide's rate: the two
+    // estimates agree within three standard errors of their difference.
+    let policy = Policy::parse(POLICY).expect("policy");
+    let test = policy
+        .class("cont")
+        .expect("class")
+        .gaussian_test()
+        .expect("test");
+    let diff = Normal::new(0.0, 0.2 * std::f64::consts::SQRT_2).expect("normal");
+    let predicted = monte_carlo(&test, 20_000, 300, 23, |r| diff.sample(r))
+        .expect("monte carlo")
+        .point
+        .p_promote;
+    let se = (predicted * (1.0 - predicted) / 20_000.0
+        + predicted * (1.0 - predicted) / runs as f64)
+        .sqrt();
+    assert!(
+        (promoted - predicted).abs() <= 3.0 * se,
+        "decide {promoted} vs calibrate {predicted}"
     );
     let runs = 300;
     let alt = simulate("cont", runs, 300, 22, |r| {
