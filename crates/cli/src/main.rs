@@ -221,9 +221,22 @@ enum Command {
         /// (default: the commit's latest promotion or checkout event).
         #[arg(long)]
         from: Option<u64>,
+        /// The chart: `cusum` (two-sided tabular), `ewma`, `page-hinkley`,
+        /// or `bernoulli` (for 0/1 pass/fail scores, with an exact ARL).
+        #[arg(long, default_value = "cusum", value_parser = ["cusum", "ewma", "page-hinkley", "bernoulli"])]
+        detector: String,
         /// CUSUM reference k (σ units; k = shift/2 detects a shift of 2k fastest).
         #[arg(long, default_value_t = 0.5)]
         k: f64,
+        /// EWMA smoothing λ.
+        #[arg(long, default_value_t = 0.1)]
+        ewma_lambda: f64,
+        /// Page–Hinkley tolerance δ and threshold λ (σ units).
+        #[arg(long, num_args = 2, value_names = ["DELTA", "LAMBDA"], default_values_t = [0.5, 50.0])]
+        page_hinkley: Vec<f64>,
+        /// Bernoulli chart: the change of pass rate to catch (absolute).
+        #[arg(long, default_value_t = 0.1)]
+        pass_shift: f64,
         /// CUSUM decision interval h (σ units); default: the h whose
         /// in-control ARL is --arl0 (Markov chain).
         #[arg(long)]
@@ -842,7 +855,11 @@ fn run(cli: Cli) -> Result<u8> {
             commit,
             scorer,
             from,
+            detector,
             k,
+            ewma_lambda,
+            page_hinkley,
+            pass_shift,
             h,
             arl0,
             two_sided,
@@ -854,9 +871,32 @@ fn run(cli: Cli) -> Result<u8> {
         } => {
             let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
             let commit = CommitId::parse(&commit)?;
-            let h = match h {
-                Some(h) => h,
-                None => ratchet_drift::cusum_h_for_arl0(k, arl0, ratchet_drift::DEFAULT_STATES)?,
+            let chart = match detector.as_str() {
+                "ewma" => ratchet_drift::Chart::Ewma {
+                    lambda: ewma_lambda,
+                    l: ratchet_drift::ewma_l_for_arl0(
+                        ewma_lambda,
+                        arl0,
+                        ratchet_drift::DEFAULT_STATES,
+                    )?,
+                },
+                "page-hinkley" => ratchet_drift::Chart::PageHinkley {
+                    delta: page_hinkley.first().copied().unwrap_or(0.5),
+                    lambda: page_hinkley.get(1).copied().unwrap_or(50.0),
+                },
+                "bernoulli" => ratchet_drift::Chart::Bernoulli {
+                    shift: pass_shift,
+                    arl0,
+                },
+                _ => ratchet_drift::Chart::Cusum {
+                    k,
+                    h: match h {
+                        Some(h) => h,
+                        None => {
+                            ratchet_drift::cusum_h_for_arl0(k, arl0, ratchet_drift::DEFAULT_STATES)?
+                        }
+                    },
+                },
             };
             let watch = if two_sided {
                 ratchet_drift::Watch::Both
@@ -880,13 +920,15 @@ fn run(cli: Cli) -> Result<u8> {
                         )
                     })?,
                 };
-                ratchet_drift::Monitor::start(&snapshot, &commit, &scorer, from, k, h, min_n)?
-                    .watching(watch)
+                ratchet_drift::Monitor::start_chart(
+                    &snapshot, &commit, &scorer, from, chart, watch, min_n,
+                )?
             };
             if !json {
                 println!(
-                    "following {commit} {scorer} after seq {}: CUSUM k {k}, h {h:.3}, watching {:?}",
+                    "following {commit} {scorer} after seq {}: {:?}, watching {:?}",
                     monitor.position(),
+                    monitor.chart(),
                     watch
                 );
             }

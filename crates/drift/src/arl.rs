@@ -23,7 +23,7 @@ fn phi(x: f64) -> f64 {
 
 /// Solves `(I − P) a = 1` for the transient chain `P` (row-major, n × n)
 /// by Gaussian elimination with partial pivoting; returns `a`.
-fn expected_steps(mut m: Vec<f64>, n: usize) -> Result<Vec<f64>> {
+pub(crate) fn expected_steps(mut m: Vec<f64>, n: usize) -> Result<Vec<f64>> {
     // m holds P; turn it into I − P.
     for (i, v) in m.iter_mut().enumerate() {
         *v = if i / n == i % n { 1.0 - *v } else { -*v };

@@ -42,6 +42,7 @@
 #![deny(missing_docs)]
 
 mod arl;
+mod bernoulli;
 mod detectors;
 mod error;
 mod monitor;
@@ -50,9 +51,10 @@ pub use arl::{
     DEFAULT_STATES, RunLengthEstimate, cusum_arl, cusum_arl_one_sided, cusum_h_for_arl0, ewma_arl,
     ewma_l_for_arl0, monte_carlo_arl, siegmund, siegmund_one_sided,
 };
+pub use bernoulli::{BernoulliCusum, bernoulli_cusum_arl};
 pub use detectors::{Alarm, Cusum, Detector, Ewma, EwmaLimits, PageHinkley, Shift};
 pub use error::{Error, Result};
 pub use monitor::{
-    KIND_ALARM, Monitor, RankedCommit, TraceAlarm, WarmupReport, Watch, best_commit,
+    Chart, KIND_ALARM, Monitor, RankedCommit, TraceAlarm, WarmupReport, Watch, best_commit,
     best_commit_by, deployment_start, latest_alarm, record_alarm, size_warmup, warmup_false_alarms,
 };

@@ -10,7 +10,8 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use ratchet_trace::{CommitId, EventDraft, Receipt, ScorerRef, Store};
 
-use crate::detectors::{Alarm, Cusum, Detector, Shift};
+use crate::bernoulli::BernoulliCusum;
+use crate::detectors::{Alarm, Cusum, Detector, Ewma, EwmaLimits, PageHinkley, Shift};
 use crate::error::{Error, Result, invalid};
 
 /// Event kind of an appended alarm.
@@ -76,6 +77,88 @@ impl Watch {
     }
 }
 
+/// Which chart a [`Monitor`] runs, scaled to the commit's measured
+/// baseline (mean and σ; for pass/fail scores, the pass rate).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+#[serde(tag = "chart", rename_all = "snake_case")]
+pub enum Chart {
+    /// The two-sided tabular CUSUM: reference `k`, interval `h` (σ units).
+    Cusum {
+        /// Reference (half the shift to catch, σ units).
+        k: f64,
+        /// Decision interval (σ units).
+        h: f64,
+    },
+    /// EWMA with smoothing `lambda` and width `l` (σ units, steady-state limits).
+    Ewma {
+        /// Smoothing λ in (0, 1].
+        lambda: f64,
+        /// Limit width L.
+        l: f64,
+    },
+    /// Page–Hinkley with tolerance `delta` and threshold `lambda` (σ units).
+    PageHinkley {
+        /// Tolerance δ.
+        delta: f64,
+        /// Threshold λ.
+        lambda: f64,
+    },
+    /// The Bernoulli CUSUM for 0/1 scores ([`BernoulliCusum`]): tuned to a
+    /// move of the pass rate by `shift` in the watched direction, with the
+    /// interval whose exact in-control ARL is `arl0`. One-sided.
+    Bernoulli {
+        /// Absolute change of the pass rate to catch.
+        shift: f64,
+        /// In-control average run length.
+        arl0: f64,
+    },
+}
+
+/// A monitor's running chart.
+#[derive(Debug, Clone, PartialEq)]
+enum LiveChart {
+    Cusum(Cusum),
+    Ewma(Ewma),
+    PageHinkley(PageHinkley),
+    Bernoulli(BernoulliCusum),
+}
+
+impl LiveChart {
+    fn build(chart: Chart, mean: f64, sd: f64, watch: Watch) -> Result<LiveChart> {
+        Ok(match chart {
+            Chart::Cusum { k, h } => LiveChart::Cusum(Cusum::new(mean, sd, k, h)?),
+            Chart::Ewma { lambda, l } => {
+                LiveChart::Ewma(Ewma::new(mean, sd, lambda, l, EwmaLimits::SteadyState)?)
+            }
+            Chart::PageHinkley { delta, lambda } => {
+                LiveChart::PageHinkley(PageHinkley::new(delta * sd, lambda * sd)?)
+            }
+            Chart::Bernoulli { shift, arl0 } => {
+                let p1 = match watch {
+                    Watch::Decreases => mean - shift,
+                    Watch::Increases => mean + shift,
+                    Watch::Both => {
+                        return Err(invalid(
+                            "watch",
+                            "the Bernoulli CUSUM is one-sided: watch decreases or increases",
+                        ));
+                    }
+                };
+                LiveChart::Bernoulli(BernoulliCusum::for_arl0(mean, p1, arl0)?)
+            }
+        })
+    }
+
+    fn detector(&mut self) -> &mut dyn Detector {
+        match self {
+            LiveChart::Cusum(d) => d,
+            LiveChart::Ewma(d) => d,
+            LiveChart::PageHinkley(d) => d,
+            LiveChart::Bernoulli(d) => d,
+        }
+    }
+}
+
 /// Follows one commit's scores of one scorer with a CUSUM whose in-control
 /// mean and σ are that commit's measured statistics at `from_seq`, reporting
 /// the shifts it [`Watch`]es (by default decreases; a shift the other way
@@ -88,7 +171,8 @@ pub struct Monitor {
     scorer: String,
     version: String,
     watch: Watch,
-    detector: Cusum,
+    chart: Chart,
+    detector: LiveChart,
     baseline_mean: f64,
     baseline_sd: f64,
     position: u64,
@@ -112,6 +196,32 @@ impl Monitor {
         from_seq: u64,
         k: f64,
         h: f64,
+        min_n: u64,
+    ) -> Result<Self> {
+        Monitor::start_chart(
+            store,
+            commit,
+            scorer,
+            from_seq,
+            Chart::Cusum { k, h },
+            Watch::default(),
+            min_n,
+        )
+    }
+
+    /// [`Monitor::start`] with any [`Chart`], watching `watch`.
+    ///
+    /// # Errors
+    /// As [`Monitor::start`]; [`Error::InvalidParameter`] for the chart's
+    /// parameters (a Bernoulli chart on scores that are not 0/1 fails at
+    /// its first such score).
+    pub fn start_chart(
+        store: &Store,
+        commit: &CommitId,
+        scorer: &str,
+        from_seq: u64,
+        chart: Chart,
+        watch: Watch,
         min_n: u64,
     ) -> Result<Self> {
         // One version: the newest the commit has at the start. Scores of
@@ -142,8 +252,9 @@ impl Monitor {
             commit: commit.clone(),
             scorer: scorer.to_string(),
             version,
-            watch: Watch::default(),
-            detector: Cusum::new(stats.mean, sd, k, h)?,
+            watch,
+            chart,
+            detector: LiveChart::build(chart, stats.mean, sd, watch)?,
             baseline_mean: stats.mean,
             baseline_sd: sd,
             position: from_seq,
@@ -151,10 +262,23 @@ impl Monitor {
         })
     }
 
-    /// Which shifts alarm (default [`Watch::Decreases`]).
-    pub fn watching(mut self, watch: Watch) -> Self {
+    /// Which shifts alarm (default [`Watch::Decreases`]). A one-sided
+    /// Bernoulli chart is rebuilt for the new direction.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for [`Watch::Both`] on a Bernoulli chart.
+    pub fn watching(mut self, watch: Watch) -> Result<Self> {
+        if matches!(self.chart, Chart::Bernoulli { .. }) && watch != self.watch {
+            self.detector =
+                LiveChart::build(self.chart, self.baseline_mean, self.baseline_sd, watch)?;
+        }
         self.watch = watch;
-        self
+        Ok(self)
+    }
+
+    /// The chart run.
+    pub fn chart(&self) -> Chart {
+        self.chart
     }
 
     /// The shifts this monitor reports.
@@ -177,9 +301,12 @@ impl Monitor {
         &self.version
     }
 
-    /// The detector's state.
-    pub fn detector(&self) -> &Cusum {
-        &self.detector
+    /// The CUSUM's state, when the chart is a CUSUM.
+    pub fn cusum(&self) -> Option<&Cusum> {
+        match &self.detector {
+            LiveChart::Cusum(c) => Some(c),
+            _ => None,
+        }
     }
 
     /// Reads the new scores of the stream and returns the alarms they raise,
@@ -199,9 +326,9 @@ impl Monitor {
             for &(seq, value) in &page {
                 self.seqs.push(seq);
                 self.position = seq;
-                if let Some(alarm) = self.detector.update(value)? {
+                if let Some(alarm) = self.detector.detector().update(value)? {
                     if !self.watch.reports(alarm.shift) {
-                        self.detector.reset();
+                        self.detector.detector().reset();
                         self.seqs.clear();
                         continue;
                     }
@@ -218,7 +345,7 @@ impl Monitor {
                         baseline_mean: self.baseline_mean,
                         baseline_sd: self.baseline_sd,
                     });
-                    self.detector.reset();
+                    self.detector.detector().reset();
                     self.seqs.clear();
                 }
             }

@@ -120,6 +120,7 @@ fn the_monitor_watches_the_harmful_direction_and_starts_at_the_deployment() {
         Monitor::start(&store, &a, "quality", promoted.seq, 0.5, 5.0, 30)
             .expect("monitor")
             .watching(w)
+            .expect("a CUSUM watches any direction")
     };
     let mut harm_only = start(Watch::default());
     assert_eq!(harm_only.watch(), Watch::Decreases);
@@ -165,7 +166,10 @@ fn monitor_state_is_rebuilt_by_replaying_the_trace() {
     let mut replayed = Monitor::start(&store, &a, "quality", start, 0.5, 5.0, 30).expect("monitor");
     replayed.poll(&store).expect("poll");
     assert_eq!(incremental, replayed);
-    assert!(incremental.detector().statistics() != (0.0, 0.0) || incremental.position() > start);
+    assert!(
+        incremental.cusum().expect("a CUSUM").statistics() != (0.0, 0.0)
+            || incremental.position() > start
+    );
 }
 
 #[test]
@@ -269,4 +273,51 @@ fn a_monitor_follows_one_scorer_version() {
     let alarms = monitor.poll(&store).expect("poll");
     let first = alarms.first().expect("caught");
     assert_eq!(first.scorer_version.as_deref(), Some("1"));
+}
+
+#[test]
+fn a_pass_fail_stream_gets_the_bernoulli_chart() {
+    use rand::Rng;
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
+    let mut rng = StdRng::seed_from_u64(21);
+    let a = commit(1);
+    let pass_fail = |n: usize, p: f64, tag: &str, rng: &mut StdRng| -> Vec<Score> {
+        (0..n)
+            .map(|i| {
+                Score::new(
+                    a.clone(),
+                    format!("{tag}-{i}"),
+                    "passed",
+                    f64::from(u8::from(rng.random_bool(p))),
+                )
+            })
+            .collect()
+    };
+    store
+        .record_scores(&pass_fail(400, 0.7, "measured", &mut rng), "eval")
+        .expect("baseline");
+    let start = store.head().expect("head").size;
+    let chart = ratchet_drift::Chart::Bernoulli {
+        shift: 0.15,
+        arl0: 10_000.0,
+    };
+    let mut monitor =
+        Monitor::start_chart(&store, &a, "passed", start, chart, Watch::Decreases, 30)
+            .expect("monitor");
+    store
+        .record_scores(&pass_fail(1000, 0.7, "live", &mut rng), "live")
+        .expect("live");
+    assert!(monitor.poll(&store).expect("poll").is_empty(), "in control");
+    store
+        .record_scores(&pass_fail(300, 0.45, "drop", &mut rng), "live")
+        .expect("drop");
+    let alarms = monitor.poll(&store).expect("poll");
+    let first = alarms.first().expect("the drop is caught");
+    assert_eq!(first.alarm.detector, "bernoulli_cusum");
+    assert_eq!(first.alarm.shift, Shift::Down);
+    // One-sided: both directions at once is refused, by name.
+    let err = Monitor::start_chart(&store, &a, "passed", start, chart, Watch::Both, 30)
+        .expect_err("one-sided");
+    assert!(err.to_string().contains("one-sided"), "{err}");
 }

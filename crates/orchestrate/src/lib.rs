@@ -296,7 +296,7 @@ pub fn heal(
         options.h,
         options.min_n,
     )?
-    .watching(Watch::harm(options.lower_is_better));
+    .watching(Watch::harm(options.lower_is_better))?;
     Ok((report, Some(monitor)))
 }
 
