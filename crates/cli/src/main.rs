@@ -570,7 +570,7 @@ fn run(cli: Cli) -> Result<u8> {
             let direction = match direction.as_deref() {
                 Some("lower") => ratchet_scorers::Direction::LowerIsBetter,
                 Some(_) => ratchet_scorers::Direction::HigherIsBetter,
-                None => ratchet_scorers::direction_of(&scorer),
+                None => ratchet_scorers::direction_in(&store, &scorer)?,
             };
             // Validate the score before declaring anything about its scorer.
             let score = Score {
@@ -902,7 +902,7 @@ fn run(cli: Cli) -> Result<u8> {
                 ratchet_drift::Watch::Both
             } else {
                 ratchet_drift::Watch::harm(
-                    ratchet_scorers::direction_of(&scorer)
+                    ratchet_scorers::direction_in(&store, &scorer)?
                         == ratchet_scorers::Direction::LowerIsBetter,
                 )
             };
@@ -991,7 +991,7 @@ fn run(cli: Cli) -> Result<u8> {
             let opts = ratchet_orchestrate::HealOptions {
                 min_n,
                 dry_run,
-                lower_is_better: ratchet_scorers::direction_of(&alarm.scorer)
+                lower_is_better: ratchet_scorers::direction_in(&store, &alarm.scorer)?
                     == ratchet_scorers::Direction::LowerIsBetter,
                 ..Default::default()
             };

@@ -255,17 +255,31 @@ pub fn decide_at(store: &Store, q: &Question<'_>, seq: u64) -> Result<Verdict> {
 }
 
 /// Per-task means of the two sides, for tasks both ran, in task order.
+/// Per-task means of both sides in task-name order, up to the first task
+/// the baseline has a score of but the candidate does not: such a gap ends
+/// the sequence (the rest waits for it to be filled) instead of being
+/// skipped, so a candidate cannot pick the tasks that count by leaving the
+/// hard ones out. Tasks only the candidate ran are not pairs and are passed
+/// over. Returns the two sides and the first gap, if any.
 fn paired_means(
     store: &Store,
     q: &Question<'_>,
     scorer: ScorerRef<'_>,
     at: u64,
-) -> Result<(Vec<f64>, Vec<f64>)> {
-    Ok(store
-        .paired_means_upto(q.baseline, q.candidate, scorer, at)?
-        .into_iter()
-        .map(|m| (m.baseline, m.candidate))
-        .unzip())
+) -> Result<(Vec<f64>, Vec<f64>, Option<String>)> {
+    let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len() as f64;
+    let (mut base, mut cand) = (Vec::new(), Vec::new());
+    for t in store.paired_scores_upto(q.baseline, q.candidate, scorer, at)? {
+        match (t.baseline.is_empty(), t.candidate.is_empty()) {
+            (false, true) => return Ok((base, cand, Some(t.task))),
+            (false, false) => {
+                base.push(mean(&t.baseline));
+                cand.push(mean(&t.candidate));
+            }
+            _ => {}
+        }
+    }
+    Ok((base, cand, None))
 }
 
 /// Whether `scorer` improves downwards: its direction as declared in the
@@ -539,8 +553,27 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
     let mut inv_reports = Vec::new();
     let mut failure: Option<(RejectCause, String)> = None;
     for inv in &p.invariants {
-        let per_task: Vec<(String, f64)> = store
-            .paired_scores_upto(q.baseline, q.candidate, at_version(&inv.scorer), at)?
+        let tasks =
+            store.paired_scores_upto(q.baseline, q.candidate, at_version(&inv.scorer), at)?;
+        // An invariant holds on every task: a task the baseline was checked
+        // on and the candidate was not is missing evidence, not a pass.
+        let uncovered: Vec<&str> = tasks
+            .iter()
+            .filter(|t| !t.baseline.is_empty() && t.candidate.is_empty())
+            .map(|t| t.task.as_str())
+            .collect();
+        if !uncovered.is_empty() && failure.is_none() {
+            failure = Some((
+                RejectCause::MissingEvidence,
+                format!(
+                    "invariant {}: the candidate has no score on {} task(s) the baseline has (first: {}); fails closed",
+                    inv.scorer,
+                    uncovered.len(),
+                    uncovered[0]
+                ),
+            ));
+        }
+        let per_task: Vec<(String, f64)> = tasks
             .into_iter()
             .filter(|t| !t.candidate.is_empty())
             .map(|t| {
@@ -613,7 +646,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
     } else {
         1.0
     };
-    let (base, cand) = paired_means(store, q, at_version(&p.scorer), at)?;
+    let (base, cand, gap) = paired_means(store, q, at_version(&p.scorer), at)?;
     if base.is_empty() {
         v.stages.push(StageReport {
             stage: Stage::Sequential,
@@ -783,6 +816,9 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
         obj.insert("max_n".into(), serde_json::json!(p.max_n));
         obj.insert("decision".into(), serde_json::json!(decision));
         obj.insert("tasks_available".into(), serde_json::json!(base.len()));
+        if let Some(task) = &gap {
+            obj.insert("stopped_at_missing_task".into(), serde_json::json!(task));
+        }
     }
     v.stages.push(StageReport {
         stage: Stage::Sequential,
@@ -835,9 +871,14 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
                 v,
                 Outcome::Continue {
                     expected_more,
-                    reason: format!(
-                        "LLR {llr:.3} between {lower:.3} and {upper:.3} after {n} observations"
-                    ),
+                    reason: match &gap {
+                        Some(task) => format!(
+                            "LLR {llr:.3} between {lower:.3} and {upper:.3} after {n} observations; the candidate has no score yet on task {task}, where the sequence waits"
+                        ),
+                        None => format!(
+                            "LLR {llr:.3} between {lower:.3} and {upper:.3} after {n} observations"
+                        ),
+                    },
                 },
             );
         }
@@ -853,7 +894,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
         // The guardrail's direction must agree with the scorer's declared one.
         lower_is_better(store, q, &g.scorer, Some(g.direction), at)?;
         let test = NonInferiority::new(g.direction.into(), margin, p.alpha)?;
-        let (gb, gc) = paired_means(store, q, at_version(&g.scorer), at)?;
+        let (gb, gc, _) = paired_means(store, q, at_version(&g.scorer), at)?;
         let stage = Stage::Guardrail(g.scorer.clone());
         if gb.len() < 2 {
             v.stages.push(StageReport {

@@ -74,8 +74,8 @@ pub struct ScorerDeclaration {
     pub direction: Direction,
 }
 
-/// The direction `scorer` was declared with in the trace at or before
-/// `max_seq` (its first declaration, and the seq of it), if any.
+/// The direction `scorer` was declared with by this store at or before
+/// `max_seq` (its first own declaration, and the seq of it), if any.
 ///
 /// # Errors
 /// [`crate::Error::Trace`] if the store cannot be read or a declaration
@@ -88,6 +88,11 @@ pub fn declared_direction(
     for e in store.events_of_kinds(&[ReservedKind::Scorer.as_str()])? {
         if e.seq > max_seq {
             break;
+        }
+        // Only this store's own declarations: one merged in from a cell
+        // is what the cell believed, never a rule for this store.
+        if e.origin.is_some() {
+            continue;
         }
         let d: ScorerDeclaration = serde_json::from_slice(&e.payload).map_err(|err| {
             ratchet_trace::Error::InvalidInput {
@@ -137,6 +142,17 @@ pub fn declare_scorer(
     // (Two writers declaring at once may both append; the first
     // declaration stands, which is what every reader takes.)
     Ok(Some(store.append(draft)?))
+}
+
+/// The direction `scorer` improves in: its declaration in the trace, else
+/// the built-in default ([`direction_of`]). What every reader that needs a
+/// direction (gate, watch, heal, ingestion) goes by.
+///
+/// # Errors
+/// As [`declared_direction`].
+pub fn direction_in(store: &Store, scorer: &str) -> Result<Direction> {
+    Ok(declared_direction(store, scorer, u64::MAX)?
+        .map_or_else(|| direction_of(scorer), |(d, _)| d))
 }
 
 /// The direction of any scorer: an anchor's own, criterion timings

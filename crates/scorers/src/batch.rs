@@ -3,8 +3,16 @@
 //!
 //! An observation is an event of kind `observation` (payload: task, rubric,
 //! the judge's JSON) under a commit. The score it yields is recorded with
-//! session `observation:<seq>` and the rubric's version, which is what makes
-//! a second run find nothing to do — until the rubric changes.
+//! session `observation:<id>` (the observation event's id, which a merge
+//! preserves) and the rubric's version, which is what makes a second run —
+//! here, or in a home the events were merged into — find nothing to do,
+//! until the rubric changes. Scores written before ids were used name the
+//! observation's seq (`observation:<seq>`); those still count for this
+//! store's own observations.
+//!
+//! The observations are read from a verified trace (with the writer key the
+//! store was opened with): a file writer cannot edit an observation and
+//! have the key holder's run turn it into a genuinely signed score.
 
 use std::collections::HashSet;
 
@@ -80,17 +88,27 @@ pub fn score_pending(store: &mut Store, rubrics: &RubricSet) -> Result<BatchRepo
         .iter()
         .map(|r| (r.name.clone(), r.version()))
         .collect();
-    let mut done: HashSet<(u64, String)> = HashSet::new();
-    let mut pending: Vec<(u64, CommitId, ObservationPayload)> = Vec::new();
+    // Scores already made: by observation id (any origin: a cell's score of
+    // a merged observation is that observation's score), or by the legacy
+    // seq form (this store's own scores of its own observations only).
+    let mut done: HashSet<(String, String)> = HashSet::new();
+    let mut pending: Vec<(u64, ratchet_trace::Ulid, bool, CommitId, ObservationPayload)> =
+        Vec::new();
     let mut report = BatchReport::default();
-    for e in store.tail(0) {
+    let snapshot = store.snapshot()?;
+    snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
+    for e in snapshot.tail(0) {
         let e = e?;
         if e.kind == KIND_SCORE {
-            if let Some(seq) = e
-                .session
-                .strip_prefix(SESSION_PREFIX)
-                .and_then(|s| s.parse::<u64>().ok())
-            {
+            let named =
+                e.session
+                    .strip_prefix(SESSION_PREFIX)
+                    .and_then(|rest| match rest.parse::<u64>() {
+                        Ok(_) if e.origin.is_some() => None,
+                        Ok(seq) => Some(format!("seq:{seq}")),
+                        Err(_) => Some(rest.to_string()),
+                    });
+            if let Some(key) = named {
                 let version = serde_json::from_slice::<serde_json::Value>(&e.payload)
                     .ok()
                     .and_then(|v| {
@@ -99,7 +117,7 @@ pub fn score_pending(store: &mut Store, rubrics: &RubricSet) -> Result<BatchRepo
                             .map(String::from)
                     })
                     .unwrap_or_default();
-                done.insert((seq, version));
+                done.insert((key, version));
             }
         } else if e.kind == KIND_OBSERVATION {
             report.observations += 1;
@@ -107,7 +125,7 @@ pub fn score_pending(store: &mut Store, rubrics: &RubricSet) -> Result<BatchRepo
                 serde_json::from_slice::<ObservationPayload>(&e.payload),
                 e.commit,
             ) {
-                (Ok(p), Some(c)) => pending.push((e.seq, c, p)),
+                (Ok(p), Some(c)) => pending.push((e.seq, e.id, e.origin.is_none(), c, p)),
                 (Err(err), _) => report
                     .invalid
                     .push((e.seq, format!("not an observation payload: {err}"))),
@@ -117,8 +135,9 @@ pub fn score_pending(store: &mut Store, rubrics: &RubricSet) -> Result<BatchRepo
             }
         }
     }
+    drop(snapshot);
     let mut drafts = Vec::new();
-    for (seq, commit, p) in pending {
+    for (seq, id, own, commit, p) in pending {
         let Some(rubric) = rubrics.get(&p.rubric) else {
             report.unknown_rubric += 1;
             continue;
@@ -128,7 +147,9 @@ pub fn score_pending(store: &mut Store, rubrics: &RubricSet) -> Result<BatchRepo
             .find(|(n, _)| *n == p.rubric)
             .map(|(_, v)| v.clone())
             .unwrap_or_default();
-        if done.contains(&(seq, version.clone())) {
+        let scored = done.contains(&(id.to_string(), version.clone()))
+            || (own && done.contains(&(format!("seq:{seq}"), version.clone())));
+        if scored {
             report.already_scored += 1;
             continue;
         }
@@ -137,7 +158,7 @@ pub fn score_pending(store: &mut Store, rubrics: &RubricSet) -> Result<BatchRepo
                 let mut s = Score::new(commit, p.task, rubric.name.clone(), value);
                 s.scorer_version = version;
                 s.holdout = rubric.holdout;
-                drafts.push(s.to_draft()?.session(format!("{SESSION_PREFIX}{seq}")));
+                drafts.push(s.to_draft()?.session(format!("{SESSION_PREFIX}{id}")));
             }
             Err(e) => report.invalid.push((seq, e.to_string())),
         }

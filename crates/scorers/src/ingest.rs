@@ -50,7 +50,9 @@ fn ingest_key(format: &str, commit: Option<&CommitId>, content: &[u8]) -> String
 fn declare_all<'a>(store: &mut Store, scorers: impl IntoIterator<Item = &'a str>) -> Result<()> {
     let mut seen = std::collections::BTreeSet::new();
     for name in scorers {
-        if seen.insert(name) {
+        // A scorer declared before keeps its direction (declared by hand,
+        // e.g. a custom lower-is-better metric); a new one gets the default.
+        if seen.insert(name) && crate::declared_direction(store, name, u64::MAX)?.is_none() {
             crate::declare_scorer(store, name, crate::direction_of(name))?;
         }
     }
@@ -111,11 +113,36 @@ pub fn parse_junit(xml: &str, file: &Path, commit: &CommitId) -> Result<Vec<Test
     if report.test_suites.is_empty() {
         return Err(malformed(file, "<testsuites>", "holds no <testsuite>"));
     }
+    // quick-junit reads only top-level suites: a nested <testsuite> (as
+    // PHPUnit and Ant write them) would silently drop its test cases, and
+    // with them its failures. Refuse rather than count a partial report.
+    let opened = xml
+        .match_indices("<testsuite")
+        .filter(|(i, m)| {
+            xml[i + m.len()..]
+                .chars()
+                .next()
+                .is_some_and(|c| c == '>' || c == '/' || c.is_whitespace())
+        })
+        .count();
+    if opened > report.test_suites.len() {
+        return Err(malformed(
+            file,
+            "<testsuite>",
+            format!(
+                "{opened} <testsuite> elements but {} at the top level: nested suites are not read, so the report is refused",
+                report.test_suites.len()
+            ),
+        ));
+    }
     let mut runs = Vec::new();
     for (i, suite) in report.test_suites.iter().enumerate() {
         let (mut passed, mut failed, mut skipped) = (0u64, 0u64, 0u64);
         for case in &suite.test_cases {
             match &case.status {
+                // A test that failed and passed on a rerun failed: every run
+                // counts (Surefire's <flakyFailure>/<flakyError>).
+                TestCaseStatus::Success { flaky_runs } if !flaky_runs.is_empty() => failed += 1,
                 TestCaseStatus::Success { .. } => passed += 1,
                 TestCaseStatus::NonSuccess {
                     kind: NonSuccessKind::Failure | NonSuccessKind::Error,
@@ -352,7 +379,12 @@ pub fn ingest_jsonl(
     // Measured cost and latency also become their anchor scores.
     let anchors = crate::anchors::cost_and_latency(&scores);
     scores.extend(anchors);
-    let key = ingest_key("jsonl", commit, text.as_bytes());
+    // Keyed on the scores as resolved (each line's own commit, or the
+    // default), not on the flags: the same evidence is the same ingestion
+    // however it was named on the command line.
+    let resolved =
+        serde_json::to_vec(&scores).map_err(|e| malformed(path, "scores", e.to_string()))?;
+    let key = ingest_key("jsonl", None, &resolved);
     store_scores(store, &key, &scores, session)
 }
 

@@ -55,7 +55,7 @@ mod rubric;
 
 pub use anchors::{
     Anchor, Direction, ScorerDeclaration, cost_and_latency, declare_scorer, declared_direction,
-    direction_of, record_build_status,
+    direction_in, direction_of, record_build_status,
 };
 pub use batch::{BatchReport, KIND_OBSERVATION, record_observation, score_pending};
 pub use error::{Error, Problem, Result};

@@ -536,8 +536,9 @@ impl Store {
     }
 
     /// Appends `drafts` in one transaction unless a batch with the same
-    /// idempotency `key` was appended before (by any process: the check runs
-    /// inside the write transaction). The batch is followed by a reserved
+    /// idempotency `key` was appended before by this store (by any process:
+    /// the check runs inside the write transaction; a marker merged in from
+    /// a cell says nothing about what this store holds and is ignored). The batch is followed by a reserved
     /// `ingest` event whose session is `ingest:<key>`, which is how a second
     /// attempt recognizes the first: a report ingested twice is counted once.
     ///
@@ -596,7 +597,8 @@ impl Store {
         if let Some(session) = &once_session {
             let earlier: Option<i64> = tx
                 .prepare_cached(
-                    "SELECT seq FROM events NOT INDEXED WHERE kind = ?1 AND session = ?2 AND seq >= 1 ORDER BY seq LIMIT 1",
+                    "SELECT seq FROM events NOT INDEXED WHERE kind = ?1 AND session = ?2 AND seq >= 1
+                       AND origin_store IS NULL ORDER BY seq LIMIT 1",
                 )
                 .and_then(|mut st| {
                     st.query_row(
