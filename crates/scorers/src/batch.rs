@@ -88,12 +88,18 @@ pub fn score_pending(store: &mut Store, rubrics: &RubricSet) -> Result<BatchRepo
         .iter()
         .map(|r| (r.name.clone(), r.version()))
         .collect();
-    // Scores already made: by observation id (any origin: a cell's score of
-    // a merged observation is that observation's score), or by the legacy
-    // seq form (this store's own scores of its own observations only).
-    let mut done: HashSet<(String, String)> = HashSet::new();
-    let mut pending: Vec<(u64, ratchet_trace::Ulid, bool, CommitId, ObservationPayload)> =
-        Vec::new();
+    // Scores already made, by observation id and the store that made them
+    // (a cell's score counts for an observation merged from that same cell,
+    // never for one of ours), or by the legacy seq form (this store's own
+    // scores of its own observations only).
+    let mut done: HashSet<(String, String, Option<String>)> = HashSet::new();
+    let mut pending: Vec<(
+        u64,
+        ratchet_trace::Ulid,
+        Option<String>,
+        CommitId,
+        ObservationPayload,
+    )> = Vec::new();
     let mut report = BatchReport::default();
     let snapshot = store.snapshot()?;
     snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
@@ -117,7 +123,7 @@ pub fn score_pending(store: &mut Store, rubrics: &RubricSet) -> Result<BatchRepo
                             .map(String::from)
                     })
                     .unwrap_or_default();
-                done.insert((key, version));
+                done.insert((key, version, e.origin.as_ref().map(|o| o.store.clone())));
             }
         } else if e.kind == KIND_OBSERVATION {
             report.observations += 1;
@@ -125,7 +131,13 @@ pub fn score_pending(store: &mut Store, rubrics: &RubricSet) -> Result<BatchRepo
                 serde_json::from_slice::<ObservationPayload>(&e.payload),
                 e.commit,
             ) {
-                (Ok(p), Some(c)) => pending.push((e.seq, e.id, e.origin.is_none(), c, p)),
+                (Ok(p), Some(c)) => pending.push((
+                    e.seq,
+                    e.id,
+                    e.origin.as_ref().map(|o| o.store.clone()),
+                    c,
+                    p,
+                )),
                 (Err(err), _) => report
                     .invalid
                     .push((e.seq, format!("not an observation payload: {err}"))),
@@ -137,7 +149,7 @@ pub fn score_pending(store: &mut Store, rubrics: &RubricSet) -> Result<BatchRepo
     }
     drop(snapshot);
     let mut drafts = Vec::new();
-    for (seq, id, own, commit, p) in pending {
+    for (seq, id, origin, commit, p) in pending {
         let Some(rubric) = rubrics.get(&p.rubric) else {
             report.unknown_rubric += 1;
             continue;
@@ -147,8 +159,8 @@ pub fn score_pending(store: &mut Store, rubrics: &RubricSet) -> Result<BatchRepo
             .find(|(n, _)| *n == p.rubric)
             .map(|(_, v)| v.clone())
             .unwrap_or_default();
-        let scored = done.contains(&(id.to_string(), version.clone()))
-            || (own && done.contains(&(format!("seq:{seq}"), version.clone())));
+        let scored = done.contains(&(id.to_string(), version.clone(), origin.clone()))
+            || (origin.is_none() && done.contains(&(format!("seq:{seq}"), version.clone(), None)));
         if scored {
             report.already_scored += 1;
             continue;

@@ -385,6 +385,16 @@ pub fn ingest_jsonl(
     let resolved =
         serde_json::to_vec(&scores).map_err(|e| malformed(path, "scores", e.to_string()))?;
     let key = ingest_key("jsonl", None, &resolved);
+    // Directions known by construction are declared: anchors (cost,
+    // latency…) and rubric scores (higher is better). A plain score of any
+    // other name is left undeclared, so its first declaration is a person's
+    // (`record-score --direction`) or the policy's, never a guess.
+    let known: Vec<&str> = scores
+        .iter()
+        .map(|s| s.scorer.as_str())
+        .filter(|name| crate::Anchor::from_scorer(name).is_some() || rubrics.get(name).is_some())
+        .collect();
+    declare_all(store, known)?;
     store_scores(store, &key, &scores, session)
 }
 
@@ -395,7 +405,6 @@ fn store_scores(
     scores: &[Score],
     session: &str,
 ) -> Result<IngestReport> {
-    declare_all(store, scores.iter().map(|s| s.scorer.as_str()))?;
     let drafts = scores
         .iter()
         .map(|s| Ok(s.to_draft()?.session(session)))
@@ -557,5 +566,6 @@ pub fn ingest_criterion(
     let content =
         serde_json::to_vec(&scores).map_err(|e| malformed(dir, "results", e.to_string()))?;
     let key = ingest_key("criterion", Some(commit), &content);
+    declare_all(store, [CRITERION_NS])?;
     store_scores(store, &key, &scores, session)
 }
