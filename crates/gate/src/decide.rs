@@ -267,14 +267,13 @@ fn paired_means(
     scorer: ScorerRef<'_>,
     at: u64,
 ) -> Result<(Vec<f64>, Vec<f64>, Option<String>)> {
-    let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len() as f64;
     let (mut base, mut cand) = (Vec::new(), Vec::new());
-    for t in store.paired_scores_upto(q.baseline, q.candidate, scorer, at)? {
-        match (t.baseline.is_empty(), t.candidate.is_empty()) {
-            (false, true) => return Ok((base, cand, Some(t.task))),
-            (false, false) => {
-                base.push(mean(&t.baseline));
-                cand.push(mean(&t.candidate));
+    for t in store.task_means_upto(q.baseline, q.candidate, scorer, at)? {
+        match (t.baseline, t.candidate) {
+            (Some(_), None) => return Ok((base, cand, Some(t.task))),
+            (Some(b), Some(c)) => {
+                base.push(b);
+                cand.push(c);
             }
             _ => {}
         }

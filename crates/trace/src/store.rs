@@ -174,6 +174,18 @@ pub struct PairedTask {
     pub candidate: Vec<f64>,
 }
 
+/// One task's mean scores under a baseline and a candidate (`None`: that
+/// side has no score of it).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskMeans {
+    /// The task.
+    pub task: String,
+    /// The baseline's mean.
+    pub baseline: Option<f64>,
+    /// The candidate's mean.
+    pub candidate: Option<f64>,
+}
+
 /// Per-task mean scores of a baseline and a candidate, for tasks both ran.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct PairedMeans {
@@ -1073,8 +1085,7 @@ impl Store {
     }
 
     /// Per-task means of `scorer` for the tasks both commits ran, in task
-    /// order, over the scores recorded at or before `max_seq`: the gate's hot
-    /// path. One pass over the scores table in seq order.
+    /// order, over the scores recorded at or before `max_seq`.
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
@@ -1085,6 +1096,32 @@ impl Store {
         scorer: impl Into<ScorerRef<'s>>,
         max_seq: u64,
     ) -> Result<Vec<PairedMeans>> {
+        Ok(self
+            .task_means_upto(baseline, candidate, scorer, max_seq)?
+            .into_iter()
+            .filter_map(|t| {
+                Some(PairedMeans {
+                    baseline: t.baseline?,
+                    candidate: t.candidate?,
+                })
+            })
+            .collect())
+    }
+
+    /// Per-task means of `scorer` under each commit (`None` where a commit
+    /// has no score of the task), in task order, over the scores recorded at
+    /// or before `max_seq`: the gate's hot path (it needs the tasks one side
+    /// lacks too). One pass over the scores table in seq order.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails.
+    pub fn task_means_upto<'s>(
+        &self,
+        baseline: &CommitId,
+        candidate: &CommitId,
+        scorer: impl Into<ScorerRef<'s>>,
+        max_seq: u64,
+    ) -> Result<Vec<TaskMeans>> {
         // Per task: (sum, count) for the baseline and for the candidate.
         type Sums = [(f64, u32); 2];
         let mut sums: std::collections::HashMap<Vec<u8>, Sums> = Default::default();
@@ -1106,16 +1143,15 @@ impl Store {
                 }
             },
         )?;
-        let mut both: Vec<(Vec<u8>, Sums)> = sums
+        let mut tasks: Vec<(Vec<u8>, Sums)> = sums.into_iter().collect();
+        tasks.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mean = |(sum, n): (f64, u32)| (n > 0).then(|| sum / f64::from(n));
+        Ok(tasks
             .into_iter()
-            .filter(|(_, [b, c])| b.1 > 0 && c.1 > 0)
-            .collect();
-        both.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        Ok(both
-            .into_iter()
-            .map(|(_, [b, c])| PairedMeans {
-                baseline: b.0 / f64::from(b.1),
-                candidate: c.0 / f64::from(c.1),
+            .map(|(task, [b, c])| TaskMeans {
+                task: String::from_utf8_lossy(&task).into_owned(),
+                baseline: mean(b),
+                candidate: mean(c),
             })
             .collect())
     }
