@@ -3,36 +3,12 @@
 //! exist, reserved kinds cannot be forged, evidence is counted once, and
 //! nothing decides or acts on a trace that does not verify.
 
-use std::io::Write;
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
-fn ratchet(cwd: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ratchet"))
-        .current_dir(cwd)
-        .args(args)
-        .env_remove("RATCHET_STORE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ratchet");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write stdin");
-    child.wait_with_output().expect("wait")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use common::{ratchet, text};
 
 const BASE: &str = "1111111111111111111111111111111111111111";
 const CAND: &str = "2222222222222222222222222222222222222222";

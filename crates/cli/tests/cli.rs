@@ -1,35 +1,11 @@
 //! The `ratchet` binary, run as a user would: output, JSON and exit codes.
 
-use std::io::Write;
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 
-fn ratchet(cwd: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ratchet"))
-        .current_dir(cwd)
-        .args(args)
-        .env_remove("RATCHET_STORE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ratchet");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write stdin");
-    child.wait_with_output().expect("wait")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use common::{ratchet, text};
 
 const C: &str = "0123456789abcdef0123456789abcdef01234567";
 
