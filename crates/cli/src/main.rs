@@ -222,8 +222,10 @@ enum Command {
         #[arg(long)]
         from: Option<u64>,
         /// The chart: `cusum` (two-sided tabular), `ewma`, `page-hinkley`,
-        /// or `bernoulli` (for 0/1 pass/fail scores, with an exact ARL).
-        #[arg(long, default_value = "cusum", value_parser = ["cusum", "ewma", "page-hinkley", "bernoulli"])]
+        /// `bernoulli` (for 0/1 pass/fail scores, with an exact ARL), or
+        /// `auto` (the default): bernoulli when the commit's scores so far
+        /// are all 0 or 1 (and one direction is watched), else cusum.
+        #[arg(long, default_value = "auto", value_parser = ["auto", "cusum", "ewma", "page-hinkley", "bernoulli"])]
         detector: String,
         /// CUSUM reference k (σ units; k = shift/2 detects a shift of 2k fastest).
         #[arg(long, default_value_t = 0.5)]
@@ -871,6 +873,17 @@ fn run(cli: Cli) -> Result<u8> {
         } => {
             let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
             let commit = CommitId::parse(&commit)?;
+            let cusum = match h {
+                Some(h) => ratchet_drift::Chart::Cusum { k, h },
+                None => ratchet_drift::Chart::Cusum {
+                    k,
+                    h: ratchet_drift::cusum_h_for_arl0(k, arl0, ratchet_drift::DEFAULT_STATES)?,
+                },
+            };
+            let bernoulli = ratchet_drift::Chart::Bernoulli {
+                shift: pass_shift,
+                arl0,
+            };
             let chart = match detector.as_str() {
                 "ewma" => ratchet_drift::Chart::Ewma {
                     lambda: ewma_lambda,
@@ -884,19 +897,9 @@ fn run(cli: Cli) -> Result<u8> {
                     delta: page_hinkley.first().copied().unwrap_or(0.5),
                     lambda: page_hinkley.get(1).copied().unwrap_or(50.0),
                 },
-                "bernoulli" => ratchet_drift::Chart::Bernoulli {
-                    shift: pass_shift,
-                    arl0,
-                },
-                _ => ratchet_drift::Chart::Cusum {
-                    k,
-                    h: match h {
-                        Some(h) => h,
-                        None => {
-                            ratchet_drift::cusum_h_for_arl0(k, arl0, ratchet_drift::DEFAULT_STATES)?
-                        }
-                    },
-                },
+                "bernoulli" => bernoulli,
+                // `auto` is settled below, once the trace is verified.
+                _ => cusum,
             };
             let watch = if two_sided {
                 ratchet_drift::Watch::Both
@@ -919,6 +922,18 @@ fn run(cli: Cli) -> Result<u8> {
                             "the trace holds no promotion or checkout of {commit}: pass --from SEQ (where its deployment began)"
                         )
                     })?,
+                };
+                let chart = if detector == "auto" && !two_sided {
+                    let pass_fail = snapshot
+                        .score_stream(&commit, scorer.as_str(), 0, usize::MAX)?
+                        .iter()
+                        .filter(|(seq, _)| *seq <= from)
+                        .all(|(_, v)| {
+                            v.to_bits() == 0f64.to_bits() || v.to_bits() == 1f64.to_bits()
+                        });
+                    if pass_fail { bernoulli } else { cusum }
+                } else {
+                    chart
                 };
                 ratchet_drift::Monitor::start_chart(
                     &snapshot, &commit, &scorer, from, chart, watch, min_n,

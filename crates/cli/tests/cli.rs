@@ -1033,3 +1033,44 @@ fn calibrate_from_the_store_measures_its_inputs() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("verification failed"), "{}", text(&o));
 }
+
+#[test]
+fn watch_picks_the_bernoulli_chart_for_pass_fail_scores() {
+    let c = "3333333333333333333333333333333333333333";
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st_s = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st_s, "init"], "")
+            .status
+            .success()
+    );
+    // 300 measured pass/fail scores at about 0.8, then 200 live ones at 0.4.
+    let line = |t: usize, v: u8| {
+        format!(
+            "{{\"kind\":\"score\",\"commit\":\"{c}\",\"payload\":{{\"task\":\"t{t:04}\",\"scorer\":\"passed\",\"scorer_version\":\"1\",\"value\":{v}}}}}\n"
+        )
+    };
+    let measured: String = (0..300).map(|t| line(t, u8::from(t % 5 != 0))).collect();
+    let o = ratchet(d.path(), &["--store", st_s, "append"], &measured);
+    assert!(o.status.success(), "{}", text(&o));
+    let live: String = (300..500).map(|t| line(t, u8::from(t % 5 < 2))).collect();
+    assert!(
+        ratchet(d.path(), &["--store", st_s, "append"], &live)
+            .status
+            .success()
+    );
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store", st_s, "watch", "--commit", c, "--scorer", "passed", "--from", "300",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(1), "the drop alarms: {}", text(&o));
+    assert!(
+        text(&o).contains("Bernoulli"),
+        "auto picked the pass/fail chart: {}",
+        text(&o)
+    );
+}
