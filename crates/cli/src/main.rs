@@ -41,6 +41,11 @@ struct Cli {
     /// Print machine-readable JSON instead of tables.
     #[arg(long, global = true)]
     json: bool,
+    /// Accept full commit ids the enclosing git repository does not have
+    /// (commits measured elsewhere). Revisions (HEAD, main~2, short ids)
+    /// are resolved in the repository either way.
+    #[arg(long, global = true)]
+    allow_unknown_commit: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -439,14 +444,61 @@ fn read_rubric(path: &Path) -> Result<ratchet_scorers::Rubric> {
 }
 
 fn main() -> ExitCode {
+    // A closed pipe (`ratchet log | head`) ends the program quietly, as
+    // `println!` would otherwise panic on it.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if text.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default_hook(info);
+    }));
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => ExitCode::from(code),
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_text(&e));
             ExitCode::from(EXIT_ERROR)
         }
     }
+}
+
+/// The error and its causes, each said once: library errors often carry
+/// their source in their own message, and anyhow's chain would repeat it.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !text.contains(&c) {
+            text.push_str(": ");
+            text.push_str(&c);
+        }
+    }
+    text
+}
+
+/// A commit as typed (revision or id), resolved in the enclosing git repository.
+fn commit_arg(rev: &str, allow_unknown: bool) -> Result<CommitId> {
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    Ok(ratchet_orchestrate::resolve_commit(
+        &cwd,
+        rev,
+        allow_unknown,
+    )?)
 }
 
 /// `.ratchet` at the root of the enclosing git work tree, else in the current directory.
@@ -499,6 +551,7 @@ fn run(cli: Cli) -> Result<u8> {
         None => default_store_dir()?,
     };
     let json = cli.json;
+    let allow_unknown = cli.allow_unknown_commit;
     match cli.command {
         Command::Init { keyed, key_file } => {
             let mut o = StoreOptions::default();
@@ -576,7 +629,7 @@ fn run(cli: Cli) -> Result<u8> {
             };
             // Validate the score before declaring anything about its scorer.
             let score = Score {
-                commit: CommitId::parse(&commit)?,
+                commit: commit_arg(&commit, allow_unknown)?,
                 task,
                 scorer,
                 scorer_version,
@@ -737,7 +790,7 @@ fn run(cli: Cli) -> Result<u8> {
                     ratchet_scorers::ingest_junit(
                         &mut store,
                         &path,
-                        &CommitId::parse(&commit)?,
+                        &commit_arg(&commit, allow_unknown)?,
                         &session,
                     )?
                 }
@@ -754,7 +807,7 @@ fn run(cli: Cli) -> Result<u8> {
                     ratchet_scorers::ingest_criterion(
                         &mut store,
                         &a.path,
-                        &CommitId::parse(&a.commit)?,
+                        &commit_arg(&a.commit, allow_unknown)?,
                         &env,
                         "criterion",
                     )?
@@ -773,7 +826,7 @@ fn run(cli: Cli) -> Result<u8> {
                             .map(|p| read_rubric(p))
                             .collect::<Result<_>>()?,
                     );
-                    let commit = commit.map(|c| CommitId::parse(&c)).transpose()?;
+                    let commit = commit.map(|c| commit_arg(&c, allow_unknown)).transpose()?;
                     ratchet_scorers::ingest_jsonl(
                         &mut store,
                         &path,
@@ -872,7 +925,7 @@ fn run(cli: Cli) -> Result<u8> {
             key_file,
         } => {
             let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
-            let commit = CommitId::parse(&commit)?;
+            let commit = commit_arg(&commit, allow_unknown)?;
             let cusum = match h {
                 Some(h) => ratchet_drift::Chart::Cusum { k, h },
                 None => ratchet_drift::Chart::Cusum {
@@ -994,7 +1047,7 @@ fn run(cli: Cli) -> Result<u8> {
             key_file,
         } => {
             let mut store = Store::open(&store_dir, options(key_file.as_deref())?)?;
-            let only = commit.map(|c| CommitId::parse(&c)).transpose()?;
+            let only = commit.map(|c| commit_arg(&c, allow_unknown)).transpose()?;
             let latest = {
                 let snapshot = store.snapshot()?;
                 snapshot.verified(&VerifyOptions::default())?;
@@ -1043,7 +1096,7 @@ fn run(cli: Cli) -> Result<u8> {
             snapshot.verified(&VerifyOptions::default())?;
             let exclude = exclude
                 .iter()
-                .map(|c| CommitId::parse(c))
+                .map(|c| commit_arg(c, allow_unknown))
                 .collect::<Result<Vec<_>, _>>()?;
             let ranking =
                 ratchet_drift::best_commit(&snapshot, &scorer, min_n, confidence, &exclude)?;
@@ -1090,7 +1143,15 @@ fn run(cli: Cli) -> Result<u8> {
                 ),
                 None => None,
             };
-            let (baseline, candidate) = (CommitId::parse(&baseline)?, CommitId::parse(&candidate)?);
+            let (baseline, candidate) = (
+                commit_arg(&baseline, allow_unknown)?,
+                commit_arg(&candidate, allow_unknown)?,
+            );
+            if baseline == candidate {
+                return Err(anyhow!(
+                    "--baseline and --candidate are the same commit ({baseline}): nothing to compare"
+                ));
+            }
             let q = ratchet_gate::Question {
                 class: &class,
                 policy: class_policy,
@@ -1168,7 +1229,7 @@ fn run(cli: Cli) -> Result<u8> {
                 let world = ratchet_gate::baseline_world(
                     &store,
                     class_policy,
-                    &CommitId::parse(baseline)?,
+                    &commit_arg(baseline, allow_unknown)?,
                 )?;
                 assumptions.p0 = world.p0;
                 assumptions.sigma = world.sigma.unwrap_or(assumptions.sigma);

@@ -1074,3 +1074,114 @@ fn watch_picks_the_bernoulli_chart_for_pass_fail_scores() {
         text(&o)
     );
 }
+
+#[test]
+fn commits_are_typed_as_git_revisions_and_unknown_ones_are_refused() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path();
+    git(p, &["init", "-q"]);
+    std::fs::write(p.join("f"), "1").expect("write");
+    git(p, &["add", "f"]);
+    git(p, &["commit", "-q", "-m", "one"]);
+    std::fs::write(p.join("f"), "2").expect("write");
+    git(p, &["commit", "-q", "-am", "two"]);
+    let head = git(p, &["rev-parse", "HEAD"]);
+    let first = git(p, &["rev-parse", "HEAD~1"]);
+    assert!(ratchet(p, &["init"], "").status.success());
+    let score = |rev: &str, extra: &[&str]| {
+        let mut args = vec![
+            "record-score",
+            "--commit",
+            rev,
+            "--task",
+            "t",
+            "--scorer",
+            "acc",
+            "--value",
+            "0.5",
+        ];
+        args.extend_from_slice(extra);
+        ratchet(p, &args, "")
+    };
+    for rev in ["HEAD", &head[..7], "HEAD~1"] {
+        let o = score(rev, &[]);
+        assert!(o.status.success(), "{rev}: {}", text(&o));
+    }
+    let o = ratchet(p, &["--json", "log"], "");
+    let events: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let commits: Vec<&str> = events
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter(|e| e["kind"] == "score")
+        .filter_map(|e| e["commit"].as_str())
+        .collect();
+    assert_eq!(
+        commits,
+        [head.as_str(), head.as_str(), first.as_str()],
+        "stored as full ids"
+    );
+    // Unknown revisions and unknown full ids are errors, the latter with a way out.
+    let o = score("HEAD~7", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let unknown = "0123456789abcdef0123456789abcdef01234567";
+    let o = score(unknown, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--allow-unknown-commit"), "{}", text(&o));
+    assert!(score(unknown, &["--allow-unknown-commit"]).status.success());
+    // The same commit on both sides is refused before anything is read.
+    std::fs::write(p.join(".ratchet/policy.toml"), POLICY).expect("policy");
+    let o = ratchet(
+        p,
+        &[
+            "gate",
+            "--baseline",
+            "HEAD",
+            "--candidate",
+            &head,
+            "--class",
+            "prompt",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("same commit"), "{}", text(&o));
+    // Errors say each thing once.
+    let o = ratchet(p, &["verify-chain", "--key-file", "/nonexistent/key"], "");
+    let msg = text(&o);
+    assert_eq!(msg.matches("No such file or directory").count(), 1, "{msg}");
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st_s = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st_s, "init"], "")
+            .status
+            .success()
+    );
+    let lines: String = (0..3000)
+        .map(|i| format!("{{\"kind\":\"note\",\"payload\":{{\"i\":{i}}}}}\n"))
+        .collect();
+    assert!(
+        ratchet(d.path(), &["--store", st_s, "append"], &lines)
+            .status
+            .success()
+    );
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "set -o pipefail; '{}' --store '{st_s}' log --limit 3000 | head -n 1",
+            env!("CARGO_BIN_EXE_ratchet")
+        ))
+        .output()
+        .expect("bash");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -56,6 +56,14 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A revision does not name a commit.
+    #[error("commit {rev:?}: {reason}")]
+    UnknownCommit {
+        /// The revision as given.
+        rev: String,
+        /// Why it does not resolve.
+        reason: String,
+    },
     /// A git operation failed.
     #[error("git: {0}")]
     Git(#[from] git2::Error),
@@ -119,6 +127,50 @@ pub struct HealReport {
     /// Why the heal stayed on the deployed commit, when it did: the alarm
     /// was not harmful, or no measured commit is surely better.
     pub stayed: Option<String>,
+}
+
+/// Resolves what a person types for a commit — `HEAD`, `main~2`, a short
+/// or full id — to a full commit id, in the git repository enclosing
+/// `dir`. Outside a repository only a full id is accepted (nothing can
+/// resolve the rest). Inside one, a full id the repository does not have is
+/// an error unless `allow_unknown` (scores of a commit measured elsewhere).
+///
+/// # Errors
+/// [`Error::UnknownCommit`] naming the revision and why.
+pub fn resolve_commit(dir: &Path, rev: &str, allow_unknown: bool) -> Result<CommitId> {
+    let full = CommitId::parse(rev).ok();
+    let repo = match Repository::discover(dir) {
+        Ok(r) => r,
+        Err(_) => {
+            return full.ok_or_else(|| Error::UnknownCommit {
+                rev: rev.to_string(),
+                reason: "not a full commit id, and there is no git repository here to resolve it"
+                    .into(),
+            });
+        }
+    };
+    let found = repo
+        .revparse_single(rev)
+        .and_then(|o| o.peel_to_commit())
+        .map(|c| c.id().to_string());
+    match (found, full) {
+        (Ok(id), _) => CommitId::parse(&id).map_err(|e| Error::UnknownCommit {
+            rev: rev.to_string(),
+            reason: e.to_string(),
+        }),
+        (Err(_), Some(id)) if allow_unknown => Ok(id),
+        (Err(e), Some(_)) => Err(Error::UnknownCommit {
+            rev: rev.to_string(),
+            reason: format!(
+                "the repository has no such commit ({}); pass --allow-unknown-commit for a commit measured elsewhere",
+                e.message()
+            ),
+        }),
+        (Err(e), None) => Err(Error::UnknownCommit {
+            rev: rev.to_string(),
+            reason: e.message().to_string(),
+        }),
+    }
 }
 
 /// Paths with uncommitted changes (untracked included, ignored excluded).
