@@ -15,13 +15,16 @@
 //! A store that refuses to open after an attack counts as a detection too.
 //! The comment above each test names the finding it pins.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
+use common::{documented_hash, genesis, with_guards_lifted};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use ratchet_gate::{ClassPolicy, Outcome, Policy, Question, Stage, Verdict, decide_at};
 use ratchet_trace::{
-    Checkpoint, CommitId, DB_FILE, EventDraft, GENESIS_CONTEXT, KEY_ID_CONTEXT, MAC_KEY_CONTEXT,
-    STORE_KEY_CONTEXT, Score, Store, StoreOptions, TestRun, VerifyOptions, VerifyReport, WriterKey,
+    Checkpoint, CommitId, DB_FILE, EventDraft, KEY_ID_CONTEXT, MAC_KEY_CONTEXT, Score, Store,
+    StoreOptions, TestRun, VerifyOptions, VerifyReport, WriterKey,
 };
 use rusqlite::{Connection, params};
 
@@ -313,28 +316,6 @@ fn head_seq(c: &Connection) -> i64 {
         .expect("the head seq")
 }
 
-/// Drops every trigger (the append-only guards), runs `edit`, and creates the
-/// guards again from their exact stored text: afterwards the schema reads as
-/// before, so only the edit itself is left to be found.
-fn with_guards_lifted(c: &Connection, edit: impl FnOnce(&Connection)) {
-    let guards: Vec<(String, String)> = c
-        .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name")
-        .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
-        .expect("list the triggers");
-    assert!(
-        guards.iter().any(|(n, _)| n == "scores_no_update"),
-        "the guards exist: {guards:?}"
-    );
-    for (name, _) in &guards {
-        c.execute_batch(&format!("DROP TRIGGER \"{name}\";"))
-            .expect("drop a guard");
-    }
-    edit(c);
-    for (_, sql) in &guards {
-        c.execute_batch(sql).expect("re-create a guard");
-    }
-}
-
 /// The tasks of the honest trace, in order.
 fn tasks(c: &Connection) -> Vec<String> {
     c.prepare("SELECT DISTINCT task FROM scores WHERE scorer = ?1 ORDER BY task")
@@ -379,56 +360,6 @@ fn forge_scores_below_the_chain(
 // The documented hash layout, implemented again from the crate docs (as in
 // crates/trace/tests/common/mod.rs): an attacker who knows it can rebuild a
 // plain chain after an edit, but not the MACs.
-
-fn documented_hash(store_id: &str, row: &rusqlite::Row<'_>, prev: &[u8; 32]) -> blake3::Hash {
-    fn s(buf: &mut Vec<u8>, x: &str) {
-        buf.extend_from_slice(&(x.len() as u32).to_le_bytes());
-        buf.extend_from_slice(x.as_bytes());
-    }
-    let seq: i64 = row.get("seq").expect("seq");
-    let id: Vec<u8> = row.get("id").expect("id");
-    let ts: i64 = row.get("ts_ms").expect("ts");
-    let commit: Option<String> = row.get("commit_id").expect("commit");
-    let payload: Vec<u8> = row.get("payload").expect("payload");
-    let mut b = Vec::new();
-    b.extend_from_slice(&(seq as u64).to_le_bytes());
-    b.extend_from_slice(prev);
-    b.extend_from_slice(&id);
-    b.extend_from_slice(&ts.to_le_bytes());
-    let cell: String = row.get("cell").expect("cell");
-    if cell == store_id {
-        b.push(0);
-    } else {
-        b.push(1);
-        s(&mut b, &cell);
-    }
-    for col in ["session", "kind"] {
-        s(&mut b, &row.get::<_, String>(col).expect(col));
-    }
-    match commit {
-        None => b.push(0),
-        Some(c) => {
-            let bytes: Vec<u8> = (0..c.len())
-                .step_by(2)
-                .map(|i| u8::from_str_radix(&c[i..i + 2], 16).expect("hex commit"))
-                .collect();
-            b.push(bytes.len() as u8);
-            b.extend_from_slice(&bytes);
-        }
-    }
-    b.push(0); // no origin in these tests
-    b.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    b.extend_from_slice(&payload);
-    let key = blake3::derive_key(STORE_KEY_CONTEXT, store_id.as_bytes());
-    blake3::keyed_hash(&key, &b)
-}
-
-fn genesis(store_id: &str) -> blake3::Hash {
-    let mut h = blake3::Hasher::new_derive_key(GENESIS_CONTEXT);
-    h.update(&(store_id.len() as u32).to_le_bytes());
-    h.update(store_id.as_bytes());
-    h.finalize()
-}
 
 /// Re-links every hash from `from` on, as an attacker without the key would;
 /// with `mac_secret`, also writes MACs under that (the attacker's own) secret.

@@ -4,8 +4,11 @@
 //! — verification names a fault and the gate does not promote — or has no
 //! effect. Each failed (the attack worked) before its fix.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
+use common::with_guards_lifted;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use ratchet_gate::{Outcome, Policy, Question, Stage, Verdict, decide_at};
 use ratchet_trace::{
@@ -135,22 +138,6 @@ fn outcome_stage(v: &Verdict) -> Option<&Stage> {
     match &v.outcome {
         Outcome::Reject { stage, .. } => Some(stage),
         _ => None,
-    }
-}
-
-/// Drops the append-only guards, runs `edit`, puts them back byte-identical.
-fn with_guards_lifted(c: &Connection, edit: impl FnOnce(&Connection)) {
-    let guards: Vec<(String, String)> = c
-        .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name")
-        .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
-        .expect("triggers");
-    for (name, _) in &guards {
-        c.execute_batch(&format!("DROP TRIGGER \"{name}\";"))
-            .expect("red team step");
-    }
-    edit(c);
-    for (_, sql) in &guards {
-        c.execute_batch(sql).expect("red team step");
     }
 }
 

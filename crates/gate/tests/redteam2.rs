@@ -6,8 +6,11 @@
 //! promote, a suppressed failure, a bricked store, evidence counted twice —
 //! with verification reporting nothing).
 
+mod common;
+
 use std::path::PathBuf;
 
+use common::with_guards_lifted;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use ratchet_gate::{GateStatus, Outcome, Policy, Question, RejectCause, Stage, Verdict, decide_at};
 use ratchet_scorers::{Direction, Rubric, RubricSet};
@@ -654,21 +657,6 @@ required_suites = ["unit"]
 scorer = "safety"
 minimum = 1.0
 "#;
-
-fn with_guards_lifted(c: &Connection, edit: impl FnOnce(&Connection)) {
-    let guards: Vec<(String, String)> = c
-        .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name")
-        .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
-        .expect("triggers");
-    for (name, _) in &guards {
-        c.execute_batch(&format!("DROP TRIGGER \"{name}\";"))
-            .expect("drop");
-    }
-    edit(c);
-    for (_, sql) in &guards {
-        c.execute_batch(sql).expect("restore");
-    }
-}
 
 fn safety_world() -> (World, Store, RubricSet, u64) {
     let (w, mut home) = World::new();
