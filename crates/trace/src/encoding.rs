@@ -190,8 +190,7 @@ impl WriterKey {
     pub fn from_hex(text: &str) -> Result<Self> {
         let t = text.trim();
         let bytes = decode_hex(t).ok_or_else(|| Error::InvalidKey {
-            reason: "key file must hold hex digits only (as written by `ratchet init --keyed`)"
-                .into(),
+            reason: "a key is hex digits only (as `WriterKey::create_file` writes it)".into(),
         })?;
         Self::from_secret(&bytes)
     }
@@ -207,6 +206,61 @@ impl WriterKey {
         })?;
         let hex = encode_hex(&secret);
         Ok((Self::from_secret(&secret)?, hex))
+    }
+
+    /// Reads a key file (hex text, as [`WriterKey::create_file`] writes it).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the file cannot be read; [`Error::InvalidKey`]
+    /// (naming the file) if it does not hold a key.
+    pub fn read_file(path: impl AsRef<std::path::Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_hex(&text).map_err(|e| match e {
+            Error::InvalidKey { reason } => Error::InvalidKey {
+                reason: format!("key file {}: {reason}", path.display()),
+            },
+            other => other,
+        })
+    }
+
+    /// Generates a fresh key into a new file readable only by its owner
+    /// (mode 0600 on Unix), synced to disk, and returns it. An existing
+    /// file is never overwritten: a lost key makes a keyed store unwritable.
+    ///
+    /// # Errors
+    /// [`Error::KeyFileExists`] if `path` exists; [`Error::Io`] if it cannot
+    /// be written; [`Error::InvalidKey`] if the random source fails.
+    pub fn create_file(path: impl AsRef<std::path::Path>) -> Result<Self> {
+        use std::io::Write as _;
+        let path = path.as_ref();
+        let (key, hex) = Self::generate()?;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let io = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut file = options.open(path).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::AlreadyExists {
+                Error::KeyFileExists {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                io(source)
+            }
+        })?;
+        writeln!(file, "{hex}").map_err(io)?;
+        file.sync_all().map_err(io)?;
+        Ok(key)
     }
 
     /// The public id of this key, as recorded in a keyed store.

@@ -47,7 +47,7 @@ pub enum Error {
         path: PathBuf,
     },
     /// `open` found no store at the path.
-    #[error("no ratchet store at {path}; create one first (`ratchet init`)")]
+    #[error("no ratchet store at {path}; create one first")]
     StoreMissing {
         /// The store directory.
         path: PathBuf,
@@ -83,8 +83,22 @@ pub enum Error {
         limit: usize,
     },
     /// The store is keyed and this write needs the writer key.
-    #[error("this store is keyed: appending needs the writer key (--key-file)")]
+    #[error("this store is keyed: writing to it needs its writer key")]
     KeyRequired,
+    /// A write was attempted on a store opened read-only.
+    #[error(
+        "the store at {path} is open read-only (its file or directory cannot be written): nothing was written"
+    )]
+    ReadOnly {
+        /// The store directory.
+        path: PathBuf,
+    },
+    /// A new key file was to be written where a file already exists.
+    #[error("key file {path} already exists; a key is never overwritten")]
+    KeyFileExists {
+        /// The existing file.
+        path: PathBuf,
+    },
     /// The writer key given is not the key this store was created with.
     #[error("the writer key does not match this store's key (key id {expected}, given {given})")]
     WrongKey {
@@ -194,7 +208,7 @@ pub enum Error {
     /// table or index was added, dropped or altered): nothing is written to
     /// it, since a planted trigger would rewrite every honest write.
     #[error(
-        "the store's database schema was altered ({what}); refusing to write. Run `ratchet verify-chain` and restore the store from a trusted copy"
+        "the store's database schema was altered ({what}); refusing to write. Verify the store and restore it from a trusted copy"
     )]
     SchemaAltered {
         /// What differs.

@@ -178,6 +178,51 @@ impl EventDraft {
         Ok(d)
     }
 
+    /// Parses one line of the append format (JSON Lines, one event per line):
+    /// `{"kind": "...", "payload": {...}}` with optional `"session"` and
+    /// `"commit"` (a full 40- or 64-hex commit id). Unknown fields are
+    /// refused; the payload is stored exactly as written. A reserved kind
+    /// parses but is refused when appended.
+    ///
+    /// ```
+    /// let d = ratchet_trace::EventDraft::from_json_line(
+    ///     r#"{"kind": "note", "session": "s1", "payload": {"text": "hi"}}"#,
+    /// )?;
+    /// assert_eq!(d.kind(), "note");
+    /// # Ok::<(), ratchet_trace::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming what is wrong: not JSON, a missing
+    /// `kind` or `payload`, an unknown field, or a malformed commit id.
+    pub fn from_json_line(line: &str) -> Result<Self> {
+        /// One line of the append format.
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Line {
+            kind: String,
+            #[serde(default)]
+            session: String,
+            #[serde(default)]
+            commit: Option<String>,
+            payload: Box<serde_json::value::RawValue>,
+        }
+        let line = line.strip_prefix('\u{feff}').unwrap_or(line);
+        let l: Line = serde_json::from_str(line).map_err(|e| {
+            Error::invalid(
+                "event line",
+                format!(
+                    "{e} (expected {{\"kind\": ..., \"payload\": {{...}}}} with optional \"session\" and \"commit\")"
+                ),
+            )
+        })?;
+        let mut d = Self::raw(l.kind, l.payload.get().as_bytes().to_vec()).session(l.session);
+        if let Some(c) = l.commit {
+            d = d.commit(CommitId::parse(&c)?);
+        }
+        Ok(d)
+    }
+
     /// Sets the session (a free-form name of the run that produced the event).
     pub fn session(mut self, session: impl Into<String>) -> Self {
         self.session = session.into();

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use rusqlite::types::ValueRef;
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 use ulid::Ulid;
 
@@ -127,11 +127,12 @@ impl Store {
         cell_tx: &rusqlite::Transaction<'_>,
         options: &MergeOptions,
     ) -> Result<MergeReport> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(Error::sqlite("starting the merge transaction"))?;
-        crate::schema::ensure_unaltered(&tx, &mut self.schema_checked)?;
+        let tx = crate::schema::begin_write(
+            &mut self.conn,
+            &mut self.schema_checked,
+            self.read_only.then_some(&self.dir),
+            "starting the merge transaction",
+        )?;
         let high_water: Option<(u64, blake3::Hash)> = tx
             .prepare_cached(
                 // Read from the table, not the origin index: an index made to

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OpenFlags};
 
 use crate::error::{Error, Result};
 
@@ -186,6 +186,25 @@ pub(crate) fn schema_difference(conn: &Connection) -> Result<Option<String>> {
     Ok(None)
 }
 
+/// Starts the one write transaction an append or a merge runs in, after
+/// refusing a store opened read-only (`read_only_dir` names its directory)
+/// and a schema that is not ratchet's.
+pub(crate) fn begin_write<'c>(
+    conn: &'c mut Connection,
+    checked_cookie: &mut Option<i64>,
+    read_only_dir: Option<&std::path::PathBuf>,
+    what: &'static str,
+) -> Result<rusqlite::Transaction<'c>> {
+    if let Some(dir) = read_only_dir {
+        return Err(Error::ReadOnly { path: dir.clone() });
+    }
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(Error::sqlite(what))?;
+    ensure_unaltered(&tx, checked_cookie)?;
+    Ok(tx)
+}
+
 /// Refuses to write into a store whose schema was altered. Reads SQLite's
 /// schema cookie inside the caller's write transaction (one pragma) and
 /// compares the whole schema only when the cookie moved since the last check,
@@ -208,9 +227,27 @@ pub(crate) fn ensure_unaltered(conn: &Connection, checked_cookie: &mut Option<i6
 pub(crate) const META_KEYS: [&str; 4] = ["format", "store_id", "created_ms", "writer_key_id"];
 
 /// Applies the per-connection settings (none of them is stored in the file).
-pub(crate) fn configure(conn: &Connection, durability: Durability, busy: Duration) -> Result<()> {
+pub(crate) fn configure(
+    conn: &Connection,
+    durability: Durability,
+    busy: Duration,
+    read_only: bool,
+) -> Result<()> {
     conn.busy_timeout(busy)
         .map_err(Error::sqlite("setting busy_timeout"))?;
+    if read_only {
+        // Choosing a journal mode or a sync level is a write: a read-only
+        // connection takes the file as it is.
+        conn.execute_batch(
+            "PRAGMA query_only = ON;
+             PRAGMA recursive_triggers = ON;
+             PRAGMA trusted_schema = OFF;
+             PRAGMA mmap_size = 268435456;",
+        )
+        .map_err(Error::sqlite("configuring the connection"))?;
+        conn.set_prepared_statement_cache_capacity(64);
+        return Ok(());
+    }
     let sync = match durability {
         Durability::Full => "FULL",
         Durability::Normal => "NORMAL",
@@ -225,6 +262,29 @@ pub(crate) fn configure(conn: &Connection, durability: Durability, busy: Duratio
     .map_err(Error::sqlite("configuring the connection"))?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(())
+}
+
+/// Opens `db` read-only as an immutable file (SQLite's `immutable=1`): for a
+/// WAL store in a directory this process may not write, where SQLite could
+/// not create the shared-memory file a WAL read needs.
+pub(crate) fn open_immutable(db: &Path) -> Result<Connection> {
+    let mut uri = String::from("file:");
+    for c in db.to_string_lossy().chars() {
+        match c {
+            '?' => uri.push_str("%3f"),
+            '#' => uri.push_str("%23"),
+            '%' => uri.push_str("%25"),
+            c => uri.push(c),
+        }
+    }
+    uri.push_str("?immutable=1");
+    Connection::open_with_flags(
+        &uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| not_a_store(db, e))
 }
 
 /// Reads `application_id` and `user_version` and refuses anything that is not a

@@ -214,6 +214,8 @@ pub struct Store {
     pub(crate) hasher: ChainHasher,
     /// SQLite's schema cookie when the schema was last found unaltered.
     pub(crate) schema_checked: Option<i64>,
+    /// Opened read-only: every write is refused before it starts.
+    pub(crate) read_only: bool,
 }
 
 /// Columns read for an event, in this order, by [`event_from_row`] (a macro
@@ -341,7 +343,7 @@ impl Store {
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(Error::sqlite("creating the database file"))?;
-        schema::configure(&conn, options.durability, options.busy_timeout)?;
+        schema::configure(&conn, options.durability, options.busy_timeout, false)?;
         let store_id = Ulid::new().to_string();
         let key_id = options.writer_key.as_ref().map(WriterKey::id_hex);
         {
@@ -390,6 +392,7 @@ impl Store {
             key_id,
             options,
             schema_checked: None,
+            read_only: false,
         })
     }
 
@@ -400,18 +403,47 @@ impl Store {
     /// the file is not a ratchet store; [`Error::SchemaTooNew`] if a newer
     /// ratchet wrote it.
     pub fn open(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
-        let dir = dir.as_ref().to_path_buf();
+        Self::open_mode(dir.as_ref(), options, false)
+    }
+
+    /// Opens an existing store for reading only: every query, verification
+    /// and checkpoint works, every write fails with [`Error::ReadOnly`].
+    /// Works on a store whose file or directory is not writable (a copy
+    /// handed to an auditor, a mounted snapshot); [`Store::open`] falls back
+    /// to this by itself when the file cannot be written.
+    ///
+    /// # Errors
+    /// As [`Store::open`].
+    pub fn open_read_only(dir: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
+        Self::open_mode(dir.as_ref(), options, true)
+    }
+
+    fn open_mode(dir: &Path, options: StoreOptions, read_only: bool) -> Result<Store> {
+        let dir = dir.to_path_buf();
         let db = dir.join(DB_FILE);
         if !db.is_file() {
             return Err(Error::StoreMissing { path: dir });
         }
-        let conn = Connection::open_with_flags(
-            &db,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(|e| schema::not_a_store(&db, e))?;
+        let mode = if read_only {
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+        } else {
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+        };
+        let mut conn = Connection::open_with_flags(&db, mode | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+            .map_err(|e| schema::not_a_store(&db, e))?;
+        // SQLite opens a write-protected file read-only without saying so.
+        let read_only = read_only
+            || conn
+                .is_readonly(rusqlite::MAIN_DB)
+                .map_err(Error::sqlite("opening the store"))?;
+        if read_only && schema::check_header(&conn, &db).is_err() {
+            // A WAL database in a directory nobody may write cannot get its
+            // shared-memory file: read it as immutable (nothing can change
+            // it while this process reads, for nobody can write there).
+            conn = schema::open_immutable(&db)?;
+        }
         schema::check_header(&conn, &db)?;
-        schema::configure(&conn, options.durability, options.busy_timeout).map_err(
+        schema::configure(&conn, options.durability, options.busy_timeout, read_only).map_err(
             |e| match e {
                 Error::Sqlite { source, .. } => schema::not_a_store(&db, source),
                 e => e,
@@ -435,7 +467,36 @@ impl Store {
             key_id,
             options,
             schema_checked: None,
+            read_only,
         })
+    }
+
+    /// Where the store of work done in `start` lives by convention: `.ratchet`
+    /// in the root of the enclosing git work tree (the nearest ancestor of
+    /// `start` holding `.git`), else `.ratchet` in `start` itself. Nothing
+    /// is opened or created; a path relative to the process's working
+    /// directory stays relative.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// std::fs::create_dir_all(dir.path().join(".git"))?;
+    /// std::fs::create_dir_all(dir.path().join("src/deep"))?;
+    /// let found = ratchet_trace::Store::discover(dir.path().join("src/deep"));
+    /// assert_eq!(found, dir.path().join(".ratchet"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn discover(start: impl AsRef<Path>) -> PathBuf {
+        let start = start.as_ref();
+        start
+            .ancestors()
+            .find(|d| d.join(".git").exists())
+            .unwrap_or(start)
+            .join(".ratchet")
+    }
+
+    /// Whether this store was opened for reading only.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// Opens the store at `dir`, creating it if there is none.
@@ -601,11 +662,12 @@ impl Store {
         }
         let ts_ms = now_ms();
         let cell = self.store_id.clone();
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(Error::sqlite("starting an append transaction"))?;
-        schema::ensure_unaltered(&tx, &mut self.schema_checked)?;
+        let tx = schema::begin_write(
+            &mut self.conn,
+            &mut self.schema_checked,
+            self.read_only.then_some(&self.dir),
+            "starting an append transaction",
+        )?;
         if let Some(session) = &once_session {
             let earlier: Option<i64> = tx
                 .prepare_cached(
