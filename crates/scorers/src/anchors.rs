@@ -121,27 +121,65 @@ pub fn declare_scorer(
     scorer: &str,
     direction: Direction,
 ) -> Result<Option<Receipt>> {
-    if let Some((declared, seq)) = declared_direction(store, scorer, u64::MAX)? {
-        if declared != direction {
-            return Err(crate::Error::DirectionConflict {
-                scorer: scorer.to_string(),
-                declared,
-                given: direction,
-                seq,
-            });
-        }
-        return Ok(None);
-    }
-    let draft = EventDraft::reserved(
-        ReservedKind::Scorer,
-        &ScorerDeclaration {
-            scorer: scorer.to_string(),
-            direction,
-        },
-    )?;
     // (Two writers declaring at once may both append; the first
     // declaration stands, which is what every reader takes.)
-    Ok(Some(store.append(draft)?))
+    match declaration(store, scorer, direction)? {
+        Some(draft) => Ok(Some(store.append(draft)?)),
+        None => Ok(None),
+    }
+}
+
+/// The declaration event `scorer` still needs (`None`: declared already,
+/// the same way).
+fn declaration(store: &Store, scorer: &str, direction: Direction) -> Result<Option<EventDraft>> {
+    match declared_direction(store, scorer, u64::MAX)? {
+        Some((declared, seq)) if declared != direction => Err(crate::Error::DirectionConflict {
+            scorer: scorer.to_string(),
+            declared,
+            given: direction,
+            seq,
+        }),
+        Some(_) => Ok(None),
+        None => Ok(Some(EventDraft::reserved(
+            ReservedKind::Scorer,
+            &ScorerDeclaration {
+                scorer: scorer.to_string(),
+                direction,
+            },
+        )?)),
+    }
+}
+
+/// Records one score, declaring its scorer's direction in the same
+/// transaction the first time the scorer appears: `direction` when given
+/// (a later conflicting one is an error), else the trace's declaration or
+/// the built-in default ([`direction_in`]). The score is validated before
+/// anything is declared.
+///
+/// # Errors
+/// [`crate::Error::DirectionConflict`] if `direction` contradicts the
+/// trace; [`crate::Error::Trace`] for an invalid score or a failed append
+/// (then nothing is stored).
+pub fn record_score(
+    store: &mut Store,
+    score: &Score,
+    session: &str,
+    direction: Option<Direction>,
+) -> Result<Receipt> {
+    let draft = score.to_draft()?.session(session);
+    store.validate_draft(&draft)?;
+    let direction = match direction {
+        Some(d) => d,
+        None => direction_in(store, &score.scorer)?,
+    };
+    let mut drafts: Vec<EventDraft> = declaration(store, &score.scorer, direction)?
+        .into_iter()
+        .collect();
+    drafts.push(draft);
+    let mut receipts = store.append_batch(drafts)?;
+    Ok(receipts
+        .pop()
+        .expect("append_batch returns one receipt per draft, and there is one"))
 }
 
 /// The direction `scorer` improves in: its declaration in the trace, else

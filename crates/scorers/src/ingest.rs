@@ -107,7 +107,10 @@ fn malformed(file: &Path, location: impl Into<String>, reason: impl Into<String>
 /// # Errors
 /// [`Error::Malformed`] naming the file and the XML element at fault.
 pub fn parse_junit(xml: &str, file: &Path, commit: &CommitId) -> Result<Vec<TestRun>> {
-    let xml = with_utc_timestamps(xml);
+    let xml = with_suites_root(without_declaration(
+        xml.strip_prefix('\u{feff}').unwrap_or(xml),
+    ));
+    let xml = with_utc_timestamps(&xml);
     let report =
         Report::deserialize_from_str(&xml).map_err(|e| malformed(file, "XML", e.to_string()))?;
     if report.test_suites.is_empty() {
@@ -172,6 +175,99 @@ pub fn parse_junit(xml: &str, file: &Path, commit: &CommitId) -> Result<Vec<Test
     Ok(runs)
 }
 
+/// Decodes the bytes of an XML file to text: by its byte-order mark, else
+/// by the `encoding` its declaration names (ISO-8859-1, windows-1252,
+/// UTF-16…, any label the WHATWG Encoding Standard knows), else as UTF-8.
+///
+/// # Errors
+/// [`Error::Malformed`] if the declared encoding is unknown or the bytes are
+/// not valid in it.
+pub fn decode_xml(bytes: &[u8], file: &Path) -> Result<String> {
+    let (encoding, bom) = match encoding_rs::Encoding::for_bom(bytes) {
+        Some((encoding, bom)) => (encoding, bom),
+        None if bytes.starts_with(b"<\0?\0") => (encoding_rs::UTF_16LE, 0),
+        None if bytes.starts_with(b"\0<\0?") => (encoding_rs::UTF_16BE, 0),
+        None => match declared_encoding(bytes) {
+            Some(label) => (
+                encoding_rs::Encoding::for_label(label.as_bytes()).ok_or_else(|| {
+                    malformed(
+                        file,
+                        "<?xml?>",
+                        format!("declares encoding {label:?}, which is not an encoding known to the WHATWG Encoding Standard"),
+                    )
+                })?,
+                0,
+            ),
+            None => (encoding_rs::UTF_8, 0),
+        },
+    };
+    let (text, had_errors) = encoding.decode_without_bom_handling(&bytes[bom..]);
+    if had_errors {
+        return Err(malformed(
+            file,
+            "bytes",
+            format!("not valid {} text", encoding.name()),
+        ));
+    }
+    Ok(text.into_owned())
+}
+
+/// The `encoding` label of an XML declaration (ASCII-compatible encodings).
+fn declared_encoding(bytes: &[u8]) -> Option<String> {
+    let head = bytes.get(..bytes.len().min(200))?;
+    let decl_end = head.windows(2).position(|w| w == b"?>")?;
+    let decl = std::str::from_utf8(head.strip_prefix(b"<?xml")?.get(..decl_end - 5)?).ok()?;
+    let at = decl.find("encoding")?;
+    let rest = decl[at + "encoding".len()..]
+        .trim_start()
+        .strip_prefix('=')?
+        .trim_start();
+    let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let value = &rest[1..];
+    Some(value[..value.find(quote)?].to_string())
+}
+
+/// The document without its XML declaration: the text is decoded already,
+/// and an `encoding` it still names would no longer be true.
+fn without_declaration(xml: &str) -> &str {
+    let trimmed = xml.trim_start();
+    match trimmed.strip_prefix("<?xml") {
+        Some(rest) => rest.find("?>").map_or(xml, |end| &rest[end + 2..]),
+        None => xml,
+    }
+}
+
+/// Maven Surefire and Gradle write one `<testsuite>` per file with no
+/// `<testsuites>` around it; quick-junit reads only the latter shape. A
+/// bare suite root is wrapped (after any comments before it).
+fn with_suites_root(xml: &str) -> std::borrow::Cow<'_, str> {
+    let mut rest = xml.trim_start();
+    loop {
+        if let Some(comment) = rest.strip_prefix("<!--") {
+            match comment.find("-->") {
+                Some(end) => rest = comment[end + 3..].trim_start(),
+                None => return std::borrow::Cow::Borrowed(xml),
+            }
+        } else if rest.starts_with("<!DOCTYPE") {
+            match rest.find('>') {
+                Some(end) => rest = rest[end + 1..].trim_start(),
+                None => return std::borrow::Cow::Borrowed(xml),
+            }
+        } else {
+            break;
+        }
+    }
+    let bare = rest
+        .strip_prefix("<testsuite")
+        .and_then(|r| r.chars().next())
+        .is_some_and(|c| c == '>' || c == '/' || c.is_whitespace());
+    if bare {
+        std::borrow::Cow::Owned(format!("<testsuites>{rest}</testsuites>"))
+    } else {
+        std::borrow::Cow::Borrowed(xml)
+    }
+}
+
 /// jest-junit (and others) write `timestamp="2026-11-30T10:00:00"` with no
 /// offset, which quick-junit's RFC 3339 parser refuses. Timestamps play no
 /// part in what ratchet records, so offset-less ones are read as UTC: this
@@ -218,7 +314,11 @@ pub fn ingest_junit(
     commit: &CommitId,
     session: &str,
 ) -> Result<IngestReport> {
-    let text = read(path)?;
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let text = decode_xml(&bytes, path)?;
     let runs = parse_junit(&text, path, commit)?;
     let mut drafts = Vec::new();
     let mut scores = 0;
@@ -244,63 +344,95 @@ pub fn ingest_junit(
     append_ingestion(store, &key, drafts, runs.len(), scores)
 }
 
-/// One line of a JSON Lines file: a score, or a judge's observation to be
-/// scored by a rubric.
+/// A score line of a JSON Lines file.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged)]
+#[serde(deny_unknown_fields)]
+struct ScoreLine {
+    task: String,
+    scorer: String,
+    value: f64,
+    #[serde(default)]
+    scorer_version: Option<String>,
+    #[serde(default)]
+    cost: Option<f64>,
+    #[serde(default)]
+    latency_ms: Option<f64>,
+    #[serde(default)]
+    holdout: bool,
+    #[serde(default)]
+    commit: Option<String>,
+}
+
+/// A judge's observation, to be scored by a rubric.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ObservationLine {
+    task: String,
+    rubric: String,
+    observation: serde_json::Value,
+    #[serde(default)]
+    commit: Option<String>,
+}
+
+/// One line of a JSON Lines file: a score, or a judge's observation. Which
+/// one is told by its fields (`rubric` makes an observation), then the line
+/// is read strictly: a misspelled field is an error, never silently dropped.
 enum Line {
-    Observation {
-        task: String,
-        rubric: String,
-        observation: serde_json::Value,
-        #[serde(default)]
-        commit: Option<String>,
-    },
-    Score {
-        task: String,
-        scorer: String,
-        value: f64,
-        #[serde(default)]
-        scorer_version: Option<String>,
-        #[serde(default)]
-        cost: Option<f64>,
-        #[serde(default)]
-        latency_ms: Option<f64>,
-        #[serde(default)]
-        holdout: bool,
-        #[serde(default)]
-        commit: Option<String>,
-    },
+    Score(ScoreLine),
+    Observation(ObservationLine),
+}
+
+/// The line format, for error messages and `--help`.
+pub const JSONL_FORMAT: &str = "one JSON object per line, either a score \
+{\"task\", \"scorer\", \"value\"} with optional \"scorer_version\", \"cost\", \"latency_ms\", \
+\"holdout\", \"commit\"; or an observation {\"task\", \"rubric\", \"observation\": {...}} \
+with optional \"commit\"";
+
+impl Line {
+    fn parse(raw: &str) -> std::result::Result<Line, String> {
+        let value: serde_json::Value =
+            serde_json::from_str(raw).map_err(|e| format!("not JSON: {e}"))?;
+        let Some(object) = value.as_object() else {
+            return Err(format!("not a JSON object; expected {JSONL_FORMAT}"));
+        };
+        if object.contains_key("rubric") || object.contains_key("observation") {
+            serde_json::from_value(value)
+                .map(Line::Observation)
+                .map_err(|e| format!("observation line: {e}"))
+        } else {
+            serde_json::from_value(value)
+                .map(Line::Score)
+                .map_err(|e| format!("score line: {e}"))
+        }
+    }
 }
 
 /// Parses JSON Lines of scores (`{"task", "scorer", "value", …}`) or of
 /// rubric observations (`{"task", "rubric", "observation": {…}}`, scored
 /// here by the rubric's arithmetic and recorded under the rubric's version).
-/// `commit` applies to lines that do not name their own.
+/// `commit` applies to lines that do not name their own. A UTF-8 byte-order
+/// mark is skipped; blank lines are skipped; a file without one line is an
+/// error.
 ///
 /// # Errors
 /// [`Error::Malformed`] naming the file, the line and the problem (a line
-/// that is not JSON, a missing commit, an unknown rubric, an observation that
-/// does not fit, a non-finite value).
+/// that is not JSON, an unknown or missing field, a missing commit, an
+/// unknown rubric, an observation that does not fit, a non-finite value,
+/// an empty file).
 pub fn parse_jsonl(
     text: &str,
     file: &Path,
     commit: Option<&CommitId>,
     rubrics: &RubricSet,
 ) -> Result<Vec<Score>> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut out = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let at = format!("line {}", i + 1);
         if raw.trim().is_empty() {
             continue;
         }
-        let line: Line = serde_json::from_str(raw).map_err(|e| {
-            malformed(
-                file,
-                &at,
-                format!("not a score or observation object ({e})"),
-            )
-        })?;
+        let line = Line::parse(raw).map_err(|reason| malformed(file, &at, reason))?;
         let resolve = |c: &Option<String>| -> Result<CommitId> {
             match (c, commit) {
                 (Some(text), _) => {
@@ -310,17 +442,17 @@ pub fn parse_jsonl(
                 (None, None) => Err(malformed(
                     file,
                     &at,
-                    "no commit: give --commit or a \"commit\" field",
+                    "no commit: the line names none and no default commit was given",
                 )),
             }
         };
         let score = match line {
-            Line::Observation {
+            Line::Observation(ObservationLine {
                 task,
                 rubric,
                 observation,
                 commit: c,
-            } => {
+            }) => {
                 let r = rubrics
                     .get(&rubric)
                     .ok_or_else(|| malformed(file, &at, format!("unknown rubric {rubric:?}")))?;
@@ -332,7 +464,7 @@ pub fn parse_jsonl(
                 s.holdout = r.holdout;
                 s
             }
-            Line::Score {
+            Line::Score(ScoreLine {
                 task,
                 scorer,
                 value,
@@ -341,7 +473,7 @@ pub fn parse_jsonl(
                 latency_ms,
                 holdout,
                 commit: c,
-            } => {
+            }) => {
                 let mut s = Score::new(resolve(&c)?, task, scorer, value);
                 if let Some(v) = scorer_version {
                     s.scorer_version = v;
@@ -357,6 +489,13 @@ pub fn parse_jsonl(
             .to_draft()
             .map_err(|e| malformed(file, &at, e.to_string()))?;
         out.push(score);
+    }
+    if out.is_empty() {
+        return Err(malformed(
+            file,
+            "file",
+            format!("holds no line; expected {JSONL_FORMAT}"),
+        ));
     }
     Ok(out)
 }

@@ -55,13 +55,13 @@ mod rubric;
 
 pub use anchors::{
     Anchor, Direction, ScorerDeclaration, cost_and_latency, declare_scorer, declared_direction,
-    direction_in, direction_of, record_build_status,
+    direction_in, direction_of, record_build_status, record_score,
 };
 pub use batch::{BatchReport, KIND_OBSERVATION, record_observation, score_pending};
 pub use error::{Error, Problem, Result};
 pub use holdout::{ProposerView, RubricSet};
 pub use ingest::{
-    CRITERION_NS, Environment, IngestReport, PASS_RATE, ingest_criterion, ingest_jsonl,
-    ingest_junit, parse_criterion, parse_jsonl, parse_junit,
+    CRITERION_NS, Environment, IngestReport, JSONL_FORMAT, PASS_RATE, decode_xml, ingest_criterion,
+    ingest_jsonl, ingest_junit, parse_criterion, parse_jsonl, parse_junit,
 };
 pub use rubric::{Aggregation, Item, ItemKind, Observation, Rubric};

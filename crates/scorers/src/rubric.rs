@@ -98,6 +98,17 @@ impl Observation {
     }
 }
 
+/// Where in the text a TOML error is, as "line L, column C" (toml's own
+/// rendering spans several lines with a caret drawing).
+fn toml_location(e: &toml::de::Error) -> String {
+    e.to_string()
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("TOML parse error at "))
+        .unwrap_or("(file)")
+        .to_string()
+}
+
 fn problem(item: &str, reason: impl Into<String>) -> Problem {
     Problem {
         item: item.to_string(),
@@ -112,10 +123,32 @@ impl Rubric {
     /// [`Error::InvalidRubric`] listing every problem.
     pub fn from_toml(text: &str) -> Result<Rubric> {
         let r: Rubric = toml::from_str(text).map_err(|e| Error::InvalidRubric {
-            problems: vec![problem("(file)", e.message())],
+            problems: vec![problem(&toml_location(&e), e.message())],
         })?;
         r.validate()?;
         Ok(r)
+    }
+
+    /// Reads a rubric file: JSON when its name ends in `.json`, TOML otherwise.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the file cannot be read; [`Error::InvalidRubric`]
+    /// (naming the line and column of a syntax error) otherwise.
+    pub fn from_path(path: impl AsRef<std::path::Path>) -> Result<Rubric> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+        {
+            Rubric::from_json(text)
+        } else {
+            Rubric::from_toml(text)
+        }
     }
 
     /// Parses a rubric from JSON (an `item` array) and validates it.
@@ -124,7 +157,10 @@ impl Rubric {
     /// [`Error::InvalidRubric`] listing every problem.
     pub fn from_json(text: &str) -> Result<Rubric> {
         let r: Rubric = serde_json::from_str(text).map_err(|e| Error::InvalidRubric {
-            problems: vec![problem("(file)", e.to_string())],
+            problems: vec![problem(
+                &format!("line {}, column {}", e.line(), e.column()),
+                e.to_string(),
+            )],
         })?;
         r.validate()?;
         Ok(r)

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use ratchet_scorers::{
-    Error, PASS_RATE, Rubric, RubricSet, ingest_jsonl, ingest_junit, parse_junit,
+    Error, PASS_RATE, Rubric, RubricSet, decode_xml, ingest_jsonl, ingest_junit, parse_junit,
 };
 use ratchet_trace::{CommitId, Store, StoreOptions};
 
@@ -47,6 +47,65 @@ fn junit_from_three_runners() {
             "{file}: durations read"
         );
     }
+}
+
+#[test]
+fn junit_from_surefire_and_gradle_with_a_bare_suite_root_in_any_declared_encoding() {
+    /// (suite, passed, failed, skipped)
+    type Counts = (String, u64, u64, u64);
+    let cases: [(&str, Counts); 3] = [
+        (
+            "surefire.xml",
+            ("com.example.CalculatorTest".into(), 1, 1, 1),
+        ),
+        ("gradle.xml", ("org.example.LibraryTest".into(), 2, 0, 0)),
+        // Declared ISO-8859-1, with Latin-1 bytes: read as such, not refused.
+        (
+            "surefire-latin1.xml",
+            ("com.example.CaféTest".into(), 2, 0, 0),
+        ),
+    ];
+    for (file, want) in cases {
+        let path = fixture(file);
+        let bytes = std::fs::read(&path).expect("fixture");
+        let xml = decode_xml(&bytes, &path).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let runs = parse_junit(&xml, &path, &commit()).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let got: Vec<Counts> = runs
+            .iter()
+            .map(|r| (r.suite.clone(), r.passed, r.failed, r.skipped))
+            .collect();
+        assert_eq!(got, vec![want], "{file}");
+    }
+    // Through ingestion too, from the file's bytes.
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
+    let r =
+        ingest_junit(&mut store, &fixture("surefire-latin1.xml"), &commit(), "ci").expect("ingest");
+    assert_eq!((r.test_runs, r.scores), (1, 1));
+    let rates = store.scores(&commit(), PASS_RATE).expect("scores");
+    assert_eq!(rates[0].1.task, "com.example.CaféTest");
+
+    // UTF-16 with a byte-order mark, as some Windows tools write.
+    let text = std::fs::read_to_string(fixture("gradle.xml")).expect("fixture");
+    let mut utf16 = vec![0xFF, 0xFE];
+    utf16.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+    let xml = decode_xml(&utf16, Path::new("utf16.xml")).expect("utf-16");
+    assert_eq!(
+        parse_junit(&xml, Path::new("utf16.xml"), &commit())
+            .expect("parse")
+            .len(),
+        1
+    );
+
+    // An unknown encoding, and bytes invalid in the declared one, are named.
+    let e = decode_xml(
+        b"<?xml version=\"1.0\" encoding=\"klingon\"?><testsuites/>",
+        Path::new("k.xml"),
+    )
+    .expect_err("unknown encoding");
+    assert!(e.to_string().contains("klingon"), "{e}");
+    let e = decode_xml(b"<testsuites name=\"\xff\"/>", Path::new("u.xml")).expect_err("bad UTF-8");
+    assert!(e.to_string().contains("UTF-8"), "{e}");
 }
 
 #[test]
@@ -125,6 +184,23 @@ fn jsonl_scores_and_observations_with_line_numbered_errors() {
             "{\"task\":\"t\",\"scorer\":\"s\",\"value\":1,\"commit\":\"abc\"}\n",
             "full commit id",
         ),
+        // A misspelled field is refused by name, never stored without it.
+        (
+            "{\"task\":\"t\",\"scorer\":\"s\",\"value\":1,\"holdot\":true}\n",
+            "unknown field `holdot`",
+        ),
+        (
+            "{\"task\":\"t\",\"rubric\":\"answer\",\"observation\":{},\"scorer\":\"x\"}\n",
+            "unknown field `scorer`",
+        ),
+        (
+            "{\"task\":\"t\",\"scorer\":\"s\"}\n",
+            "missing field `value`",
+        ),
+        ("[1, 2]\n", "not a JSON object"),
+        // An empty file is an error, not a success with nothing in it.
+        ("", "holds no line"),
+        ("\n  \n", "holds no line"),
     ] {
         let bad = d.path().join("bad.jsonl");
         std::fs::write(&bad, body).expect("write");
@@ -142,6 +218,15 @@ fn jsonl_scores_and_observations_with_line_numbered_errors() {
             .contains("no commit")
     );
     assert_eq!(store.head().expect("head"), before, "nothing stored");
+    // A UTF-8 byte-order mark before the first line is not part of it.
+    let bom = d.path().join("bom.jsonl");
+    std::fs::write(
+        &bom,
+        "\u{feff}{\"task\":\"t9\",\"scorer\":\"s\",\"value\":1}\n",
+    )
+    .expect("write");
+    let r = ingest_jsonl(&mut store, &bom, Some(&commit()), &rubrics, "judge").expect("BOM");
+    assert_eq!(r.scores, 1);
 }
 
 #[test]
@@ -216,4 +301,52 @@ fn the_same_report_ingested_twice_is_counted_once() {
     assert_eq!(c.scores, 1);
     assert_eq!(store.scores(&commit(), "acc").expect("scores").len(), 2);
     assert!(store.verify().expect("verify").is_valid());
+}
+
+#[test]
+fn a_rubric_file_is_read_by_its_extension_and_errors_say_where() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let toml_path = d.path().join("answer.toml");
+    std::fs::write(&toml_path, RUBRIC).expect("write");
+    let r = Rubric::from_path(&toml_path).expect("toml");
+    assert_eq!(r.name, "answer");
+    let bad = d.path().join("bad.toml");
+    std::fs::write(&bad, "name = \"x\"\nholdout = tru\n").expect("write");
+    let e = Rubric::from_path(&bad).expect_err("syntax");
+    assert!(e.to_string().contains("line 2, column"), "{e}");
+    let bad_json = d.path().join("bad.JSON");
+    std::fs::write(&bad_json, "{\"name\": \"x\",\n \"item\": [}").expect("write");
+    let e = Rubric::from_path(&bad_json).expect_err("json");
+    assert!(e.to_string().contains("line 2, column"), "{e}");
+    assert!(matches!(
+        Rubric::from_path(d.path().join("absent.toml")),
+        Err(Error::Io { .. })
+    ));
+}
+
+#[test]
+fn one_score_is_recorded_with_its_scorer_declared_in_the_same_transaction() {
+    use ratchet_scorers::{Direction, declared_direction, record_score};
+    use ratchet_trace::Score;
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
+    let score = Score::new(commit(), "t1", "tokens", 10.0);
+    let r = record_score(&mut store, &score, "s", Some(Direction::LowerIsBetter)).expect("record");
+    assert_eq!(r.seq, 2, "declaration then score");
+    let (dir, seq) = declared_direction(&store, "tokens", u64::MAX)
+        .expect("read")
+        .expect("declared");
+    assert_eq!((dir, seq), (Direction::LowerIsBetter, 1));
+    // The same direction again (or none) declares nothing more.
+    let r = record_score(&mut store, &score, "s", None).expect("again");
+    assert_eq!(r.seq, 3);
+    // A contradiction stores nothing.
+    let head = store.head().expect("head");
+    let e = record_score(&mut store, &score, "s", Some(Direction::HigherIsBetter))
+        .expect_err("conflict");
+    assert!(matches!(e, Error::DirectionConflict { .. }), "{e:?}");
+    // An invalid score declares nothing either.
+    let bad = Score::new(commit(), "t1", "fresh", f64::NAN);
+    assert!(record_score(&mut store, &bad, "s", Some(Direction::HigherIsBetter)).is_err());
+    assert_eq!(store.head().expect("head"), head, "nothing stored");
 }
