@@ -37,16 +37,13 @@ use ratchet_trace::{
 
 use crate::error::{Error, Result};
 use crate::gsprt::Pairing;
-use crate::invariants::{check_canaries, check_minimum};
-use crate::noninferiority::{Margin, NonInferiority, SampleStats};
-use crate::policy::{ClassPolicy, GuardrailMethod, MarginKind, TestKind};
-use crate::sprt::{Decision, GaussianSprt, SequentialTest};
+use crate::invariants::{CanaryReport, MinimumReport};
+use crate::noninferiority::{Margin, SequenceOutcome, WelchOutcome};
+use crate::policy::{ClassPolicy, GuardrailMethod};
+use crate::sprt::Decision;
 
 /// Event kind of an appended verdict.
 pub const KIND_DECISION: &str = ReservedKind::Decision.as_str();
-
-/// Confidence of the bounds reported with invariants.
-const INVARIANT_CONFIDENCE: f64 = 0.95;
 
 /// A stage of the law, in the order they run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -151,15 +148,271 @@ impl Outcome {
     }
 }
 
+/// Where a stage ended up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StageState {
+    /// It passed.
+    Passed,
+    /// It failed (the verdict stops here).
+    Failed,
+    /// Still open: more evidence is needed (the verdict continues).
+    Open,
+}
+
+impl From<bool> for StageState {
+    fn from(passed: bool) -> StageState {
+        if passed {
+            StageState::Passed
+        } else {
+            StageState::Failed
+        }
+    }
+}
+
+impl StageState {
+    /// `Some(true)` passed, `Some(false)` failed, `None` open: the form
+    /// recorded in the trace.
+    pub fn as_option(self) -> Option<bool> {
+        match self {
+            StageState::Passed => Some(true),
+            StageState::Failed => Some(false),
+            StageState::Open => None,
+        }
+    }
+}
+
+impl Serialize for StageState {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        self.as_option().serialize(s)
+    }
+}
+
 /// One stage's figures: what it computed, against what, from which inputs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StageReport {
     /// The stage.
     pub stage: Stage,
-    /// Whether it passed (`None`: still open).
-    pub passed: Option<bool>,
+    /// Whether it passed (serialized `true` / `false` / `null` for open).
+    pub passed: StageState,
     /// The stage's statistics and inputs.
-    pub details: serde_json::Value,
+    #[serde(serialize_with = "canonical")]
+    pub details: StageDetails,
+}
+
+/// What a stage computed, one shape per stage. Serialized with every
+/// object's keys in sorted order: the canonical form recorded in the trace
+/// (stable under reordering fields here, and the form verdicts recorded
+/// before these types existed have).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum StageDetails {
+    /// Trace verification.
+    Verification(VerificationDetails),
+    /// Required test suites.
+    Tests(TestsDetails),
+    /// Invariants and canaries.
+    Invariants(InvariantsDetails),
+    /// The sequential test.
+    Sequential(SequentialDetails),
+    /// A guardrail's non-inferiority test.
+    Guardrail(GuardrailDetails),
+    /// Too few tasks scored on both sides for the stage's test to run.
+    TooFewTasks(TooFewTasks),
+}
+
+/// Serializes `value` as JSON with the keys of every object sorted.
+fn canonical<T: Serialize, S: serde::Serializer>(
+    value: &T,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    fn sorted(v: serde_json::Value) -> serde_json::Value {
+        match v {
+            serde_json::Value::Object(map) => {
+                let mut entries: Vec<_> = map.into_iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                serde_json::Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+            }
+            serde_json::Value::Array(items) => {
+                serde_json::Value::Array(items.into_iter().map(sorted).collect())
+            }
+            other => other,
+        }
+    }
+    let v = serde_json::to_value(value).map_err(serde::ser::Error::custom)?;
+    sorted(v).serialize(s)
+}
+
+/// What trace verification found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VerificationDetails {
+    /// Events recomputed.
+    pub size: u64,
+    /// Whether the store is keyed.
+    pub keyed: bool,
+    /// Whether every MAC was checked.
+    pub macs_checked: bool,
+    /// Whether a checkpoint held elsewhere was checked.
+    pub checkpoint_checked: bool,
+    /// The first fault, if any.
+    pub fault: Option<ratchet_trace::Fault>,
+}
+
+/// The required suites.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TestsDetails {
+    /// One per required suite, in the policy's order.
+    pub suites: Vec<SuiteReport>,
+}
+
+/// One required suite: every recorded run of it for the candidate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SuiteReport {
+    /// The suite.
+    pub suite: String,
+    /// Whether it counts as green (runs exist, none failed, each ran a test).
+    pub passed: bool,
+    /// Its runs.
+    pub runs: Vec<SuiteRun>,
+}
+
+/// One recorded run of a suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SuiteRun {
+    /// The run's trace seq.
+    pub seq: u64,
+    /// Tests passed.
+    pub passed: u64,
+    /// Tests failed (errors included).
+    pub failed: u64,
+    /// Tests skipped.
+    pub skipped: u64,
+}
+
+/// Invariants and canaries.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InvariantsDetails {
+    /// One per invariant, in the policy's order.
+    pub invariants: Vec<MinimumReport>,
+    /// The canaries, if the policy has any.
+    pub canaries: Option<CanaryReport>,
+    /// Confidence of the failure-rate bounds.
+    pub confidence: f64,
+}
+
+/// The sequential test's state when the verdict was taken.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SequentialDetails {
+    /// The test's own figures.
+    #[serde(flatten)]
+    pub test: TestFigures,
+    /// Log-likelihood ratio.
+    pub llr: f64,
+    /// Observations used.
+    pub n: u64,
+    /// Lower boundary as applied (after any overshoot correction).
+    pub lower: f64,
+    /// Upper boundary as applied.
+    pub upper: f64,
+    /// Wald's lower boundary.
+    pub wald_lower: f64,
+    /// Wald's upper boundary.
+    pub wald_upper: f64,
+    /// The effect seen, with a 95 % interval (shown, never used to decide).
+    pub effect: Option<EffectEstimate>,
+    /// Truncation limit.
+    pub max_n: u64,
+    /// The test's decision.
+    pub decision: Decision,
+    /// Tasks scored on both sides (before the first gap).
+    pub tasks_available: usize,
+    /// The first task the baseline has and the candidate lacks: the
+    /// sequence waits there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_at_missing_task: Option<String>,
+}
+
+/// The figures particular to each kind of sequential test.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "test", rename_all = "snake_case")]
+pub enum TestFigures {
+    /// The discordant-pair SPRT.
+    Bernoulli {
+        /// The design.
+        design: &'static str,
+        /// What the effect estimate measures.
+        effect_measure: &'static str,
+        /// θ under "no difference" (½).
+        theta0: f64,
+        /// θ under "better by the gap".
+        theta1: f64,
+        /// Pass threshold, on the judged (sign-adjusted) scale.
+        pass_threshold: f64,
+        /// Pairs where only the candidate passed.
+        candidate_only_passed: u64,
+        /// Pairs where only the baseline passed.
+        baseline_only_passed: u64,
+        /// Concordant pairs (no evidence).
+        both_or_neither: u64,
+    },
+    /// The SPRT on paired differences.
+    Gaussian {
+        /// The design.
+        design: &'static str,
+        /// What the effect estimate measures.
+        effect_measure: &'static str,
+        /// Mean difference under the null.
+        mu0: f64,
+        /// Mean difference under the alternative (the gap).
+        mu1: f64,
+        /// Sample variance of the differences (`None` before two).
+        variance: Option<f64>,
+    },
+    /// The GSPRT on game outcomes.
+    Paired {
+        /// Trinomial or pentanomial.
+        pairing: Pairing,
+        /// What the effect estimate measures.
+        effect_measure: &'static str,
+        /// The unit of `elo0`/`elo1`.
+        elo_model: crate::EloModel,
+        /// Null hypothesis.
+        elo0: f64,
+        /// Alternative.
+        elo1: f64,
+        /// Outcome counts by class.
+        counts: BTreeMap<&'static str, u64>,
+    },
+}
+
+/// A guardrail's test and result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GuardrailDetails {
+    /// The test.
+    pub method: GuardrailMethod,
+    /// The margin.
+    pub margin: Margin,
+    /// The result.
+    pub result: GuardrailResult,
+}
+
+/// The result of a guardrail's test.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum GuardrailResult {
+    /// Fixed-horizon Welch test.
+    Welch(WelchOutcome),
+    /// Always-valid confidence sequence.
+    Sequence(SequenceOutcome),
+}
+
+/// A stage that could not run its test: too few tasks on both sides.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TooFewTasks {
+    /// The test that would have run (when it waits rather than fails).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test: Option<&'static str>,
+    /// Tasks scored on both sides.
+    pub tasks: usize,
 }
 
 /// The trace head a verdict was computed at.
@@ -195,8 +448,13 @@ pub struct Verdict {
 
 impl Verdict {
     /// The canonical JSON bytes (what is appended to the trace).
-    pub fn to_json(&self) -> Vec<u8> {
-        serde_json::to_vec(self).unwrap_or_default()
+    ///
+    /// # Errors
+    /// [`Error::Serialize`] if a figure cannot be written as JSON.
+    pub fn to_json(&self) -> Result<Vec<u8>> {
+        serde_json::to_vec(self).map_err(|e| Error::Serialize {
+            reason: e.to_string(),
+        })
     }
 }
 
@@ -254,87 +512,6 @@ pub fn decide_at(store: &Store, q: &Question<'_>, seq: u64) -> Result<Verdict> {
     evaluate(&snap, q, seq)
 }
 
-/// Per-task means of the two sides, for tasks both ran, in task order.
-/// Per-task means of both sides in task-name order, up to the first task
-/// the baseline has a score of but the candidate does not: such a gap ends
-/// the sequence (the rest waits for it to be filled) instead of being
-/// skipped, so a candidate cannot pick the tasks that count by leaving the
-/// hard ones out. Tasks only the candidate ran are not pairs and are passed
-/// over. Returns the two sides and the first gap, if any.
-fn paired_means(
-    store: &Store,
-    q: &Question<'_>,
-    scorer: ScorerRef<'_>,
-    at: u64,
-) -> Result<(Vec<f64>, Vec<f64>, Option<String>)> {
-    let (mut base, mut cand) = (Vec::new(), Vec::new());
-    for t in store.task_means_upto(q.baseline, q.candidate, scorer, at)? {
-        match (t.baseline, t.candidate) {
-            (Some(_), None) => return Ok((base, cand, Some(t.task))),
-            (Some(b), Some(c)) => {
-                base.push(b);
-                cand.push(c);
-            }
-            _ => {}
-        }
-    }
-    Ok((base, cand, None))
-}
-
-/// Whether `scorer` improves downwards: its direction as declared in the
-/// trace (by ingestion, when it first appeared), which a policy may only
-/// confirm; else the policy's; else the built-in default (anchors and
-/// criterion timings down, everything else up).
-///
-/// # Errors
-/// [`Error::Policy`] when the policy contradicts the trace's declaration.
-fn lower_is_better(
-    store: &Store,
-    q: &Question<'_>,
-    scorer: &str,
-    stated: Option<crate::policy::Better>,
-    at: u64,
-) -> Result<bool> {
-    use crate::policy::Better;
-    use ratchet_scorers::Direction;
-    let declared = ratchet_scorers::declared_direction(store, scorer, at).map_err(|e| match e {
-        ratchet_scorers::Error::Trace(t) => Error::Trace(t),
-        other => Error::InvalidObservation {
-            reason: other.to_string(),
-        },
-    })?;
-    let lower = |b: Better| b == Better::Lower;
-    Ok(match (declared, stated) {
-        (Some((d, seq)), Some(b)) if (d == Direction::LowerIsBetter) != lower(b) => {
-            return Err(Error::Policy {
-                field: format!("class.{}: direction of {scorer}", q.class),
-                reason: format!(
-                    "the policy says {b:?} is better, but the trace declared {scorer} {d:?} at seq {seq}; a policy can only confirm a scorer's direction"
-                ),
-            });
-        }
-        (Some((d, _)), _) => d == Direction::LowerIsBetter,
-        (None, Some(b)) => lower(b),
-        (None, None) => ratchet_scorers::direction_of(scorer) == Direction::LowerIsBetter,
-    })
-}
-
-/// `scorer` at the version chosen for it (every scorer read is chosen).
-fn at_version<'a>(versions: &'a BTreeMap<String, String>, scorer: &'a str) -> ScorerRef<'a> {
-    match versions.get(scorer) {
-        Some(version) => ScorerRef::at_version(scorer, version),
-        None => scorer.into(),
-    }
-}
-
-fn reject(stage: Stage, cause: RejectCause, reason: impl Into<String>) -> Outcome {
-    Outcome::Reject {
-        stage,
-        cause,
-        reason: reason.into(),
-    }
-}
-
 /// The effect the sequential test saw, for a person to read: the mean of
 /// the per-observation effects with a fixed-sample 95 % normal interval.
 /// Shown, never used to decide (after optional stopping a fixed-sample
@@ -351,37 +528,23 @@ pub struct EffectEstimate {
     pub ci_high: f64,
 }
 
-fn effect_estimate(xs: &[f64]) -> Option<EffectEstimate> {
-    if xs.len() < 2 {
-        return None;
-    }
-    let n = xs.len() as f64;
-    let mean = xs.iter().sum::<f64>() / n;
-    let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
-    let half = 1.959_963_984_540_054 * (var / n).sqrt();
-    Some(EffectEstimate {
-        n: xs.len(),
-        estimate: mean,
-        ci_low: mean - half,
-        ci_high: mean + half,
-    })
-}
-
 fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
-    let p = q.policy;
     let head_hash = match at {
         0 => store.genesis().to_hex().to_string(),
-        s => store
-            .event_by_seq(s)?
-            .map(|e| e.hash.to_hex().to_string())
-            .ok_or_else(|| Error::InvalidObservation {
-                reason: format!("the trace has no event {s}"),
-            })?,
+        s => match store.event_by_seq(s)? {
+            Some(e) => e.hash.to_hex().to_string(),
+            None => {
+                return Err(Error::BeyondHead {
+                    seq: s,
+                    size: store.head()?.size,
+                });
+            }
+        },
     };
     let mut v = Verdict {
         outcome: Outcome::Promote,
         class: q.class.to_string(),
-        policy_hash: p.hash(),
+        policy_hash: q.policy.hash(),
         trace: TraceHead {
             size: at,
             hash: head_hash,
@@ -391,568 +554,8 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
         scorer_versions: BTreeMap::new(),
         stages: Vec::new(),
     };
-    let done = |mut v: Verdict, outcome: Outcome| {
-        v.outcome = outcome;
-        Ok(v)
-    };
-
-    // 0. The trace itself, before any number is read from it.
-    // The whole trace up to `at` is recomputed (hashes, MACs with the key
-    // the store was opened with, projection rows, schema): every row read
-    // below is one this pass covered.
-    let mut vo = VerifyOptions::default().up_to(at);
-    if let Some(cp) = q.checkpoint {
-        vo = vo.checkpoint(cp.clone());
-    }
-    let report = store.verify_with(&vo)?;
-    let unchecked_macs = report.macs_unchecked();
-    v.stages.push(StageReport {
-        stage: Stage::TraceVerification,
-        passed: Some(report.is_valid() && !unchecked_macs),
-        details: serde_json::json!({ "size": report.size, "keyed": report.keyed, "macs_checked": report.macs_checked, "checkpoint_checked": report.checkpoint_checked, "fault": report.fault }),
-    });
-    if let Some(f) = report.fault {
-        return done(
-            v,
-            reject(
-                Stage::TraceVerification,
-                RejectCause::UnverifiedTrace,
-                format!("the trace does not verify: {f}"),
-            ),
-        );
-    }
-    if unchecked_macs {
-        return done(
-            v,
-            reject(
-                Stage::TraceVerification,
-                RejectCause::UnverifiedTrace,
-                "the store is keyed but was opened without its writer key: its MACs cannot be checked, and a plain chain can be rebuilt by anyone who can write the file (fails closed)",
-            ),
-        );
-    }
-
-    // 1. Required test suites: every recorded run of each counts. A failure
-    // is not erased by a later green run (re-running until green would
-    // launder a flaky or broken suite), and a run of no test is not a pass.
-    let runs = store.test_runs_upto(q.candidate, at)?;
-    let mut suites = Vec::new();
-    let mut failure: Option<(RejectCause, String)> = None;
-    for suite in &p.required_suites {
-        let of_suite: Vec<_> = runs.iter().filter(|(_, r)| &r.suite == suite).collect();
-        let failed = of_suite.iter().find(|(_, r)| r.failed > 0);
-        let empty = of_suite.iter().find(|(_, r)| r.passed == 0);
-        let (ok, why) = match (of_suite.is_empty(), failed, empty) {
-            (true, _, _) => (
-                false,
-                (
-                    RejectCause::MissingEvidence,
-                    format!("suite {suite} has no recorded run for the candidate"),
-                ),
-            ),
-            (_, Some((seq, r)), _) => (
-                false,
-                (
-                    RejectCause::Measured,
-                    format!(
-                        "suite {suite}: {} failed in the run at seq {seq} (every recorded run counts)",
-                        r.failed
-                    ),
-                ),
-            ),
-            (_, None, Some((seq, _))) => (
-                false,
-                (
-                    RejectCause::MissingEvidence,
-                    format!("suite {suite} ran no test in the run at seq {seq}"),
-                ),
-            ),
-            (false, None, None) => (true, (RejectCause::Measured, String::new())),
-        };
-        suites.push(serde_json::json!({ "suite": suite, "passed": ok, "runs": of_suite.iter().map(|(s, r)| serde_json::json!({"seq": s, "passed": r.passed, "failed": r.failed, "skipped": r.skipped})).collect::<Vec<_>>() }));
-        if !ok && failure.is_none() {
-            failure = Some(why);
-        }
-    }
-    v.stages.push(StageReport {
-        stage: Stage::Tests,
-        passed: Some(failure.is_none()),
-        details: serde_json::json!({ "suites": suites }),
-    });
-    if let Some((cause, why)) = failure {
-        return done(v, reject(Stage::Tests, cause, why));
-    }
-
-    // Every scorer the policy names must exist in the trace: a typo in a
-    // policy must not read as "no violations" or "no evidence yet".
-    let named = std::iter::once((Stage::Sequential, p.scorer.as_str()))
-        .chain(
-            p.invariants
-                .iter()
-                .map(|i| (Stage::Invariants, i.scorer.as_str())),
-        )
-        .chain(
-            p.canaries
-                .iter()
-                .filter_map(|c| c.scorer.as_deref().map(|s| (Stage::Invariants, s))),
-        )
-        .chain(
-            p.guardrails
-                .iter()
-                .map(|g| (Stage::Guardrail(g.scorer.clone()), g.scorer.as_str())),
-        );
-    for (stage, scorer) in named {
-        if !store.has_scorer(scorer, at)? {
-            return done(
-                v,
-                reject(
-                    stage,
-                    RejectCause::MissingEvidence,
-                    format!("unknown scorer {scorer:?}: the trace holds no score of it"),
-                ),
-            );
-        }
-        // One version per scorer: the policy's pin for the primary scorer,
-        // else the newest version both commits have scores of (else the
-        // newest at all, which then finds no pairs and fails closed).
-        if v.scorer_versions.contains_key(scorer) {
-            continue;
-        }
-        let pinned = p.scorer_version.as_deref().filter(|_| scorer == p.scorer);
-        let version = match pinned {
-            Some(pin) => {
-                if !store.has_scorer(ScorerRef::at_version(scorer, pin), at)? {
-                    return done(
-                        v,
-                        reject(
-                            stage,
-                            RejectCause::MissingEvidence,
-                            format!("scorer {scorer:?} has no score of the pinned version {pin:?}"),
-                        ),
-                    );
-                }
-                pin.to_string()
-            }
-            None => match store.shared_scorer_version(scorer, q.baseline, q.candidate, at)? {
-                Some(shared) => shared,
-                None => store
-                    .scorer_versions(scorer, at)?
-                    .into_iter()
-                    .next()
-                    .map(|sv| sv.version)
-                    .unwrap_or_default(),
-            },
-        };
-        v.scorer_versions.insert(scorer.to_string(), version);
-    }
-    let versions = v.scorer_versions.clone();
-    let at_version = |scorer| at_version(&versions, scorer);
-
-    // 2. Invariants and canaries, on the candidate's own scores.
-    let mut inv_reports = Vec::new();
-    let mut failure: Option<(RejectCause, String)> = None;
-    for inv in &p.invariants {
-        let tasks =
-            store.paired_scores_upto(q.baseline, q.candidate, at_version(&inv.scorer), at)?;
-        // An invariant holds on every task: a task the baseline was checked
-        // on and the candidate was not is missing evidence, not a pass.
-        let uncovered: Vec<&str> = tasks
-            .iter()
-            .filter(|t| !t.baseline.is_empty() && t.candidate.is_empty())
-            .map(|t| t.task.as_str())
-            .collect();
-        if !uncovered.is_empty() && failure.is_none() {
-            failure = Some((
-                RejectCause::MissingEvidence,
-                format!(
-                    "invariant {}: the candidate has no score on {} task(s) the baseline has (first: {}); fails closed",
-                    inv.scorer,
-                    uncovered.len(),
-                    uncovered[0]
-                ),
-            ));
-        }
-        let per_task: Vec<(String, f64)> = tasks
-            .into_iter()
-            .filter(|t| !t.candidate.is_empty())
-            .map(|t| {
-                (
-                    t.task,
-                    t.candidate.iter().copied().fold(f64::INFINITY, f64::min),
-                )
-            })
-            .collect();
-        let r = check_minimum(&inv.scorer, &per_task, inv.minimum, INVARIANT_CONFIDENCE)?;
-        if !r.holds && failure.is_none() {
-            failure = Some(if r.tasks == 0 {
-                (
-                    RejectCause::MissingEvidence,
-                    format!(
-                        "invariant {}: the candidate has no scores (fails closed)",
-                        inv.scorer
-                    ),
-                )
-            } else {
-                (
-                    RejectCause::Measured,
-                    format!(
-                        "invariant {} ≥ {}: violated on {:?}",
-                        inv.scorer, inv.minimum, r.violations
-                    ),
-                )
-            });
-        }
-        inv_reports.push(serde_json::to_value(&r).unwrap_or_default());
-    }
-    let mut canary_report = serde_json::Value::Null;
-    if let Some(c) = &p.canaries {
-        let scorer = c.scorer.as_deref().unwrap_or(&p.scorer);
-        let scores = store.paired_scores_upto(q.baseline, q.candidate, at_version(scorer), at)?;
-        let r = check_canaries(&c.tasks, |task| {
-            scores
-                .iter()
-                .find(|t| t.task == task && !t.candidate.is_empty())
-                .map(|t| t.candidate.iter().all(|&x| x >= c.minimum))
-        });
-        if !r.holds && failure.is_none() {
-            let cause = if r.failed.is_empty() {
-                RejectCause::MissingEvidence
-            } else {
-                RejectCause::Measured
-            };
-            failure = Some((
-                cause,
-                format!("canaries: failed {:?}, missing {:?}", r.failed, r.missing),
-            ));
-        }
-        canary_report = serde_json::to_value(&r).unwrap_or_default();
-    }
-    v.stages.push(StageReport {
-        stage: Stage::Invariants,
-        passed: Some(failure.is_none()),
-        details: serde_json::json!({ "invariants": inv_reports, "canaries": canary_report, "confidence": INVARIANT_CONFIDENCE }),
-    });
-    if let Some((cause, why)) = failure {
-        return done(v, reject(Stage::Invariants, cause, why));
-    }
-
-    // 3. The sequential test, fed the paired tasks in task-name order (an
-    // order that does not depend on the outcomes).
-    // Lower-is-better scorers (an anchor's own direction, or the policy's)
-    // are judged on negated values, so "better" always means "larger" below.
-    let sign = if lower_is_better(store, q, &p.scorer, p.direction, at)? {
-        -1.0
-    } else {
-        1.0
-    };
-    let (base, cand, gap) = paired_means(store, q, at_version(&p.scorer), at)?;
-    if base.is_empty() {
-        v.stages.push(StageReport {
-            stage: Stage::Sequential,
-            passed: Some(false),
-            details: serde_json::json!({ "tasks": 0 }),
-        });
-        return done(
-            v,
-            reject(
-                Stage::Sequential,
-                RejectCause::MissingEvidence,
-                format!(
-                    "no task of {} was scored on both sides (fails closed)",
-                    p.scorer
-                ),
-            ),
-        );
-    }
-    let (base, cand): (Vec<f64>, Vec<f64>) = (
-        base.into_iter().map(|x| sign * x).collect(),
-        cand.into_iter().map(|x| sign * x).collect(),
-    );
-    let bounds = p.boundaries()?;
-    // Per test: the decision, the LLR, the observations used, the
-    // boundaries actually applied, the per-observation effect on the
-    // policy's scale (for the estimate shown with its interval), details.
-    let (decision, llr, n, (lower, upper), diffs, details) = match p.test {
-        TestKind::Bernoulli => {
-            // Paired pass/fail: only discordant pairs carry evidence. Under
-            // "no difference" the candidate is the one that passed with
-            // probability exactly ½, whatever the pass rates: the null is
-            // simple, so Wald's bounds hold as for a known p0.
-            let thr = sign * p.pass_threshold.unwrap_or(1.0);
-            let mut t = p.bernoulli_test()?;
-            let (theta0, theta1) = p.discordant_hypotheses();
-            let (mut cand_only, mut base_only, mut concordant) = (0u64, 0u64, 0u64);
-            let mut diffs = Vec::new();
-            for (&b, &c) in base.iter().zip(&cand) {
-                if t.decision().is_final() {
-                    break;
-                }
-                diffs.push(f64::from(u8::from(c >= thr)) - f64::from(u8::from(b >= thr)));
-                match (b >= thr, c >= thr) {
-                    (false, true) => {
-                        cand_only += 1;
-                        t.observe(true);
-                    }
-                    (true, false) => {
-                        base_only += 1;
-                        t.observe(false);
-                    }
-                    _ => concordant += 1,
-                }
-            }
-            let d = serde_json::json!({ "test": "bernoulli", "design": "discordant pairs", "effect_measure": "pass-rate difference (candidate − baseline)", "theta0": theta0, "theta1": theta1, "pass_threshold": thr, "candidate_only_passed": cand_only, "baseline_only_passed": base_only, "both_or_neither": concordant });
-            let b = t.boundaries();
-            (
-                t.decision(),
-                t.llr(),
-                t.n(),
-                (b.lower(), b.upper()),
-                diffs,
-                d,
-            )
-        }
-        TestKind::Gaussian => {
-            // Paired differences: the task's own difficulty cancels, and the
-            // null (mean difference 0) does not depend on an estimated
-            // baseline mean.
-            if base.len() < 2 {
-                v.stages.push(StageReport {
-                    stage: Stage::Sequential,
-                    passed: None,
-                    details: serde_json::json!({ "test": "gaussian", "tasks": base.len() }),
-                });
-                return done(
-                    v,
-                    Outcome::Continue {
-                        expected_more: p.warmup.unwrap_or(GaussianSprt::DEFAULT_WARMUP),
-                        reason: "fewer than two tasks scored on both sides".into(),
-                    },
-                );
-            }
-            let mut t = p.gaussian_test()?;
-            let mut diffs = Vec::new();
-            for (&b, &c) in base.iter().zip(&cand) {
-                diffs.push(c - b);
-                if t.update(c - b)?.is_final() {
-                    break;
-                }
-            }
-            let d = serde_json::json!({ "test": "gaussian", "design": "paired differences", "effect_measure": "mean difference (candidate − baseline)", "mu0": 0.0, "mu1": p.gap.unwrap_or_default(), "variance": t.variance() });
-            let b = t.boundaries();
-            (
-                t.decision(),
-                t.llr(),
-                t.n(),
-                (b.lower(), b.upper()),
-                diffs,
-                d,
-            )
-        }
-        TestKind::Paired => {
-            let mut t = p.paired_test()?;
-            let elo = t.elo();
-            let class_of = |b: f64, c: f64| match c.partial_cmp(&b) {
-                Some(std::cmp::Ordering::Greater) => 2,
-                Some(std::cmp::Ordering::Equal) => 1,
-                _ => 0,
-            };
-            let pairs: Vec<usize> = match t.pairing() {
-                // One outcome per task, from the per-task means.
-                Pairing::Trinomial => base
-                    .iter()
-                    .zip(&cand)
-                    .map(|(&b, &c)| class_of(b, c))
-                    .collect(),
-                // Two runs per task: run i against run i, the pair's total 0..=4.
-                Pairing::Pentanomial => store
-                    .paired_scores_upto(q.baseline, q.candidate, at_version(&p.scorer), at)?
-                    .into_iter()
-                    .filter(|t| t.baseline.len() >= 2 && t.candidate.len() >= 2)
-                    .map(|t| {
-                        class_of(sign * t.baseline[0], sign * t.candidate[0])
-                            + class_of(sign * t.baseline[1], sign * t.candidate[1])
-                    })
-                    .collect(),
-            };
-            let half = (t.pairing().classes() - 1) as f64 / 2.0;
-            let mut diffs = Vec::new();
-            for class in pairs {
-                // The pair's score minus a draw's, per game: −1 … +1.
-                diffs.push((class as f64 - half) / half);
-                if t.update(class)?.is_final() {
-                    break;
-                }
-            }
-            let labels: &[&str] = match t.pairing() {
-                Pairing::Trinomial => &["losses", "draws", "wins"],
-                Pairing::Pentanomial => &["LL", "LD", "DD_or_WL", "WD", "WW"],
-            };
-            let counts: serde_json::Map<String, serde_json::Value> = labels
-                .iter()
-                .zip(t.counts())
-                .map(|(l, c)| ((*l).to_string(), serde_json::json!(c)))
-                .collect();
-            let d = serde_json::json!({ "test": "paired", "pairing": t.pairing(), "effect_measure": "score − ½ per game (wins count +½, losses −½)", "elo_model": elo.model, "elo0": elo.elo0, "elo1": elo.elo1, "counts": counts });
-            (
-                t.decision(),
-                t.llr(),
-                t.n(),
-                t.effective_boundaries(),
-                diffs,
-                d,
-            )
-        }
-    };
-    let mut details = details;
-    if let Some(obj) = details.as_object_mut() {
-        obj.insert("llr".into(), serde_json::json!(llr));
-        obj.insert("n".into(), serde_json::json!(n));
-        obj.insert("lower".into(), serde_json::json!(lower));
-        obj.insert("upper".into(), serde_json::json!(upper));
-        obj.insert("wald_lower".into(), serde_json::json!(bounds.lower()));
-        obj.insert("wald_upper".into(), serde_json::json!(bounds.upper()));
-        obj.insert("effect".into(), serde_json::json!(effect_estimate(&diffs)));
-        obj.insert("max_n".into(), serde_json::json!(p.max_n));
-        obj.insert("decision".into(), serde_json::json!(decision));
-        obj.insert("tasks_available".into(), serde_json::json!(base.len()));
-        if let Some(task) = &gap {
-            obj.insert("stopped_at_missing_task".into(), serde_json::json!(task));
-        }
-    }
-    v.stages.push(StageReport {
-        stage: Stage::Sequential,
-        passed: match decision {
-            Decision::Promote => Some(true),
-            Decision::Continue => None,
-            _ => Some(false),
-        },
-        details,
-    });
-    match decision {
-        Decision::Reject => {
-            return done(
-                v,
-                reject(
-                    Stage::Sequential,
-                    RejectCause::Measured,
-                    format!(
-                        "LLR {llr:.3} reached the lower boundary {lower:.3} after {n} observations"
-                    ),
-                ),
-            );
-        }
-        Decision::Truncated => {
-            return done(
-                v,
-                reject(
-                    Stage::Sequential,
-                    RejectCause::Measured,
-                    format!(
-                        "not shown better within {} observations (truncated at LLR {llr:.3})",
-                        p.max_n
-                    ),
-                ),
-            );
-        }
-        Decision::Continue => {
-            // Rough: tasks to reach the nearer boundary at the average drift so far.
-            let drift = if n > 0 { llr / n as f64 } else { 0.0 };
-            let to_go = if drift > 0.0 {
-                (upper - llr) / drift
-            } else if drift < 0.0 {
-                (lower - llr) / drift
-            } else {
-                (p.max_n - n) as f64
-            };
-            let expected_more =
-                (to_go.ceil().max(1.0) as u64).min(p.max_n.saturating_sub(n).max(1));
-            return done(
-                v,
-                Outcome::Continue {
-                    expected_more,
-                    reason: match &gap {
-                        Some(task) => format!(
-                            "LLR {llr:.3} between {lower:.3} and {upper:.3} after {n} observations; the candidate has no score yet on task {task}, where the sequence waits"
-                        ),
-                        None => format!(
-                            "LLR {llr:.3} between {lower:.3} and {upper:.3} after {n} observations"
-                        ),
-                    },
-                },
-            );
-        }
-        Decision::Promote => {}
-    }
-
-    // 4. Guardrails: each must be shown non-inferior (intersection–union).
-    for g in &p.guardrails {
-        let margin = match g.margin_kind {
-            MarginKind::Absolute => Margin::Absolute(g.margin),
-            MarginKind::Relative => Margin::Relative(g.margin),
-        };
-        // The guardrail's direction must agree with the scorer's declared one.
-        lower_is_better(store, q, &g.scorer, Some(g.direction), at)?;
-        let test = NonInferiority::new(g.direction.into(), margin, p.alpha)?;
-        let (gb, gc, _) = paired_means(store, q, at_version(&g.scorer), at)?;
-        let stage = Stage::Guardrail(g.scorer.clone());
-        if gb.len() < 2 {
-            v.stages.push(StageReport {
-                stage: stage.clone(),
-                passed: Some(false),
-                details: serde_json::json!({ "tasks": gb.len() }),
-            });
-            return done(
-                v,
-                reject(
-                    stage,
-                    RejectCause::MissingEvidence,
-                    format!(
-                        "guardrail {}: fewer than two tasks scored on both sides (fails closed)",
-                        g.scorer
-                    ),
-                ),
-            );
-        }
-        match g.method {
-            GuardrailMethod::Welch => {
-                let r = test.welch(
-                    &SampleStats::from_values(&gb)?,
-                    &SampleStats::from_values(&gc)?,
-                )?;
-                v.stages.push(StageReport { stage: stage.clone(), passed: Some(r.non_inferior), details: serde_json::json!({ "method": "welch", "result": r, "margin": margin }) });
-                if !r.non_inferior {
-                    return done(
-                        v,
-                        reject(
-                            stage,
-                            RejectCause::Measured,
-                            format!(
-                                "guardrail {}: not shown non-inferior (p = {:.4} ≥ α = {})",
-                                g.scorer, r.p_value, p.alpha
-                            ),
-                        ),
-                    );
-                }
-            }
-            GuardrailMethod::Sequence => {
-                let r = test.sequential(&gb, &gc, p.max_n)?;
-                v.stages.push(StageReport { stage: stage.clone(), passed: r.non_inferior.then_some(true), details: serde_json::json!({ "method": "sequence", "result": r, "margin": margin }) });
-                if !r.non_inferior {
-                    return done(
-                        v,
-                        Outcome::Continue {
-                            expected_more: (r.n).max(1),
-                            reason: format!(
-                                "guardrail {}: upper bound {:.4} not yet below 0",
-                                g.scorer, r.upper_bound
-                            ),
-                        },
-                    );
-                }
-            }
-        }
-    }
-    done(v, Outcome::Promote)
+    v.outcome = crate::stages::evaluate(store, q, at, &mut v)?;
+    Ok(v)
 }
 
 /// What a baseline's recorded scores say about the world a class's test

@@ -21,12 +21,35 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
-    /// A policy file is invalid: the field (`class.NAME.alpha`) and why.
-    #[error("policy field {field}: {reason}")]
+    /// A policy is invalid: where (`class.NAME.alpha`, or a line and
+    /// column of a syntax error) and why.
+    #[error("policy: {field}: {reason}")]
     Policy {
         /// The field's path.
         field: String,
         /// What is wrong with it.
+        reason: String,
+    },
+    /// A policy file could not be read or is invalid (the reason says which).
+    #[error("policy file {}: {reason}", path.display())]
+    PolicyFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A verdict was asked for at a trace size the trace does not reach.
+    #[error("the trace has no event {seq} (it holds {size}): nothing to decide at")]
+    BeyondHead {
+        /// The size asked for.
+        seq: u64,
+        /// The trace's size.
+        size: u64,
+    },
+    /// A verdict could not be written as JSON.
+    #[error("cannot serialize the verdict: {reason}")]
+    Serialize {
+        /// What serde_json said.
         reason: String,
     },
     /// The trace store failed; `decide` fails closed.

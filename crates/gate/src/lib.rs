@@ -55,14 +55,17 @@ mod invariants;
 mod noninferiority;
 mod policy;
 mod sprt;
+mod stages;
 
 pub use calibrate::{
     MonteCarloEstimate, OperatingPoint, WaldApproximation, exact_bernoulli, monte_carlo,
     wald_bernoulli,
 };
 pub use decide::{
-    BaselineWorld, EffectEstimate, GateStatus, KIND_DECISION, Outcome, Question, RejectCause,
-    Stage, StageReport, TraceHead, Verdict, baseline_world, decide, decide_at,
+    BaselineWorld, EffectEstimate, GateStatus, GuardrailDetails, GuardrailResult,
+    InvariantsDetails, KIND_DECISION, Outcome, Question, RejectCause, SequentialDetails, Stage,
+    StageDetails, StageReport, StageState, SuiteReport, SuiteRun, TestFigures, TestsDetails,
+    TooFewTasks, TraceHead, VerificationDetails, Verdict, baseline_world, decide, decide_at,
 };
 pub use error::{Error, Result};
 pub use gsprt::{
@@ -73,11 +76,11 @@ pub use invariants::{
     CanaryReport, MinimumReport, check_canaries, check_minimum, failure_rate_upper_bound,
 };
 pub use noninferiority::{
-    ConfidenceSequence, Direction, Margin, NonInferiority, SampleStats, SequenceOutcome,
-    WelchOutcome,
+    ConfidenceSequence, Margin, NonInferiority, SampleStats, SequenceOutcome, WelchOutcome,
 };
 pub use policy::{
-    Better, Canaries, ClassPolicy, Guardrail, GuardrailMethod, Invariant, MarginKind, Policy,
+    Canaries, ClassPolicy, Guardrail, GuardrailMethod, Invariant, MarginKind, Policy,
     TestKind,
 };
+pub use ratchet_scorers::Direction;
 pub use sprt::{BernoulliSprt, Boundaries, Decision, GaussianSprt, SequentialTest};

@@ -18,16 +18,7 @@ use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use crate::error::{Error, Result, invalid, open_unit};
-
-/// Which way a metric improves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    /// Cost, latency: smaller is better.
-    LowerIsBetter,
-    /// Accuracy, pass rate: larger is better.
-    HigherIsBetter,
-}
+use ratchet_scorers::Direction;
 
 /// How far the candidate may fall behind.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

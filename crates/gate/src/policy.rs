@@ -32,7 +32,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::gsprt::{EloBounds, EloModel, PairedGsprt, Pairing};
-use crate::noninferiority::{Direction, Margin, NonInferiority};
+use crate::noninferiority::{Margin, NonInferiority};
+use ratchet_scorers::Direction;
 use crate::sprt::{BernoulliSprt, Boundaries, GaussianSprt};
 
 /// Which sequential test judges the primary scorer.
@@ -55,14 +56,53 @@ pub enum TestKind {
     Paired,
 }
 
-/// Which way a guardrail metric improves, in policy files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Better {
-    /// Smaller is better (cost, latency).
-    Lower,
-    /// Larger is better.
-    Higher,
+/// A direction as policy files write it: `"lower"` or `"higher"` (the
+/// words are also what the canonical form behind the policy hash holds, so
+/// the hash of a policy does not depend on how `Direction` names itself).
+mod direction_word {
+    use ratchet_scorers::Direction;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    fn word(d: Direction) -> &'static str {
+        match d {
+            Direction::LowerIsBetter => "lower",
+            Direction::HigherIsBetter => "higher",
+        }
+    }
+
+    fn parse<'de, D: Deserializer<'de>>(text: &str) -> Result<Direction, D::Error> {
+        match text {
+            "lower" => Ok(Direction::LowerIsBetter),
+            "higher" => Ok(Direction::HigherIsBetter),
+            other => Err(serde::de::Error::unknown_variant(other, &["lower", "higher"])),
+        }
+    }
+
+    pub fn serialize<S: Serializer>(d: &Direction, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(word(*d))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Direction, D::Error> {
+        parse::<D>(&String::deserialize(d)?)
+    }
+
+    /// The same for an optional direction.
+    pub mod option {
+        use super::*;
+
+        pub fn serialize<S: Serializer>(d: &Option<Direction>, s: S) -> Result<S::Ok, S::Error> {
+            match d {
+                Some(d) => s.serialize_some(word(*d)),
+                None => s.serialize_none(),
+            }
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Direction>, D::Error> {
+            Option::<String>::deserialize(d)?
+                .map(|t| parse::<D>(&t))
+                .transpose()
+        }
+    }
 }
 
 /// Absolute or relative margin, in policy files.
@@ -91,8 +131,9 @@ pub enum GuardrailMethod {
 pub struct Guardrail {
     /// The guardrail's scorer.
     pub scorer: String,
-    /// Which way it improves.
-    pub direction: Better,
+    /// Which way it improves (`"lower"` or `"higher"` in policy files).
+    #[serde(with = "direction_word")]
+    pub direction: Direction,
     /// The margin (≥ 0).
     pub margin: f64,
     /// Absolute or relative.
@@ -154,8 +195,8 @@ pub struct ClassPolicy {
     pub beta: f64,
     /// Which way the primary scorer improves; default: the scorer's own
     /// direction (lower for the `cost` and `latency_ms` anchors), else higher.
-    #[serde(default)]
-    pub direction: Option<Better>,
+    #[serde(default, with = "direction_word::option")]
+    pub direction: Option<Direction>,
     /// Effect to detect (bernoulli, gaussian).
     #[serde(default)]
     pub gap: Option<f64>,
@@ -222,12 +263,18 @@ impl Policy {
     /// # Errors
     /// [`Error::Policy`] naming the field (`class.NAME.alpha`) and the reason.
     pub fn parse(text: &str) -> Result<Policy> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let policy: Policy = toml::from_str(text).map_err(|e| {
-            let field = e
-                .span()
-                .map(|s| format!("bytes {}..{}", s.start, s.end))
-                .unwrap_or_default();
-            bad(field, e.message().to_string())
+            // toml renders "TOML parse error at line L, column C" and a
+            // caret drawing; the first line's place is what a person needs.
+            let place = e
+                .to_string()
+                .lines()
+                .next()
+                .and_then(|l| l.strip_prefix("TOML parse error at "))
+                .unwrap_or("policy")
+                .to_string();
+            bad(place, e.message().trim().to_string())
         })?;
         if policy.class.is_empty() {
             return Err(bad(
@@ -239,6 +286,23 @@ impl Policy {
             c.validate(name)?;
         }
         Ok(policy)
+    }
+
+    /// Reads and validates a policy file.
+    ///
+    /// # Errors
+    /// [`Error::PolicyFile`] if the file cannot be read, or naming the file
+    /// around the [`Error::Policy`] that [`Policy::parse`] found.
+    pub fn from_path(path: impl AsRef<std::path::Path>) -> Result<Policy> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| Error::PolicyFile {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        Policy::parse(&text).map_err(|e| Error::PolicyFile {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })
     }
 
     /// The policy of one class.
@@ -404,14 +468,6 @@ impl ClassPolicy {
     }
 }
 
-impl From<Better> for Direction {
-    fn from(b: Better) -> Direction {
-        match b {
-            Better::Lower => Direction::LowerIsBetter,
-            Better::Higher => Direction::HigherIsBetter,
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {

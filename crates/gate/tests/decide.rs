@@ -176,7 +176,7 @@ fn a_better_candidate_is_promoted_and_the_verdict_recomputes_byte_for_byte() {
         .expect("read")
         .expect("decision event");
     assert_eq!(event.kind, KIND_DECISION);
-    assert_eq!(event.payload, v.to_json());
+    assert_eq!(event.payload, v.to_json().expect("json"));
     // Recomputed at the same head, byte for byte — even after more appends.
     w.store
         .record_score(
@@ -185,7 +185,7 @@ fn a_better_candidate_is_promoted_and_the_verdict_recomputes_byte_for_byte() {
         )
         .expect("append");
     let again = decide_at(&w.store, &w.ask("prompt"), head.size).expect("recompute");
-    assert_eq!(again.to_json(), event.payload);
+    assert_eq!(again.to_json().expect("json"), event.payload);
 }
 
 #[test]
@@ -344,10 +344,15 @@ fn pentanomial_pairs_two_runs_per_task() {
         .iter()
         .find(|s| s.stage == Stage::Sequential)
         .expect("sequential stage");
-    assert_eq!(seq.details["pairing"], "pentanomial");
-    let counts = seq.details["counts"].as_object().expect("labelled counts");
+    let ratchet_gate::StageDetails::Sequential(details) = &seq.details else {
+        panic!("sequential details expected: {seq:?}");
+    };
+    let ratchet_gate::TestFigures::Paired { pairing, counts, .. } = &details.test else {
+        panic!("paired figures expected: {details:?}");
+    };
+    assert_eq!(*pairing, ratchet_gate::Pairing::Pentanomial);
     assert_eq!(
-        counts.keys().map(String::as_str).collect::<Vec<_>>(),
+        counts.keys().copied().collect::<Vec<_>>(),
         ["DD_or_WL", "LD", "LL", "WD", "WW"]
     );
 }

@@ -18,6 +18,15 @@ pub enum Direction {
     LowerIsBetter,
 }
 
+impl std::fmt::Display for Direction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Direction::HigherIsBetter => "higher is better",
+            Direction::LowerIsBetter => "lower is better",
+        })
+    }
+}
+
 /// The built-in deterministic scorers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

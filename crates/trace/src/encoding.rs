@@ -198,11 +198,11 @@ impl WriterKey {
     /// Makes a fresh random key and returns it with its hex text (for a key file).
     ///
     /// # Errors
-    /// [`Error::InvalidKey`] if the operating system's random source fails.
+    /// [`Error::Randomness`] if the operating system's random source fails.
     pub fn generate() -> Result<(Self, String)> {
         let mut secret = [0u8; 32];
-        getrandom::fill(&mut secret).map_err(|e| Error::InvalidKey {
-            reason: format!("operating system random source failed: {e}"),
+        getrandom::fill(&mut secret).map_err(|e| Error::Randomness {
+            reason: e.to_string(),
         })?;
         let hex = encode_hex(&secret);
         Ok((Self::from_secret(&secret)?, hex))
@@ -233,7 +233,7 @@ impl WriterKey {
     ///
     /// # Errors
     /// [`Error::KeyFileExists`] if `path` exists; [`Error::Io`] if it cannot
-    /// be written; [`Error::InvalidKey`] if the random source fails.
+    /// be written; [`Error::Randomness`] if the random source fails.
     pub fn create_file(path: impl AsRef<std::path::Path>) -> Result<Self> {
         use std::io::Write as _;
         let path = path.as_ref();

@@ -93,6 +93,13 @@ pub enum Error {
         /// The store directory.
         path: PathBuf,
     },
+    /// The operating system's random source failed (needed for event ids,
+    /// keys and checkpoint nonces); nothing was written.
+    #[error("the operating system's random source failed: {reason}")]
+    Randomness {
+        /// What the operating system said.
+        reason: String,
+    },
     /// A new key file was to be written where a file already exists.
     #[error("key file {path} already exists; a key is never overwritten")]
     KeyFileExists {

@@ -1,0 +1,821 @@
+//! The stages of the law, one function each, in the order [`evaluate`]
+//! runs them. Each reads the trace as of `at`, pushes its [`StageReport`]
+//! and returns `Some(outcome)` to stop there, `None` to go on.
+
+use std::collections::BTreeMap;
+
+use ratchet_trace::{ScorerRef, Store, VerifyOptions};
+
+use crate::decide::{
+    EffectEstimate, GuardrailDetails, GuardrailResult, InvariantsDetails, Outcome, Question,
+    RejectCause, SequentialDetails, Stage, StageDetails, StageReport, StageState,
+    SuiteReport, SuiteRun, TestFigures, TestsDetails, TooFewTasks, VerificationDetails, Verdict,
+};
+use crate::error::{Error, Result};
+use crate::gsprt::Pairing;
+use crate::invariants::{check_canaries, check_minimum};
+use crate::noninferiority::{Margin, NonInferiority, SampleStats};
+use crate::policy::{Guardrail, GuardrailMethod, MarginKind, TestKind};
+use crate::sprt::{Decision, GaussianSprt, SequentialTest as _};
+
+/// Confidence of the bounds reported with invariants.
+const INVARIANT_CONFIDENCE: f64 = 0.95;
+
+/// What a stage says: `Some(outcome)` ends the verdict there.
+type Step = Result<Option<Outcome>>;
+
+/// Runs every stage on a verdict whose identity (class, commits, head) is
+/// filled in, and returns the outcome.
+pub(crate) fn evaluate(store: &Store, q: &Question<'_>, at: u64, v: &mut Verdict) -> Result<Outcome> {
+    if let Some(o) = verification(store, q, at, &mut v.stages)? {
+        return Ok(o);
+    }
+    if let Some(o) = required_tests(store, q, at, &mut v.stages)? {
+        return Ok(o);
+    }
+    if let Some(o) = choose_versions(store, q, at, &mut v.scorer_versions)? {
+        return Ok(o);
+    }
+    let versions = &v.scorer_versions;
+    if let Some(o) = invariants(store, q, at, versions, &mut v.stages)? {
+        return Ok(o);
+    }
+    if let Some(o) = sequential(store, q, at, versions, &mut v.stages)? {
+        return Ok(o);
+    }
+    for g in &q.policy.guardrails {
+        if let Some(o) = guardrail(store, q, at, versions, g, &mut v.stages)? {
+            return Ok(o);
+        }
+    }
+    Ok(Outcome::Promote)
+}
+
+fn reject(stage: Stage, cause: RejectCause, reason: impl Into<String>) -> Step {
+    Ok(Some(Outcome::Reject {
+        stage,
+        cause,
+        reason: reason.into(),
+    }))
+}
+
+fn push(stages: &mut Vec<StageReport>, stage: Stage, state: StageState, details: StageDetails) {
+    stages.push(StageReport {
+        stage,
+        passed: state,
+        details,
+    });
+}
+
+/// 0. The trace itself, before any number is read from it: the whole trace
+/// up to `at` is recomputed (hashes, MACs with the key the store was opened
+/// with, projection rows, schema), so every row read later is one this
+/// pass covered.
+fn verification(
+    store: &Store,
+    q: &Question<'_>,
+    at: u64,
+    stages: &mut Vec<StageReport>,
+) -> Step {
+    let mut vo = VerifyOptions::default().up_to(at);
+    if let Some(cp) = q.checkpoint {
+        vo = vo.checkpoint(cp.clone());
+    }
+    let report = store.verify_with(&vo)?;
+    let unchecked_macs = report.macs_unchecked();
+    let fault = report.fault.clone();
+    push(
+        stages,
+        Stage::TraceVerification,
+        StageState::from(report.is_valid() && !unchecked_macs),
+        StageDetails::Verification(VerificationDetails {
+            size: report.size,
+            keyed: report.keyed,
+            macs_checked: report.macs_checked,
+            checkpoint_checked: report.checkpoint_checked,
+            fault: report.fault,
+        }),
+    );
+    if let Some(f) = fault {
+        return reject(
+            Stage::TraceVerification,
+            RejectCause::UnverifiedTrace,
+            format!("the trace does not verify: {f}"),
+        );
+    }
+    if unchecked_macs {
+        return reject(
+            Stage::TraceVerification,
+            RejectCause::UnverifiedTrace,
+            "the store is keyed but was opened without its writer key: its MACs cannot be checked, and a plain chain can be rebuilt by anyone who can write the file (fails closed)",
+        );
+    }
+    Ok(None)
+}
+
+/// 1. Required test suites: every recorded run of each counts. A failure is
+/// not erased by a later green run (re-running until green would launder a
+/// flaky or broken suite), and a run of no test is not a pass.
+fn required_tests(
+    store: &Store,
+    q: &Question<'_>,
+    at: u64,
+    stages: &mut Vec<StageReport>,
+) -> Step {
+    let runs = store.test_runs_upto(q.candidate, at)?;
+    let mut suites = Vec::new();
+    let mut failure: Option<(RejectCause, String)> = None;
+    for suite in &q.policy.required_suites {
+        let of_suite: Vec<_> = runs.iter().filter(|(_, r)| &r.suite == suite).collect();
+        let failed = of_suite.iter().find(|(_, r)| r.failed > 0);
+        let empty = of_suite.iter().find(|(_, r)| r.passed == 0);
+        let why = match (of_suite.is_empty(), failed, empty) {
+            (true, _, _) => Some((
+                RejectCause::MissingEvidence,
+                format!("suite {suite} has no recorded run for the candidate"),
+            )),
+            (_, Some((seq, r)), _) => Some((
+                RejectCause::Measured,
+                format!(
+                    "suite {suite}: {} failed in the run at seq {seq} (every recorded run counts)",
+                    r.failed
+                ),
+            )),
+            (_, None, Some((seq, _))) => Some((
+                RejectCause::MissingEvidence,
+                format!("suite {suite} ran no test in the run at seq {seq}"),
+            )),
+            (false, None, None) => None,
+        };
+        suites.push(SuiteReport {
+            suite: suite.clone(),
+            passed: why.is_none(),
+            runs: of_suite
+                .iter()
+                .map(|(seq, r)| SuiteRun {
+                    seq: *seq,
+                    passed: r.passed,
+                    failed: r.failed,
+                    skipped: r.skipped,
+                })
+                .collect(),
+        });
+        if failure.is_none() {
+            failure = why;
+        }
+    }
+    push(
+        stages,
+        Stage::Tests,
+        StageState::from(failure.is_none()),
+        StageDetails::Tests(TestsDetails { suites }),
+    );
+    match failure {
+        Some((cause, why)) => reject(Stage::Tests, cause, why),
+        None => Ok(None),
+    }
+}
+
+/// Every scorer the policy names must exist in the trace (a typo in a policy
+/// must not read as "no violations" or "no evidence yet"), and each is read
+/// at one version: the policy's pin for the primary scorer, else the newest
+/// version both commits have scores of (else the newest at all, which then
+/// finds no pairs and fails closed).
+fn choose_versions(
+    store: &Store,
+    q: &Question<'_>,
+    at: u64,
+    versions: &mut BTreeMap<String, String>,
+) -> Step {
+    let p = q.policy;
+    let named = std::iter::once((Stage::Sequential, p.scorer.as_str()))
+        .chain(
+            p.invariants
+                .iter()
+                .map(|i| (Stage::Invariants, i.scorer.as_str())),
+        )
+        .chain(
+            p.canaries
+                .iter()
+                .filter_map(|c| c.scorer.as_deref().map(|s| (Stage::Invariants, s))),
+        )
+        .chain(
+            p.guardrails
+                .iter()
+                .map(|g| (Stage::Guardrail(g.scorer.clone()), g.scorer.as_str())),
+        );
+    for (stage, scorer) in named {
+        if !store.has_scorer(scorer, at)? {
+            return reject(
+                stage,
+                RejectCause::MissingEvidence,
+                format!("unknown scorer {scorer:?}: the trace holds no score of it"),
+            );
+        }
+        if versions.contains_key(scorer) {
+            continue;
+        }
+        let pinned = p.scorer_version.as_deref().filter(|_| scorer == p.scorer);
+        let version = match pinned {
+            Some(pin) => {
+                if !store.has_scorer(ScorerRef::at_version(scorer, pin), at)? {
+                    return reject(
+                        stage,
+                        RejectCause::MissingEvidence,
+                        format!("scorer {scorer:?} has no score of the pinned version {pin:?}"),
+                    );
+                }
+                pin.to_string()
+            }
+            None => match store.shared_scorer_version(scorer, q.baseline, q.candidate, at)? {
+                Some(shared) => shared,
+                None => store
+                    .scorer_versions(scorer, at)?
+                    .into_iter()
+                    .next()
+                    .map(|sv| sv.version)
+                    .unwrap_or_default(),
+            },
+        };
+        versions.insert(scorer.to_string(), version);
+    }
+    Ok(None)
+}
+
+/// `scorer` at the version chosen for it (every scorer read is chosen).
+fn at_version<'a>(versions: &'a BTreeMap<String, String>, scorer: &'a str) -> ScorerRef<'a> {
+    match versions.get(scorer) {
+        Some(version) => ScorerRef::at_version(scorer, version),
+        None => scorer.into(),
+    }
+}
+
+/// 2. Invariants and canaries, on the candidate's own scores.
+fn invariants(
+    store: &Store,
+    q: &Question<'_>,
+    at: u64,
+    versions: &BTreeMap<String, String>,
+    stages: &mut Vec<StageReport>,
+) -> Step {
+    let p = q.policy;
+    let mut reports = Vec::new();
+    let mut failure: Option<(RejectCause, String)> = None;
+    for inv in &p.invariants {
+        let tasks =
+            store.paired_scores_upto(q.baseline, q.candidate, at_version(versions, &inv.scorer), at)?;
+        // An invariant holds on every task: a task the baseline was checked
+        // on and the candidate was not is missing evidence, not a pass.
+        let uncovered: Vec<&str> = tasks
+            .iter()
+            .filter(|t| !t.baseline.is_empty() && t.candidate.is_empty())
+            .map(|t| t.task.as_str())
+            .collect();
+        if !uncovered.is_empty() && failure.is_none() {
+            failure = Some((
+                RejectCause::MissingEvidence,
+                format!(
+                    "invariant {}: the candidate has no score on {} task(s) the baseline has (first: {}); fails closed",
+                    inv.scorer,
+                    uncovered.len(),
+                    uncovered[0]
+                ),
+            ));
+        }
+        let per_task: Vec<(String, f64)> = tasks
+            .into_iter()
+            .filter(|t| !t.candidate.is_empty())
+            .map(|t| {
+                (
+                    t.task,
+                    t.candidate.iter().copied().fold(f64::INFINITY, f64::min),
+                )
+            })
+            .collect();
+        let r = check_minimum(&inv.scorer, &per_task, inv.minimum, INVARIANT_CONFIDENCE)?;
+        if !r.holds && failure.is_none() {
+            failure = Some(if r.tasks == 0 {
+                (
+                    RejectCause::MissingEvidence,
+                    format!(
+                        "invariant {}: the candidate has no scores (fails closed)",
+                        inv.scorer
+                    ),
+                )
+            } else {
+                (
+                    RejectCause::Measured,
+                    format!(
+                        "invariant {} ≥ {}: violated on {:?}",
+                        inv.scorer, inv.minimum, r.violations
+                    ),
+                )
+            });
+        }
+        reports.push(r);
+    }
+    let mut canaries = None;
+    if let Some(c) = &p.canaries {
+        let scorer = c.scorer.as_deref().unwrap_or(&p.scorer);
+        let scores =
+            store.paired_scores_upto(q.baseline, q.candidate, at_version(versions, scorer), at)?;
+        let r = check_canaries(&c.tasks, |task| {
+            scores
+                .iter()
+                .find(|t| t.task == task && !t.candidate.is_empty())
+                .map(|t| t.candidate.iter().all(|&x| x >= c.minimum))
+        });
+        if !r.holds && failure.is_none() {
+            let cause = if r.failed.is_empty() {
+                RejectCause::MissingEvidence
+            } else {
+                RejectCause::Measured
+            };
+            failure = Some((
+                cause,
+                format!("canaries: failed {:?}, missing {:?}", r.failed, r.missing),
+            ));
+        }
+        canaries = Some(r);
+    }
+    push(
+        stages,
+        Stage::Invariants,
+        StageState::from(failure.is_none()),
+        StageDetails::Invariants(InvariantsDetails {
+            invariants: reports,
+            canaries,
+            confidence: INVARIANT_CONFIDENCE,
+        }),
+    );
+    match failure {
+        Some((cause, why)) => reject(Stage::Invariants, cause, why),
+        None => Ok(None),
+    }
+}
+
+/// Per-task means of both sides in task-name order, up to the first task
+/// the baseline has a score of but the candidate does not: such a gap ends
+/// the sequence (the rest waits for it to be filled) instead of being
+/// skipped, so a candidate cannot pick the tasks that count by leaving the
+/// hard ones out. Tasks only the candidate ran are not pairs and are passed
+/// over. Returns the two sides and the first gap, if any.
+fn paired_means(
+    store: &Store,
+    q: &Question<'_>,
+    scorer: ScorerRef<'_>,
+    at: u64,
+) -> Result<(Vec<f64>, Vec<f64>, Option<String>)> {
+    let (mut base, mut cand) = (Vec::new(), Vec::new());
+    for t in store.task_means_upto(q.baseline, q.candidate, scorer, at)? {
+        match (t.baseline, t.candidate) {
+            (Some(_), None) => return Ok((base, cand, Some(t.task))),
+            (Some(b), Some(c)) => {
+                base.push(b);
+                cand.push(c);
+            }
+            _ => {}
+        }
+    }
+    Ok((base, cand, None))
+}
+
+/// Whether `scorer` improves downwards: its direction as declared in the
+/// trace (by ingestion, when it first appeared), which a policy may only
+/// confirm; else the policy's; else the built-in default (anchors and
+/// criterion timings down, everything else up).
+///
+/// # Errors
+/// [`Error::Policy`] when the policy contradicts the trace's declaration.
+fn lower_is_better(
+    store: &Store,
+    q: &Question<'_>,
+    scorer: &str,
+    stated: Option<crate::Direction>,
+    at: u64,
+) -> Result<bool> {
+    use crate::Direction;
+    let declared = ratchet_scorers::declared_direction(store, scorer, at).map_err(|e| match e {
+        ratchet_scorers::Error::Trace(t) => Error::Trace(t),
+        other => Error::InvalidObservation {
+            reason: other.to_string(),
+        },
+    })?;
+    Ok(match (declared, stated) {
+        (Some((d, seq)), Some(b)) if d != b => {
+            return Err(Error::Policy {
+                field: format!("class.{}: direction of {scorer}", q.class),
+                reason: format!(
+                    "the policy says {b}, but the trace declared {scorer} {d} at seq {seq}; a policy can only confirm a scorer's direction"
+                ),
+            });
+        }
+        (Some((d, _)), _) => d == Direction::LowerIsBetter,
+        (None, Some(b)) => b == Direction::LowerIsBetter,
+        (None, None) => ratchet_scorers::direction_of(scorer) == Direction::LowerIsBetter,
+    })
+}
+
+fn effect_estimate(xs: &[f64]) -> Option<EffectEstimate> {
+    if xs.len() < 2 {
+        return None;
+    }
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
+    let half = 1.959_963_984_540_054 * (var / n).sqrt();
+    Some(EffectEstimate {
+        n: xs.len(),
+        estimate: mean,
+        ci_low: mean - half,
+        ci_high: mean + half,
+    })
+}
+
+/// What one sequential test made of the pairs.
+struct Run {
+    decision: Decision,
+    llr: f64,
+    n: u64,
+    bounds: (f64, f64),
+    /// The per-observation effect on the policy's scale, for the estimate.
+    diffs: Vec<f64>,
+    test: TestFigures,
+}
+
+/// 3. The sequential test, fed the paired tasks in task-name order (an order
+/// that does not depend on the outcomes). Lower-is-better scorers are judged
+/// on negated values, so "better" always means "larger" here.
+fn sequential(
+    store: &Store,
+    q: &Question<'_>,
+    at: u64,
+    versions: &BTreeMap<String, String>,
+    stages: &mut Vec<StageReport>,
+) -> Step {
+    let p = q.policy;
+    let sign = if lower_is_better(store, q, &p.scorer, p.direction, at)? {
+        -1.0
+    } else {
+        1.0
+    };
+    let (base, cand, gap) = paired_means(store, q, at_version(versions, &p.scorer), at)?;
+    if base.is_empty() {
+        push(
+            stages,
+            Stage::Sequential,
+            StageState::Failed,
+            StageDetails::TooFewTasks(TooFewTasks {
+                test: None,
+                tasks: 0,
+            }),
+        );
+        return reject(
+            Stage::Sequential,
+            RejectCause::MissingEvidence,
+            format!(
+                "no task of {} was scored on both sides (fails closed)",
+                p.scorer
+            ),
+        );
+    }
+    let (base, cand): (Vec<f64>, Vec<f64>) = (
+        base.into_iter().map(|x| sign * x).collect(),
+        cand.into_iter().map(|x| sign * x).collect(),
+    );
+    let run = match p.test {
+        TestKind::Bernoulli => bernoulli(q, sign, &base, &cand)?,
+        TestKind::Gaussian => {
+            // Paired differences need two pairs before a variance exists.
+            if base.len() < 2 {
+                push(
+                    stages,
+                    Stage::Sequential,
+                    StageState::Open,
+                    StageDetails::TooFewTasks(TooFewTasks {
+                        test: Some("gaussian"),
+                        tasks: base.len(),
+                    }),
+                );
+                return Ok(Some(Outcome::Continue {
+                    expected_more: p.warmup.unwrap_or(GaussianSprt::DEFAULT_WARMUP),
+                    reason: "fewer than two tasks scored on both sides".into(),
+                }));
+            }
+            gaussian(q, &base, &cand)?
+        }
+        TestKind::Paired => paired(store, q, at, versions, sign, &base, &cand)?,
+    };
+    let Run {
+        decision,
+        llr,
+        n,
+        bounds: (lower, upper),
+        diffs,
+        test,
+    } = run;
+    let wald = p.boundaries()?;
+    push(
+        stages,
+        Stage::Sequential,
+        match decision {
+            Decision::Promote => StageState::Passed,
+            Decision::Continue => StageState::Open,
+            _ => StageState::Failed,
+        },
+        StageDetails::Sequential(SequentialDetails {
+            test,
+            llr,
+            n,
+            lower,
+            upper,
+            wald_lower: wald.lower(),
+            wald_upper: wald.upper(),
+            effect: effect_estimate(&diffs),
+            max_n: p.max_n,
+            decision,
+            tasks_available: base.len(),
+            stopped_at_missing_task: gap.clone(),
+        }),
+    );
+    match decision {
+        Decision::Reject => reject(
+            Stage::Sequential,
+            RejectCause::Measured,
+            format!("LLR {llr:.3} reached the lower boundary {lower:.3} after {n} observations"),
+        ),
+        Decision::Truncated => reject(
+            Stage::Sequential,
+            RejectCause::Measured,
+            format!(
+                "not shown better within {} observations (truncated at LLR {llr:.3})",
+                p.max_n
+            ),
+        ),
+        Decision::Continue => {
+            // Rough: tasks to reach the nearer boundary at the average drift so far.
+            let drift = if n > 0 { llr / n as f64 } else { 0.0 };
+            let to_go = if drift > 0.0 {
+                (upper - llr) / drift
+            } else if drift < 0.0 {
+                (lower - llr) / drift
+            } else {
+                (p.max_n - n) as f64
+            };
+            let expected_more =
+                (to_go.ceil().max(1.0) as u64).min(p.max_n.saturating_sub(n).max(1));
+            Ok(Some(Outcome::Continue {
+                expected_more,
+                reason: match &gap {
+                    Some(task) => format!(
+                        "LLR {llr:.3} between {lower:.3} and {upper:.3} after {n} observations; the candidate has no score yet on task {task}, where the sequence waits"
+                    ),
+                    None => format!(
+                        "LLR {llr:.3} between {lower:.3} and {upper:.3} after {n} observations"
+                    ),
+                },
+            }))
+        }
+        Decision::Promote => Ok(None),
+    }
+}
+
+/// Paired pass/fail: only discordant pairs carry evidence. Under "no
+/// difference" the candidate is the one that passed with probability exactly
+/// ½, whatever the pass rates: the null is simple, so Wald's bounds hold as
+/// for a known p0.
+fn bernoulli(q: &Question<'_>, sign: f64, base: &[f64], cand: &[f64]) -> Result<Run> {
+    let p = q.policy;
+    let thr = sign * p.pass_threshold.unwrap_or(1.0);
+    let mut t = p.bernoulli_test()?;
+    let (theta0, theta1) = p.discordant_hypotheses();
+    let (mut cand_only, mut base_only, mut concordant) = (0u64, 0u64, 0u64);
+    let mut diffs = Vec::new();
+    for (&b, &c) in base.iter().zip(cand) {
+        if t.decision().is_final() {
+            break;
+        }
+        diffs.push(f64::from(u8::from(c >= thr)) - f64::from(u8::from(b >= thr)));
+        match (b >= thr, c >= thr) {
+            (false, true) => {
+                cand_only += 1;
+                t.observe(true);
+            }
+            (true, false) => {
+                base_only += 1;
+                t.observe(false);
+            }
+            _ => concordant += 1,
+        }
+    }
+    let b = t.boundaries();
+    Ok(Run {
+        decision: t.decision(),
+        llr: t.llr(),
+        n: t.n(),
+        bounds: (b.lower(), b.upper()),
+        diffs,
+        test: TestFigures::Bernoulli {
+            design: "discordant pairs",
+            effect_measure: "pass-rate difference (candidate − baseline)",
+            theta0,
+            theta1,
+            pass_threshold: thr,
+            candidate_only_passed: cand_only,
+            baseline_only_passed: base_only,
+            both_or_neither: concordant,
+        },
+    })
+}
+
+/// Paired differences: the task's own difficulty cancels, and the null
+/// (mean difference 0) does not depend on an estimated baseline mean.
+fn gaussian(q: &Question<'_>, base: &[f64], cand: &[f64]) -> Result<Run> {
+    let p = q.policy;
+    let mut t = p.gaussian_test()?;
+    let mut diffs = Vec::new();
+    for (&b, &c) in base.iter().zip(cand) {
+        diffs.push(c - b);
+        if t.update(c - b)?.is_final() {
+            break;
+        }
+    }
+    let b = t.boundaries();
+    Ok(Run {
+        decision: t.decision(),
+        llr: t.llr(),
+        n: t.n(),
+        bounds: (b.lower(), b.upper()),
+        diffs,
+        test: TestFigures::Gaussian {
+            design: "paired differences",
+            effect_measure: "mean difference (candidate − baseline)",
+            mu0: 0.0,
+            mu1: p.gap.unwrap_or_default(),
+            variance: t.variance(),
+        },
+    })
+}
+
+/// The GSPRT on game outcomes: per task (trinomial) or run i against run i
+/// (pentanomial).
+fn paired(
+    store: &Store,
+    q: &Question<'_>,
+    at: u64,
+    versions: &BTreeMap<String, String>,
+    sign: f64,
+    base: &[f64],
+    cand: &[f64],
+) -> Result<Run> {
+    let p = q.policy;
+    let mut t = p.paired_test()?;
+    let elo = t.elo();
+    let class_of = |b: f64, c: f64| match c.partial_cmp(&b) {
+        Some(std::cmp::Ordering::Greater) => 2,
+        Some(std::cmp::Ordering::Equal) => 1,
+        _ => 0,
+    };
+    let pairs: Vec<usize> = match t.pairing() {
+        Pairing::Trinomial => base
+            .iter()
+            .zip(cand)
+            .map(|(&b, &c)| class_of(b, c))
+            .collect(),
+        // Two runs per task: run i against run i, the pair's total 0..=4.
+        Pairing::Pentanomial => store
+            .paired_scores_upto(q.baseline, q.candidate, at_version(versions, &p.scorer), at)?
+            .into_iter()
+            .filter(|t| t.baseline.len() >= 2 && t.candidate.len() >= 2)
+            .map(|t| {
+                class_of(sign * t.baseline[0], sign * t.candidate[0])
+                    + class_of(sign * t.baseline[1], sign * t.candidate[1])
+            })
+            .collect(),
+    };
+    let half = (t.pairing().classes() - 1) as f64 / 2.0;
+    let mut diffs = Vec::new();
+    for class in pairs {
+        // The pair's score minus a draw's, per game: −1 … +1.
+        diffs.push((class as f64 - half) / half);
+        if t.update(class)?.is_final() {
+            break;
+        }
+    }
+    let labels: &[&'static str] = match t.pairing() {
+        Pairing::Trinomial => &["losses", "draws", "wins"],
+        Pairing::Pentanomial => &["LL", "LD", "DD_or_WL", "WD", "WW"],
+    };
+    let counts = labels.iter().copied().zip(t.counts().iter().copied()).collect();
+    Ok(Run {
+        decision: t.decision(),
+        llr: t.llr(),
+        n: t.n(),
+        bounds: t.effective_boundaries(),
+        diffs,
+        test: TestFigures::Paired {
+            pairing: t.pairing(),
+            effect_measure: "score − ½ per game (wins count +½, losses −½)",
+            elo_model: elo.model,
+            elo0: elo.elo0,
+            elo1: elo.elo1,
+            counts,
+        },
+    })
+}
+
+/// 4. One guardrail: shown non-inferior, or the verdict stops here
+/// (intersection–union over all guardrails).
+fn guardrail(
+    store: &Store,
+    q: &Question<'_>,
+    at: u64,
+    versions: &BTreeMap<String, String>,
+    g: &Guardrail,
+    stages: &mut Vec<StageReport>,
+) -> Step {
+    let p = q.policy;
+    let margin = match g.margin_kind {
+        MarginKind::Absolute => Margin::Absolute(g.margin),
+        MarginKind::Relative => Margin::Relative(g.margin),
+    };
+    // The guardrail's direction must agree with the scorer's declared one.
+    lower_is_better(store, q, &g.scorer, Some(g.direction), at)?;
+    let test = NonInferiority::new(g.direction, margin, p.alpha)?;
+    let (gb, gc, _) = paired_means(store, q, at_version(versions, &g.scorer), at)?;
+    let stage = Stage::Guardrail(g.scorer.clone());
+    if gb.len() < 2 {
+        push(
+            stages,
+            stage.clone(),
+            StageState::Failed,
+            StageDetails::TooFewTasks(TooFewTasks {
+                test: None,
+                tasks: gb.len(),
+            }),
+        );
+        return reject(
+            stage,
+            RejectCause::MissingEvidence,
+            format!(
+                "guardrail {}: fewer than two tasks scored on both sides (fails closed)",
+                g.scorer
+            ),
+        );
+    }
+    match g.method {
+        GuardrailMethod::Welch => {
+            let r = test.welch(
+                &SampleStats::from_values(&gb)?,
+                &SampleStats::from_values(&gc)?,
+            )?;
+            push(
+                stages,
+                stage.clone(),
+                StageState::from(r.non_inferior),
+                StageDetails::Guardrail(GuardrailDetails {
+                    method: g.method,
+                    margin,
+                    result: GuardrailResult::Welch(r),
+                }),
+            );
+            if !r.non_inferior {
+                return reject(
+                    stage,
+                    RejectCause::Measured,
+                    format!(
+                        "guardrail {}: not shown non-inferior (p = {:.4} ≥ α = {})",
+                        g.scorer, r.p_value, p.alpha
+                    ),
+                );
+            }
+        }
+        GuardrailMethod::Sequence => {
+            let r = test.sequential(&gb, &gc, p.max_n)?;
+            push(
+                stages,
+                stage.clone(),
+                if r.non_inferior {
+                    StageState::Passed
+                } else {
+                    StageState::Open
+                },
+                StageDetails::Guardrail(GuardrailDetails {
+                    method: g.method,
+                    margin,
+                    result: GuardrailResult::Sequence(r),
+                }),
+            );
+            if !r.non_inferior {
+                return Ok(Some(Outcome::Continue {
+                    expected_more: (r.n).max(1),
+                    reason: format!(
+                        "guardrail {}: upper bound {:.4} not yet below 0",
+                        g.scorer, r.upper_bound
+                    ),
+                }));
+            }
+        }
+    }
+    Ok(None)
+}

@@ -1,0 +1,83 @@
+//! Verdicts recorded by an earlier gate still recompute, byte for byte.
+//!
+//! `fixtures/recorded` is a store written by `examples/recorded_verdicts.rs`
+//! with the gate of 2026-11-30 (before `StageReport` was typed): fourteen
+//! verdicts of every shape, with the policy file they were decided under.
+//! Each is recomputed with `decide_at` at the trace size it records and
+//! must equal the payload stored, byte for byte: the policy hash (its
+//! canonical form), the stage reports and their field order, the numbers.
+//! A change that breaks this breaks every audit of an old decision.
+
+use ratchet_gate::{KIND_DECISION, Policy, Question, decide_at};
+use ratchet_trace::{CommitId, Store, StoreOptions, VerifyOptions};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct Recorded {
+    class: String,
+    baseline: String,
+    candidate: String,
+    policy_hash: String,
+    trace: Head,
+}
+
+#[derive(Deserialize)]
+struct Head {
+    size: u64,
+}
+
+#[test]
+fn every_recorded_verdict_recomputes_byte_for_byte() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recorded");
+    let dir = tempfile::tempdir().expect("tempdir");
+    for file in ["trace.db", "policy.toml"] {
+        std::fs::copy(fixture.join(file), dir.path().join(file)).expect("copy fixture");
+    }
+    let store = Store::open_read_only(dir.path(), StoreOptions::default()).expect("open");
+    assert!(
+        store
+            .verify_with(&VerifyOptions::default())
+            .expect("verify")
+            .is_valid()
+    );
+    let policy = Policy::from_path(dir.path().join("policy.toml")).expect("policy");
+    let decisions: Vec<_> = store
+        .events_after(0, usize::MAX)
+        .expect("events")
+        .into_iter()
+        .filter(|e| e.kind == KIND_DECISION)
+        .collect();
+    assert_eq!(decisions.len(), 14, "the fixture's verdicts");
+    let mut statuses = std::collections::BTreeSet::new();
+    for e in decisions {
+        let r: Recorded = serde_json::from_slice(&e.payload).expect("a verdict");
+        let class = policy.class(&r.class).expect("class");
+        assert_eq!(class.hash(), r.policy_hash, "policy hash of {}", r.class);
+        let (baseline, candidate) = (
+            CommitId::parse(&r.baseline).expect("baseline"),
+            CommitId::parse(&r.candidate).expect("candidate"),
+        );
+        let q = Question {
+            class: &r.class,
+            policy: class,
+            baseline: &baseline,
+            candidate: &candidate,
+            checkpoint: None,
+        };
+        let again = decide_at(&store, &q, r.trace.size).expect("recompute");
+        statuses.insert(format!("{:?}", again.outcome.status()));
+        assert_eq!(
+            String::from_utf8_lossy(&again.to_json().expect("json")),
+            String::from_utf8_lossy(&e.payload),
+            "verdict at seq {} ({} {}) no longer recomputes",
+            e.seq,
+            r.class,
+            &r.candidate[..8]
+        );
+    }
+    assert_eq!(
+        statuses.len(),
+        4,
+        "promote, reject, continue and missing evidence are all covered: {statuses:?}"
+    );
+}
