@@ -8,6 +8,7 @@
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, Normal};
+use serde::Serialize;
 use statrs::function::erf::erfc;
 
 use crate::detectors::Detector;
@@ -283,4 +284,59 @@ pub fn monte_carlo_arl<D: Detector + Clone>(
         se: (var / r).sqrt(),
         censored,
     })
+}
+
+/// Shifts (in σ) an [`arl_profile`] reports.
+pub const ARL_SHIFTS: [f64; 9] = [0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0];
+
+/// A chart's average run length at each shift of [`ARL_SHIFTS`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArlProfile {
+    /// The chart, with its limit.
+    pub chart: crate::Chart,
+    /// One row per shift.
+    pub rows: Vec<ArlRow>,
+}
+
+/// The ARL at one shift.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ArlRow {
+    /// The shift of the mean, in σ.
+    pub shift: f64,
+    /// The ARL by the Markov chain.
+    pub arl: f64,
+    /// Siegmund's approximation (CUSUM only), as a cross-check.
+    pub siegmund: Option<f64>,
+}
+
+/// The ARL profile of a CUSUM or EWMA chart ([`DEFAULT_STATES`] states).
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for another kind of chart, or parameters out
+/// of range.
+pub fn arl_profile(chart: crate::Chart) -> Result<ArlProfile> {
+    let rows = ARL_SHIFTS
+        .iter()
+        .map(|&shift| {
+            Ok(match chart {
+                crate::Chart::Cusum { k, h } => ArlRow {
+                    shift,
+                    arl: cusum_arl(k, h, shift, false, DEFAULT_STATES)?,
+                    siegmund: Some(siegmund(k, h, shift)),
+                },
+                crate::Chart::Ewma { lambda, l } => ArlRow {
+                    shift,
+                    arl: ewma_arl(lambda, l, shift, DEFAULT_STATES)?,
+                    siegmund: None,
+                },
+                _ => {
+                    return Err(invalid(
+                        "chart",
+                        "an ARL profile is computed for CUSUM and EWMA charts",
+                    ));
+                }
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(ArlProfile { chart, rows })
 }

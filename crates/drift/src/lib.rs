@@ -48,13 +48,15 @@ mod error;
 mod monitor;
 
 pub use arl::{
-    DEFAULT_STATES, RunLengthEstimate, cusum_arl, cusum_arl_one_sided, cusum_h_for_arl0, ewma_arl,
-    ewma_l_for_arl0, monte_carlo_arl, siegmund, siegmund_one_sided,
+    ARL_SHIFTS, ArlProfile, ArlRow, DEFAULT_STATES, RunLengthEstimate, arl_profile, cusum_arl,
+    cusum_arl_one_sided, cusum_h_for_arl0, ewma_arl, ewma_l_for_arl0, monte_carlo_arl, siegmund,
+    siegmund_one_sided,
 };
 pub use bernoulli::{BernoulliCusum, bernoulli_cusum_arl};
 pub use detectors::{Alarm, Cusum, Detector, Ewma, EwmaLimits, PageHinkley, Shift};
 pub use error::{Error, Result};
 pub use monitor::{
-    Chart, KIND_ALARM, Monitor, RankedCommit, TraceAlarm, WarmupReport, Watch, best_commit,
-    best_commit_by, deployment_start, latest_alarm, record_alarm, size_warmup, warmup_false_alarms,
+    Chart, Follow, FollowReport, KIND_ALARM, Monitor, RankedCommit, TraceAlarm, WarmupReport,
+    Watch, best_commit, best_commit_by, deployment_start, latest_alarm, record_alarm, size_warmup,
+    warmup_false_alarms,
 };

@@ -114,6 +114,113 @@ pub enum Chart {
     },
 }
 
+impl Chart {
+    /// A CUSUM with reference `k` whose interval `h` gives an in-control
+    /// ARL of `arl0` (Brook–Evans chain, [`DEFAULT_STATES`](crate::DEFAULT_STATES) states).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for `k` or `arl0` out of range.
+    pub fn cusum_for_arl0(k: f64, arl0: f64) -> Result<Chart> {
+        Ok(Chart::Cusum {
+            k,
+            h: crate::cusum_h_for_arl0(k, arl0, crate::DEFAULT_STATES)?,
+        })
+    }
+
+    /// An EWMA with smoothing `lambda` whose width `l` gives an in-control
+    /// ARL of `arl0` (Lucas–Saccucci chain).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for `lambda` or `arl0` out of range.
+    pub fn ewma_for_arl0(lambda: f64, arl0: f64) -> Result<Chart> {
+        Ok(Chart::Ewma {
+            lambda,
+            l: crate::ewma_l_for_arl0(lambda, arl0, crate::DEFAULT_STATES)?,
+        })
+    }
+
+    /// `pass_fail` when every score of `commit`'s `scorer` stream up to seq
+    /// `upto` is exactly 0 or 1 (a pass/fail stream), else `otherwise`:
+    /// what `ratchet watch --detector auto` runs. Call it on a verified
+    /// trace.
+    ///
+    /// # Errors
+    /// [`Error::Trace`] if the store cannot be read.
+    pub fn for_stream(
+        store: &Store,
+        commit: &CommitId,
+        scorer: &str,
+        upto: u64,
+        pass_fail: Chart,
+        otherwise: Chart,
+    ) -> Result<Chart> {
+        let all_pass_fail = store
+            .score_stream(commit, scorer, 0, usize::MAX)?
+            .iter()
+            .filter(|(seq, _)| *seq <= upto)
+            .all(|(_, v)| v.to_bits() == 0f64.to_bits() || v.to_bits() == 1f64.to_bits());
+        Ok(if all_pass_fail { pass_fail } else { otherwise })
+    }
+}
+
+impl std::fmt::Display for Chart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Chart::Cusum { k, h } => write!(f, "CUSUM (k {k}, h {h:.4})"),
+            Chart::Ewma { lambda, l } => write!(f, "EWMA (λ {lambda}, L {l:.4})"),
+            Chart::PageHinkley { delta, lambda } => {
+                write!(f, "Page–Hinkley (δ {delta}, λ {lambda})")
+            }
+            Chart::Bernoulli { shift, arl0 } => {
+                write!(f, "Bernoulli CUSUM (pass-rate shift {shift}, ARL0 {arl0})")
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Watch::Decreases => "decreases",
+            Watch::Increases => "increases",
+            Watch::Both => "both directions",
+        })
+    }
+}
+
+/// How [`Monitor::follow`] follows the trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Follow {
+    /// Append each alarm to the trace ([`record_alarm`]: once per alarm).
+    pub record: bool,
+    /// Keep polling after reaching the head (until the callback stops it).
+    pub keep_following: bool,
+    /// Pause between polls when following.
+    pub interval: std::time::Duration,
+}
+
+impl Default for Follow {
+    fn default() -> Self {
+        Follow {
+            record: false,
+            keep_following: false,
+            interval: std::time::Duration::from_secs(1),
+        }
+    }
+}
+
+/// What one [`Monitor::follow`] saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FollowReport {
+    /// Alarms raised.
+    pub alarms: usize,
+    /// Alarms appended to the trace now (the others were recorded before,
+    /// or recording was off).
+    pub recorded: usize,
+    /// The seq the monitor has read to.
+    pub position: u64,
+}
+
 /// A monitor's running chart.
 #[derive(Debug, Clone, PartialEq)]
 enum LiveChart {
@@ -354,6 +461,50 @@ impl Monitor {
             }
         }
         Ok(alarms)
+    }
+}
+
+impl Monitor {
+    /// Polls the trace (each poll in a read transaction that verified the
+    /// whole trace first, so only covered scores are read), records alarms
+    /// if asked, and hands each to `on_alarm` with whether it was appended
+    /// now. Returns after one poll, or — with `keep_following` — when
+    /// `on_alarm` breaks.
+    ///
+    /// # Errors
+    /// [`Error::Trace`] if the trace fails verification (then nothing is
+    /// read or recorded) or cannot be read or written.
+    pub fn follow(
+        &mut self,
+        store: &mut Store,
+        how: &Follow,
+        on_alarm: &mut dyn FnMut(&TraceAlarm, bool) -> std::ops::ControlFlow<()>,
+    ) -> Result<FollowReport> {
+        let mut report = FollowReport {
+            alarms: 0,
+            recorded: 0,
+            position: self.position,
+        };
+        loop {
+            let alarms = {
+                let snapshot = store.snapshot()?;
+                snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
+                self.poll(&snapshot)?
+            };
+            report.position = self.position;
+            for a in alarms {
+                report.alarms += 1;
+                let appended = how.record && record_alarm(store, &a)?.is_some();
+                report.recorded += usize::from(appended);
+                if on_alarm(&a, appended).is_break() {
+                    return Ok(report);
+                }
+            }
+            if !how.keep_following {
+                return Ok(report);
+            }
+            std::thread::sleep(how.interval);
+        }
     }
 }
 

@@ -166,9 +166,17 @@ fn monitor_state_is_rebuilt_by_replaying_the_trace() {
     let mut replayed = Monitor::start(&store, &a, "quality", start, 0.5, 5.0, 30).expect("monitor");
     replayed.poll(&store).expect("poll");
     assert_eq!(incremental, replayed);
-    assert!(
-        incremental.cusum().expect("a CUSUM").statistics() != (0.0, 0.0)
-            || incremental.position() > start
+    // The comparison means something only if the monitor moved: it read
+    // every live score of its commit (200) and none of the other's, and
+    // its chart holds state (a small drop of 0.01 = σ/5 keeps the CUSUM
+    // away from zero without alarming at h = 5).
+    assert_eq!(
+        incremental.position(),
+        store.head().expect("head").size - 10
+    );
+    assert_ne!(
+        incremental.cusum().expect("a CUSUM").statistics(),
+        (0.0, 0.0)
     );
 }
 
@@ -320,4 +328,88 @@ fn a_pass_fail_stream_gets_the_bernoulli_chart() {
     let err = Monitor::start_chart(&store, &a, "passed", start, chart, Watch::Both, 30)
         .expect_err("one-sided");
     assert!(err.to_string().contains("one-sided"), "{err}");
+}
+
+#[test]
+fn follow_verifies_records_each_alarm_once_and_reports() {
+    use ratchet_drift::{Chart, Follow, Watch};
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
+    let mut rng = StdRng::seed_from_u64(9);
+    let a = commit(1);
+    store
+        .record_scores(&scores(&a, 0.8, 0.05, 100, &mut rng, "m"), "eval")
+        .expect("baseline");
+    let start = store.head().expect("head").size;
+    store
+        .record_scores(&scores(&a, 0.6, 0.05, 60, &mut rng, "bad"), "live")
+        .expect("drop");
+    let chart = Chart::cusum_for_arl0(0.5, 1000.0).expect("chart");
+    let how = Follow {
+        record: true,
+        ..Follow::default()
+    };
+    let mut seen = Vec::new();
+    let mut monitor =
+        Monitor::start_chart(&store, &a, "quality", start, chart, Watch::Decreases, 30)
+            .expect("monitor");
+    let report = monitor
+        .follow(&mut store, &how, &mut |alarm, appended| {
+            seen.push((alarm.seq, appended));
+            std::ops::ControlFlow::Continue(())
+        })
+        .expect("follow");
+    assert!(report.alarms >= 1, "a 4σ drop alarms: {report:?}");
+    assert_eq!(report.recorded, report.alarms);
+    assert!(seen.iter().all(|&(_, appended)| appended));
+    assert_eq!(report.position, start + 60);
+    // Following the same stretch again records nothing twice.
+    let mut again = Monitor::start_chart(&store, &a, "quality", start, chart, Watch::Decreases, 30)
+        .expect("monitor");
+    let head = store.head().expect("head");
+    let second = again
+        .follow(&mut store, &how, &mut |_, appended| {
+            assert!(!appended, "recorded before");
+            std::ops::ControlFlow::Continue(())
+        })
+        .expect("follow");
+    assert_eq!(second.alarms, report.alarms);
+    assert_eq!(second.recorded, 0);
+    assert_eq!(store.head().expect("head"), head);
+    // The callback can stop the follow at the first alarm.
+    let mut third = Monitor::start_chart(&store, &a, "quality", start, chart, Watch::Decreases, 30)
+        .expect("monitor");
+    let stopped = third
+        .follow(
+            &mut store,
+            &Follow {
+                keep_following: true,
+                ..how
+            },
+            &mut |_, _| std::ops::ControlFlow::Break(()),
+        )
+        .expect("follow");
+    assert_eq!(stopped.alarms, 1);
+}
+
+#[test]
+fn arl_profile_reproduces_the_published_cusum_row() {
+    use ratchet_drift::{Chart, arl_profile};
+    // Montgomery Table 9.3, h = 4: ARL 168 in control, 8.38 at a 1σ shift.
+    let p = arl_profile(Chart::Cusum { k: 0.5, h: 4.0 }).expect("profile");
+    assert_eq!(p.rows.len(), ratchet_drift::ARL_SHIFTS.len());
+    assert!((p.rows[0].arl - 168.0).abs() < 1.0, "{:?}", p.rows[0]);
+    let one = p.rows.iter().find(|r| r.shift == 1.0).expect("1σ row");
+    assert!((one.arl - 8.38).abs() < 0.05, "{one:?}");
+    assert!(one.siegmund.is_some());
+    let solved = Chart::ewma_for_arl0(0.1, 500.0).expect("ewma");
+    let e = arl_profile(solved).expect("profile");
+    assert!((e.rows[0].arl - 500.0).abs() < 1.0, "{:?}", e.rows[0]);
+    assert!(
+        arl_profile(Chart::PageHinkley {
+            delta: 0.5,
+            lambda: 50.0
+        })
+        .is_err()
+    );
 }

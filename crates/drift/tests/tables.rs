@@ -40,7 +40,15 @@ fn cusum_reproduces_montgomerys_table() {
         for (shift, printed) in SHIFTS.iter().zip(row) {
             let arl = cusum_arl(0.5, h, *shift, false, DEFAULT_STATES).expect("arl");
             let finer = cusum_arl(0.5, h, *shift, false, 2 * DEFAULT_STATES).expect("arl");
-            let tol = half_unit(printed) + 2.0 * (arl - finer).abs();
+            // The chain has converged (doubling its states moves the ARL by
+            // under 0.1 %), and agrees with the table to its printed
+            // rounding plus 0.3 %: a fixed tolerance, not one the code under
+            // test computes.
+            assert!(
+                (arl - finer).abs() <= 0.001 * printed,
+                "h = {h}, shift = {shift}: {arl:.4} with {DEFAULT_STATES} states, {finer:.4} with twice as many"
+            );
+            let tol = half_unit(printed) + 0.003 * printed;
             assert!(
                 (arl - printed).abs() <= tol,
                 "h = {h}, shift = {shift}: {arl:.3} vs table {printed} (±{tol:.3})"
@@ -79,15 +87,23 @@ fn ewma_reproduces_lucas_and_saccucci() {
         for (shift, printed) in SHIFTS.iter().zip(row) {
             let arl = ewma_arl(lambda, l, *shift, DEFAULT_STATES).expect("arl");
             let finer = ewma_arl(lambda, l, *shift, 2 * DEFAULT_STATES).expect("arl");
-            let lo = ewma_arl(lambda, l - 0.0005, *shift, DEFAULT_STATES).expect("arl");
-            let hi = ewma_arl(lambda, l + 0.0005, *shift, DEFAULT_STATES).expect("arl");
             // The table prints two significant digits below 10 (5.5, 2.9).
             let unit = if printed < 10.0 {
                 0.05
             } else {
                 half_unit(printed)
             };
-            let tol = unit + 2.0 * (arl - finer).abs() + (hi - lo).abs() / 2.0 + 0.002 * printed;
+            // (The EWMA chain converges more slowly than the CUSUM's.)
+            assert!(
+                (arl - finer).abs() <= 0.003 * printed,
+                "λ = {lambda}, shift = {shift}: {arl:.4} with {DEFAULT_STATES} states, {finer:.4} with twice as many"
+            );
+            // The table's L is printed to three decimals; at ARL0 = 500 a
+            // change of L by ±0.0005 moves the in-control ARL by at most
+            // 0.16 % (measured for these four λ; λ = 0.05 gives 498.63 /
+            // 499.85 around 499.24), so the tolerance is the printed
+            // rounding plus 1 %, fixed.
+            let tol = unit + 0.01 * printed;
             assert!(
                 (arl - printed).abs() <= tol,
                 "λ = {lambda}, L = {l}, shift = {shift}: {arl:.3} vs table {printed} (±{tol:.3})"

@@ -126,10 +126,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 if run == 0 {
                     let q = 0.5 + shift + rng.random::<f64>() * 0.2;
                     scores.push(Score::new(c.clone(), task.clone(), "quality", q));
-                    let mut cost = Score::new(c.clone(), task.clone(), "cost", 1.0 + rng.random::<f64>() * 0.1);
+                    let mut cost = Score::new(
+                        c.clone(),
+                        task.clone(),
+                        "cost",
+                        1.0 + rng.random::<f64>() * 0.1,
+                    );
                     cost.scorer_version = "usd-1".into();
                     scores.push(cost);
-                    scores.push(Score::new(c.clone(), task.clone(), "latency_ms", 100.0 + rng.random::<f64>() * 10.0));
+                    scores.push(Score::new(
+                        c.clone(),
+                        task.clone(),
+                        "latency_ms",
+                        100.0 + rng.random::<f64>() * 10.0,
+                    ));
                     scores.push(Score::new(c.clone(), task.clone(), "safety", 1.0));
                 }
             }

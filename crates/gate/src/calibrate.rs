@@ -8,6 +8,8 @@ use rand::rngs::StdRng;
 use serde::Serialize;
 
 use crate::error::{Error, Result, invalid, open_unit};
+use crate::gsprt::{EloModel, Pairing, game_probabilities};
+use crate::policy::{ClassPolicy, TestKind};
 use crate::sprt::{BernoulliSprt, Decision, SequentialTest};
 
 /// Wald's approximations at one true parameter.
@@ -305,5 +307,325 @@ mod tests {
         assert!((e.p_reject - (1.0 - p)).abs() < 1e-15);
         assert!((e.p_truncated - p * (1.0 - p)).abs() < 1e-15);
         assert!((e.expected_n - ((1.0 - p) * 1.0 + p * 2.0)).abs() < 1e-15);
+    }
+}
+
+/// What a calibration table assumes about the world the test will run in.
+/// [`Assumptions::measured`] replaces the guesses with a baseline's own
+/// figures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Assumptions {
+    /// The baseline's pass rate (bernoulli tests).
+    pub p0: f64,
+    /// Standard deviation of a paired difference, in the scorer's unit
+    /// (gaussian tests).
+    pub sigma: f64,
+    /// Draw ratio per task (paired tests).
+    pub draw: f64,
+    /// Monte-Carlo runs per effect.
+    pub runs: usize,
+    /// Monte-Carlo seed (each effect row uses `seed + k`).
+    pub seed: u64,
+}
+
+impl Default for Assumptions {
+    fn default() -> Self {
+        Assumptions {
+            p0: 0.5,
+            sigma: 1.0,
+            draw: 0.3,
+            runs: 2000,
+            seed: 1,
+        }
+    }
+}
+
+impl Assumptions {
+    /// These assumptions with p0, σ and the draw ratio measured from a
+    /// baseline's recorded scores (σ and the draw ratio kept where the
+    /// baseline cannot say: one task, no task run twice).
+    pub fn measured(self, world: &crate::BaselineWorld) -> Self {
+        Assumptions {
+            p0: world.p0,
+            sigma: world.sigma.unwrap_or(self.sigma),
+            draw: world.draw.unwrap_or(self.draw),
+            ..self
+        }
+    }
+}
+
+/// The true effect a calibration row assumes, in the test's own unit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "unit", rename_all = "snake_case")]
+pub enum Effect {
+    /// The candidate's pass rate (bernoulli), with the discordant-pair θ it means.
+    PassRate {
+        /// The candidate's pass rate.
+        rate: f64,
+        /// P(the candidate is the one that passed | the pair is discordant).
+        theta: f64,
+    },
+    /// The mean of a paired difference (gaussian).
+    MeanShift {
+        /// The shift.
+        shift: f64,
+    },
+    /// An Elo difference in the policy's model (paired).
+    Elo {
+        /// The model.
+        model: EloModel,
+        /// The difference.
+        elo: f64,
+    },
+}
+
+impl std::fmt::Display for Effect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Effect::PassRate { rate, theta } => write!(f, "pass rate {rate:.4} (θ {theta:.4})"),
+            Effect::MeanShift { shift } => write!(f, "mean shift {shift:+.4}"),
+            Effect::Elo { model, elo } => {
+                let unit = match model {
+                    EloModel::Logistic => "logistic",
+                    EloModel::Normalized => "normalized",
+                    EloModel::BayesElo => "BayesElo",
+                };
+                write!(f, "{unit} Elo {elo:+.1}")
+            }
+        }
+    }
+}
+
+/// How a row's figures were computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CalibrationMethod {
+    /// Exact, over the Bernoulli lattice.
+    Exact,
+    /// Seeded Monte Carlo of the same state machine the gate runs.
+    MonteCarlo,
+}
+
+/// One row of a policy's calibration table: what its test does at one
+/// true effect.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CalibrationRow {
+    /// The true effect.
+    pub effect: Effect,
+    /// P(promote).
+    pub p_promote: f64,
+    /// Expected tasks until the test stops (capped at `max_n`).
+    pub expected_n: f64,
+    /// The 10th, 50th and 90th percentiles of the tasks needed.
+    pub n_quantiles: [u64; 3],
+    /// How it was computed.
+    pub method: CalibrationMethod,
+}
+
+/// Rows a calibration table has at most: effects at `k/4` of the policy's
+/// gap (or Elo span) for k = −2..=6.
+pub const CALIBRATION_ROWS: usize = 9;
+
+/// One game of a paired comparison: 2 a win, 1 a draw, 0 a loss, for win
+/// and draw probabilities `win` and `draw`.
+pub fn sample_game(rng: &mut StdRng, win: f64, draw: f64) -> usize {
+    let u: f64 = rand::Rng::random(rng);
+    if u < win {
+        2
+    } else if u < win + draw {
+        1
+    } else {
+        0
+    }
+}
+
+/// A class policy's calibration table: for true effects from −½ to 1½
+/// times the effect it is built to detect, P(promote), the expected tasks
+/// and their quantiles. Exact for bernoulli tests (the test sees discordant
+/// pairs only; tasks = pairs / P(discordant)), seeded Monte Carlo otherwise.
+/// `on_row` is called after each row (a progress bar).
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for a policy or assumption out of its domain
+/// (σ ≤ 0, no runs).
+pub fn calibration_table(
+    policy: &ClassPolicy,
+    a: &Assumptions,
+    on_row: &mut dyn FnMut(),
+) -> Result<Vec<CalibrationRow>> {
+    let mut rows = Vec::new();
+    match policy.test {
+        TestKind::Bernoulli => {
+            // With the baseline passing a task with probability p0 and the
+            // candidate with r, independently, a pair is discordant with
+            // probability d and the candidate is the one that passed with
+            // probability θ; the OC is exact in θ.
+            open_unit("p0", a.p0)?;
+            let gap = policy.gap.unwrap_or_default();
+            let t = policy.bernoulli_test()?;
+            for k in -2i32..=6 {
+                let rate = a.p0 + f64::from(k) * gap / 4.0;
+                if !(rate > 0.0 && rate < 1.0) {
+                    continue;
+                }
+                let (won, lost) = (rate * (1.0 - a.p0), a.p0 * (1.0 - rate));
+                let d = won + lost;
+                let e = exact_bernoulli(&t, won / d)?;
+                let tasks = |pairs: u64| (pairs as f64 / d).ceil() as u64;
+                on_row();
+                rows.push(CalibrationRow {
+                    effect: Effect::PassRate {
+                        rate,
+                        theta: won / d,
+                    },
+                    p_promote: e.p_promote,
+                    expected_n: e.expected_n / d,
+                    n_quantiles: e.n_quantiles.map(tasks),
+                    method: CalibrationMethod::Exact,
+                });
+            }
+        }
+        TestKind::Gaussian => {
+            let gap = policy.gap.unwrap_or_default();
+            let t = policy.gaussian_test()?;
+            for k in -2i32..=6 {
+                let shift = f64::from(k) * gap / 4.0;
+                let normal = rand_distr::Normal::new(shift, a.sigma)
+                    .map_err(|e| invalid("sigma", e.to_string()))?;
+                let m = monte_carlo(
+                    &t,
+                    a.runs,
+                    policy.max_n,
+                    a.seed.wrapping_add(k as u64),
+                    |rng| rand_distr::Distribution::sample(&normal, rng),
+                )?;
+                on_row();
+                rows.push(CalibrationRow {
+                    effect: Effect::MeanShift { shift },
+                    p_promote: m.point.p_promote,
+                    expected_n: m.point.expected_n,
+                    n_quantiles: m.point.n_quantiles,
+                    method: CalibrationMethod::MonteCarlo,
+                });
+            }
+        }
+        TestKind::Paired => {
+            let t = policy.paired_test()?;
+            let elo = t.elo();
+            let step = (elo.elo1 - elo.elo0) / 4.0;
+            let pentanomial = t.pairing() == Pairing::Pentanomial;
+            for k in -2i32..=6 {
+                let e = elo.elo0 + f64::from(k) * step;
+                let Some((win, draw)) = game_probabilities(elo.model, e, a.draw) else {
+                    continue;
+                };
+                let m = monte_carlo(
+                    &t,
+                    a.runs,
+                    policy.max_n,
+                    a.seed.wrapping_add(k as u64),
+                    |rng| {
+                        if pentanomial {
+                            sample_game(rng, win, draw) + sample_game(rng, win, draw)
+                        } else {
+                            sample_game(rng, win, draw)
+                        }
+                    },
+                )?;
+                on_row();
+                rows.push(CalibrationRow {
+                    effect: Effect::Elo {
+                        model: elo.model,
+                        elo: e,
+                    },
+                    p_promote: m.point.p_promote,
+                    expected_n: m.point.expected_n,
+                    n_quantiles: m.point.n_quantiles,
+                    method: CalibrationMethod::MonteCarlo,
+                });
+            }
+        }
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    fn class(text: &str) -> ClassPolicy {
+        crate::Policy::parse(text)
+            .expect("policy")
+            .class("c")
+            .expect("class")
+            .clone()
+    }
+
+    #[test]
+    fn a_bernoulli_table_is_exact_and_keeps_walds_bounds() {
+        let p = class(
+            "[class.c]\nscorer = \"a\"\ntest = \"bernoulli\"\nalpha = 0.05\nbeta = 0.05\ngap = 0.2\nmax_n = 5000\n",
+        );
+        let mut calls = 0;
+        let rows =
+            calibration_table(&p, &Assumptions::default(), &mut || calls += 1).expect("table");
+        assert_eq!(rows.len(), CALIBRATION_ROWS);
+        assert_eq!(calls, rows.len(), "one progress call per row");
+        assert!(rows.iter().all(|r| r.method == CalibrationMethod::Exact));
+        let at = |rate: f64| {
+            rows.iter()
+                .find(|r| matches!(r.effect, Effect::PassRate { rate: x, .. } if (x - rate).abs() < 1e-9))
+                .expect("row")
+        };
+        // No effect: θ = ½ exactly, and Wald's bound α/(1−β) holds for the
+        // exact operating characteristic.
+        let null = at(0.5);
+        assert!(
+            matches!(null.effect, Effect::PassRate { theta, .. } if (theta - 0.5).abs() < 1e-12)
+        );
+        assert!(null.p_promote <= 0.05 / 0.95, "{null:?}");
+        // The effect it is built for: P(reject) ≤ β/(1−α).
+        let alt = at(0.7);
+        assert!(1.0 - alt.p_promote <= 0.05 / 0.95 + 1e-9, "{alt:?}");
+        // P(promote) rises with the effect.
+        assert!(
+            rows.windows(2)
+                .all(|w| w[0].p_promote <= w[1].p_promote + 1e-12)
+        );
+    }
+
+    #[test]
+    fn gaussian_and_paired_tables_are_seeded_monte_carlo() {
+        let g = class(
+            "[class.c]\nscorer = \"a\"\ntest = \"gaussian\"\nalpha = 0.05\nbeta = 0.05\ngap = 0.5\nmax_n = 2000\n",
+        );
+        let a = Assumptions {
+            runs: 400,
+            ..Assumptions::default()
+        };
+        let one = calibration_table(&g, &a, &mut || {}).expect("table");
+        let two = calibration_table(&g, &a, &mut || {}).expect("table");
+        assert_eq!(one, two, "same seed, same table");
+        assert!(
+            one.iter()
+                .all(|r| r.method == CalibrationMethod::MonteCarlo)
+        );
+        // At no effect, P(promote) ≤ α/(1−β) = 5.26 % within 3 Monte-Carlo SE.
+        let null = one
+            .iter()
+            .find(|r| matches!(r.effect, Effect::MeanShift { shift } if shift == 0.0))
+            .expect("null row");
+        let se = (0.0526f64 * (1.0 - 0.0526) / 400.0).sqrt();
+        assert!(null.p_promote <= 0.0526 + 3.0 * se, "{null:?}");
+
+        let p = class(
+            "[class.c]\nscorer = \"a\"\ntest = \"paired\"\npairing = \"pentanomial\"\nalpha = 0.05\nbeta = 0.05\nelo0 = 0.0\nelo1 = 40.0\nmax_n = 4000\n",
+        );
+        let rows = calibration_table(&p, &a, &mut || {}).expect("table");
+        assert_eq!(rows.len(), CALIBRATION_ROWS);
+        let top = rows.last().expect("row");
+        assert!(matches!(top.effect, Effect::Elo { elo, .. } if (elo - 60.0).abs() < 1e-9));
+        assert!(top.p_promote > 0.9, "{top:?}");
+        assert!(sample_game(&mut StdRng::seed_from_u64(3), 1.0, 0.0) == 2);
     }
 }

@@ -230,7 +230,9 @@ fn canonical<T: Serialize, S: serde::Serializer>(
             serde_json::Value::Object(map) => {
                 let mut entries: Vec<_> = map.into_iter().collect();
                 entries.sort_by(|a, b| a.0.cmp(&b.0));
-                serde_json::Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+                serde_json::Value::Object(
+                    entries.into_iter().map(|(k, v)| (k, sorted(v))).collect(),
+                )
             }
             serde_json::Value::Array(items) => {
                 serde_json::Value::Array(items.into_iter().map(sorted).collect())

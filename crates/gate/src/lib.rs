@@ -58,14 +58,15 @@ mod sprt;
 mod stages;
 
 pub use calibrate::{
-    MonteCarloEstimate, OperatingPoint, WaldApproximation, exact_bernoulli, monte_carlo,
-    wald_bernoulli,
+    Assumptions, CALIBRATION_ROWS, CalibrationMethod, CalibrationRow, Effect, MonteCarloEstimate,
+    OperatingPoint, WaldApproximation, calibration_table, exact_bernoulli, monte_carlo,
+    sample_game, wald_bernoulli,
 };
 pub use decide::{
     BaselineWorld, EffectEstimate, GateStatus, GuardrailDetails, GuardrailResult,
     InvariantsDetails, KIND_DECISION, Outcome, Question, RejectCause, SequentialDetails, Stage,
     StageDetails, StageReport, StageState, SuiteReport, SuiteRun, TestFigures, TestsDetails,
-    TooFewTasks, TraceHead, VerificationDetails, Verdict, baseline_world, decide, decide_at,
+    TooFewTasks, TraceHead, Verdict, VerificationDetails, baseline_world, decide, decide_at,
 };
 pub use error::{Error, Result};
 pub use gsprt::{
@@ -79,8 +80,7 @@ pub use noninferiority::{
     ConfidenceSequence, Margin, NonInferiority, SampleStats, SequenceOutcome, WelchOutcome,
 };
 pub use policy::{
-    Canaries, ClassPolicy, Guardrail, GuardrailMethod, Invariant, MarginKind, Policy,
-    TestKind,
+    Canaries, ClassPolicy, Guardrail, GuardrailMethod, Invariant, MarginKind, Policy, TestKind,
 };
 pub use ratchet_scorers::Direction;
 pub use sprt::{BernoulliSprt, Boundaries, Decision, GaussianSprt, SequentialTest};

@@ -33,8 +33,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::gsprt::{EloBounds, EloModel, PairedGsprt, Pairing};
 use crate::noninferiority::{Margin, NonInferiority};
-use ratchet_scorers::Direction;
 use crate::sprt::{BernoulliSprt, Boundaries, GaussianSprt};
+use ratchet_scorers::Direction;
 
 /// Which sequential test judges the primary scorer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,7 +74,10 @@ mod direction_word {
         match text {
             "lower" => Ok(Direction::LowerIsBetter),
             "higher" => Ok(Direction::HigherIsBetter),
-            other => Err(serde::de::Error::unknown_variant(other, &["lower", "higher"])),
+            other => Err(serde::de::Error::unknown_variant(
+                other,
+                &["lower", "higher"],
+            )),
         }
     }
 
@@ -467,7 +470,6 @@ impl ClassPolicy {
         blake3::hash(&json).to_hex().to_string()
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -8,8 +8,8 @@ use ratchet_trace::{ScorerRef, Store, VerifyOptions};
 
 use crate::decide::{
     EffectEstimate, GuardrailDetails, GuardrailResult, InvariantsDetails, Outcome, Question,
-    RejectCause, SequentialDetails, Stage, StageDetails, StageReport, StageState,
-    SuiteReport, SuiteRun, TestFigures, TestsDetails, TooFewTasks, VerificationDetails, Verdict,
+    RejectCause, SequentialDetails, Stage, StageDetails, StageReport, StageState, SuiteReport,
+    SuiteRun, TestFigures, TestsDetails, TooFewTasks, Verdict, VerificationDetails,
 };
 use crate::error::{Error, Result};
 use crate::gsprt::Pairing;
@@ -26,7 +26,12 @@ type Step = Result<Option<Outcome>>;
 
 /// Runs every stage on a verdict whose identity (class, commits, head) is
 /// filled in, and returns the outcome.
-pub(crate) fn evaluate(store: &Store, q: &Question<'_>, at: u64, v: &mut Verdict) -> Result<Outcome> {
+pub(crate) fn evaluate(
+    store: &Store,
+    q: &Question<'_>,
+    at: u64,
+    v: &mut Verdict,
+) -> Result<Outcome> {
     if let Some(o) = verification(store, q, at, &mut v.stages)? {
         return Ok(o);
     }
@@ -71,12 +76,7 @@ fn push(stages: &mut Vec<StageReport>, stage: Stage, state: StageState, details:
 /// up to `at` is recomputed (hashes, MACs with the key the store was opened
 /// with, projection rows, schema), so every row read later is one this
 /// pass covered.
-fn verification(
-    store: &Store,
-    q: &Question<'_>,
-    at: u64,
-    stages: &mut Vec<StageReport>,
-) -> Step {
+fn verification(store: &Store, q: &Question<'_>, at: u64, stages: &mut Vec<StageReport>) -> Step {
     let mut vo = VerifyOptions::default().up_to(at);
     if let Some(cp) = q.checkpoint {
         vo = vo.checkpoint(cp.clone());
@@ -116,12 +116,7 @@ fn verification(
 /// 1. Required test suites: every recorded run of each counts. A failure is
 /// not erased by a later green run (re-running until green would launder a
 /// flaky or broken suite), and a run of no test is not a pass.
-fn required_tests(
-    store: &Store,
-    q: &Question<'_>,
-    at: u64,
-    stages: &mut Vec<StageReport>,
-) -> Step {
+fn required_tests(store: &Store, q: &Question<'_>, at: u64, stages: &mut Vec<StageReport>) -> Step {
     let runs = store.test_runs_upto(q.candidate, at)?;
     let mut suites = Vec::new();
     let mut failure: Option<(RejectCause, String)> = None;
@@ -262,8 +257,12 @@ fn invariants(
     let mut reports = Vec::new();
     let mut failure: Option<(RejectCause, String)> = None;
     for inv in &p.invariants {
-        let tasks =
-            store.paired_scores_upto(q.baseline, q.candidate, at_version(versions, &inv.scorer), at)?;
+        let tasks = store.paired_scores_upto(
+            q.baseline,
+            q.candidate,
+            at_version(versions, &inv.scorer),
+            at,
+        )?;
         // An invariant holds on every task: a task the baseline was checked
         // on and the candidate was not is missing evidence, not a pass.
         let uncovered: Vec<&str> = tasks
@@ -706,7 +705,11 @@ fn paired(
         Pairing::Trinomial => &["losses", "draws", "wins"],
         Pairing::Pentanomial => &["LL", "LD", "DD_or_WL", "WD", "WW"],
     };
-    let counts = labels.iter().copied().zip(t.counts().iter().copied()).collect();
+    let counts = labels
+        .iter()
+        .copied()
+        .zip(t.counts().iter().copied())
+        .collect();
     Ok(Run {
         decision: t.decision(),
         llr: t.llr(),

@@ -347,7 +347,10 @@ fn pentanomial_pairs_two_runs_per_task() {
     let ratchet_gate::StageDetails::Sequential(details) = &seq.details else {
         panic!("sequential details expected: {seq:?}");
     };
-    let ratchet_gate::TestFigures::Paired { pairing, counts, .. } = &details.test else {
+    let ratchet_gate::TestFigures::Paired {
+        pairing, counts, ..
+    } = &details.test
+    else {
         panic!("paired figures expected: {details:?}");
     };
     assert_eq!(*pairing, ratchet_gate::Pairing::Pentanomial);

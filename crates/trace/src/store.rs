@@ -1321,10 +1321,9 @@ fn real(row: &Row<'_>, i: usize) -> rusqlite::Result<f64> {
 /// (ids stay strictly increasing per store, across processes).
 fn fresh_ulid(ts_ms: i64, last: Option<Ulid>) -> Result<Ulid> {
     let mut r = [0u8; 16];
-    getrandom::fill(&mut r)
-        .map_err(|e| Error::Randomness {
-            reason: e.to_string(),
-        })?;
+    getrandom::fill(&mut r).map_err(|e| Error::Randomness {
+        reason: e.to_string(),
+    })?;
     let candidate = Ulid::from_parts(ts_ms.max(0) as u64, u128::from_le_bytes(r));
     match last {
         Some(l) if candidate <= l => l
