@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use ratchet_trace::{
-    Checkpoint, CommitId, EventDraft, ReservedKind, ScorerRef, Store, VerifyOptions,
+    Checkpoint, CommitId, EventDraft, Receipt, ReservedKind, ScorerRef, Store, VerifyOptions,
 };
 
 use crate::error::{Error, Result};
@@ -485,6 +485,17 @@ pub struct Question<'a> {
 /// [`Error::Trace`] if the store cannot be read or written. A trace that does
 /// not verify, missing data and failed stages are verdicts (rejects), not errors.
 pub fn decide(store: &mut Store, q: &Question<'_>) -> Result<Verdict> {
+    Ok(decide_recorded(store, q)?.0)
+}
+
+/// [`decide`], returning also the receipt of the `decision` event it
+/// appended (`None` when the trace failed verification and nothing was
+/// appended): the seq that names this verdict, even when other writers
+/// append right after it.
+///
+/// # Errors
+/// As [`decide`].
+pub fn decide_recorded(store: &mut Store, q: &Question<'_>) -> Result<(Verdict, Option<Receipt>)> {
     let verdict = {
         let snap = store.snapshot()?;
         let head = snap.head()?;
@@ -494,14 +505,14 @@ pub fn decide(store: &mut Store, q: &Question<'_>) -> Result<Verdict> {
     // the trace is not a record anyone can rely on any more (and a store
     // whose schema was altered refuses writes).
     if verdict.outcome.status() == GateStatus::UnverifiedTrace {
-        return Ok(verdict);
+        return Ok((verdict, None));
     }
-    store.append(
+    let receipt = store.append(
         EventDraft::reserved(ReservedKind::Decision, &verdict)?
             .commit(q.candidate.clone())
             .session(format!("gate:{}", q.class)),
     )?;
-    Ok(verdict)
+    Ok((verdict, Some(receipt)))
 }
 
 /// Recomputes the verdict as of trace size `seq` without appending anything:

@@ -14,6 +14,11 @@
 //!   stayed in control.
 //! * [`record_promotion`] — `refs/ratchet/promoted/<class>` and a
 //!   `promotion` event.
+//! * [`gate`] — the gate as a command runs it: decide, record, and on
+//!   promote move the ref naming the decision's own seq; [`heal_latest`] —
+//!   heal after the latest recorded alarm.
+//! * [`resolve_commit`] — what a person types for a commit (`HEAD`,
+//!   `main~2`, a short id) to a full id.
 //!
 //! ```no_run
 //! use ratchet_orchestrate::{HealOptions, heal};
@@ -30,7 +35,8 @@ use git2::{Oid, Repository, StatusOptions, build::CheckoutBuilder};
 use serde::Serialize;
 
 use ratchet_drift::{Monitor, RankedCommit, TraceAlarm, Watch, best_commit_by};
-use ratchet_trace::{CommitId, EventDraft, Store};
+use ratchet_gate::{Outcome, Question, Verdict};
+use ratchet_trace::{CommitId, EventDraft, Receipt, Store};
 
 /// Event kind recorded when a heal checks a commit out.
 pub const KIND_CHECKOUT: &str = ratchet_trace::ReservedKind::Checkout.as_str();
@@ -64,6 +70,21 @@ pub enum Error {
         /// Why it does not resolve.
         reason: String,
     },
+    /// Baseline and candidate are the same commit: there is nothing to compare.
+    #[error("baseline and candidate are the same commit ({commit}): nothing to compare")]
+    SameCommit {
+        /// The commit.
+        commit: CommitId,
+    },
+    /// A heal was asked for, but this store's monitor recorded no alarm.
+    #[error("no recorded alarm to heal from (a monitor records alarms as it follows the trace)")]
+    NoAlarm,
+    /// The gate failed (not a verdict: a verdict is never an error).
+    #[error("gate: {0}")]
+    Gate(#[from] ratchet_gate::Error),
+    /// A scorer's direction could not be read.
+    #[error("scorers: {0}")]
+    Scorers(#[from] ratchet_scorers::Error),
     /// A git operation failed.
     #[error("git: {0}")]
     Git(#[from] git2::Error),
@@ -398,8 +419,18 @@ pub fn check_recovery(
     })
 }
 
+/// A promotion recorded: the ref moved and the `promotion` event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Promotion {
+    /// The ref moved (`refs/ratchet/promoted/<class>`).
+    pub reference: String,
+    /// The `promotion` event.
+    pub receipt: Receipt,
+}
+
 /// Records a promotion: moves `refs/ratchet/promoted/<class>` to `commit`
-/// (with a reflog message) and appends a `promotion` event.
+/// (with a reflog message) and appends a `promotion` event naming the
+/// decision that allowed it.
 ///
 /// # Errors
 /// [`Error::Git`] if the commit is not in the repository or the ref cannot
@@ -410,13 +441,13 @@ pub fn record_promotion(
     commit: &CommitId,
     class: &str,
     decision_seq: Option<u64>,
-) -> Result<String> {
+) -> Result<Promotion> {
     let repo = Repository::discover(repo_path)?;
     let oid = Oid::from_str(commit.as_str())?;
     repo.find_commit(oid)?;
     let name = format!("refs/ratchet/promoted/{class}");
     repo.reference(&name, oid, true, &format!("ratchet: promoted for {class}"))?;
-    store.append(
+    let receipt = store.append(
         EventDraft::reserved(
             ratchet_trace::ReservedKind::Promotion,
             &serde_json::json!({ "ref": name, "class": class, "decision_seq": decision_seq }),
@@ -424,5 +455,192 @@ pub fn record_promotion(
         .commit(commit.clone())
         .session("promote"),
     )?;
-    Ok(name)
+    Ok(Promotion {
+        reference: name,
+        receipt,
+    })
+}
+
+/// How [`gate`] runs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GateOptions<'a> {
+    /// Decide without appending the verdict (nor promoting).
+    pub dry_run: bool,
+    /// On promote, record the promotion in the git repository here.
+    pub promote_in: Option<&'a Path>,
+}
+
+/// What [`gate`] did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GateRun {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The `decision` event appended (`None` on a dry run, or when the
+    /// trace failed verification and nothing was written).
+    pub decision: Option<Receipt>,
+    /// The promotion, when the verdict promoted and a repository was given.
+    pub promotion: Option<Promotion>,
+}
+
+/// The gate as a command runs it: refuses to compare a commit with itself,
+/// decides (at the head, appending the verdict unless `dry_run`), and on
+/// promote records the promotion naming the decision's own seq (taken from
+/// its receipt, so another writer appending meanwhile cannot be named).
+///
+/// # Errors
+/// [`Error::SameCommit`] if baseline and candidate are one commit;
+/// [`Error::Gate`] if the gate fails (a policy contradicting the trace, a
+/// store that cannot be read); [`Error::Git`] / [`Error::Trace`] if the
+/// promotion cannot be recorded (the decision stays recorded).
+pub fn gate(store: &mut Store, q: &Question<'_>, options: &GateOptions<'_>) -> Result<GateRun> {
+    if q.baseline == q.candidate {
+        return Err(Error::SameCommit {
+            commit: q.baseline.clone(),
+        });
+    }
+    let (verdict, decision) = if options.dry_run {
+        let head = store.head()?.size;
+        (ratchet_gate::decide_at(store, q, head)?, None)
+    } else {
+        ratchet_gate::decide_recorded(store, q)?
+    };
+    let promotion = match (&verdict.outcome, options.promote_in, &decision) {
+        (Outcome::Promote, Some(repo), Some(receipt)) => Some(record_promotion(
+            repo,
+            store,
+            q.candidate,
+            q.class,
+            Some(receipt.seq),
+        )?),
+        _ => None,
+    };
+    Ok(GateRun {
+        verdict,
+        decision,
+        promotion,
+    })
+}
+
+/// Heals after the latest alarm this store's monitor recorded (of `only`,
+/// if given): finds it on a verified trace, takes the alarmed scorer's
+/// direction from the trace, and runs [`heal`] with `options` (whose
+/// `lower_is_better` is set from that direction).
+///
+/// # Errors
+/// [`Error::NoAlarm`] if no alarm was recorded; as [`heal`] otherwise.
+pub fn heal_latest(
+    repo_path: &Path,
+    store: &mut Store,
+    only: Option<&CommitId>,
+    options: &HealOptions,
+) -> Result<(HealReport, Option<Monitor>)> {
+    let alarm = {
+        let snapshot = store.snapshot()?;
+        snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
+        ratchet_drift::latest_alarm(&snapshot, only)?
+    }
+    .ok_or(Error::NoAlarm)?;
+    let direction = ratchet_scorers::direction_in(store, &alarm.scorer)?;
+    let options = HealOptions {
+        lower_is_better: direction == ratchet_scorers::Direction::LowerIsBetter,
+        ..options.clone()
+    };
+    heal(repo_path, store, &alarm, &options)
+}
+
+/// What `ratchet status` shows: the store, whether it verifies, what it
+/// holds, each scorer's direction, the last decision and the last alarm.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Status {
+    /// The store's id.
+    pub store_id: String,
+    /// The store directory.
+    pub store_dir: std::path::PathBuf,
+    /// The writer key id, if the store is keyed.
+    pub writer_key_id: Option<String>,
+    /// Verification of the whole trace (with the key the store was opened
+    /// with, if any).
+    pub verification: ratchet_trace::VerifyReport,
+    /// What the trace holds.
+    pub overview: ratchet_trace::Overview,
+    /// Each scorer's direction: declared in the trace, else the default.
+    pub directions: std::collections::BTreeMap<String, ratchet_scorers::Direction>,
+    /// The newest `decision` event.
+    pub last_decision: Option<DecisionSummary>,
+    /// The newest alarm this store's monitor recorded.
+    pub last_alarm: Option<TraceAlarm>,
+}
+
+/// A recorded verdict, in brief.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct DecisionSummary {
+    /// Seq of the `decision` event.
+    #[serde(default)]
+    pub seq: u64,
+    /// The class.
+    pub class: String,
+    /// The baseline commit.
+    pub baseline: String,
+    /// The candidate commit.
+    pub candidate: String,
+    /// The outcome.
+    pub outcome: OutcomeSummary,
+}
+
+/// A recorded outcome, in brief.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct OutcomeSummary {
+    /// `promote`, `reject` or `continue`.
+    pub verdict: String,
+    /// For a reject: `measured`, `missing_evidence` or `unverified_trace`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+}
+
+/// The store's [`Status`]. A trace that fails verification is reported as
+/// such (in `verification`), not as an error; the figures beside it are
+/// then what the altered file says.
+///
+/// # Errors
+/// [`Error::Trace`] if the store cannot be read; [`Error::Scorers`] /
+/// [`Error::Drift`] if a declaration or an alarm in it does not parse.
+pub fn status(store: &Store) -> Result<Status> {
+    let snapshot = store.snapshot()?;
+    let verification = snapshot.verify_with(&ratchet_trace::VerifyOptions::default())?;
+    let overview = snapshot.overview()?;
+    let mut directions = std::collections::BTreeMap::new();
+    for s in &overview.scorers {
+        directions.insert(
+            s.scorer.clone(),
+            ratchet_scorers::direction_in(&snapshot, &s.scorer)?,
+        );
+    }
+    let last_decision = match snapshot
+        .events_of_kinds(&[ratchet_gate::KIND_DECISION])?
+        .into_iter()
+        .filter(|e| e.origin.is_none())
+        .next_back()
+    {
+        Some(e) => {
+            let mut d: DecisionSummary = serde_json::from_slice(&e.payload).map_err(|err| {
+                ratchet_trace::Error::InvalidInput {
+                    field: "payload",
+                    reason: format!("decision event {} does not parse: {err}", e.seq),
+                }
+            })?;
+            d.seq = e.seq;
+            Some(d)
+        }
+        None => None,
+    };
+    Ok(Status {
+        store_id: store.id().to_string(),
+        store_dir: store.dir().to_path_buf(),
+        writer_key_id: store.writer_key_id().map(str::to_string),
+        verification,
+        overview,
+        directions,
+        last_decision,
+        last_alarm: ratchet_drift::latest_alarm(&snapshot, None)?,
+    })
 }

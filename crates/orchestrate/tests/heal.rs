@@ -208,10 +208,11 @@ fn commits_gone_from_the_repository_are_skipped_with_a_note() {
 #[test]
 fn promotions_are_refs_and_events() {
     let mut s = setup();
-    let name = record_promotion(s.dir.path(), &mut s.store, &s.commits[2], "prompt", None)
+    let promotion = record_promotion(s.dir.path(), &mut s.store, &s.commits[2], "prompt", None)
         .expect("promote");
-    assert_eq!(name, "refs/ratchet/promoted/prompt");
-    let r = s.repo.find_reference(&name).expect("ref");
+    assert_eq!(promotion.reference, "refs/ratchet/promoted/prompt");
+    assert_eq!(promotion.receipt.seq, s.store.head().expect("head").size);
+    let r = s.repo.find_reference(&promotion.reference).expect("ref");
     assert_eq!(
         r.target().map(|o| o.to_string()),
         Some(s.commits[2].to_string())
@@ -288,4 +289,148 @@ fn heal_stays_when_no_measured_commit_surely_beats_the_deployed_one() {
     let why = report.stayed.as_deref().expect("says why it stays");
     assert!(why.contains("does not beat"), "{why}");
     assert!((report.deployed_estimate.expect("estimate") - 0.88).abs() < 0.01);
+}
+
+const POLICY: &str = r#"
+[class.prompt]
+scorer = "quality"
+test = "paired"
+alpha = 0.05
+beta = 0.05
+elo0 = 0.0
+elo1 = 40.0
+max_n = 1000
+"#;
+
+#[test]
+fn the_gate_promotes_naming_its_own_decision_and_refuses_a_commit_against_itself() {
+    use ratchet_orchestrate::{GateOptions, gate};
+    let mut s = setup();
+    let policy = ratchet_gate::Policy::parse(POLICY).expect("policy");
+    let q = ratchet_gate::Question {
+        class: "prompt",
+        policy: policy.class("prompt").expect("class"),
+        baseline: &s.commits[0],
+        candidate: &s.commits[2],
+        checkpoint: None,
+    };
+    // A dry run appends nothing and promotes nothing.
+    let head = s.store.head().expect("head");
+    let dry = gate(
+        &mut s.store,
+        &q,
+        &GateOptions {
+            dry_run: true,
+            promote_in: Some(s.dir.path()),
+        },
+    )
+    .expect("dry run");
+    assert_eq!(
+        dry.verdict.outcome,
+        ratchet_gate::Outcome::Promote,
+        "{dry:#?}"
+    );
+    assert_eq!((dry.decision, dry.promotion.is_none()), (None, true));
+    assert_eq!(s.store.head().expect("head"), head);
+
+    let run = gate(
+        &mut s.store,
+        &q,
+        &GateOptions {
+            dry_run: false,
+            promote_in: Some(s.dir.path()),
+        },
+    )
+    .expect("gate");
+    let decision = run.decision.expect("recorded");
+    assert_eq!(decision.seq, head.size + 1);
+    let promotion = run.promotion.expect("promoted");
+    let event = s
+        .store
+        .event_by_seq(promotion.receipt.seq)
+        .expect("read")
+        .expect("event");
+    let payload: serde_json::Value = serde_json::from_slice(&event.payload).expect("json");
+    assert_eq!(
+        payload["decision_seq"], decision.seq,
+        "the decision's own seq"
+    );
+
+    let same = ratchet_gate::Question {
+        candidate: &s.commits[0],
+        ..q
+    };
+    let head = s.store.head().expect("head");
+    assert!(matches!(
+        gate(&mut s.store, &same, &GateOptions::default()),
+        Err(Error::SameCommit { .. })
+    ));
+    assert_eq!(s.store.head().expect("head"), head, "nothing recorded");
+}
+
+#[test]
+fn heal_latest_acts_on_the_latest_recorded_alarm_or_says_there_is_none() {
+    use ratchet_orchestrate::heal_latest;
+    let mut s = setup();
+    let dry = HealOptions {
+        dry_run: true,
+        ..HealOptions::default()
+    };
+    assert!(matches!(
+        heal_latest(s.dir.path(), &mut s.store, None, &dry),
+        Err(Error::NoAlarm)
+    ));
+    let head = s.store.head().expect("head").size;
+    ratchet_drift::record_alarm(&mut s.store, &alarm_on(&s.commits[2], head)).expect("record");
+    let (report, _) = heal_latest(s.dir.path(), &mut s.store, None, &dry).expect("heal");
+    assert_eq!(report.alarmed, s.commits[2]);
+    assert_eq!(report.chosen.as_ref(), Some(&s.commits[1]), "{report:#?}");
+    assert!(!report.checked_out, "dry run");
+    // Alarms of another commit only: none to act on.
+    assert!(matches!(
+        heal_latest(s.dir.path(), &mut s.store, Some(&s.commits[0]), &dry),
+        Err(Error::NoAlarm)
+    ));
+}
+
+#[test]
+fn status_counts_what_the_store_holds_and_names_the_last_decision_and_alarm() {
+    use ratchet_orchestrate::{GateOptions, gate, status};
+    let mut s = setup();
+    let before = status(&s.store).expect("status");
+    assert!(before.verification.is_valid());
+    assert_eq!(before.overview.commits.len(), 3);
+    let v3 = &before.overview.commits[2];
+    assert_eq!(
+        (v3.commit.as_str(), v3.scores),
+        (s.commits[2].as_str(), 120)
+    );
+    assert_eq!(before.overview.scorers.len(), 1);
+    assert_eq!(before.overview.scorers[0].commits, 3);
+    assert_eq!(
+        before.directions.get("quality"),
+        Some(&ratchet_scorers::Direction::HigherIsBetter)
+    );
+    assert_eq!(before.overview.kinds.get("score"), Some(&320));
+    assert!(before.last_decision.is_none() && before.last_alarm.is_none());
+
+    let policy = ratchet_gate::Policy::parse(POLICY).expect("policy");
+    let q = ratchet_gate::Question {
+        class: "prompt",
+        policy: policy.class("prompt").expect("class"),
+        baseline: &s.commits[0],
+        candidate: &s.commits[2],
+        checkpoint: None,
+    };
+    let run = gate(&mut s.store, &q, &GateOptions::default()).expect("gate");
+    let head = s.store.head().expect("head").size;
+    ratchet_drift::record_alarm(&mut s.store, &alarm_on(&s.commits[2], head)).expect("alarm");
+    let after = status(&s.store).expect("status");
+    let d = after.last_decision.expect("decision");
+    assert_eq!(d.seq, run.decision.expect("recorded").seq);
+    assert_eq!(
+        (d.class.as_str(), d.outcome.verdict.as_str()),
+        ("prompt", "promote")
+    );
+    assert_eq!(after.last_alarm.expect("alarm").commit, s.commits[2]);
 }

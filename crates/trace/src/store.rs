@@ -1,5 +1,6 @@
 //! [`Store`]: opening, appending and querying.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -131,6 +132,43 @@ pub struct ScorerVersion {
     pub n: u64,
     /// Seq of its newest score.
     pub last_seq: u64,
+}
+
+/// What a store holds, counted: from [`Store::overview`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Overview {
+    /// Events in the trace.
+    pub size: u64,
+    /// Events by kind.
+    pub kinds: BTreeMap<String, u64>,
+    /// Each commit with scores or test runs, in first-seen order.
+    pub commits: Vec<CommitCounts>,
+    /// Each scorer with its versions, by name.
+    pub scorers: Vec<ScorerCounts>,
+}
+
+/// One commit in an [`Overview`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CommitCounts {
+    /// The commit.
+    pub commit: String,
+    /// Score rows.
+    pub scores: u64,
+    /// Test-run rows.
+    pub test_runs: u64,
+    /// Seq of its first score or test run.
+    pub first_seq: u64,
+}
+
+/// One scorer in an [`Overview`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScorerCounts {
+    /// The scorer.
+    pub scorer: String,
+    /// Its versions, newest first.
+    pub versions: Vec<ScorerVersion>,
+    /// Commits it scored.
+    pub commits: u64,
 }
 
 /// What [`Store::append_once`] did.
@@ -1123,6 +1161,76 @@ impl Store {
                 ],
             )?
             .pop())
+    }
+
+    /// What the store holds, counted: events by kind, commits with their
+    /// score and test-run counts, scorers with their versions. For people
+    /// (`ratchet status`); read on a verified snapshot when it matters.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails.
+    pub fn overview(&self) -> Result<Overview> {
+        let size = self.head()?.size;
+        let mut kinds = BTreeMap::new();
+        let mut st = self
+            .conn
+            .prepare("SELECT kind, count(*) FROM events NOT INDEXED WHERE seq >= 1 GROUP BY kind")
+            .map_err(Error::sqlite("reading the overview"))?;
+        let rows = st
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+            .map_err(Error::sqlite("reading the overview"))?;
+        for row in rows {
+            let (kind, n) = row.map_err(Error::sqlite("reading the overview"))?;
+            kinds.insert(kind, n as u64);
+        }
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT commit_id, sum(s), sum(t), min(first) FROM (
+                    SELECT commit_id, count(*) AS s, 0 AS t, min(seq) AS first
+                      FROM scores NOT INDEXED WHERE seq >= 1 GROUP BY commit_id
+                    UNION ALL
+                    SELECT commit_id, 0, count(*), min(seq)
+                      FROM test_runs NOT INDEXED WHERE seq >= 1 GROUP BY commit_id)
+                 GROUP BY commit_id ORDER BY min(first)",
+            )
+            .map_err(Error::sqlite("reading the overview"))?;
+        let commits = st
+            .query_map([], |r| {
+                Ok(CommitCounts {
+                    commit: r.get(0)?,
+                    scores: r.get::<_, i64>(1)? as u64,
+                    test_runs: r.get::<_, i64>(2)? as u64,
+                    first_seq: r.get::<_, i64>(3)? as u64,
+                })
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(Error::sqlite("reading the overview"))?;
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT scorer, count(DISTINCT commit_id) FROM scores NOT INDEXED
+                  WHERE seq >= 1 GROUP BY scorer ORDER BY scorer",
+            )
+            .map_err(Error::sqlite("reading the overview"))?;
+        let names = st
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(Error::sqlite("reading the overview"))?;
+        let mut scorers = Vec::with_capacity(names.len());
+        for (scorer, commits) in names {
+            scorers.push(ScorerCounts {
+                versions: self.scorer_versions(scorer.as_str(), size)?,
+                scorer,
+                commits: commits as u64,
+            });
+        }
+        Ok(Overview {
+            size,
+            kinds,
+            commits,
+            scorers,
+        })
     }
 
     /// Whether any score of `scorer` was recorded at or before `max_seq`
