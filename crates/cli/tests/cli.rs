@@ -53,6 +53,7 @@ fn store_end_to_end_with_exit_codes() {
     let events: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json log");
     // Two appended, the declaration of `acc` (recorded when the scorer first
     // appears through record-score), the score.
+    let events = &events["events"];
     assert_eq!(events.as_array().map(Vec::len), Some(4));
     assert_eq!(events[0]["payload"]["hello"], 1);
     assert_eq!(events[2]["kind"], "scorer");
@@ -147,7 +148,11 @@ fn bad_input_exits_2_with_a_clear_message_and_stores_nothing() {
     }
     let o = ratchet(d.path(), &["--store", st, "--json", "log"], "");
     let events: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-    assert_eq!(events.as_array().map(Vec::len), Some(0), "nothing stored");
+    assert_eq!(
+        events["events"].as_array().map(Vec::len),
+        Some(0),
+        "nothing stored"
+    );
 
     let o = ratchet(
         d.path(),
@@ -257,7 +262,7 @@ fn keyed_store_and_cell_merge() {
         "",
     );
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-    assert_eq!(r[0]["ingested"], 0, "idempotent");
+    assert_eq!(r["cells"][0]["ingested"], 0, "idempotent");
 
     let o = ratchet(
         d.path(),
@@ -437,7 +442,7 @@ fn calibrate_prints_the_operating_characteristic() {
     );
     assert!(o.status.success(), "{}", text(&o));
     let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-    let rows = rows.as_array().expect("rows");
+    let rows = rows["rows"].as_array().expect("rows");
     assert!(rows.len() >= 5);
     // P(promote) rises with the true pass rate, ≤ α at p0, ≥ 1 − β at p1.
     let p: Vec<f64> = rows
@@ -445,13 +450,18 @@ fn calibrate_prints_the_operating_characteristic() {
         .map(|r| r["p_promote"].as_f64().expect("p"))
         .collect();
     assert!(p.windows(2).all(|w| w[0] <= w[1]), "{p:?}");
-    let at = |label: &str| {
+    let at = |rate: f64| {
         rows.iter()
-            .find(|r| r["effect"].as_str().is_some_and(|e| e.starts_with(label)))
+            .find(|r| {
+                r["effect"]["unit"] == "pass_rate"
+                    && r["effect"]["rate"]
+                        .as_f64()
+                        .is_some_and(|x| (x - rate).abs() < 1e-9)
+            })
             .map(|r| r["p_promote"].as_f64().expect("p"))
     };
-    assert!(at("pass rate 0.5000").expect("row at p0") <= 0.05);
-    assert!(at("pass rate 0.7000").expect("row at p1") >= 0.95);
+    assert!(at(0.5).expect("row at p0") <= 0.05);
+    assert!(at(0.7).expect("row at p1") >= 0.95);
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -528,7 +538,7 @@ fn watch_records_an_alarm_and_heal_checks_out_the_best_commit() {
     );
     assert_eq!(o.status.code(), Some(1), "alarms exit 1: {}", text(&o));
     assert!(
-        text(&o).contains("ALARM") && text(&o).contains("Down"),
+        text(&o).contains("ALARM") && text(&o).contains("downward shift"),
         "{}",
         text(&o)
     );
@@ -566,7 +576,7 @@ fn watch_records_an_alarm_and_heal_checks_out_the_best_commit() {
         "",
     );
     let ranking: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-    assert_eq!(ranking[0]["commit"], commits[1].as_str());
+    assert_eq!(ranking["ranking"][0]["commit"], commits[1].as_str());
     let o = ratchet(p, &["verify-chain"], "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
@@ -595,7 +605,7 @@ fn arl_prints_the_table_and_solves_limits() {
     );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert!(
-        (v["limit"].as_f64().expect("L") - 2.814).abs() < 0.002,
+        (v["chart"]["l"].as_f64().expect("L") - 2.814).abs() < 0.002,
         "{v}"
     );
     let o = ratchet(d.path(), &["arl", "--detector", "shewhart", "--h", "3"], "");
@@ -875,7 +885,7 @@ fn a_promotion_moves_its_ref() {
         "",
     );
     let events: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-    let kinds: Vec<&str> = events
+    let kinds: Vec<&str> = events["events"]
         .as_array()
         .expect("events")
         .iter()
@@ -1109,7 +1119,7 @@ fn commits_are_typed_as_git_revisions_and_unknown_ones_are_refused() {
     }
     let o = ratchet(p, &["--json", "log"], "");
     let events: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-    let commits: Vec<&str> = events
+    let commits: Vec<&str> = events["events"]
         .as_array()
         .expect("array")
         .iter()

@@ -15,6 +15,15 @@ pub enum Shift {
     Down,
 }
 
+impl std::fmt::Display for Shift {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Shift::Up => "upward",
+            Shift::Down => "downward",
+        })
+    }
+}
+
 /// A detector's signal.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Alarm {

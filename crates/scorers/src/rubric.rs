@@ -32,6 +32,16 @@ pub enum ItemKind {
     Fraction,
 }
 
+impl std::fmt::Display for ItemKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ItemKind::Boolean => f.write_str("boolean"),
+            ItemKind::Count { max } => write!(f, "count 0..={max}"),
+            ItemKind::Fraction => f.write_str("fraction"),
+        }
+    }
+}
+
 /// One checklist item. (Unknown keys inside an item are not rejected:
 /// serde cannot combine that check with the flattened `type` tag.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

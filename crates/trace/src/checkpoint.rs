@@ -25,7 +25,8 @@ const ORIGIN_PREFIX: &str = "ratchet-trace/v1/";
 /// A commitment to a store's chain at one size.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Checkpoint {
-    /// The store id.
+    /// The store id (`store_id` in JSON, as everywhere).
+    #[serde(rename = "store_id")]
     pub origin: String,
     /// Number of events covered.
     pub size: u64,

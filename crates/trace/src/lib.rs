@@ -95,8 +95,9 @@ pub use merge::{MergeOptions, MergeReport};
 pub use projection::{KIND_SCORE, KIND_TEST_RUN, Score, TestRun};
 pub use schema::{APPLICATION_ID, Durability, SCHEMA_VERSION};
 pub use store::{
-    AppendOnce, CommitCounts, CommitStats, DB_FILE, Head, Overview, PairedMeans, PairedTask,
-    ScorerCounts, ScorerRef, ScorerVersion, Snapshot, Store, StoreOptions, Tail, TaskMeans,
+    AppendOnce, CommitCounts, CommitStats, DB_FILE, EventFilter, Head, Overview, PairedMeans,
+    PairedTask, ScorerCounts, ScorerRef, ScorerVersion, Snapshot, Store, StoreOptions, Tail,
+    TaskMeans,
 };
 pub use ulid::Ulid;
 pub use verify::{Fault, FaultKind, VerifyOptions, VerifyReport};

@@ -134,6 +134,18 @@ pub struct ScorerVersion {
     pub last_seq: u64,
 }
 
+/// Which events [`Store::events_matching`] returns: every condition set
+/// must hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventFilter {
+    /// Only events of this kind.
+    pub kind: Option<String>,
+    /// Only events under this commit.
+    pub commit: Option<CommitId>,
+    /// Only score events of this scorer.
+    pub scorer: Option<String>,
+}
+
 /// What a store holds, counted: from [`Store::overview`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Overview {
@@ -848,6 +860,44 @@ impl Store {
             .and_then(|mut st| {
                 st.query_map(
                     params![after as i64, limit.min(i64::MAX as usize) as i64],
+                    event_from_row,
+                )?
+                .collect()
+            })
+            .map_err(Error::sqlite("reading events"))
+    }
+
+    /// Up to `limit` events with seq greater than `after` that match
+    /// `filter` (every condition given must hold), in seq order: what
+    /// `ratchet log --kind/--commit/--scorer` shows.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails or a row is malformed.
+    pub fn events_matching(
+        &self,
+        after: u64,
+        limit: usize,
+        filter: &EventFilter,
+    ) -> Result<Vec<Event>> {
+        self.conn
+            .prepare_cached(concat!(
+                "SELECT ",
+                event_columns!(),
+                " FROM events WHERE seq > ?1
+                   AND (?3 IS NULL OR kind = ?3)
+                   AND (?4 IS NULL OR commit_id = ?4)
+                   AND (?5 IS NULL OR seq IN (SELECT seq FROM scores NOT INDEXED WHERE scorer = ?5))
+                 ORDER BY seq LIMIT ?2"
+            ))
+            .and_then(|mut st| {
+                st.query_map(
+                    params![
+                        after as i64,
+                        limit.min(i64::MAX as usize) as i64,
+                        filter.kind,
+                        filter.commit.as_ref().map(CommitId::as_str),
+                        filter.scorer
+                    ],
                     event_from_row,
                 )?
                 .collect()

@@ -1,0 +1,182 @@
+//! Drift: `watch`, `heal`, `best`, `arl`.
+
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, anyhow};
+use ratchet_drift::{Chart, Follow, Monitor, Watch};
+use ratchet_trace::{CommitId, VerifyOptions};
+
+use crate::{Ctx, EXIT_NEGATIVE, out};
+
+/// `watch`'s flags, typed.
+#[derive(Debug)]
+pub struct WatchArgs {
+    pub commit: CommitId,
+    pub scorer: String,
+    pub from: Option<u64>,
+    /// The chart, or `None` for `auto`.
+    pub chart: Option<Chart>,
+    /// `auto`'s choice: (pass/fail streams, others).
+    pub auto: (Chart, Chart),
+    pub two_sided: bool,
+    pub min_n: u64,
+    pub follow: Follow,
+    pub key_file: Option<PathBuf>,
+}
+
+pub fn watch(ctx: &Ctx, a: &WatchArgs) -> Result<u8> {
+    let mut store = ctx.open(a.key_file.as_deref())?;
+    let watch = if a.two_sided {
+        Watch::Both
+    } else {
+        Watch::harm(
+            ratchet_scorers::direction_in(&store, &a.scorer)?
+                == ratchet_scorers::Direction::LowerIsBetter,
+        )
+    };
+    // The start is read in a read transaction that verified the trace.
+    let mut monitor = {
+        let snapshot = store.snapshot()?;
+        snapshot.verified(&VerifyOptions::default())?;
+        let from = match a.from {
+            Some(f) => f,
+            None => ratchet_drift::deployment_start(&snapshot, &a.commit)?.ok_or_else(|| {
+                anyhow!(
+                    "the trace holds no promotion or checkout of {}: pass --from SEQ (where its deployment began)",
+                    a.commit
+                )
+            })?,
+        };
+        let chart = match a.chart {
+            Some(c) => c,
+            None => Chart::for_stream(&snapshot, &a.commit, &a.scorer, from, a.auto.0, a.auto.1)?,
+        };
+        Monitor::start_chart(&snapshot, &a.commit, &a.scorer, from, chart, watch, a.min_n)?
+    };
+    if !ctx.json {
+        println!(
+            "following {} {} after seq {}: {}, watching {}",
+            a.commit,
+            a.scorer,
+            monitor.position(),
+            monitor.chart(),
+            watch
+        );
+    }
+    let json = ctx.json;
+    let stream = json && a.follow.keep_following;
+    let mut alarms = Vec::new();
+    let report = monitor.follow(&mut store, &a.follow, &mut |alarm, appended| {
+        if stream {
+            // Following without end: one JSON object per line, as they come.
+            if out::json_line(&serde_json::json!({ "alarm": alarm, "recorded": appended })).is_err()
+            {
+                return ControlFlow::Break(());
+            }
+        } else if json {
+            alarms.push(serde_json::json!({ "alarm": alarm, "recorded": appended }));
+        } else {
+            println!(
+                "ALARM {} {}: {} shift at seq {} (change from seq {}), statistic {:.3} > {:.3}{}",
+                alarm.commit,
+                alarm.scorer,
+                alarm.alarm.shift,
+                alarm.seq,
+                alarm.change_seq,
+                alarm.alarm.statistic,
+                alarm.alarm.limit,
+                match (a.follow.record, appended) {
+                    (true, true) => ", recorded",
+                    (true, false) => ", recorded before",
+                    _ => "",
+                }
+            );
+        }
+        ControlFlow::Continue(())
+    })?;
+    if json && !stream {
+        out::json(&serde_json::json!({
+            "commit": a.commit, "scorer": a.scorer, "chart": monitor.chart(), "watch": watch,
+            "alarms": alarms, "report": report
+        }))?;
+    } else if !json {
+        println!(
+            "followed to seq {}: {} alarm(s)",
+            report.position, report.alarms
+        );
+    }
+    Ok(if report.alarms > 0 { EXIT_NEGATIVE } else { 0 })
+}
+
+pub fn heal(
+    ctx: &Ctx,
+    repo: &Path,
+    only: Option<&CommitId>,
+    options: &ratchet_orchestrate::HealOptions,
+    key_file: Option<&Path>,
+) -> Result<u8> {
+    let mut store = ctx.open(key_file)?;
+    let (report, _) = ratchet_orchestrate::heal_latest(repo, &mut store, only, options)?;
+    if ctx.json {
+        out::json(&report)?;
+        return Ok(0);
+    }
+    for (c, why) in &report.skipped {
+        println!("skipped {c}: {why}");
+    }
+    if let Some(why) = &report.stayed {
+        println!("staying on {}: {why}", report.alarmed);
+    }
+    match (&report.chosen, report.checked_out) {
+        (Some(c), true) => println!("healed: checked out {c} (was {})", report.alarmed),
+        (Some(c), false) => println!("dry run: would check out {c} (was {})", report.alarmed),
+        (None, _) if report.stayed.is_some() => {}
+        (None, _) => println!("no commit to heal to"),
+    }
+    Ok(0)
+}
+
+pub fn best(
+    ctx: &Ctx,
+    scorer: &str,
+    min_n: u64,
+    confidence: f64,
+    exclude: &[CommitId],
+    key_file: Option<&Path>,
+) -> Result<u8> {
+    let store = ctx.open_read(key_file)?;
+    let snapshot = store.snapshot()?;
+    snapshot.verified(&VerifyOptions::default())?;
+    let ranking = ratchet_drift::best_commit(&snapshot, scorer, min_n, confidence, exclude)?;
+    if ctx.json {
+        out::json(&serde_json::json!({ "scorer": scorer, "ranking": ranking }))?;
+    } else {
+        println!(
+            "{:<42} {:>7} {:>9} {:>9} {:>11}",
+            "commit", "n", "mean", "sd", "lower bound"
+        );
+        for r in &ranking {
+            println!(
+                "{:<42} {:>7} {:>9.4} {:>9.4} {:>11.4}",
+                r.commit, r.n, r.mean, r.sd, r.lower_bound
+            );
+        }
+    }
+    Ok(if ranking.is_empty() { EXIT_NEGATIVE } else { 0 })
+}
+
+pub fn arl(ctx: &Ctx, chart: Chart) -> Result<u8> {
+    let profile = ratchet_drift::arl_profile(chart)?;
+    if ctx.json {
+        out::json(&profile)?;
+        return Ok(0);
+    }
+    println!("{}", profile.chart);
+    println!("{:>8} {:>12} {:>12}", "shift σ", "ARL (chain)", "Siegmund");
+    for r in &profile.rows {
+        let s = r.siegmund.map_or_else(|| "-".into(), |v| format!("{v:.2}"));
+        println!("{:>8.2} {:>12.2} {s:>12}", r.shift, r.arl);
+    }
+    Ok(0)
+}

@@ -1,0 +1,336 @@
+//! The gate: `gate` and `calibrate`.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use ratchet_gate::{
+    GuardrailResult, Outcome, RejectCause, Stage, StageDetails, StageReport, StageState,
+    TestFigures, Verdict,
+};
+use ratchet_trace::{Checkpoint, CommitId};
+
+use crate::{Ctx, out};
+
+/// `gate`'s flags, typed.
+#[derive(Debug)]
+pub struct GateArgs {
+    pub baseline: CommitId,
+    pub candidate: CommitId,
+    pub class: String,
+    pub policy: Option<PathBuf>,
+    pub checkpoint: Option<PathBuf>,
+    pub record_promotion: Option<PathBuf>,
+    pub key_file: Option<PathBuf>,
+    pub dry_run: bool,
+}
+
+fn read_policy(ctx: &Ctx, path: Option<PathBuf>) -> Result<ratchet_gate::Policy> {
+    Ok(ratchet_gate::Policy::from_path(
+        path.unwrap_or_else(|| ctx.store_dir.join("policy.toml")),
+    )?)
+}
+
+pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
+    let policy = read_policy(ctx, a.policy.clone())?;
+    let class_policy = policy.class(&a.class)?;
+    let mut store = ctx.open(a.key_file.as_deref())?;
+    let checkpoint = a
+        .checkpoint
+        .as_ref()
+        .map(|p| Checkpoint::read(p).with_context(|| format!("checkpoint {}", p.display())))
+        .transpose()?;
+    let q = ratchet_gate::Question {
+        class: &a.class,
+        policy: class_policy,
+        baseline: &a.baseline,
+        candidate: &a.candidate,
+        checkpoint: checkpoint.as_ref(),
+    };
+    let run = ratchet_orchestrate::gate(
+        &mut store,
+        &q,
+        &ratchet_orchestrate::GateOptions {
+            dry_run: a.dry_run,
+            promote_in: a.record_promotion.as_deref(),
+        },
+    )?;
+    let status = run.verdict.outcome.status();
+    if ctx.json {
+        #[derive(serde::Serialize)]
+        struct GateJson<'a> {
+            status: ratchet_gate::GateStatus,
+            exit_code: u8,
+            recorded: bool,
+            decision: Option<ratchet_trace::Receipt>,
+            promotion: Option<&'a ratchet_orchestrate::Promotion>,
+            #[serde(flatten)]
+            verdict: &'a Verdict,
+        }
+        out::json(&GateJson {
+            status,
+            exit_code: status.exit_code(),
+            recorded: run.decision.is_some(),
+            decision: run.decision,
+            promotion: run.promotion.as_ref(),
+            verdict: &run.verdict,
+        })?;
+    } else {
+        print_verdict(&run.verdict)?;
+        if a.dry_run {
+            println!("(dry run: the verdict was not recorded)");
+        }
+        if let Some(p) = &run.promotion {
+            println!(
+                "{} -> {} (promotion at seq {})",
+                p.reference, a.candidate, p.receipt.seq
+            );
+        }
+    }
+    Ok(status.exit_code())
+}
+
+fn stage_name(stage: &Stage) -> String {
+    match stage {
+        Stage::TraceVerification => "trace verification".into(),
+        Stage::Tests => "required tests".into(),
+        Stage::Invariants => "invariants".into(),
+        Stage::Sequential => "sequential test".into(),
+        Stage::Guardrail(g) => format!("guardrail {g}"),
+    }
+}
+
+/// One line per stage: what was measured, and against what.
+fn describe_stage(s: &StageReport) -> String {
+    match &s.details {
+        StageDetails::Verification(d) => match &d.fault {
+            Some(f) => format!("fault: {f}"),
+            None => format!(
+                "{} events recomputed{}{}",
+                d.size,
+                if d.macs_checked {
+                    ", MACs checked"
+                } else if d.keyed {
+                    ", MACs NOT checked"
+                } else {
+                    ""
+                },
+                if d.checkpoint_checked {
+                    ", consistent with the checkpoint"
+                } else {
+                    ""
+                }
+            ),
+        },
+        StageDetails::Tests(d) if d.suites.is_empty() => "no required suite".into(),
+        StageDetails::Tests(d) => d
+            .suites
+            .iter()
+            .map(|x| {
+                let failed: u64 = x.runs.iter().map(|r| r.failed).sum();
+                format!(
+                    "{}: {} run(s), {failed} failed test(s)",
+                    x.suite,
+                    x.runs.len()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        StageDetails::Invariants(d) => format!(
+            "{} invariant(s){}",
+            d.invariants.len(),
+            if d.canaries.is_some() {
+                ", canaries checked"
+            } else {
+                ""
+            }
+        ),
+        StageDetails::Sequential(d) => {
+            let (name, hypotheses) = match &d.test {
+                TestFigures::Bernoulli {
+                    theta0,
+                    theta1,
+                    candidate_only_passed,
+                    baseline_only_passed,
+                    both_or_neither,
+                    ..
+                } => (
+                    "bernoulli",
+                    format!(
+                        "discordant pairs, θ0 {theta0} vs θ1 {theta1}: candidate alone passed {candidate_only_passed}, baseline alone {baseline_only_passed}, both or neither {both_or_neither}"
+                    ),
+                ),
+                TestFigures::Gaussian { mu1, variance, .. } => (
+                    "gaussian",
+                    format!(
+                        "paired differences, mean 0 vs {mu1} (variance {})",
+                        variance.map_or("n/a".into(), |v| format!("{v:.4}"))
+                    ),
+                ),
+                TestFigures::Paired {
+                    elo0, elo1, counts, ..
+                } => (
+                    "paired",
+                    format!(
+                        "GSPRT, Elo {elo0} vs {elo1}: {}",
+                        counts
+                            .iter()
+                            .map(|(k, v)| format!("{k} {v}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ),
+            };
+            let effect = d.effect.map_or(String::new(), |e| {
+                format!(
+                    "; effect {:+.4} [{:+.4}, {:+.4}] (95 % interval, shown only)",
+                    e.estimate, e.ci_low, e.ci_high
+                )
+            });
+            format!(
+                "{name} ({hypotheses}); LLR {:.3} after {} observation(s), boundaries [{:.3}, {:.3}] as applied (Wald [{:.3}, {:.3}]){effect}",
+                d.llr, d.n, d.lower, d.upper, d.wald_lower, d.wald_upper
+            )
+        }
+        StageDetails::Guardrail(d) => {
+            // `excess` is how far the candidate is worse than the baseline
+            // allows (margin included): non-inferior means shown below 0.
+            let (method, excess, shown) = match d.result {
+                GuardrailResult::Welch(r) => ("welch", r.excess, format!("p = {:.4}", r.p_value)),
+                GuardrailResult::Sequence(r) => (
+                    "sequence",
+                    r.excess,
+                    format!("upper bound {:+.4}", r.upper_bound),
+                ),
+            };
+            format!(
+                "{method}: excess over the margin {excess:+.4} ({shown}); {}",
+                if s.passed == StageState::Passed {
+                    "non-inferior"
+                } else {
+                    "not shown non-inferior"
+                }
+            )
+        }
+        StageDetails::TooFewTasks(d) => format!("{} task(s) scored on both sides", d.tasks),
+    }
+}
+
+fn print_verdict(v: &Verdict) -> Result<()> {
+    let mut o = std::io::stdout().lock();
+    match &v.outcome {
+        Outcome::Promote => writeln!(
+            o,
+            "PROMOTE {} over {} ({})",
+            v.candidate, v.baseline, v.class
+        )?,
+        Outcome::Reject {
+            stage,
+            reason,
+            cause,
+        } => {
+            let what = match cause {
+                RejectCause::Measured => "REJECT",
+                RejectCause::MissingEvidence => "CANNOT DECIDE (evidence missing)",
+                RejectCause::UnverifiedTrace => "CANNOT DECIDE (trace does not verify)",
+            };
+            writeln!(o, "{what} at {}: {reason}", stage_name(stage))?
+        }
+        Outcome::Continue {
+            expected_more,
+            reason,
+        } => writeln!(
+            o,
+            "CONTINUE: about {expected_more} more tasks needed ({reason})"
+        )?,
+    }
+    for s in &v.stages {
+        let mark = match s.passed {
+            StageState::Passed => "pass",
+            StageState::Failed => "FAIL",
+            StageState::Open => "open",
+        };
+        writeln!(
+            o,
+            "  {mark:<4}  {:<20} {}",
+            stage_name(&s.stage),
+            describe_stage(s)
+        )?;
+    }
+    writeln!(
+        o,
+        "policy {} at trace size {} ({})",
+        out::short(&v.policy_hash),
+        v.trace.size,
+        out::short(&v.trace.hash)
+    )?;
+    Ok(())
+}
+
+pub fn calibrate(
+    ctx: &Ctx,
+    policy: Option<PathBuf>,
+    class: &str,
+    mut assumptions: ratchet_gate::Assumptions,
+    from_store: Option<&CommitId>,
+    key_file: Option<&std::path::Path>,
+) -> Result<u8> {
+    let policy = read_policy(ctx, policy)?;
+    let class_policy = policy.class(class)?;
+    let mut world = None;
+    if let Some(baseline) = from_store {
+        let store = ctx.open_read(key_file)?;
+        let w = ratchet_gate::baseline_world(&store, class_policy, baseline)?;
+        if !ctx.json {
+            println!(
+                "measured from {} task(s) of {} version {}: p0 {:.4}, σ of a difference {}, draw ratio {}",
+                w.tasks,
+                w.scorer,
+                w.scorer_version,
+                w.p0,
+                w.sigma
+                    .map_or("n/a (one task)".into(), |s| format!("{s:.4}")),
+                w.draw.map_or(
+                    format!("{} (assumed: no task ran twice)", assumptions.draw),
+                    |d| format!("{d:.4}")
+                )
+            );
+        }
+        assumptions = assumptions.measured(&w);
+        world = Some(w);
+    }
+    let progress =
+        indicatif::ProgressBar::new(ratchet_gate::CALIBRATION_ROWS as u64).with_message("effects");
+    let rows =
+        ratchet_gate::calibration_table(class_policy, &assumptions, &mut || progress.inc(1))?;
+    progress.finish_and_clear();
+    if ctx.json {
+        out::json(&serde_json::json!({
+            "class": class, "assumptions": assumptions, "measured_from": world, "rows": rows
+        }))?;
+        return Ok(0);
+    }
+    let mut o = std::io::stdout().lock();
+    writeln!(
+        o,
+        "{:<22} {:>10} {:>9} {:>8} {:>8} {:>8}  method",
+        "true effect", "P(promote)", "E[N]", "N10", "N50", "N90"
+    )?;
+    for r in &rows {
+        writeln!(
+            o,
+            "{:<22} {:>10.4} {:>9.1} {:>8} {:>8} {:>8}  {}",
+            r.effect.to_string(),
+            r.p_promote,
+            r.expected_n,
+            r.n_quantiles[0],
+            r.n_quantiles[1],
+            r.n_quantiles[2],
+            match r.method {
+                ratchet_gate::CalibrationMethod::Exact => "exact",
+                ratchet_gate::CalibrationMethod::MonteCarlo => "monte carlo",
+            }
+        )?;
+    }
+    Ok(0)
+}

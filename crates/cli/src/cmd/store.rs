@@ -1,0 +1,338 @@
+//! The store: init, append, record-score, log, status, verify-chain,
+//! checkpoint, merge-cells, export.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow};
+use ratchet_trace::{
+    Checkpoint, EventDraft, EventFilter, MergeOptions, Score, Store, StoreOptions, VerifyOptions,
+    WriterKey,
+};
+
+use crate::{Ctx, EXIT_NEGATIVE, out};
+
+pub fn init(ctx: &Ctx, keyed: bool, key_file: Option<&Path>) -> Result<u8> {
+    let mut o = StoreOptions::default();
+    if keyed {
+        let path = key_file.ok_or_else(|| anyhow!("--keyed needs --key-file"))?;
+        o = o.writer_key(WriterKey::create_file(path)?);
+    }
+    let store = Store::create(&ctx.store_dir, o)?;
+    if ctx.json {
+        out::json(&serde_json::json!({
+            "store_id": store.id(), "store_dir": store.dir(), "writer_key_id": store.writer_key_id()
+        }))?;
+    } else {
+        println!("created store {} at {}", store.id(), store.dir().display());
+        if let Some(k) = store.writer_key_id() {
+            println!(
+                "keyed: writer key id {k}; keep the key file secret and pass it with --key-file"
+            );
+        }
+    }
+    Ok(0)
+}
+
+pub fn append(ctx: &Ctx, key_file: Option<&Path>) -> Result<u8> {
+    let mut store = ctx.open(key_file)?;
+    let mut drafts = Vec::new();
+    for (i, line) in std::io::stdin().lock().lines().enumerate() {
+        let line = line.context("reading stdin")?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let draft =
+            EventDraft::from_json_line(&line).with_context(|| format!("stdin line {}", i + 1))?;
+        store
+            .validate_draft(&draft)
+            .with_context(|| format!("stdin line {}", i + 1))?;
+        drafts.push(draft);
+    }
+    let receipts = store.append_batch(drafts)?;
+    if ctx.json {
+        out::json(&serde_json::json!({ "store_id": store.id(), "receipts": receipts }))?;
+    } else {
+        match (receipts.first(), receipts.last()) {
+            (Some(a), Some(b)) => println!(
+                "appended {} events: seq {}..={}",
+                receipts.len(),
+                a.seq,
+                b.seq
+            ),
+            _ => println!("no events on stdin; nothing appended"),
+        }
+    }
+    Ok(0)
+}
+
+pub fn record_score(
+    ctx: &Ctx,
+    score: &Score,
+    session: &str,
+    direction: Option<ratchet_scorers::Direction>,
+    key_file: Option<&Path>,
+) -> Result<u8> {
+    let mut store = ctx.open(key_file)?;
+    let r = ratchet_scorers::record_score(&mut store, score, session, direction)?;
+    if ctx.json {
+        out::json(&r)?;
+    } else {
+        println!("recorded score at seq {} ({})", r.seq, r.id);
+    }
+    Ok(0)
+}
+
+pub fn log(ctx: &Ctx, from: u64, limit: usize, filter: &EventFilter) -> Result<u8> {
+    let store = ctx.open_read(None)?;
+    let events = store.events_matching(from, limit, filter)?;
+    if ctx.json {
+        return out::json(&serde_json::json!({ "store_id": store.id(), "events": events }))
+            .map(|_| 0);
+    }
+    let mut o = std::io::stdout().lock();
+    writeln!(
+        o,
+        "{:>8}  {:<26}  {:<10}  {:<12}  payload",
+        "seq", "id", "kind", "commit"
+    )?;
+    for e in events {
+        let commit = e.commit.as_ref().map_or("-", |c| out::short(c.as_str()));
+        let payload = String::from_utf8_lossy(&e.payload);
+        let shown: String = payload.chars().take(60).collect();
+        let more = if payload.chars().count() > 60 {
+            "…"
+        } else {
+            ""
+        };
+        writeln!(
+            o,
+            "{:>8}  {}  {:<10}  {:<12}  {shown}{more}",
+            e.seq, e.id, e.kind, commit
+        )?;
+    }
+    Ok(0)
+}
+
+pub fn status(ctx: &Ctx, key_file: Option<&Path>) -> Result<u8> {
+    let store = ctx.open_read(key_file)?;
+    let s = ratchet_orchestrate::status(&store)?;
+    if ctx.json {
+        out::json(&s)?;
+        return Ok(0);
+    }
+    let mut o = std::io::stdout().lock();
+    writeln!(o, "store {} at {}", s.store_id, s.store_dir.display())?;
+    let v = &s.verification;
+    let verified = match &v.fault {
+        Some(f) => format!("DOES NOT VERIFY: {f}"),
+        None if v.macs_unchecked() => {
+            "plain chain verifies, MACs NOT checked (pass --key-file)".into()
+        }
+        None if v.macs_checked => "verifies, MACs checked".into(),
+        None => "verifies".into(),
+    };
+    writeln!(o, "{} events; {verified}", s.overview.size)?;
+    let kinds: Vec<String> = s
+        .overview
+        .kinds
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    writeln!(
+        o,
+        "events by kind: {}",
+        if kinds.is_empty() {
+            "none".into()
+        } else {
+            kinds.join(", ")
+        }
+    )?;
+    writeln!(o, "\ncommits ({}):", s.overview.commits.len())?;
+    for c in &s.overview.commits {
+        writeln!(
+            o,
+            "  {}  {:>8} scores  {:>5} test runs  (first at seq {})",
+            c.commit, c.scores, c.test_runs, c.first_seq
+        )?;
+    }
+    writeln!(o, "\nscorers ({}):", s.overview.scorers.len())?;
+    for sc in &s.overview.scorers {
+        let direction = s
+            .directions
+            .get(&sc.scorer)
+            .map_or(String::new(), |d| d.to_string());
+        let versions: Vec<String> = sc
+            .versions
+            .iter()
+            .map(|v| format!("{} ({} scores)", v.version, v.n))
+            .collect();
+        writeln!(
+            o,
+            "  {:<20} {direction}, {} commit(s), versions: {}",
+            sc.scorer,
+            sc.commits,
+            versions.join(", ")
+        )?;
+    }
+    match &s.last_decision {
+        Some(d) => writeln!(
+            o,
+            "\nlast decision: seq {}, {} for {} over {} ({}){}",
+            d.seq,
+            d.outcome.verdict,
+            out::short(&d.candidate),
+            out::short(&d.baseline),
+            d.class,
+            d.outcome
+                .cause
+                .as_deref()
+                .map(|c| format!(", {}", c.replace('_', " ")))
+                .unwrap_or_default()
+        )?,
+        None => writeln!(o, "\nlast decision: none")?,
+    }
+    match &s.last_alarm {
+        Some(a) => writeln!(
+            o,
+            "last alarm: {} {} shift of {} at seq {} (change from seq {})",
+            out::short(a.commit.as_str()),
+            a.alarm.shift,
+            a.scorer,
+            a.seq,
+            a.change_seq
+        )?,
+        None => writeln!(o, "last alarm: none")?,
+    }
+    Ok(0)
+}
+
+pub fn verify_chain(
+    ctx: &Ctx,
+    checkpoint: Option<&Path>,
+    key_file: Option<&Path>,
+    without_macs: bool,
+) -> Result<u8> {
+    let store = ctx.open_read(None)?;
+    if let (Some(key_id), None, false) = (store.writer_key_id(), key_file, without_macs) {
+        return Err(anyhow!(
+            "this store is keyed (key id {key_id}): pass --key-file to check its MACs, or --without-macs to verify the plain chain only (which anyone who can write the file can rebuild)"
+        ));
+    }
+    let mut o = VerifyOptions::default();
+    if let Some(p) = key_file {
+        o = o.key(WriterKey::read_file(p)?);
+    }
+    if let Some(p) = checkpoint {
+        o = o.checkpoint(
+            Checkpoint::read(p).with_context(|| format!("checkpoint {}", p.display()))?,
+        );
+    }
+    let report = store.verify_with(&o)?;
+    if ctx.json {
+        out::json(&report)?;
+    } else if let Some(f) = &report.fault {
+        println!(
+            "TAMPERED: store {} fails verification at {f}",
+            report.store_id
+        );
+    } else if report.macs_unchecked() {
+        println!(
+            "plain chain ok, MACs NOT checked: {} events, head {} (a keyed store: only --key-file shows that its writer wrote them)",
+            report.size,
+            report.head.to_hex()
+        );
+    } else {
+        println!(
+            "ok: {} events verified{}{}, head {}",
+            report.size,
+            if report.macs_checked {
+                ", MACs checked"
+            } else {
+                ""
+            },
+            if report.checkpoint_checked {
+                ", consistent with the checkpoint"
+            } else {
+                ""
+            },
+            report.head.to_hex()
+        );
+    }
+    Ok(if report.is_valid() { 0 } else { EXIT_NEGATIVE })
+}
+
+pub fn checkpoint(ctx: &Ctx, out_file: Option<&Path>) -> Result<u8> {
+    let store = ctx.open_read(None)?;
+    let cp = store.checkpoint()?;
+    if let Some(p) = out_file {
+        cp.write_atomic(p)?;
+    }
+    if ctx.json {
+        out::json(&cp)?;
+    } else if out_file.is_none() {
+        print!("{cp}");
+    } else {
+        println!("checkpoint at size {} written", cp.size);
+    }
+    Ok(0)
+}
+
+pub fn merge_cells(
+    ctx: &Ctx,
+    cells: &[PathBuf],
+    key_file: Option<&Path>,
+    cell_key_file: Option<&Path>,
+) -> Result<u8> {
+    let mut home = ctx.open(key_file)?;
+    let mut mo = MergeOptions::default();
+    if let Some(p) = cell_key_file {
+        mo = mo.cell_key(WriterKey::read_file(p)?);
+    }
+    let mut reports = Vec::new();
+    for cell in cells {
+        let r = home
+            .merge_cell(cell, &mo)
+            .with_context(|| format!("merging cell {}", cell.display()))?;
+        if !ctx.json {
+            println!(
+                "{}: {} new events ingested ({} already present), cell merged through seq {}",
+                cell.display(),
+                r.ingested,
+                r.already_present,
+                r.high_water_after
+            );
+        }
+        reports.push(r);
+    }
+    if ctx.json {
+        out::json(&serde_json::json!({ "store_id": home.id(), "cells": reports }))?;
+    }
+    Ok(0)
+}
+
+#[cfg(feature = "parquet")]
+pub fn export(ctx: &Ctx, dir: &Path, key_file: Option<&Path>) -> Result<u8> {
+    let store = ctx.open_read(key_file)?;
+    let report = ratchet_export::export_parquet(&store, dir)?;
+    if ctx.json {
+        out::json(&report)?;
+    } else {
+        println!(
+            "wrote {} score row(s) and {} event(s) in {} Parquet file(s) under {}",
+            report.scores,
+            report.events,
+            report.files.len(),
+            dir.display()
+        );
+        println!("{}", ratchet_export::summary(&store)?);
+    }
+    Ok(0)
+}
+
+#[cfg(not(feature = "parquet"))]
+pub fn export(_ctx: &Ctx, _dir: &Path, _key_file: Option<&Path>) -> Result<u8> {
+    anyhow::bail!(
+        "this ratchet was built without Parquet export; rebuild with `--features parquet`"
+    )
+}
