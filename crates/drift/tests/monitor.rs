@@ -399,7 +399,11 @@ fn arl_profile_reproduces_the_published_cusum_row() {
     let p = arl_profile(Chart::Cusum { k: 0.5, h: 4.0 }).expect("profile");
     assert_eq!(p.rows.len(), ratchet_drift::ARL_SHIFTS.len());
     assert!((p.rows[0].arl - 168.0).abs() < 1.0, "{:?}", p.rows[0]);
-    let one = p.rows.iter().find(|r| r.shift == 1.0).expect("1σ row");
+    let one = p
+        .rows
+        .iter()
+        .find(|r| (r.shift - 1.0).abs() < 1e-12)
+        .expect("1σ row");
     assert!((one.arl - 8.38).abs() < 0.05, "{one:?}");
     assert!(one.siegmund.is_some());
     let solved = Chart::ewma_for_arl0(0.1, 500.0).expect("ewma");

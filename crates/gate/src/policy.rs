@@ -387,7 +387,7 @@ impl ClassPolicy {
                 MarginKind::Absolute => Margin::Absolute(g.margin),
                 MarginKind::Relative => Margin::Relative(g.margin),
             };
-            NonInferiority::new(g.direction.into(), margin, self.alpha).map_err(|e| match e {
+            NonInferiority::new(g.direction, margin, self.alpha).map_err(|e| match e {
                 Error::InvalidParameter { reason, .. } => {
                     bad(f(&format!("guardrail[{i}].margin")), reason)
                 }

@@ -72,7 +72,7 @@ fn push(stages: &mut Vec<StageReport>, stage: Stage, state: StageState, details:
     });
 }
 
-/// 0. The trace itself, before any number is read from it: the whole trace
+/// Stage 0, the trace itself, before any number is read from it: the whole trace
 /// up to `at` is recomputed (hashes, MACs with the key the store was opened
 /// with, projection rows, schema), so every row read later is one this
 /// pass covered.
@@ -113,7 +113,7 @@ fn verification(store: &Store, q: &Question<'_>, at: u64, stages: &mut Vec<Stage
     Ok(None)
 }
 
-/// 1. Required test suites: every recorded run of each counts. A failure is
+/// Stage 1, required test suites: every recorded run of each counts. A failure is
 /// not erased by a later green run (re-running until green would launder a
 /// flaky or broken suite), and a run of no test is not a pass.
 fn required_tests(store: &Store, q: &Question<'_>, at: u64, stages: &mut Vec<StageReport>) -> Step {
@@ -245,7 +245,7 @@ fn at_version<'a>(versions: &'a BTreeMap<String, String>, scorer: &'a str) -> Sc
     }
 }
 
-/// 2. Invariants and canaries, on the candidate's own scores.
+/// Stage 2, invariants and canaries, on the candidate's own scores.
 fn invariants(
     store: &Store,
     q: &Question<'_>,
@@ -442,7 +442,7 @@ struct Run {
     test: TestFigures,
 }
 
-/// 3. The sequential test, fed the paired tasks in task-name order (an order
+/// Stage 3, the sequential test, fed the paired tasks in task-name order (an order
 /// that does not depend on the outcomes). Lower-is-better scorers are judged
 /// on negated values, so "better" always means "larger" here.
 fn sequential(
@@ -727,7 +727,7 @@ fn paired(
     })
 }
 
-/// 4. One guardrail: shown non-inferior, or the verdict stops here
+/// Stage 4, one guardrail: shown non-inferior, or the verdict stops here
 /// (intersection–union over all guardrails).
 fn guardrail(
     store: &Store,

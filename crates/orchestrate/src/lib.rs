@@ -618,8 +618,7 @@ pub fn status(store: &Store) -> Result<Status> {
     let last_decision = match snapshot
         .events_of_kinds(&[ratchet_gate::KIND_DECISION])?
         .into_iter()
-        .filter(|e| e.origin.is_none())
-        .next_back()
+        .rfind(|e| e.origin.is_none())
     {
         Some(e) => {
             let mut d: DecisionSummary = serde_json::from_slice(&e.payload).map_err(|err| {

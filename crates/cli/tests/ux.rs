@@ -1,0 +1,256 @@
+//! What a new user meets at the shell: help that shows formats, errors that
+//! say where and what to type next (as JSON under `--json`), `status`,
+//! `log` filters, completions, JUnit from Java build tools, strict JSONL.
+
+mod common;
+
+use common::{ratchet, text};
+
+const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+fn json(o: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is one JSON document ({e}): {}", text(o)))
+}
+
+/// A store in `dir/s` with a few scores of two commits.
+fn store_with_scores(dir: &std::path::Path) -> String {
+    let st = dir.join("s").to_string_lossy().into_owned();
+    let o = ratchet(dir, &["--store", &st, "init"], "");
+    assert!(o.status.success(), "{}", text(&o));
+    for (commit, task, value) in [(A, "t1", "0.5"), (A, "t2", "0.7"), (B, "t1", "0.9")] {
+        let o = ratchet(
+            dir,
+            &[
+                "--store",
+                &st,
+                "record-score",
+                "--commit",
+                commit,
+                "--task",
+                task,
+                "--scorer",
+                "acc",
+                "--value",
+                value,
+            ],
+            "",
+        );
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    st
+}
+
+#[test]
+fn help_shows_the_line_formats() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let o = ratchet(d.path(), &["append", "--help"], "");
+    assert!(
+        text(&o).contains("\"kind\"") && text(&o).contains("\"payload\""),
+        "{}",
+        text(&o)
+    );
+    let o = ratchet(d.path(), &["ingest", "jsonl", "--help"], "");
+    for field in [
+        "\"task\"",
+        "\"scorer\"",
+        "\"value\"",
+        "\"rubric\"",
+        "\"observation\"",
+    ] {
+        assert!(text(&o).contains(field), "{field}: {}", text(&o));
+    }
+}
+
+#[test]
+fn errors_are_one_json_document_under_json_and_carry_a_hint() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let missing = d.path().join("nowhere").to_string_lossy().into_owned();
+    let o = ratchet(d.path(), &["--store", &missing, "--json", "status"], "");
+    assert_eq!(o.status.code(), Some(2));
+    let v = json(&o);
+    assert_eq!(v["exit_code"], 2);
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("no ratchet store")
+    );
+    assert!(
+        v["error"]["hint"]
+            .as_str()
+            .expect("hint")
+            .contains("ratchet init")
+    );
+    // In words: one message, and the hint on its own line.
+    let o = ratchet(d.path(), &["--store", &missing, "status"], "");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("no ratchet store").count(), 1, "{err}");
+    assert!(
+        err.contains("hint: create one with `ratchet init`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn status_and_log_filters() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = store_with_scores(d.path());
+    let o = ratchet(d.path(), &["--store", &st, "--json", "status"], "");
+    assert!(o.status.success(), "{}", text(&o));
+    let v = json(&o);
+    assert_eq!(v["verification"]["fault"], serde_json::Value::Null);
+    assert_eq!(v["overview"]["commits"].as_array().map(Vec::len), Some(2));
+    assert_eq!(v["overview"]["scorers"][0]["scorer"], "acc");
+    assert_eq!(v["directions"]["acc"], "higher_is_better");
+    assert_eq!(v["store_id"], v["verification"]["store_id"]);
+    let o = ratchet(d.path(), &["--store", &st, "status"], "");
+    let t = text(&o);
+    assert!(
+        t.contains("verifies") && t.contains("acc") && t.contains("higher is better"),
+        "{t}"
+    );
+    assert!(!t.contains("HigherIsBetter"), "no Debug names: {t}");
+
+    let ids = |args: &[&str]| -> Vec<u64> {
+        let mut all = vec!["--store", st.as_str(), "--json", "log"];
+        all.extend_from_slice(args);
+        let o = ratchet(d.path(), &all, "");
+        assert!(o.status.success(), "{}", text(&o));
+        json(&o)["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .map(|e| e["seq"].as_u64().expect("seq"))
+            .collect()
+    };
+    // seq 1 declares acc, then three scores.
+    assert_eq!(ids(&[]), [1, 2, 3, 4]);
+    assert_eq!(ids(&["--kind", "score"]), [2, 3, 4]);
+    assert_eq!(ids(&["--commit", B]), [4]);
+    assert_eq!(ids(&["--scorer", "acc", "--commit", A]), [2, 3]);
+    assert_eq!(ids(&["--scorer", "other"]), Vec::<u64>::new());
+}
+
+#[test]
+fn completions_are_printed_for_each_shell() {
+    let d = tempfile::tempdir().expect("tempdir");
+    for shell in ["bash", "zsh", "fish"] {
+        let o = ratchet(d.path(), &["completions", shell], "");
+        assert!(o.status.success(), "{}", text(&o));
+        let t = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            t.contains("verify-chain") && t.contains("record-score"),
+            "{shell}"
+        );
+    }
+}
+
+#[test]
+fn jsonl_and_junit_files_as_tools_write_them() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = store_with_scores(d.path());
+    let head = |d: &std::path::Path| {
+        json(&ratchet(d, &["--store", &st, "--json", "status"], ""))["overview"]["size"].clone()
+    };
+    let before = head(d.path());
+    for (body, says) in [
+        (
+            format!(
+                "{{\"task\":\"t\",\"scorer\":\"acc\",\"value\":1,\"holdot\":true,\"commit\":\"{A}\"}}\n"
+            ),
+            "unknown field `holdot`",
+        ),
+        (String::new(), "holds no line"),
+        (
+            format!("{{\"task\":\"t\",\"scorer\":\"acc\",\"commit\":\"{A}\"}}\n"),
+            "missing field `value`",
+        ),
+    ] {
+        let f = d.path().join("in.jsonl");
+        std::fs::write(&f, &body).expect("write");
+        let o = ratchet(
+            d.path(),
+            &["--store", &st, "ingest", "jsonl", &f.to_string_lossy()],
+            "",
+        );
+        assert_eq!(o.status.code(), Some(2), "{body}: {}", text(&o));
+        assert!(
+            text(&o).contains(says) && text(&o).contains("in.jsonl"),
+            "{}",
+            text(&o)
+        );
+    }
+    assert_eq!(head(d.path()), before, "nothing stored");
+    let f = d.path().join("bom.jsonl");
+    std::fs::write(
+        &f,
+        format!("\u{feff}{{\"task\":\"t9\",\"scorer\":\"acc\",\"value\":1,\"commit\":\"{A}\"}}\n"),
+    )
+    .expect("write");
+    let o = ratchet(
+        d.path(),
+        &["--store", &st, "ingest", "jsonl", &f.to_string_lossy()],
+        "",
+    );
+    assert!(o.status.success(), "BOM: {}", text(&o));
+
+    // A Surefire report: a bare <testsuite> root, declared ISO-8859-1.
+    let xml = d.path().join("TEST-CafeTest.xml");
+    let mut bytes = b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n<testsuite name=\"Caf\xe9Test\" tests=\"2\" failures=\"1\" time=\"0.2\">\n".to_vec();
+    bytes.extend_from_slice(b"<testcase name=\"a\" classname=\"C\" time=\"0.1\"/>\n<testcase name=\"b\" classname=\"C\" time=\"0.1\"><failure message=\"x\"/></testcase>\n</testsuite>\n");
+    std::fs::write(&xml, bytes).expect("write");
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            &st,
+            "ingest",
+            "junit",
+            &xml.to_string_lossy(),
+            "--commit",
+            A,
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("recorded 1 test run(s) and 1 score(s)"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn policy_errors_say_the_line_and_column() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = store_with_scores(d.path());
+    let policy = d.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[class.c]\nscorer = \"acc\"\ntest = \"paired\"\nalpha = 0.05\nbeta = \n",
+    )
+    .expect("write");
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            &st,
+            "gate",
+            "--baseline",
+            A,
+            "--candidate",
+            B,
+            "--class",
+            "c",
+            "--policy",
+            &policy.to_string_lossy(),
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("line 5, column"), "{}", text(&o));
+    assert!(text(&o).contains("policy.toml"), "{}", text(&o));
+    assert!(!text(&o).contains("bytes"), "{}", text(&o));
+}
