@@ -128,9 +128,8 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "file".into());
     let mut nonce = [0u8; 8];
-    getrandom::fill(&mut nonce).map_err(|e| Error::Io {
-        path: path.to_path_buf(),
-        source: std::io::Error::other(e.to_string()),
+    getrandom::fill(&mut nonce).map_err(|e| Error::Randomness {
+        reason: e.to_string(),
     })?;
     let tmp = dir.join(format!(".{name}.{}.tmp", u64::from_le_bytes(nonce)));
     let result = (|| {
