@@ -132,28 +132,37 @@ pub fn declare_scorer(
 ) -> Result<Option<Receipt>> {
     // (Two writers declaring at once may both append; the first
     // declaration stands, which is what every reader takes.)
-    match declaration(store, scorer, direction)? {
+    match declaration(store, scorer, Some(direction))? {
         Some(draft) => Ok(Some(store.append(draft)?)),
         None => Ok(None),
     }
 }
 
-/// The declaration event `scorer` still needs (`None`: declared already,
-/// the same way).
-fn declaration(store: &Store, scorer: &str, direction: Direction) -> Result<Option<EventDraft>> {
-    match declared_direction(store, scorer, u64::MAX)? {
-        Some((declared, seq)) if declared != direction => Err(crate::Error::DirectionConflict {
-            scorer: scorer.to_string(),
-            declared,
-            given: direction,
-            seq,
-        }),
-        Some(_) => Ok(None),
-        None => Ok(Some(EventDraft::reserved(
+/// The declaration event `scorer` still needs (`None`: declared already, the
+/// same way). `given` is the direction a caller states (a different
+/// declaration in the trace is then an error); without one, an undeclared
+/// scorer is declared with its default ([`direction_of`]). One read of the
+/// trace either way.
+fn declaration(
+    store: &Store,
+    scorer: &str,
+    given: Option<Direction>,
+) -> Result<Option<EventDraft>> {
+    match (declared_direction(store, scorer, u64::MAX)?, given) {
+        (Some((declared, seq)), Some(given)) if declared != given => {
+            Err(crate::Error::DirectionConflict {
+                scorer: scorer.to_string(),
+                declared,
+                given,
+                seq,
+            })
+        }
+        (Some(_), _) => Ok(None),
+        (None, given) => Ok(Some(EventDraft::reserved(
             ReservedKind::Scorer,
             &ScorerDeclaration {
                 scorer: scorer.to_string(),
-                direction,
+                direction: given.unwrap_or_else(|| direction_of(scorer)),
             },
         )?)),
     }
@@ -177,10 +186,6 @@ pub fn record_score(
 ) -> Result<Receipt> {
     let draft = score.to_draft()?.session(session);
     store.validate_draft(&draft)?;
-    let direction = match direction {
-        Some(d) => d,
-        None => direction_in(store, &score.scorer)?,
-    };
     let mut drafts: Vec<EventDraft> = declaration(store, &score.scorer, direction)?
         .into_iter()
         .collect();

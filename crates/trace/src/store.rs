@@ -486,13 +486,16 @@ impl Store {
             || conn
                 .is_readonly(rusqlite::MAIN_DB)
                 .map_err(Error::sqlite("opening the store"))?;
-        if read_only && schema::check_header(&conn, &db).is_err() {
+        match schema::check_header(&conn, &db) {
             // A WAL database in a directory nobody may write cannot get its
             // shared-memory file: read it as immutable (nothing can change
             // it while this process reads, for nobody can write there).
-            conn = schema::open_immutable(&db)?;
+            Err(_) if read_only => {
+                conn = schema::open_immutable(&db)?;
+                schema::check_header(&conn, &db)?;
+            }
+            header => header?,
         }
-        schema::check_header(&conn, &db)?;
         schema::configure(&conn, options.durability, options.busy_timeout, read_only).map_err(
             |e| match e {
                 Error::Sqlite { source, .. } => schema::not_a_store(&db, source),
