@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use ratchet_benches::{commit, note, note_store, score_store};
-use ratchet_trace::{Durability, MergeOptions, Store, StoreOptions};
+use ratchet_trace::{AsOf, Durability, MergeOptions, Store, StoreOptions};
 use rusqlite::params;
 
 const BATCH: usize = 1000;
@@ -147,7 +147,7 @@ fn append_pair(c: &mut Criterion, durability: Durability) {
 
 fn point_read(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = note_store(&dir.path().join("s"), 200_000);
+    let mut store = note_store(&dir.path().join("s"), 200_000);
     let ids: Vec<_> = store
         .events_after(0, usize::MAX)
         .expect("read")
@@ -195,11 +195,17 @@ fn verify_and_stats(c: &mut Criterion) {
     let mut g = c.benchmark_group("commit_stats_1m");
     g.sample_size(20).measurement_time(Duration::from_secs(8));
     g.bench_function("100_commits", |b| {
-        b.iter(|| black_box(store.commit_stats("accuracy").expect("stats")))
+        b.iter(|| black_box(store.commit_stats("accuracy", AsOf::Head).expect("stats")))
     });
     g.bench_function("one_commit_of_100", |b| {
         let c7 = commit(7);
-        b.iter(|| black_box(store.commit_stats_for(&c7, "accuracy").expect("stats")))
+        b.iter(|| {
+            black_box(
+                store
+                    .commit_stats_for(&c7, "accuracy", AsOf::Head)
+                    .expect("stats"),
+            )
+        })
     });
     g.finish();
 }

@@ -76,7 +76,7 @@ pub fn run(dir: Option<PathBuf>, json: bool) -> Result<u8> {
         &serde_json::json!({"demo": "finished"}),
     )?)?;
 
-    let stats = store.commit_stats("pass")?;
+    let stats = store.commit_stats("pass", ratchet_trace::AsOf::Head)?;
     let report = store.verify()?;
     let cp = store.checkpoint()?;
     let cp_path = root.join("held-elsewhere.checkpoint");

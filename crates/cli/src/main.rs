@@ -633,6 +633,9 @@ fn hint(e: &anyhow::Error) -> Option<&'static str> {
                 "pass --allow-unknown-commit for a full id measured outside this repository",
             );
         }
+        if let Some(ratchet_orchestrate::Error::NoDeployment { .. }) = c.downcast_ref() {
+            return Some("pass --from SEQ, the seq after which its deployment began");
+        }
         if let Some(ratchet_orchestrate::Error::NoAlarm) = c.downcast_ref() {
             return Some("record alarms with `ratchet watch --record`");
         }
@@ -819,13 +822,15 @@ fn run(cli: Cli) -> Result<u8> {
             cmd::drift::watch(
                 &ctx,
                 &cmd::drift::WatchArgs {
-                    commit: ctx.commit(&commit)?,
-                    scorer,
-                    from,
-                    chart,
-                    auto: (bernoulli, cusum),
-                    two_sided,
-                    min_n,
+                    plan: ratchet_orchestrate::WatchPlan {
+                        commit: ctx.commit(&commit)?,
+                        scorer,
+                        from,
+                        chart,
+                        auto: (bernoulli, cusum),
+                        two_sided,
+                        min_n,
+                    },
                     follow: ratchet_drift::Follow {
                         record,
                         keep_following: follow,

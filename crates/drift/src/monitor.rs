@@ -8,7 +8,7 @@ use rand_distr::{Distribution, Normal};
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use ratchet_trace::{CommitId, EventDraft, Receipt, ScorerRef, Store};
+use ratchet_trace::{AsOf, CommitId, EventDraft, Receipt, ScorerRef, Store};
 
 use crate::bernoulli::BernoulliCusum;
 use crate::detectors::{Alarm, Cusum, Detector, Ewma, EwmaLimits, PageHinkley, Shift};
@@ -337,7 +337,7 @@ impl Monitor {
             .shared_scorer_version(scorer, commit, commit, from_seq)?
             .unwrap_or_default();
         let stats = store
-            .commit_stats_upto(commit, ScorerRef::at_version(scorer, &version), from_seq)?
+            .commit_stats_for(commit, ScorerRef::at_version(scorer, &version), from_seq)?
             .filter(|s| s.n >= min_n.max(2))
             .ok_or_else(|| {
                 invalid(
@@ -640,7 +640,7 @@ pub fn best_commit_by(
         Some(v) => v,
         None => {
             newest = store
-                .scorer_versions(scorer, u64::MAX)?
+                .scorer_versions(scorer, AsOf::Head)?
                 .into_iter()
                 .next()
                 .map(|v| v.version)
@@ -648,7 +648,7 @@ pub fn best_commit_by(
             &newest
         }
     };
-    for s in store.commit_stats(ScorerRef::at_version(scorer, version))? {
+    for s in store.commit_stats(ScorerRef::at_version(scorer, version), AsOf::Head)? {
         if s.n < min_n || exclude.contains(&s.commit) {
             continue;
         }

@@ -14,10 +14,10 @@
 //!   `dir/events/commit=<id|none>/part-0.parquet`.
 //!
 //! ```no_run
-//! let store = ratchet_trace::Store::open(".ratchet", ratchet_trace::StoreOptions::default())?;
+//! let mut store = ratchet_trace::Store::open(".ratchet", ratchet_trace::StoreOptions::default())?;
 //! let summary = ratchet_export::summary(&store)?;
 //! println!("{summary}");
-//! ratchet_export::export_parquet(&store, std::path::Path::new("ratchet-parquet"))?;
+//! ratchet_export::export_parquet(&mut store, std::path::Path::new("ratchet-parquet"))?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]
@@ -181,7 +181,7 @@ fn write_parquet(path: &Path, df: &mut DataFrame) -> Result<()> {
 /// [`Error::Trace`] if the trace does not verify, or is keyed and was opened
 /// without its key; [`Error::NotEmpty`] before anything is written;
 /// [`Error::Trace`], [`Error::Polars`] or [`Error::Io`] while writing.
-pub fn export_parquet(store: &Store, dir: &Path) -> Result<ExportReport> {
+pub fn export_parquet(store: &mut Store, dir: &Path) -> Result<ExportReport> {
     let snapshot = store.snapshot()?;
     snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
     let store: &Store = &snapshot;

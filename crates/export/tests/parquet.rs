@@ -1,7 +1,7 @@
 //! Export round trips: what Parquet readers see is what the store holds.
 
 use polars::prelude::*;
-use ratchet_trace::{CommitId, EventDraft, Score, Store, StoreOptions};
+use ratchet_trace::{AsOf, CommitId, EventDraft, Score, Store, StoreOptions};
 
 fn store_with_data() -> (tempfile::TempDir, Store) {
     let d = tempfile::tempdir().expect("tempdir");
@@ -28,7 +28,7 @@ fn summary_matches_the_stores_own_statistics() {
     let (_d, s) = store_with_data();
     let df = ratchet_export::summary(&s).expect("summary");
     assert_eq!(df.height(), 3);
-    let stats = s.commit_stats("acc").expect("stats");
+    let stats = s.commit_stats("acc", AsOf::Head).expect("stats");
     let n = df
         .column("n")
         .expect("n")
@@ -46,9 +46,9 @@ fn summary_matches_the_stores_own_statistics() {
 
 #[test]
 fn parquet_partitions_read_back_whole() {
-    let (d, s) = store_with_data();
+    let (d, mut s) = store_with_data();
     let out = d.path().join("parquet");
-    let r = ratchet_export::export_parquet(&s, &out).expect("export");
+    let r = ratchet_export::export_parquet(&mut s, &out).expect("export");
     assert_eq!((r.scores, r.events), (60, 61));
     let score_files: Vec<_> = r
         .files
@@ -88,7 +88,7 @@ fn parquet_partitions_read_back_whole() {
     );
     // Refuses to write into a non-empty directory.
     assert!(matches!(
-        ratchet_export::export_parquet(&s, &out),
+        ratchet_export::export_parquet(&mut s, &out),
         Err(ratchet_export::Error::NotEmpty(_))
     ));
 }

@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use ratchet_trace::{
-    Checkpoint, CommitId, EventDraft, Receipt, ReservedKind, ScorerRef, Store, VerifyOptions,
+    AsOf, Checkpoint, CommitId, EventDraft, Receipt, ReservedKind, ScorerRef, Store, VerifyOptions,
 };
 
 use crate::error::{Error, Result};
@@ -520,7 +520,7 @@ pub fn decide_recorded(store: &mut Store, q: &Question<'_>) -> Result<(Verdict, 
 ///
 /// # Errors
 /// As [`decide`].
-pub fn decide_at(store: &Store, q: &Question<'_>, seq: u64) -> Result<Verdict> {
+pub fn decide_at(store: &mut Store, q: &Question<'_>, seq: u64) -> Result<Verdict> {
     let snap = store.snapshot()?;
     evaluate(&snap, q, seq)
 }
@@ -598,7 +598,7 @@ pub struct BaselineWorld {
 /// [`Error::Trace`] if the trace does not verify or cannot be read;
 /// [`Error::InvalidObservation`] if the baseline has no score of the scorer.
 pub fn baseline_world(
-    store: &Store,
+    store: &mut Store,
     policy: &ClassPolicy,
     baseline: &CommitId,
 ) -> Result<BaselineWorld> {
@@ -608,16 +608,16 @@ pub fn baseline_world(
     let version = match &policy.scorer_version {
         Some(v) => v.clone(),
         None => snapshot
-            .shared_scorer_version(scorer, baseline, baseline, u64::MAX)?
+            .shared_scorer_version(scorer, baseline, baseline, AsOf::Head)?
             .ok_or_else(|| Error::InvalidObservation {
                 reason: format!("baseline {baseline} has no score of {scorer}"),
             })?,
     };
-    let tasks = snapshot.paired_scores_upto(
+    let tasks = snapshot.paired_scores(
         baseline,
         baseline,
         ScorerRef::at_version(scorer, &version),
-        u64::MAX,
+        AsOf::Head,
     )?;
     let means: Vec<f64> = tasks
         .iter()

@@ -117,7 +117,7 @@ fn verification(store: &Store, q: &Question<'_>, at: u64, stages: &mut Vec<Stage
 /// not erased by a later green run (re-running until green would launder a
 /// flaky or broken suite), and a run of no test is not a pass.
 fn required_tests(store: &Store, q: &Question<'_>, at: u64, stages: &mut Vec<StageReport>) -> Step {
-    let runs = store.test_runs_upto(q.candidate, at)?;
+    let runs = store.test_runs(q.candidate, at)?;
     let mut suites = Vec::new();
     let mut failure: Option<(RejectCause, String)> = None;
     for suite in &q.policy.required_suites {
@@ -257,7 +257,7 @@ fn invariants(
     let mut reports = Vec::new();
     let mut failure: Option<(RejectCause, String)> = None;
     for inv in &p.invariants {
-        let tasks = store.paired_scores_upto(
+        let tasks = store.paired_scores(
             q.baseline,
             q.candidate,
             at_version(versions, &inv.scorer),
@@ -317,7 +317,7 @@ fn invariants(
     if let Some(c) = &p.canaries {
         let scorer = c.scorer.as_deref().unwrap_or(&p.scorer);
         let scores =
-            store.paired_scores_upto(q.baseline, q.candidate, at_version(versions, scorer), at)?;
+            store.paired_scores(q.baseline, q.candidate, at_version(versions, scorer), at)?;
         let r = check_canaries(&c.tasks, |task| {
             scores
                 .iter()
@@ -366,7 +366,7 @@ fn paired_means(
     at: u64,
 ) -> Result<(Vec<f64>, Vec<f64>, Option<String>)> {
     let (mut base, mut cand) = (Vec::new(), Vec::new());
-    for t in store.task_means_upto(q.baseline, q.candidate, scorer, at)? {
+    for t in store.task_means(q.baseline, q.candidate, scorer, at)? {
         match (t.baseline, t.candidate) {
             (Some(_), None) => return Ok((base, cand, Some(t.task))),
             (Some(b), Some(c)) => {
@@ -683,7 +683,7 @@ fn paired(
             .collect(),
         // Two runs per task: run i against run i, the pair's total 0..=4.
         Pairing::Pentanomial => store
-            .paired_scores_upto(q.baseline, q.candidate, at_version(versions, &p.scorer), at)?
+            .paired_scores(q.baseline, q.candidate, at_version(versions, &p.scorer), at)?
             .into_iter()
             .filter(|t| t.baseline.len() >= 2 && t.candidate.len() >= 2)
             .map(|t| {

@@ -216,7 +216,7 @@ impl World {
     /// The gate's verdict at the store's head.
     fn verdict(
         &self,
-        store: &Store,
+        store: &mut Store,
         checkpoint: Option<&Checkpoint>,
     ) -> ratchet_gate::Result<Verdict> {
         let head = store.head().expect("read the head").size;
@@ -233,7 +233,7 @@ impl World {
     }
 
     /// Before the attack: the trace verifies and the gate rejects at `stage`.
-    fn assert_honest_reject(&self, store: &Store, stage: Stage) -> Verdict {
+    fn assert_honest_reject(&self, store: &mut Store, stage: Stage) -> Verdict {
         let report = World::verify(store, None);
         assert!(report.is_valid(), "the honest store verifies: {report:?}");
         let v = self
@@ -253,13 +253,13 @@ impl World {
 
     /// [`World::assert_caught`] as a value, for tests that try several variants.
     fn caught(&self, checkpoint: Option<&Checkpoint>, attack: &str) -> Result<(), String> {
-        let store = match Store::open(self.store_dir(), self.options()) {
+        let mut store = match Store::open(self.store_dir(), self.options()) {
             Ok(s) => s,
             // Refusing to open a tampered store is a detection too.
             Err(_) => return Ok(()),
         };
         let report = World::verify(&store, checkpoint);
-        let verdict = self.verdict(&store, checkpoint);
+        let verdict = self.verdict(&mut store, checkpoint);
         let stopped_at_verification = match &verdict {
             Ok(v) => rejected_at(v) == Some(&Stage::TraceVerification),
             Err(_) => true,
@@ -446,8 +446,8 @@ fn rewrite_candidate_scores(c: &Connection, w: &World) {
 // with their exact text, so nothing but the rows themselves gives it away.
 #[test]
 fn scores_at_seq_zero_and_below_are_a_fault_not_evidence() {
-    let (w, store) = World::honest(WORSE, 1, None);
-    w.assert_honest_reject(&store, Stage::Sequential);
+    let (w, mut store) = World::honest(WORSE, 1, None);
+    w.assert_honest_reject(&mut store, Stage::Sequential);
     drop(store);
 
     let c = w.attacker();
@@ -468,8 +468,8 @@ fn a_test_run_at_seq_zero_or_below_is_a_fault_not_a_green_suite() {
     let results = [0i64, -1]
         .into_iter()
         .map(|seq| {
-            let (w, store) = World::honest(UNTESTED, 2, None);
-            w.assert_honest_reject(&store, Stage::Tests);
+            let (w, mut store) = World::honest(UNTESTED, 2, None);
+            w.assert_honest_reject(&mut store, Stage::Tests);
             drop(store);
 
             let c = w.attacker();
@@ -500,8 +500,8 @@ fn a_test_run_at_seq_zero_or_below_is_a_fault_not_a_green_suite() {
 fn a_keyed_store_rechained_without_the_key_is_caught() {
     let results = [false, true].into_iter().map(|null_macs| {
         let key = WriterKey::from_secret(&WRITER_SECRET).expect("a key");
-        let (w, store) = World::honest(WORSE, 3, Some(key));
-        w.assert_honest_reject(&store, Stage::Sequential);
+        let (w, mut store) = World::honest(WORSE, 3, Some(key));
+        w.assert_honest_reject(&mut store, Stage::Sequential);
         drop(store);
 
         let c = w.attacker();
@@ -532,8 +532,8 @@ fn a_keyed_store_rechained_without_the_key_is_caught() {
 fn a_keyed_store_whose_key_id_is_removed_or_replaced_is_caught() {
     let results = [false, true].into_iter().map(|replace| {
         let key = WriterKey::from_secret(&WRITER_SECRET).expect("a key");
-        let (w, store) = World::honest(WORSE, 4, Some(key));
-        w.assert_honest_reject(&store, Stage::Sequential);
+        let (w, mut store) = World::honest(WORSE, 4, Some(key));
+        w.assert_honest_reject(&mut store, Stage::Sequential);
         drop(store);
 
         let c = w.attacker();
@@ -576,8 +576,8 @@ fn a_keyed_store_whose_key_id_is_removed_or_replaced_is_caught() {
 #[test]
 fn events_appended_to_a_keyed_store_without_the_key_are_caught() {
     let key = WriterKey::from_secret(&WRITER_SECRET).expect("a key");
-    let (w, store) = World::honest(WORSE, 5, Some(key));
-    w.assert_honest_reject(&store, Stage::Sequential);
+    let (w, mut store) = World::honest(WORSE, 5, Some(key));
+    w.assert_honest_reject(&mut store, Stage::Sequential);
     drop(store);
 
     let c = w.attacker();
@@ -708,20 +708,20 @@ fn swap_index_root(c: &Connection, w: &World, erase: bool) {
 #[test]
 fn an_index_swapped_for_a_forged_tree_does_not_fool_the_gate() {
     let results = [false, true].into_iter().map(|erase| {
-        let (w, store) = World::honest(WORSE, 6, None);
-        let honest = w.assert_honest_reject(&store, Stage::Sequential);
+        let (w, mut store) = World::honest(WORSE, 6, None);
+        let honest = w.assert_honest_reject(&mut store, Stage::Sequential);
         drop(store);
 
         let c = w.attacker();
         swap_index_root(&c, &w, erase);
         drop(c);
 
-        let store = match Store::open(w.store_dir(), w.options()) {
+        let mut store = match Store::open(w.store_dir(), w.options()) {
             Ok(s) => s,
             Err(_) => return Ok(()), // refused to open: detected
         };
         let report = World::verify(&store, None);
-        let verdict = w.verdict(&store, None);
+        let verdict = w.verdict(&mut store, None);
         let read_honestly =
             matches!(&verdict, Ok(v) if rejected_at(v) == rejected_at(&honest));
         if !promoted(&verdict) && (report.fault.is_some() || read_honestly) {
@@ -748,8 +748,8 @@ fn an_index_swapped_for_a_forged_tree_does_not_fool_the_gate() {
 #[test]
 fn edits_inside_a_checkpointed_prefix_are_caught() {
     let results = [false, true].into_iter().map(|payloads_too| {
-        let (w, store) = World::honest(WORSE, 7, None);
-        w.assert_honest_reject(&store, Stage::Sequential);
+        let (w, mut store) = World::honest(WORSE, 7, None);
+        w.assert_honest_reject(&mut store, Stage::Sequential);
         let cp = store.checkpoint().expect("a checkpoint");
         drop(store);
 
@@ -786,8 +786,8 @@ fn edits_inside_a_checkpointed_prefix_are_caught() {
 #[test]
 fn a_planted_trigger_is_a_fault() {
     // The honest answer, from an identical store without the trigger.
-    let (twin, store) = World::honest(WORSE, 8, None);
-    twin.assert_honest_reject(&store, Stage::Sequential);
+    let (twin, mut store) = World::honest(WORSE, 8, None);
+    twin.assert_honest_reject(&mut store, Stage::Sequential);
     drop(store);
 
     let (w, store) = World::new(None);
@@ -818,8 +818,8 @@ fn a_planted_trigger_is_a_fault() {
 // real ones. Nothing may be added to or renamed in the schema.
 #[test]
 fn a_view_in_place_of_the_scores_table_is_a_fault() {
-    let (w, store) = World::honest(WORSE, 9, None);
-    w.assert_honest_reject(&store, Stage::Sequential);
+    let (w, mut store) = World::honest(WORSE, 9, None);
+    w.assert_honest_reject(&mut store, Stage::Sequential);
     drop(store);
 
     let c = w.attacker();
@@ -967,8 +967,8 @@ fn reserved_kinds_are_refused_by_the_generic_append() {
 // required suite for the candidate stays a reject at `Stage::Tests`.
 #[test]
 fn a_failed_required_suite_is_not_erased_by_a_later_pass() {
-    let (w, store) = World::honest(LAUNDERED, 10, None);
-    let v = w.verdict(&store, None).expect("the gate decides");
+    let (w, mut store) = World::honest(LAUNDERED, 10, None);
+    let v = w.verdict(&mut store, None).expect("the gate decides");
     assert_eq!(rejected_at(&v), Some(&Stage::Tests), "{v:#?}");
 }
 
@@ -986,8 +986,8 @@ fn a_rolled_back_store_is_caught_by_the_checkpoint() {
     let results = ["-wal deleted", "older copy restored", "older copy regrown"]
         .into_iter()
         .map(|variant| {
-            let (w, store) = World::honest(BETTER, 11, None);
-            let promote = w.verdict(&store, None).expect("the gate decides");
+            let (w, mut store) = World::honest(BETTER, 11, None);
+            let promote = w.verdict(&mut store, None).expect("the gate decides");
             assert_eq!(promote.outcome, Outcome::Promote, "{promote:#?}");
             drop(store); // closing checkpoints the WAL into the main file
 
@@ -1011,7 +1011,7 @@ fn a_rolled_back_store_is_caught_by_the_checkpoint() {
             let crashed = w.dir.path().join("crashed.db");
             // While the writer is open the red run is only in the -wal.
             std::fs::copy(w.db(), &crashed).expect("the main file alone");
-            w.assert_honest_reject(&store, Stage::Tests);
+            w.assert_honest_reject(&mut store, Stage::Tests);
             drop(store);
 
             for suffix in ["-wal", "-shm"] {

@@ -140,6 +140,18 @@ impl World {
         };
         decide(&mut self.store, &q).expect("decide")
     }
+
+    /// The verdict of `class` as of trace size `seq`, appending nothing.
+    fn recompute(&mut self, class: &str, seq: u64) -> ratchet_gate::Result<Verdict> {
+        let q = Question {
+            class,
+            policy: self.policy.class(class).expect("class"),
+            baseline: &self.base,
+            candidate: &self.cand,
+            checkpoint: None,
+        };
+        decide_at(&mut self.store, &q, seq)
+    }
 }
 
 fn rejected_at(v: &Verdict) -> Option<&Stage> {
@@ -184,7 +196,7 @@ fn a_better_candidate_is_promoted_and_the_verdict_recomputes_byte_for_byte() {
             "later",
         )
         .expect("append");
-    let again = decide_at(&w.store, &w.ask("prompt"), head.size).expect("recompute");
+    let again = w.recompute("prompt", head.size).expect("recompute");
     assert_eq!(again.to_json().expect("json"), event.payload);
 }
 
@@ -245,16 +257,12 @@ fn a_costlier_candidate_is_stopped_by_its_guardrail() {
 
 #[test]
 fn a_tampered_trace_is_never_a_pass() {
-    let w = world(600, 0.75, 1.0, 6);
+    let mut w = world(600, 0.75, 1.0, 6);
     let db = w.store.dir().join(ratchet_trace::DB_FILE);
     let raw = rusqlite_free_tamper(&db);
     assert!(raw);
-    let v = decide_at(
-        &w.store,
-        &w.ask("prompt"),
-        w.store.head().expect("head").size,
-    )
-    .expect("decide");
+    let head = w.store.head().expect("head").size;
+    let v = w.recompute("prompt", head).expect("decide");
     assert_eq!(rejected_at(&v), Some(&Stage::TraceVerification), "{v:#?}");
 }
 
@@ -449,7 +457,7 @@ max_n = 3000
         checkpoint: None,
     };
     let head = store.head().expect("head").size;
-    let v = decide_at(&store, &q, head).expect("decide");
+    let v = decide_at(&mut store, &q, head).expect("decide");
     assert_eq!(v.outcome, Outcome::Promote, "{v:#?}");
     assert_eq!(
         v.scorer_versions.get("answer").map(String::as_str),
@@ -463,7 +471,7 @@ max_n = 3000
         policy: &pinned,
         ..q.clone()
     };
-    let v1 = decide_at(&store, &q1, head).expect("decide");
+    let v1 = decide_at(&mut store, &q1, head).expect("decide");
     assert_eq!(rejected_at(&v1), Some(&Stage::Sequential), "{v1:#?}");
     assert_eq!(
         v1.scorer_versions.get("answer").map(String::as_str),
@@ -474,7 +482,7 @@ max_n = 3000
         policy: &pinned,
         ..q.clone()
     };
-    let v9 = decide_at(&store, &q9, head).expect("decide");
+    let v9 = decide_at(&mut store, &q9, head).expect("decide");
     assert_eq!(
         v9.outcome.status(),
         ratchet_gate::GateStatus::MissingEvidence,
@@ -519,7 +527,7 @@ fn directions_are_data_and_a_runner_change_is_never_a_regression() {
         )
     };
     let head = store.head().expect("head").size;
-    let ask = |policy: &Policy, candidate: &CommitId| {
+    let mut ask = |policy: &Policy, candidate: &CommitId| {
         let q = Question {
             class: "perf",
             policy: policy.class("perf").expect("class"),
@@ -527,7 +535,7 @@ fn directions_are_data_and_a_runner_change_is_never_a_regression() {
             candidate,
             checkpoint: None,
         };
-        decide_at(&store, &q, head)
+        decide_at(&mut store, &q, head)
     };
     // No direction in the policy: the declared one (lower) holds, and the
     // slower candidate is rejected on measured evidence.

@@ -111,7 +111,7 @@ fn simulate(
             checkpoint: None,
         };
         let head = store.head().expect("head").size;
-        match decide_at(&store, &q, head).expect("decide").outcome {
+        match decide_at(&mut store, &q, head).expect("decide").outcome {
             Outcome::Promote => tally.promote += 1,
             Outcome::Reject { .. } => tally.reject += 1,
             Outcome::Continue { .. } => tally.open += 1,

@@ -33,7 +33,7 @@ fn every_recorded_verdict_recomputes_byte_for_byte() {
     for file in ["trace.db", "policy.toml"] {
         std::fs::copy(fixture.join(file), dir.path().join(file)).expect("copy fixture");
     }
-    let store = Store::open_read_only(dir.path(), StoreOptions::default()).expect("open");
+    let mut store = Store::open_read_only(dir.path(), StoreOptions::default()).expect("open");
     assert!(
         store
             .verify_with(&VerifyOptions::default())
@@ -64,7 +64,7 @@ fn every_recorded_verdict_recomputes_byte_for_byte() {
             candidate: &candidate,
             checkpoint: None,
         };
-        let again = decide_at(&store, &q, r.trace.size).expect("recompute");
+        let again = decide_at(&mut store, &q, r.trace.size).expect("recompute");
         statuses.insert(format!("{:?}", again.outcome.status()));
         assert_eq!(
             String::from_utf8_lossy(&again.to_json().expect("json")),

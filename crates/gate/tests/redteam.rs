@@ -12,7 +12,7 @@ use common::with_guards_lifted;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use ratchet_gate::{Outcome, Policy, Question, Stage, Verdict, decide_at};
 use ratchet_trace::{
-    Checkpoint, CommitId, DB_FILE, MergeOptions, Score, Store, StoreOptions, TestRun,
+    AsOf, Checkpoint, CommitId, DB_FILE, MergeOptions, Score, Store, StoreOptions, TestRun,
     VerifyOptions, WriterKey,
 };
 use rusqlite::{Connection, params};
@@ -82,7 +82,7 @@ impl World {
             .expect("red team step");
         c
     }
-    fn verdict(&self, store: &Store, cp: Option<&Checkpoint>) -> Verdict {
+    fn verdict(&self, store: &mut Store, cp: Option<&Checkpoint>) -> Verdict {
         let (b, c) = (base(), cand());
         let q = Question {
             class: CLASS,
@@ -96,7 +96,7 @@ impl World {
     }
     /// Verification as `ratchet verify-chain --key-file K --checkpoint CP`
     /// does it must name a fault, and the gate must not promote.
-    fn assert_caught(&self, store: &Store, cp: &Checkpoint) {
+    fn assert_caught(&self, store: &mut Store, cp: &Checkpoint) {
         let r = store
             .verify_with(&VerifyOptions::default().key(key()).checkpoint(cp.clone()))
             .expect("verify");
@@ -158,7 +158,7 @@ fn hole1_uppercased_commit_hides_a_failed_test_run() {
         .record_test_run(&run(40, 0), "ci")
         .expect("red team step");
     let cp = store.checkpoint().expect("red team step");
-    let v = w.verdict(&store, Some(&cp));
+    let v = w.verdict(&mut store, Some(&cp));
     assert_eq!(outcome_stage(&v), Some(&Stage::Tests), "honest: {v:?}");
     drop(store);
 
@@ -174,8 +174,8 @@ fn hole1_uppercased_commit_hides_a_failed_test_run() {
     });
     drop(c);
 
-    let store = w.open();
-    w.assert_caught(&store, &cp);
+    let mut store = w.open();
+    w.assert_caught(&mut store, &cp);
 }
 
 #[test]
@@ -186,9 +186,11 @@ fn hole1_uppercased_commit_hides_the_candidates_losses() {
         .record_test_run(&run(40, 0), "ci")
         .expect("red team step");
     let cp = store.checkpoint().expect("red team step");
-    let v = w.verdict(&store, Some(&cp));
+    let v = w.verdict(&mut store, Some(&cp));
     assert_eq!(outcome_stage(&v), Some(&Stage::Sequential), "honest: {v:?}");
-    let honest_stats = store.commit_stats(SCORER).expect("red team step");
+    let honest_stats = store
+        .commit_stats(SCORER, AsOf::Head)
+        .expect("red team step");
     assert_eq!(honest_stats.len(), 2);
     drop(store);
 
@@ -202,8 +204,8 @@ fn hole1_uppercased_commit_hides_the_candidates_losses() {
     });
     drop(c);
 
-    let store = w.open();
-    w.assert_caught(&store, &cp);
+    let mut store = w.open();
+    w.assert_caught(&mut store, &cp);
     // `best` / heal / watch go through `Store::verified` first.
     assert!(store.verified(&VerifyOptions::default()).is_err());
 }
@@ -257,7 +259,7 @@ fn hole2_grafted_leftmost_leaf_is_read_by_the_gate_but_never_verified() {
         .record_test_run(&run(40, 0), "ci")
         .expect("red team step");
     let cp = store.checkpoint().expect("red team step");
-    let v = w.verdict(&store, Some(&cp));
+    let v = w.verdict(&mut store, Some(&cp));
     assert_eq!(outcome_stage(&v), Some(&Stage::Sequential), "honest: {v:?}");
     drop(store);
 
@@ -304,8 +306,8 @@ fn hole2_grafted_leftmost_leaf_is_read_by_the_gate_but_never_verified() {
     drop(c);
     graft_leftmost(&w.db(), scores_root, forged_root);
 
-    let store = w.open();
-    w.assert_caught(&store, &cp);
+    let mut store = w.open();
+    w.assert_caught(&mut store, &cp);
     let f = store.verify().expect("verify").fault.expect("fault");
     assert!(
         matches!(f.kind, ratchet_trace::FaultKind::Structure { .. }),
@@ -346,7 +348,7 @@ fn hole3_planted_row_makes_a_merge_drop_a_cell_event() {
             dir: ctrl,
             policy: Policy::parse(POLICY).expect("red team step"),
         };
-        let v = wc.verdict(&h, None);
+        let v = wc.verdict(&mut h, None);
         assert_eq!(outcome_stage(&v), Some(&Stage::Tests), "honest: {v:?}");
         drop(h);
     }
@@ -406,9 +408,9 @@ fn hole3_planted_row_makes_a_merge_drop_a_cell_event() {
     });
     drop(c);
 
-    let home = w.open();
+    let mut home = w.open();
     let cp = home.checkpoint().expect("red team step");
-    let v = w.verdict(&home, Some(&cp));
+    let v = w.verdict(&mut home, Some(&cp));
     assert_eq!(
         outcome_stage(&v),
         Some(&Stage::Tests),
@@ -471,7 +473,7 @@ fn hole4_planted_ingest_marker_suppresses_a_failing_report() {
             dir: ctrl,
             policy: Policy::parse(POLICY).expect("red team step"),
         };
-        let v = wc.verdict(&h, None);
+        let v = wc.verdict(&mut h, None);
         assert_eq!(outcome_stage(&v), Some(&Stage::Tests), "honest: {v:?}");
         drop(h);
     }
@@ -500,9 +502,9 @@ fn hole4_planted_ingest_marker_suppresses_a_failing_report() {
     });
     drop(c);
 
-    let store = w.open();
+    let mut store = w.open();
     let cp = store.checkpoint().expect("red team step");
-    let v = w.verdict(&store, Some(&cp));
+    let v = w.verdict(&mut store, Some(&cp));
     assert_eq!(
         outcome_stage(&v),
         Some(&Stage::Tests),
@@ -579,5 +581,5 @@ fn hole2b_grafted_event_moves_a_cells_high_water_mark_for_good() {
     let mut home = w.open();
     let _ = home.merge_cell(&cell_dir, &MergeOptions::default());
     let cp = home.checkpoint().expect("red team step");
-    w.assert_caught(&home, &cp);
+    w.assert_caught(&mut home, &cp);
 }

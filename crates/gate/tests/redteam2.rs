@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 use ratchet_gate::{GateStatus, Outcome, Policy, Question, RejectCause, Stage, Verdict, decide_at};
 use ratchet_scorers::{Direction, Rubric, RubricSet};
 use ratchet_trace::{
-    AppendOnce, CommitId, DB_FILE, EventDraft, MergeOptions, ReservedKind, Score, Store,
+    AppendOnce, AsOf, CommitId, DB_FILE, EventDraft, MergeOptions, ReservedKind, Score, Store,
     StoreOptions, TestRun, VerifyOptions, WriterKey,
 };
 use rusqlite::{Connection, params};
@@ -83,7 +83,7 @@ impl World {
     }
 }
 
-fn verdict_with(store: &Store, policy: &str) -> ratchet_gate::Result<Verdict> {
+fn verdict_with(store: &mut Store, policy: &str) -> ratchet_gate::Result<Verdict> {
     let policy = Policy::parse(policy).expect("policy");
     let (b, c) = (base(), cand());
     let q = Question {
@@ -97,7 +97,7 @@ fn verdict_with(store: &Store, policy: &str) -> ratchet_gate::Result<Verdict> {
     decide_at(store, &q, head)
 }
 
-fn verdict(store: &Store) -> Verdict {
+fn verdict(store: &mut Store) -> Verdict {
     verdict_with(store, POLICY).expect("decide")
 }
 
@@ -200,7 +200,7 @@ fn a_cell_cannot_flip_a_scorers_direction() {
         h.record_test_run(&green_unit(), "ci").expect("run");
         h.merge_cell(&honest_dir, &MergeOptions::default())
             .expect("merge");
-        let v = verdict(&h);
+        let v = verdict(&mut h);
         assert_eq!(stage(&v), Some(&Stage::Sequential), "honest: {v:#?}");
         assert_eq!(v.outcome.status(), GateStatus::Reject);
         v.outcome
@@ -228,7 +228,7 @@ fn a_cell_cannot_flip_a_scorers_direction() {
         Direction::HigherIsBetter
     );
     // The verdict is the honest one: rejected by the sequential test.
-    let v = verdict(&home);
+    let v = verdict(&mut home);
     assert_eq!(stage(&v), Some(&Stage::Sequential), "{v:#?}");
     assert_eq!(v.outcome, honest_outcome, "{v:#?}");
     assert_eq!(v.outcome.status().exit_code(), 1);
@@ -238,7 +238,7 @@ fn a_cell_cannot_flip_a_scorers_direction() {
         "test = \"paired\"",
         "test = \"paired\"\ndirection = \"higher\"",
     );
-    let v = verdict_with(&home, &stated).expect("a stated direction decides");
+    let v = verdict_with(&mut home, &stated).expect("a stated direction decides");
     assert_eq!(stage(&v), Some(&Stage::Sequential), "{v:#?}");
     assert_eq!(v.outcome.status(), GateStatus::Reject, "{v:#?}");
 }
@@ -257,7 +257,7 @@ fn a_malformed_declaration_from_a_cell_cannot_brick_the_home() {
     home.record_test_run(&green_unit(), "ci").expect("run");
     home.record_scores(&scores(0.4, 0.8, 7, SCORER), "eval")
         .expect("scores");
-    assert_eq!(verdict(&home).outcome, Outcome::Promote);
+    assert_eq!(verdict(&mut home).outcome, Outcome::Promote);
 
     let (evil_dir, mut evil) = w.cell("evil");
     evil.append(
@@ -273,7 +273,7 @@ fn a_malformed_declaration_from_a_cell_cannot_brick_the_home() {
     assert_eq!(merged(&home, "scorer").len(), 1);
 
     // The gate still decides, as before the merge.
-    let v = verdict_with(&home, POLICY).expect("the gate still decides");
+    let v = verdict_with(&mut home, POLICY).expect("the gate still decides");
     assert_eq!(v.outcome, Outcome::Promote, "{v:#?}");
     // JSONL and JUnit ingestion still work.
     let jsonl = w.file(
@@ -296,7 +296,7 @@ fn a_malformed_declaration_from_a_cell_cannot_brick_the_home() {
     assert_eq!((r.test_runs, r.already_ingested_at), (1, None), "{r:?}");
     assert_verifies(&home);
     // …and the failure it carries is acted on.
-    let v = verdict(&home);
+    let v = verdict(&mut home);
     assert_eq!(stage(&v), Some(&Stage::Tests), "{v:#?}");
     assert_eq!(v.outcome.status(), GateStatus::Reject, "{v:#?}");
 }
@@ -324,7 +324,7 @@ fn a_cell_ingest_marker_cannot_launder_a_failing_junit_report() {
         ctrl.record_scores(&scores(0.4, 0.8, 7, SCORER), "eval")
             .expect("scores");
         ratchet_scorers::ingest_junit(&mut ctrl, &report, &cand(), "ci").expect("ingest");
-        let v = verdict(&ctrl);
+        let v = verdict(&mut ctrl);
         assert_eq!(stage(&v), Some(&Stage::Tests), "{v:#?}");
     }
 
@@ -343,11 +343,11 @@ fn a_cell_ingest_marker_cannot_launder_a_failing_junit_report() {
     let r = ratchet_scorers::ingest_junit(&mut home, &report, &cand(), "ci").expect("ingest");
     assert_eq!(r.test_runs, 1, "{r:?}");
     assert_eq!(r.already_ingested_at, None, "{r:?}");
-    let runs = home.test_runs(&cand()).expect("runs");
+    let runs = home.test_runs(&cand(), AsOf::Head).expect("runs");
     assert!(runs.iter().any(|(_, t)| t.failed == 1), "{runs:?}");
     assert_verifies(&home);
     // Rejected at the same stage as the control.
-    let v = verdict(&home);
+    let v = verdict(&mut home);
     assert_eq!(stage(&v), Some(&Stage::Tests), "{v:#?}");
     assert_eq!(v.outcome.status(), GateStatus::Reject, "{v:#?}");
     // A second ingestion by the home is still recognized as its own.
@@ -434,7 +434,7 @@ fn jsonl_reingested_with_a_commit_flag_is_not_counted_twice() {
     let none = RubricSet::new(vec![]);
     let r1 = ratchet_scorers::ingest_jsonl(&mut home, &file, None, &none, "eval").expect("1");
     assert_eq!(r1.scores, 2 * TASKS);
-    let honest = verdict_with(&home, PENTA).expect("decide");
+    let honest = verdict_with(&mut home, PENTA).expect("decide");
     assert_eq!(honest.outcome.status(), GateStatus::Continue, "{honest:#?}");
 
     // Re-run by a script that always passes --commit.
@@ -444,10 +444,16 @@ fn jsonl_reingested_with_a_commit_flag_is_not_counted_twice() {
     assert!(r2.already_ingested_at.is_some(), "{r2:?}");
     assert_eq!(r2.scores, 0, "not stored again: {r2:?}");
     assert_eq!(home.head().expect("head").size, head, "nothing appended");
-    assert_eq!(home.scores(&cand(), SCORER).expect("s").len(), TASKS);
-    assert_eq!(home.scores(&base(), SCORER).expect("s").len(), TASKS);
+    assert_eq!(
+        home.scores(&cand(), SCORER, AsOf::Head).expect("s").len(),
+        TASKS
+    );
+    assert_eq!(
+        home.scores(&base(), SCORER, AsOf::Head).expect("s").len(),
+        TASKS
+    );
     assert_verifies(&home);
-    let v = verdict_with(&home, PENTA).expect("decide");
+    let v = verdict_with(&mut home, PENTA).expect("decide");
     assert_eq!(v.outcome, honest.outcome, "{v:#?}");
     assert_eq!(v.outcome.status(), GateStatus::Continue, "{v:#?}");
 }
@@ -476,7 +482,12 @@ fn a_scorer_declared_lower_is_better_keeps_its_direction_through_jsonl_ingestion
     let r = ratchet_scorers::ingest_jsonl(&mut home, &f, None, &none, "eval")
         .expect("a declared scorer ingests");
     assert_eq!((r.scores, r.already_ingested_at), (1, None), "{r:?}");
-    assert_eq!(home.scores(&cand(), "error_rate").expect("s").len(), 1);
+    assert_eq!(
+        home.scores(&cand(), "error_rate", AsOf::Head)
+            .expect("s")
+            .len(),
+        1
+    );
     assert_eq!(
         ratchet_scorers::direction_in(&home, "error_rate").expect("direction"),
         Direction::LowerIsBetter
@@ -508,7 +519,7 @@ fn a_scorer_declared_lower_is_better_keeps_its_direction_through_jsonl_ingestion
         None,
         "JSONL does not guess a plain scorer's direction"
     );
-    let v = verdict_with(&s2, &lower).expect("the policy states the direction");
+    let v = verdict_with(&mut s2, &lower).expect("the policy states the direction");
     assert_eq!(
         stage(&v),
         Some(&Stage::Sequential),
@@ -518,7 +529,7 @@ fn a_scorer_declared_lower_is_better_keeps_its_direction_through_jsonl_ingestion
     // A person can still declare it, and then the gate goes by it.
     ratchet_scorers::declare_scorer(&mut s2, "error_rate", Direction::LowerIsBetter)
         .expect("first declaration");
-    let v = verdict_with(&s2, &pol).expect("decide");
+    let v = verdict_with(&mut s2, &pol).expect("decide");
     assert_eq!(stage(&v), Some(&Stage::Sequential), "{v:#?}");
 }
 
@@ -573,7 +584,7 @@ fn a_junit_report_with_nested_suites_is_refused() {
             .expect("scores");
         let flat = w.file("flat.xml", FAILING_JUNIT);
         ratchet_scorers::ingest_junit(&mut ctrl, &flat, &cand(), "ci").expect("ingest");
-        assert_eq!(stage(&verdict(&ctrl)), Some(&Stage::Tests));
+        assert_eq!(stage(&verdict(&mut ctrl)), Some(&Stage::Tests));
     }
     let f = w.file("nested.xml", xml);
     let head = home.head().expect("head").size;
@@ -592,11 +603,15 @@ fn a_junit_report_with_nested_suites_is_refused() {
         other => panic!("expected Malformed, got {other:?}"),
     }
     // Nothing of it was stored.
-    assert!(home.test_runs(&cand()).expect("runs").is_empty());
+    assert!(
+        home.test_runs(&cand(), AsOf::Head)
+            .expect("runs")
+            .is_empty()
+    );
     assert_eq!(home.head().expect("head").size, head);
     assert_verifies(&home);
     // Without a run of the required suite the gate does not promote.
-    let v = verdict(&home);
+    let v = verdict(&mut home);
     assert_eq!(stage(&v), Some(&Stage::Tests), "{v:#?}");
     assert_eq!(v.outcome.status(), GateStatus::MissingEvidence, "{v:#?}");
 }
@@ -616,10 +631,10 @@ fn a_flaky_failure_in_one_report_counts_as_a_failure() {
 "#;
     let f = w.file("flaky.xml", xml);
     ratchet_scorers::ingest_junit(&mut home, &f, &cand(), "ci").expect("ingest");
-    let runs = home.test_runs(&cand()).expect("runs");
+    let runs = home.test_runs(&cand(), AsOf::Head).expect("runs");
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!((runs[0].1.passed, runs[0].1.failed), (1, 1), "{runs:?}");
-    let v = verdict(&home);
+    let v = verdict(&mut home);
     assert_eq!(stage(&v), Some(&Stage::Tests), "{v:#?}");
     assert_eq!(v.outcome.status(), GateStatus::Reject, "{v:#?}");
 }
@@ -698,7 +713,7 @@ fn score_pending_refuses_a_forged_observation() {
     let honest_outcome = {
         let (_w, mut home, rubrics, _) = safety_world();
         ratchet_scorers::score_pending(&mut home, &rubrics).expect("score");
-        let v = verdict_with(&home, SAFETY_POLICY).expect("decide");
+        let v = verdict_with(&mut home, SAFETY_POLICY).expect("decide");
         assert_eq!(stage(&v), Some(&Stage::Invariants), "{v:#?}");
         v.outcome
     };
@@ -736,7 +751,12 @@ fn score_pending_refuses_a_forged_observation() {
         }
         other => panic!("expected Tampered, got {other:?}"),
     }
-    assert!(victim.scores(&cand(), "safety").expect("s").is_empty());
+    assert!(
+        victim
+            .scores(&cand(), "safety", AsOf::Head)
+            .expect("s")
+            .is_empty()
+    );
     drop(victim);
 
     with_guards_lifted(&attacker, |c| {
@@ -748,10 +768,10 @@ fn score_pending_refuses_a_forged_observation() {
     });
     drop(attacker);
 
-    let victim = w.open();
+    let mut victim = w.open();
     assert_verifies(&victim);
     // Nothing was scored from the forgery: the safety evidence is missing.
-    let v = verdict_with(&victim, SAFETY_POLICY).expect("decide");
+    let v = verdict_with(&mut victim, SAFETY_POLICY).expect("decide");
     assert_eq!(stage(&v), Some(&Stage::Invariants), "{v:#?}");
     assert_eq!(v.outcome.status(), GateStatus::MissingEvidence, "{v:#?}");
     // …and a re-run of `ratchet score` on the restored trace scores the true
@@ -760,7 +780,7 @@ fn score_pending_refuses_a_forged_observation() {
     let r = ratchet_scorers::score_pending(&mut victim, &rubrics).expect("score");
     assert_eq!((r.scored, r.already_scored), (4, 0), "{r:?}");
     assert_verifies(&victim);
-    let v = verdict_with(&victim, SAFETY_POLICY).expect("decide");
+    let v = verdict_with(&mut victim, SAFETY_POLICY).expect("decide");
     assert_eq!(stage(&v), Some(&Stage::Invariants), "{v:#?}");
     assert_eq!(v.outcome, honest_outcome, "{v:#?}");
 }
@@ -795,13 +815,13 @@ fn a_cell_score_session_cannot_suppress_the_homes_observation() {
 
     let r = ratchet_scorers::score_pending(&mut home, &rubrics).expect("score");
     assert_eq!((r.scored, r.already_scored), (4, 0), "{r:?}");
-    let own = home.scores(&cand(), "safety").expect("s");
+    let own = home.scores(&cand(), "safety", AsOf::Head).expect("s");
     assert!(
         own.iter().any(|(_, s)| s.task == "s2" && s.value < 1.0),
         "the failing observation was scored: {own:?}"
     );
     assert_verifies(&home);
-    let v = verdict_with(&home, SAFETY_POLICY).expect("decide");
+    let v = verdict_with(&mut home, SAFETY_POLICY).expect("decide");
     assert_eq!(stage(&v), Some(&Stage::Invariants), "{v:#?}");
     assert_eq!(v.outcome.status(), GateStatus::Reject, "{v:#?}");
 }
@@ -828,18 +848,27 @@ fn a_merged_observation_is_not_scored_twice() {
     drop(cell);
     home.merge_cell(&cell_dir, &MergeOptions::default())
         .expect("merge");
-    assert_eq!(home.scores(&cand(), "safety").expect("s").len(), 1);
+    assert_eq!(
+        home.scores(&cand(), "safety", AsOf::Head).expect("s").len(),
+        1
+    );
     let r = ratchet_scorers::score_pending(&mut home, &rubrics).expect("home scores");
     assert_eq!(
         (r.observations, r.scored, r.already_scored),
         (1, 0, 1),
         "{r:?}"
     );
-    assert_eq!(home.scores(&cand(), "safety").expect("s").len(), 1);
+    assert_eq!(
+        home.scores(&cand(), "safety", AsOf::Head).expect("s").len(),
+        1
+    );
     // A second run finds nothing to do either.
     let r = ratchet_scorers::score_pending(&mut home, &rubrics).expect("again");
     assert_eq!((r.scored, r.already_scored), (0, 1), "{r:?}");
-    assert_eq!(home.scores(&cand(), "safety").expect("s").len(), 1);
+    assert_eq!(
+        home.scores(&cand(), "safety", AsOf::Head).expect("s").len(),
+        1
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -863,7 +892,7 @@ fn an_invariant_fails_closed_on_a_candidate_that_skipped_half_the_tasks() {
         }
     }
     home.record_scores(&safety, "safety").expect("safety");
-    let v = verdict_with(&home, SAFETY_POLICY).expect("decide");
+    let v = verdict_with(&mut home, SAFETY_POLICY).expect("decide");
     match &v.outcome {
         Outcome::Reject {
             stage,

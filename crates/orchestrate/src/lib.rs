@@ -34,7 +34,7 @@ use std::path::Path;
 use git2::{Oid, Repository, StatusOptions, build::CheckoutBuilder};
 use serde::Serialize;
 
-use ratchet_drift::{Monitor, RankedCommit, TraceAlarm, Watch, best_commit_by};
+use ratchet_drift::{Chart, Monitor, RankedCommit, TraceAlarm, Watch, best_commit_by};
 use ratchet_gate::{Outcome, Question, Verdict};
 use ratchet_trace::{CommitId, EventDraft, Receipt, Store};
 
@@ -73,6 +73,15 @@ pub enum Error {
     /// Baseline and candidate are the same commit: there is nothing to compare.
     #[error("baseline and candidate are the same commit ({commit}): nothing to compare")]
     SameCommit {
+        /// The commit.
+        commit: CommitId,
+    },
+    /// A watch was asked to start at the commit's deployment, but the trace
+    /// records none (no promotion or checkout of it).
+    #[error(
+        "the trace holds no promotion or checkout of {commit}: where its deployment began is unknown"
+    )]
+    NoDeployment {
         /// The commit.
         commit: CommitId,
     },
@@ -394,7 +403,7 @@ pub struct Recovery {
 /// without its key); [`Error::Drift`] or [`Error::Trace`] if the store
 /// cannot be read.
 pub fn check_recovery(
-    store: &Store,
+    store: &mut Store,
     monitor: &mut Monitor,
     since_seq: u64,
     min_n: u64,
@@ -548,6 +557,97 @@ pub fn heal_latest(
     heal(repo_path, store, &alarm, &options)
 }
 
+/// Where and how a watch over one commit's live scores starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WatchPlan {
+    /// The deployed commit.
+    pub commit: CommitId,
+    /// The scorer whose stream is watched.
+    pub scorer: String,
+    /// The seq after which its live scores begin; `None`: its latest
+    /// promotion or checkout in the trace.
+    pub from: Option<u64>,
+    /// The chart; `None`: chosen for the stream by [`Chart::for_stream`],
+    /// from `auto` (pass/fail streams, other streams).
+    pub chart: Option<Chart>,
+    /// The charts `None` chooses between.
+    pub auto: (Chart, Chart),
+    /// Watch both directions, not only harm (harm follows the scorer's
+    /// declared direction).
+    pub two_sided: bool,
+    /// Scores the in-control baseline needs before the start.
+    pub min_n: u64,
+}
+
+/// Starts a monitor as `ratchet watch` does: on a verified trace (one read
+/// transaction), from the commit's deployment or `plan.from`, with the
+/// scorer's declared direction as the harm watched.
+///
+/// # Errors
+/// [`Error::NoDeployment`] without `from` when the trace records no
+/// deployment of the commit; [`Error::Trace`] if the trace does not verify;
+/// [`Error::Drift`] if the baseline is too short or the chart invalid.
+pub fn start_watch(store: &mut Store, plan: &WatchPlan) -> Result<Monitor> {
+    let watch = if plan.two_sided {
+        Watch::Both
+    } else {
+        Watch::harm(
+            ratchet_scorers::direction_in(store, &plan.scorer)?
+                == ratchet_scorers::Direction::LowerIsBetter,
+        )
+    };
+    let snapshot = store.snapshot()?;
+    snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
+    let from = match plan.from {
+        Some(f) => f,
+        None => ratchet_drift::deployment_start(&snapshot, &plan.commit)?.ok_or_else(|| {
+            Error::NoDeployment {
+                commit: plan.commit.clone(),
+            }
+        })?,
+    };
+    let chart = match plan.chart {
+        Some(c) => c,
+        None => Chart::for_stream(
+            &snapshot,
+            &plan.commit,
+            &plan.scorer,
+            from,
+            plan.auto.0,
+            plan.auto.1,
+        )?,
+    };
+    Ok(Monitor::start_chart(
+        &snapshot,
+        &plan.commit,
+        &plan.scorer,
+        from,
+        chart,
+        watch,
+        plan.min_n,
+    )?)
+}
+
+/// [`ratchet_drift::best_commit`] on a verified trace, in one read
+/// transaction: the ranking `ratchet best` shows.
+///
+/// # Errors
+/// [`Error::Trace`] if the trace does not verify; [`Error::Drift`] for
+/// invalid parameters.
+pub fn rank_commits(
+    store: &mut Store,
+    scorer: &str,
+    min_n: u64,
+    confidence: f64,
+    exclude: &[CommitId],
+) -> Result<Vec<RankedCommit>> {
+    let snapshot = store.snapshot()?;
+    snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
+    Ok(ratchet_drift::best_commit(
+        &snapshot, scorer, min_n, confidence, exclude,
+    )?)
+}
+
 /// What `ratchet status` shows: the store, whether it verifies, what it
 /// holds, each scorer's direction, the last decision and the last alarm.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -604,7 +704,7 @@ pub struct OutcomeSummary {
 /// # Errors
 /// [`Error::Trace`] if the store cannot be read; [`Error::Scorers`] /
 /// [`Error::Drift`] if a declaration or an alarm in it does not parse.
-pub fn status(store: &Store) -> Result<Status> {
+pub fn status(store: &mut Store) -> Result<Status> {
     let snapshot = store.snapshot()?;
     let verification = snapshot.verify_with(&ratchet_trace::VerifyOptions::default())?;
     let overview = snapshot.overview()?;
@@ -633,9 +733,9 @@ pub fn status(store: &Store) -> Result<Status> {
         None => None,
     };
     Ok(Status {
-        store_id: store.id().to_string(),
-        store_dir: store.dir().to_path_buf(),
-        writer_key_id: store.writer_key_id().map(str::to_string),
+        store_id: snapshot.id().to_string(),
+        store_dir: snapshot.dir().to_path_buf(),
+        writer_key_id: snapshot.writer_key_id().map(str::to_string),
         verification,
         overview,
         directions,

@@ -3,9 +3,10 @@
 use std::path::Path;
 
 use git2::{Repository, Signature};
-use ratchet_drift::{Alarm, Monitor, Shift, TraceAlarm};
+use ratchet_drift::{Alarm, Chart, Monitor, Shift, TraceAlarm, Watch, best_commit};
 use ratchet_orchestrate::{
-    Error, HealOptions, KIND_CHECKOUT, check_recovery, heal, record_promotion,
+    Error, HealOptions, KIND_CHECKOUT, WatchPlan, check_recovery, heal, rank_commits,
+    record_promotion, start_watch,
 };
 use ratchet_trace::{CommitId, Score, Store, StoreOptions};
 
@@ -144,7 +145,7 @@ fn heal_checks_out_the_best_other_commit_and_recovery_is_checked() {
         })
         .collect();
     s.store.record_scores(&live, "live").expect("live");
-    let r = check_recovery(&s.store, &mut monitor, seq, 30).expect("recovery");
+    let r = check_recovery(&mut s.store, &mut monitor, seq, 30).expect("recovery");
     assert!(r.recovered, "{r:?}");
     assert_eq!(r.n, 40);
 }
@@ -397,7 +398,7 @@ fn heal_latest_acts_on_the_latest_recorded_alarm_or_says_there_is_none() {
 fn status_counts_what_the_store_holds_and_names_the_last_decision_and_alarm() {
     use ratchet_orchestrate::{GateOptions, gate, status};
     let mut s = setup();
-    let before = status(&s.store).expect("status");
+    let before = status(&mut s.store).expect("status");
     assert!(before.verification.is_valid());
     assert_eq!(before.overview.commits.len(), 3);
     let v3 = &before.overview.commits[2];
@@ -425,7 +426,7 @@ fn status_counts_what_the_store_holds_and_names_the_last_decision_and_alarm() {
     let run = gate(&mut s.store, &q, &GateOptions::default()).expect("gate");
     let head = s.store.head().expect("head").size;
     ratchet_drift::record_alarm(&mut s.store, &alarm_on(&s.commits[2], head)).expect("alarm");
-    let after = status(&s.store).expect("status");
+    let after = status(&mut s.store).expect("status");
     let d = after.last_decision.expect("decision");
     assert_eq!(d.seq, run.decision.expect("recorded").seq);
     assert_eq!(
@@ -433,4 +434,79 @@ fn status_counts_what_the_store_holds_and_names_the_last_decision_and_alarm() {
         ("prompt", "promote")
     );
     assert_eq!(after.last_alarm.expect("alarm").commit, s.commits[2]);
+}
+
+#[test]
+fn a_watch_starts_at_the_deployment_with_the_declared_harm_and_sees_a_drop() {
+    let mut s = setup();
+    let plan = WatchPlan {
+        commit: s.commits[2].clone(),
+        scorer: "quality".into(),
+        from: None,
+        chart: Some(Chart::Cusum { k: 0.5, h: 5.0 }),
+        auto: (
+            Chart::Cusum { k: 0.5, h: 5.0 },
+            Chart::Cusum { k: 0.5, h: 5.0 },
+        ),
+        two_sided: false,
+        min_n: 30,
+    };
+    // Nothing says when v3 was deployed: the library says so in its terms.
+    assert!(matches!(
+        start_watch(&mut s.store, &plan),
+        Err(Error::NoDeployment { commit }) if commit == s.commits[2]
+    ));
+    let promotion = record_promotion(s.dir.path(), &mut s.store, &s.commits[2], "prompt", None)
+        .expect("promote");
+    let mut monitor = start_watch(&mut s.store, &plan).expect("start");
+    assert_eq!(monitor.position(), promotion.receipt.seq);
+    assert_eq!(monitor.watch(), Watch::harm(false));
+    // Live scores fall far below the baseline: the chart alarms on them.
+    let fallen: Vec<Score> = (0..40)
+        .map(|i| Score::new(s.commits[2].clone(), format!("after{i}"), "quality", 0.2))
+        .collect();
+    s.store.record_scores(&fallen, "live").expect("scores");
+    let alarms = monitor.poll(&s.store).expect("poll");
+    assert!(!alarms.is_empty(), "a drop of 0.6 raised no alarm");
+    assert!(alarms.iter().all(|a| a.seq > promotion.receipt.seq));
+
+    // An explicit start needs no deployment record.
+    let mut fresh = setup();
+    let at = fresh.store.head().expect("head").size;
+    let explicit = WatchPlan {
+        from: Some(at),
+        ..plan
+    };
+    let m = start_watch(&mut fresh.store, &explicit).expect("start");
+    assert_eq!(m.position(), at);
+}
+
+#[test]
+fn commits_are_ranked_on_a_verified_trace_as_drift_ranks_them() {
+    let mut s = setup();
+    let direct = best_commit(&s.store, "quality", 30, 0.95, &[]).expect("rank");
+    let ranked = rank_commits(&mut s.store, "quality", 30, 0.95, &[]).expect("rank");
+    assert_eq!(ranked, direct);
+    assert_eq!(ranked.len(), 3);
+    let without = rank_commits(&mut s.store, "quality", 30, 0.95, &s.commits[..1]).expect("rank");
+    assert_eq!(without.len(), 2);
+    assert!(without.iter().all(|r| r.commit != s.commits[0]));
+    // A keyed store opened without its key cannot have its MACs checked:
+    // nothing is ranked from it.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (key, _) = ratchet_trace::WriterKey::generate().expect("key");
+    let mut keyed = Store::create(
+        dir.path().join("s"),
+        StoreOptions::default().writer_key(key),
+    )
+    .expect("store");
+    keyed
+        .record_score(&Score::new(s.commits[0].clone(), "t", "quality", 1.0), "x")
+        .expect("score");
+    drop(keyed);
+    let mut unkeyed = Store::open(dir.path().join("s"), StoreOptions::default()).expect("open");
+    assert!(matches!(
+        rank_commits(&mut unkeyed, "quality", 2, 0.95, &[]),
+        Err(Error::Trace(ratchet_trace::Error::MacsUnchecked { .. }))
+    ));
 }

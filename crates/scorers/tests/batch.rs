@@ -6,7 +6,7 @@ use ratchet_scorers::{
     CRITERION_NS, Environment, Rubric, RubricSet, ingest_criterion, parse_criterion,
     record_observation, score_pending,
 };
-use ratchet_trace::{CommitId, Store, StoreOptions};
+use ratchet_trace::{AsOf, CommitId, Store, StoreOptions};
 use serde_json::json;
 
 fn commit() -> CommitId {
@@ -63,7 +63,7 @@ fn pending_observations_are_scored_once_per_rubric_version() {
         r.invalid[0].1
     );
     let values: Vec<f64> = store
-        .scores(&c, "answer")
+        .scores(&c, "answer", AsOf::Head)
         .expect("scores")
         .into_iter()
         .map(|(_, s)| s.value)

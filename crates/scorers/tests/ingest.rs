@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use ratchet_scorers::{
     Error, PASS_RATE, Rubric, RubricSet, decode_xml, ingest_jsonl, ingest_junit, parse_junit,
 };
-use ratchet_trace::{CommitId, Store, StoreOptions};
+use ratchet_trace::{AsOf, CommitId, Store, StoreOptions};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -82,7 +82,9 @@ fn junit_from_surefire_and_gradle_with_a_bare_suite_root_in_any_declared_encodin
     let r =
         ingest_junit(&mut store, &fixture("surefire-latin1.xml"), &commit(), "ci").expect("ingest");
     assert_eq!((r.test_runs, r.scores), (1, 1));
-    let rates = store.scores(&commit(), PASS_RATE).expect("scores");
+    let rates = store
+        .scores(&commit(), PASS_RATE, AsOf::Head)
+        .expect("scores");
     assert_eq!(rates[0].1.task, "com.example.CaféTest");
 
     // UTF-16 with a byte-order mark, as some Windows tools write.
@@ -114,7 +116,9 @@ fn junit_ingestion_records_runs_and_pass_rates_atomically() {
     let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
     let r = ingest_junit(&mut store, &fixture("nextest.xml"), &commit(), "ci").expect("ingest");
     assert_eq!((r.test_runs, r.scores), (2, 2));
-    let rates = store.scores(&commit(), PASS_RATE).expect("scores");
+    let rates = store
+        .scores(&commit(), PASS_RATE, AsOf::Head)
+        .expect("scores");
     let values: Vec<(String, f64)> = rates.into_iter().map(|(_, s)| (s.task, s.value)).collect();
     assert_eq!(
         values,
@@ -154,9 +158,13 @@ fn jsonl_scores_and_observations_with_line_numbered_errors() {
     .expect("write");
     let r = ingest_jsonl(&mut store, &good, Some(&commit()), &rubrics, "judge").expect("ingest");
     assert_eq!(r.scores, 3, "two lines and the latency anchor of the first");
-    let latency = store.scores(&commit(), "latency_ms").expect("scores");
+    let latency = store
+        .scores(&commit(), "latency_ms", AsOf::Head)
+        .expect("scores");
     assert_eq!(latency.len(), 1);
-    let judged = store.scores(&commit(), "answer").expect("scores");
+    let judged = store
+        .scores(&commit(), "answer", AsOf::Head)
+        .expect("scores");
     assert_eq!(judged.len(), 1);
     let (_, s) = &judged[0];
     assert!((s.value - 1.0).abs() < 1e-12);
@@ -272,7 +280,10 @@ fn the_same_report_ingested_twice_is_counted_once() {
         "points at the first ingestion"
     );
     assert_eq!(store.head().expect("head").size, head, "nothing stored");
-    assert_eq!(store.test_runs(&commit()).expect("runs").len(), 2);
+    assert_eq!(
+        store.test_runs(&commit(), AsOf::Head).expect("runs").len(),
+        2
+    );
     // The same report for another commit is other evidence.
     let elsewhere = ingest_junit(&mut store, &fixture("nextest.xml"), &other, "ci").expect("other");
     assert_eq!(
@@ -299,7 +310,13 @@ fn the_same_report_ingested_twice_is_counted_once() {
     .expect("write");
     let c = ingest_jsonl(&mut store, &jsonl, Some(&commit()), &rubrics, "s").expect("edited");
     assert_eq!(c.scores, 1);
-    assert_eq!(store.scores(&commit(), "acc").expect("scores").len(), 2);
+    assert_eq!(
+        store
+            .scores(&commit(), "acc", AsOf::Head)
+            .expect("scores")
+            .len(),
+        2
+    );
     assert!(store.verify().expect("verify").is_valid());
 }
 

@@ -15,7 +15,7 @@
 //! [`Store::merge_cell`] folds a sandbox's store into the home chain.
 //!
 //! ```
-//! use ratchet_trace::{CommitId, EventDraft, Score, Store, StoreOptions};
+//! use ratchet_trace::{AsOf, CommitId, EventDraft, Score, Store, StoreOptions};
 //!
 //! let dir = tempfile::tempdir()?;
 //! let mut store = Store::create(dir.path().join(".ratchet"), StoreOptions::default())?;
@@ -25,7 +25,7 @@
 //! store.record_score(&Score::new(commit.clone(), "task-1", "accuracy", 0.75), "run-1")?;
 //! store.record_score(&Score::new(commit.clone(), "task-2", "accuracy", 0.25), "run-1")?;
 //!
-//! let stats = store.commit_stats_for(&commit, "accuracy")?.expect("two scores");
+//! let stats = store.commit_stats_for(&commit, "accuracy", AsOf::Head)?.expect("two scores");
 //! assert_eq!((stats.n, stats.mean), (2, 0.5));
 //!
 //! let report = store.verify()?;
@@ -95,7 +95,7 @@ pub use merge::{MergeOptions, MergeReport};
 pub use projection::{KIND_SCORE, KIND_TEST_RUN, Score, TestRun};
 pub use schema::{APPLICATION_ID, Durability, SCHEMA_VERSION};
 pub use store::{
-    AppendOnce, CommitCounts, CommitStats, DB_FILE, EventFilter, Head, Overview, PairedMeans,
+    AppendOnce, AsOf, CommitCounts, CommitStats, DB_FILE, EventFilter, Head, Overview, PairedMeans,
     PairedTask, ScorerCounts, ScorerRef, ScorerVersion, Snapshot, Store, StoreOptions, Tail,
     TaskMeans,
 };

@@ -146,6 +146,35 @@ pub struct EventFilter {
     pub scorer: Option<String>,
 }
 
+/// How much of the trace a query reads: all of it, or the trace as it stood
+/// when it held `seq` events — what a decision recorded then saw. Every
+/// aggregate query takes one, so a past verdict is recomputed with the same
+/// query that made it. A bare `u64` converts to [`AsOf::Seq`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AsOf {
+    /// Every event (in a [`Snapshot`], every event when it was taken).
+    #[default]
+    Head,
+    /// Events with seq at most this.
+    Seq(u64),
+}
+
+impl AsOf {
+    /// The largest seq read, as SQLite's integer.
+    fn max_seq(self) -> i64 {
+        match self {
+            AsOf::Head => i64::MAX,
+            AsOf::Seq(seq) => seq.min(i64::MAX as u64) as i64,
+        }
+    }
+}
+
+impl From<u64> for AsOf {
+    fn from(seq: u64) -> AsOf {
+        AsOf::Seq(seq)
+    }
+}
+
 /// What a store holds, counted: from [`Store::overview`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Overview {
@@ -572,20 +601,40 @@ impl Store {
     /// SQLite three system calls (file lock, unlock, stat) — most of a point
     /// read's time (see benches/README.md).
     ///
+    /// The snapshot borrows the store exclusively, as a rusqlite
+    /// `Transaction` borrows its `Connection`: while it lives the store can
+    /// neither append nor open a second snapshot — both are compile errors,
+    /// not runtime failures:
+    ///
+    /// ```compile_fail,E0499
+    /// # fn nested(store: &mut ratchet_trace::Store) -> ratchet_trace::Result<()> {
+    /// let outer = store.snapshot()?;
+    /// let inner = store.snapshot()?; // error: `*store` is already borrowed
+    /// # drop((outer, inner)); Ok(()) }
+    /// ```
+    ///
+    /// ```compile_fail,E0499
+    /// # fn append_inside(store: &mut ratchet_trace::Store) -> ratchet_trace::Result<()> {
+    /// let snap = store.snapshot()?;
+    /// store.append(ratchet_trace::EventDraft::json("note", &1)?)?; // error: already borrowed
+    /// # drop(snap); Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// [`Error::Sqlite`] if the read transaction cannot start.
-    pub fn snapshot(&self) -> Result<Snapshot<'_>> {
-        let tx = self
+    pub fn snapshot(&mut self) -> Result<Snapshot<'_>> {
+        // The exclusive borrow is what callers see; inside, a shared one is
+        // all the read transaction needs, and nothing else can reach the
+        // connection while the snapshot holds it.
+        let store: &Store = self;
+        let tx = store
             .conn
             .unchecked_transaction()
             .map_err(Error::sqlite("starting a read transaction"))?;
         // Take the read lock now, so the view is fixed from this point on.
         tx.query_row("SELECT count(*) FROM meta", [], |_| Ok(()))
             .map_err(Error::sqlite("starting a read transaction"))?;
-        Ok(Snapshot {
-            store: self,
-            _tx: tx,
-        })
+        Ok(Snapshot { store, _tx: tx })
     }
 
     /// The store's id (a ULID); also its cell id and its checkpoint origin.
@@ -938,7 +987,8 @@ impl Store {
         }
     }
 
-    /// All scores of `scorer` under `commit`, in seq order, with their seqs.
+    /// The scores of `scorer` under `commit` as of `as_of`, in seq order,
+    /// with their seqs.
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
@@ -946,13 +996,14 @@ impl Store {
         &self,
         commit: &CommitId,
         scorer: impl Into<ScorerRef<'s>>,
+        as_of: impl Into<AsOf>,
     ) -> Result<Vec<(u64, Score)>> {
         let scorer = scorer.into();
         self.conn
             .prepare_cached(&format!(
-                "SELECT {SCORE_COLUMNS} FROM scores NOT INDEXED WHERE scorer = ?1 AND commit_id = ?2 AND {VERSION_IS_3} ORDER BY seq"
+                "SELECT {SCORE_COLUMNS} FROM scores NOT INDEXED WHERE scorer = ?1 AND commit_id = ?2 AND {VERSION_IS_3} AND seq <= ?4 ORDER BY seq"
             ))
-            .and_then(|mut st| st.query_map(params![scorer.name, commit.as_str(), scorer.version], score_from_row)?.collect())
+            .and_then(|mut st| st.query_map(params![scorer.name, commit.as_str(), scorer.version, as_of.into().max_seq()], score_from_row)?.collect())
             .map_err(Error::sqlite("reading scores"))
     }
 
@@ -979,32 +1030,28 @@ impl Store {
             .map_err(Error::sqlite("reading scores"))
     }
 
-    /// All test runs under `commit`, in seq order, with their seqs.
+    /// The test runs under `commit` as of `as_of`, in seq order, with their
+    /// seqs.
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
-    pub fn test_runs(&self, commit: &CommitId) -> Result<Vec<(u64, TestRun)>> {
-        self.test_runs_upto(commit, u64::MAX)
-    }
-
-    /// The test runs under `commit` recorded at or before `max_seq` (the
-    /// trace as it stood then), in seq order.
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] if the read fails.
-    pub fn test_runs_upto(&self, commit: &CommitId, max_seq: u64) -> Result<Vec<(u64, TestRun)>> {
+    pub fn test_runs(
+        &self,
+        commit: &CommitId,
+        as_of: impl Into<AsOf>,
+    ) -> Result<Vec<(u64, TestRun)>> {
         self.conn
             .prepare_cached(&format!(
                 "SELECT {TEST_RUN_COLUMNS} FROM test_runs NOT INDEXED WHERE commit_id = ?1 AND seq <= ?2 ORDER BY seq"
             ))
             .and_then(|mut st| {
-                st.query_map(params![commit.as_str(), max_seq.min(i64::MAX as u64) as i64], test_run_from_row)?
+                st.query_map(params![commit.as_str(), as_of.into().max_seq()], test_run_from_row)?
                     .collect()
             })
             .map_err(Error::sqlite("reading test runs"))
     }
 
-    /// Per-commit statistics of `scorer`, ordered by commit id.
+    /// Per-commit statistics of `scorer` as of `as_of`, ordered by commit id.
     ///
     /// One pass over the scores table in seq order (never through a
     /// secondary index: see [`Store`]'s read rule), with Welford's update for
@@ -1012,28 +1059,36 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
-    pub fn commit_stats<'s>(&self, scorer: impl Into<ScorerRef<'s>>) -> Result<Vec<CommitStats>> {
+    pub fn commit_stats<'s>(
+        &self,
+        scorer: impl Into<ScorerRef<'s>>,
+        as_of: impl Into<AsOf>,
+    ) -> Result<Vec<CommitStats>> {
         let scorer = scorer.into();
         self.stats_scan(
             "SELECT commit_id, value FROM scores NOT INDEXED WHERE scorer = ?1
-               AND (?2 IS NULL OR scorer_version = ?2)",
-            params![scorer.name, scorer.version],
+               AND (?2 IS NULL OR scorer_version = ?2) AND seq <= ?3",
+            params![scorer.name, scorer.version, as_of.into().max_seq()],
         )
     }
 
-    /// The versions of `scorer` recorded at or before `max_seq`, newest
-    /// (by its latest score) first.
+    /// The versions of `scorer` recorded as of `as_of`, newest (by its
+    /// latest score) first.
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
-    pub fn scorer_versions(&self, scorer: &str, max_seq: u64) -> Result<Vec<ScorerVersion>> {
+    pub fn scorer_versions(
+        &self,
+        scorer: &str,
+        as_of: impl Into<AsOf>,
+    ) -> Result<Vec<ScorerVersion>> {
         self.conn
             .prepare_cached(
                 "SELECT scorer_version, count(*), max(seq) FROM scores NOT INDEXED
                  WHERE scorer = ?1 AND seq <= ?2 GROUP BY scorer_version ORDER BY max(seq) DESC",
             )
             .and_then(|mut st| {
-                st.query_map(params![scorer, max_seq.min(i64::MAX as u64) as i64], |r| {
+                st.query_map(params![scorer, as_of.into().max_seq()], |r| {
                     Ok(ScorerVersion {
                         version: r.get(0)?,
                         n: r.get::<_, i64>(1)? as u64,
@@ -1045,9 +1100,9 @@ impl Store {
             .map_err(Error::sqlite("listing scorer versions"))
     }
 
-    /// The newest version of `scorer` (by its latest score at or before
-    /// `max_seq`) that both commits have scores of: the version a paired
-    /// comparison reads when none is pinned. One scan.
+    /// The newest version of `scorer` (by its latest score as of `as_of`)
+    /// that both commits have scores of: the version a paired comparison
+    /// reads when none is pinned. One scan.
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
@@ -1056,7 +1111,7 @@ impl Store {
         scorer: &str,
         a: &CommitId,
         b: &CommitId,
-        max_seq: u64,
+        as_of: impl Into<AsOf>,
     ) -> Result<Option<String>> {
         self.conn
             .prepare_cached(
@@ -1068,12 +1123,7 @@ impl Store {
             )
             .and_then(|mut st| {
                 st.query_row(
-                    params![
-                        scorer,
-                        max_seq.min(i64::MAX as u64) as i64,
-                        a.as_str(),
-                        b.as_str()
-                    ],
+                    params![scorer, as_of.into().max_seq(), a.as_str(), b.as_str()],
                     |r| r.get(0),
                 )
                 .optional()
@@ -1081,7 +1131,8 @@ impl Store {
             .map_err(Error::sqlite("choosing a scorer version"))
     }
 
-    /// Statistics of `scorer` under one commit (`None` if it has no scores).
+    /// Statistics of `scorer` under one commit as of `as_of` (`None` if it
+    /// has no scores then).
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
@@ -1089,8 +1140,22 @@ impl Store {
         &self,
         commit: &CommitId,
         scorer: impl Into<ScorerRef<'s>>,
+        as_of: impl Into<AsOf>,
     ) -> Result<Option<CommitStats>> {
-        self.commit_stats_upto(commit, scorer, u64::MAX)
+        let scorer = scorer.into();
+        Ok(self
+            .stats_scan(
+                &format!(
+                    "SELECT commit_id, value FROM scores NOT INDEXED WHERE scorer = ?1 AND commit_id = ?2 AND {VERSION_IS_3} AND seq <= ?4"
+                ),
+                params![
+                    scorer.name,
+                    commit.as_str(),
+                    scorer.version,
+                    as_of.into().max_seq()
+                ],
+            )?
+            .pop())
     }
 
     /// Folds `(commit_id, value)` rows into per-commit statistics, ordered by commit.
@@ -1138,21 +1203,6 @@ impl Store {
             .collect()
     }
 
-    /// Scores of `scorer` per task under a baseline and a candidate commit,
-    /// ordered by task. Tasks only one side ran are included with an empty
-    /// list on the other side.
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] if the read fails.
-    pub fn paired_scores<'s>(
-        &self,
-        baseline: &CommitId,
-        candidate: &CommitId,
-        scorer: impl Into<ScorerRef<'s>>,
-    ) -> Result<Vec<PairedTask>> {
-        self.paired_scores_upto(baseline, candidate, scorer, u64::MAX)
-    }
-
     /// Values of `scorer` under `commit` recorded after `after_seq`, in seq
     /// order, at most `limit` of them: a live score stream to follow (a
     /// range scan on seq, so following costs only what is new).
@@ -1188,32 +1238,6 @@ impl Store {
                 .collect()
             })
             .map_err(Error::sqlite("reading a score stream"))
-    }
-
-    /// [`Store::commit_stats_for`] over the scores recorded at or before `max_seq`.
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] if the read fails.
-    pub fn commit_stats_upto<'s>(
-        &self,
-        commit: &CommitId,
-        scorer: impl Into<ScorerRef<'s>>,
-        max_seq: u64,
-    ) -> Result<Option<CommitStats>> {
-        let scorer = scorer.into();
-        Ok(self
-            .stats_scan(
-                &format!(
-                    "SELECT commit_id, value FROM scores NOT INDEXED WHERE scorer = ?1 AND commit_id = ?2 AND {VERSION_IS_3} AND seq <= ?4"
-                ),
-                params![
-                    scorer.name,
-                    commit.as_str(),
-                    scorer.version,
-                    max_seq.min(i64::MAX as u64) as i64
-                ],
-            )?
-            .pop())
     }
 
     /// What the store holds, counted: events by kind, commits with their
@@ -1273,7 +1297,7 @@ impl Store {
         let mut scorers = Vec::with_capacity(names.len());
         for (scorer, commits) in names {
             scorers.push(ScorerCounts {
-                versions: self.scorer_versions(scorer.as_str(), size)?,
+                versions: self.scorer_versions(scorer.as_str(), AsOf::Seq(size))?,
                 scorer,
                 commits: commits as u64,
             });
@@ -1286,13 +1310,17 @@ impl Store {
         })
     }
 
-    /// Whether any score of `scorer` was recorded at or before `max_seq`
-    /// (under any commit): how the gate tells an unknown scorer from a
-    /// known one with no data yet for a commit.
+    /// Whether any score of `scorer` (under any commit) was recorded as of
+    /// `as_of`: how the gate tells an unknown scorer from a known one with no
+    /// data yet for a commit.
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
-    pub fn has_scorer<'s>(&self, scorer: impl Into<ScorerRef<'s>>, max_seq: u64) -> Result<bool> {
+    pub fn has_scorer<'s>(
+        &self,
+        scorer: impl Into<ScorerRef<'s>>,
+        as_of: impl Into<AsOf>,
+    ) -> Result<bool> {
         let scorer = scorer.into();
         self.conn
             .prepare_cached(&format!(
@@ -1300,7 +1328,7 @@ impl Store {
             ))
             .and_then(|mut st| {
                 st.query_row(
-                    params![scorer.name, max_seq.min(i64::MAX as u64) as i64, scorer.version],
+                    params![scorer.name, as_of.into().max_seq(), scorer.version],
                     |r| r.get(0),
                 )
             })
@@ -1308,19 +1336,19 @@ impl Store {
     }
 
     /// Per-task means of `scorer` for the tasks both commits ran, in task
-    /// order, over the scores recorded at or before `max_seq`.
+    /// order, as of `as_of`.
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
-    pub fn paired_means_upto<'s>(
+    pub fn paired_means<'s>(
         &self,
         baseline: &CommitId,
         candidate: &CommitId,
         scorer: impl Into<ScorerRef<'s>>,
-        max_seq: u64,
+        as_of: impl Into<AsOf>,
     ) -> Result<Vec<PairedMeans>> {
         Ok(self
-            .task_means_upto(baseline, candidate, scorer, max_seq)?
+            .task_means(baseline, candidate, scorer, as_of)?
             .into_iter()
             .filter_map(|t| {
                 Some(PairedMeans {
@@ -1332,18 +1360,18 @@ impl Store {
     }
 
     /// Per-task means of `scorer` under each commit (`None` where a commit
-    /// has no score of the task), in task order, over the scores recorded at
-    /// or before `max_seq`: the gate's hot path (it needs the tasks one side
-    /// lacks too). One pass over the scores table in seq order.
+    /// has no score of the task), in task order, as of `as_of`: the gate's
+    /// hot path (it needs the tasks one side lacks too). One pass over the
+    /// scores table in seq order.
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
-    pub fn task_means_upto<'s>(
+    pub fn task_means<'s>(
         &self,
         baseline: &CommitId,
         candidate: &CommitId,
         scorer: impl Into<ScorerRef<'s>>,
-        max_seq: u64,
+        as_of: impl Into<AsOf>,
     ) -> Result<Vec<TaskMeans>> {
         // Per task: (sum, count) for the baseline and for the candidate.
         type Sums = [(f64, u32); 2];
@@ -1352,7 +1380,7 @@ impl Store {
             baseline,
             candidate,
             scorer,
-            max_seq,
+            as_of.into(),
             |task, sides, value| {
                 let entry = match sums.get_mut(task) {
                     Some(e) => e,
@@ -1379,23 +1407,25 @@ impl Store {
             .collect())
     }
 
-    /// [`Store::paired_scores`] over the scores recorded at or before `max_seq`.
+    /// Scores of `scorer` per task under a baseline and a candidate commit
+    /// as of `as_of`, ordered by task. Tasks only one side ran are included
+    /// with an empty list on the other side.
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
-    pub fn paired_scores_upto<'s>(
+    pub fn paired_scores<'s>(
         &self,
         baseline: &CommitId,
         candidate: &CommitId,
         scorer: impl Into<ScorerRef<'s>>,
-        max_seq: u64,
+        as_of: impl Into<AsOf>,
     ) -> Result<Vec<PairedTask>> {
         let mut tasks: std::collections::HashMap<Vec<u8>, [Vec<f64>; 2]> = Default::default();
         self.scan_pair(
             baseline,
             candidate,
             scorer,
-            max_seq,
+            as_of.into(),
             |task, sides, value| {
                 let entry = match tasks.get_mut(task) {
                     Some(e) => e,
@@ -1420,15 +1450,15 @@ impl Store {
         Ok(out)
     }
 
-    /// Feeds every score of `scorer` under either commit, recorded at or
-    /// before `max_seq`, to `each(task, [is baseline, is candidate], value)`
-    /// in seq order (append order within a task).
+    /// Feeds every score of `scorer` under either commit, as of `as_of`, to
+    /// `each(task, [is baseline, is candidate], value)` in seq order (append
+    /// order within a task).
     fn scan_pair<'s>(
         &self,
         baseline: &CommitId,
         candidate: &CommitId,
         scorer: impl Into<ScorerRef<'s>>,
-        max_seq: u64,
+        as_of: AsOf,
         mut each: impl FnMut(&[u8], [bool; 2], f64),
     ) -> Result<()> {
         const CONTEXT: &str = "reading paired scores";
@@ -1446,7 +1476,7 @@ impl Store {
                 scorer.name,
                 baseline.as_str(),
                 candidate.as_str(),
-                max_seq.min(i64::MAX as u64) as i64,
+                as_of.max_seq(),
                 scorer.version
             ])
             .map_err(Error::sqlite(CONTEXT))?;
@@ -1600,8 +1630,11 @@ impl<'c> ChainWriter<'c> {
     }
 }
 
-/// A consistent read view of a store, from [`Store::snapshot`]. Derefs to
-/// [`Store`] for every query.
+/// A consistent read view of a store, from [`Store::snapshot`]: one SQLite
+/// read transaction, so every query through it sees the trace as it stood
+/// when the snapshot was taken, while other processes go on appending.
+/// Derefs to [`Store`] for every read; it holds the store's exclusive
+/// borrow, so nothing can append through this handle while it lives.
 #[derive(Debug)]
 pub struct Snapshot<'s> {
     store: &'s Store,

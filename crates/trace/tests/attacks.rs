@@ -7,8 +7,8 @@ mod common;
 
 use common::*;
 use ratchet_trace::{
-    Error, EventDraft, FaultKind, MergeOptions, ReservedKind, Score, Store, StoreOptions, TestRun,
-    VerifyOptions, WriterKey,
+    AsOf, Error, EventDraft, FaultKind, MergeOptions, ReservedKind, Score, Store, StoreOptions,
+    TestRun, VerifyOptions, WriterKey,
 };
 
 fn reopen(dir: &std::path::Path) -> Store {
@@ -244,7 +244,7 @@ fn negative_zero_and_every_spelling_of_it_round_trip() {
     }
     let r = reopen(s.dir()).verify().expect("verify");
     assert!(r.is_valid(), "{r:?}");
-    for (_, sc) in s.scores(&c, "acc").expect("scores") {
+    for (_, sc) in s.scores(&c, "acc", AsOf::Head).expect("scores") {
         assert_eq!(sc.value.to_bits(), 0.0f64.to_bits());
     }
 }

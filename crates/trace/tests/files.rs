@@ -120,3 +120,98 @@ fn the_store_directory_is_found_from_a_subdirectory_of_the_repository() {
     assert!(found.ends_with(".ratchet"));
     assert!(!found.starts_with(&repo));
 }
+
+/// The store a read-only child opens (set only for the child process).
+const READ_ONLY_CHILD_DIR: &str = "RATCHET_READ_ONLY_CHILD_DIR";
+
+/// Entry point of the child of
+/// [`a_store_its_user_may_not_write_is_opened_read_only`] (a no-op in a
+/// normal run): opens the store as an ordinary user would, with
+/// [`Store::open`], and reports what it could do.
+#[test]
+fn read_only_child_entry() {
+    let Ok(dir) = std::env::var(READ_ONLY_CHILD_DIR) else {
+        return;
+    };
+    let mut store = Store::open(&dir, StoreOptions::default()).expect("open falls back");
+    assert!(store.is_read_only(), "opened for writing");
+    let report = store.verify().expect("verify");
+    assert!(report.is_valid(), "{report:?}");
+    assert_eq!(
+        store.events_after(0, 100).expect("read").len() as u64,
+        report.size
+    );
+    match store.append(EventDraft::raw("note", "{}")) {
+        Err(Error::ReadOnly { .. }) => {}
+        other => panic!("expected ReadOnly, got {other:?}"),
+    }
+    println!("READ-ONLY-OK {}", report.size);
+}
+
+/// File modes, not a flag, make the store read-only here: the write-protected
+/// file, and the unwritable directory (where a WAL database cannot get its
+/// shared-memory file and is read as immutable). Root ignores file modes, so
+/// as root the child runs as `nobody` (setpriv, util-linux).
+#[cfg(unix)]
+#[test]
+fn a_store_its_user_may_not_write_is_opened_read_only() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::process::Command;
+    let set_mode = |p: &std::path::Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    };
+    let root = tempfile::tempdir().expect("tempdir");
+    set_mode(root.path(), 0o755);
+    let probe = root.path().join("probe");
+    std::fs::write(&probe, b"").expect("probe");
+    let as_root = std::fs::metadata(&probe).expect("meta").uid() == 0;
+    // The child is this test binary, copied where `nobody` can run it.
+    let exe = root.path().join("child");
+    std::fs::copy(std::env::current_exe().expect("test binary"), &exe).expect("copy");
+    set_mode(&exe, 0o755);
+
+    for (case, dir_mode) in [("file", 0o777), ("directory", 0o555)] {
+        let store_dir = root.path().join(case);
+        let mut store = Store::create(&store_dir, StoreOptions::default()).expect("create");
+        fill(&mut store, 7);
+        drop(store); // the last connection folds the WAL back in and removes it
+        let db = common::db_path(&store_dir);
+        set_mode(&db, 0o444);
+        set_mode(&store_dir, dir_mode);
+        let before = std::fs::read(&db).expect("bytes");
+
+        let args = [
+            "read_only_child_entry",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ];
+        let mut child = if as_root {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(&exe)
+                .args(args);
+            c
+        } else {
+            let mut c = Command::new(&exe);
+            c.args(args);
+            c
+        };
+        let out = child
+            .env(READ_ONLY_CHILD_DIR, &store_dir)
+            .output()
+            .expect("run the child (as root this needs setpriv from util-linux)");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("READ-ONLY-OK 7"),
+            "{case}: child failed: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            std::fs::read(&db).expect("bytes"),
+            before,
+            "{case}: written"
+        );
+        set_mode(&store_dir, 0o755);
+    }
+}

@@ -2,7 +2,7 @@
 //! `examples/write_fixture.rs`) must open and verify in every later version:
 //! the hashed layout is a compatibility promise.
 
-use ratchet_trace::{Checkpoint, CommitId, Store, StoreOptions, VerifyOptions, WriterKey};
+use ratchet_trace::{AsOf, Checkpoint, CommitId, Store, StoreOptions, VerifyOptions, WriterKey};
 
 fn fixture() -> (tempfile::TempDir, std::path::PathBuf) {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1");
@@ -39,17 +39,17 @@ fn v1_fixture_reads_back_its_content() {
     let a = CommitId::parse(&"1".repeat(40)).expect("a");
     let b = CommitId::parse(&"2".repeat(40)).expect("b");
     let st = store
-        .commit_stats_for(&a, "accuracy")
+        .commit_stats_for(&a, "accuracy", AsOf::Head)
         .expect("stats")
         .expect("a has scores");
     assert_eq!((st.n, st.mean, st.variance), (3, 0.75, Some(0.0625)));
-    let runs = store.test_runs(&a).expect("runs");
+    let runs = store.test_runs(&a, AsOf::Head).expect("runs");
     assert_eq!(runs.len(), 1);
     assert_eq!(
         (runs[0].1.passed, runs[0].1.failed, runs[0].1.skipped),
         (41, 1, 2)
     );
-    let merged = store.scores(&b, "accuracy").expect("scores");
+    let merged = store.scores(&b, "accuracy", AsOf::Head).expect("scores");
     assert_eq!(merged.len(), 2);
     assert!(merged.iter().all(|(_, s)| s.holdout));
     let first = store.event_by_seq(1).expect("read").expect("first");

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use ratchet_trace::{Error, EventDraft, MergeOptions, Store, StoreOptions, WriterKey};
+use ratchet_trace::{AsOf, Error, EventDraft, MergeOptions, Store, StoreOptions, WriterKey};
 
 fn snapshot(s: &Store) -> Vec<ratchet_trace::Event> {
     s.events_after(0, usize::MAX).expect("read")
@@ -57,8 +57,8 @@ fn merge_ingests_new_events_once_with_provenance() {
         );
     }
     // Projections of merged scores are queryable at home.
-    let cell_stats = cell.commit_stats("acc").expect("stats");
-    let home_stats = home.commit_stats("acc").expect("stats");
+    let cell_stats = cell.commit_stats("acc", AsOf::Head).expect("stats");
+    let home_stats = home.commit_stats("acc", AsOf::Head).expect("stats");
     assert!(
         home_stats.iter().map(|s| s.n).sum::<u64>() >= cell_stats.iter().map(|s| s.n).sum::<u64>()
     );

@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use proptest::prelude::*;
 use ratchet_trace::{
-    Error, EventDraft, FaultKind, MergeOptions, Score, Store, TestRun, VerifyOptions,
+    AsOf, Error, EventDraft, FaultKind, MergeOptions, Score, Store, TestRun, VerifyOptions,
 };
 
 #[derive(Debug, Clone)]
@@ -206,7 +206,7 @@ proptest! {
         prop_assert_eq!(key(&once), key(&twice));
         prop_assert!(once.verify().expect("verify").is_valid());
         prop_assert!(twice.verify().expect("verify").is_valid());
-        prop_assert_eq!(once.commit_stats("acc").expect("stats"), twice.commit_stats("acc").expect("stats"));
+        prop_assert_eq!(once.commit_stats("acc", AsOf::Head).expect("stats"), twice.commit_stats("acc", AsOf::Head).expect("stats"));
     }
 
     #[test]
@@ -272,7 +272,7 @@ proptest! {
                 e.1 += value;
             }
         }
-        let stats = s.commit_stats("acc").expect("stats");
+        let stats = s.commit_stats("acc", AsOf::Head).expect("stats");
         prop_assert_eq!(stats.len(), sums.len());
         for st in stats {
             let (n, sum) = sums[st.commit.as_str()];
@@ -337,11 +337,11 @@ proptest! {
         let r = s.verify().expect("verify");
         prop_assert!(r.is_valid(), "{v:e}: {:?}", r.fault);
         let want = (v + 0.0).to_bits();
-        for (_, sc) in s.scores(&c, "x").expect("scores") {
+        for (_, sc) in s.scores(&c, "x", AsOf::Head).expect("scores") {
             prop_assert_eq!(sc.value.to_bits(), want, "{} {:e}", sc.task, v);
             prop_assert_eq!(sc.cost.map(f64::to_bits), Some((nonneg + 0.0).to_bits()));
         }
-        for (_, run) in s.test_runs(&c).expect("runs") {
+        for (_, run) in s.test_runs(&c, AsOf::Head).expect("runs") {
             prop_assert_eq!(run.duration_ms.to_bits(), (nonneg + 0.0).to_bits());
         }
     }

@@ -4,8 +4,8 @@ mod common;
 
 use common::*;
 use ratchet_trace::{
-    CommitId, DEFAULT_MAX_INLINE_PAYLOAD, Error, EventDraft, Score, Store, StoreOptions, TestRun,
-    Ulid,
+    AsOf, CommitId, DEFAULT_MAX_INLINE_PAYLOAD, Error, EventDraft, Score, Store, StoreOptions,
+    TestRun, Ulid,
 };
 
 #[test]
@@ -240,7 +240,7 @@ fn commit_stats_match_a_direct_computation() {
     s.record_scores(&scores, "sim").expect("record");
     s.record_score(&Score::new(commit(9), "t", "other", 5.0), "sim")
         .expect("record");
-    let stats = s.commit_stats("latency").expect("stats");
+    let stats = s.commit_stats("latency", AsOf::Head).expect("stats");
     assert_eq!(stats.len(), 5);
     for st in &stats {
         let xs = &by_commit[st.commit.as_str()];
@@ -266,12 +266,13 @@ fn commit_stats_match_a_direct_computation() {
         );
     }
     let one = s
-        .commit_stats_for(&commit(9), "other")
+        .commit_stats_for(&commit(9), "other", AsOf::Head)
         .expect("stats")
         .expect("one");
     assert_eq!((one.n, one.variance), (1, None));
     assert_eq!(
-        s.commit_stats_for(&commit(9), "latency").expect("stats"),
+        s.commit_stats_for(&commit(9), "latency", AsOf::Head)
+            .expect("stats"),
         None
     );
 }
@@ -292,7 +293,7 @@ fn paired_scores_join_by_task() {
         s.record_score(&Score::new(c.clone(), t, "acc", v), "p")
             .expect("record");
     }
-    let p = s.paired_scores(&a, &b, "acc").expect("paired");
+    let p = s.paired_scores(&a, &b, "acc", AsOf::Head).expect("paired");
     let got: Vec<(&str, Vec<f64>, Vec<f64>)> = p
         .iter()
         .map(|t| (t.task.as_str(), t.baseline.clone(), t.candidate.clone()))
@@ -321,14 +322,14 @@ fn paired_means_agree_with_paired_scores() {
     let head = s.head().expect("head").size;
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let want: Vec<(f64, f64)> = s
-        .paired_scores(&a, &b, "acc")
+        .paired_scores(&a, &b, "acc", AsOf::Head)
         .expect("paired")
         .into_iter()
         .filter(|t| !t.baseline.is_empty() && !t.candidate.is_empty())
         .map(|t| (mean(&t.baseline), mean(&t.candidate)))
         .collect();
     let got: Vec<(f64, f64)> = s
-        .paired_means_upto(&a, &b, "acc", head)
+        .paired_means(&a, &b, "acc", head)
         .expect("means")
         .into_iter()
         .map(|m| (m.baseline, m.candidate))
@@ -342,11 +343,7 @@ fn paired_means_agree_with_paired_scores() {
         );
     }
     // As of an earlier seq, later scores do not count.
-    assert!(
-        s.paired_means_upto(&a, &b, "acc", 0)
-            .expect("means")
-            .is_empty()
-    );
+    assert!(s.paired_means(&a, &b, "acc", 0).expect("means").is_empty());
 }
 
 #[test]
@@ -367,9 +364,16 @@ fn scores_and_test_runs_by_commit() {
     sc.latency_ms = Some(120.0);
     sc.holdout = true;
     s.record_score(&sc, "ci").expect("record");
-    assert_eq!(s.test_runs(&c).expect("runs"), vec![(1, run)]);
-    assert_eq!(s.scores(&c, "acc").expect("scores"), vec![(2, sc)]);
-    assert!(s.scores(&commit(4), "acc").expect("scores").is_empty());
+    assert_eq!(s.test_runs(&c, AsOf::Head).expect("runs"), vec![(1, run)]);
+    assert_eq!(
+        s.scores(&c, "acc", AsOf::Head).expect("scores"),
+        vec![(2, sc)]
+    );
+    assert!(
+        s.scores(&commit(4), "acc", AsOf::Head)
+            .expect("scores")
+            .is_empty()
+    );
 }
 
 #[test]
@@ -408,7 +412,7 @@ fn readers_see_committed_events_while_a_writer_works() {
 fn snapshots_see_one_state_and_release_the_writer() {
     let (_d, mut w) = new_store();
     fill(&mut w, 10);
-    let r = Store::open(w.dir(), StoreOptions::default()).expect("reader");
+    let mut r = Store::open(w.dir(), StoreOptions::default()).expect("reader");
     {
         let snap = r.snapshot().expect("snapshot");
         fill(&mut w, 5); // another handle writes meanwhile: not blocked
@@ -420,5 +424,94 @@ fn snapshots_see_one_state_and_release_the_writer() {
         r.head().expect("head").size,
         15,
         "a new query sees the new state"
+    );
+}
+
+/// Every aggregate query reads the trace as of a seq through the same name
+/// it reads the whole trace with, and `AsOf::Seq(head)` is `AsOf::Head`.
+#[test]
+fn each_query_reads_the_trace_as_it_stood_at_a_seq() {
+    let (_d, mut s) = new_store();
+    let (a, b) = (commit(1), commit(2));
+    let values = [0.25, 0.5, 0.75, 1.0];
+    // seq 1..=4: a's task t{i}; seq 5..=8: b's; seq 9: a test run of b.
+    for (i, v) in values.iter().enumerate() {
+        s.record_score(&Score::new(a.clone(), format!("t{i}"), "acc", *v), "r")
+            .expect("score");
+    }
+    for (i, v) in values.iter().enumerate() {
+        s.record_score(&Score::new(b.clone(), format!("t{i}"), "acc", 1.0 - v), "r")
+            .expect("score");
+    }
+    let run = TestRun {
+        commit: b.clone(),
+        suite: "unit".into(),
+        passed: 3,
+        failed: 0,
+        skipped: 0,
+        duration_ms: 1.0,
+    };
+    s.record_test_run(&run, "ci").expect("run");
+    let head = s.head().expect("head").size;
+    assert_eq!(head, 9);
+    for at in 0..=head {
+        let a_seen = at.min(4) as usize;
+        let b_seen = at.saturating_sub(4).min(4) as usize;
+        let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len() as f64;
+        // scores / commit_stats_for / commit_stats
+        assert_eq!(s.scores(&a, "acc", at).expect("scores").len(), a_seen);
+        let stats_a = s.commit_stats_for(&a, "acc", at).expect("stats");
+        assert_eq!(
+            stats_a.as_ref().map(|x| x.n),
+            (a_seen > 0).then_some(a_seen as u64)
+        );
+        if a_seen > 0 {
+            let got = stats_a.expect("stats").mean;
+            assert!((got - mean(&values[..a_seen])).abs() < 1e-12);
+        }
+        let all = s.commit_stats("acc", at).expect("stats");
+        assert_eq!(all.len(), usize::from(a_seen > 0) + usize::from(b_seen > 0));
+        // test_runs
+        assert_eq!(
+            s.test_runs(&b, at).expect("runs").len(),
+            usize::from(at >= 9)
+        );
+        // scorer_versions / has_scorer / shared_scorer_version
+        assert_eq!(s.has_scorer("acc", at).expect("has"), at >= 1);
+        let versions = s.scorer_versions("acc", at).expect("versions");
+        assert_eq!(
+            versions.iter().map(|v| v.n).sum::<u64>(),
+            (a_seen + b_seen) as u64
+        );
+        assert_eq!(
+            s.shared_scorer_version("acc", &a, &b, at)
+                .expect("version")
+                .is_some(),
+            b_seen > 0
+        );
+        // paired_scores / task_means / paired_means
+        let paired = s.paired_scores(&a, &b, "acc", at).expect("paired");
+        assert_eq!(paired.len(), a_seen.max(b_seen));
+        assert_eq!(
+            paired.iter().filter(|t| !t.candidate.is_empty()).count(),
+            b_seen
+        );
+        let means = s.task_means(&a, &b, "acc", at).expect("means");
+        assert_eq!(means.len(), a_seen.max(b_seen));
+        let both = s.paired_means(&a, &b, "acc", at).expect("means");
+        assert_eq!(both.len(), b_seen);
+        for (i, m) in both.iter().enumerate() {
+            assert!((m.baseline - values[i]).abs() < 1e-12);
+            assert!((m.candidate - (1.0 - values[i])).abs() < 1e-12);
+        }
+    }
+    assert_eq!(
+        s.commit_stats("acc", AsOf::Head).expect("stats"),
+        s.commit_stats("acc", head).expect("stats")
+    );
+    assert_eq!(
+        s.paired_scores(&a, &b, "acc", AsOf::Head).expect("paired"),
+        s.paired_scores(&a, &b, "acc", AsOf::Seq(head))
+            .expect("paired")
     );
 }

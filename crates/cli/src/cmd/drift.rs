@@ -3,62 +3,30 @@
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Result, anyhow};
-use ratchet_drift::{Chart, Follow, Monitor, Watch};
-use ratchet_trace::{CommitId, VerifyOptions};
+use anyhow::Result;
+use ratchet_drift::{Chart, Follow};
+use ratchet_orchestrate::WatchPlan;
+use ratchet_trace::CommitId;
 
 use crate::{Ctx, EXIT_NEGATIVE, out};
 
 /// `watch`'s flags, typed.
 #[derive(Debug)]
 pub struct WatchArgs {
-    pub commit: CommitId,
-    pub scorer: String,
-    pub from: Option<u64>,
-    /// The chart, or `None` for `auto`.
-    pub chart: Option<Chart>,
-    /// `auto`'s choice: (pass/fail streams, others).
-    pub auto: (Chart, Chart),
-    pub two_sided: bool,
-    pub min_n: u64,
+    pub plan: WatchPlan,
     pub follow: Follow,
     pub key_file: Option<PathBuf>,
 }
 
 pub fn watch(ctx: &Ctx, a: &WatchArgs) -> Result<u8> {
     let mut store = ctx.open(a.key_file.as_deref())?;
-    let watch = if a.two_sided {
-        Watch::Both
-    } else {
-        Watch::harm(
-            ratchet_scorers::direction_in(&store, &a.scorer)?
-                == ratchet_scorers::Direction::LowerIsBetter,
-        )
-    };
-    // The start is read in a read transaction that verified the trace.
-    let mut monitor = {
-        let snapshot = store.snapshot()?;
-        snapshot.verified(&VerifyOptions::default())?;
-        let from = match a.from {
-            Some(f) => f,
-            None => ratchet_drift::deployment_start(&snapshot, &a.commit)?.ok_or_else(|| {
-                anyhow!(
-                    "the trace holds no promotion or checkout of {}: pass --from SEQ (where its deployment began)",
-                    a.commit
-                )
-            })?,
-        };
-        let chart = match a.chart {
-            Some(c) => c,
-            None => Chart::for_stream(&snapshot, &a.commit, &a.scorer, from, a.auto.0, a.auto.1)?,
-        };
-        Monitor::start_chart(&snapshot, &a.commit, &a.scorer, from, chart, watch, a.min_n)?
-    };
+    let mut monitor = ratchet_orchestrate::start_watch(&mut store, &a.plan)?;
+    let watch = monitor.watch();
     if !ctx.json {
         println!(
             "following {} {} after seq {}: {}, watching {}",
-            a.commit,
-            a.scorer,
+            a.plan.commit,
+            a.plan.scorer,
             monitor.position(),
             monitor.chart(),
             watch
@@ -97,7 +65,7 @@ pub fn watch(ctx: &Ctx, a: &WatchArgs) -> Result<u8> {
     })?;
     if json && !stream {
         out::json(&serde_json::json!({
-            "commit": a.commit, "scorer": a.scorer, "chart": monitor.chart(), "watch": watch,
+            "commit": a.plan.commit, "scorer": a.plan.scorer, "chart": monitor.chart(), "watch": watch,
             "alarms": alarms, "report": report
         }))?;
     } else if !json {
@@ -145,10 +113,9 @@ pub fn best(
     exclude: &[CommitId],
     key_file: Option<&Path>,
 ) -> Result<u8> {
-    let store = ctx.open_read(key_file)?;
-    let snapshot = store.snapshot()?;
-    snapshot.verified(&VerifyOptions::default())?;
-    let ranking = ratchet_drift::best_commit(&snapshot, scorer, min_n, confidence, exclude)?;
+    let mut store = ctx.open_read(key_file)?;
+    let ranking =
+        ratchet_orchestrate::rank_commits(&mut store, scorer, min_n, confidence, exclude)?;
     if ctx.json {
         out::json(&serde_json::json!({ "scorer": scorer, "ranking": ranking }))?;
     } else {

@@ -279,8 +279,8 @@ pub fn calibrate(
     let class_policy = policy.class(class)?;
     let mut world = None;
     if let Some(baseline) = from_store {
-        let store = ctx.open_read(key_file)?;
-        let w = ratchet_gate::baseline_world(&store, class_policy, baseline)?;
+        let mut store = ctx.open_read(key_file)?;
+        let w = ratchet_gate::baseline_world(&mut store, class_policy, baseline)?;
         if !ctx.json {
             println!(
                 "measured from {} task(s) of {} version {}: p0 {:.4}, σ of a difference {}, draw ratio {}",

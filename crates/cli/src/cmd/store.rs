@@ -115,8 +115,8 @@ pub fn log(ctx: &Ctx, from: u64, limit: usize, filter: &EventFilter) -> Result<u
 }
 
 pub fn status(ctx: &Ctx, key_file: Option<&Path>) -> Result<u8> {
-    let store = ctx.open_read(key_file)?;
-    let s = ratchet_orchestrate::status(&store)?;
+    let mut store = ctx.open_read(key_file)?;
+    let s = ratchet_orchestrate::status(&mut store)?;
     if ctx.json {
         out::json(&s)?;
         return Ok(0);
@@ -313,8 +313,8 @@ pub fn merge_cells(
 
 #[cfg(feature = "parquet")]
 pub fn export(ctx: &Ctx, dir: &Path, key_file: Option<&Path>) -> Result<u8> {
-    let store = ctx.open_read(key_file)?;
-    let report = ratchet_export::export_parquet(&store, dir)?;
+    let mut store = ctx.open_read(key_file)?;
+    let report = ratchet_export::export_parquet(&mut store, dir)?;
     if ctx.json {
         out::json(&report)?;
     } else {
