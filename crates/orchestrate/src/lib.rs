@@ -29,6 +29,23 @@
 //! ```
 #![deny(missing_docs)]
 
+mod merge;
+mod sandbox;
+mod sys;
+mod verify;
+
+pub use merge::{
+    ConflictFile, ConflictReport, MERGE_ATTEMPTS, MergeLock, MergeOutcome, MergeRequest, merge,
+    merge_all,
+};
+pub use sandbox::{
+    CommandReport, EnvPolicy, Exit, Limits, NamespaceSandbox, ProcessSandbox, Sandbox,
+};
+pub use verify::{
+    Evaluation, EvaluationReport, IngestedFile, Source, SourceFile, VerificationReport, VerifySpec,
+    snapshot_hash, verify,
+};
+
 use std::path::Path;
 
 use git2::{Oid, Repository, StatusOptions, build::CheckoutBuilder};
@@ -88,6 +105,48 @@ pub enum Error {
     /// A heal was asked for, but this store's monitor recorded no alarm.
     #[error("no recorded alarm to heal from (a monitor records alarms as it follows the trace)")]
     NoAlarm,
+    /// A path for a sandbox is absolute or leaves the work directory.
+    #[error("path {}: {reason}", path.display())]
+    InvalidPath {
+        /// The path as given.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The sandbox itself failed (not a command in it: a failing command is a report).
+    #[error("sandbox: {what}: {source}")]
+    Sandbox {
+        /// What it was doing.
+        what: String,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// A sandbox backend cannot run on this machine.
+    #[error("the {backend} sandbox is unavailable: {reason}")]
+    SandboxUnavailable {
+        /// The backend.
+        backend: &'static str,
+        /// Why, and what to install.
+        reason: String,
+    },
+    /// A verification was asked for with no command to run.
+    #[error("no command to run: a verification needs at least one")]
+    NoCommands,
+    /// A command is an empty argv list (or starts with an empty program name).
+    #[error("a command is empty: each command is a program and its arguments")]
+    EmptyCommand,
+    /// An evaluation of files that are not a git revision does not say which
+    /// commit the evidence is about.
+    #[error("the evaluation names no candidate commit, and the source is not a git revision")]
+    MissingCandidate,
+    /// A file or directory could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: std::path::PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
     /// The gate failed (not a verdict: a verdict is never an error).
     #[error("gate: {0}")]
     Gate(#[from] ratchet_gate::Error),

@@ -90,17 +90,26 @@ pub enum ReservedKind {
     /// A scorer's declaration: the direction in which it improves
     /// (`ratchet_scorers::declare_scorer`).
     Scorer,
+    /// A verification run's report: commands run in a sandbox, their
+    /// outcomes, the verdict if a policy judged them
+    /// (`ratchet_orchestrate::verify`).
+    Verification,
+    /// A merge's outcome: landed, conflict, semantic conflict or refused
+    /// (`ratchet_orchestrate::merge`).
+    Merge,
 }
 
 impl ReservedKind {
     /// Every reserved kind.
-    pub const ALL: [ReservedKind; 6] = [
+    pub const ALL: [ReservedKind; 8] = [
         ReservedKind::Decision,
         ReservedKind::Alarm,
         ReservedKind::Checkout,
         ReservedKind::Promotion,
         ReservedKind::Ingest,
         ReservedKind::Scorer,
+        ReservedKind::Verification,
+        ReservedKind::Merge,
     ];
 
     /// The kind as stored.
@@ -112,6 +121,8 @@ impl ReservedKind {
             ReservedKind::Promotion => "promotion",
             ReservedKind::Ingest => "ingest",
             ReservedKind::Scorer => "scorer",
+            ReservedKind::Verification => "verification",
+            ReservedKind::Merge => "merge",
         }
     }
 
@@ -124,6 +135,8 @@ impl ReservedKind {
             ReservedKind::Promotion => "ratchet_orchestrate::record_promotion",
             ReservedKind::Ingest => "Store::append_once (ingestion, recorded alarms)",
             ReservedKind::Scorer => "ratchet_scorers::declare_scorer",
+            ReservedKind::Verification => "ratchet_orchestrate::verify",
+            ReservedKind::Merge => "ratchet_orchestrate::merge",
         }
     }
 

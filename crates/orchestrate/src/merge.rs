@@ -1,0 +1,509 @@
+//! `merge` and `merge_all`: git merges in memory, verified as a whole
+//! before they land as one commit, one at a time per repository.
+
+use std::path::{Path, PathBuf};
+
+use git2::{Oid, Repository, build::CheckoutBuilder};
+use serde::Serialize;
+
+use ratchet_trace::{CommitId, EventDraft, ReservedKind, Store};
+
+use crate::sandbox::{CommandReport, EnvPolicy, Limits, Sandbox};
+use crate::verify::{
+    Loaded, VerificationReport, VerifySpec, check_commands, tree_files, verify_loaded,
+};
+use crate::{Error, Result};
+
+/// How many times a merge is retried when `into` moves while it is being
+/// verified (each retry merges and verifies again on the new tip).
+pub const MERGE_ATTEMPTS: u32 = 3;
+
+/// How to merge.
+#[derive(Debug, Clone)]
+pub struct MergeRequest {
+    /// The branch merged into (`main`): a name under `refs/heads/`.
+    pub into: String,
+    /// How each merge result is verified (commands, limits, gate).
+    pub verify: VerifySpec,
+    /// Attempts when `into` moves meanwhile (default [`MERGE_ATTEMPTS`]).
+    pub attempts: u32,
+    /// Run once after a landing, in the repository's work tree (or its git
+    /// directory when bare), with `verify`'s environment and limits.
+    pub deploy: Option<Vec<String>>,
+}
+
+impl MergeRequest {
+    /// A request to merge into `into`, verified by `verify`.
+    pub fn new(into: impl Into<String>, verify: VerifySpec) -> Self {
+        MergeRequest {
+            into: into.into(),
+            verify,
+            attempts: MERGE_ATTEMPTS,
+            deploy: None,
+        }
+    }
+}
+
+/// One conflicting path, for a resolver.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConflictFile {
+    /// The path.
+    pub path: String,
+    /// The conflict hunks of the merged text, markers included (diff3
+    /// style: ours, base, theirs). Empty when one side deleted the file.
+    pub hunks: Vec<String>,
+    /// `into`'s change to the file against the merge base (unified diff).
+    pub ours_diff: String,
+    /// The branch's change to the file against the merge base.
+    pub theirs_diff: String,
+}
+
+/// A merge git cannot make by itself: nothing was changed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConflictReport {
+    /// The merge base.
+    pub base: Option<String>,
+    /// `into`'s tip.
+    pub ours: String,
+    /// The branch's tip.
+    pub theirs: String,
+    /// The conflicting files.
+    pub files: Vec<ConflictFile>,
+}
+
+/// How a merge ended. Every outcome is appended to the trace as a `merge`
+/// event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum MergeOutcome {
+    /// The merge passed verification and `into` now points at it.
+    Landed {
+        /// The branch merged.
+        branch: String,
+        /// The branch merged into.
+        into: String,
+        /// The merge commit.
+        commit: String,
+        /// `into`'s tip before.
+        previous: String,
+        /// Attempts used (more than 1 when `into` moved meanwhile).
+        attempts: u32,
+        /// The verification of the merge commit.
+        verification: Box<VerificationReport>,
+        /// The deploy hook's run, if one was given.
+        deploy: Option<CommandReport>,
+    },
+    /// `into` already contains the branch: nothing to do.
+    UpToDate {
+        /// The branch.
+        branch: String,
+        /// The branch merged into.
+        into: String,
+        /// `into`'s tip.
+        tip: String,
+    },
+    /// git found conflicting changes: nothing changed.
+    Conflict {
+        /// The branch.
+        branch: String,
+        /// The branch merged into.
+        into: String,
+        /// What conflicts, for a resolver.
+        report: ConflictReport,
+    },
+    /// The merge is clean as text but failed verification: a semantic
+    /// conflict. Nothing landed.
+    SemanticConflict {
+        /// The branch.
+        branch: String,
+        /// The branch merged into.
+        into: String,
+        /// The merge commit that was verified (not on any branch).
+        commit: String,
+        /// Why it failed.
+        verification: Box<VerificationReport>,
+    },
+    /// `into` kept moving: every attempt found it moved before the merge
+    /// could land. Nothing landed.
+    Refused {
+        /// The branch.
+        branch: String,
+        /// The branch merged into.
+        into: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl MergeOutcome {
+    /// The merge landed or there was nothing to land.
+    pub fn succeeded(&self) -> bool {
+        matches!(
+            self,
+            MergeOutcome::Landed { .. } | MergeOutcome::UpToDate { .. }
+        )
+    }
+
+    /// The outcome in one word.
+    pub fn word(&self) -> &'static str {
+        match self {
+            MergeOutcome::Landed { .. } => "landed",
+            MergeOutcome::UpToDate { .. } => "up to date",
+            MergeOutcome::Conflict { .. } => "conflict",
+            MergeOutcome::SemanticConflict { .. } => "semantic conflict",
+            MergeOutcome::Refused { .. } => "refused",
+        }
+    }
+}
+
+/// The repository's merge lock: one merge at a time. An advisory `flock`
+/// on `<git dir>/ratchet-merge.lock`, which the kernel releases when its
+/// holder exits — a crashed merge never leaves it held.
+#[derive(Debug)]
+pub struct MergeLock {
+    _file: std::fs::File,
+}
+
+impl MergeLock {
+    /// Waits for, then holds, the lock of the repository whose git
+    /// directory is `git_dir`.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the lock file cannot be opened or locked.
+    pub fn acquire(git_dir: &Path) -> Result<MergeLock> {
+        let path = git_dir.join("ratchet-merge.lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|source| Error::Io {
+                path: path.clone(),
+                source,
+            })?;
+        file.lock().map_err(|source| Error::Io { path, source })?;
+        Ok(MergeLock { _file: file })
+    }
+}
+
+fn branch_ref(name: &str) -> String {
+    if name.starts_with("refs/") {
+        name.to_string()
+    } else {
+        format!("refs/heads/{name}")
+    }
+}
+
+/// Merges `branch` into `request.into` in the repository at `repo_path`:
+/// git's three-way merge in memory; a conflict is reported and changes
+/// nothing; a clean merge becomes a merge commit (not yet on any branch),
+/// is verified as a whole in `sandbox`, and only if that passes does `into`
+/// move to it, by compare-and-swap. If `into` moved meanwhile the merge is
+/// made and verified again on the new tip, up to `request.attempts` times.
+/// When `into` is checked out, its work tree must be clean and is updated
+/// after the landing. Holds the repository's [`MergeLock`] throughout.
+///
+/// # Errors
+/// [`Error::NoCommands`]/[`Error::EmptyCommand`] before anything;
+/// [`Error::UnknownCommit`] for a branch or `into` that does not exist;
+/// [`Error::DirtyWorkTree`] if `into` is checked out with uncommitted
+/// changes; [`Error::Git`], [`Error::Sandbox`], [`Error::Trace`] underneath.
+/// Conflicts, semantic conflicts and refusals are outcomes, not errors.
+pub fn merge(
+    repo_path: &Path,
+    store: &mut Store,
+    sandbox: &mut dyn Sandbox,
+    branch: &str,
+    request: &MergeRequest,
+) -> Result<MergeOutcome> {
+    check_commands(&request.verify.commands)?;
+    let repo = Repository::discover(repo_path)?;
+    let _lock = MergeLock::acquire(repo.path())?;
+    let outcome = merge_locked(&repo, store, sandbox, branch, request)?;
+    let mut draft = EventDraft::reserved(ReservedKind::Merge, &outcome)?.session("merge");
+    if let MergeOutcome::Landed { commit, .. } | MergeOutcome::SemanticConflict { commit, .. } =
+        &outcome
+    {
+        draft = draft.commit(CommitId::parse(commit)?);
+    }
+    store.append(draft)?;
+    Ok(outcome)
+}
+
+/// Lands `branches` one by one, in the order given, each merged into and
+/// verified on the tip that includes the landings before it (a branch
+/// that passes alone but breaks with an earlier one is a semantic
+/// conflict, and the queue goes on without it).
+///
+/// # Errors
+/// As [`merge`], for the first branch that errs (the outcomes before it
+/// stand, and are in the trace).
+pub fn merge_all(
+    repo_path: &Path,
+    store: &mut Store,
+    sandbox: &mut dyn Sandbox,
+    branches: &[String],
+    request: &MergeRequest,
+) -> Result<Vec<MergeOutcome>> {
+    branches
+        .iter()
+        .map(|b| merge(repo_path, store, sandbox, b, request))
+        .collect()
+}
+
+fn resolve(repo: &Repository, name: &str) -> Result<Oid> {
+    repo.revparse_single(name)
+        .and_then(|o| o.peel_to_commit())
+        .map(|c| c.id())
+        .map_err(|e| Error::UnknownCommit {
+            rev: name.to_string(),
+            reason: e.message().to_string(),
+        })
+}
+
+fn merge_locked(
+    repo: &Repository,
+    store: &mut Store,
+    sandbox: &mut dyn Sandbox,
+    branch: &str,
+    request: &MergeRequest,
+) -> Result<MergeOutcome> {
+    let into_ref = branch_ref(&request.into);
+    let (into, branch_name) = (request.into.clone(), branch.to_string());
+    let checked_out = !repo.is_bare()
+        && repo
+            .head()
+            .ok()
+            .and_then(|h| h.name().ok().map(str::to_string))
+            .as_deref()
+            == Some(into_ref.as_str());
+    let theirs = resolve(repo, &branch_ref(branch)).or_else(|_| resolve(repo, branch))?;
+    for attempt in 1..=request.attempts.max(1) {
+        if checked_out {
+            let paths = crate::dirty_paths(repo)?;
+            if !paths.is_empty() {
+                return Err(Error::DirtyWorkTree { paths });
+            }
+        }
+        let ours = resolve(repo, &into_ref)?;
+        if ours == theirs || repo.graph_descendant_of(ours, theirs)? {
+            return Ok(MergeOutcome::UpToDate {
+                branch: branch_name,
+                into,
+                tip: ours.to_string(),
+            });
+        }
+        let (our_commit, their_commit) = (repo.find_commit(ours)?, repo.find_commit(theirs)?);
+        let mut index = repo.merge_commits(&our_commit, &their_commit, None)?;
+        if index.has_conflicts() {
+            return Ok(MergeOutcome::Conflict {
+                report: conflict_report(repo, &index, ours, theirs, &into, &branch_name)?,
+                branch: branch_name,
+                into,
+            });
+        }
+        let tree = repo.find_tree(index.write_tree_to(repo)?)?;
+        let sig = repo
+            .signature()
+            .or_else(|_| git2::Signature::now("ratchet", "ratchet@localhost"))?;
+        let message =
+            format!("Merge {branch_name} into {into}\n\nVerified by ratchet before landing.\n");
+        let commit = repo.commit(
+            None,
+            &sig,
+            &sig,
+            &message,
+            &tree,
+            &[&our_commit, &their_commit],
+        )?;
+        let commit_id = CommitId::parse(&commit.to_string())?;
+
+        let mut loaded = Loaded {
+            files: Vec::new(),
+            skipped: Vec::new(),
+            commit: Some(commit_id.clone()),
+            name: format!("merge of {branch_name} into {into}"),
+        };
+        tree_files(repo, &tree, &mut loaded)?;
+        let mut spec = request.verify.clone();
+        if let Some(e) = &mut spec.evaluation {
+            e.candidate = Some(commit_id.clone());
+        }
+        let (verification, _) = verify_loaded(store, sandbox, loaded, &spec)?;
+        if !verification.passed {
+            return Ok(MergeOutcome::SemanticConflict {
+                branch: branch_name,
+                into,
+                commit: commit.to_string(),
+                verification: Box::new(verification),
+            });
+        }
+        let log = format!("ratchet merge: {branch_name} (verified)");
+        if checked_out {
+            // libgit2 checks a work tree out against HEAD's tree: HEAD is
+            // detached at the old tip while the ref moves, so a safe
+            // checkout of the merge sees the work tree as clean and updates
+            // it, refusing to overwrite anything edited meanwhile.
+            repo.set_head_detached(ours)?;
+        }
+        let moved = repo.reference_matching(&into_ref, commit, true, ours, &log);
+        if checked_out {
+            if moved.is_ok() {
+                let checkout =
+                    repo.checkout_tree(tree.as_object(), Some(CheckoutBuilder::new().safe()));
+                repo.set_head(&into_ref)?;
+                checkout?;
+            } else {
+                repo.set_head(&into_ref)?;
+            }
+        }
+        match moved {
+            Ok(_) => {}
+            Err(e) if e.code() == git2::ErrorCode::Modified => {
+                tracing::info!(attempt, %into, "the target moved while verifying; merging again");
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let deploy = match &request.deploy {
+            Some(argv) => Some(run_deploy(
+                repo,
+                argv,
+                &request.verify.limits,
+                &request.verify.env,
+            )?),
+            None => None,
+        };
+        return Ok(MergeOutcome::Landed {
+            branch: branch_name,
+            into,
+            commit: commit.to_string(),
+            previous: ours.to_string(),
+            attempts: attempt,
+            verification: Box::new(verification),
+            deploy,
+        });
+    }
+    Ok(MergeOutcome::Refused {
+        reason: format!(
+            "{into} moved during each of {} attempts; nothing landed",
+            request.attempts.max(1)
+        ),
+        branch: branch_name,
+        into,
+    })
+}
+
+/// Runs the deploy hook once, as a process in the repository's directory.
+fn run_deploy(
+    repo: &Repository,
+    argv: &[String],
+    limits: &Limits,
+    env: &EnvPolicy,
+) -> Result<CommandReport> {
+    let dir: PathBuf = repo.workdir().unwrap_or(repo.path()).to_path_buf();
+    crate::sandbox::run_in_dir(argv, &dir, env, limits)
+}
+
+fn conflict_report(
+    repo: &Repository,
+    index: &git2::Index,
+    ours: Oid,
+    theirs: Oid,
+    into: &str,
+    branch: &str,
+) -> Result<ConflictReport> {
+    let base = repo.merge_base(ours, theirs).ok();
+    let blob_bytes = |e: &Option<git2::IndexEntry>| -> Result<Vec<u8>> {
+        Ok(match e {
+            Some(e) => repo.find_blob(e.id)?.content().to_vec(),
+            None => Vec::new(),
+        })
+    };
+    let mut files = Vec::new();
+    for conflict in index.conflicts()? {
+        let c = conflict?;
+        let path = [&c.our, &c.their, &c.ancestor]
+            .into_iter()
+            .flatten()
+            .next()
+            .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+            .unwrap_or_default();
+        let (a, o, t) = (
+            blob_bytes(&c.ancestor)?,
+            blob_bytes(&c.our)?,
+            blob_bytes(&c.their)?,
+        );
+        let diff = |old: &[u8], new: &[u8]| -> Result<String> {
+            let p = Path::new(&path);
+            let mut patch = git2::Patch::from_buffers(old, Some(p), new, Some(p), None)?;
+            Ok(String::from_utf8_lossy(&patch.to_buf()?).into_owned())
+        };
+        let hunks = if c.our.is_some() && c.their.is_some() {
+            let (ia, io, it) = (
+                merge_input(&a, &path),
+                merge_input(&o, &path),
+                merge_input(&t, &path),
+            );
+            let mut opts = git2::MergeFileOptions::new();
+            opts.our_label(into)
+                .their_label(branch)
+                .ancestor_label("base")
+                .style_diff3(true);
+            let merged = git2::merge_file(&ia, &io, &it, Some(&mut opts))?;
+            conflict_hunks(&String::from_utf8_lossy(merged.content()))
+        } else {
+            Vec::new()
+        };
+        files.push(ConflictFile {
+            ours_diff: diff(&a, &o)?,
+            theirs_diff: diff(&a, &t)?,
+            hunks,
+            path,
+        });
+    }
+    Ok(ConflictReport {
+        base: base.map(|b| b.to_string()),
+        ours: ours.to_string(),
+        theirs: theirs.to_string(),
+        files,
+    })
+}
+
+fn merge_input<'a>(bytes: &'a [u8], path: &str) -> git2::MergeFileInput<'a> {
+    let mut input = git2::MergeFileInput::new();
+    input.content(bytes).path(path);
+    input
+}
+
+/// The `<<<<<<< … >>>>>>>` blocks of a merged text, markers included.
+fn conflict_hunks(merged: &str) -> Vec<String> {
+    let mut hunks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in merged.split_inclusive('\n') {
+        if line.starts_with("<<<<<<<") {
+            current = Some(String::new());
+        }
+        if let Some(h) = &mut current {
+            h.push_str(line);
+            if line.starts_with(">>>>>>>") {
+                hunks.extend(current.take());
+            }
+        }
+    }
+    hunks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::conflict_hunks;
+
+    #[test]
+    fn hunks_are_the_marked_blocks() {
+        let text = "a\n<<<<<<< main\nx\n||||||| base\nb\n=======\ny\n>>>>>>> topic\nc\n<<<<<<< main\n1\n=======\n2\n>>>>>>> topic\n";
+        let h = conflict_hunks(text);
+        assert_eq!(h.len(), 2);
+        assert!(h[0].starts_with("<<<<<<< main\nx\n") && h[0].ends_with(">>>>>>> topic\n"));
+        assert_eq!(h[1], "<<<<<<< main\n1\n=======\n2\n>>>>>>> topic\n");
+    }
+}

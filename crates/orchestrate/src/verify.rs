@@ -1,0 +1,509 @@
+//! `verify`: run commands against a snapshot of files in a [`Sandbox`],
+//! optionally judge what they wrote with the gate, and record the report.
+
+use std::path::{Path, PathBuf};
+
+use git2::{ObjectType, Repository, TreeWalkMode, TreeWalkResult};
+use serde::Serialize;
+
+use ratchet_gate::{GateStatus, Policy, Question, Verdict};
+use ratchet_trace::{CommitId, EventDraft, Receipt, ReservedKind, Store};
+
+use crate::sandbox::{CommandReport, EnvPolicy, Limits, Sandbox, checked_relative};
+use crate::{Error, Result};
+
+/// What is verified.
+#[derive(Debug, Clone, Copy)]
+pub enum Source<'a> {
+    /// A directory on this machine, copied as it is (`.git` left out).
+    Directory(&'a Path),
+    /// Files given in memory.
+    Files(&'a [SourceFile]),
+    /// A git revision (`HEAD`, a branch, a commit id) of the repository at
+    /// `repo`, read from its object database (the work tree is not used).
+    Revision {
+        /// The repository (any path inside its work tree).
+        repo: &'a Path,
+        /// The revision.
+        rev: &'a str,
+    },
+}
+
+/// One file of a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFile {
+    /// Relative path.
+    pub path: PathBuf,
+    /// Contents.
+    pub bytes: Vec<u8>,
+    /// Mode 0755 rather than 0644.
+    pub executable: bool,
+}
+
+/// The gate on top of the commands: what they wrote is ingested, and the
+/// class is decided for the candidate against `baseline`.
+#[derive(Debug, Clone)]
+pub struct Evaluation {
+    /// The policy file's contents.
+    pub policy: Policy,
+    /// The class to decide.
+    pub class: String,
+    /// The commit running now.
+    pub baseline: CommitId,
+    /// The commit the evidence is about. For a [`Source::Revision`] it is
+    /// the revision's commit when not given; other sources must name it.
+    pub candidate: Option<CommitId>,
+    /// JUnit XML files the commands write (relative to the work directory),
+    /// ingested as test runs.
+    pub junit: Vec<PathBuf>,
+    /// JSON Lines score files the commands write, ingested as scores.
+    pub jsonl: Vec<PathBuf>,
+}
+
+/// How to verify.
+#[derive(Debug, Clone, Default)]
+pub struct VerifySpec {
+    /// Commands, each an argv list (never a shell string: write
+    /// `["sh", "-c", "…"]` to want a shell). Run in order.
+    pub commands: Vec<Vec<String>>,
+    /// Limits on each command.
+    pub limits: Limits,
+    /// The environment each command sees.
+    pub env: EnvPolicy,
+    /// Run the remaining commands after one fails (default: stop).
+    pub keep_going: bool,
+    /// The gate on top, if any.
+    pub evaluation: Option<Evaluation>,
+}
+
+/// What a file the commands were to write gave.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IngestedFile {
+    /// The file, relative to the work directory.
+    pub path: PathBuf,
+    /// `junit` or `jsonl`.
+    pub format: &'static str,
+    /// Test runs recorded from it.
+    pub test_runs: usize,
+    /// Scores recorded from it.
+    pub scores: usize,
+    /// Why nothing was recorded, when nothing was (missing, malformed, or
+    /// ingested before).
+    pub note: Option<String>,
+}
+
+/// The gate's part of a verification.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EvaluationReport {
+    /// The commit decided about.
+    pub candidate: CommitId,
+    /// The commit compared with.
+    pub baseline: CommitId,
+    /// What the commands' files gave.
+    pub ingested: Vec<IngestedFile>,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Seq of the `decision` event the gate appended (`None` when the trace
+    /// failed verification and nothing was appended).
+    pub decision_seq: Option<u64>,
+}
+
+/// Everything a verification saw: appended to the trace as a
+/// `verification` event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VerificationReport {
+    /// The sandbox backend.
+    pub backend: &'static str,
+    /// The source, in words.
+    pub source: String,
+    /// The commit the source is (a revision), or the evaluation's candidate.
+    pub commit: Option<CommitId>,
+    /// BLAKE3 of the file snapshot (see [`snapshot_hash`]), hex.
+    pub snapshot: String,
+    /// Files in the snapshot.
+    pub files: usize,
+    /// Entries not copied (symlinks, submodules, special files), by path.
+    pub skipped: Vec<String>,
+    /// Each command run, in order (the ones after a failure are not run
+    /// unless `keep_going`).
+    pub commands: Vec<CommandReport>,
+    /// Every command ran and passed.
+    pub commands_passed: bool,
+    /// The gate's part, if an evaluation was asked for.
+    pub evaluation: Option<EvaluationReport>,
+    /// The verification passed: every command passed and, with an
+    /// evaluation, the gate promoted.
+    pub passed: bool,
+}
+
+impl VerificationReport {
+    /// The answer in one word, on the gate's scale: promote when passed;
+    /// reject when a command failed; the gate's own status otherwise.
+    pub fn status(&self) -> GateStatus {
+        match (&self.evaluation, self.commands_passed) {
+            (_, false) => GateStatus::Reject,
+            (None, true) => GateStatus::Promote,
+            (Some(e), true) => e.verdict.outcome.status(),
+        }
+    }
+}
+
+/// The BLAKE3 content hash of a file snapshot: derive-key context
+/// `"ratchet-orchestrate 2026-11-30 file snapshot v1"` over the files in
+/// byte order of their paths, each as `u32 len ‖ path ‖ u8 executable ‖
+/// u64 len ‖ bytes` (little-endian). Equal snapshots hash equal whichever
+/// source they came from.
+pub fn snapshot_hash(files: &[SourceFile]) -> blake3::Hash {
+    let mut sorted: Vec<&SourceFile> = files.iter().collect();
+    sorted.sort_by(|a, b| a.path.as_os_str().cmp(b.path.as_os_str()));
+    let mut h = blake3::Hasher::new_derive_key("ratchet-orchestrate 2026-11-30 file snapshot v1");
+    for f in sorted {
+        let path = f.path.as_os_str().as_encoded_bytes();
+        h.update(&(path.len() as u32).to_le_bytes());
+        h.update(path);
+        h.update(&[u8::from(f.executable)]);
+        h.update(&(f.bytes.len() as u64).to_le_bytes());
+        h.update(&f.bytes);
+    }
+    h.finalize()
+}
+
+/// A source's files, the entries left out, its commit if any, and its name.
+pub(crate) struct Loaded {
+    pub files: Vec<SourceFile>,
+    pub skipped: Vec<String>,
+    pub commit: Option<CommitId>,
+    pub name: String,
+}
+
+fn read_dir_files(root: &Path, rel: &Path, out: &mut Loaded) -> Result<()> {
+    let dir = root.join(rel);
+    let mut entries: Vec<std::fs::DirEntry> = std::fs::read_dir(&dir)
+        .map_err(|source| Error::Io {
+            path: dir.clone(),
+            source,
+        })?
+        .collect::<std::io::Result<_>>()
+        .map_err(|source| Error::Io {
+            path: dir.clone(),
+            source,
+        })?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let path = rel.join(e.file_name());
+        let kind = e.file_type().map_err(|source| Error::Io {
+            path: root.join(&path),
+            source,
+        })?;
+        if kind.is_dir() {
+            if e.file_name() != ".git" {
+                read_dir_files(root, &path, out)?;
+            }
+        } else if kind.is_file() {
+            use std::os::unix::fs::PermissionsExt;
+            let full = root.join(&path);
+            let bytes = std::fs::read(&full).map_err(|source| Error::Io {
+                path: full.clone(),
+                source,
+            })?;
+            let mode = e
+                .metadata()
+                .map_err(|source| Error::Io { path: full, source })?
+                .permissions()
+                .mode();
+            out.files.push(SourceFile {
+                path,
+                bytes,
+                executable: mode & 0o111 != 0,
+            });
+        } else {
+            out.skipped.push(path.display().to_string());
+        }
+    }
+    Ok(())
+}
+
+/// The files of a git tree, read from the object database.
+pub(crate) fn tree_files(repo: &Repository, tree: &git2::Tree<'_>, out: &mut Loaded) -> Result<()> {
+    let mut failure = None;
+    tree.walk(TreeWalkMode::PreOrder, |dir, entry| {
+        let path = PathBuf::from(format!("{dir}{}", entry.name().unwrap_or("")));
+        match (entry.kind(), entry.filemode()) {
+            (Some(ObjectType::Tree), _) => TreeWalkResult::Ok,
+            (Some(ObjectType::Blob), mode @ (0o100644 | 0o100755)) => {
+                match repo.find_blob(entry.id()) {
+                    Ok(blob) => {
+                        out.files.push(SourceFile {
+                            path,
+                            bytes: blob.content().to_vec(),
+                            executable: mode == 0o100755,
+                        });
+                        TreeWalkResult::Ok
+                    }
+                    Err(e) => {
+                        failure = Some(e);
+                        TreeWalkResult::Abort
+                    }
+                }
+            }
+            _ => {
+                out.skipped.push(path.display().to_string());
+                TreeWalkResult::Ok
+            }
+        }
+    })?;
+    match failure {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
+}
+
+pub(crate) fn load(source: &Source<'_>) -> Result<Loaded> {
+    let mut out = Loaded {
+        files: Vec::new(),
+        skipped: Vec::new(),
+        commit: None,
+        name: String::new(),
+    };
+    match *source {
+        Source::Directory(dir) => {
+            if !dir.is_dir() {
+                return Err(Error::Io {
+                    path: dir.to_path_buf(),
+                    source: std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory"),
+                });
+            }
+            read_dir_files(dir, Path::new(""), &mut out)?;
+            out.name = format!("directory {}", dir.display());
+        }
+        Source::Files(files) => {
+            for f in files {
+                checked_relative(&f.path)?;
+            }
+            out.files = files.to_vec();
+            out.name = format!("{} files", files.len());
+        }
+        Source::Revision { repo, rev } => {
+            let repository = Repository::discover(repo)?;
+            let commit = repository
+                .revparse_single(rev)
+                .and_then(|o| o.peel_to_commit())
+                .map_err(|e| Error::UnknownCommit {
+                    rev: rev.to_string(),
+                    reason: e.message().to_string(),
+                })?;
+            tree_files(&repository, &commit.tree()?, &mut out)?;
+            out.commit = Some(CommitId::parse(&commit.id().to_string())?);
+            out.name = format!("revision {rev}");
+        }
+    }
+    Ok(out)
+}
+
+/// Verifies `source`: copies its files into a freshly prepared `sandbox`,
+/// runs `spec.commands` there in order, and — with an evaluation — ingests
+/// the files they wrote and lets the gate decide. The report is appended to
+/// the trace as a `verification` event (under the commit, if known) and
+/// returned with its receipt. The sandbox is destroyed afterwards, whatever
+/// happened.
+///
+/// # Errors
+/// [`Error::NoCommands`] or [`Error::EmptyCommand`] before anything runs;
+/// [`Error::MissingCandidate`] for an evaluation of a non-revision source
+/// without a candidate; [`Error::Io`], [`Error::Git`] or
+/// [`Error::UnknownCommit`] reading the source; [`Error::Sandbox`] if the
+/// sandbox fails; [`Error::Trace`], [`Error::Scorers`], [`Error::Gate`]
+/// while recording. A failing command or a rejecting gate is a report
+/// (`passed: false`), not an error.
+pub fn verify(
+    store: &mut Store,
+    sandbox: &mut dyn Sandbox,
+    source: &Source<'_>,
+    spec: &VerifySpec,
+) -> Result<(VerificationReport, Receipt)> {
+    check_commands(&spec.commands)?;
+    let loaded = load(source)?;
+    verify_loaded(store, sandbox, loaded, spec)
+}
+
+pub(crate) fn check_commands(commands: &[Vec<String>]) -> Result<()> {
+    if commands.is_empty() {
+        return Err(Error::NoCommands);
+    }
+    if commands
+        .iter()
+        .any(|c| c.first().is_none_or(String::is_empty))
+    {
+        return Err(Error::EmptyCommand);
+    }
+    Ok(())
+}
+
+pub(crate) fn verify_loaded(
+    store: &mut Store,
+    sandbox: &mut dyn Sandbox,
+    loaded: Loaded,
+    spec: &VerifySpec,
+) -> Result<(VerificationReport, Receipt)> {
+    let candidate = match &spec.evaluation {
+        Some(e) => Some(
+            e.candidate
+                .clone()
+                .or_else(|| loaded.commit.clone())
+                .ok_or(Error::MissingCandidate)?,
+        ),
+        None => None,
+    };
+    sandbox.prepare()?;
+    let result = run_in(store, sandbox, &loaded, spec, candidate);
+    let destroyed = sandbox.destroy();
+    let report = result?;
+    destroyed?;
+    let mut draft = EventDraft::reserved(ReservedKind::Verification, &report)?
+        .session(format!("verify:{}", report.backend));
+    if let Some(c) = &report.commit {
+        draft = draft.commit(c.clone());
+    }
+    let receipt = store.append(draft)?;
+    Ok((report, receipt))
+}
+
+fn run_in(
+    store: &mut Store,
+    sandbox: &mut dyn Sandbox,
+    loaded: &Loaded,
+    spec: &VerifySpec,
+    candidate: Option<CommitId>,
+) -> Result<VerificationReport> {
+    for f in &loaded.files {
+        sandbox.write_file(&f.path, &f.bytes, f.executable)?;
+    }
+    let mut commands = Vec::new();
+    for argv in &spec.commands {
+        let r = sandbox.exec(argv, &spec.limits, &spec.env)?;
+        let failed = !r.passed;
+        commands.push(r);
+        if failed && !spec.keep_going {
+            break;
+        }
+    }
+    let commands_passed =
+        commands.len() == spec.commands.len() && commands.iter().all(|c| c.passed);
+    let evaluation = match (&spec.evaluation, candidate.as_ref()) {
+        (Some(e), Some(candidate)) => Some(evaluate(store, &*sandbox, e, candidate)?),
+        _ => None,
+    };
+    let passed = commands_passed
+        && evaluation
+            .as_ref()
+            .is_none_or(|e| e.verdict.outcome.status() == GateStatus::Promote);
+    Ok(VerificationReport {
+        backend: sandbox.backend(),
+        source: loaded.name.clone(),
+        commit: loaded.commit.clone().or(candidate),
+        snapshot: snapshot_hash(&loaded.files).to_hex().to_string(),
+        files: loaded.files.len(),
+        skipped: loaded.skipped.clone(),
+        commands,
+        commands_passed,
+        evaluation,
+        passed,
+    })
+}
+
+fn evaluate(
+    store: &mut Store,
+    sandbox: &dyn Sandbox,
+    e: &Evaluation,
+    candidate: &CommitId,
+) -> Result<EvaluationReport> {
+    if e.baseline == *candidate {
+        return Err(Error::SameCommit {
+            commit: candidate.clone(),
+        });
+    }
+    let class_policy = e.policy.class(&e.class)?;
+    // The commands' files are copied out of the sandbox (which may be
+    // remote) and ingested from a local copy under the same relative name.
+    let local = tempfile::tempdir().map_err(|source| Error::Io {
+        path: std::env::temp_dir(),
+        source,
+    })?;
+    let session = format!("verify:{}", sandbox.backend());
+    let mut ingested = Vec::new();
+    let files = e
+        .junit
+        .iter()
+        .map(|p| (p, "junit"))
+        .chain(e.jsonl.iter().map(|p| (p, "jsonl")));
+    for (path, format) in files {
+        let mut row = IngestedFile {
+            path: path.clone(),
+            format,
+            test_runs: 0,
+            scores: 0,
+            note: None,
+        };
+        let bytes = match sandbox.read_file(path) {
+            Ok(b) => b,
+            Err(Error::Sandbox { source, .. }) => {
+                row.note = Some(format!("not written: {source}"));
+                ingested.push(row);
+                continue;
+            }
+            Err(other) => return Err(other),
+        };
+        let copy = local.path().join(checked_relative(path)?);
+        if let Some(parent) = copy.parent() {
+            std::fs::create_dir_all(parent).map_err(|source| Error::Io {
+                path: parent.to_path_buf(),
+                source,
+            })?;
+        }
+        std::fs::write(&copy, &bytes).map_err(|source| Error::Io {
+            path: copy.clone(),
+            source,
+        })?;
+        let got = match format {
+            "junit" => ratchet_scorers::ingest_junit(store, &copy, candidate, &session),
+            _ => ratchet_scorers::ingest_jsonl(
+                store,
+                &copy,
+                Some(candidate),
+                &ratchet_scorers::RubricSet::default(),
+                &session,
+            ),
+        };
+        match got {
+            Ok(r) => {
+                row.test_runs = r.test_runs;
+                row.scores = r.scores;
+                if let Some(seq) = r.already_ingested_at {
+                    row.note = Some(format!("ingested before, at seq {seq}"));
+                }
+            }
+            // What an untrusted command wrote may be malformed: that is the
+            // command's failure, recorded, not the verifier's error.
+            Err(ratchet_scorers::Error::Malformed {
+                location, reason, ..
+            }) => row.note = Some(format!("refused: {location}: {reason}")),
+            Err(other) => return Err(other.into()),
+        }
+        ingested.push(row);
+    }
+    let q = Question {
+        class: &e.class,
+        policy: class_policy,
+        baseline: &e.baseline,
+        candidate,
+        checkpoint: None,
+    };
+    let (verdict, receipt) = ratchet_gate::decide_recorded(store, &q)?;
+    Ok(EvaluationReport {
+        candidate: candidate.clone(),
+        baseline: e.baseline.clone(),
+        ingested,
+        verdict,
+        decision_seq: receipt.map(|r| r.seq),
+    })
+}
