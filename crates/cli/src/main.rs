@@ -362,6 +362,37 @@ enum Command {
         #[arg(long)]
         key_file: Option<PathBuf>,
     },
+    /// Run commands against a directory or a git revision in a sandbox (and
+    /// let the gate judge what they wrote); record the report. Exit codes as `gate`.
+    Verify {
+        /// A directory, or a git revision of the enclosing repository
+        /// (default: the current directory).
+        source: Option<String>,
+        /// The commit the evidence is about, for a directory source with
+        /// --class (a revision source is its own commit).
+        #[arg(long)]
+        candidate: Option<String>,
+        #[command(flatten)]
+        run: cmd::work::RunFlags,
+    },
+    /// Merge branches one by one, each verified as a whole on the tip that
+    /// includes the ones before; land each that passes as one merge commit.
+    Merge {
+        /// The branches, in the order they land.
+        #[arg(required = true)]
+        branches: Vec<String>,
+        /// The branch merged into.
+        #[arg(long, default_value = "main")]
+        into: String,
+        /// The repository (default: the current directory).
+        #[arg(long, default_value = ".")]
+        repo: PathBuf,
+        /// A command to run once after each landing (words, as --cmd).
+        #[arg(long)]
+        deploy: Option<String>,
+        #[command(flatten)]
+        run: cmd::work::RunFlags,
+    },
     /// Rank commits by a lower confidence bound on their mean score.
     Best {
         /// The scorer.
@@ -636,6 +667,12 @@ fn hint(e: &anyhow::Error) -> Option<&'static str> {
         if let Some(ratchet_orchestrate::Error::NoDeployment { .. }) = c.downcast_ref() {
             return Some("pass --from SEQ, the seq after which its deployment began");
         }
+        if let Some(ratchet_orchestrate::Error::SandboxUnavailable { .. }) = c.downcast_ref() {
+            return Some("install bubblewrap (apt-get install bubblewrap), or use --sandbox process");
+        }
+        if let Some(ratchet_orchestrate::Error::DirtyWorkTree { .. }) = c.downcast_ref() {
+            return Some("commit or stash the changes first");
+        }
         if let Some(ratchet_orchestrate::Error::NoAlarm) = c.downcast_ref() {
             return Some("record alarms with `ratchet watch --record`");
         }
@@ -855,6 +892,18 @@ fn run(cli: Cli) -> Result<u8> {
             };
             cmd::drift::heal(&ctx, &repo, only.as_ref(), &options, key_file.as_deref())
         }
+        Command::Verify {
+            source,
+            candidate,
+            run,
+        } => cmd::work::verify(&ctx, source.as_deref(), candidate.as_deref(), &run),
+        Command::Merge {
+            branches,
+            into,
+            repo,
+            deploy,
+            run,
+        } => cmd::work::merge(&ctx, &repo, &branches, &into, deploy.as_deref(), &run),
         Command::Best {
             scorer,
             min_n,

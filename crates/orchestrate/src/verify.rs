@@ -15,7 +15,9 @@ use crate::{Error, Result};
 /// What is verified.
 #[derive(Debug, Clone, Copy)]
 pub enum Source<'a> {
-    /// A directory on this machine, copied as it is (`.git` left out).
+    /// A directory on this machine, copied as it is, but for `.git` and
+    /// `.ratchet` (the conventional store directory). Everything else goes,
+    /// ignored files included: to verify what is committed, give a revision.
     Directory(&'a Path),
     /// Files given in memory.
     Files(&'a [SourceFile]),
@@ -196,7 +198,7 @@ fn read_dir_files(root: &Path, rel: &Path, out: &mut Loaded) -> Result<()> {
             source,
         })?;
         if kind.is_dir() {
-            if e.file_name() != ".git" {
+            if e.file_name() != ".git" && e.file_name() != ".ratchet" {
                 read_dir_files(root, &path, out)?;
             }
         } else if kind.is_file() {

@@ -216,7 +216,7 @@ fn describe_stage(s: &StageReport) -> String {
     }
 }
 
-fn print_verdict(v: &Verdict) -> Result<()> {
+pub(crate) fn print_verdict(v: &Verdict) -> Result<()> {
     let mut o = std::io::stdout().lock();
     match &v.outcome {
         Outcome::Promote => writeln!(

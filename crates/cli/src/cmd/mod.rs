@@ -5,3 +5,4 @@ pub mod drift;
 pub mod gate;
 pub mod ingest;
 pub mod store;
+pub mod work;

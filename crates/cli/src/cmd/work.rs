@@ -1,0 +1,291 @@
+//! Verify and merge: `verify`, `merge`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow};
+use clap::{Args, ValueEnum};
+use ratchet_orchestrate::{
+    CommandReport, EnvPolicy, Evaluation, Limits, MergeOutcome, MergeRequest, NamespaceSandbox,
+    ProcessSandbox, Sandbox, Source, VerificationReport, VerifySpec,
+};
+
+use crate::{Ctx, EXIT_NEGATIVE, out};
+
+/// Which sandbox runs the commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SandboxKind {
+    /// Processes of this user, each in its own process group with limits.
+    Process,
+    /// Linux namespaces through bubblewrap: no network, read-only system.
+    Namespace,
+}
+
+/// The flags `verify` and `merge` share: what runs, where, under which
+/// limits, and the gate on top.
+#[derive(Debug, Args)]
+pub struct RunFlags {
+    /// A command, as its words: split the way a shell splits them but never
+    /// run by a shell (write `sh -c '…'` to want one). Repeat for several;
+    /// they run in order.
+    #[arg(long = "cmd", value_name = "COMMAND", required = true)]
+    pub cmds: Vec<String>,
+    /// Run every command even after one fails.
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Where the commands run.
+    #[arg(long, value_enum, default_value_t = SandboxKind::Process)]
+    pub sandbox: SandboxKind,
+    /// Seconds a command may take before its process group is killed.
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
+    /// Address space a command may use, in MiB (off by default).
+    #[arg(long)]
+    pub memory_mb: Option<u64>,
+    /// An environment variable for the commands: `NAME` passes the caller's
+    /// value through, `NAME=VALUE` sets it. The rest of the caller's
+    /// environment is not passed (PATH, LANG, LC_ALL, TZ, TERM are).
+    #[arg(long = "env", value_name = "NAME[=VALUE]")]
+    pub env: Vec<String>,
+    /// Policy file: the gate decides `--class` on what the commands wrote
+    /// (default: policy.toml in the store directory, when --class is given).
+    #[arg(long)]
+    pub policy: Option<PathBuf>,
+    /// Artifact class to decide (needs --baseline).
+    #[arg(long, requires = "baseline")]
+    pub class: Option<String>,
+    /// The commit running now, to compare with (a git revision or full id).
+    #[arg(long, requires = "class")]
+    pub baseline: Option<String>,
+    /// A JUnit XML file the commands write (relative to their directory).
+    #[arg(long)]
+    pub junit: Vec<PathBuf>,
+    /// A JSON Lines score file the commands write (relative to their directory).
+    #[arg(long)]
+    pub jsonl: Vec<PathBuf>,
+    /// Writer key file (keyed stores).
+    #[arg(long)]
+    pub key_file: Option<PathBuf>,
+}
+
+impl RunFlags {
+    fn spec(&self, ctx: &Ctx, candidate: Option<ratchet_trace::CommitId>) -> Result<VerifySpec> {
+        let commands = self
+            .cmds
+            .iter()
+            .map(|c| {
+                shell_words::split(c).with_context(|| format!("--cmd {c:?}: unbalanced quotes"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut env = EnvPolicy::default();
+        for e in &self.env {
+            match e.split_once('=') {
+                Some((k, v)) => {
+                    env.set.insert(k.to_string(), v.to_string());
+                }
+                None => env.inherit.push(e.clone()),
+            }
+        }
+        let evaluation = match (&self.class, &self.baseline) {
+            (Some(class), Some(baseline)) => Some(Evaluation {
+                policy: ratchet_gate::Policy::from_path(
+                    self.policy
+                        .clone()
+                        .unwrap_or_else(|| ctx.store_dir.join("policy.toml")),
+                )?,
+                class: class.clone(),
+                baseline: ctx.commit(baseline)?,
+                candidate,
+                junit: self.junit.clone(),
+                jsonl: self.jsonl.clone(),
+            }),
+            _ => None,
+        };
+        Ok(VerifySpec {
+            commands,
+            limits: Limits {
+                timeout: Duration::from_secs(self.timeout),
+                address_space_bytes: self.memory_mb.map(|m| m << 20),
+                ..Limits::default()
+            },
+            env,
+            keep_going: self.keep_going,
+            evaluation,
+        })
+    }
+
+    fn sandbox(&self) -> Result<Box<dyn Sandbox>> {
+        Ok(match self.sandbox {
+            SandboxKind::Process => Box::new(ProcessSandbox::new()),
+            SandboxKind::Namespace => Box::new(NamespaceSandbox::new()?),
+        })
+    }
+}
+
+pub fn verify(
+    ctx: &Ctx,
+    source: Option<&str>,
+    candidate: Option<&str>,
+    flags: &RunFlags,
+) -> Result<u8> {
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let source_text = source.unwrap_or(".");
+    let as_dir = cwd.join(source_text);
+    let source = if as_dir.is_dir() {
+        Source::Directory(&as_dir)
+    } else {
+        Source::Revision {
+            repo: &cwd,
+            rev: source_text,
+        }
+    };
+    let candidate = candidate.map(|c| ctx.commit(c)).transpose()?;
+    let spec = flags.spec(ctx, candidate)?;
+    let mut sandbox = flags.sandbox()?;
+    let mut store = ctx.open(flags.key_file.as_deref())?;
+    let (report, receipt) =
+        ratchet_orchestrate::verify(&mut store, sandbox.as_mut(), &source, &spec)?;
+    if ctx.json {
+        out::json(&serde_json::json!({ "verification": report, "seq": receipt.seq }))?;
+    } else {
+        print_verification(&report)?;
+        println!("recorded as seq {}", receipt.seq);
+    }
+    Ok(report.status().exit_code())
+}
+
+fn print_command(c: &CommandReport) {
+    println!(
+        "  {} {}: {} in {:.0} ms (cpu {:.0} ms, peak {} KiB)",
+        if c.passed { "ok  " } else { "FAIL" },
+        shell_words::join(&c.argv),
+        c.exit,
+        c.wall_ms,
+        c.cpu_ms,
+        c.peak_rss_kib
+    );
+    if !c.passed {
+        for (name, tail) in [("stdout", &c.stdout_tail), ("stderr", &c.stderr_tail)] {
+            let lines: Vec<&str> = tail.lines().collect();
+            for l in &lines[lines.len().saturating_sub(10)..] {
+                println!("      {name}| {l}");
+            }
+        }
+    }
+}
+
+fn print_verification(r: &VerificationReport) -> Result<()> {
+    println!(
+        "{} in the {} sandbox: {} files, snapshot {}",
+        r.source,
+        r.backend,
+        r.files,
+        &r.snapshot[..16]
+    );
+    for c in &r.commands {
+        print_command(c);
+    }
+    if let Some(e) = &r.evaluation {
+        for f in &e.ingested {
+            println!(
+                "  ingested {} ({}): {} test runs, {} scores{}",
+                f.path.display(),
+                f.format,
+                f.test_runs,
+                f.scores,
+                f.note
+                    .as_deref()
+                    .map(|n| format!(" — {n}"))
+                    .unwrap_or_default()
+            );
+        }
+        crate::cmd::gate::print_verdict(&e.verdict)?;
+    }
+    println!("{}", if r.passed { "PASSED" } else { "FAILED" });
+    Ok(())
+}
+
+pub fn merge(
+    ctx: &Ctx,
+    repo: &Path,
+    branches: &[String],
+    into: &str,
+    deploy: Option<&str>,
+    flags: &RunFlags,
+) -> Result<u8> {
+    let mut request = MergeRequest::new(into, flags.spec(ctx, None)?);
+    request.deploy = deploy
+        .map(|d| shell_words::split(d).map_err(|_| anyhow!("--deploy {d:?}: unbalanced quotes")))
+        .transpose()?;
+    let mut sandbox = flags.sandbox()?;
+    let mut store = ctx.open(flags.key_file.as_deref())?;
+    let outcomes =
+        ratchet_orchestrate::merge_all(repo, &mut store, sandbox.as_mut(), branches, &request)?;
+    if ctx.json {
+        out::json(&serde_json::json!({ "into": into, "outcomes": outcomes }))?;
+    } else {
+        for o in &outcomes {
+            print_outcome(o);
+        }
+    }
+    Ok(if outcomes.iter().all(MergeOutcome::succeeded) {
+        0
+    } else {
+        EXIT_NEGATIVE
+    })
+}
+
+fn print_outcome(o: &MergeOutcome) {
+    match o {
+        MergeOutcome::Landed {
+            branch,
+            into,
+            commit,
+            attempts,
+            verification,
+            deploy,
+            ..
+        } => {
+            println!("{branch}: landed on {into} as {commit} (attempt {attempts})");
+            for c in &verification.commands {
+                print_command(c);
+            }
+            if let Some(d) = deploy {
+                println!("  deploy:");
+                print_command(d);
+            }
+        }
+        MergeOutcome::UpToDate { branch, into, .. } => {
+            println!("{branch}: {into} already contains it")
+        }
+        MergeOutcome::Conflict {
+            branch,
+            into,
+            report,
+        } => {
+            println!("{branch}: CONFLICT with {into}; nothing changed");
+            for f in &report.files {
+                println!("  {}", f.path);
+                for h in &f.hunks {
+                    for l in h.lines() {
+                        println!("    {l}");
+                    }
+                }
+            }
+        }
+        MergeOutcome::SemanticConflict {
+            branch,
+            into,
+            commit,
+            verification,
+        } => {
+            println!(
+                "{branch}: SEMANTIC CONFLICT — merges cleanly into {into} but the merge {commit} fails verification; nothing landed"
+            );
+            for c in &verification.commands {
+                print_command(c);
+            }
+        }
+        MergeOutcome::Refused { branch, reason, .. } => println!("{branch}: REFUSED — {reason}"),
+    }
+}
