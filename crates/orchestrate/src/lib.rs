@@ -39,7 +39,7 @@ pub use merge::{
     merge_all,
 };
 pub use sandbox::{
-    CommandReport, EnvPolicy, Exit, Limits, NamespaceSandbox, ProcessSandbox, Sandbox,
+    CommandReport, EnvPolicy, Exit, FileMode, Limits, NamespaceSandbox, ProcessSandbox, Sandbox,
 };
 pub use verify::{
     Evaluation, EvaluationReport, IngestedFile, Source, SourceFile, VerificationReport, VerifySpec,

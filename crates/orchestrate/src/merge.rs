@@ -157,7 +157,8 @@ impl MergeOutcome {
 }
 
 /// The repository's merge lock: one merge at a time. An advisory `flock`
-/// on `<git dir>/ratchet-merge.lock`, which the kernel releases when its
+/// on `ratchet-merge.lock` in the repository's common git directory (shared
+/// by its linked work trees), which the kernel releases when its
 /// holder exits — a crashed merge never leaves it held.
 #[derive(Debug)]
 pub struct MergeLock {
@@ -165,8 +166,8 @@ pub struct MergeLock {
 }
 
 impl MergeLock {
-    /// Waits for, then holds, the lock of the repository whose git
-    /// directory is `git_dir`.
+    /// Waits for, then holds, the lock of the repository whose common git
+    /// directory is `git_dir` (`Repository::commondir`).
     ///
     /// # Errors
     /// [`Error::Io`] if the lock file cannot be opened or locked.
@@ -218,7 +219,9 @@ pub fn merge(
 ) -> Result<MergeOutcome> {
     check_commands(&request.verify.commands)?;
     let repo = Repository::discover(repo_path)?;
-    let _lock = MergeLock::acquire(repo.path())?;
+    // The common directory: every linked work tree of a repository shares it,
+    // so they share one lock too.
+    let _lock = MergeLock::acquire(repo.commondir())?;
     let outcome = merge_locked(&repo, store, sandbox, branch, request)?;
     let mut draft = EventDraft::reserved(ReservedKind::Merge, &outcome)?.session("merge");
     if let MergeOutcome::Landed { commit, .. } | MergeOutcome::SemanticConflict { commit, .. } =

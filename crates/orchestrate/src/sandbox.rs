@@ -154,6 +154,32 @@ pub struct CommandReport {
     pub stderr_bytes: u64,
 }
 
+/// What an entry of a file snapshot is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileMode {
+    /// A file (0644).
+    Regular,
+    /// An executable file (0755).
+    Executable,
+    /// A symbolic link; its contents are the target.
+    Symlink,
+    /// An empty directory (a git submodule's place).
+    Directory,
+}
+
+impl FileMode {
+    /// The byte a snapshot hash records for it.
+    pub(crate) fn tag(self) -> u8 {
+        match self {
+            FileMode::Regular => 0,
+            FileMode::Executable => 1,
+            FileMode::Symlink => 2,
+            FileMode::Directory => 3,
+        }
+    }
+}
+
 /// A place to run untrusted commands against a set of files.
 ///
 /// The life of a sandbox: [`prepare`](Sandbox::prepare) an empty work
@@ -189,7 +215,11 @@ pub trait Sandbox: std::fmt::Debug {
     /// # Errors
     /// [`Error::InvalidPath`] for an absolute or escaping path;
     /// [`Error::Sandbox`] if it cannot be written or nothing is prepared.
-    fn write_file(&mut self, path: &Path, bytes: &[u8], executable: bool) -> Result<()>;
+    /// `mode` says what to make: a file (0644 or 0755), a symlink whose
+    /// target is `bytes`, or an empty directory (a submodule, as `git
+    /// checkout` leaves it when not initialized). Nothing is written
+    /// through a symlink already in the work directory.
+    fn write_file(&mut self, path: &Path, bytes: &[u8], mode: FileMode) -> Result<()>;
     /// Runs `argv` (never through a shell) in the work directory.
     ///
     /// # Errors
@@ -276,24 +306,64 @@ impl LocalDirs {
         Ok(self.root()?.join("work"))
     }
 
-    fn write_file(&self, path: &Path, bytes: &[u8], executable: bool) -> Result<()> {
+    fn write_file(&self, path: &Path, bytes: &[u8], mode: FileMode) -> Result<()> {
+        use std::os::unix::fs::PermissionsExt;
         let rel = checked_relative(path)?;
-        let full = self.work()?.join(rel);
+        let work = self.work()?;
+        // Refuse to write through a symlink an earlier entry made.
+        let mut prefix = work.clone();
+        for c in rel.iter() {
+            prefix.push(c);
+            if std::fs::symlink_metadata(&prefix).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(Error::InvalidPath {
+                    path: path.to_path_buf(),
+                    reason: "goes through a symlink in the work directory",
+                });
+            }
+        }
+        let full = work.join(&rel);
         if let Some(parent) = full.parent() {
             std::fs::create_dir_all(parent).map_err(sandbox_err("creating a directory"))?;
         }
-        std::fs::write(&full, bytes).map_err(sandbox_err("writing a file"))?;
-        if executable {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&full, std::fs::Permissions::from_mode(0o755))
-                .map_err(sandbox_err("making a file executable"))?;
+        match mode {
+            FileMode::Regular | FileMode::Executable => {
+                std::fs::write(&full, bytes).map_err(sandbox_err("writing a file"))?;
+                let bits = if mode == FileMode::Executable {
+                    0o755
+                } else {
+                    0o644
+                };
+                std::fs::set_permissions(&full, std::fs::Permissions::from_mode(bits))
+                    .map_err(sandbox_err("setting a file's mode"))?;
+            }
+            FileMode::Symlink => {
+                use std::os::unix::ffi::OsStrExt;
+                let target = std::ffi::OsStr::from_bytes(bytes);
+                std::os::unix::fs::symlink(target, &full)
+                    .map_err(sandbox_err("making a symlink"))?;
+            }
+            FileMode::Directory => {
+                std::fs::create_dir_all(&full).map_err(sandbox_err("creating a directory"))?;
+            }
         }
         Ok(())
     }
 
+    /// Reads a file the commands wrote. They may have made it (or a
+    /// directory on its path) a symlink to a file outside the work
+    /// directory: the resolved path must still be inside it.
     fn read_file(&self, path: &Path) -> Result<Vec<u8>> {
         let rel = checked_relative(path)?;
-        std::fs::read(self.work()?.join(rel)).map_err(sandbox_err("reading a file"))
+        let work = self.work()?;
+        let resolve = |p: &Path| p.canonicalize().map_err(sandbox_err("reading a file"));
+        let (full, root) = (resolve(&work.join(rel))?, resolve(&work)?);
+        if !full.starts_with(&root) {
+            return Err(Error::InvalidPath {
+                path: path.to_path_buf(),
+                reason: "resolves (through a symlink) to a file outside the work directory",
+            });
+        }
+        std::fs::read(full).map_err(sandbox_err("reading a file"))
     }
 
     fn destroy(&mut self) -> Result<()> {
@@ -329,8 +399,8 @@ impl Sandbox for ProcessSandbox {
     fn prepare(&mut self) -> Result<()> {
         self.dirs.prepare()
     }
-    fn write_file(&mut self, path: &Path, bytes: &[u8], executable: bool) -> Result<()> {
-        self.dirs.write_file(path, bytes, executable)
+    fn write_file(&mut self, path: &Path, bytes: &[u8], mode: FileMode) -> Result<()> {
+        self.dirs.write_file(path, bytes, mode)
     }
     fn exec(&mut self, argv: &[String], limits: &Limits, env: &EnvPolicy) -> Result<CommandReport> {
         let root = self.dirs.root()?;
@@ -412,8 +482,8 @@ impl Sandbox for NamespaceSandbox {
     fn prepare(&mut self) -> Result<()> {
         self.dirs.prepare()
     }
-    fn write_file(&mut self, path: &Path, bytes: &[u8], executable: bool) -> Result<()> {
-        self.dirs.write_file(path, bytes, executable)
+    fn write_file(&mut self, path: &Path, bytes: &[u8], mode: FileMode) -> Result<()> {
+        self.dirs.write_file(path, bytes, mode)
     }
     fn exec(&mut self, argv: &[String], limits: &Limits, env: &EnvPolicy) -> Result<CommandReport> {
         let root = self.dirs.root()?.to_path_buf();

@@ -9,7 +9,7 @@ use serde::Serialize;
 use ratchet_gate::{GateStatus, Policy, Question, Verdict};
 use ratchet_trace::{CommitId, EventDraft, Receipt, ReservedKind, Store};
 
-use crate::sandbox::{CommandReport, EnvPolicy, Limits, Sandbox, checked_relative};
+use crate::sandbox::{CommandReport, EnvPolicy, FileMode, Limits, Sandbox, checked_relative};
 use crate::{Error, Result};
 
 /// What is verified.
@@ -38,8 +38,9 @@ pub struct SourceFile {
     pub path: PathBuf,
     /// Contents.
     pub bytes: Vec<u8>,
-    /// Mode 0755 rather than 0644.
-    pub executable: bool,
+    /// A file, an executable, a symlink (`bytes`: its target) or an empty
+    /// directory.
+    pub mode: FileMode,
 }
 
 /// The gate on top of the commands: what they wrote is ingested, and the
@@ -124,7 +125,7 @@ pub struct VerificationReport {
     pub snapshot: String,
     /// Files in the snapshot.
     pub files: usize,
-    /// Entries not copied (symlinks, submodules, special files), by path.
+    /// Entries not copied (sockets, fifos, devices in a directory source), by path.
     pub skipped: Vec<String>,
     /// Each command run, in order (the ones after a failure are not run
     /// unless `keep_going`).
@@ -151,9 +152,10 @@ impl VerificationReport {
 }
 
 /// The BLAKE3 content hash of a file snapshot: derive-key context
-/// `"ratchet-orchestrate 2026-11-30 file snapshot v1"` over the files in
-/// byte order of their paths, each as `u32 len ‖ path ‖ u8 executable ‖
-/// u64 len ‖ bytes` (little-endian). Equal snapshots hash equal whichever
+/// `"ratchet-orchestrate 2026-11-30 file snapshot v1"` over the entries in
+/// byte order of their paths, each as `u32 len ‖ path ‖ u8 mode ‖ u64 len ‖
+/// bytes` (little-endian; mode 0 file, 1 executable, 2 symlink, 3 empty
+/// directory). Equal snapshots hash equal whichever
 /// source they came from.
 pub fn snapshot_hash(files: &[SourceFile]) -> blake3::Hash {
     let mut sorted: Vec<&SourceFile> = files.iter().collect();
@@ -163,7 +165,7 @@ pub fn snapshot_hash(files: &[SourceFile]) -> blake3::Hash {
         let path = f.path.as_os_str().as_encoded_bytes();
         h.update(&(path.len() as u32).to_le_bytes());
         h.update(path);
-        h.update(&[u8::from(f.executable)]);
+        h.update(&[f.mode.tag()]);
         h.update(&(f.bytes.len() as u64).to_le_bytes());
         h.update(&f.bytes);
     }
@@ -208,15 +210,26 @@ fn read_dir_files(root: &Path, rel: &Path, out: &mut Loaded) -> Result<()> {
                 path: full.clone(),
                 source,
             })?;
-            let mode = e
+            let bits = e
                 .metadata()
                 .map_err(|source| Error::Io { path: full, source })?
                 .permissions()
                 .mode();
+            let mode = if bits & 0o111 != 0 {
+                FileMode::Executable
+            } else {
+                FileMode::Regular
+            };
+            out.files.push(SourceFile { path, bytes, mode });
+        } else if kind.is_symlink() {
+            use std::os::unix::ffi::OsStrExt;
+            let full = root.join(&path);
+            let target =
+                std::fs::read_link(&full).map_err(|source| Error::Io { path: full, source })?;
             out.files.push(SourceFile {
                 path,
-                bytes,
-                executable: mode & 0o111 != 0,
+                bytes: target.as_os_str().as_bytes().to_vec(),
+                mode: FileMode::Symlink,
             });
         } else {
             out.skipped.push(path.display().to_string());
@@ -230,27 +243,37 @@ pub(crate) fn tree_files(repo: &Repository, tree: &git2::Tree<'_>, out: &mut Loa
     let mut failure = None;
     tree.walk(TreeWalkMode::PreOrder, |dir, entry| {
         let path = PathBuf::from(format!("{dir}{}", entry.name().unwrap_or("")));
-        match (entry.kind(), entry.filemode()) {
-            (Some(ObjectType::Tree), _) => TreeWalkResult::Ok,
-            (Some(ObjectType::Blob), mode @ (0o100644 | 0o100755)) => {
-                match repo.find_blob(entry.id()) {
-                    Ok(blob) => {
-                        out.files.push(SourceFile {
-                            path,
-                            bytes: blob.content().to_vec(),
-                            executable: mode == 0o100755,
-                        });
-                        TreeWalkResult::Ok
-                    }
-                    Err(e) => {
-                        failure = Some(e);
-                        TreeWalkResult::Abort
-                    }
-                }
+        let mode = match (entry.kind(), entry.filemode()) {
+            (Some(ObjectType::Tree), _) => return TreeWalkResult::Ok,
+            (Some(ObjectType::Blob), 0o100755) => FileMode::Executable,
+            (Some(ObjectType::Blob), 0o120000) => FileMode::Symlink,
+            (Some(ObjectType::Blob), _) => FileMode::Regular,
+            // A submodule: git leaves an empty directory until it is initialized.
+            (Some(ObjectType::Commit), _) => {
+                out.files.push(SourceFile {
+                    path,
+                    bytes: Vec::new(),
+                    mode: FileMode::Directory,
+                });
+                return TreeWalkResult::Ok;
             }
             _ => {
                 out.skipped.push(path.display().to_string());
+                return TreeWalkResult::Ok;
+            }
+        };
+        match repo.find_blob(entry.id()) {
+            Ok(blob) => {
+                out.files.push(SourceFile {
+                    path,
+                    bytes: blob.content().to_vec(),
+                    mode,
+                });
                 TreeWalkResult::Ok
+            }
+            Err(e) => {
+                failure = Some(e);
+                TreeWalkResult::Abort
             }
         }
     })?;
@@ -347,6 +370,11 @@ pub(crate) fn verify_loaded(
     loaded: Loaded,
     spec: &VerifySpec,
 ) -> Result<(VerificationReport, Receipt)> {
+    if let Some(e) = &spec.evaluation {
+        for p in e.junit.iter().chain(&e.jsonl) {
+            checked_relative(p)?;
+        }
+    }
     let candidate = match &spec.evaluation {
         Some(e) => Some(
             e.candidate
@@ -378,7 +406,7 @@ fn run_in(
     candidate: Option<CommitId>,
 ) -> Result<VerificationReport> {
     for f in &loaded.files {
-        sandbox.write_file(&f.path, &f.bytes, f.executable)?;
+        sandbox.write_file(&f.path, &f.bytes, f.mode)?;
     }
     let mut commands = Vec::new();
     for argv in &spec.commands {
@@ -450,6 +478,12 @@ fn evaluate(
             Ok(b) => b,
             Err(Error::Sandbox { source, .. }) => {
                 row.note = Some(format!("not written: {source}"));
+                ingested.push(row);
+                continue;
+            }
+            // The commands made it a symlink out of their directory: refused.
+            Err(Error::InvalidPath { reason, .. }) => {
+                row.note = Some(format!("refused: {reason}"));
                 ingested.push(row);
                 continue;
             }

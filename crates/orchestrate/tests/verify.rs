@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ratchet_orchestrate::{
-    EnvPolicy, Error, Evaluation, Exit, Limits, NamespaceSandbox, ProcessSandbox, Sandbox, Source,
-    SourceFile, VerifySpec, snapshot_hash, verify,
+    EnvPolicy, Error, Evaluation, Exit, FileMode, Limits, NamespaceSandbox, ProcessSandbox,
+    Sandbox, Source, SourceFile, VerifySpec, snapshot_hash, verify,
 };
 use ratchet_trace::{CommitId, Score, Store, StoreOptions};
 
@@ -132,12 +132,12 @@ fn commands_run_in_order_in_a_copy_and_the_first_failure_stops_the_rest() {
         SourceFile {
             path: "a.txt".into(),
             bytes: b"hello\n".to_vec(),
-            executable: false,
+            mode: FileMode::Regular,
         },
         SourceFile {
             path: "sub/b.txt".into(),
             bytes: b"world\n".to_vec(),
-            executable: false,
+            mode: FileMode::Regular,
         },
     ];
     assert_eq!(report.snapshot, snapshot_hash(&files).to_hex().to_string());
@@ -402,7 +402,7 @@ fn bad_requests_are_clear_errors() {
     let escaping = vec![SourceFile {
         path: "../x".into(),
         bytes: vec![],
-        executable: false,
+        mode: FileMode::Regular,
     }];
     let ok = VerifySpec {
         commands: vec![argv(&["true"])],
@@ -477,12 +477,12 @@ fn a_policy_judges_what_the_commands_wrote_and_the_verdict_is_in_the_report() {
         SourceFile {
             path: "fixtures/junit.xml".into(),
             bytes: JUNIT.as_bytes().to_vec(),
-            executable: false,
+            mode: FileMode::Regular,
         },
         SourceFile {
             path: "fixtures/scores.jsonl".into(),
             bytes: lines.into_bytes(),
-            executable: false,
+            mode: FileMode::Regular,
         },
     ];
     let candidate = commit(2);
@@ -557,4 +557,110 @@ fn a_policy_judges_what_the_commands_wrote_and_the_verdict_is_in_the_report() {
         verify(&mut store, &mut sandbox, &Source::Files(&files), &unnamed),
         Err(Error::MissingCandidate)
     ));
+}
+
+#[test]
+fn symlinks_and_modes_are_reproduced_and_never_followed_out() {
+    let (_d, mut store) = new_store();
+    let outside = tempfile::tempdir().expect("outside");
+    let secret = outside.path().join("secret.xml");
+    std::fs::write(&secret, JUNIT).expect("secret");
+    let files = vec![
+        SourceFile {
+            path: "run.sh".into(),
+            bytes: b"#!/bin/sh\necho ran\n".to_vec(),
+            mode: FileMode::Executable,
+        },
+        SourceFile {
+            path: "link".into(),
+            bytes: b"run.sh".to_vec(),
+            mode: FileMode::Symlink,
+        },
+        SourceFile {
+            path: "empty".into(),
+            bytes: vec![],
+            mode: FileMode::Directory,
+        },
+    ];
+    let spec = VerifySpec {
+        commands: vec![argv(&[
+            "sh",
+            "-c",
+            "./link && test -d empty && test -L link",
+        ])],
+        ..VerifySpec::default()
+    };
+    let (r, _) = verify(
+        &mut store,
+        &mut ProcessSandbox::new(),
+        &Source::Files(&files),
+        &spec,
+    )
+    .expect("verify");
+    assert!(r.passed && r.commands[0].stdout_tail == "ran\n", "{r:#?}");
+
+    // A symlink out of the work directory, then a file "inside" it.
+    let escape = vec![
+        SourceFile {
+            path: "d".into(),
+            bytes: outside.path().display().to_string().into_bytes(),
+            mode: FileMode::Symlink,
+        },
+        SourceFile {
+            path: "d/planted".into(),
+            bytes: b"x".to_vec(),
+            mode: FileMode::Regular,
+        },
+    ];
+    assert!(matches!(
+        verify(
+            &mut store,
+            &mut ProcessSandbox::new(),
+            &Source::Files(&escape),
+            &spec
+        ),
+        Err(Error::InvalidPath { .. })
+    ));
+    assert!(!outside.path().join("planted").exists());
+
+    // A command that points the JUnit path at a file outside: not ingested.
+    let baseline = commit(1);
+    store
+        .record_score(&Score::new(baseline.clone(), "t", "accuracy", 1.0), "eval")
+        .expect("score");
+    let lure = VerifySpec {
+        commands: vec![argv(&[
+            "ln",
+            "-s",
+            &secret.display().to_string(),
+            "junit.xml",
+        ])],
+        evaluation: Some(Evaluation {
+            policy: ratchet_gate::Policy::parse(POLICY).expect("policy"),
+            class: "tool".into(),
+            baseline,
+            candidate: Some(commit(2)),
+            junit: vec![PathBuf::from("junit.xml")],
+            jsonl: vec![],
+        }),
+        ..VerifySpec::default()
+    };
+    let (r, _) = verify(
+        &mut store,
+        &mut ProcessSandbox::new(),
+        &Source::Files(&[]),
+        &lure,
+    )
+    .expect("verify");
+    let e = r.evaluation.expect("evaluated");
+    assert_eq!(e.ingested[0].test_runs, 0, "{e:#?}");
+    assert!(
+        e.ingested[0]
+            .note
+            .as_deref()
+            .unwrap_or("")
+            .contains("outside the work directory"),
+        "{e:#?}"
+    );
+    assert!(!r.passed);
 }
