@@ -46,7 +46,12 @@ fn sandbox_overhead(c: &mut Criterion) {
     g.finish();
 }
 
-fn commit_tree(repo: &Repository, parent: Option<Oid>, files: &[(String, String)], msg: &str) -> Oid {
+fn commit_tree(
+    repo: &Repository,
+    parent: Option<Oid>,
+    files: &[(String, String)],
+    msg: &str,
+) -> Oid {
     let sig = Signature::now("bench", "bench@example.invalid").expect("sig");
     let parent = parent.map(|p| repo.find_commit(p).expect("parent"));
     let mut builder = repo
@@ -56,9 +61,12 @@ fn commit_tree(repo: &Repository, parent: Option<Oid>, files: &[(String, String)
         let blob = repo.blob(content.as_bytes()).expect("blob");
         builder.insert(name, blob, 0o100644).expect("insert");
     }
-    let tree = repo.find_tree(builder.write().expect("write")).expect("tree");
+    let tree = repo
+        .find_tree(builder.write().expect("write"))
+        .expect("tree");
     let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
-    repo.commit(None, &sig, &sig, msg, &tree, &parents).expect("commit")
+    repo.commit(None, &sig, &sig, msg, &tree, &parents)
+        .expect("commit")
 }
 
 /// Two branches that each change 500 of 1,000 files (disjoint halves):
@@ -69,7 +77,12 @@ fn in_memory_merge(c: &mut Criterion) {
     let repo = Repository::init_bare(dir.path()).expect("init");
     let files = |tag: &str, range: std::ops::Range<usize>| -> Vec<(String, String)> {
         range
-            .map(|i| (format!("f{i:04}.txt"), format!("{tag} {i}\nline two\nline three\n")))
+            .map(|i| {
+                (
+                    format!("f{i:04}.txt"),
+                    format!("{tag} {i}\nline two\nline three\n"),
+                )
+            })
             .collect()
     };
     let base = commit_tree(&repo, None, &files("base", 0..1000), "base");

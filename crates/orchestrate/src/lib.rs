@@ -102,6 +102,15 @@ pub enum Error {
         /// The commit.
         commit: CommitId,
     },
+    /// The branch to merge into is checked out in another work tree: moving
+    /// it would leave that work tree showing the merge reverted.
+    #[error("{branch} is checked out in the work tree {}: merge from there, or check another branch out there", path.display())]
+    CheckedOutElsewhere {
+        /// The branch.
+        branch: String,
+        /// The other work tree.
+        path: std::path::PathBuf,
+    },
     /// A heal was asked for, but this store's monitor recorded no alarm.
     #[error("no recorded alarm to heal from (a monitor records alarms as it follows the trace)")]
     NoAlarm,

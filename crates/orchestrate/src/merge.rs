@@ -254,14 +254,72 @@ pub fn merge_all(
         .collect()
 }
 
-fn resolve(repo: &Repository, name: &str) -> Result<Oid> {
-    repo.revparse_single(name)
-        .and_then(|o| o.peel_to_commit())
+/// The commit a reference points at.
+fn resolve_ref(repo: &Repository, refname: &str) -> Result<Oid> {
+    repo.refname_to_id(refname)
+        .and_then(|id| repo.find_commit(id))
         .map(|c| c.id())
         .map_err(|e| Error::UnknownCommit {
-            rev: name.to_string(),
+            rev: refname.to_string(),
             reason: e.message().to_string(),
         })
+}
+
+/// What `merge` takes for a branch: a branch name (`refs/heads/<name>`), a
+/// full reference name, or a full commit id — never a revision expression
+/// (`x~3`, a tag, an id prefix), which could name something else than the
+/// caller meant once a branch is gone.
+fn resolve_branch(repo: &Repository, name: &str) -> Result<Oid> {
+    let is_full_id = matches!(name.len(), 40 | 64) && name.bytes().all(|b| b.is_ascii_hexdigit());
+    if is_full_id {
+        let id = Oid::from_str(name)?;
+        return repo
+            .find_commit(id)
+            .map(|c| c.id())
+            .map_err(|e| Error::UnknownCommit {
+                rev: name.to_string(),
+                reason: e.message().to_string(),
+            });
+    }
+    resolve_ref(repo, &branch_ref(name)).map_err(|_| Error::UnknownCommit {
+        rev: name.to_string(),
+        reason: format!(
+            "no branch {} (merge takes branch names, full reference names or full commit ids)",
+            branch_ref(name)
+        ),
+    })
+}
+
+/// The work tree, other than `repo`'s own, where `refname` is checked out
+/// (moving a branch checked out elsewhere would leave that work tree
+/// showing the merge reverted, as `git branch -f` refuses to).
+fn checked_out_elsewhere(repo: &Repository, refname: &str) -> Result<Option<PathBuf>> {
+    let own = repo.workdir().and_then(|w| w.canonicalize().ok());
+    let common = Repository::open(repo.commondir())?;
+    let mut trees: Vec<(PathBuf, Repository)> = Vec::new();
+    if let Some(w) = common.workdir() {
+        trees.push((w.to_path_buf(), Repository::open(common.path())?));
+    }
+    for name in common.worktrees()?.iter().flatten().flatten() {
+        let wt = common.find_worktree(name)?;
+        trees.push((
+            wt.path().to_path_buf(),
+            Repository::open_from_worktree(&wt)?,
+        ));
+    }
+    for (path, r) in trees {
+        if path.canonicalize().ok() == own && own.is_some() {
+            continue;
+        }
+        let head = r
+            .find_reference("HEAD")
+            .ok()
+            .and_then(|h| h.symbolic_target().ok().flatten().map(str::to_string));
+        if head.as_deref() == Some(refname) {
+            return Ok(Some(path));
+        }
+    }
+    Ok(None)
 }
 
 fn merge_locked(
@@ -280,7 +338,10 @@ fn merge_locked(
             .and_then(|h| h.name().ok().map(str::to_string))
             .as_deref()
             == Some(into_ref.as_str());
-    let theirs = resolve(repo, &branch_ref(branch)).or_else(|_| resolve(repo, branch))?;
+    let theirs = resolve_branch(repo, branch)?;
+    if let Some(path) = checked_out_elsewhere(repo, &into_ref)? {
+        return Err(Error::CheckedOutElsewhere { branch: into, path });
+    }
     for attempt in 1..=request.attempts.max(1) {
         if checked_out {
             let paths = crate::dirty_paths(repo)?;
@@ -288,7 +349,7 @@ fn merge_locked(
                 return Err(Error::DirtyWorkTree { paths });
             }
         }
-        let ours = resolve(repo, &into_ref)?;
+        let ours = resolve_ref(repo, &into_ref)?;
         if ours == theirs || repo.graph_descendant_of(ours, theirs)? {
             return Ok(MergeOutcome::UpToDate {
                 branch: branch_name,
@@ -343,22 +404,66 @@ fn merge_locked(
         }
         let log = format!("ratchet merge: {branch_name} (verified)");
         if checked_out {
+            // The verification took its time: the work tree is checked again
+            // right before anything moves.
+            let paths = crate::dirty_paths(repo)?;
+            if !paths.is_empty() {
+                return Ok(MergeOutcome::Refused {
+                    reason: format!(
+                        "the work tree of {into} changed during verification ({}); nothing landed",
+                        paths.join(", ")
+                    ),
+                    branch: branch_name,
+                    into,
+                });
+            }
             // libgit2 checks a work tree out against HEAD's tree: HEAD is
             // detached at the old tip while the ref moves, so a safe
             // checkout of the merge sees the work tree as clean and updates
-            // it, refusing to overwrite anything edited meanwhile.
+            // it, refusing to overwrite anything edited meanwhile (ignored
+            // files included).
             repo.set_head_detached(ours)?;
         }
         let moved = repo.reference_matching(&into_ref, commit, true, ours, &log);
+        let mut undone = None;
         if checked_out {
             if moved.is_ok() {
-                let checkout =
-                    repo.checkout_tree(tree.as_object(), Some(CheckoutBuilder::new().safe()));
-                repo.set_head(&into_ref)?;
-                checkout?;
-            } else {
-                repo.set_head(&into_ref)?;
+                let checkout = repo.checkout_tree(
+                    tree.as_object(),
+                    // The verified bytes, exactly: no checkout filter
+                    // (line endings, ident, LFS) may change what runs.
+                    Some(
+                        CheckoutBuilder::new()
+                            .safe()
+                            .overwrite_ignored(false)
+                            .disable_filters(true),
+                    ),
+                );
+                if let Err(e) = checkout {
+                    // Nothing was written (a safe checkout checks before it
+                    // writes): put the ref back, so `into` and its work tree
+                    // agree again, and say so.
+                    repo.reference_matching(
+                        &into_ref,
+                        ours,
+                        true,
+                        commit,
+                        "ratchet merge: undone, the work tree could not be updated",
+                    )?;
+                    undone = Some(e);
+                }
             }
+            repo.set_head(&into_ref)?;
+        }
+        if let Some(e) = undone {
+            return Ok(MergeOutcome::Refused {
+                reason: format!(
+                    "the work tree could not be updated ({}); {into} was put back",
+                    e.message()
+                ),
+                branch: branch_name,
+                into,
+            });
         }
         match moved {
             Ok(_) => {}

@@ -351,19 +351,41 @@ impl LocalDirs {
 
     /// Reads a file the commands wrote. They may have made it (or a
     /// directory on its path) a symlink to a file outside the work
-    /// directory: the resolved path must still be inside it.
+    /// directory, a FIFO that blocks a reader for ever, a device, or a file
+    /// too large to hold: only a regular file inside the work directory, of
+    /// at most [`MAX_READ_BYTES`], is read.
     fn read_file(&self, path: &Path) -> Result<Vec<u8>> {
+        use std::os::unix::fs::OpenOptionsExt;
         let rel = checked_relative(path)?;
         let work = self.work()?;
         let resolve = |p: &Path| p.canonicalize().map_err(sandbox_err("reading a file"));
         let (full, root) = (resolve(&work.join(rel))?, resolve(&work)?);
+        let refuse = |reason| Error::InvalidPath {
+            path: path.to_path_buf(),
+            reason,
+        };
         if !full.starts_with(&root) {
-            return Err(Error::InvalidPath {
-                path: path.to_path_buf(),
-                reason: "resolves (through a symlink) to a file outside the work directory",
-            });
+            return Err(refuse(
+                "resolves (through a symlink) to a file outside the work directory",
+            ));
         }
-        std::fs::read(full).map_err(sandbox_err("reading a file"))
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&full)
+            .map_err(sandbox_err("reading a file"))?;
+        let meta = file.metadata().map_err(sandbox_err("reading a file"))?;
+        if !meta.file_type().is_file() {
+            return Err(refuse("is not a regular file"));
+        }
+        let mut bytes = Vec::new();
+        file.take(MAX_READ_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(sandbox_err("reading a file"))?;
+        if bytes.len() as u64 > MAX_READ_BYTES {
+            return Err(refuse("is larger than the 256 MiB a report file may be"));
+        }
+        Ok(bytes)
     }
 
     fn destroy(&mut self) -> Result<()> {
@@ -418,8 +440,10 @@ impl Sandbox for ProcessSandbox {
 /// Commands run inside Linux namespaces through bubblewrap (`bwrap`): no
 /// network (a network namespace with only a down loopback), the system
 /// mounted read-only, only the sandbox directory writable, its own PID
-/// namespace (when `bwrap` dies, everything in it dies), its own session —
-/// with the same limits, environment and reports as [`ProcessSandbox`].
+/// namespace (when `bwrap` dies, everything in it dies), its own session,
+/// every capability dropped (a root caller's command cannot remount the
+/// system writable, make device nodes or trace processes) — with the same
+/// limits, environment and reports as [`ProcessSandbox`].
 #[derive(Debug)]
 pub struct NamespaceSandbox {
     dirs: LocalDirs,
@@ -503,6 +527,8 @@ impl Sandbox for NamespaceSandbox {
                 "--unshare-all",
                 "--die-with-parent",
                 "--new-session",
+                "--cap-drop",
+                "ALL",
                 "--bind",
             ]
             .map(String::from),
@@ -559,6 +585,9 @@ fn read_tail(mut from: impl Read, keep: usize) -> (Vec<u8>, u64) {
     }
     (tail.into_iter().collect(), total)
 }
+
+/// The largest file [`Sandbox::read_file`] returns from a local sandbox.
+pub const MAX_READ_BYTES: u64 = 256 << 20;
 
 /// How long to wait for the output streams to close after the command's
 /// process group was killed: a process that left the group may hold them.

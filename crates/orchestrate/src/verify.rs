@@ -201,7 +201,16 @@ fn read_dir_files(root: &Path, rel: &Path, out: &mut Loaded) -> Result<()> {
         })?;
         if kind.is_dir() {
             if e.file_name() != ".git" && e.file_name() != ".ratchet" {
+                let before = out.files.len() + out.skipped.len();
                 read_dir_files(root, &path, out)?;
+                if out.files.len() + out.skipped.len() == before {
+                    // Empty (a submodule's place): kept, as a checkout keeps it.
+                    out.files.push(SourceFile {
+                        path,
+                        bytes: Vec::new(),
+                        mode: FileMode::Directory,
+                    });
+                }
             }
         } else if kind.is_file() {
             use std::os::unix::fs::PermissionsExt;
@@ -238,7 +247,12 @@ fn read_dir_files(root: &Path, rel: &Path, out: &mut Loaded) -> Result<()> {
     Ok(())
 }
 
-/// The files of a git tree, read from the object database.
+/// The files of a git tree, read from the object database: the bytes the
+/// repository stores, which is also what a landing writes (it checks out
+/// with filters disabled — see `merge`), so what is verified is what lands,
+/// byte for byte. Checkout filters (`.gitattributes` line endings, `ident`,
+/// LFS) are deliberately not applied: a branch could otherwise make the
+/// bytes that run differ from the bytes that were verified.
 pub(crate) fn tree_files(repo: &Repository, tree: &git2::Tree<'_>, out: &mut Loaded) -> Result<()> {
     let mut failure = None;
     tree.walk(TreeWalkMode::PreOrder, |dir, entry| {
@@ -500,6 +514,27 @@ fn evaluate(
             path: copy.clone(),
             source,
         })?;
+        // Evidence about any other commit — the baseline above all — is not
+        // the commands' to give: a line naming one refuses the file.
+        if format == "jsonl" {
+            let text = String::from_utf8_lossy(&bytes);
+            let stray = ratchet_scorers::parse_jsonl(
+                &text,
+                path,
+                Some(candidate),
+                &ratchet_scorers::RubricSet::default(),
+            )
+            .ok()
+            .and_then(|scores| scores.into_iter().find(|s| s.commit != *candidate));
+            if let Some(s) = stray {
+                row.note = Some(format!(
+                    "refused: a line scores commit {}, not the candidate {candidate}",
+                    s.commit
+                ));
+                ingested.push(row);
+                continue;
+            }
+        }
         let got = match format {
             "junit" => ratchet_scorers::ingest_junit(store, &copy, candidate, &session),
             _ => ratchet_scorers::ingest_jsonl(
