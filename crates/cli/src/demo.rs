@@ -1,162 +1,125 @@
-//! `ratchet demo`: the store end to end on generated data, in seconds.
-//!
-//! Records a baseline and a candidate commit's scores and test runs, prints
-//! their per-commit statistics, verifies the chain and writes a checkpoint,
-//! then edits one byte of the database file behind the store's back and shows
-//! verification naming the altered event.
+//! `ratchet demo`: the whole law end to end (the library's
+//! `ratchet_orchestrate::demo::run_demo`), with a progress bar and a summary.
 
-use std::io::Write;
 use std::path::PathBuf;
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use rand::{Rng, SeedableRng, rngs::StdRng};
-use ratchet_trace::{
-    CommitId, DB_FILE, EventDraft, Score, Store, StoreOptions, TestRun, VerifyOptions,
-};
+use ratchet_orchestrate::demo::{DemoOptions, DemoSummary, run_demo};
 
-const TASKS: usize = 400;
+use crate::out;
 
-fn fake_commit(name: &str) -> Result<CommitId> {
-    let h = blake3::hash(name.as_bytes()).to_hex();
-    Ok(CommitId::parse(&h[..40])?)
-}
-
-pub fn run(dir: Option<PathBuf>, json: bool) -> Result<u8> {
-    let scratch = tempfile::tempdir().context("creating a scratch directory")?;
-    let root = dir.unwrap_or_else(|| scratch.path().to_path_buf());
-    let store_dir = root.join("store");
-    let mut store = Store::create(&store_dir, StoreOptions::default())?;
-    let mut out = std::io::stdout().lock();
-    let mut rng = StdRng::seed_from_u64(7);
-
-    let baseline = fake_commit("demo baseline")?;
-    let candidate = fake_commit("demo candidate")?;
-    store.append(
-        EventDraft::json(
-            "note",
-            &serde_json::json!({"demo": "started", "tasks": TASKS}),
-        )?
-        .session("demo"),
-    )?;
-    // Pass/fail per task with true pass rates 0.70 and 0.78, plus a latency guardrail.
-    for (commit, p, lat) in [(&baseline, 0.70, 120.0), (&candidate, 0.78, 125.0)] {
-        let scores: Vec<Score> = (0..TASKS)
-            .map(|t| {
-                let mut s = Score::new(
-                    commit.clone(),
-                    format!("task-{t:03}"),
-                    "pass",
-                    f64::from(u8::from(rng.random_bool(p))),
-                );
-                s.latency_ms = Some(lat + rng.random_range(-20.0..20.0));
-                s
-            })
-            .collect();
-        store.record_scores(&scores, "demo")?;
-        store.record_test_run(
-            &TestRun {
-                commit: commit.clone(),
-                suite: "unit".into(),
-                passed: 212,
-                failed: 0,
-                skipped: 3,
-                duration_ms: 8400.0,
-            },
-            "demo",
-        )?;
-    }
-    let marker_seq = store
-        .append(EventDraft::json(
-            "note",
-            &serde_json::json!({"demo": "decision pending", "marker": "RATCHET-DEMO-MARKER"}),
-        )?)?
-        .seq;
-    store.append(EventDraft::json(
-        "note",
-        &serde_json::json!({"demo": "finished"}),
-    )?)?;
-
-    let stats = store.commit_stats("pass", ratchet_trace::AsOf::Head)?;
-    let report = store.verify()?;
-    let cp = store.checkpoint()?;
-    let cp_path = root.join("held-elsewhere.checkpoint");
-    cp.write_atomic(&cp_path)?;
-
-    if !json {
-        writeln!(
-            out,
-            "ratchet demo — trace store at {}\n",
-            store_dir.display()
-        )?;
-        writeln!(
-            out,
-            "{:<14} {:>6} {:>8} {:>10}",
-            "commit", "n", "mean", "variance"
-        )?;
-        for s in &stats {
-            let name = if s.commit == baseline {
-                "baseline"
-            } else {
-                "candidate"
-            };
-            writeln!(
-                out,
-                "{:<14} {:>6} {:>8.4} {:>10.4}",
-                format!("{name} {}", &s.commit.as_str()[..4]),
-                s.n,
-                s.mean,
-                s.variance.unwrap_or(f64::NAN)
-            )?;
-        }
-        writeln!(
-            out,
-            "\nverify: {} events, chain intact: {}",
-            report.size,
-            report.is_valid()
-        )?;
-        writeln!(out, "checkpoint written to {}:\n{cp}", cp_path.display())?;
-    }
-
-    // Someone with write access edits one byte of the file.
-    drop(store);
-    let db = store_dir.join(DB_FILE);
-    let mut bytes = std::fs::read(&db).with_context(|| format!("reading {}", db.display()))?;
-    let needle = b"RATCHET-DEMO-MARKER";
-    let at = bytes
-        .windows(needle.len())
-        .position(|w| w == needle)
-        .context("demo marker not found in the database file")?;
-    bytes[at] = b'X';
-    std::fs::write(&db, &bytes).with_context(|| format!("writing {}", db.display()))?;
-
-    let store = Store::open(&store_dir, StoreOptions::default())?;
-    let after = store.verify_with(&VerifyOptions::default().checkpoint(cp))?;
-    let caught = after.fault.as_ref().map(|f| f.seq) == Some(marker_seq);
-    if json {
-        serde_json::to_writer_pretty(
-            &mut out,
-            &serde_json::json!({
-                "store": store_dir, "stats": stats, "verified": report, "checkpoint": store.checkpoint()?,
-                "after_tamper": after, "tamper_seq": marker_seq, "caught": caught,
-            }),
-        )?;
-        writeln!(out)?;
+pub fn run(out_dir: Option<PathBuf>, seed: u64, proposals: usize, json: bool) -> Result<u8> {
+    let dir = match out_dir {
+        Some(d) => d,
+        // Kept: the repository, the store and the report are for looking at.
+        None => tempfile::Builder::new()
+            .prefix("ratchet-demo-")
+            .tempdir()
+            .context("creating a directory for the demo")?
+            .keep(),
+    };
+    let bar = if json {
+        indicatif::ProgressBar::hidden()
     } else {
-        writeln!(
-            out,
-            "edited one byte of event {marker_seq} directly in {}",
-            db.display()
-        )?;
-        match &after.fault {
-            Some(f) => writeln!(out, "verify: TAMPERED at {f}")?,
-            None => writeln!(out, "verify: no fault found")?,
-        }
+        indicatif::ProgressBar::new(proposals as u64).with_style(
+            indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} proposals")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        )
+    };
+    bar.set_message("judging");
+    let started = Instant::now();
+    let summary = run_demo(
+        &DemoOptions {
+            seed,
+            proposals,
+            dir: dir.clone(),
+        },
+        &mut |p| bar.set_position(p.done as u64),
+    )?;
+    bar.finish_and_clear();
+    let elapsed = started.elapsed().as_secs_f64();
+    if json {
+        out::json(&serde_json::json!({
+            "summary": summary,
+            "seconds": elapsed,
+            "promoted": summary.promoted(),
+            "rejected": summary.rejected(),
+            "false_promotes": summary.false_promotes(),
+            "false_rejects": summary.false_rejects(),
+            "caught": summary.tamper.caught(),
+        }))?;
+    } else {
+        print_summary(&summary, elapsed);
     }
-    if !caught {
-        bail!(
-            "the demo's tampering was not caught at seq {marker_seq}: {:?}",
-            after.fault
-        );
+    if !summary.chain_verified || !summary.tamper.caught() {
+        bail!("the demo's store did not verify, or its edited copy was not caught");
     }
     Ok(0)
+}
+
+fn print_summary(s: &DemoSummary, seconds: f64) {
+    println!(
+        "ratchet demo (seed {}): {} proposals judged in {seconds:.1} s",
+        s.seed,
+        s.proposals.len()
+    );
+    println!(
+        "  promoted {}, rejected {}; {:.0} tasks scored per decision on average",
+        s.promoted(),
+        s.rejected(),
+        s.mean_tasks()
+    );
+    println!(
+        "  false promotes: {} of {} proposals no better than their baseline (α = {})",
+        s.false_promotes(),
+        s.null_proposals(),
+        s.alpha
+    );
+    println!(
+        "  false rejects:  {} of {} better proposals (β = {}, for an improvement of the policy's gap)",
+        s.false_rejects(),
+        s.good_proposals(),
+        s.beta
+    );
+    let caught: Vec<String> = s
+        .regressions
+        .iter()
+        .filter_map(|r| r.detected_after.map(|n| n.to_string()))
+        .collect();
+    println!(
+        "  latent regressions: {} fired, {} caught (after {} live requests), {} healed; false alarms {}",
+        s.regressions.len(),
+        caught.len(),
+        if caught.is_empty() {
+            "-".into()
+        } else {
+            caught.join(", ")
+        },
+        s.regressions
+            .iter()
+            .filter(|r| r.healed_to.is_some())
+            .count(),
+        s.false_alarms
+    );
+    let ladder: Vec<String> = s
+        .ladder
+        .iter()
+        .map(|r| match r.how {
+            "heal" => format!("(heal) {:.3}", r.true_quality),
+            _ => format!("{:.3}", r.true_quality),
+        })
+        .collect();
+    println!("  quality ladder (true pass rate): {}", ladder.join(" → "));
+    println!(
+        "  chain: {} events, verified: {}; one byte edited in a copy ({}): caught at seq {}",
+        s.events,
+        s.chain_verified,
+        s.tamper.copy.display(),
+        s.tamper
+            .fault_seq
+            .map_or_else(|| "— not caught".into(), |q| q.to_string())
+    );
+    println!("  repository: {}", s.repo.display());
+    println!("  store:      {}", s.store.display());
 }

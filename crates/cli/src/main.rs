@@ -464,12 +464,21 @@ enum Command {
         #[command(subcommand)]
         what: RubricCommand,
     },
-    /// Run the store end to end in a scratch directory: record, verify,
-    /// checkpoint, then tamper and watch verification catch it.
+    /// The whole law end to end, in seconds: proposals committed to a real
+    /// repository, scored, judged by the gate, promoted or rejected; latent
+    /// regressions caught in live traffic and healed; the chain verified and
+    /// a tampered copy caught.
     Demo {
-        /// Keep the demo store here instead of a temporary directory.
-        #[arg(long)]
-        dir: Option<PathBuf>,
+        /// Make the demo's repository, store and report here (an empty or
+        /// new directory; default: a new directory under the system's temp).
+        #[arg(long, alias = "dir")]
+        out: Option<PathBuf>,
+        /// Seed of every random draw: the same seed gives the same run.
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+        /// Proposals to judge.
+        #[arg(long, default_value_t = 40)]
+        proposals: usize,
     },
 }
 
@@ -700,7 +709,11 @@ fn run(cli: Cli) -> Result<u8> {
             );
             Ok(0)
         }
-        Command::Demo { dir } => demo::run(dir, ctx.json),
+        Command::Demo {
+            out,
+            seed,
+            proposals,
+        } => demo::run(out, seed, proposals, ctx.json),
         Command::Init { keyed, key_file } => cmd::store::init(&ctx, keyed, key_file.as_deref()),
         Command::Append { key_file } => cmd::store::append(&ctx, key_file.as_deref()),
         Command::RecordScore {

@@ -281,6 +281,8 @@ fn demo_catches_its_tampering() {
         &[
             "--json",
             "demo",
+            "--proposals",
+            "6",
             "--dir",
             d.path().join("demo").to_str().expect("utf8"),
         ],
@@ -289,7 +291,11 @@ fn demo_catches_its_tampering() {
     assert!(o.status.success(), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["caught"], true);
-    assert_eq!(v["after_tamper"]["fault"]["seq"], v["tamper_seq"]);
+    assert_eq!(
+        v["summary"]["tamper"]["fault_seq"],
+        v["summary"]["tamper"]["seq"]
+    );
+    assert_eq!(v["summary"]["chain_verified"], true);
 }
 
 const POLICY: &str = r#"

@@ -29,6 +29,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod demo;
 mod merge;
 mod sandbox;
 mod sys;
