@@ -39,6 +39,13 @@ pub fn run(out_dir: Option<PathBuf>, seed: u64, proposals: usize, json: bool) ->
     )?;
     bar.finish_and_clear();
     let elapsed = started.elapsed().as_secs_f64();
+    let report = dir.join("report.html");
+    let mut store = ratchet_trace::Store::open_read_only(
+        &summary.store,
+        ratchet_trace::StoreOptions::default(),
+    )?;
+    let html = ratchet_report::html(&mut store, &ratchet_report::ReportOptions::default())?;
+    std::fs::write(&report, html).with_context(|| format!("writing {}", report.display()))?;
     if json {
         out::json(&serde_json::json!({
             "summary": summary,
@@ -48,9 +55,11 @@ pub fn run(out_dir: Option<PathBuf>, seed: u64, proposals: usize, json: bool) ->
             "false_promotes": summary.false_promotes(),
             "false_rejects": summary.false_rejects(),
             "caught": summary.tamper.caught(),
+            "report": report,
         }))?;
     } else {
         print_summary(&summary, elapsed);
+        println!("  report:     {}  (open it in a browser)", report.display());
     }
     if !summary.chain_verified || !summary.tamper.caught() {
         bail!("the demo's store did not verify, or its edited copy was not caught");

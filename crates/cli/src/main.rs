@@ -464,6 +464,22 @@ enum Command {
         #[command(subcommand)]
         what: RubricCommand,
     },
+    /// Write the store's report: one self-contained HTML file with SVG plots
+    /// (or, with --markdown, the latest decision as a pull-request comment).
+    Report {
+        /// Where to write the HTML.
+        #[arg(long, default_value = "report.html")]
+        out: PathBuf,
+        /// Print a Markdown summary of the latest decision instead.
+        #[arg(long)]
+        markdown: bool,
+        /// The scorer of the ladder (default: the most-scored one).
+        #[arg(long)]
+        scorer: Option<String>,
+        /// Writer key file (a keyed store is verified with its key).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+    },
     /// The whole law end to end, in seconds: proposals committed to a real
     /// repository, scored, judged by the gate, promoted or rejected; latent
     /// regressions caught in live traffic and healed; the chain verified and
@@ -714,6 +730,12 @@ fn run(cli: Cli) -> Result<u8> {
             seed,
             proposals,
         } => demo::run(out, seed, proposals, ctx.json),
+        Command::Report {
+            out,
+            markdown,
+            scorer,
+            key_file,
+        } => cmd::store::report(&ctx, &out, markdown, scorer, key_file.as_deref()),
         Command::Init { keyed, key_file } => cmd::store::init(&ctx, keyed, key_file.as_deref()),
         Command::Append { key_file } => cmd::store::append(&ctx, key_file.as_deref()),
         Command::RecordScore {

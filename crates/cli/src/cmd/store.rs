@@ -336,3 +336,40 @@ pub fn export(_ctx: &Ctx, _dir: &Path, _key_file: Option<&Path>) -> Result<u8> {
         "this ratchet was built without Parquet export; rebuild with `--features parquet`"
     )
 }
+
+pub fn report(
+    ctx: &Ctx,
+    out_path: &Path,
+    markdown: bool,
+    scorer: Option<String>,
+    key_file: Option<&Path>,
+) -> Result<u8> {
+    let mut store = ctx.open_read(key_file)?;
+    if markdown {
+        let text = ratchet_report::markdown(&store)?;
+        if ctx.json {
+            out::json(&serde_json::json!({ "store_id": store.id(), "markdown": text }))?;
+        } else {
+            print!("{text}");
+        }
+        return Ok(0);
+    }
+    let options = ratchet_report::ReportOptions {
+        scorer,
+        ..ratchet_report::ReportOptions::default()
+    };
+    let html = ratchet_report::html(&mut store, &options)?;
+    std::fs::write(out_path, &html).with_context(|| format!("writing {}", out_path.display()))?;
+    if ctx.json {
+        out::json(&serde_json::json!({
+            "store_id": store.id(), "report": out_path, "bytes": html.len()
+        }))?;
+    } else {
+        println!(
+            "report written to {} ({} KB)",
+            out_path.display(),
+            html.len() / 1024
+        );
+    }
+    Ok(0)
+}
