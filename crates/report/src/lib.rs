@@ -311,9 +311,17 @@ pub fn html(store: &mut Store, options: &ReportOptions) -> Result<String> {
 
     // Decisions: LLR paths.
     writeln!(body, "<h2>Sequential decisions</h2>")?;
-    let recent = &decisions[decisions.len().saturating_sub(options.max_paths)..];
+    // The last decision of each comparison (earlier ones said "continue"
+    // on a prefix of the same path), the latest first.
+    let mut seen = BTreeSet::new();
+    let finals: Vec<&Decision> = decisions
+        .iter()
+        .rev()
+        .filter(|d| seen.insert((d.v["baseline"].to_string(), d.v["candidate"].to_string())))
+        .take(options.max_paths)
+        .collect();
     let mut drawn = 0;
-    for d in recent.iter().rev() {
+    for d in finals {
         let Some(scorer) = d.v["scorer_versions"].as_object().and_then(|m| {
             m.keys()
                 .find(|k| Some(k.as_str()) == scorer.as_deref())
