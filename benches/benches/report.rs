@@ -60,14 +60,24 @@ fn report_1m(c: &mut Criterion) {
         ratchet_gate::decide(&mut store, &q).expect("decide");
     }
     let page = html(&mut store, &ReportOptions::default()).expect("report");
-    eprintln!("report on {} events: {} bytes of HTML", store.head().expect("head").size, page.len());
+    eprintln!(
+        "report on {} events: {} bytes of HTML",
+        store.head().expect("head").size,
+        page.len()
+    );
     let mut g = c.benchmark_group("report_1m");
     g.sample_size(10).measurement_time(Duration::from_secs(40));
     g.bench_function("verify_baseline", |b| {
         b.iter(|| assert!(store.verify().expect("verify").is_valid()))
     });
     g.bench_function("html", |b| {
-        b.iter(|| black_box(html(&mut store, &ReportOptions::default()).expect("report").len()))
+        b.iter(|| {
+            black_box(
+                html(&mut store, &ReportOptions::default())
+                    .expect("report")
+                    .len(),
+            )
+        })
     });
     g.finish();
 }
