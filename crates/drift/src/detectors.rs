@@ -58,6 +58,37 @@ pub trait Detector {
     fn n(&self) -> u64;
 }
 
+/// Runs `detector` over `values` in order, restarting it after each alarm:
+/// every alarm with the index (0-based) of the value that raised it. The
+/// batch form of [`Detector::update`], for arrays (the Python bindings run
+/// NumPy arrays through it without copying them).
+///
+/// # Errors
+/// [`Error::InvalidObservation`] for the first NaN or infinite value, naming
+/// its index; the detector keeps the state it had before it.
+pub fn alarms_in<D: Detector + ?Sized>(
+    detector: &mut D,
+    values: &[f64],
+) -> Result<Vec<(usize, Alarm)>> {
+    let mut out = Vec::new();
+    for (i, &x) in values.iter().enumerate() {
+        match detector.update(x) {
+            Ok(Some(alarm)) => {
+                out.push((i, alarm));
+                detector.reset();
+            }
+            Ok(None) => {}
+            Err(Error::InvalidObservation { reason }) => {
+                return Err(Error::InvalidObservation {
+                    reason: format!("value {i}: {reason}"),
+                });
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}
+
 fn finite(x: f64) -> Result<f64> {
     if x.is_finite() {
         Ok(x)

@@ -53,7 +53,7 @@ pub use arl::{
     siegmund_one_sided,
 };
 pub use bernoulli::{BernoulliCusum, bernoulli_cusum_arl};
-pub use detectors::{Alarm, Cusum, Detector, Ewma, EwmaLimits, PageHinkley, Shift};
+pub use detectors::{Alarm, Cusum, Detector, Ewma, EwmaLimits, PageHinkley, Shift, alarms_in};
 pub use error::{Error, Result};
 pub use monitor::{
     Chart, Follow, FollowReport, KIND_ALARM, Monitor, RankedCommit, TraceAlarm, WarmupReport,

@@ -1,0 +1,98 @@
+"""The gate, calibration, rubrics, ingestion, non-inferiority parity with SciPy."""
+
+import pathlib
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+
+import ratchet
+
+BASE = "1" * 40
+CAND = "2" * 40
+
+POLICY = """
+[class.tool]
+scorer = "accuracy"
+test = "bernoulli"
+alpha = 0.05
+beta = 0.05
+gap = 0.2
+max_n = 3000
+"""
+
+
+def test_decide_gives_a_typed_verdict_that_is_recorded(tmp_path: pathlib.Path) -> None:
+    s = ratchet.Store.create(tmp_path / "s")
+    for i in range(400):
+        s.record_score(BASE, f"t{i:04}", "accuracy", float(i % 2 == 0))
+        s.record_score(CAND, f"t{i:04}", "accuracy", float(i % 10 != 0))
+    policy = ratchet.Policy.from_toml(POLICY)
+    dry = ratchet.decide(s, BASE, CAND, "tool", policy=policy, record=False)
+    assert dry.status == "promote" and dry.decision_seq is None
+    v = ratchet.decide(s, BASE, CAND, "tool", policy=policy)
+    assert v.status == "promote" and v.exit_code == 0
+    assert v.decision_seq == s.size
+    d = v.to_dict()
+    assert d["candidate"] == CAND and d["outcome"]["verdict"] == "promote"
+    assert "PROMOTE" in v._repr_html_()
+    assert v.to_json() == dry.to_json(), "recomputed at the same head: the same verdict"
+
+
+def test_a_bad_policy_is_an_invalid_input_naming_the_field() -> None:
+    with pytest.raises(ratchet.InvalidInputError, match="alpha"):
+        ratchet.Policy.from_toml(POLICY.replace("alpha = 0.05", "alpha = 1.5"))
+
+
+def test_calibrate_is_a_table_of_the_operating_characteristic() -> None:
+    policy = ratchet.Policy.from_toml(POLICY)
+    oc = pl.DataFrame(ratchet.calibrate(policy, "tool", p0=0.5))
+    at_null = oc.filter(pl.col("effect") == 0.5)
+    assert at_null.height == 1
+    assert at_null["p_promote"][0] <= 0.05 + 1e-9
+    assert (oc["p_promote"].diff().drop_nulls() >= -1e-12).all(), "P(promote) rises with the effect"
+
+
+def test_rubric_scores_are_arithmetic_over_the_checklist() -> None:
+    r = ratchet.Rubric.from_toml(
+        'name = "answer"\n[[item]]\nid = "correct"\ntype = "boolean"\nweight = 3.0\n'
+        '[[item]]\nid = "concise"\ntype = "boolean"\nweight = 1.0\n'
+    )
+    assert r.score({"correct": True, "concise": False}) == pytest.approx(0.75)
+    assert len(r.version) == 64
+    with pytest.raises(ratchet.InvalidInputError):
+        r.score({"correct": "yes"})
+
+
+def test_ingest_junit_and_jsonl(tmp_path: pathlib.Path) -> None:
+    s = ratchet.Store.create(tmp_path / "s")
+    junit = tmp_path / "junit.xml"
+    junit.write_text(
+        '<testsuite name="unit" tests="2" failures="1"><testcase name="a"/>'
+        '<testcase name="b"><failure message="x"/></testcase></testsuite>'
+    )
+    r = ratchet.ingest_junit(s, junit, CAND)
+    assert r["test_runs"] == 1
+    again = ratchet.ingest_junit(s, junit, CAND)
+    assert again["already_ingested_at"] is not None, "the same report counts once"
+    jsonl = tmp_path / "s.jsonl"
+    jsonl.write_text('{"task": "t1", "scorer": "acc", "value": 0.5}\n')
+    assert ratchet.ingest_jsonl(s, jsonl, CAND)["scores"] == 1
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"task": "t1", "scorer": "acc", "value": 0.5, "holdot": true}\n')
+    with pytest.raises(ratchet.InvalidInputError, match="holdot"):
+        ratchet.ingest_jsonl(s, bad, CAND)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_welch_non_inferiority_p_values_match_scipy(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    base = rng.normal(10.0, 2.0, size=rng.integers(20, 200))
+    cand = rng.normal(10.3, 3.0, size=rng.integers(20, 200))
+    margin = 0.5
+    ours = ratchet.welch_non_inferiority(base, cand, margin, lower_is_better=True)
+    # H0: cand − base ≥ margin (inferior) against H1: cand − base < margin.
+    ref = stats.ttest_ind(cand - margin, base, equal_var=False, alternative="less")
+    assert ours["p_value"] == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-12)
+    assert ours["df"] == pytest.approx(ref.df, rel=1e-9)
