@@ -7,9 +7,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use arrow_array::{
-    ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array,
-};
+use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
 use numpy::PyReadonlyArray1;
 use pyo3::create_exception;
@@ -339,43 +337,47 @@ impl Store {
     /// Every score row as an Arrow table: seq, commit, task, scorer,
     /// scorer_version, value, cost, latency_ms, holdout.
     fn scores(&self, py: Python<'_>) -> PyResult<PyTable> {
-        let rows = self.with(py, |s| s.scores_after(0, usize::MAX).map_err(ToPyErr::py))?;
-        let col = |f: &dyn Fn(&ratchet_trace::Score) -> &str| -> ArrayRef {
-            Arc::new(StringArray::from_iter_values(
-                rows.iter().map(|(_, r)| f(r)),
-            ))
-        };
+        use arrow_array::builder::{BooleanBuilder, Float64Builder, StringBuilder, UInt64Builder};
+        // Built column by column from the rows as the store lends them: no
+        // row becomes owned strings on the way.
+        #[derive(Default)]
+        struct Columns {
+            seq: UInt64Builder,
+            commit: StringBuilder,
+            task: StringBuilder,
+            scorer: StringBuilder,
+            version: StringBuilder,
+            value: Float64Builder,
+            cost: Float64Builder,
+            latency: Float64Builder,
+            holdout: BooleanBuilder,
+        }
+        let mut c = self.with(py, |s| {
+            let mut c = Columns::default();
+            s.each_score(0, &mut |r| {
+                c.seq.append_value(r.seq);
+                c.commit.append_value(r.commit);
+                c.task.append_value(r.task);
+                c.scorer.append_value(r.scorer);
+                c.version.append_value(r.scorer_version);
+                c.value.append_value(r.value);
+                c.cost.append_option(r.cost);
+                c.latency.append_option(r.latency_ms);
+                c.holdout.append_value(r.holdout);
+            })
+            .map_err(ToPyErr::py)?;
+            Ok(c)
+        })?;
         table(vec![
-            (
-                "seq",
-                Arc::new(UInt64Array::from_iter_values(rows.iter().map(|(s, _)| *s))),
-            ),
-            ("commit", col(&|r| r.commit.as_str())),
-            ("task", col(&|r| r.task.as_str())),
-            ("scorer", col(&|r| r.scorer.as_str())),
-            ("scorer_version", col(&|r| r.scorer_version.as_str())),
-            (
-                "value",
-                Arc::new(Float64Array::from_iter_values(
-                    rows.iter().map(|(_, r)| r.value),
-                )),
-            ),
-            (
-                "cost",
-                Arc::new(Float64Array::from_iter(rows.iter().map(|(_, r)| r.cost))),
-            ),
-            (
-                "latency_ms",
-                Arc::new(Float64Array::from_iter(
-                    rows.iter().map(|(_, r)| r.latency_ms),
-                )),
-            ),
-            (
-                "holdout",
-                Arc::new(BooleanArray::from_iter(
-                    rows.iter().map(|(_, r)| Some(r.holdout)),
-                )),
-            ),
+            ("seq", Arc::new(c.seq.finish())),
+            ("commit", Arc::new(c.commit.finish())),
+            ("task", Arc::new(c.task.finish())),
+            ("scorer", Arc::new(c.scorer.finish())),
+            ("scorer_version", Arc::new(c.version.finish())),
+            ("value", Arc::new(c.value.finish())),
+            ("cost", Arc::new(c.cost.finish())),
+            ("latency_ms", Arc::new(c.latency.finish())),
+            ("holdout", Arc::new(c.holdout.finish())),
         ])
     }
 

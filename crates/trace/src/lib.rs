@@ -96,8 +96,8 @@ pub use projection::{KIND_SCORE, KIND_TEST_RUN, Score, TestRun};
 pub use schema::{APPLICATION_ID, Durability, SCHEMA_VERSION};
 pub use store::{
     AppendOnce, AsOf, CommitCounts, CommitStats, DB_FILE, EventFilter, Head, Overview, PairedMeans,
-    PairedTask, ScorerCounts, ScorerRef, ScorerVersion, Snapshot, Store, StoreOptions, Tail,
-    TaskMeans,
+    PairedTask, ScoreRow, ScorerCounts, ScorerRef, ScorerVersion, Snapshot, Store, StoreOptions,
+    Tail, TaskMeans,
 };
 pub use ulid::Ulid;
 pub use verify::{Fault, FaultKind, VerifyOptions, VerifyReport};

@@ -134,6 +134,30 @@ pub struct ScorerVersion {
     pub last_seq: u64,
 }
 
+/// One score row as [`Store::each_score`] lends it: text borrowed from the
+/// database row.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScoreRow<'a> {
+    /// Seq of the score event.
+    pub seq: u64,
+    /// The commit (canonical hex).
+    pub commit: &'a str,
+    /// The task.
+    pub task: &'a str,
+    /// The scorer.
+    pub scorer: &'a str,
+    /// The scorer's version.
+    pub scorer_version: &'a str,
+    /// The value.
+    pub value: f64,
+    /// Cost, if recorded.
+    pub cost: Option<f64>,
+    /// Latency in milliseconds, if recorded.
+    pub latency_ms: Option<f64>,
+    /// A holdout task.
+    pub holdout: bool,
+}
+
 /// Which events [`Store::events_matching`] returns: every condition set
 /// must hold.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -1028,6 +1052,60 @@ impl Store {
                 .collect()
             })
             .map_err(Error::sqlite("reading scores"))
+    }
+
+    /// Every score row with seq greater than `after`, in seq order, handed
+    /// to `each` as borrowed text (no row is copied into owned strings):
+    /// the column-wise scan behind bulk readers (Arrow tables, exports).
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails or a row is malformed (a commit
+    /// not in canonical form included).
+    pub fn each_score(&self, after: u64, each: &mut dyn FnMut(ScoreRow<'_>)) -> Result<()> {
+        const CONTEXT: &str = "reading scores";
+        let mut st = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {SCORE_COLUMNS} FROM scores WHERE seq > ?1 ORDER BY seq"
+            ))
+            .map_err(Error::sqlite(CONTEXT))?;
+        let mut rows = st
+            .query([after.min(i64::MAX as u64) as i64])
+            .map_err(Error::sqlite(CONTEXT))?;
+        while let Some(row) = rows.next().map_err(Error::sqlite(CONTEXT))? {
+            let str_at = |i: usize| -> Result<&str> {
+                match row.get_ref(i).map_err(Error::sqlite(CONTEXT))? {
+                    ValueRef::Text(t) => std::str::from_utf8(t).map_err(|_| Error::Sqlite {
+                        context: CONTEXT,
+                        source: conv_err(i, "text"),
+                    }),
+                    _ => Err(Error::Sqlite {
+                        context: CONTEXT,
+                        source: conv_err(i, "text"),
+                    }),
+                }
+            };
+            let commit = str_at(1)?;
+            if !crate::encoding::is_canonical_commit(commit) {
+                return Err(Error::Sqlite {
+                    context: CONTEXT,
+                    source: conv_err(1, "commit"),
+                });
+            }
+            let seq: i64 = row.get(0).map_err(Error::sqlite(CONTEXT))?;
+            each(ScoreRow {
+                seq: seq as u64,
+                commit,
+                task: str_at(2)?,
+                scorer: str_at(3)?,
+                scorer_version: str_at(4)?,
+                value: real(row, 5).map_err(Error::sqlite(CONTEXT))?,
+                cost: row.get(6).map_err(Error::sqlite(CONTEXT))?,
+                latency_ms: row.get(7).map_err(Error::sqlite(CONTEXT))?,
+                holdout: row.get(8).map_err(Error::sqlite(CONTEXT))?,
+            });
+        }
+        Ok(())
     }
 
     /// The test runs under `commit` as of `as_of`, in seq order, with their

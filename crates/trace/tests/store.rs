@@ -515,3 +515,48 @@ fn each_query_reads_the_trace_as_it_stood_at_a_seq() {
             .expect("paired")
     );
 }
+
+#[test]
+fn each_score_lends_the_rows_scores_after_returns() {
+    let (_d, mut s) = new_store();
+    for i in 0..50u32 {
+        let mut sc = Score::new(
+            commit((i % 3) as u8 + 1),
+            format!("t{i}"),
+            "acc",
+            f64::from(i) / 50.0,
+        );
+        sc.cost = (i % 2 == 0).then_some(0.5);
+        sc.scorer_version = format!("v{}", i % 2);
+        s.record_score(&sc, "r").expect("score");
+    }
+    for after in [0, 17, 49, 50] {
+        let owned = s.scores_after(after, usize::MAX).expect("scores");
+        let mut lent = Vec::new();
+        s.each_score(after, &mut |r| {
+            lent.push((
+                r.seq,
+                r.commit.to_string(),
+                r.task.to_string(),
+                r.scorer_version.to_string(),
+                r.value,
+                r.cost,
+            ))
+        })
+        .expect("each");
+        let expect: Vec<_> = owned
+            .iter()
+            .map(|(seq, sc)| {
+                (
+                    *seq,
+                    sc.commit.to_string(),
+                    sc.task.clone(),
+                    sc.scorer_version.clone(),
+                    sc.value,
+                    sc.cost,
+                )
+            })
+            .collect();
+        assert_eq!(lent, expect, "after {after}");
+    }
+}
