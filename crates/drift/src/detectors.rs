@@ -27,8 +27,10 @@ impl std::fmt::Display for Shift {
 /// A detector's signal.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Alarm {
-    /// The detector (`cusum`, `ewma`, `page_hinkley`).
-    pub detector: String,
+    /// The detector (`cusum`, `ewma`, `page_hinkley`): a static name on the
+    /// update path (no allocation per alarm-capable update), owned only when
+    /// read back from a stored alarm.
+    pub detector: std::borrow::Cow<'static, str>,
     /// Observations seen, the alarming one included (1-based).
     pub n: u64,
     /// The statistic that crossed its limit.
