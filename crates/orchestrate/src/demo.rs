@@ -534,7 +534,7 @@ pub fn run_demo(
             crate::record_promotion(&repo_dir, &mut w.store, &candidate, "prompt", None)?;
             // Deployed: the work tree is checked out at the promoted commit
             // (against the old HEAD, then HEAD moves).
-            deploy(&w.repo, &candidate)?;
+            crate::check_out_detached(&w.repo, &candidate)?;
             ladder.push(Rung {
                 commit: candidate.clone(),
                 how: "promotion",
@@ -578,18 +578,6 @@ pub fn run_demo(
         repo: repo_dir,
         store: store_dir,
     })
-}
-
-/// Checks `commit` out as the deployed version: the work tree against the
-/// old HEAD first (a safe checkout compares with HEAD's tree), then HEAD.
-fn deploy(repo: &Repository, commit: &CommitId) -> Result<()> {
-    let commit = repo.find_commit(Oid::from_str(commit.as_str())?)?;
-    repo.checkout_tree(
-        commit.as_object(),
-        Some(git2::build::CheckoutBuilder::new().safe()),
-    )?;
-    repo.set_head_detached(commit.id())?;
-    Ok(())
 }
 
 /// The text the demo edits in a copy of its store.

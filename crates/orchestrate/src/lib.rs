@@ -289,6 +289,17 @@ pub fn dirty_paths(repo: &Repository) -> Result<Vec<String>> {
         .collect())
 }
 
+/// Checks `commit` out with a detached HEAD: the work tree first, in safe
+/// mode against the current HEAD (nothing edited is overwritten), then HEAD
+/// (moving HEAD first would make the safe checkout see every file as edited).
+pub(crate) fn check_out_detached(repo: &Repository, commit: &CommitId) -> Result<()> {
+    let oid = Oid::from_str(commit.as_str())?;
+    let object = repo.find_object(oid, None)?;
+    repo.checkout_tree(&object, Some(CheckoutBuilder::new().safe()))?;
+    repo.set_head_detached(oid)?;
+    Ok(())
+}
+
 /// Heals after `alarm`: checks out the best measured commit other than the
 /// alarmed one in the repository at `repo_path`, records a `checkout` event,
 /// and returns the report with a monitor restarted on the new commit.
@@ -414,10 +425,7 @@ pub fn heal(
     if !dirty.is_empty() {
         return Err(Error::DirtyWorkTree { paths: dirty });
     }
-    let oid = Oid::from_str(target.as_str())?;
-    let object = repo.find_object(oid, None)?;
-    repo.checkout_tree(&object, Some(CheckoutBuilder::new().safe()))?;
-    repo.set_head_detached(oid)?;
+    check_out_detached(&repo, &target)?;
     report.checked_out = true;
     let receipt = store.append(
         EventDraft::reserved(
