@@ -172,6 +172,48 @@ fn point_read(c: &mut Criterion) {
         })
     });
     drop(snap);
+    // The limit: a raw prepared SELECT of the same row's columns by id on
+    // the same file, read into owned values as `event_by_id` does.
+    let raw = rusqlite::Connection::open_with_flags(
+        store.dir().join(ratchet_trace::DB_FILE),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .expect("raw connection");
+    type RawRow = (i64, Vec<u8>, i64, String, String, String, Option<String>, Vec<u8>, Vec<u8>);
+    let read_raw = |raw: &rusqlite::Connection, id: &ulid::Ulid| -> RawRow {
+        raw.prepare_cached(
+            "SELECT seq, id, ts_ms, cell, session, kind, commit_id, payload, hash FROM events WHERE id = ?1",
+        )
+        .expect("prepare")
+        .query_row([&id.0.to_be_bytes()[..]], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+                r.get(7)?,
+                r.get(8)?,
+            ))
+        })
+        .expect("row")
+    };
+    g.bench_function("raw_select_by_id_200k", |b| {
+        b.iter(|| {
+            i = (i + 7919) % ids.len();
+            black_box(read_raw(&raw, &ids[i]))
+        })
+    });
+    let tx = raw.unchecked_transaction().expect("read transaction");
+    g.bench_function("raw_select_by_id_200k_in_transaction", |b| {
+        b.iter(|| {
+            i = (i + 7919) % ids.len();
+            black_box(read_raw(&tx, &ids[i]))
+        })
+    });
+    drop(tx);
     g.finish();
 }
 
