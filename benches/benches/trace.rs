@@ -232,12 +232,79 @@ fn verify_and_stats(c: &mut Criterion) {
     g.bench_function("notes", |b| {
         b.iter(|| assert!(notes.verify().expect("verify").is_valid()))
     });
+    // The limit of verify's work on the same rows: one raw scan of the
+    // hashed columns in seq order with a keyed BLAKE3 over the same bytes
+    // (one thread; verification also re-derives projections and checks
+    // links, the schema and metadata).
+    for (name, st) in [("scores_physical_limit", &store), ("notes_physical_limit", &notes)] {
+        let raw = rusqlite::Connection::open_with_flags(
+            st.dir().join(ratchet_trace::DB_FILE),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .expect("raw connection");
+        let key = *blake3::hash(st.id().as_bytes()).as_bytes();
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut q = raw
+                    .prepare_cached(
+                        "SELECT seq, prev_hash, id, ts_ms, cell, session, kind, commit_id, payload FROM events ORDER BY seq",
+                    )
+                    .expect("prepare");
+                let mut rows = q.query([]).expect("scan");
+                let mut last = [0u8; 32];
+                while let Some(r) = rows.next().expect("row") {
+                    let mut h = blake3::Hasher::new_keyed(&key);
+                    for i in 0..9 {
+                        match r.get_ref(i).expect("column") {
+                            rusqlite::types::ValueRef::Integer(v) => {
+                                h.update(&v.to_le_bytes());
+                            }
+                            rusqlite::types::ValueRef::Text(t)
+                            | rusqlite::types::ValueRef::Blob(t) => {
+                                h.update(&(t.len() as u64).to_le_bytes());
+                                h.update(t);
+                            }
+                            _ => {
+                                h.update(&[0]);
+                            }
+                        }
+                    }
+                    last = *h.finalize().as_bytes();
+                }
+                black_box(last)
+            })
+        });
+    }
     g.finish();
 
     let mut g = c.benchmark_group("commit_stats_1m");
     g.sample_size(20).measurement_time(Duration::from_secs(8));
     g.bench_function("100_commits", |b| {
         b.iter(|| black_box(store.commit_stats("accuracy", AsOf::Head).expect("stats")))
+    });
+    // SQLite's own aggregate over the same rows: the yardstick.
+    let raw = rusqlite::Connection::open_with_flags(
+        store.dir().join(ratchet_trace::DB_FILE),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .expect("raw connection");
+    g.bench_function("sqlite_group_by_100_commits", |b| {
+        b.iter(|| {
+            let mut q = raw
+                .prepare_cached(
+                    "SELECT commit_id, count(*), avg(value), min(value), max(value), sum(value * value)
+                       FROM scores WHERE scorer = 'accuracy' GROUP BY commit_id",
+                )
+                .expect("prepare");
+            let rows: Vec<(String, i64, f64, f64, f64, f64)> = q
+                .query_map([], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+                })
+                .expect("query")
+                .collect::<rusqlite::Result<_>>()
+                .expect("rows");
+            black_box(rows)
+        })
     });
     g.bench_function("one_commit_of_100", |b| {
         let c7 = commit(7);
