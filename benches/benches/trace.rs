@@ -179,7 +179,17 @@ fn point_read(c: &mut Criterion) {
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
     )
     .expect("raw connection");
-    type RawRow = (i64, Vec<u8>, i64, String, String, String, Option<String>, Vec<u8>, Vec<u8>);
+    type RawRow = (
+        i64,
+        Vec<u8>,
+        i64,
+        String,
+        String,
+        String,
+        Option<String>,
+        Vec<u8>,
+        Vec<u8>,
+    );
     let read_raw = |raw: &rusqlite::Connection, id: &ulid::Ulid| -> RawRow {
         raw.prepare_cached(
             "SELECT seq, id, ts_ms, cell, session, kind, commit_id, payload, hash FROM events WHERE id = ?1",
@@ -236,7 +246,10 @@ fn verify_and_stats(c: &mut Criterion) {
     // hashed columns in seq order with a keyed BLAKE3 over the same bytes
     // (one thread; verification also re-derives projections and checks
     // links, the schema and metadata).
-    for (name, st) in [("scores_physical_limit", &store), ("notes_physical_limit", &notes)] {
+    for (name, st) in [
+        ("scores_physical_limit", &store),
+        ("notes_physical_limit", &notes),
+    ] {
         let raw = rusqlite::Connection::open_with_flags(
             st.dir().join(ratchet_trace::DB_FILE),
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
