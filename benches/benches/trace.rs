@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use ratchet_benches::{commit, note, note_store, score_store};
-use ratchet_trace::{AsOf, Durability, MergeOptions, Store, StoreOptions};
+use ratchet_trace::{AsOf, Durability, EventDraft, MergeOptions, Store, StoreOptions};
 use rusqlite::params;
 
 const BATCH: usize = 1000;
@@ -356,6 +356,41 @@ fn merge(c: &mut Criterion) {
                         .merge_cell(cell, &MergeOptions::default())
                         .expect("merge");
                     assert_eq!(r.ingested, N as u64);
+                    home
+                },
+                BatchSize::PerIteration,
+            )
+        });
+        // The yardstick: the home appending the same events itself (read
+        // back from the cell once, appended in batches of 10,000 as the
+        // store was made), in the same run.
+        let events: Vec<EventDraft> = Store::open(cell, StoreOptions::default())
+            .expect("cell")
+            .events_after(0, usize::MAX)
+            .expect("events")
+            .into_iter()
+            .map(|e| {
+                let mut d = EventDraft::raw(e.kind.clone(), e.payload.clone()).session(e.session);
+                if let Some(c) = e.commit {
+                    d = d.commit(c);
+                }
+                d
+            })
+            .collect();
+        g.bench_function(format!("{name}_home_append_baseline"), |b| {
+            b.iter_batched(
+                || {
+                    k += 1;
+                    let home =
+                        Store::create(dir.path().join(format!("home{k}")), StoreOptions::default())
+                            .expect("home");
+                    (home, events.clone())
+                },
+                |(mut home, events)| {
+                    let mut it = events.into_iter().peekable();
+                    while it.peek().is_some() {
+                        home.append_batch(it.by_ref().take(10_000)).expect("append");
+                    }
                     home
                 },
                 BatchSize::PerIteration,
