@@ -14,7 +14,7 @@ use ratchet_gate::{GateStatus, Policy, Question};
 use ratchet_scorers::Rubric;
 use ratchet_trace::{CommitId, Score, Store, StoreOptions, TestRun, VerifyOptions};
 
-use crate::{Error, HealOptions, Result, WatchPlan};
+use crate::{Error, HealOptions, Result, WatchPlan, io_err};
 
 /// The policy the demo's gate runs: a pass/fail sequential test on the
 /// rubric's `correct` item, a cost guardrail, a safety invariant, green unit
@@ -261,13 +261,6 @@ struct World {
     /// Tasks each commit was scored on (by index in `truths`).
     scored: Vec<usize>,
     live_served: usize,
-}
-
-fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
-    move |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    }
 }
 
 impl World {

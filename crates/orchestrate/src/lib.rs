@@ -289,6 +289,14 @@ pub fn dirty_paths(repo: &Repository) -> Result<Vec<String>> {
         .collect())
 }
 
+/// `Error::Io` for `path`, as a `map_err` argument.
+pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
 /// Checks `commit` out with a detached HEAD: the work tree first, in safe
 /// mode against the current HEAD (nothing edited is overwritten), then HEAD
 /// (moving HEAD first would make the safe checkout see every file as edited).

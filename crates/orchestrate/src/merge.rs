@@ -12,7 +12,7 @@ use crate::sandbox::{CommandReport, EnvPolicy, Limits, Sandbox};
 use crate::verify::{
     Loaded, VerificationReport, VerifySpec, check_commands, tree_files, verify_loaded,
 };
-use crate::{Error, Result};
+use crate::{Error, Result, io_err};
 
 /// How many times a merge is retried when `into` moves while it is being
 /// verified (each retry merges and verifies again on the new tip).
@@ -178,11 +178,8 @@ impl MergeLock {
             .truncate(false)
             .write(true)
             .open(&path)
-            .map_err(|source| Error::Io {
-                path: path.clone(),
-                source,
-            })?;
-        file.lock().map_err(|source| Error::Io { path, source })?;
+            .map_err(io_err(&path))?;
+        file.lock().map_err(io_err(&path))?;
         Ok(MergeLock { _file: file })
     }
 }

@@ -10,7 +10,7 @@ use ratchet_gate::{GateStatus, Policy, Question, Verdict};
 use ratchet_trace::{CommitId, EventDraft, Receipt, ReservedKind, Store};
 
 use crate::sandbox::{CommandReport, EnvPolicy, FileMode, Limits, Sandbox, checked_relative};
-use crate::{Error, Result};
+use crate::{Error, Result, io_err};
 
 /// What is verified.
 #[derive(Debug, Clone, Copy)]
@@ -183,22 +183,13 @@ pub(crate) struct Loaded {
 fn read_dir_files(root: &Path, rel: &Path, out: &mut Loaded) -> Result<()> {
     let dir = root.join(rel);
     let mut entries: Vec<std::fs::DirEntry> = std::fs::read_dir(&dir)
-        .map_err(|source| Error::Io {
-            path: dir.clone(),
-            source,
-        })?
+        .map_err(io_err(&dir))?
         .collect::<std::io::Result<_>>()
-        .map_err(|source| Error::Io {
-            path: dir.clone(),
-            source,
-        })?;
+        .map_err(io_err(&dir))?;
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
         let path = rel.join(e.file_name());
-        let kind = e.file_type().map_err(|source| Error::Io {
-            path: root.join(&path),
-            source,
-        })?;
+        let kind = e.file_type().map_err(io_err(&root.join(&path)))?;
         if kind.is_dir() {
             if e.file_name() != ".git" && e.file_name() != ".ratchet" {
                 let before = out.files.len() + out.skipped.len();
@@ -215,15 +206,8 @@ fn read_dir_files(root: &Path, rel: &Path, out: &mut Loaded) -> Result<()> {
         } else if kind.is_file() {
             use std::os::unix::fs::PermissionsExt;
             let full = root.join(&path);
-            let bytes = std::fs::read(&full).map_err(|source| Error::Io {
-                path: full.clone(),
-                source,
-            })?;
-            let bits = e
-                .metadata()
-                .map_err(|source| Error::Io { path: full, source })?
-                .permissions()
-                .mode();
+            let bytes = std::fs::read(&full).map_err(io_err(&full))?;
+            let bits = e.metadata().map_err(io_err(&full))?.permissions().mode();
             let mode = if bits & 0o111 != 0 {
                 FileMode::Executable
             } else {
@@ -233,8 +217,7 @@ fn read_dir_files(root: &Path, rel: &Path, out: &mut Loaded) -> Result<()> {
         } else if kind.is_symlink() {
             use std::os::unix::ffi::OsStrExt;
             let full = root.join(&path);
-            let target =
-                std::fs::read_link(&full).map_err(|source| Error::Io { path: full, source })?;
+            let target = std::fs::read_link(&full).map_err(io_err(&full))?;
             out.files.push(SourceFile {
                 path,
                 bytes: target.as_os_str().as_bytes().to_vec(),
@@ -469,10 +452,7 @@ fn evaluate(
     let class_policy = e.policy.class(&e.class)?;
     // The commands' files are copied out of the sandbox (which may be
     // remote) and ingested from a local copy under the same relative name.
-    let local = tempfile::tempdir().map_err(|source| Error::Io {
-        path: std::env::temp_dir(),
-        source,
-    })?;
+    let local = tempfile::tempdir().map_err(io_err(&std::env::temp_dir()))?;
     let session = format!("verify:{}", sandbox.backend());
     let mut ingested = Vec::new();
     let files = e
@@ -505,15 +485,9 @@ fn evaluate(
         };
         let copy = local.path().join(checked_relative(path)?);
         if let Some(parent) = copy.parent() {
-            std::fs::create_dir_all(parent).map_err(|source| Error::Io {
-                path: parent.to_path_buf(),
-                source,
-            })?;
+            std::fs::create_dir_all(parent).map_err(io_err(parent))?;
         }
-        std::fs::write(&copy, &bytes).map_err(|source| Error::Io {
-            path: copy.clone(),
-            source,
-        })?;
+        std::fs::write(&copy, &bytes).map_err(io_err(&copy))?;
         // Evidence about any other commit — the baseline above all — is not
         // the commands' to give: a line naming one refuses the file.
         if format == "jsonl" {
