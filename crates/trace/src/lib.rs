@@ -60,8 +60,11 @@
 //!
 //! # Guarantees
 //!
-//! * Append-only in SQL: triggers abort UPDATE, DELETE and any INSERT that
-//!   would replace a row (`INSERT OR REPLACE`); the API has no edit.
+//! * Append-only in SQL: triggers refuse UPDATE and DELETE from any client,
+//!   and an `INSERT OR REPLACE` through ratchet's own connections; the API
+//!   has no edit. A REPLACE from another SQLite client is not refused (no
+//!   per-row insert trigger: it cost a third of every append) but, like any
+//!   edit, is found by [`Store::verify`] at its seq.
 //! * Every write is one `BEGIN IMMEDIATE` transaction that reads the head
 //!   inside it; WAL with `synchronous=FULL` by default ([`Durability`]).
 //!   Several processes may append at once; each commit is all or nothing.

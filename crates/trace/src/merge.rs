@@ -9,7 +9,7 @@ use ulid::Ulid;
 
 use crate::encoding::{OriginRef, WriterKey, genesis_hash};
 use crate::error::{Error, Result};
-use crate::store::{ChainWriter, Head, Pending, Store, StoreOptions};
+use crate::store::{ChainWriter, Head, Pending, Prepared, Store, StoreOptions};
 use crate::verify::{Batch, OwnedRow, VerifyOptions, verify_conn_each};
 
 /// Page cache during a merge, in KiB (negative: SQLite's size-in-KiB form).
@@ -192,6 +192,21 @@ impl Store {
             vopts = vopts.key(k.clone());
         }
         let verified = verify_conn_each(cell_tx, cell_id, &vopts, &mut |batch| {
+            // The batch's new events are inserted together (hashed on a
+            // second thread while rows go in: `ChainWriter::insert_all`);
+            // anything that must see the home as it stands first flushes
+            // what is queued.
+            let mut queued: Vec<Pending<'_>> = Vec::with_capacity(batch.rows.len());
+            let flush = |writer: &mut ChainWriter<'_>, queued: &mut Vec<Pending<'_>>| {
+                writer
+                    .insert_all(queued, &|_, p| {
+                        Ok(Prepared {
+                            event: *p,
+                            projection: None,
+                        })
+                    })
+                    .map(|_| queued.clear())
+            };
             for r in batch.rows.iter().filter(|r| r.seq > hw_seq) {
                 // The producer is what the merge verified: the cell itself for
                 // its own events. A relayed event keeps the producer its relay
@@ -199,6 +214,7 @@ impl Store {
                 let claimed = batch.str(r.cell);
                 if (r.origin.is_none() && claimed != cell_id) || claimed == self_id {
                     let id = Ulid(r.id);
+                    flush(&mut writer, &mut queued)?;
                     let home_has_it = existing_with_id(writer.conn(), id)?
                         .is_some_and(|e| e.same_content(batch, r));
                     if !home_has_it {
@@ -222,6 +238,7 @@ impl Store {
                 }
                 let id = Ulid(r.id);
                 let existing = if max_id.is_some_and(|m| id <= m) {
+                    flush(&mut writer, &mut queued)?;
                     existing_with_id(writer.conn(), id)?
                 } else {
                     max_id = Some(id);
@@ -233,7 +250,7 @@ impl Store {
                         // checks against the payload (a mismatch rolls back).
                         let projection =
                             r.projections.iter().flatten().find_map(|p| p.as_ref().ok());
-                        writer.insert(&Pending {
+                        queued.push(Pending {
                             id,
                             ts_ms: r.ts_ms,
                             cell: batch.str(r.cell),
@@ -247,7 +264,7 @@ impl Store {
                                 hash: &r.stored,
                             }),
                             projection,
-                        })?;
+                        });
                         ingested += 1;
                     }
                     Some(e) if e.same_content(batch, r) => already_present += 1,
@@ -261,7 +278,7 @@ impl Store {
                 }
                 link = blake3::Hash::from(r.stored);
             }
-            Ok(())
+            flush(&mut writer, &mut queued)
         })?;
         if let Some(fault) = verified.fault {
             return Err(Error::CellTampered {

@@ -10,7 +10,13 @@ use crate::error::{Error, Result};
 /// `PRAGMA application_id` of a ratchet trace store ("RATC").
 pub const APPLICATION_ID: i64 = 0x5241_5443;
 /// The schema version this build writes and the newest it reads.
-pub const SCHEMA_VERSION: i64 = 1;
+///
+/// Version 2 dropped the per-row `BEFORE INSERT` guard on the events and
+/// projection tables (see ARCHITECTURE.md, "Where we departed") and the unread index of merged
+/// events by origin; a version-1 store is upgraded
+/// in place the first time it is opened for writing, and read as it is
+/// when opened read-only.
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// How hard a commit is pushed to disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -47,7 +53,6 @@ CREATE TABLE events (
     mac          BLOB
 );
 CREATE INDEX events_by_id ON events (id);
-CREATE INDEX events_by_origin ON events (origin_store, origin_seq) WHERE origin_store IS NOT NULL;
 
 CREATE TABLE scores (
     seq            INTEGER PRIMARY KEY,
@@ -74,43 +79,108 @@ CREATE TABLE test_runs (
 CREATE INDEX test_runs_by_commit ON test_runs (commit_id, suite);
 "#;
 
-/// Append-only, enforced in SQL: no UPDATE, no DELETE, and no INSERT that would
-/// replace an existing row (`INSERT OR REPLACE` deletes without firing DELETE
-/// triggers unless `recursive_triggers` is on, so it is stopped before it starts).
+/// Append-only, enforced in SQL where it costs nothing on an append: every
+/// table refuses UPDATE and DELETE, and `meta` (written once, at creation)
+/// also refuses an INSERT that would replace a row.
+///
+/// The events and projection tables have no `BEFORE INSERT` guard (schema
+/// version 2; version 1 had one). A row trigger on every insert was the
+/// largest cost of the chained append (about a third of it: SQLite runs a
+/// trigger program and an `EXISTS` probe per row), and what it stopped is
+/// stopped elsewhere:
+///
+/// * through ratchet's own connections `recursive_triggers` is on, so the
+///   delete an `INSERT OR REPLACE` performs fires the DELETE guard and the
+///   statement is refused (`store.rs` issues plain INSERTs only);
+/// * through any other SQLite client, a REPLACE that changes a row is an
+///   edit like any other: verification recomputes every hash and projection
+///   row and reports it at its seq (`tests/tamper.rs`), and the gate fails
+///   closed on it. A file writer could drop any trigger anyway, so the
+///   guard never stood between an adversary and the file.
 ///
 /// The guards raise FAIL, not ABORT: they are BEFORE triggers, so they fire
-/// before the row's statement has changed anything (and, for REPLACE, before
-/// the conflicting row is deleted), which makes FAIL just as safe; and RAISE
-/// (ABORT) would make SQLite keep a statement journal for every INSERT of our
-/// own, which measured as most of the cost of the chained append.
+/// before the row's statement has changed anything, which makes FAIL just as
+/// safe; RAISE(ABORT) would make SQLite keep a statement journal.
 ///
 /// REPLACE can only delete a row whose PRIMARY KEY or UNIQUE column collides,
-/// so each table has exactly one unique key (`seq`, or `key` for meta) and the
-/// guard checks only that. Event ids are unique by construction instead: the
-/// writer allocates them above the largest id under the write lock, and a merge
-/// looks each incoming id up (the equivocation check).
-fn guard_triggers(table: &str, key_match: &str) -> String {
-    format!(
+/// so each table has exactly one unique key (`seq`, or `key` for meta). Event
+/// ids are unique by construction instead: the writer allocates them above
+/// the largest id under the write lock, and a merge looks each incoming id up
+/// (the equivocation check).
+fn guard_triggers(table: &str, refuse_replace: Option<&str>) -> String {
+    let mut sql = format!(
         r#"
 CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table}
 BEGIN SELECT RAISE(FAIL, 'ratchet: {table} is append-only; UPDATE is refused'); END;
 CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table}
 BEGIN SELECT RAISE(FAIL, 'ratchet: {table} is append-only; DELETE is refused'); END;
-CREATE TRIGGER {table}_no_replace BEFORE INSERT ON {table}
+"#
+    );
+    if let Some(key_match) = refuse_replace {
+        sql.push_str(&format!(
+            r#"CREATE TRIGGER {table}_no_replace BEFORE INSERT ON {table}
 WHEN EXISTS (SELECT 1 FROM {table} WHERE {key_match})
 BEGIN SELECT RAISE(FAIL, 'ratchet: {table} is append-only; a row with this key exists'); END;
 "#
-    )
+        ));
+    }
+    sql
 }
 
+/// The guard triggers of the current schema version.
 pub(crate) fn all_triggers() -> String {
+    triggers_of_version(SCHEMA_VERSION)
+}
+
+/// The guard triggers a store of `version` was created with: version 1 also
+/// guarded every insert into the events and projection tables.
+fn triggers_of_version(version: i64) -> String {
+    let per_row = (version < 2).then_some("seq = NEW.seq");
     [
-        guard_triggers("meta", "key = NEW.key"),
-        guard_triggers("events", "seq = NEW.seq"),
-        guard_triggers("scores", "seq = NEW.seq"),
-        guard_triggers("test_runs", "seq = NEW.seq"),
+        guard_triggers("meta", Some("key = NEW.key")),
+        guard_triggers("events", per_row),
+        guard_triggers("scores", per_row),
+        guard_triggers("test_runs", per_row),
     ]
     .concat()
+}
+
+/// What version 1 had and version 2 dropped: the per-row insert guards, and
+/// an index of merged events by origin that no query read (the merge's
+/// high-water mark is read from the table, never through an index), which
+/// cost every merged event an index insert.
+const VERSION_1_ONLY: [&str; 4] = [
+    "DROP TRIGGER events_no_replace;",
+    "DROP TRIGGER scores_no_replace;",
+    "DROP TRIGGER test_runs_no_replace;",
+    "DROP INDEX events_by_origin;",
+];
+
+/// The origin index of version 1 (see [`VERSION_1_ONLY`]).
+const VERSION_1_ORIGIN_INDEX: &str = "CREATE INDEX events_by_origin ON events (origin_store, origin_seq) WHERE origin_store IS NOT NULL;";
+
+/// Upgrades a version-1 store to the current schema inside the caller's
+/// write transaction: its schema must be exactly version 1's (anything else
+/// is [`Error::SchemaAltered`], and nothing is changed), then what version 2
+/// dropped ([`VERSION_1_ONLY`]) is dropped and `user_version` set. No row is touched, so
+/// every hash and checkpoint stays valid.
+pub(crate) fn upgrade_in_place(conn: &Connection) -> Result<bool> {
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(Error::sqlite("reading the schema version"))?;
+    if version != 1 {
+        return Ok(false);
+    }
+    if let Some(what) = schema_difference_from(conn, 1)? {
+        return Err(Error::SchemaAltered { what });
+    }
+    for drop in VERSION_1_ONLY {
+        conn.execute_batch(drop)
+            .map_err(Error::sqlite("upgrading the schema"))?;
+    }
+    conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION};"))
+        .map_err(Error::sqlite("upgrading the schema"))?;
+    Ok(true)
 }
 
 /// One row of `sqlite_schema`: what an object is, its name, its table and
@@ -120,18 +190,29 @@ pub(crate) type SchemaRow = (String, String, String, Option<String>);
 /// The schema a store is created with, as SQLite itself records it: built
 /// once per process in an in-memory database from the same DDL, so the
 /// comparison is exact to the byte (no re-implementation of SQLite's text).
-fn expected_schema() -> Result<&'static [SchemaRow]> {
-    static EXPECTED: std::sync::OnceLock<Vec<SchemaRow>> = std::sync::OnceLock::new();
-    if let Some(rows) = EXPECTED.get() {
+fn expected_schema(version: i64) -> Result<&'static [SchemaRow]> {
+    static EXPECTED: [std::sync::OnceLock<Vec<SchemaRow>>; SCHEMA_VERSION as usize] =
+        [const { std::sync::OnceLock::new() }; SCHEMA_VERSION as usize];
+    let slot = usize::try_from(version - 1)
+        .ok()
+        .and_then(|i| EXPECTED.get(i))
+        .ok_or(Error::SchemaAltered {
+            what: format!("schema version {version} is not one this build knows"),
+        })?;
+    if let Some(rows) = slot.get() {
         return Ok(rows);
     }
     let conn =
         Connection::open_in_memory().map_err(Error::sqlite("building the reference schema"))?;
     conn.execute_batch(DDL)
-        .and_then(|_| conn.execute_batch(&all_triggers()))
+        .and_then(|_| conn.execute_batch(&triggers_of_version(version)))
+        .and_then(|_| match version {
+            1 => conn.execute_batch(VERSION_1_ORIGIN_INDEX),
+            _ => Ok(()),
+        })
         .map_err(Error::sqlite("building the reference schema"))?;
     let rows = read_schema(&conn, "main")?;
-    Ok(EXPECTED.get_or_init(|| rows))
+    Ok(slot.get_or_init(|| rows))
 }
 
 fn read_schema(conn: &Connection, schema: &str) -> Result<Vec<SchemaRow>> {
@@ -152,7 +233,9 @@ fn read_schema(conn: &Connection, schema: &str) -> Result<Vec<SchemaRow>> {
 /// Compares the store's `sqlite_schema` (and this connection's TEMP schema)
 /// with the schema ratchet creates. `None` when they agree; otherwise what
 /// differs, in words: an added trigger, view, table or index, a dropped or
-/// altered one. A planted trigger would rewrite every later honest append,
+/// altered one. The schema compared against is that of the store's own
+/// `user_version` (a version-1 store opened read-only keeps its version-1
+/// guards; a version-2 store with them is altered). A planted trigger would rewrite every later honest append,
 /// and a planted view or index could change what a query reads, so nothing
 /// may be added, dropped or altered.
 ///
@@ -161,7 +244,15 @@ fn read_schema(conn: &Connection, schema: &str) -> Result<Vec<SchemaRow>> {
 /// elsewhere: tables are read by verification itself, and no read that feeds
 /// a decision goes through a secondary index (see `store.rs`).
 pub(crate) fn schema_difference(conn: &Connection) -> Result<Option<String>> {
-    let expected = expected_schema()?;
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(Error::sqlite("reading the schema version"))?;
+    schema_difference_from(conn, version)
+}
+
+/// [`schema_difference`] against the schema of `version`.
+fn schema_difference_from(conn: &Connection, version: i64) -> Result<Option<String>> {
+    let expected = expected_schema(version)?;
     let found = read_schema(conn, "main")?;
     let describe = |r: &SchemaRow| format!("{} {}", r.0, r.1);
     for e in expected {

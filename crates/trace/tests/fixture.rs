@@ -61,3 +61,94 @@ fn v1_fixture_reads_back_its_content() {
         "merged provenance kept"
     );
 }
+
+fn user_version(db: &std::path::Path) -> i64 {
+    rusqlite::Connection::open(db)
+        .and_then(|c| c.pragma_query_value(None, "user_version", |r| r.get(0)))
+        .expect("user_version")
+}
+
+fn objects(db: &std::path::Path, kind: &str) -> Vec<String> {
+    rusqlite::Connection::open(db)
+        .and_then(|c| {
+            c.prepare(&format!(
+                "SELECT name FROM sqlite_schema WHERE type = '{kind}' AND sql IS NOT NULL ORDER BY name"
+            ))?
+                .query_map([], |r| r.get(0))?
+                .collect()
+        })
+        .expect("schema objects")
+}
+
+fn triggers(db: &std::path::Path) -> Vec<String> {
+    objects(db, "trigger")
+}
+
+/// Schema version 2 dropped the per-row insert guards. A version-1 store is
+/// read as it is when opened read-only, and upgraded in place (no row
+/// touched: the key and the checkpoint still verify it) when opened for
+/// writing; it then takes appends.
+#[test]
+fn v1_fixture_is_read_as_is_and_upgraded_on_a_writable_open() {
+    let (_t, dir) = fixture();
+    let db = dir.join("store").join(ratchet_trace::DB_FILE);
+    let key = WriterKey::from_hex(&std::fs::read_to_string(dir.join("writer.key")).expect("key"))
+        .expect("parse key");
+    let cp = Checkpoint::read(dir.join("checkpoint")).expect("checkpoint");
+    let check = || {
+        VerifyOptions::default()
+            .key(key.clone())
+            .checkpoint(cp.clone())
+    };
+
+    let ro = Store::open_read_only(dir.join("store"), StoreOptions::default()).expect("open ro");
+    assert!(ro.verify_with(&check()).expect("verify").is_valid());
+    drop(ro);
+    assert_eq!(user_version(&db), 1, "a read-only open changes nothing");
+    assert_eq!(triggers(&db).len(), 12);
+    assert!(objects(&db, "index").contains(&"events_by_origin".to_string()));
+
+    let mut store = Store::open(
+        dir.join("store"),
+        StoreOptions::default().writer_key(key.clone()),
+    )
+    .expect("open");
+    assert_eq!(user_version(&db), ratchet_trace::SCHEMA_VERSION);
+    let left = triggers(&db);
+    assert_eq!(left.len(), 9, "{left:?}");
+    assert!(
+        left.iter()
+            .all(|t| !t.ends_with("_no_replace") || t == "meta_no_replace")
+    );
+    assert!(!objects(&db, "index").contains(&"events_by_origin".to_string()));
+    assert!(store.verify_with(&check()).expect("verify").is_valid());
+    store
+        .append(
+            ratchet_trace::EventDraft::json("note", &serde_json::json!({"after": "upgrade"}))
+                .expect("draft"),
+        )
+        .expect("append after upgrade");
+    let r = store.verify_with(&check()).expect("verify");
+    assert!(r.is_valid(), "{r:?}");
+    assert_eq!(r.size, cp.size + 1);
+}
+
+/// A version-1 store whose schema was altered is not upgraded: the open
+/// fails naming the change, and the file keeps its version.
+#[test]
+fn an_altered_v1_store_is_refused_not_upgraded() {
+    let (_t, dir) = fixture();
+    let db = dir.join("store").join(ratchet_trace::DB_FILE);
+    rusqlite::Connection::open(&db)
+        .and_then(|c| {
+            c.execute_batch("CREATE TRIGGER planted AFTER INSERT ON events BEGIN SELECT 1; END;")
+        })
+        .expect("plant");
+    let err = Store::open(dir.join("store"), StoreOptions::default()).expect_err("refused");
+    assert!(
+        matches!(&err, ratchet_trace::Error::SchemaAltered { what } if what.contains("planted")),
+        "{err}"
+    );
+    assert_eq!(user_version(&db), 1);
+    assert_eq!(triggers(&db).len(), 13);
+}

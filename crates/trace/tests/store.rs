@@ -74,7 +74,7 @@ fn newer_schema_is_refused_with_versions_named() {
             err,
             Error::SchemaTooNew {
                 found: 99,
-                supported: 1,
+                supported: ratchet_trace::SCHEMA_VERSION,
                 ..
             }
         ),
@@ -181,6 +181,41 @@ fn bad_input_is_refused_and_nothing_stored() {
         "nothing stored"
     );
     assert!(s.verify().expect("verify").is_valid());
+}
+
+/// Long batches are prepared and hashed on a second thread while rows are
+/// inserted (see `ChainWriter::insert_all`). The pipeline must keep what the
+/// one-by-one path promises: a bad event anywhere — first, last, in any
+/// hand-over chunk — stores nothing and is named by its position; a good
+/// batch verifies, MACs included, with every projection row in place.
+#[test]
+fn long_batches_keep_every_promise_of_short_ones() {
+    let key = ratchet_trace::WriterKey::from_secret(&[9u8; 32]).expect("key");
+    let (_d, mut s) = new_store_with(StoreOptions::default().writer_key(key.clone()));
+    fill(&mut s, 7);
+    let before = s.head().expect("head");
+    for bad in [0, 127, 128, 255, 256, 999] {
+        let mut batch: Vec<EventDraft> = (0..1000).map(mixed_draft).collect();
+        batch[bad] = EventDraft::raw("note", "nope");
+        let err = s.append_batch(batch).expect_err("bad batch");
+        assert!(
+            err.to_string().contains(&format!("event #{bad} ")),
+            "{bad}: {err}"
+        );
+        assert_eq!(s.head().expect("head"), before, "nothing stored ({bad})");
+    }
+    let receipts = s
+        .append_batch((0..1000).map(mixed_draft))
+        .expect("good batch");
+    assert_eq!(receipts.len(), 1000);
+    assert_eq!(receipts[999].seq, before.size + 1000);
+    assert_eq!(s.head().expect("head").hash, receipts[999].hash);
+    let r = s
+        .verify_with(&ratchet_trace::VerifyOptions::default().key(key))
+        .expect("verify");
+    assert!(r.is_valid() && r.macs_checked, "{r:?}");
+    let scores = s.scores_after(0, 10_000).expect("scores");
+    assert_eq!(scores.len(), 2 + 333, "every score row projected");
 }
 
 #[test]

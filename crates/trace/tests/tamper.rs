@@ -37,14 +37,24 @@ fn raw_sql_edits_are_refused_by_triggers() {
     let attempts = [
         "UPDATE events SET payload = x'7b7d' WHERE seq = 1",
         "DELETE FROM events WHERE seq = 6",
-        "INSERT OR REPLACE INTO events SELECT * FROM events WHERE seq = 2",
         "UPDATE scores SET value = 1.0",
         "DELETE FROM test_runs",
-        "INSERT OR REPLACE INTO scores SELECT * FROM scores LIMIT 1",
         "UPDATE meta SET value = 'x' WHERE key = 'store_id'",
         "DELETE FROM meta",
+        "INSERT OR REPLACE INTO meta (key, value) VALUES ('store_id', 'x')",
     ];
     for sql in attempts {
+        let err = raw.execute(sql, []).expect_err(sql);
+        assert!(err.to_string().contains("append-only"), "{sql}: {err}");
+    }
+    // A client that turns on recursive triggers, as ratchet's own
+    // connections do, has its REPLACE refused by the DELETE guard.
+    raw.execute_batch("PRAGMA recursive_triggers = ON;")
+        .expect("pragma");
+    for sql in [
+        "INSERT OR REPLACE INTO events SELECT * FROM events WHERE seq = 2",
+        "INSERT OR REPLACE INTO scores SELECT * FROM scores LIMIT 1",
+    ] {
         let err = raw.execute(sql, []).expect_err(sql);
         assert!(err.to_string().contains("append-only"), "{sql}: {err}");
     }
@@ -54,6 +64,52 @@ fn raw_sql_edits_are_refused_by_triggers() {
         before,
         "nothing changed"
     );
+    assert!(s.verify().expect("verify").is_valid());
+}
+
+/// Schema version 2 has no per-row INSERT guard (its cost was a third of the
+/// append): an `INSERT OR REPLACE` from a plain SQLite client, with no
+/// trigger dropped, goes through — and every one that changes a row is
+/// caught by verification at its seq.
+#[test]
+fn insert_or_replace_from_a_plain_client_is_caught_at_its_seq() {
+    let (_d, mut s) = new_store();
+    fill(&mut s, 10);
+    let first_score = s
+        .scores_after(0, 1)
+        .expect("read")
+        .first()
+        .map(|(seq, _)| *seq)
+        .expect("a score");
+    let cases = [
+        (
+            "INSERT OR REPLACE INTO events (seq, id, ts_ms, cell, session, kind, commit_id, payload, prev_hash, hash)
+             SELECT seq, id, ts_ms, cell, session, kind, commit_id, CAST('{}' AS BLOB), prev_hash, hash FROM events WHERE seq = 3",
+            3,
+        ),
+        (
+            "INSERT OR REPLACE INTO scores (seq, commit_id, task, scorer, scorer_version, value, holdout)
+             SELECT seq, commit_id, task, scorer, scorer_version, 1.0 - value, holdout FROM scores ORDER BY seq LIMIT 1",
+            first_score,
+        ),
+    ];
+    for (sql, seq) in cases {
+        let (_d, mut s) = new_store();
+        fill(&mut s, 10);
+        let raw = rusqlite::Connection::open(db_path(s.dir())).expect("raw");
+        assert_eq!(raw.execute(sql, []).expect(sql), 1, "{sql}");
+        drop(raw);
+        let (found, _) = first_fault(&s);
+        assert_eq!(found, seq, "{sql}");
+    }
+    // The same REPLACE with identical content changes nothing.
+    let raw = rusqlite::Connection::open(db_path(s.dir())).expect("raw");
+    raw.execute(
+        "INSERT OR REPLACE INTO events SELECT * FROM events WHERE seq = 2",
+        [],
+    )
+    .expect("identical replace");
+    drop(raw);
     assert!(s.verify().expect("verify").is_valid());
 }
 
