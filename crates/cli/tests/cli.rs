@@ -122,7 +122,7 @@ fn bad_input_exits_2_with_a_clear_message_and_stores_nothing() {
     let bad = "{\"kind\":\"note\",\"payload\":{}}\n{\"kind\":\"note\",\"commit\":\"abc\",\"payload\":{}}\n";
     let o = ratchet(d.path(), &["--store", st, "append"], bad);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("stdin line 2"), "{}", text(&o));
+    assert!(text(&o).contains("line 2: "), "{}", text(&o));
     assert!(text(&o).contains("full commit id"), "{}", text(&o));
 
     for (value, field) in [("NaN", "score.value"), ("inf", "score.value")] {

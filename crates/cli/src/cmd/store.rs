@@ -1,13 +1,12 @@
 //! The store: init, append, record-score, log, status, verify-chain,
 //! checkpoint, merge-cells, export.
 
-use std::io::{BufRead, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow};
 use ratchet_trace::{
-    Checkpoint, EventDraft, EventFilter, MergeOptions, Score, Store, StoreOptions, VerifyOptions,
-    WriterKey,
+    Checkpoint, EventFilter, MergeOptions, Score, Store, StoreOptions, VerifyOptions, WriterKey,
 };
 
 use crate::{Ctx, EXIT_NEGATIVE, out};
@@ -36,20 +35,14 @@ pub fn init(ctx: &Ctx, keyed: bool, key_file: Option<&Path>) -> Result<u8> {
 
 pub fn append(ctx: &Ctx, key_file: Option<&Path>) -> Result<u8> {
     let mut store = ctx.open(key_file)?;
-    let mut drafts = Vec::new();
-    for (i, line) in std::io::stdin().lock().lines().enumerate() {
-        let line = line.context("reading stdin")?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let draft =
-            EventDraft::from_json_line(&line).with_context(|| format!("stdin line {}", i + 1))?;
-        store
-            .validate_draft(&draft)
-            .with_context(|| format!("stdin line {}", i + 1))?;
-        drafts.push(draft);
-    }
-    let receipts = store.append_batch(drafts)?;
+    let mut text = String::new();
+    std::io::stdin()
+        .lock()
+        .read_to_string(&mut text)
+        .context("reading stdin (JSON Lines, UTF-8)")?;
+    let receipts = store
+        .append_json_lines(&text)
+        .context("appending the events on stdin")?;
     if ctx.json {
         out::json(&serde_json::json!({ "store_id": store.id(), "receipts": receipts }))?;
     } else {
