@@ -1,6 +1,7 @@
 //! Cells → home: ingest a cell store's new events into the home chain.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use rusqlite::types::ValueRef;
 use rusqlite::{OptionalExtension, params};
@@ -10,7 +11,7 @@ use ulid::Ulid;
 use crate::encoding::{OriginRef, WriterKey, genesis_hash};
 use crate::error::{Error, Result};
 use crate::store::{ChainWriter, Head, Pending, Prepared, Store, StoreOptions};
-use crate::verify::{Batch, OwnedRow, VerifyOptions, verify_conn_each};
+use crate::verify::{Batch, OwnedRow, VerifyOptions, VerifyReport, verify_conn_each};
 
 /// Page cache during a merge, in KiB (negative: SQLite's size-in-KiB form).
 const MERGE_CACHE_KIB: i64 = -65536;
@@ -93,40 +94,39 @@ impl Store {
             _ => {}
         }
 
-        // A consistent snapshot of the cell, read once: verification and
-        // ingestion share the pass (the cell's rows go to the home as they
-        // are read, and the home transaction rolls back if the cell turns out
-        // not to verify).
-        let cell_tx = cell
-            .conn
-            .unchecked_transaction()
-            .map_err(Error::sqlite("starting a read transaction on the cell"))?;
         // A merge is one large transaction: a bigger page cache keeps it from
         // spilling to the WAL midway (measured: 1.4x faster merges). Small
         // appends are faster with the default cache, so it is restored after.
         self.conn
             .pragma_update(None, "cache_size", MERGE_CACHE_KIB)
             .map_err(Error::sqlite("enlarging the page cache for a merge"))?;
-        let result = self.merge_from(cell_dir, &cell_id, &cell_tx, options);
+        let result = self.merge_from(cell_dir, cell, options);
         let restored = self
             .conn
             .pragma_update(None, "cache_size", DEFAULT_CACHE_KIB)
             .map_err(Error::sqlite("restoring the page cache"));
         let report = result?;
         restored?;
-        drop(cell_tx);
         tracing::info!(cell = %report.cell_id, ingested = report.ingested, already_present = report.already_present, "cell merged");
         Ok(report)
     }
 
     /// The single pass of [`Store::merge_cell`].
+    ///
+    /// Two sides on two threads: the cell's (a consistent snapshot of the
+    /// cell, verified as it is read, on a thread of its own) hands batches
+    /// of rows to the home's (this thread: checks, then inserts into the
+    /// home transaction). Verification and ingestion share the one pass; the
+    /// home transaction commits only if the cell verified whole, and rolls
+    /// back on any error of either side.
     fn merge_from(
         &mut self,
         cell_dir: &Path,
-        cell_id: &str,
-        cell_tx: &rusqlite::Transaction<'_>,
+        cell: Store,
         options: &MergeOptions,
     ) -> Result<MergeReport> {
+        let cell_id = cell.store_id.clone();
+        let cell_id = cell_id.as_str();
         let tx = crate::schema::begin_write(
             &mut self.conn,
             &mut self.schema_checked,
@@ -148,26 +148,7 @@ impl Store {
                 .optional()
             })
             .map_err(Error::sqlite("reading the cell's high-water mark"))?;
-        let (hw_seq, hw_hash) = match high_water {
-            None => (0, genesis_hash(cell_id)),
-            Some((seq, hash)) => {
-                let in_cell: Option<blake3::Hash> = cell_tx
-                    .query_row(
-                        "SELECT hash FROM events WHERE seq = ?1",
-                        [seq as i64],
-                        |r| crate::store::hash_col(r, 0),
-                    )
-                    .optional()
-                    .map_err(Error::sqlite("reading the cell at the high-water mark"))?;
-                if in_cell != Some(hash) {
-                    return Err(Error::CellRewritten {
-                        cell_id: cell_id.to_string(),
-                        seq,
-                    });
-                }
-                (seq, hash)
-            }
-        };
+        let (hw_seq, hw_hash) = high_water.unwrap_or((0, genesis_hash(cell_id)));
         // Ids above every id the home holds cannot be there yet: a cell's own
         // ids rise, so the equivocation lookup is needed only for the rest.
         let mut max_id: Option<Ulid> = tx
@@ -191,7 +172,7 @@ impl Store {
         if let Some(k) = &options.cell_key {
             vopts = vopts.key(k.clone());
         }
-        let verified = verify_conn_each(cell_tx, cell_id, &vopts, &mut |batch| {
+        let mut ingest = |batch: &Batch| -> Result<()> {
             // The batch's new events are inserted together (hashed on a
             // second thread while rows go in: `ChainWriter::insert_all`);
             // anything that must see the home as it stands first flushes
@@ -279,6 +260,49 @@ impl Store {
                 link = blake3::Hash::from(r.stored);
             }
             flush(&mut writer, &mut queued)
+        };
+        let verified = std::thread::scope(|scope| -> Result<VerifyReport> {
+            let (send, batches) = std::sync::mpsc::sync_channel::<Arc<Batch>>(4);
+            let cell_side = scope.spawn(move || -> Result<VerifyReport> {
+                let cell_tx = cell
+                    .conn
+                    .unchecked_transaction()
+                    .map_err(Error::sqlite("starting a read transaction on the cell"))?;
+                if hw_seq > 0 {
+                    let in_cell: Option<blake3::Hash> = cell_tx
+                        .query_row(
+                            "SELECT hash FROM events WHERE seq = ?1",
+                            [hw_seq as i64],
+                            |r| crate::store::hash_col(r, 0),
+                        )
+                        .optional()
+                        .map_err(Error::sqlite("reading the cell at the high-water mark"))?;
+                    if in_cell != Some(hw_hash) {
+                        return Err(Error::CellRewritten {
+                            cell_id: cell_id.to_string(),
+                            seq: hw_seq,
+                        });
+                    }
+                }
+                verify_conn_each(&cell_tx, cell_id, &vopts, &mut |batch| {
+                    // A closed channel: the home side stopped on an error of
+                    // its own, which is the one reported.
+                    send.send(Arc::clone(batch))
+                        .map_err(|_| Error::invalid("merge", "the home side stopped"))
+                })
+            });
+            let mut home_side = Ok(());
+            for batch in batches.iter() {
+                home_side = ingest(&batch);
+                if home_side.is_err() {
+                    break;
+                }
+            }
+            drop(batches);
+            let cell_side = cell_side
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            home_side.and(cell_side)
         })?;
         if let Some(fault) = verified.fault {
             return Err(Error::CellTampered {

@@ -765,7 +765,7 @@ pub(crate) fn verify_conn_each(
     conn: &Connection,
     store_id: &str,
     options: &VerifyOptions,
-    on_batch: &mut dyn FnMut(&Batch) -> Result<()>,
+    on_batch: &mut dyn FnMut(&Arc<Batch>) -> Result<()>,
 ) -> Result<VerifyReport> {
     let genesis = genesis_hash(store_id);
     let mut report = VerifyReport {
