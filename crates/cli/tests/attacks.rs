@@ -292,8 +292,20 @@ fn a_report_ingested_twice_counts_once_and_a_failure_is_not_laundered() {
     assert_eq!(v["outcome"]["stage"], "tests", "{v}");
 }
 
+/// A score edited in its table, or the kept per-commit statistics that
+/// `best` and `heal` rank from raised for the worse commit: either way the
+/// trace does not verify, and nothing is ranked, watched or healed.
 #[test]
 fn watch_best_and_heal_refuse_a_trace_that_does_not_verify() {
+    for edit in [
+        "UPDATE scores SET value = 1.0 WHERE seq = 2",
+        "UPDATE commit_stats SET mean = 0.99, max = 1.0 WHERE commit_id = (SELECT min(commit_id) FROM commit_stats)",
+    ] {
+        refused_after(edit);
+    }
+}
+
+fn refused_after(edit: &str) {
     let d = tempfile::tempdir().expect("tempdir");
     let st = d.path().join("s");
     let st_s = st.to_str().expect("utf8");
@@ -307,7 +319,7 @@ fn watch_best_and_heal_refuse_a_trace_that_does_not_verify() {
             .status
             .success()
     );
-    tamper(&st, "UPDATE scores SET value = 1.0 WHERE seq = 2");
+    tamper(&st, edit);
     for args in [
         vec!["best", "--scorer", "accuracy", "--min-n", "5"],
         vec![
@@ -318,10 +330,10 @@ fn watch_best_and_heal_refuse_a_trace_that_does_not_verify() {
         let mut all = vec!["--store", st_s];
         all.extend_from_slice(&args);
         let o = ratchet(d.path(), &all, "");
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert_eq!(o.status.code(), Some(2), "{edit} {args:?}: {}", text(&o));
         assert!(
             text(&o).contains("verification failed"),
-            "{args:?}: {}",
+            "{edit} {args:?}: {}",
             text(&o)
         );
     }

@@ -82,6 +82,7 @@ mod merge;
 mod projection;
 mod schema;
 mod store;
+mod summary;
 mod verify;
 
 pub use blake3::Hash;

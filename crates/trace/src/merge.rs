@@ -310,8 +310,7 @@ impl Store {
                 fault,
             });
         }
-        let head = writer.head;
-        drop(writer);
+        let head = writer.finish()?;
         tx.commit().map_err(Error::sqlite("committing the merge"))?;
         Ok(MergeReport {
             cell_id: cell_id.to_string(),

@@ -12,8 +12,9 @@ pub const APPLICATION_ID: i64 = 0x5241_5443;
 /// The schema version this build writes and the newest it reads.
 ///
 /// Version 2 dropped the per-row `BEFORE INSERT` guard on the events and
-/// projection tables (see ARCHITECTURE.md, "Where we departed") and the unread index of merged
-/// events by origin; a version-1 store is upgraded
+/// projection tables and the unread index of merged events by origin, and
+/// added the per-commit statistics kept on append (`commit_stats`; see
+/// ARCHITECTURE.md, "Where we departed"); a version-1 store is upgraded
 /// in place the first time it is opened for writing, and read as it is
 /// when opened read-only.
 pub const SCHEMA_VERSION: i64 = 2;
@@ -162,7 +163,8 @@ const VERSION_1_ORIGIN_INDEX: &str = "CREATE INDEX events_by_origin ON events (o
 /// Upgrades a version-1 store to the current schema inside the caller's
 /// write transaction: its schema must be exactly version 1's (anything else
 /// is [`Error::SchemaAltered`], and nothing is changed), then what version 2
-/// dropped ([`VERSION_1_ONLY`]) is dropped and `user_version` set. No row is touched, so
+/// dropped ([`VERSION_1_ONLY`]) is dropped, the per-commit statistics table
+/// is created and filled from the stored scores, and `user_version` set. No row is touched, so
 /// every hash and checkpoint stays valid.
 pub(crate) fn upgrade_in_place(conn: &Connection) -> Result<bool> {
     let version: i64 = conn
@@ -178,6 +180,9 @@ pub(crate) fn upgrade_in_place(conn: &Connection) -> Result<bool> {
         conn.execute_batch(drop)
             .map_err(Error::sqlite("upgrading the schema"))?;
     }
+    conn.execute_batch(crate::summary::DDL)
+        .map_err(Error::sqlite("upgrading the schema"))?;
+    crate::summary::rebuild(conn)?;
     conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION};"))
         .map_err(Error::sqlite("upgrading the schema"))?;
     Ok(true)
@@ -208,7 +213,7 @@ fn expected_schema(version: i64) -> Result<&'static [SchemaRow]> {
         .and_then(|_| conn.execute_batch(&triggers_of_version(version)))
         .and_then(|_| match version {
             1 => conn.execute_batch(VERSION_1_ORIGIN_INDEX),
-            _ => Ok(()),
+            _ => conn.execute_batch(crate::summary::DDL),
         })
         .map_err(Error::sqlite("building the reference schema"))?;
     let rows = read_schema(&conn, "main")?;

@@ -319,6 +319,9 @@ pub struct Store {
     pub(crate) schema_checked: Option<i64>,
     /// Opened read-only: every write is refused before it starts.
     pub(crate) read_only: bool,
+    /// The store keeps per-commit statistics (`commit_stats`, schema 2):
+    /// false only for a version-1 store opened read-only.
+    pub(crate) summary: bool,
 }
 
 /// Columns read for an event, in this order, by [`event_from_row`] (a macro
@@ -341,7 +344,7 @@ pub(crate) fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-fn conv_err(i: usize, what: &str) -> rusqlite::Error {
+pub(crate) fn conv_err(i: usize, what: &str) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(
         i,
         rusqlite::types::Type::Blob,
@@ -479,6 +482,7 @@ impl Store {
                 return Err(Error::StoreExists { path: dir });
             }
             tx.execute_batch(schema::DDL)
+                .and_then(|_| tx.execute_batch(crate::summary::DDL))
                 .and_then(|_| tx.execute_batch(&schema::all_triggers()))
                 .map_err(Error::sqlite("creating the schema"))?;
             let mut meta = vec![
@@ -515,6 +519,7 @@ impl Store {
             options,
             schema_checked: None,
             read_only: false,
+            summary: true,
         })
     }
 
@@ -590,12 +595,14 @@ impl Store {
         let version: i64 = conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .map_err(Error::sqlite("reading the schema version"))?;
+        let mut version = version;
         if !read_only && version < schema::SCHEMA_VERSION {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(Error::sqlite("upgrading the schema"))?;
             if schema::upgrade_in_place(&tx)? {
                 tx.commit().map_err(Error::sqlite("upgrading the schema"))?;
+                version = schema::SCHEMA_VERSION;
                 tracing::info!(store = %store_id, version = schema::SCHEMA_VERSION, "upgraded the store's schema");
             }
         }
@@ -608,6 +615,7 @@ impl Store {
             options,
             schema_checked: None,
             read_only,
+            summary: version >= 2,
         })
     }
 
@@ -922,8 +930,7 @@ impl Store {
                 projection,
             })
         })?;
-        let head = writer.head;
-        drop(writer);
+        let head = writer.finish()?;
         tx.commit().map_err(Error::sqlite("committing an append"))?;
         tracing::debug!(events = receipts.len(), head = head.size, "appended");
         if once_session.is_some() {
@@ -1212,9 +1219,13 @@ impl Store {
 
     /// Per-commit statistics of `scorer` as of `as_of`, ordered by commit id.
     ///
-    /// One pass over the scores table in seq order (never through a
-    /// secondary index: see [`Store`]'s read rule), with Welford's update for
-    /// mean and variance (no catastrophic cancellation).
+    /// At [`AsOf::Head`], read from the statistics kept on append (the
+    /// `commit_stats` table: one row per commit × scorer version, O(commits);
+    /// see ARCHITECTURE.md); at an earlier seq, one pass over the scores
+    /// table in seq order (never through a secondary index: see [`Store`]'s
+    /// read rule). Both fold each version's values in seq order with
+    /// Welford's update (no catastrophic cancellation) and combine a
+    /// commit's versions in version order, so they agree to the bit.
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
@@ -1223,12 +1234,7 @@ impl Store {
         scorer: impl Into<ScorerRef<'s>>,
         as_of: impl Into<AsOf>,
     ) -> Result<Vec<CommitStats>> {
-        let scorer = scorer.into();
-        self.stats_scan(
-            "SELECT commit_id, value FROM scores NOT INDEXED WHERE scorer = ?1
-               AND (?2 IS NULL OR scorer_version = ?2) AND seq <= ?3",
-            params![scorer.name, scorer.version, as_of.into().max_seq()],
-        )
+        self.stats(scorer.into(), None, as_of.into())
     }
 
     /// The versions of `scorer` recorded as of `as_of`, newest (by its
@@ -1291,7 +1297,7 @@ impl Store {
     }
 
     /// Statistics of `scorer` under one commit as of `as_of` (`None` if it
-    /// has no scores then).
+    /// has no scores then), read as [`Store::commit_stats`] reads.
     ///
     /// # Errors
     /// [`Error::Sqlite`] if the read fails.
@@ -1301,64 +1307,72 @@ impl Store {
         scorer: impl Into<ScorerRef<'s>>,
         as_of: impl Into<AsOf>,
     ) -> Result<Option<CommitStats>> {
-        let scorer = scorer.into();
-        Ok(self
-            .stats_scan(
-                &format!(
-                    "SELECT commit_id, value FROM scores NOT INDEXED WHERE scorer = ?1 AND commit_id = ?2 AND {VERSION_IS_3} AND seq <= ?4"
-                ),
-                params![
-                    scorer.name,
-                    commit.as_str(),
-                    scorer.version,
-                    as_of.into().max_seq()
-                ],
-            )?
-            .pop())
+        Ok(self.stats(scorer.into(), Some(commit), as_of.into())?.pop())
     }
 
-    /// Folds `(commit_id, value)` rows into per-commit statistics, ordered by commit.
-    fn stats_scan(&self, sql: &str, p: impl rusqlite::Params) -> Result<Vec<CommitStats>> {
+    /// Per-commit statistics, from the kept table at the head of a store
+    /// that has one, else by a scan that folds the same way.
+    fn stats(
+        &self,
+        scorer: ScorerRef<'_>,
+        commit: Option<&CommitId>,
+        as_of: AsOf,
+    ) -> Result<Vec<CommitStats>> {
         const CONTEXT: &str = "computing per-commit statistics";
-        let mut st = self
-            .conn
-            .prepare_cached(sql)
-            .map_err(Error::sqlite(CONTEXT))?;
-        let mut rows = st.query(p).map_err(Error::sqlite(CONTEXT))?;
-        let mut groups: std::collections::HashMap<Vec<u8>, Welford> = Default::default();
-        // Rows of one commit usually come in runs: keep the current group's
-        // key to skip the hash lookup while it lasts.
-        let mut last: Option<(Vec<u8>, Welford)> = None;
-        while let Some(row) = rows.next().map_err(Error::sqlite(CONTEXT))? {
-            let (ValueRef::Text(key), value) = (
-                row.get_ref(0).map_err(Error::sqlite(CONTEXT))?,
-                real(row, 1).map_err(Error::sqlite(CONTEXT))?,
-            ) else {
-                return Err(Error::Sqlite {
-                    context: CONTEXT,
-                    source: conv_err(0, "commit_id"),
-                });
-            };
-            match &mut last {
-                Some((k, w)) if k.as_slice() == key => w.push(value),
-                _ => {
-                    if let Some((k, w)) = last.take() {
-                        groups.insert(k, w);
-                    }
-                    let mut w = groups.remove(key).unwrap_or_default();
-                    w.push(value);
-                    last = Some((key.to_vec(), w));
-                }
+        let commit = commit.map(CommitId::as_str);
+        let folds = if self.summary && as_of == AsOf::Head {
+            crate::summary::read(&self.conn, scorer.name, scorer.version, commit)?
+        } else {
+            let mut st = self
+                .conn
+                .prepare_cached(
+                    "SELECT commit_id, scorer_version, value FROM scores NOT INDEXED
+                      WHERE scorer = ?1 AND (?2 IS NULL OR scorer_version = ?2)
+                        AND (?3 IS NULL OR commit_id = ?3) AND seq <= ?4",
+                )
+                .map_err(Error::sqlite(CONTEXT))?;
+            let mut rows = st
+                .query(params![
+                    scorer.name,
+                    scorer.version,
+                    commit,
+                    as_of.max_seq()
+                ])
+                .map_err(Error::sqlite(CONTEXT))?;
+            let mut summaries = crate::summary::Summaries::default();
+            while let Some(row) = rows.next().map_err(Error::sqlite(CONTEXT))? {
+                let (ValueRef::Text(c), ValueRef::Text(v), value) = (
+                    row.get_ref(0).map_err(Error::sqlite(CONTEXT))?,
+                    row.get_ref(1).map_err(Error::sqlite(CONTEXT))?,
+                    real(row, 2).map_err(Error::sqlite(CONTEXT))?,
+                ) else {
+                    return Err(Error::Sqlite {
+                        context: CONTEXT,
+                        source: conv_err(0, "commit_id or scorer_version"),
+                    });
+                };
+                let (Ok(c), Ok(v)) = (std::str::from_utf8(c), std::str::from_utf8(v)) else {
+                    return Err(Error::Sqlite {
+                        context: CONTEXT,
+                        source: conv_err(0, "commit_id or scorer_version"),
+                    });
+                };
+                summaries.push(scorer.name, v, c, value, 0);
             }
-        }
-        if let Some((k, w)) = last.take() {
-            groups.insert(k, w);
-        }
-        let mut groups: Vec<(Vec<u8>, Welford)> = groups.into_iter().collect();
-        groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        groups
+            summaries.by_commit()
+        };
+        folds
             .into_iter()
-            .map(|(k, w)| Ok(w.into_stats(CommitId::parse(&String::from_utf8_lossy(&k))?)))
+            .map(|(c, w)| {
+                Ok(CommitStats {
+                    commit: CommitId::parse(&c)?,
+                    n: w.n,
+                    mean: w.mean,
+                    variance: w.variance(),
+                    min: w.min,
+                    max: w.max,
+                })
+            })
             .collect()
     }
 
@@ -1658,7 +1672,7 @@ impl Store {
 }
 
 /// A REAL column's value (SQLite may hand back an integral REAL as INTEGER).
-fn real(row: &Row<'_>, i: usize) -> rusqlite::Result<f64> {
+pub(crate) fn real(row: &Row<'_>, i: usize) -> rusqlite::Result<f64> {
     match row.get_ref(i)? {
         ValueRef::Real(v) => Ok(v),
         ValueRef::Integer(v) => Ok(v as f64),
@@ -1711,6 +1725,9 @@ pub(crate) struct ChainWriter<'c> {
     hasher: &'c mut ChainHasher,
     key: Option<&'c WriterKey>,
     pub head: Head,
+    /// Per-commit statistics touched by this transaction's scores, written
+    /// by [`ChainWriter::finish`].
+    summaries: crate::summary::Summaries,
 }
 
 impl<'c> ChainWriter<'c> {
@@ -1735,7 +1752,15 @@ impl<'c> ChainWriter<'c> {
             hasher,
             key,
             head,
+            summaries: crate::summary::Summaries::default(),
         })
+    }
+
+    /// Writes the per-commit statistics this writer's scores touched and
+    /// returns the head; call it before the transaction commits.
+    pub fn finish(self) -> Result<Head> {
+        self.summaries.write(self.conn)?;
+        Ok(self.head)
     }
 
     /// The connection (inside the write transaction).
@@ -1859,6 +1884,16 @@ impl<'c> ChainWriter<'c> {
             .map_err(Error::sqlite("inserting an event"))?;
         if let Some(p) = e.projection {
             p.insert(self.conn, seq)?;
+            if let Projection::Score(s) = p {
+                self.summaries.push_onto(
+                    self.conn,
+                    &s.scorer,
+                    &s.scorer_version,
+                    s.commit.as_str(),
+                    s.value,
+                    seq,
+                )?;
+            }
         }
         self.head = Head { size: seq, hash };
         Ok(Receipt {
@@ -1965,43 +2000,6 @@ impl Iterator for Tail<'_> {
                 self.done = true;
                 Some(Err(e))
             }
-        }
-    }
-}
-
-/// Welford's running mean and sum of squared deviations.
-#[derive(Debug, Default)]
-struct Welford {
-    n: u64,
-    mean: f64,
-    m2: f64,
-    min: f64,
-    max: f64,
-}
-
-impl Welford {
-    fn push(&mut self, x: f64) {
-        if self.n == 0 {
-            self.min = x;
-            self.max = x;
-        } else {
-            self.min = self.min.min(x);
-            self.max = self.max.max(x);
-        }
-        self.n += 1;
-        let d = x - self.mean;
-        self.mean += d / self.n as f64;
-        self.m2 += d * (x - self.mean);
-    }
-
-    fn into_stats(self, commit: CommitId) -> CommitStats {
-        CommitStats {
-            commit,
-            n: self.n,
-            mean: self.mean,
-            variance: (self.n >= 2).then(|| self.m2 / (self.n - 1) as f64),
-            min: self.min,
-            max: self.max,
         }
     }
 }

@@ -115,6 +115,17 @@ pub enum FaultKind {
         /// The row's seq.
         row_seq: i64,
     },
+    /// The per-commit statistics kept on append (`commit_stats`) disagree
+    /// with the verified scores: a row was edited, added or removed. Checked
+    /// when verification reaches the head; reported at seq 0.
+    SummaryMismatch {
+        /// The scorer of the first row that differs.
+        scorer: String,
+        /// Its scorer version.
+        scorer_version: String,
+        /// Its commit.
+        commit: String,
+    },
 }
 
 impl fmt::Display for Fault {
@@ -157,6 +168,15 @@ impl fmt::Display for Fault {
             FaultKind::OutsideChain { table, row_seq } => write!(
                 f,
                 "{table} holds a row at seq {row_seq}, outside the chain (no event vouches for it)"
+            ),
+            FaultKind::SummaryMismatch {
+                scorer,
+                scorer_version,
+                commit,
+            } => write!(
+                f,
+                "the per-commit statistics of scorer {scorer:?} version {scorer_version:?} \
+                 for commit {commit} disagree with its verified scores"
             ),
         }
     }
@@ -527,6 +547,8 @@ struct Reader {
     fault: Option<(Fault, blake3::Hash)>,
     /// Every id seen so far, with its seq.
     ids: std::collections::HashMap<u128, u64>,
+    /// The stored score rows folded in seq order, to check `commit_stats`.
+    summaries: crate::summary::Summaries,
 }
 
 impl Reader {
@@ -664,6 +686,19 @@ impl Reader {
             if c.peek_seq() == Some(seq) {
                 *slot = c.peeked.take().map(|(_, p)| p);
                 c.advance()?;
+            }
+        }
+        // A stored score row that disagrees with its payload is a fault the
+        // workers report at its seq; folding it here changes nothing then.
+        for p in projections.iter().flatten() {
+            if let Ok(Projection::Score(s)) = p {
+                self.summaries.push(
+                    &s.scorer,
+                    &s.scorer_version,
+                    s.commit.as_str(),
+                    s.value,
+                    seq,
+                );
             }
         }
         let owned = OwnedRow {
@@ -852,6 +887,7 @@ pub(crate) fn verify_conn_each(
         checkpoint_hash: None,
         fault: None,
         ids: std::collections::HashMap::new(),
+        summaries: crate::summary::Summaries::default(),
     };
     let worker_fault = std::thread::scope(|scope| -> Result<Option<(Fault, blake3::Hash)>> {
         let (result_tx, result_rx) = mpsc::channel::<Option<(Fault, blake3::Hash)>>();
@@ -945,6 +981,7 @@ pub(crate) fn verify_conn_each(
         }
     }
     let checkpoint_hash = reader.checkpoint_hash;
+    let summaries = std::mem::take(&mut reader.summaries);
     if let Some(cp) = &options.checkpoint {
         let size = report.size;
         if cp.size > size {
@@ -964,5 +1001,49 @@ pub(crate) fn verify_conn_each(
             fault(&mut report, 1, FaultKind::CheckpointMismatch);
         }
     }
+    if report.fault.is_none()
+        && let Some(kind) = summary_fault(conn, report.size, summaries)?
+    {
+        report.size = 0;
+        report.head = genesis;
+        fault(&mut report, 0, kind);
+    }
     Ok(report)
+}
+
+/// Checks the kept per-commit statistics against `folded` (the verified
+/// score rows up to `size`), when the store keeps them and `size` is its
+/// head: a verification that stopped short of the head (`up_to`) has not
+/// read every score the table sums.
+fn summary_fault(
+    conn: &Connection,
+    size: u64,
+    folded: crate::summary::Summaries,
+) -> Result<Option<FaultKind>> {
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(Error::sqlite("reading the schema version"))?;
+    if version < 2 {
+        return Ok(None);
+    }
+    let beyond: Option<i64> = conn
+        .query_row(
+            "SELECT seq FROM events WHERE seq > ?1 LIMIT 1",
+            [size.min(i64::MAX as u64) as i64],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(Error::sqlite("looking for events after the verified ones"))?;
+    if beyond.is_some() {
+        return Ok(None);
+    }
+    Ok(folded
+        .difference(conn)?
+        .map(
+            |(scorer, scorer_version, commit)| FaultKind::SummaryMismatch {
+                scorer,
+                scorer_version,
+                commit,
+            },
+        ))
 }

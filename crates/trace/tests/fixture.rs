@@ -103,6 +103,10 @@ fn v1_fixture_is_read_as_is_and_upgraded_on_a_writable_open() {
 
     let ro = Store::open_read_only(dir.join("store"), StoreOptions::default()).expect("open ro");
     assert!(ro.verify_with(&check()).expect("verify").is_valid());
+    let scanned = ro
+        .commit_stats("accuracy", AsOf::Head)
+        .expect("v1 stats by scan");
+    assert_eq!(scanned.len(), 2);
     drop(ro);
     assert_eq!(user_version(&db), 1, "a read-only open changes nothing");
     assert_eq!(triggers(&db).len(), 12);
@@ -122,6 +126,11 @@ fn v1_fixture_is_read_as_is_and_upgraded_on_a_writable_open() {
     );
     assert!(!objects(&db, "index").contains(&"events_by_origin".to_string()));
     assert!(store.verify_with(&check()).expect("verify").is_valid());
+    assert_eq!(
+        store.commit_stats("accuracy", AsOf::Head).expect("kept"),
+        scanned,
+        "the upgrade folds the stored scores into the kept statistics"
+    );
     store
         .append(
             ratchet_trace::EventDraft::json("note", &serde_json::json!({"after": "upgrade"}))

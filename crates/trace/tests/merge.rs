@@ -98,11 +98,14 @@ fn cell_rewritten_after_a_merge_is_refused() {
 
     // The cell's owner rewrites history from seq 6 on and regrows it, consistently.
     let cell_dir = cell.dir().to_path_buf();
-    attacker(&cell_dir)
-        .execute_batch(
+    {
+        let a = attacker(&cell_dir);
+        a.execute_batch(
             "DELETE FROM events WHERE seq >= 6; DELETE FROM scores WHERE seq >= 6; DELETE FROM test_runs WHERE seq >= 6;",
         )
         .expect("rewrite");
+        refold_commit_stats(&a);
+    }
     fill(&mut cell, 8);
     assert!(
         cell.verify().expect("verify").is_valid(),

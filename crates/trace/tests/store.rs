@@ -253,6 +253,84 @@ fn point_reads_and_tail() {
     assert_eq!(more, vec![2501, 2502, 2503]);
 }
 
+/// The statistics kept on append (read at the head) and a scan of the
+/// scores (read at any seq) fold the same values the same way: equal to the
+/// bit, one version or all, after single appends, pipelined batches and
+/// merges, at every step.
+#[test]
+fn kept_statistics_equal_a_scan_to_the_bit() {
+    let (_d, mut s) = new_store();
+    let (_c, mut cell) = new_store();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let score = |r: u64, i: u64| {
+        let mut sc = Score::new(
+            commit((r % 6) as u8),
+            format!("t{i}"),
+            if r % 7 == 0 { "cost" } else { "acc" },
+            (r >> 11) as f64 / (1u64 << 53) as f64 * 100.0 - 50.0,
+        );
+        sc.scorer_version = format!("v{}", (r >> 3) % 3);
+        sc
+    };
+    let check = |s: &Store| {
+        let head = s.head().expect("head").size;
+        for scorer in ["acc", "cost"] {
+            for version in [None, Some("v0"), Some("v1"), Some("v2")] {
+                let at = |as_of: AsOf| match version {
+                    Some(v) => {
+                        s.commit_stats(ratchet_trace::ScorerRef::at_version(scorer, v), as_of)
+                    }
+                    None => s.commit_stats(scorer, as_of),
+                };
+                let kept = at(AsOf::Head).expect("kept");
+                let scanned = at(AsOf::Seq(head)).expect("scan");
+                assert_eq!(kept, scanned, "{scorer} {version:?} at {head}");
+                for st in &kept {
+                    let one = s
+                        .commit_stats_for(&st.commit, scorer, AsOf::Head)
+                        .expect("one")
+                        .filter(|_| version.is_none());
+                    if let Some(one) = one {
+                        assert_eq!(&one, st);
+                    }
+                }
+            }
+        }
+        assert!(s.verify().expect("verify").is_valid());
+    };
+    let mut i = 0u64;
+    for round in 0..6 {
+        for _ in 0..5 {
+            i += 1;
+            s.record_score(&score(next(), i), "one").expect("one");
+        }
+        let batch: Vec<Score> = (0..300)
+            .map(|_| {
+                i += 1;
+                score(next(), i)
+            })
+            .collect();
+        s.record_scores(&batch, "batch").expect("batch");
+        let cell_batch: Vec<Score> = (0..50 + round * 100)
+            .map(|_| {
+                i += 1;
+                score(next(), i)
+            })
+            .collect();
+        cell.record_scores(&cell_batch, "cell").expect("cell");
+        s.merge_cell(cell.dir(), &ratchet_trace::MergeOptions::default())
+            .expect("merge");
+        check(&s);
+    }
+    assert!(s.commit_stats("acc", AsOf::Head).expect("stats").len() == 6);
+}
+
 #[test]
 fn commit_stats_match_a_direct_computation() {
     let (_d, mut s) = new_store();

@@ -214,6 +214,14 @@ fn truncated_tail_is_caught_against_a_checkpoint() {
             "DELETE FROM events WHERE seq > 21; DELETE FROM scores WHERE seq > 21; DELETE FROM test_runs WHERE seq > 21;",
         )
         .expect("truncate");
+    // Left as they were, the kept statistics give the truncation away; a
+    // careful attacker recomputes them.
+    let (seq, kind) = first_fault(&s);
+    assert!(
+        seq == 0 && matches!(kind, FaultKind::SummaryMismatch { .. }),
+        "{kind:?}"
+    );
+    refold_commit_stats(&attacker(s.dir()));
     // A truncated chain is self-consistent: only the checkpoint shows it.
     assert!(s.verify().expect("verify").is_valid());
     let cp = Checkpoint::read(&cp_file).expect("read cp");
@@ -552,4 +560,63 @@ fn verification_up_to_a_seq_ignores_what_came_later() {
         .fault
         .expect("fault");
     assert_eq!((f.seq, f.kind), (25, FaultKind::HashMismatch));
+}
+
+/// The per-commit statistics kept on append are derived data: any edit of
+/// the table — a count, a mean moved by one ulp, a row removed or added —
+/// is a fault, whoever makes it and whether or not triggers are in place
+/// (the table is updated in place, so it has no guard).
+#[test]
+fn edited_commit_stats_are_caught() {
+    let edits = [
+        "UPDATE commit_stats SET n = n + 1 WHERE rowid IN (SELECT rowid FROM commit_stats LIMIT 1)",
+        "UPDATE commit_stats SET mean = mean * (1 + 2.3e-16) WHERE commit_id = (SELECT min(commit_id) FROM commit_stats)",
+        "UPDATE commit_stats SET max = 1e9 WHERE commit_id = (SELECT min(commit_id) FROM commit_stats)",
+        "UPDATE commit_stats SET last_seq = last_seq - 1 WHERE commit_id = (SELECT min(commit_id) FROM commit_stats)",
+        "DELETE FROM commit_stats WHERE commit_id = (SELECT max(commit_id) FROM commit_stats)",
+        "INSERT INTO commit_stats SELECT scorer, 'v-forged', commit_id, n, mean, m2, min, max, last_seq FROM commit_stats LIMIT 1",
+        "INSERT INTO commit_stats SELECT 'ghost', scorer_version, commit_id, n, mean, m2, min, max, last_seq FROM commit_stats LIMIT 1",
+    ];
+    for sql in edits {
+        let (_d, mut s) = new_store();
+        fill(&mut s, 40);
+        let before = s
+            .commit_stats("acc", ratchet_trace::AsOf::Head)
+            .expect("stats");
+        // A plain client: no trigger stands in the way of this table.
+        let raw = rusqlite::Connection::open(db_path(s.dir())).expect("raw");
+        let changed = raw.execute(sql, []).map_err(|e| format!("{sql}: {e}"));
+        drop(raw);
+        match changed {
+            // WITHOUT ROWID tables have no rowid: that edit is spelled per commit instead.
+            Err(e) if e.contains("no such column: rowid") => {
+                attacker(s.dir())
+                    .execute(
+                        "UPDATE commit_stats SET n = n + 1 WHERE commit_id = (SELECT min(commit_id) FROM commit_stats)",
+                        [],
+                    )
+                    .expect("edit");
+            }
+            Err(e) => panic!("{e}"),
+            Ok(n) => assert_eq!(n, 1, "{sql}"),
+        }
+        let (seq, kind) = first_fault(&s);
+        assert!(
+            seq == 0 && matches!(kind, FaultKind::SummaryMismatch { .. }),
+            "{sql}: {seq} {kind:?}"
+        );
+        let forged = s
+            .commit_stats("acc", ratchet_trace::AsOf::Head)
+            .expect("stats");
+        let scanned = s
+            .commit_stats("acc", ratchet_trace::AsOf::Seq(40))
+            .expect("scan");
+        assert_eq!(scanned, before, "the scan reads the scores, not the table");
+        if !["ghost", "v-forged", "last_seq"]
+            .iter()
+            .any(|w| sql.contains(w))
+        {
+            assert_ne!(forged, before, "{sql}: the edit is visible unverified");
+        }
+    }
 }

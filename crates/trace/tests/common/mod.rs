@@ -188,3 +188,52 @@ pub fn recompute_chain(conn: &rusqlite::Connection, store_id: &str, from: i64) {
         prev = *h.as_bytes();
     }
 }
+
+/// Recomputes the kept per-commit statistics (`commit_stats`) from the score
+/// rows, as the crate documents them (Welford per scorer × version × commit,
+/// in seq order): what a careful attacker does after editing scores, so the
+/// store stays self-consistent.
+pub fn refold_commit_stats(conn: &rusqlite::Connection) {
+    #[derive(Default, Clone, Copy)]
+    struct W {
+        n: i64,
+        mean: f64,
+        m2: f64,
+        min: f64,
+        max: f64,
+        last: i64,
+    }
+    let rows: Vec<(i64, String, String, String, f64)> = conn
+        .prepare("SELECT seq, scorer, scorer_version, commit_id, value FROM scores ORDER BY seq")
+        .and_then(|mut st| {
+            st.query_map([], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })?
+            .collect()
+        })
+        .expect("read scores");
+    let mut folds: std::collections::BTreeMap<(String, String, String), W> = Default::default();
+    for (seq, scorer, version, commit, x) in rows {
+        let w = folds.entry((scorer, version, commit)).or_default();
+        if w.n == 0 {
+            (w.min, w.max) = (x, x);
+        } else {
+            (w.min, w.max) = (w.min.min(x), w.max.max(x));
+        }
+        w.n += 1;
+        let d = x - w.mean;
+        w.mean += d / w.n as f64;
+        w.m2 += d * (x - w.mean);
+        w.last = seq;
+    }
+    conn.execute("DELETE FROM commit_stats", []).expect("clear");
+    for ((scorer, version, commit), w) in folds {
+        conn.execute(
+            "INSERT INTO commit_stats VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            rusqlite::params![
+                scorer, version, commit, w.n, w.mean, w.m2, w.min, w.max, w.last
+            ],
+        )
+        .expect("insert");
+    }
+}

@@ -1,0 +1,373 @@
+//! Per-commit statistics kept as the trace grows: the `commit_stats` table.
+//!
+//! One row per (scorer, scorer version, commit) holds Welford's running
+//! state (count, mean, sum of squared deviations) with min, max and the seq
+//! of the last score folded in. Every append or merge that inserts score
+//! rows folds their values in seq order into the rows they touch, inside
+//! the same transaction, so [`crate::Store::commit_stats`] at the head reads
+//! O(commits) rows instead of scanning every score.
+//!
+//! The table is derived data, like the projection tables, and is checked
+//! the same way: verification folds the verified score rows in seq order
+//! again and requires the table to hold exactly that, to the bit (the fold
+//! is deterministic, and SQLite stores a REAL as its 8 bytes). It is the one
+//! table ratchet updates in place, so it has no UPDATE guard; an edit by
+//! anyone else is a verification fault like any other.
+
+use std::collections::HashMap;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::error::{Error, Result};
+
+/// The table, as created (schema version 2).
+pub(crate) const DDL: &str = r#"
+CREATE TABLE commit_stats (
+    scorer         TEXT NOT NULL,
+    scorer_version TEXT NOT NULL,
+    commit_id      TEXT NOT NULL,
+    n              INTEGER NOT NULL,
+    mean           REAL NOT NULL,
+    m2             REAL NOT NULL,
+    min            REAL NOT NULL,
+    max            REAL NOT NULL,
+    last_seq       INTEGER NOT NULL,
+    PRIMARY KEY (scorer, scorer_version, commit_id)
+) WITHOUT ROWID;
+"#;
+
+/// Welford's running mean and sum of squared deviations, with min and max.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub(crate) struct Welford {
+    pub n: u64,
+    pub mean: f64,
+    pub m2: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Welford {
+    pub fn push(&mut self, x: f64) {
+        if self.n == 0 {
+            self.min = x;
+            self.max = x;
+        } else {
+            self.min = self.min.min(x);
+            self.max = self.max.max(x);
+        }
+        self.n += 1;
+        let d = x - self.mean;
+        self.mean += d / self.n as f64;
+        self.m2 += d * (x - self.mean);
+    }
+
+    /// Combines two states (Chan, Golub and LeVeque's pairwise update). An
+    /// empty side leaves the other exactly as it was, so a single version's
+    /// statistics are the sequential fold's to the bit.
+    pub fn merge(&mut self, other: &Welford) {
+        if other.n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            *self = *other;
+            return;
+        }
+        let n = self.n + other.n;
+        let d = other.mean - self.mean;
+        let (na, nb) = (self.n as f64, other.n as f64);
+        self.mean += d * nb / n as f64;
+        self.m2 += other.m2 + d * d * na * nb / n as f64;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.n = n;
+    }
+
+    /// Sample variance (n − 1 denominator), `None` below two values.
+    pub fn variance(&self) -> Option<f64> {
+        (self.n >= 2).then(|| self.m2 / (self.n - 1) as f64)
+    }
+}
+
+/// One summary row's state: the fold and the last seq folded in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Entry {
+    fold: Welford,
+    last_seq: u64,
+}
+
+/// Summaries being folded, keyed by `scorer \0 version \0 commit` (names
+/// hold no control characters and commits are hex, so the key is
+/// unambiguous; one `String` per key, none per value).
+#[derive(Debug, Default)]
+pub(crate) struct Summaries {
+    entries: HashMap<String, Entry>,
+    key: String,
+}
+
+fn split_key(key: &str) -> (&str, &str, &str) {
+    let mut parts = key.splitn(3, '\0');
+    let mut next = || parts.next().unwrap_or_default();
+    (next(), next(), next())
+}
+
+impl Summaries {
+    fn set_key(&mut self, scorer: &str, version: &str, commit: &str) {
+        self.key.clear();
+        self.key.push_str(scorer);
+        self.key.push('\0');
+        self.key.push_str(version);
+        self.key.push('\0');
+        self.key.push_str(commit);
+    }
+
+    /// Folds one score in, starting an untouched key from nothing.
+    pub fn push(&mut self, scorer: &str, version: &str, commit: &str, value: f64, seq: u64) {
+        self.set_key(scorer, version, commit);
+        let entry = match self.entries.get_mut(self.key.as_str()) {
+            Some(e) => e,
+            None => self.entries.entry(self.key.clone()).or_insert(Entry {
+                fold: Welford::default(),
+                last_seq: 0,
+            }),
+        };
+        entry.fold.push(value);
+        entry.last_seq = seq;
+    }
+
+    /// Folds one score in, starting an untouched key from its stored row
+    /// (read inside the caller's write transaction).
+    pub fn push_onto(
+        &mut self,
+        conn: &Connection,
+        scorer: &str,
+        version: &str,
+        commit: &str,
+        value: f64,
+        seq: u64,
+    ) -> Result<()> {
+        self.set_key(scorer, version, commit);
+        if !self.entries.contains_key(self.key.as_str()) {
+            let stored = read_row(conn, scorer, version, commit)?.unwrap_or(Entry {
+                fold: Welford::default(),
+                last_seq: 0,
+            });
+            self.entries.insert(self.key.clone(), stored);
+        }
+        if let Some(entry) = self.entries.get_mut(self.key.as_str()) {
+            entry.fold.push(value);
+            entry.last_seq = seq;
+        }
+        Ok(())
+    }
+
+    /// The folds per commit, each commit's versions combined in version
+    /// order, ordered by commit: what [`read`] returns from the table.
+    pub fn by_commit(self) -> Vec<(String, Welford)> {
+        let mut keyed: Vec<(String, Entry)> = self.entries.into_iter().collect();
+        keyed.sort_by(|a, b| {
+            let (_, va, ca) = split_key(&a.0);
+            let (_, vb, cb) = split_key(&b.0);
+            (ca, va).cmp(&(cb, vb))
+        });
+        let mut out: Vec<(String, Welford)> = Vec::new();
+        for (key, e) in keyed {
+            let (_, _, commit) = split_key(&key);
+            match out.last_mut() {
+                Some((last, fold)) if last == commit => fold.merge(&e.fold),
+                _ => out.push((commit.to_string(), e.fold)),
+            }
+        }
+        out
+    }
+
+    /// Writes every touched row (inside the caller's write transaction).
+    pub fn write(&self, conn: &Connection) -> Result<()> {
+        let mut st = conn
+            .prepare_cached(
+                "INSERT INTO commit_stats (scorer, scorer_version, commit_id, n, mean, m2, min, max, last_seq)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                 ON CONFLICT (scorer, scorer_version, commit_id) DO UPDATE SET
+                   n = excluded.n, mean = excluded.mean, m2 = excluded.m2, min = excluded.min,
+                   max = excluded.max, last_seq = excluded.last_seq",
+            )
+            .map_err(Error::sqlite("preparing the per-commit statistics update"))?;
+        for (key, e) in &self.entries {
+            let (scorer, version, commit) = split_key(key);
+            st.execute(params![
+                scorer,
+                version,
+                commit,
+                e.fold.n as i64,
+                e.fold.mean,
+                e.fold.m2,
+                e.fold.min,
+                e.fold.max,
+                e.last_seq as i64
+            ])
+            .map_err(Error::sqlite("updating per-commit statistics"))?;
+        }
+        Ok(())
+    }
+
+    /// Compares the stored table with these summaries (folded from the
+    /// verified scores): `None` when they agree exactly, else the first
+    /// (scorer, version, commit) that differs, is missing or is extra.
+    pub fn difference(mut self, conn: &Connection) -> Result<Option<(String, String, String)>> {
+        let mut st = conn
+            .prepare(
+                "SELECT scorer, scorer_version, commit_id, n, mean, m2, min, max, last_seq
+                   FROM commit_stats ORDER BY scorer, scorer_version, commit_id",
+            )
+            .map_err(Error::sqlite("reading per-commit statistics"))?;
+        let mut rows = st
+            .query([])
+            .map_err(Error::sqlite("reading per-commit statistics"))?;
+        while let Some(row) = rows
+            .next()
+            .map_err(Error::sqlite("reading per-commit statistics"))?
+        {
+            let key: (String, String, String) = match (row.get(0), row.get(1), row.get(2)) {
+                (Ok(a), Ok(b), Ok(c)) => (a, b, c),
+                _ => return Ok(Some(("?".into(), "?".into(), "?".into()))),
+            };
+            let stored = entry_from_row(row, 3).ok();
+            self.set_key(&key.0, &key.1, &key.2);
+            let folded = self.entries.remove(self.key.as_str());
+            if stored.is_none() || stored != folded {
+                return Ok(Some(key));
+            }
+        }
+        let mut left: Vec<&String> = self.entries.keys().collect();
+        left.sort();
+        Ok(left.first().map(|k| {
+            let (a, b, c) = split_key(k);
+            (a.to_string(), b.to_string(), c.to_string())
+        }))
+    }
+}
+
+fn entry_from_row(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Entry> {
+    let n: i64 = row.get(at)?;
+    let last_seq: i64 = row.get(at + 5)?;
+    Ok(Entry {
+        fold: Welford {
+            n: u64::try_from(n).map_err(|_| crate::store::conv_err(at, "n"))?,
+            mean: crate::store::real(row, at + 1)?,
+            m2: crate::store::real(row, at + 2)?,
+            min: crate::store::real(row, at + 3)?,
+            max: crate::store::real(row, at + 4)?,
+        },
+        last_seq: u64::try_from(last_seq)
+            .map_err(|_| crate::store::conv_err(at + 5, "last_seq"))?,
+    })
+}
+
+fn read_row(conn: &Connection, scorer: &str, version: &str, commit: &str) -> Result<Option<Entry>> {
+    conn.prepare_cached(
+        "SELECT n, mean, m2, min, max, last_seq FROM commit_stats
+          WHERE scorer = ?1 AND scorer_version = ?2 AND commit_id = ?3",
+    )
+    .and_then(|mut st| {
+        st.query_row(params![scorer, version, commit], |r| entry_from_row(r, 0))
+            .optional()
+    })
+    .map_err(Error::sqlite("reading per-commit statistics"))
+}
+
+/// Builds the table from the scores already stored (upgrading a version-1
+/// store), folding them in seq order as appends would have.
+pub(crate) fn rebuild(conn: &Connection) -> Result<()> {
+    let mut summaries = Summaries::default();
+    let mut st = conn
+        .prepare(
+            "SELECT seq, scorer, scorer_version, commit_id, value FROM scores NOT INDEXED ORDER BY seq",
+        )
+        .map_err(Error::sqlite("building per-commit statistics"))?;
+    let mut rows = st
+        .query([])
+        .map_err(Error::sqlite("building per-commit statistics"))?;
+    while let Some(r) = rows
+        .next()
+        .map_err(Error::sqlite("building per-commit statistics"))?
+    {
+        let fold = (|| -> rusqlite::Result<_> {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                crate::store::real(r, 4)?,
+            ))
+        })()
+        .map_err(Error::sqlite("building per-commit statistics"))?;
+        let (seq, scorer, version, commit, value) = fold;
+        summaries.push(&scorer, &version, &commit, value, seq as u64);
+    }
+    summaries.write(conn)
+}
+
+/// Per-commit states of `scorer` (all versions, or one) from the table,
+/// each commit's versions combined in version order: the figures
+/// [`crate::Store::commit_stats`] returns at the head.
+pub(crate) fn read(
+    conn: &Connection,
+    scorer: &str,
+    version: Option<&str>,
+    commit: Option<&str>,
+) -> Result<Vec<(String, Welford)>> {
+    const CONTEXT: &str = "reading per-commit statistics";
+    let mut st = conn
+        .prepare_cached(
+            "SELECT commit_id, n, mean, m2, min, max, last_seq FROM commit_stats
+              WHERE scorer = ?1 AND (?2 IS NULL OR scorer_version = ?2)
+                AND (?3 IS NULL OR commit_id = ?3)
+              ORDER BY commit_id, scorer_version",
+        )
+        .map_err(Error::sqlite(CONTEXT))?;
+    let mut rows = st
+        .query(params![scorer, version, commit])
+        .map_err(Error::sqlite(CONTEXT))?;
+    let mut out: Vec<(String, Welford)> = Vec::new();
+    while let Some(row) = rows.next().map_err(Error::sqlite(CONTEXT))? {
+        let c: String = row.get(0).map_err(Error::sqlite(CONTEXT))?;
+        let e = entry_from_row(row, 1).map_err(Error::sqlite(CONTEXT))?;
+        match out.last_mut() {
+            Some((last, fold)) if *last == c => fold.merge(&e.fold),
+            _ => out.push((c, e.fold)),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_equals_the_sequential_fold_within_rounding() {
+        let xs: Vec<f64> = (0..1000)
+            .map(|i| ((i * 7919) % 1000) as f64 / 7.0)
+            .collect();
+        let mut whole = Welford::default();
+        xs.iter().for_each(|&x| whole.push(x));
+        let (mut a, mut b) = (Welford::default(), Welford::default());
+        xs[..313].iter().for_each(|&x| a.push(x));
+        xs[313..].iter().for_each(|&x| b.push(x));
+        let single = a;
+        a.merge(&b);
+        assert_eq!((a.n, a.min, a.max), (whole.n, whole.min, whole.max));
+        assert!((a.mean - whole.mean).abs() <= 1e-12 * whole.mean.abs());
+        assert!((a.m2 - whole.m2).abs() <= 1e-12 * whole.m2);
+        let mut empty = Welford::default();
+        empty.merge(&single);
+        assert_eq!(empty, single, "merging into nothing is exact");
+    }
+
+    #[test]
+    fn keys_split_back_into_their_parts() {
+        let mut s = Summaries::default();
+        s.push("acc", "v 1.2", &"ab".repeat(20), 1.0, 3);
+        let key = s.entries.keys().next().cloned().unwrap_or_default();
+        assert_eq!(split_key(&key), ("acc", "v 1.2", "ab".repeat(20).as_str()));
+    }
+}
