@@ -15,7 +15,15 @@ use ratchet_trace::{Store, StoreOptions};
 /// the comparison never runs a stale or debug build.
 fn ratchet_binary() -> PathBuf {
     let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--quiet", "-p", "ratchet", "--bin", "ratchet"])
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "ratchet",
+            "--bin",
+            "ratchet",
+        ])
         .status()
         .expect("running cargo build");
     assert!(status.success(), "building the ratchet binary failed");

@@ -91,6 +91,11 @@ fn live(c: &mut Criterion) {
     g.bench_function("best_commit_1000_commits_1m_scores", |b| {
         b.iter(|| black_box(best_commit(&store, "accuracy", 30, 0.95, &[]).expect("rank")))
     });
+    // Yardstick: SQLite's own per-commit aggregate over the same rows.
+    let raw = ratchet_benches::raw_connection(&store);
+    g.bench_function("sqlite_group_by_1000_commits_1m_scores", |b| {
+        b.iter(|| black_box(ratchet_benches::group_by_commit(&raw, "scores", "accuracy")))
+    });
     // The monitor following one commit whose stream is all of 1M appended events.
     let dir2 = tempfile::tempdir().expect("tempdir");
     let one = ratchet_benches::score_store(&dir2.path().join("s"), 1_000_000, 1);

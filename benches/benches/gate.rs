@@ -135,6 +135,38 @@ max_n = 500000
     g.bench_function("paired_1m_score_rows_from_checkpoint", |b| {
         b.iter(|| black_box(ratchet_gate::decide(&mut store, &q).expect("decide")))
     });
+    // decide's read alone (per-task means of both commits, one scan), and
+    // SQLite's own aggregate of the same per-task means as the yardstick.
+    g.bench_function("task_means_1m_score_rows", |b| {
+        b.iter(|| {
+            black_box(
+                store
+                    .task_means(&base, &cand, "accuracy", ratchet_trace::AsOf::Head)
+                    .expect("means"),
+            )
+        })
+    });
+    let raw = ratchet_benches::raw_connection(&store);
+    g.bench_function("sqlite_group_by_task_1m_score_rows", |b| {
+        b.iter(|| {
+            let mut q = raw
+                .prepare_cached(
+                    "SELECT task, avg(CASE WHEN commit_id = ?1 THEN value END),
+                            avg(CASE WHEN commit_id = ?2 THEN value END)
+                       FROM scores WHERE scorer = 'accuracy' AND commit_id IN (?1, ?2)
+                      GROUP BY task ORDER BY task",
+                )
+                .expect("prepare");
+            let rows: Vec<(String, Option<f64>, Option<f64>)> = q
+                .query_map([base.as_str(), cand.as_str()], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+                .expect("query")
+                .collect::<rusqlite::Result<_>>()
+                .expect("rows");
+            black_box(rows)
+        })
+    });
     g.finish();
 }
 

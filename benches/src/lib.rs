@@ -78,3 +78,33 @@ pub fn paired_store(dir: &Path, tasks: usize) -> (Store, CommitId, CommitId) {
     store.append_batch(batch).expect("append");
     (store, base, cand)
 }
+
+/// SQLite's own per-commit aggregate of one scorer's values (count, mean,
+/// min, max, sum of squares), read from `table` (`scores`, or `scores NOT
+/// INDEXED`): the yardstick of the per-commit statistics benches.
+pub fn group_by_commit(
+    raw: &rusqlite::Connection,
+    table: &str,
+    scorer: &str,
+) -> Vec<(String, i64, f64, f64, f64, f64)> {
+    raw.prepare_cached(&format!(
+        "SELECT commit_id, count(*), avg(value), min(value), max(value), sum(value * value)
+           FROM {table} WHERE scorer = ?1 GROUP BY commit_id"
+    ))
+    .and_then(|mut q| {
+        q.query_map([scorer], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+        })?
+        .collect()
+    })
+    .expect("GROUP BY")
+}
+
+/// A read-only raw connection to a store's database file.
+pub fn raw_connection(store: &Store) -> rusqlite::Connection {
+    rusqlite::Connection::open_with_flags(
+        store.dir().join(ratchet_trace::DB_FILE),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .expect("raw connection")
+}
