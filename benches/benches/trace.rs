@@ -316,7 +316,10 @@ fn verify_and_stats(c: &mut Criterion) {
     // aggregate forced onto the table scan the read rule allows.
     for (name, table) in [
         ("sqlite_group_by_100_commits", "scores"),
-        ("sqlite_group_by_not_indexed_100_commits", "scores NOT INDEXED"),
+        (
+            "sqlite_group_by_not_indexed_100_commits",
+            "scores NOT INDEXED",
+        ),
     ] {
         g.bench_function(name, |b| {
             b.iter(|| black_box(ratchet_benches::group_by_commit(&raw, table, "accuracy")))

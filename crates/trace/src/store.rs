@@ -1247,13 +1247,21 @@ impl Store {
         scorer: &str,
         as_of: impl Into<AsOf>,
     ) -> Result<Vec<ScorerVersion>> {
+        let as_of = as_of.into();
+        // At the head, the kept statistics hold each version's count and
+        // last seq per commit: O(commits) instead of a scan, same answer.
+        let sql = if self.summary && as_of == AsOf::Head {
+            "SELECT scorer_version, sum(n), max(last_seq) FROM commit_stats
+             WHERE scorer = ?1 AND ?2 IS NOT NULL GROUP BY scorer_version
+             ORDER BY max(last_seq) DESC"
+        } else {
+            "SELECT scorer_version, count(*), max(seq) FROM scores NOT INDEXED
+             WHERE scorer = ?1 AND seq <= ?2 GROUP BY scorer_version ORDER BY max(seq) DESC"
+        };
         self.conn
-            .prepare_cached(
-                "SELECT scorer_version, count(*), max(seq) FROM scores NOT INDEXED
-                 WHERE scorer = ?1 AND seq <= ?2 GROUP BY scorer_version ORDER BY max(seq) DESC",
-            )
+            .prepare_cached(sql)
             .and_then(|mut st| {
-                st.query_map(params![scorer, as_of.into().max_seq()], |r| {
+                st.query_map(params![scorer, as_of.max_seq()], |r| {
                     Ok(ScorerVersion {
                         version: r.get(0)?,
                         n: r.get::<_, i64>(1)? as u64,
@@ -1278,17 +1286,25 @@ impl Store {
         b: &CommitId,
         as_of: impl Into<AsOf>,
     ) -> Result<Option<String>> {
+        let as_of = as_of.into();
+        let sql = if self.summary && as_of == AsOf::Head {
+            "SELECT scorer_version FROM commit_stats
+             WHERE scorer = ?1 AND ?2 IS NOT NULL AND commit_id IN (?3, ?4)
+             GROUP BY scorer_version
+             HAVING sum(commit_id = ?3) > 0 AND sum(commit_id = ?4) > 0
+             ORDER BY max(last_seq) DESC LIMIT 1"
+        } else {
+            "SELECT scorer_version FROM scores NOT INDEXED
+             WHERE scorer = ?1 AND seq <= ?2 AND commit_id IN (?3, ?4)
+             GROUP BY scorer_version
+             HAVING sum(commit_id = ?3) > 0 AND sum(commit_id = ?4) > 0
+             ORDER BY max(seq) DESC LIMIT 1"
+        };
         self.conn
-            .prepare_cached(
-                "SELECT scorer_version FROM scores NOT INDEXED
-                 WHERE scorer = ?1 AND seq <= ?2 AND commit_id IN (?3, ?4)
-                 GROUP BY scorer_version
-                 HAVING sum(commit_id = ?3) > 0 AND sum(commit_id = ?4) > 0
-                 ORDER BY max(seq) DESC LIMIT 1",
-            )
+            .prepare_cached(sql)
             .and_then(|mut st| {
                 st.query_row(
-                    params![scorer, as_of.into().max_seq(), a.as_str(), b.as_str()],
+                    params![scorer, as_of.max_seq(), a.as_str(), b.as_str()],
                     |r| r.get(0),
                 )
                 .optional()

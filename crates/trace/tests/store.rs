@@ -302,6 +302,22 @@ fn kept_statistics_equal_a_scan_to_the_bit() {
                 }
             }
         }
+        for scorer in ["acc", "cost", "none"] {
+            assert_eq!(
+                s.scorer_versions(scorer, AsOf::Head).expect("kept"),
+                s.scorer_versions(scorer, AsOf::Seq(head)).expect("scan"),
+                "{scorer}"
+            );
+            for (a, b) in [(0u8, 1u8), (2, 5), (3, 9)] {
+                assert_eq!(
+                    s.shared_scorer_version(scorer, &commit(a), &commit(b), AsOf::Head)
+                        .expect("kept"),
+                    s.shared_scorer_version(scorer, &commit(a), &commit(b), AsOf::Seq(head))
+                        .expect("scan"),
+                    "{scorer} {a} {b}"
+                );
+            }
+        }
         assert!(s.verify().expect("verify").is_valid());
     };
     let mut i = 0u64;
