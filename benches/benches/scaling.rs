@@ -53,24 +53,32 @@ fn dir_mib(dir: &Path) -> f64 {
     walk(dir) as f64 / (1024.0 * 1024.0)
 }
 
-/// Times `f` once and prints a row: path, size, seconds, per-event time,
-/// peak memory.
-fn row<T>(path: &str, n: usize, f: impl FnOnce() -> T) -> T {
+/// Times `f` once and prints a row: path, store size in events, time, time
+/// per operation (`ops` of them: the events appended or verified, the
+/// reads made), peak memory.
+fn row<T>(path: &str, n: usize, ops: usize, f: impl FnOnce() -> T) -> T {
     reset_peak();
     let t = Instant::now();
     let out = f();
     let took = t.elapsed();
     println!(
-        "| {path} | {n} | {:.3} s | {:.2} µs | {:.0} MiB |",
-        took.as_secs_f64(),
-        per_event(took, n),
+        "| {path} | {n} | {} | {} | {:.0} MiB |",
+        human(took),
+        human(took / ops.max(1) as u32),
         peak_mib()
     );
     out
 }
 
-fn per_event(d: Duration, n: usize) -> f64 {
-    d.as_secs_f64() * 1e6 / n as f64
+fn human(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else if s >= 1e-3 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{:.2} µs", s * 1e6)
+    }
 }
 
 fn main() {
@@ -79,13 +87,13 @@ fn main() {
         .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![100_000, 1_000_000]);
     // `cargo bench` passes `--bench`; a filter argument is not supported.
-    println!("| path | events | time | per event | peak RSS |");
+    println!("| path | events in the store | time | per operation | peak RSS |");
     println!("|---|---|---|---|---|");
     for &n in &sizes {
         let dir = tempfile::tempdir().expect("tempdir");
         // Appends of notes in batches of 10,000 (the store every read below
         // of notes uses).
-        let mut notes = row("append notes (batches of 10k)", n, || {
+        let mut notes = row("append notes (batches of 10k)", n, n, || {
             note_store(&dir.path().join("notes"), n)
         });
         let stride = (n / 10_000).max(1);
@@ -94,42 +102,56 @@ fn main() {
             .filter_map(|seq| notes.event_by_seq(seq as u64 + 1).ok().flatten())
             .map(|e| e.id)
             .collect();
-        row("point read by id (10k reads, in a snapshot)", n, || {
-            let snap = notes.snapshot().expect("snapshot");
-            for id in &ids {
-                std::hint::black_box(snap.event_by_id(*id).expect("read"));
-            }
-        });
-        row("verify notes", n, || {
+        row(
+            "point read by id (10k reads, in a snapshot)",
+            n,
+            ids.len(),
+            || {
+                let snap = notes.snapshot().expect("snapshot");
+                for id in &ids {
+                    std::hint::black_box(snap.event_by_id(*id).expect("read"));
+                }
+            },
+        );
+        row("verify notes", n, n, || {
             assert!(notes.verify().expect("verify").is_valid())
         });
         drop(notes);
         // Scores over 100 commits.
-        let scores = row("append scores (batches of 10k, 100 commits)", n, || {
+        let scores = row("append scores (batches of 10k, 100 commits)", n, n, || {
             score_store(&dir.path().join("scores"), n, 100)
         });
-        row("verify scores", n, || {
+        row("verify scores", n, n, || {
             assert!(scores.verify().expect("verify").is_valid())
         });
-        row("commit_stats at the head (kept)", n, || {
-            std::hint::black_box(scores.commit_stats("accuracy", AsOf::Head).expect("stats"))
-        });
+        row(
+            "commit_stats at the head (kept), 100 commits",
+            n,
+            100,
+            || std::hint::black_box(scores.commit_stats("accuracy", AsOf::Head).expect("stats")),
+        );
         let size = scores.head().expect("head").size;
-        row("commit_stats by scan (as of the last seq)", n, || {
-            std::hint::black_box(
-                scores
-                    .commit_stats("accuracy", AsOf::Seq(size))
-                    .expect("stats"),
-            )
-        });
+        row(
+            "commit_stats by scan (as of the last seq), per row",
+            n,
+            n,
+            || {
+                std::hint::black_box(
+                    scores
+                        .commit_stats("accuracy", AsOf::Seq(size))
+                        .expect("stats"),
+                )
+            },
+        );
         let raw = ratchet_benches::raw_connection(&scores);
-        row("SQLite GROUP BY commit (yardstick)", n, || {
+        row("SQLite GROUP BY commit (yardstick), per row", n, n, || {
             std::hint::black_box(ratchet_benches::group_by_commit(&raw, "scores", "accuracy"))
         });
         drop(raw);
         println!(
-            "| (score store on disk) | {n} | {:.0} MiB | | |",
-            dir_mib(&dir.path().join("scores"))
+            "| (score store on disk) | {n} | {:.0} MiB | {:.0} bytes per event | |",
+            dir_mib(&dir.path().join("scores")),
+            dir_mib(&dir.path().join("scores")) * 1024.0 * 1024.0 / n as f64
         );
         drop(scores);
         std::fs::remove_dir_all(dir.path().join("scores")).expect("cleanup");
@@ -137,6 +159,7 @@ fn main() {
         let (paired, base, cand) = paired_store(&dir.path().join("paired"), n / 2);
         row(
             "task_means (decide's read; n/2 tasks x 2 commits)",
+            n,
             n,
             || {
                 std::hint::black_box(
@@ -152,14 +175,14 @@ fn main() {
         std::fs::rename(dir.path().join("notes"), dir.path().join("cell")).expect("rename");
         let mut home =
             Store::create(dir.path().join("home"), StoreOptions::default()).expect("home");
-        row("merge a cell of notes into an empty home", n, || {
+        row("merge a cell of notes into an empty home", n, n, || {
             let r = home
                 .merge_cell(dir.path().join("cell"), &MergeOptions::default())
                 .expect("merge");
             assert_eq!(r.ingested, n as u64);
         });
         // One more batch on top: the append cost at this size.
-        row("append 10k notes onto the merged store", 10_000, || {
+        row("append 10k notes onto the merged store", n, 10_000, || {
             home.append_batch((0..10_000).map(note)).expect("append")
         });
     }
