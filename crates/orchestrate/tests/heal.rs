@@ -473,7 +473,10 @@ fn a_watch_starts_at_the_deployment_with_the_declared_harm_and_sees_a_drop() {
     // An explicit start needs no deployment record.
     let mut fresh = setup();
     let at = fresh.store.head().expect("head").size;
+    // (The fresh repository's commits: their ids carry the time they were
+    // made, so they equal `s`'s only when both fall in the same second.)
     let explicit = WatchPlan {
+        commit: fresh.commits[2].clone(),
         from: Some(at),
         ..plan
     };
