@@ -2,12 +2,12 @@
 //! append), end to end through `rank_commits`: verification in the same
 //! read transaction passes, and the ranking (hence heal's choice) changes.
 //!
-//! Both tests are expected to FAIL until the holes are fixed (see
-//! `crates/trace/tests/redteam_v2.rs` for the store-level reproductions).
-//! The attacker uses only the stock `sqlite3` shell and a byte editor.
+//! The red team found these holes (issue 14); they are fixed, and the tests
+//! pin the fixes (`crates/trace/tests/redteam_v2.rs` has the store-level
+//! reproductions). The attacker uses only a plain SQLite client and a byte
+//! editor.
 
 use std::path::Path;
-use std::process::Command;
 
 use ratchet_trace::{CommitId, Score, Store, StoreOptions};
 
@@ -15,21 +15,27 @@ fn commit(n: u8) -> CommitId {
     CommitId::parse(&format!("{n:02x}").repeat(20)).expect("commit")
 }
 
+/// Runs `sql` on the file the way a plain SQLite client would (no
+/// ratchet connection settings) and returns each result row's first column
+/// as text, one per line.
 fn sqlite3(db: &Path, sql: &str) -> String {
-    let out = Command::new("sqlite3")
-        .arg(db)
-        .arg(sql)
-        .output()
-        .expect("the sqlite3 shell");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .trim()
-        .to_string()
+    let c = rusqlite::Connection::open(db).expect("open the database file");
+    let mut lines = Vec::new();
+    for statement in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        let mut st = c.prepare(statement).expect(statement);
+        let mut rows = st.query([]).expect(statement);
+        while let Some(row) = rows.next().expect(statement) {
+            let v: rusqlite::types::Value = row.get(0).expect("column");
+            lines.push(match v {
+                rusqlite::types::Value::Integer(i) => i.to_string(),
+                rusqlite::types::Value::Real(f) => f.to_string(),
+                rusqlite::types::Value::Text(t) => t,
+                rusqlite::types::Value::Null => String::new(),
+                rusqlite::types::Value::Blob(b) => format!("{b:?}"),
+            });
+        }
+    }
+    lines.join("\n")
 }
 
 fn db(store: &Path) -> std::path::PathBuf {
@@ -158,11 +164,151 @@ fn break_rank_commits_tie_flipped_by_a_negative_zero_mean() {
     bytes[at..at + 8].copy_from_slice(&(-0.0f64).to_bits().to_be_bytes());
     std::fs::write(db(&dir), bytes).expect("write");
 
+    // Fixed: verification compares the kept statistics to the bit, so the
+    // -0.0 is a fault and nothing is ranked from the store.
     let mut s = Store::open(&dir, StoreOptions::default()).expect("open");
-    let after = ranked(&mut s);
+    let err = ratchet_orchestrate::rank_commits(&mut s, "acc", 2, 0.95, &[])
+        .expect_err("a -0.0 mean is a fault");
+    assert!(
+        matches!(
+            &err,
+            ratchet_orchestrate::Error::Trace(ratchet_trace::Error::Tampered { fault })
+                if matches!(fault.kind, ratchet_trace::FaultKind::SummaryMismatch { .. })
+        ),
+        "{err}"
+    );
+}
+
+/// Commits `content` to `file` on HEAD and returns the new commit id.
+fn commit_file(repo: &git2::Repository, file: &str, content: &str) -> CommitId {
+    let root = repo.workdir().expect("work tree");
+    std::fs::write(root.join(file), content).expect("write");
+    let mut index = repo.index().expect("index");
+    index.add_path(Path::new(file)).expect("add");
+    index.write().expect("write index");
+    let tree = repo
+        .find_tree(index.write_tree().expect("tree"))
+        .expect("find tree");
+    let sig = git2::Signature::now("red team", "rt@example.invalid").expect("signature");
+    let parents: Vec<git2::Commit<'_>> = repo
+        .head()
+        .ok()
+        .and_then(|h| h.peel_to_commit().ok())
+        .into_iter()
+        .collect();
+    let parent_refs: Vec<&git2::Commit<'_>> = parents.iter().collect();
+    let oid = repo
+        .commit(Some("HEAD"), &sig, &sig, content, &tree, &parent_refs)
+        .expect("commit");
+    CommitId::parse(&oid.to_string()).expect("commit id")
+}
+
+/// End to end through `heal`: v1 (mean 0.80), v2 (0.85), v3 deployed and
+/// fallen to 0.70. Honestly heal checks out v2. With v2's `commit_stats`
+/// cell moved behind the `speed` scorer's row, heal verifies the trace
+/// (passes), ranks without v2 and checks out v1 — a worse commit — and the
+/// store still verifies afterwards.
+#[test]
+fn break_heal_checks_out_a_worse_commit_after_a_misordered_page() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let repo = git2::Repository::init(tmp.path()).expect("init");
+    let commits: Vec<CommitId> = ["v1", "v2", "v3"]
+        .iter()
+        .map(|v| commit_file(&repo, "prompt.txt", v))
+        .collect();
+    let dir = tmp.path().join(".ratchet");
+    let mut store = Store::create(&dir, StoreOptions::default()).expect("store");
+    for (c, mean) in commits.iter().zip([0.80, 0.85, 0.90]) {
+        let scores: Vec<Score> = (0..100)
+            .map(|i| {
+                Score::new(
+                    c.clone(),
+                    format!("t{i}"),
+                    "quality",
+                    mean + (f64::from(i % 11) - 5.0) * 0.01,
+                )
+            })
+            .collect();
+        store.record_scores(&scores, "eval").expect("scores");
+    }
+    let live: Vec<Score> = (0..20)
+        .map(|i| {
+            Score::new(
+                commits[2].clone(),
+                format!("live{i}"),
+                "quality",
+                0.70 + (f64::from(i % 11) - 5.0) * 0.01,
+            )
+        })
+        .collect();
+    store.record_scores(&live, "live").expect("live");
+    store
+        .record_score(&Score::new(commits[2].clone(), "t0", "speed", 1.0), "s")
+        .expect("another scorer");
+    let head = store.head().expect("head").size;
+    let alarm = ratchet_drift::TraceAlarm {
+        commit: commits[2].clone(),
+        scorer: "quality".into(),
+        scorer_version: None,
+        alarm: ratchet_drift::Alarm {
+            detector: "cusum".into(),
+            n: 12,
+            statistic: 5.3,
+            limit: 5.0,
+            shift: ratchet_drift::Shift::Down,
+            change_start: 4,
+        },
+        seq: head - 1,
+        change_seq: head - 9,
+        baseline_mean: 0.9,
+        baseline_sd: 0.03,
+    };
+    let dry = ratchet_orchestrate::HealOptions {
+        dry_run: true,
+        ..Default::default()
+    };
+    let (honest, _) =
+        ratchet_orchestrate::heal(tmp.path(), &mut store, &alarm, &dry).expect("honest heal");
+    assert_eq!(honest.chosen.as_ref(), Some(&commits[1]), "{honest:#?}");
+    drop(store);
+
+    // Sorted keys: quality/1/<three commits by id>, speed/1/v3. Move v2's
+    // row behind speed's.
+    let sorted: Vec<String> = sqlite3(
+        &db(&dir),
+        "SELECT commit_id FROM commit_stats ORDER BY scorer, scorer_version, commit_id;",
+    )
+    .lines()
+    .map(str::to_string)
+    .collect();
+    assert_eq!(sorted.len(), 4);
+    let v2 = sorted
+        .iter()
+        .take(3)
+        .position(|c| c == commits[1].as_str())
+        .expect("v2's row");
+    let mut order: Vec<usize> = (0..4).filter(|&i| i != v2).collect();
+    order.push(v2);
+    permute_commit_stats_cells(&dir, &order);
+
+    let mut store = Store::open(&dir, StoreOptions::default()).expect("open");
+    let (report, _) = ratchet_orchestrate::heal(
+        tmp.path(),
+        &mut store,
+        &alarm,
+        &ratchet_orchestrate::HealOptions::default(),
+    )
+    .expect("heal verified the trace and acted");
+    let still_valid = store.verify().expect("verify").is_valid();
+    eprintln!(
+        "chosen {:?}; ranking {:?}; store still verifies: {still_valid}",
+        report.chosen,
+        report.ranking.iter().map(|r| &r.commit).collect::<Vec<_>>()
+    );
     assert_eq!(
-        after,
-        vec![commit(1), commit(2)],
-        "rank_commits verified the trace and then flipped the tie"
+        report.chosen.as_ref(),
+        Some(&commits[1]),
+        "heal checked out {:?} (v1, mean 0.80) instead of v2 (mean 0.85)",
+        report.chosen
     );
 }

@@ -72,7 +72,9 @@ impl Store {
         options: &MergeOptions,
     ) -> Result<MergeReport> {
         let cell_dir = cell_dir.as_ref();
-        let cell = Store::open(cell_dir, StoreOptions::default())?;
+        // Read-only: a merge never writes its cell (not even to upgrade a
+        // version-1 cell in place).
+        let cell = Store::open_read_only(cell_dir, StoreOptions::default())?;
         let cell_id = cell.store_id.clone();
         if cell_id == self.store_id {
             return Err(Error::MergeSelf { store_id: cell_id });

@@ -779,6 +779,31 @@ impl Store {
         }
     }
 
+    /// Rebuilds the per-commit statistics kept on append (`commit_stats`)
+    /// from the stored score rows, in one write transaction: the way out
+    /// for a store whose statistics table was damaged (verification reports
+    /// [`crate::FaultKind::SummaryMismatch`]) while its events are intact.
+    /// No event or projection row is touched, and nothing is trusted that
+    /// was not before: verification still re-derives every score row from
+    /// its hashed event, so a rebuild from edited score rows still fails
+    /// verification at the edited seq.
+    ///
+    /// # Errors
+    /// [`Error::ReadOnly`], [`Error::SchemaAltered`], or [`Error::Sqlite`].
+    pub fn rebuild_commit_stats(&mut self) -> Result<()> {
+        let tx = schema::begin_write(
+            &mut self.conn,
+            &mut self.schema_checked,
+            self.read_only.then_some(&self.dir),
+            "starting to rebuild per-commit statistics",
+        )?;
+        tx.execute("DELETE FROM commit_stats", [])
+            .map_err(Error::sqlite("clearing per-commit statistics"))?;
+        crate::summary::rebuild(&tx)?;
+        tx.commit()
+            .map_err(Error::sqlite("committing rebuilt per-commit statistics"))
+    }
+
     /// Appends the events of a JSON Lines text (one
     /// [`EventDraft::from_json_line`] per line; blank lines are skipped) in
     /// one transaction: all of them or none. What `ratchet append` does with
@@ -1250,16 +1275,21 @@ impl Store {
         let as_of = as_of.into();
         // At the head, the kept statistics hold each version's count and
         // last seq per commit: O(commits) instead of a scan, same answer.
-        let sql = if self.summary && as_of == AsOf::Head {
-            "SELECT scorer_version, sum(n), max(last_seq) FROM commit_stats
-             WHERE scorer = ?1 AND ?2 IS NOT NULL GROUP BY scorer_version
-             ORDER BY max(last_seq) DESC"
-        } else {
-            "SELECT scorer_version, count(*), max(seq) FROM scores NOT INDEXED
-             WHERE scorer = ?1 AND seq <= ?2 GROUP BY scorer_version ORDER BY max(seq) DESC"
-        };
+        if self.summary && as_of == AsOf::Head {
+            return Ok(crate::summary::versions(&self.conn, scorer)?
+                .into_iter()
+                .map(|(version, n, last_seq)| ScorerVersion {
+                    version,
+                    n,
+                    last_seq,
+                })
+                .collect());
+        }
         self.conn
-            .prepare_cached(sql)
+            .prepare_cached(
+                "SELECT scorer_version, count(*), max(seq) FROM scores NOT INDEXED
+                 WHERE scorer = ?1 AND seq <= ?2 GROUP BY scorer_version ORDER BY max(seq) DESC",
+            )
             .and_then(|mut st| {
                 st.query_map(params![scorer, as_of.max_seq()], |r| {
                     Ok(ScorerVersion {
@@ -1287,21 +1317,17 @@ impl Store {
         as_of: impl Into<AsOf>,
     ) -> Result<Option<String>> {
         let as_of = as_of.into();
-        let sql = if self.summary && as_of == AsOf::Head {
-            "SELECT scorer_version FROM commit_stats
-             WHERE scorer = ?1 AND ?2 IS NOT NULL AND commit_id IN (?3, ?4)
-             GROUP BY scorer_version
-             HAVING sum(commit_id = ?3) > 0 AND sum(commit_id = ?4) > 0
-             ORDER BY max(last_seq) DESC LIMIT 1"
-        } else {
-            "SELECT scorer_version FROM scores NOT INDEXED
-             WHERE scorer = ?1 AND seq <= ?2 AND commit_id IN (?3, ?4)
-             GROUP BY scorer_version
-             HAVING sum(commit_id = ?3) > 0 AND sum(commit_id = ?4) > 0
-             ORDER BY max(seq) DESC LIMIT 1"
-        };
+        if self.summary && as_of == AsOf::Head {
+            return crate::summary::shared_version(&self.conn, scorer, a.as_str(), b.as_str());
+        }
         self.conn
-            .prepare_cached(sql)
+            .prepare_cached(
+                "SELECT scorer_version FROM scores NOT INDEXED
+                 WHERE scorer = ?1 AND seq <= ?2 AND commit_id IN (?3, ?4)
+                 GROUP BY scorer_version
+                 HAVING sum(commit_id = ?3) > 0 AND sum(commit_id = ?4) > 0
+                 ORDER BY max(seq) DESC LIMIT 1",
+            )
             .and_then(|mut st| {
                 st.query_row(
                     params![scorer, as_of.max_seq(), a.as_str(), b.as_str()],

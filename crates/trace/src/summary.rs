@@ -55,7 +55,9 @@ impl Welford {
             self.min = self.min.min(x);
             self.max = self.max.max(x);
         }
-        self.n += 1;
+        // Saturating: a forged count read back from the table must not
+        // panic a reader (verification reports the forgery).
+        self.n = self.n.saturating_add(1);
         let d = x - self.mean;
         self.mean += d / self.n as f64;
         self.m2 += d * (x - self.mean);
@@ -72,7 +74,7 @@ impl Welford {
             *self = *other;
             return;
         }
-        let n = self.n + other.n;
+        let n = self.n.saturating_add(other.n);
         let d = other.mean - self.mean;
         let (na, nb) = (self.n as f64, other.n as f64);
         self.mean += d * nb / n as f64;
@@ -93,6 +95,58 @@ impl Welford {
 struct Entry {
     fold: Welford,
     last_seq: u64,
+}
+
+impl Entry {
+    /// Equal to the bit (`==` on floats would let `-0.0` pass for `0.0`,
+    /// and `total_cmp` in a ranking tells them apart).
+    fn same_bits(&self, other: &Entry) -> bool {
+        let (a, b) = (&self.fold, &other.fold);
+        a.n == b.n
+            && self.last_seq == other.last_seq
+            && [a.mean, a.m2, a.min, a.max]
+                .iter()
+                .zip([b.mean, b.m2, b.min, b.max])
+                .all(|(x, y)| x.to_bits() == y.to_bits())
+    }
+}
+
+/// One row of the table as stored: its key and state (`None` when a column
+/// does not have the shape the schema promises).
+type StoredRow = ((String, String, String), Option<Entry>);
+
+/// Every row of `commit_stats`, by a plain scan of the table's b-tree.
+///
+/// Reads and verification both go through this: a scan visits every cell
+/// whatever order the cells are in, where a keyed seek (`WHERE scorer = ?`)
+/// stops at the first larger key. `PRAGMA quick_check` does not check key
+/// order in a `WITHOUT ROWID` table, so a page whose cells were reordered
+/// would let a seek miss rows that verification's scan compared (red team,
+/// issue 14). What a read sees is therefore exactly what was verified.
+fn all_rows(conn: &Connection) -> Result<Vec<StoredRow>> {
+    const CONTEXT: &str = "reading per-commit statistics";
+    let mut st = conn
+        .prepare_cached(
+            "SELECT scorer, scorer_version, commit_id, n, mean, m2, min, max, last_seq
+               FROM commit_stats",
+        )
+        .map_err(Error::sqlite(CONTEXT))?;
+    let mut rows = st.query([]).map_err(Error::sqlite(CONTEXT))?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().map_err(Error::sqlite(CONTEXT))? {
+        let text = |i: usize| match row.get_ref(i) {
+            Ok(rusqlite::types::ValueRef::Text(t)) => {
+                std::str::from_utf8(t).ok().map(str::to_string)
+            }
+            _ => None,
+        };
+        let (Some(scorer), Some(version), Some(commit)) = (text(0), text(1), text(2)) else {
+            out.push((("?".into(), "?".into(), "?".into()), None));
+            continue;
+        };
+        out.push(((scorer, version, commit), entry_from_row(row, 3).ok()));
+    }
+    Ok(out)
 }
 
 /// Summaries being folded, keyed by `scorer \0 version \0 commit` (names
@@ -213,28 +267,14 @@ impl Summaries {
     /// verified scores): `None` when they agree exactly, else the first
     /// (scorer, version, commit) that differs, is missing or is extra.
     pub fn difference(mut self, conn: &Connection) -> Result<Option<(String, String, String)>> {
-        let mut st = conn
-            .prepare(
-                "SELECT scorer, scorer_version, commit_id, n, mean, m2, min, max, last_seq
-                   FROM commit_stats ORDER BY scorer, scorer_version, commit_id",
-            )
-            .map_err(Error::sqlite("reading per-commit statistics"))?;
-        let mut rows = st
-            .query([])
-            .map_err(Error::sqlite("reading per-commit statistics"))?;
-        while let Some(row) = rows
-            .next()
-            .map_err(Error::sqlite("reading per-commit statistics"))?
-        {
-            let key: (String, String, String) = match (row.get(0), row.get(1), row.get(2)) {
-                (Ok(a), Ok(b), Ok(c)) => (a, b, c),
-                _ => return Ok(Some(("?".into(), "?".into(), "?".into()))),
-            };
-            let stored = entry_from_row(row, 3).ok();
+        for (key, stored) in all_rows(conn)? {
             self.set_key(&key.0, &key.1, &key.2);
+            // Removed on the first match: a key stored twice (a corrupted
+            // b-tree) finds nothing the second time.
             let folded = self.entries.remove(self.key.as_str());
-            if stored.is_none() || stored != folded {
-                return Ok(Some(key));
+            match (stored, folded) {
+                (Some(s), Some(f)) if s.same_bits(&f) => {}
+                _ => return Ok(Some(key)),
             }
         }
         let mut left: Vec<&String> = self.entries.keys().collect();
@@ -306,6 +346,31 @@ pub(crate) fn rebuild(conn: &Connection) -> Result<()> {
     summaries.write(conn)
 }
 
+/// The rows of `scorer` (one version, or all) from the table, keyed by
+/// (commit, version) in that order. A row of the wrong shape or a key stored
+/// twice is an error (the store does not verify).
+fn rows_of(
+    conn: &Connection,
+    scorer: &str,
+    version: Option<&str>,
+) -> Result<std::collections::BTreeMap<(String, String), Entry>> {
+    let mut out = std::collections::BTreeMap::new();
+    for ((s, v, c), entry) in all_rows(conn)? {
+        if s != scorer || version.is_some_and(|want| want != v) {
+            continue;
+        }
+        let malformed = || Error::Sqlite {
+            context: "reading per-commit statistics",
+            source: crate::store::conv_err(3, "a commit_stats row (the store does not verify)"),
+        };
+        let entry = entry.ok_or_else(malformed)?;
+        if out.insert((c, v), entry).is_some() {
+            return Err(malformed());
+        }
+    }
+    Ok(out)
+}
+
 /// Per-commit states of `scorer` (all versions, or one) from the table,
 /// each commit's versions combined in version order: the figures
 /// [`crate::Store::commit_stats`] returns at the head.
@@ -315,28 +380,61 @@ pub(crate) fn read(
     version: Option<&str>,
     commit: Option<&str>,
 ) -> Result<Vec<(String, Welford)>> {
-    const CONTEXT: &str = "reading per-commit statistics";
-    let mut st = conn
-        .prepare_cached(
-            "SELECT commit_id, n, mean, m2, min, max, last_seq FROM commit_stats
-              WHERE scorer = ?1 AND (?2 IS NULL OR scorer_version = ?2)
-                AND (?3 IS NULL OR commit_id = ?3)
-              ORDER BY commit_id, scorer_version",
-        )
-        .map_err(Error::sqlite(CONTEXT))?;
-    let mut rows = st
-        .query(params![scorer, version, commit])
-        .map_err(Error::sqlite(CONTEXT))?;
     let mut out: Vec<(String, Welford)> = Vec::new();
-    while let Some(row) = rows.next().map_err(Error::sqlite(CONTEXT))? {
-        let c: String = row.get(0).map_err(Error::sqlite(CONTEXT))?;
-        let e = entry_from_row(row, 1).map_err(Error::sqlite(CONTEXT))?;
+    for ((c, _), e) in rows_of(conn, scorer, version)? {
+        if commit.is_some_and(|want| want != c) {
+            continue;
+        }
         match out.last_mut() {
             Some((last, fold)) if *last == c => fold.merge(&e.fold),
             _ => out.push((c, e.fold)),
         }
     }
     Ok(out)
+}
+
+/// The versions of `scorer` with their score counts and last seqs, newest
+/// (by last seq) first: [`crate::Store::scorer_versions`] at the head.
+pub(crate) fn versions(conn: &Connection, scorer: &str) -> Result<Vec<(String, u64, u64)>> {
+    let mut by_version: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+    for ((_, v), e) in rows_of(conn, scorer, None)? {
+        let slot = by_version.entry(v).or_default();
+        slot.0 = slot.0.saturating_add(e.fold.n);
+        slot.1 = slot.1.max(e.last_seq);
+    }
+    let mut out: Vec<(String, u64, u64)> = by_version
+        .into_iter()
+        .map(|(v, (n, last))| (v, n, last))
+        .collect();
+    out.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    Ok(out)
+}
+
+/// The newest version (by the last seq of either commit's scores) that both
+/// `a` and `b` have scores of: [`crate::Store::shared_scorer_version`] at
+/// the head.
+pub(crate) fn shared_version(
+    conn: &Connection,
+    scorer: &str,
+    a: &str,
+    b: &str,
+) -> Result<Option<String>> {
+    // Per version: (has a, has b, last seq among a's and b's rows).
+    let mut seen: std::collections::BTreeMap<String, (bool, bool, u64)> = Default::default();
+    for ((c, v), e) in rows_of(conn, scorer, None)? {
+        if c != a && c != b {
+            continue;
+        }
+        let slot = seen.entry(v).or_default();
+        slot.0 |= c == a;
+        slot.1 |= c == b;
+        slot.2 = slot.2.max(e.last_seq);
+    }
+    Ok(seen
+        .into_iter()
+        .filter(|(_, (has_a, has_b, _))| *has_a && *has_b)
+        .max_by(|x, y| x.1.2.cmp(&y.1.2).then_with(|| y.0.cmp(&x.0)))
+        .map(|(v, _)| v))
 }
 
 #[cfg(test)]

@@ -272,7 +272,7 @@ fn kept_statistics_equal_a_scan_to_the_bit() {
         let mut sc = Score::new(
             commit((r % 6) as u8),
             format!("t{i}"),
-            if r % 7 == 0 { "cost" } else { "acc" },
+            if r.is_multiple_of(7) { "cost" } else { "acc" },
             (r >> 11) as f64 / (1u64 << 53) as f64 * 100.0 - 50.0,
         );
         sc.scorer_version = format!("v{}", (r >> 3) % 3);

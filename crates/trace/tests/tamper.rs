@@ -620,3 +620,35 @@ fn edited_commit_stats_are_caught() {
         }
     }
 }
+
+/// A careless `DELETE FROM commit_stats` (the one table without a DELETE
+/// guard) makes the store fail verification; `rebuild_commit_stats` brings
+/// it back from the score rows, and cannot launder an edited score.
+#[test]
+fn damaged_commit_stats_are_rebuilt_from_the_scores() {
+    let (_d, mut s) = new_store();
+    fill(&mut s, 40);
+    let before = s
+        .commit_stats("acc", ratchet_trace::AsOf::Head)
+        .expect("stats");
+    let raw = rusqlite::Connection::open(db_path(s.dir())).expect("raw");
+    raw.execute("DELETE FROM commit_stats", [])
+        .expect("careless delete");
+    drop(raw);
+    assert!(!s.verify().expect("verify").is_valid());
+    s.rebuild_commit_stats().expect("rebuild");
+    assert!(s.verify().expect("verify").is_valid());
+    assert_eq!(
+        s.commit_stats("acc", ratchet_trace::AsOf::Head)
+            .expect("stats"),
+        before
+    );
+    // An edited score: rebuilding folds it in, and verification still
+    // finds the edit at its seq (the score row disagrees with its event).
+    let seq = s.scores_after(0, 1).expect("scores")[0].0;
+    attacker(s.dir())
+        .execute("UPDATE scores SET value = 1.0 WHERE seq = ?1", [seq as i64])
+        .expect("edit");
+    s.rebuild_commit_stats().expect("rebuild");
+    assert_eq!(first_fault(&s).0, seq);
+}
