@@ -659,8 +659,15 @@ pub fn best_commit_by(
                 reason: e.to_string(),
             })?
             .inverse_cdf(confidence);
+        let lower_bound = s.mean - sign * t * sd / (s.n as f64).sqrt();
+        // Statistics that overflowed f64 (scores near ±1.8e308) are marked
+        // +∞ by the store: no bound can be drawn from them, and an infinite
+        // or NaN bound must not rank a commit first.
+        if !lower_bound.is_finite() {
+            continue;
+        }
         ranked.push(RankedCommit {
-            lower_bound: s.mean - sign * t * sd / (s.n as f64).sqrt(),
+            lower_bound,
             commit: s.commit,
             n: s.n,
             mean: s.mean,

@@ -417,3 +417,33 @@ fn arl_profile_reproduces_the_published_cusum_row() {
         .is_err()
     );
 }
+
+/// Scores near ±f64::MAX overflow the store's kept statistics, which are
+/// then marked +∞: such a commit has no usable bound and is not ranked
+/// (an infinite or NaN bound would otherwise sort first).
+#[test]
+fn overflowed_statistics_never_rank_a_commit_first() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+    let (wild, tame) = (
+        CommitId::parse(&"a".repeat(40)).expect("commit"),
+        CommitId::parse(&"b".repeat(40)).expect("commit"),
+    );
+    let mut scores = vec![
+        Score::new(wild.clone(), "a", "acc", 1e308),
+        Score::new(wild.clone(), "b", "acc", -1e308),
+        Score::new(wild, "c", "acc", 0.5),
+    ];
+    scores.extend((0..5).map(|i| {
+        Score::new(
+            tame.clone(),
+            format!("t{i}"),
+            "acc",
+            0.5 + f64::from(i) * 0.01,
+        )
+    }));
+    store.record_scores(&scores, "s").expect("scores");
+    let ranked = best_commit(&store, "acc", 2, 0.95, &[]).expect("rank");
+    assert_eq!(ranked.len(), 1, "{ranked:?}");
+    assert_eq!(ranked[0].commit, tame);
+}

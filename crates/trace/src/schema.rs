@@ -257,6 +257,20 @@ pub(crate) fn schema_difference(conn: &Connection) -> Result<Option<String>> {
 
 /// [`schema_difference`] against the schema of `version`.
 fn schema_difference_from(conn: &Connection, version: i64) -> Result<Option<String>> {
+    // Text must be stored as UTF-8, as ratchet creates it. In a UTF-16
+    // database SQLite converts every value to UTF-8 on reading (what
+    // verification hashes) but compares the stored UTF-16 in SQL, and the
+    // conversion is lossy (an odd byte dropped, surrogates aliased): a row
+    // could verify as one commit and be invisible to `WHERE commit_id = ?`
+    // (red team, issue 14).
+    let encoding: String = conn
+        .pragma_query_value(None, "encoding", |r| r.get(0))
+        .map_err(Error::sqlite("reading the text encoding"))?;
+    if encoding != "UTF-8" {
+        return Ok(Some(format!(
+            "the database stores text as {encoding}, not UTF-8"
+        )));
+    }
     let expected = expected_schema(version)?;
     let found = read_schema(conn, "main")?;
     let describe = |r: &SchemaRow| format!("{} {}", r.0, r.1);

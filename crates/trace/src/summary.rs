@@ -61,6 +61,18 @@ impl Welford {
         let d = x - self.mean;
         self.mean += d / self.n as f64;
         self.m2 += d * (x - self.mean);
+        self.mark_overflow();
+    }
+
+    /// Finite values near `f64::MAX` can overflow the fold; it is then
+    /// marked +∞ (mean and sum of squares), never NaN: SQLite stores NaN as
+    /// NULL, which would neither round-trip nor fit the NOT NULL columns,
+    /// and every later score of the key would be refused (red team).
+    fn mark_overflow(&mut self) {
+        if !(self.mean.is_finite() && self.m2.is_finite()) {
+            self.mean = f64::INFINITY;
+            self.m2 = f64::INFINITY;
+        }
     }
 
     /// Combines two states (Chan, Golub and LeVeque's pairwise update). An
@@ -82,6 +94,7 @@ impl Welford {
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
         self.n = n;
+        self.mark_overflow();
     }
 
     /// Sample variance (n − 1 denominator), `None` below two values.
