@@ -1245,7 +1245,7 @@ impl Store {
     /// Per-commit statistics of `scorer` as of `as_of`, ordered by commit id.
     ///
     /// At [`AsOf::Head`], read from the statistics kept on append (the
-    /// `commit_stats` table: one row per commit × scorer version, O(commits);
+    /// `commit_stats` table: one row per scorer × version × commit, read whole: never the scores;
     /// see ARCHITECTURE.md); at an earlier seq, one pass over the scores
     /// table in seq order (never through a secondary index: see [`Store`]'s
     /// read rule). Both fold each version's values in seq order with
@@ -1274,7 +1274,7 @@ impl Store {
     ) -> Result<Vec<ScorerVersion>> {
         let as_of = as_of.into();
         // At the head, the kept statistics hold each version's count and
-        // last seq per commit: O(commits) instead of a scan, same answer.
+        // last seq per commit: its rows instead of the scores, same answer.
         if self.summary && as_of == AsOf::Head {
             return Ok(crate::summary::versions(&self.conn, scorer)?
                 .into_iter()

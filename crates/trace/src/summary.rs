@@ -5,7 +5,7 @@
 //! of the last score folded in. Every append or merge that inserts score
 //! rows folds their values in seq order into the rows they touch, inside
 //! the same transaction, so [`crate::Store::commit_stats`] at the head reads
-//! O(commits) rows instead of scanning every score.
+//! one row per scorer × version × commit instead of every score.
 //!
 //! The table is derived data, like the projection tables, and is checked
 //! the same way: verification folds the verified score rows in seq order
