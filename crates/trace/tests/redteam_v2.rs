@@ -12,34 +12,9 @@ use std::path::Path;
 
 use common::*;
 use ratchet_trace::{
-    AsOf, CommitStats, Error, EventDraft, FaultKind, MergeOptions, Score, Store, StoreOptions,
-    TestRun, VerifyOptions,
+    AsOf, CommitStats, Error, EventDraft, FaultKind, MergeOptions, Store, StoreOptions, TestRun,
+    VerifyOptions,
 };
-
-fn reopen(dir: &Path) -> Store {
-    Store::open(dir, StoreOptions::default()).expect("reopen")
-}
-
-fn score(c: u8, task: &str, scorer: &str, value: f64) -> Score {
-    Score::new(commit(c), task, scorer, value)
-}
-
-/// Closes nothing itself: the caller must have dropped every `Store` on the
-/// directory. Moves every WAL frame into the main file and leaves no WAL, so
-/// the bytes of `trace.db` are the database.
-fn settle(dir: &Path) {
-    let c = rusqlite::Connection::open(db_path(dir)).expect("raw open");
-    c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-        .expect("checkpoint");
-    c.pragma_update(None, "journal_mode", "DELETE")
-        .expect("leave WAL");
-    drop(c);
-    let wal = dir.join(format!("{}-wal", ratchet_trace::DB_FILE));
-    assert!(
-        !wal.exists() || std::fs::metadata(&wal).expect("wal").len() == 0,
-        "no WAL left"
-    );
-}
 
 fn page_size_and_root(dir: &Path, table: &str) -> (usize, usize) {
     let c = rusqlite::Connection::open(db_path(dir)).expect("raw open");
@@ -77,29 +52,6 @@ fn permute_leaf_cells(dir: &Path, table: &str, order: &[usize]) {
         bytes[base + 9 + 2 * i] = ptrs[from][1];
     }
     std::fs::write(&path, bytes).expect("write db");
-}
-
-fn replace_bytes(dir: &Path, from: &[u8], to: &[u8]) {
-    settle(dir);
-    let path = db_path(dir);
-    let mut bytes = std::fs::read(&path).expect("read db");
-    let at: Vec<usize> = bytes
-        .windows(from.len())
-        .enumerate()
-        .filter(|(_, w)| *w == from)
-        .map(|(i, _)| i)
-        .collect();
-    assert_eq!(at.len(), 1, "the pattern occurs once");
-    bytes[at[0]..at[0] + to.len()].copy_from_slice(to);
-    std::fs::write(&path, bytes).expect("write db");
-}
-
-fn fault(store: &Store) -> Option<(u64, FaultKind)> {
-    store
-        .verify()
-        .expect("verification runs")
-        .fault
-        .map(|f| (f.seq, f.kind))
 }
 
 /// Commit 1 is clearly the best on `acc`; commit 2 is worse; a second

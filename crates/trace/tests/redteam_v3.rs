@@ -24,27 +24,9 @@ mod common;
 use std::path::Path;
 
 use common::*;
-use ratchet_trace::{
-    AsOf, FaultKind, Score, Store, StoreOptions, TestRun, VerifyOptions, WriterKey,
-};
+use ratchet_trace::{AsOf, FaultKind, Store, StoreOptions, TestRun, VerifyOptions, WriterKey};
 use rusqlite::Connection;
 use rusqlite::types::Value;
-
-fn reopen(dir: &Path) -> Store {
-    Store::open(dir, StoreOptions::default()).expect("reopen")
-}
-
-fn score(c: u8, task: &str, scorer: &str, value: f64) -> Score {
-    Score::new(commit(c), task, scorer, value)
-}
-
-fn fault(store: &Store) -> Option<(u64, FaultKind)> {
-    store
-        .verify()
-        .expect("verification runs")
-        .fault
-        .map(|f| (f.seq, f.kind))
-}
 
 /// The fix for the UTF-16 rewrites: a database that does not store text as
 /// UTF-8 is a fault of the store as a whole (seq 0), and is refused writes.
@@ -54,15 +36,6 @@ fn assert_refused_as_utf16(s: &Store) {
         matches!(&f, Some((0, FaultKind::SchemaAltered { what })) if what.contains("UTF-16")),
         "a UTF-16 database must not verify: {f:?}"
     );
-}
-
-/// Every WAL frame into the main file, no WAL left (no `Store` open).
-fn settle(dir: &Path) {
-    let c = Connection::open(db_path(dir)).expect("raw open");
-    c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-        .expect("checkpoint");
-    c.pragma_update(None, "journal_mode", "DELETE")
-        .expect("leave WAL");
 }
 
 fn remove_wal(dir: &Path) {
@@ -593,22 +566,6 @@ fn break_utf16_store_makes_a_report_count_twice() {
 // ---------------------------------------------------------------------------
 // Caught: attacks on the round-2 fixes and next to them.
 // ---------------------------------------------------------------------------
-
-/// Replaces the one occurrence of `from` in the settled file by `to`.
-fn replace_bytes(dir: &Path, from: &[u8], to: &[u8]) {
-    settle(dir);
-    let path = db_path(dir);
-    let mut bytes = std::fs::read(&path).expect("read db");
-    let at: Vec<usize> = bytes
-        .windows(from.len())
-        .enumerate()
-        .filter(|(_, w)| *w == from)
-        .map(|(i, _)| i)
-        .collect();
-    assert_eq!(at.len(), 1, "the pattern occurs once");
-    bytes[at[0]..at[0] + to.len()].copy_from_slice(to);
-    std::fs::write(&path, bytes).expect("write db");
-}
 
 fn two_commits(s: &mut Store) {
     let mut scores = Vec::new();

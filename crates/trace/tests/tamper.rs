@@ -14,10 +14,6 @@ fn first_fault(store: &Store) -> (u64, FaultKind) {
     (f.seq, f.kind)
 }
 
-fn reopen(dir: &std::path::Path) -> Store {
-    Store::open(dir, StoreOptions::default()).expect("reopen")
-}
-
 #[test]
 fn untouched_store_verifies() {
     let (_d, mut s) = new_store();

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ratchet_trace::{CommitId, EventDraft, Score, Store, StoreOptions, TestRun};
+use ratchet_trace::{CommitId, EventDraft, FaultKind, Score, Store, StoreOptions, TestRun};
 
 pub fn commit(n: u8) -> CommitId {
     CommitId::parse(&format!("{n:02x}").repeat(20)).expect("valid commit")
@@ -236,4 +236,54 @@ pub fn refold_commit_stats(conn: &rusqlite::Connection) {
         )
         .expect("insert");
     }
+}
+
+// Shared by the red-team files (redteam_v2.rs, redteam_v3.rs).
+
+pub fn reopen(dir: &Path) -> Store {
+    Store::open(dir, StoreOptions::default()).expect("reopen")
+}
+
+pub fn score(c: u8, task: &str, scorer: &str, value: f64) -> Score {
+    Score::new(commit(c), task, scorer, value)
+}
+
+pub fn fault(store: &Store) -> Option<(u64, FaultKind)> {
+    store
+        .verify()
+        .expect("verification runs")
+        .fault
+        .map(|f| (f.seq, f.kind))
+}
+
+/// Closes nothing itself: the caller must have dropped every `Store` on the
+/// directory. Moves every WAL frame into the main file and leaves no WAL, so
+/// the bytes of `trace.db` are the database.
+pub fn settle(dir: &Path) {
+    let c = rusqlite::Connection::open(db_path(dir)).expect("raw open");
+    c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .expect("checkpoint");
+    c.pragma_update(None, "journal_mode", "DELETE")
+        .expect("leave WAL");
+    drop(c);
+    let wal = dir.join(format!("{}-wal", ratchet_trace::DB_FILE));
+    assert!(
+        !wal.exists() || std::fs::metadata(&wal).expect("wal").len() == 0,
+        "no WAL left"
+    );
+}
+
+pub fn replace_bytes(dir: &Path, from: &[u8], to: &[u8]) {
+    settle(dir);
+    let path = db_path(dir);
+    let mut bytes = std::fs::read(&path).expect("read db");
+    let at: Vec<usize> = bytes
+        .windows(from.len())
+        .enumerate()
+        .filter(|(_, w)| *w == from)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(at.len(), 1, "the pattern occurs once");
+    bytes[at[0]..at[0] + to.len()].copy_from_slice(to);
+    std::fs::write(&path, bytes).expect("write db");
 }
