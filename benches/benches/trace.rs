@@ -174,11 +174,7 @@ fn point_read(c: &mut Criterion) {
     drop(snap);
     // The limit: a raw prepared SELECT of the same row's columns by id on
     // the same file, read into owned values as `event_by_id` does.
-    let raw = rusqlite::Connection::open_with_flags(
-        store.dir().join(ratchet_trace::DB_FILE),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .expect("raw connection");
+    let raw = ratchet_benches::raw_connection(&store);
     type RawRow = (
         i64,
         Vec<u8>,
@@ -250,11 +246,7 @@ fn verify_and_stats(c: &mut Criterion) {
         ("scores_physical_limit", &store),
         ("notes_physical_limit", &notes),
     ] {
-        let raw = rusqlite::Connection::open_with_flags(
-            st.dir().join(ratchet_trace::DB_FILE),
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-        )
-        .expect("raw connection");
+        let raw = ratchet_benches::raw_connection(st);
         let key = *blake3::hash(st.id().as_bytes()).as_bytes();
         g.bench_function(name, |b| {
             b.iter(|| {
@@ -307,11 +299,7 @@ fn verify_and_stats(c: &mut Criterion) {
         })
     });
     // SQLite's own aggregate over the same rows: the yardstick.
-    let raw = rusqlite::Connection::open_with_flags(
-        store.dir().join(ratchet_trace::DB_FILE),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .expect("raw connection");
+    let raw = ratchet_benches::raw_connection(&store);
     // SQLite's plan (its covering index on scorer, commit) and the same
     // aggregate forced onto the table scan the read rule allows.
     for (name, table) in [

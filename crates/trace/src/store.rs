@@ -1383,17 +1383,9 @@ impl Store {
                 .map_err(Error::sqlite(CONTEXT))?;
             let mut summaries = crate::summary::Summaries::default();
             while let Some(row) = rows.next().map_err(Error::sqlite(CONTEXT))? {
-                let (ValueRef::Text(c), ValueRef::Text(v), value) = (
-                    row.get_ref(0).map_err(Error::sqlite(CONTEXT))?,
-                    row.get_ref(1).map_err(Error::sqlite(CONTEXT))?,
-                    real(row, 2).map_err(Error::sqlite(CONTEXT))?,
-                ) else {
-                    return Err(Error::Sqlite {
-                        context: CONTEXT,
-                        source: conv_err(0, "commit_id or scorer_version"),
-                    });
-                };
-                let (Ok(c), Ok(v)) = (std::str::from_utf8(c), std::str::from_utf8(v)) else {
+                let text = |i| row.get_ref(i).ok().and_then(crate::verify::text);
+                let value = real(row, 2).map_err(Error::sqlite(CONTEXT))?;
+                let (Some(c), Some(v)) = (text(0), text(1)) else {
                     return Err(Error::Sqlite {
                         context: CONTEXT,
                         source: conv_err(0, "commit_id or scorer_version"),

@@ -104,7 +104,7 @@ impl Welford {
 }
 
 /// One summary row's state: the fold and the last seq folded in.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
 struct Entry {
     fold: Welford,
     last_seq: u64,
@@ -147,11 +147,11 @@ fn all_rows(conn: &Connection) -> Result<Vec<StoredRow>> {
     let mut rows = st.query([]).map_err(Error::sqlite(CONTEXT))?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().map_err(Error::sqlite(CONTEXT))? {
-        let text = |i: usize| match row.get_ref(i) {
-            Ok(rusqlite::types::ValueRef::Text(t)) => {
-                std::str::from_utf8(t).ok().map(str::to_string)
-            }
-            _ => None,
+        let text = |i| {
+            row.get_ref(i)
+                .ok()
+                .and_then(crate::verify::text)
+                .map(str::to_string)
         };
         let (Some(scorer), Some(version), Some(commit)) = (text(0), text(1), text(2)) else {
             out.push((("?".into(), "?".into(), "?".into()), None));
@@ -190,15 +190,18 @@ impl Summaries {
     /// Folds one score in, starting an untouched key from nothing.
     pub fn push(&mut self, scorer: &str, version: &str, commit: &str, value: f64, seq: u64) {
         self.set_key(scorer, version, commit);
-        let entry = match self.entries.get_mut(self.key.as_str()) {
-            Some(e) => e,
-            None => self.entries.entry(self.key.clone()).or_insert(Entry {
-                fold: Welford::default(),
-                last_seq: 0,
-            }),
-        };
-        entry.fold.push(value);
-        entry.last_seq = seq;
+        if !self.entries.contains_key(self.key.as_str()) {
+            self.entries.insert(self.key.clone(), Entry::default());
+        }
+        self.fold_in(value, seq);
+    }
+
+    /// Folds `value` at `seq` into the entry of the current key.
+    fn fold_in(&mut self, value: f64, seq: u64) {
+        if let Some(entry) = self.entries.get_mut(self.key.as_str()) {
+            entry.fold.push(value);
+            entry.last_seq = seq;
+        }
     }
 
     /// Folds one score in, starting an untouched key from its stored row
@@ -214,16 +217,10 @@ impl Summaries {
     ) -> Result<()> {
         self.set_key(scorer, version, commit);
         if !self.entries.contains_key(self.key.as_str()) {
-            let stored = read_row(conn, scorer, version, commit)?.unwrap_or(Entry {
-                fold: Welford::default(),
-                last_seq: 0,
-            });
+            let stored = read_row(conn, scorer, version, commit)?.unwrap_or_default();
             self.entries.insert(self.key.clone(), stored);
         }
-        if let Some(entry) = self.entries.get_mut(self.key.as_str()) {
-            entry.fold.push(value);
-            entry.last_seq = seq;
-        }
+        self.fold_in(value, seq);
         Ok(())
     }
 

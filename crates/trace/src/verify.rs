@@ -371,7 +371,8 @@ impl Cursor<'_> {
     }
 }
 
-fn text(v: ValueRef<'_>) -> Option<&str> {
+/// A TEXT value as `&str`; `None` for any other type or invalid UTF-8.
+pub(crate) fn text(v: ValueRef<'_>) -> Option<&str> {
     match v {
         ValueRef::Text(t) => std::str::from_utf8(t).ok(),
         _ => None,
