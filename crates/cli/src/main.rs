@@ -25,6 +25,9 @@ mod out;
 const EXIT_ERROR: u8 = 2;
 /// A negative finding (`verify-chain`: tampered; `watch`: an alarm; `best`: no commit).
 const EXIT_NEGATIVE: u8 = 1;
+/// `status` and `verify-chain --repo`: a promotion ref disagrees with the
+/// trace (the trace itself verified).
+const EXIT_REF_FAULT: u8 = 6;
 
 /// The `ratchet append` line format, shown by `ratchet append --help`.
 const APPEND_FORMAT: &str = "Input: one JSON object per line, \
@@ -181,6 +184,11 @@ enum Command {
         /// Writer key file: also checks every MAC.
         #[arg(long)]
         key_file: Option<PathBuf>,
+        /// Compare every refs/ratchet/promoted/* of this repository with
+        /// the trace (default: the repository enclosing the store, if any);
+        /// a ref that disagrees exits 6.
+        #[arg(long)]
+        repo: Option<PathBuf>,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
@@ -199,6 +207,10 @@ enum Command {
         /// unchecked (anyone who can write the file can rebuild a plain chain).
         #[arg(long, conflicts_with = "key_file")]
         without_macs: bool,
+        /// Also compare every refs/ratchet/promoted/* of this repository
+        /// with the trace; a ref that disagrees exits 6.
+        #[arg(long)]
+        repo: Option<PathBuf>,
     },
     /// Print the current checkpoint, or write it atomically to --out.
     Checkpoint {
@@ -464,6 +476,11 @@ enum Command {
         #[command(subcommand)]
         what: RubricCommand,
     },
+    /// Policies pinned in the trace: the policy a class decides under.
+    Policy {
+        #[command(subcommand)]
+        what: PolicyCommand,
+    },
     /// Write the store's report: one self-contained HTML file with SVG plots
     /// (or, with --markdown, the latest decision as a pull-request comment).
     Report {
@@ -558,6 +575,33 @@ enum RubricCommand {
     Check {
         /// The rubric (TOML, or JSON by extension).
         path: PathBuf,
+    },
+    /// Pin the rubric's current version in the trace: scoring with another
+    /// version of it is refused from then on, and the gate reads the
+    /// pinned version's scores.
+    Pin {
+        /// The rubric (TOML, or JSON by extension).
+        path: PathBuf,
+        /// Writer key file (keyed stores).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum PolicyCommand {
+    /// Pin a policy file's classes in the trace: `gate`, `calibrate` and
+    /// `verify --class` then decide under the pin, and refuse a policy
+    /// file that differs from it. Pinning again is how a policy changes.
+    Pin {
+        /// The policy file (TOML).
+        path: PathBuf,
+        /// Pin only this class (default: every class in the file).
+        #[arg(long)]
+        class: Option<String>,
+        /// Writer key file (keyed stores).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
     },
 }
 
@@ -783,16 +827,21 @@ fn run(cli: Cli) -> Result<u8> {
             };
             cmd::store::log(&ctx, from, limit, &filter)
         }
-        Command::Status { key_file } => cmd::store::status(&ctx, key_file.as_deref()),
+        Command::Status { key_file, repo } => {
+            let repo = repo.or_else(|| ratchet_orchestrate::repository_of(&ctx.store_dir));
+            cmd::store::status(&ctx, key_file.as_deref(), repo.as_deref())
+        }
         Command::VerifyChain {
             checkpoint,
             key_file,
             without_macs,
+            repo,
         } => cmd::store::verify_chain(
             &ctx,
             checkpoint.as_deref(),
             key_file.as_deref(),
             without_macs,
+            repo.as_deref(),
         ),
         Command::Checkpoint { out } => cmd::store::checkpoint(&ctx, out.as_deref()),
         Command::MergeCells {
@@ -989,5 +1038,16 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Rubric {
             what: RubricCommand::Check { path },
         } => cmd::ingest::rubric_check(&ctx, &path),
+        Command::Rubric {
+            what: RubricCommand::Pin { path, key_file },
+        } => cmd::ingest::rubric_pin(&ctx, &path, key_file.as_deref()),
+        Command::Policy {
+            what:
+                PolicyCommand::Pin {
+                    path,
+                    class,
+                    key_file,
+                },
+        } => cmd::gate::policy_pin(&ctx, &path, class.as_deref(), key_file.as_deref()),
     }
 }

@@ -52,6 +52,24 @@ pub enum Error {
         /// What serde_json said.
         reason: String,
     },
+    /// The class is pinned in the trace to another policy than the one
+    /// given: nothing was decided under it.
+    #[error(
+        "class {class} is pinned to policy {pinned_hash} (seq {seq}); the policy given ({given_hash}) differs in {}: decide under the pinned policy (omit --policy), or pin the new one first (`ratchet policy pin FILE --class {class}`, a recorded act)",
+        fields.join(", ")
+    )]
+    PolicyNotPinned {
+        /// The class.
+        class: String,
+        /// Seq of the pin in force.
+        seq: u64,
+        /// Hash of the pinned policy.
+        pinned_hash: String,
+        /// Hash of the policy given.
+        given_hash: String,
+        /// The fields that differ.
+        fields: Vec<String>,
+    },
     /// The trace store failed; `decide` fails closed.
     #[error("trace store: {0}")]
     Trace(#[from] ratchet_trace::Error),

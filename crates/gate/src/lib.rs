@@ -53,6 +53,7 @@ mod error;
 mod gsprt;
 mod invariants;
 mod noninferiority;
+mod pin;
 mod policy;
 mod sprt;
 mod stages;
@@ -80,8 +81,12 @@ pub use invariants::{
 pub use noninferiority::{
     ConfidenceSequence, Margin, NonInferiority, SampleStats, SequenceOutcome, WelchOutcome,
 };
+pub use pin::{
+    PinnedPolicy, PolicySource, pin_policy, pinned_policies, pinned_policy, policy_differences,
+    resolve_policy,
+};
 pub use policy::{
     Canaries, ClassPolicy, Guardrail, GuardrailMethod, Invariant, MarginKind, Policy, TestKind,
 };
-pub use ratchet_scorers::Direction;
+pub use ratchet_scorers::{Direction, Pinned};
 pub use sprt::{BernoulliSprt, Boundaries, Decision, GaussianSprt, SequentialTest};

@@ -324,6 +324,21 @@ impl Policy {
 }
 
 impl ClassPolicy {
+    /// A class policy from the canonical JSON a pin holds, validated.
+    ///
+    /// # Errors
+    /// [`Error::Policy`] naming the pin's seq if it does not hold a valid policy.
+    pub(crate) fn from_pinned(class: &str, json: serde_json::Value, seq: u64) -> Result<ClassPolicy> {
+        let policy: ClassPolicy = serde_json::from_value(json).map_err(|e| {
+            bad(
+                format!("class.{class}"),
+                format!("the pin at seq {seq} does not hold a policy: {e}"),
+            )
+        })?;
+        policy.validate(class)?;
+        Ok(policy)
+    }
+
     fn validate(&self, name: &str) -> Result<()> {
         let f = |k: &str| format!("class.{name}.{k}");
         if self.scorer.trim().is_empty() {

@@ -35,6 +35,13 @@ pub(crate) fn evaluate(
     if let Some(o) = verification(store, q, at, &mut v.stages)? {
         return Ok(o);
     }
+    // Read from the verified trace: a class pinned at `at` decides under
+    // its pin and nothing else (a file edited beside the store is refused).
+    if let Some(pinned) = crate::pin::pinned_policy(store, q.class, at)?
+        && pinned.hash != q.policy.hash()
+    {
+        return Err(crate::pin::not_pinned(q.class, &pinned, q.policy));
+    }
     if let Some(o) = required_tests(store, q, at, &mut v.stages)? {
         return Ok(o);
     }
@@ -210,8 +217,21 @@ fn choose_versions(
         if versions.contains_key(scorer) {
             continue;
         }
-        let pinned = p.scorer_version.as_deref().filter(|_| scorer == p.scorer);
-        let version = match pinned {
+        // The policy's own version pin, else a rubric pinned in the trace.
+        let rubric_pin = ratchet_scorers::pinned_rubric_version(store, scorer, at)
+            .map_err(|e| match e {
+                ratchet_scorers::Error::Trace(t) => Error::Trace(t),
+                other => Error::InvalidObservation {
+                    reason: other.to_string(),
+                },
+            })?
+            .map(|(v, _)| v);
+        let pinned = p
+            .scorer_version
+            .clone()
+            .filter(|_| scorer == p.scorer)
+            .or(rubric_pin);
+        let version = match pinned.as_deref() {
             Some(pin) => {
                 if !store.has_scorer(ScorerRef::at_version(scorer, pin), at)? {
                     return reject(

@@ -445,6 +445,9 @@ pub fn run_demo(
         "answer",
         ratchet_scorers::Direction::HigherIsBetter,
     )?;
+    // Pinned: every decision of the run is taken under this policy, whatever
+    // happens to the file beside the store.
+    ratchet_gate::pin_policy(&mut w.store, "prompt", &class)?;
 
     const START: f64 = 0.55;
     let first = Truth {
@@ -527,7 +530,7 @@ pub fn run_demo(
             crate::record_promotion(&repo_dir, &mut w.store, &candidate, "prompt", None)?;
             // Deployed: the work tree is checked out at the promoted commit
             // (against the old HEAD, then HEAD moves).
-            crate::check_out_detached(&w.repo, &candidate)?;
+            crate::check_out_detached(&w.repo, &candidate, &store_dir)?;
             ladder.push(Rung {
                 commit: candidate.clone(),
                 how: "promotion",

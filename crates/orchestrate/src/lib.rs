@@ -30,11 +30,17 @@
 #![deny(missing_docs)]
 
 pub mod demo;
+mod deploy;
 mod merge;
 mod sandbox;
 mod sys;
 mod verify;
 
+pub use deploy::{
+    CheckoutRecord, Deployment, PROMOTION_REF_PREFIX, Promotion, PromotionRecord, RefFault,
+    check_out_detached, check_promotion_refs, checkout_refusal, deployed, promotions_in, record_promotion,
+    recover_checkout, store_paths_in, sync_promotion_ref,
+};
 pub use merge::{
     ConflictFile, ConflictReport, MERGE_ATTEMPTS, MergeLock, MergeOutcome, MergeRequest, merge,
     merge_all,
@@ -49,7 +55,7 @@ pub use verify::{
 
 use std::path::Path;
 
-use git2::{Oid, Repository, StatusOptions, build::CheckoutBuilder};
+use git2::{Oid, Repository, StatusOptions};
 use serde::Serialize;
 
 use ratchet_drift::{Chart, Monitor, RankedCommit, TraceAlarm, Watch, best_commit_by};
@@ -111,6 +117,15 @@ pub enum Error {
         branch: String,
         /// The other work tree.
         path: std::path::PathBuf,
+    },
+    /// A commit may not be checked out: it tracks paths inside the store
+    /// directory, or checking it out would overwrite files it did not write.
+    #[error("refusing to check out {commit}: {reason}")]
+    UnsafeCheckout {
+        /// The commit.
+        commit: CommitId,
+        /// Why.
+        reason: String,
     },
     /// A heal was asked for, but this store's monitor recorded no alarm.
     #[error("no recorded alarm to heal from (a monitor records alarms as it follows the trace)")]
@@ -272,6 +287,16 @@ pub fn resolve_commit(dir: &Path, rev: &str, allow_unknown: bool) -> Result<Comm
     }
 }
 
+/// The work tree of the git repository enclosing `dir` (or its parent, when
+/// `dir` does not exist yet), if there is one.
+pub fn repository_of(dir: &Path) -> Option<std::path::PathBuf> {
+    let start = if dir.exists() { dir } else { dir.parent()? };
+    Repository::discover(start)
+        .ok()?
+        .workdir()
+        .map(Path::to_path_buf)
+}
+
 /// Paths with uncommitted changes (untracked included, ignored excluded).
 ///
 /// # Errors
@@ -295,17 +320,6 @@ pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
         path: path.to_path_buf(),
         source,
     }
-}
-
-/// Checks `commit` out with a detached HEAD: the work tree first, in safe
-/// mode against the current HEAD (nothing edited is overwritten), then HEAD
-/// (moving HEAD first would make the safe checkout see every file as edited).
-pub(crate) fn check_out_detached(repo: &Repository, commit: &CommitId) -> Result<()> {
-    let oid = Oid::from_str(commit.as_str())?;
-    let object = repo.find_object(oid, None)?;
-    repo.checkout_tree(&object, Some(CheckoutBuilder::new().safe()))?;
-    repo.set_head_detached(oid)?;
-    Ok(())
 }
 
 /// Heals after `alarm`: checks out the best measured commit other than the
@@ -355,21 +369,28 @@ pub fn heal(
         (ranking, deployed)
     };
     let repo = Repository::discover(repo_path)?;
+    let store_dir = store.dir().to_path_buf();
     let mut skipped = Vec::new();
     let mut chosen = None;
     for r in &ranking {
         let present = Oid::from_str(r.commit.as_str())
             .ok()
             .and_then(|oid| repo.find_commit(oid).ok());
-        match present {
-            Some(_) => {
+        if present.is_none() {
+            skipped.push((
+                r.commit.clone(),
+                "no longer exists in the repository".to_string(),
+            ));
+            continue;
+        }
+        // A commit that would write into the store, or over files it did
+        // not write, is never checked out: the next best safe one is.
+        match deploy::checkout_refusal(&repo, &r.commit, &store_dir)? {
+            Some(why) => skipped.push((r.commit.clone(), why)),
+            None => {
                 chosen = Some(r.commit.clone());
                 break;
             }
-            None => skipped.push((
-                r.commit.clone(),
-                "no longer exists in the repository".to_string(),
-            )),
         }
     }
     let mut report = HealReport {
@@ -418,11 +439,15 @@ pub fn heal(
     let Some(target) = chosen else {
         return Err(Error::NoCandidate {
             reason: format!(
-                "{} ranked commit(s) with at least {} {} scores, {} missing from the repository",
+                "{} ranked commit(s) with at least {} {} scores, none safe to check out{}",
                 report.ranking.len(),
                 options.min_n,
                 alarm.scorer,
-                report.skipped.len()
+                report
+                    .skipped
+                    .iter()
+                    .map(|(c, why)| format!("; {c}: {why}"))
+                    .collect::<String>()
             ),
         });
     };
@@ -433,22 +458,31 @@ pub fn heal(
     if !dirty.is_empty() {
         return Err(Error::DirtyWorkTree { paths: dirty });
     }
-    check_out_detached(&repo, &target)?;
-    report.checked_out = true;
+    // Recorded first, checked out second: a crash between the two leaves
+    // the trace ahead of the work tree, and the next heal completes it
+    // (`recover_checkout`).
+    let head_was = repo.head().ok().and_then(|h| h.target()).map(|o| o.to_string());
     let receipt = store.append(
         EventDraft::reserved(
             ratchet_trace::ReservedKind::Checkout,
-            &serde_json::json!({
-                "from": alarm.commit,
-                "to": target,
-                "alarm_seq": alarm.seq,
-                "scorer": alarm.scorer,
-                "reason": "monitor alarm: best measured commit by lower confidence bound",
-            }),
+            &CheckoutRecord {
+                from: alarm.commit.clone(),
+                to: target.clone(),
+                alarm_seq: Some(alarm.seq),
+                scorer: Some(alarm.scorer.clone()),
+                reason: "monitor alarm: best measured commit by lower confidence bound".into(),
+                skipped: report.skipped.clone(),
+                head_was,
+                completes: None,
+            },
         )?
         .commit(target.clone())
         .session("heal"),
     )?;
+    deploy::crash_point("heal:recorded");
+    deploy::check_out_detached(&repo, &target, &store_dir)?;
+    deploy::crash_point("heal:checked-out");
+    report.checked_out = true;
     report.checkout_seq = Some(receipt.seq);
     tracing::info!(from = %alarm.commit, to = %target, "healed by checkout");
     // The restarted monitor's baseline is read from a verified trace too.
@@ -513,48 +547,6 @@ pub fn check_recovery(
     })
 }
 
-/// A promotion recorded: the ref moved and the `promotion` event.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Promotion {
-    /// The ref moved (`refs/ratchet/promoted/<class>`).
-    pub reference: String,
-    /// The `promotion` event.
-    pub receipt: Receipt,
-}
-
-/// Records a promotion: moves `refs/ratchet/promoted/<class>` to `commit`
-/// (with a reflog message) and appends a `promotion` event naming the
-/// decision that allowed it.
-///
-/// # Errors
-/// [`Error::Git`] if the commit is not in the repository or the ref cannot
-/// be written; [`Error::Trace`] if the append fails.
-pub fn record_promotion(
-    repo_path: &Path,
-    store: &mut Store,
-    commit: &CommitId,
-    class: &str,
-    decision_seq: Option<u64>,
-) -> Result<Promotion> {
-    let repo = Repository::discover(repo_path)?;
-    let oid = Oid::from_str(commit.as_str())?;
-    repo.find_commit(oid)?;
-    let name = format!("refs/ratchet/promoted/{class}");
-    repo.reference(&name, oid, true, &format!("ratchet: promoted for {class}"))?;
-    let receipt = store.append(
-        EventDraft::reserved(
-            ratchet_trace::ReservedKind::Promotion,
-            &serde_json::json!({ "ref": name, "class": class, "decision_seq": decision_seq }),
-        )?
-        .commit(commit.clone())
-        .session("promote"),
-    )?;
-    Ok(Promotion {
-        reference: name,
-        receipt,
-    })
-}
-
 /// How [`gate`] runs.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GateOptions<'a> {
@@ -592,12 +584,18 @@ pub fn gate(store: &mut Store, q: &Question<'_>, options: &GateOptions<'_>) -> R
             commit: q.baseline.clone(),
         });
     }
+    // The class's ref first agrees with the trace again (a crash between an
+    // earlier promotion's event and its ref, or a foreign move).
+    if let Some(repo) = options.promote_in {
+        sync_promotion_ref(repo, store, q.class)?;
+    }
     let (verdict, decision) = if options.dry_run {
         let head = store.head()?.size;
         (ratchet_gate::decide_at(store, q, head)?, None)
     } else {
         ratchet_gate::decide_recorded(store, q)?
     };
+    deploy::crash_point("gate:decided");
     let promotion = match (&verdict.outcome, options.promote_in, &decision) {
         (Outcome::Promote, Some(repo), Some(receipt)) => Some(record_promotion(
             repo,
@@ -628,12 +626,38 @@ pub fn heal_latest(
     only: Option<&CommitId>,
     options: &HealOptions,
 ) -> Result<(HealReport, Option<Monitor>)> {
-    let alarm = {
+    // A checkout the trace records but the work tree does not show (a
+    // crash between the two) is completed first.
+    if !options.dry_run {
+        recover_checkout(repo_path, store)?;
+    }
+    let (alarm, healed) = {
         let snapshot = store.snapshot()?;
         snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
-        ratchet_drift::latest_alarm(&snapshot, only)?
+        let alarm = ratchet_drift::latest_alarm(&snapshot, only)?.ok_or(Error::NoAlarm)?;
+        let healed = deploy::checkouts_in(&snapshot)?
+            .into_iter()
+            .rfind(|(_, c)| c.alarm_seq == Some(alarm.seq));
+        (alarm, healed)
+    };
+    if let Some((seq, c)) = healed {
+        return Ok((
+            HealReport {
+                alarmed: alarm.commit.clone(),
+                ranking: Vec::new(),
+                skipped: Vec::new(),
+                chosen: None,
+                checked_out: false,
+                checkout_seq: None,
+                deployed_estimate: None,
+                stayed: Some(format!(
+                    "nothing to heal: the alarm at seq {} was healed at seq {seq} (checked out {})",
+                    alarm.seq, c.to
+                )),
+            },
+            None,
+        ));
     }
-    .ok_or(Error::NoAlarm)?;
     let direction = ratchet_scorers::direction_in(store, &alarm.scorer)?;
     let options = HealOptions {
         lower_is_better: direction == ratchet_scorers::Direction::LowerIsBetter,
@@ -754,6 +778,33 @@ pub struct Status {
     pub last_decision: Option<DecisionSummary>,
     /// The newest alarm this store's monitor recorded.
     pub last_alarm: Option<TraceAlarm>,
+    /// Each class's pinned policy (hash and seq); empty: no class is
+    /// pinned, and a policy file beside the store decides (see README).
+    pub pinned_policies: std::collections::BTreeMap<String, PinSummary>,
+    /// Each pinned rubric's version and the pin's seq.
+    pub pinned_rubrics: std::collections::BTreeMap<String, PinSummary>,
+    /// What the trace says is promoted, per class.
+    pub deployed: std::collections::BTreeMap<String, Deployment>,
+    /// Promotion refs that disagree with the trace (`None`: no repository
+    /// was compared).
+    pub ref_faults: Option<Vec<RefFault>>,
+}
+
+/// A pin in force: what it fixes (a policy's hash, a rubric's version) and
+/// the seq of its `policy` event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PinSummary {
+    /// The policy hash or rubric version.
+    pub hash: String,
+    /// Seq of the pin.
+    pub seq: u64,
+}
+
+impl Status {
+    /// Whether any class's policy is pinned in the trace.
+    pub fn policy_pinned(&self) -> bool {
+        !self.pinned_policies.is_empty()
+    }
 }
 
 /// A recorded verdict, in brief.
@@ -787,9 +838,14 @@ pub struct OutcomeSummary {
 /// then what the altered file says.
 ///
 /// # Errors
+/// With `repo`, every promotion ref of that repository is compared with
+/// the trace ([`check_promotion_refs`]).
+///
+/// # Errors
 /// [`Error::Trace`] if the store cannot be read; [`Error::Scorers`] /
-/// [`Error::Drift`] if a declaration or an alarm in it does not parse.
-pub fn status(store: &mut Store) -> Result<Status> {
+/// [`Error::Drift`] if a declaration or an alarm in it does not parse;
+/// [`Error::Git`] if `repo` cannot be read.
+pub fn status(store: &mut Store, repo: Option<&Path>) -> Result<Status> {
     let snapshot = store.snapshot()?;
     let verification = snapshot.verify_with(&ratchet_trace::VerifyOptions::default())?;
     let overview = snapshot.overview()?;
@@ -826,5 +882,32 @@ pub fn status(store: &mut Store) -> Result<Status> {
         directions,
         last_decision,
         last_alarm: ratchet_drift::latest_alarm(&snapshot, None)?,
+        pinned_policies: ratchet_gate::pinned_policies(&snapshot, u64::MAX)?
+            .into_iter()
+            .map(|(class, p)| {
+                (
+                    class,
+                    PinSummary {
+                        hash: p.hash,
+                        seq: p.seq,
+                    },
+                )
+            })
+            .collect(),
+        pinned_rubrics: pinned_rubrics(&snapshot)?,
+        deployed: promotions_in(&snapshot)?,
+        ref_faults: repo
+            .map(|r| check_promotion_refs(r, &snapshot))
+            .transpose()?,
     })
+}
+
+fn pinned_rubrics(store: &Store) -> Result<std::collections::BTreeMap<String, PinSummary>> {
+    let mut out = std::collections::BTreeMap::new();
+    for (seq, pin) in ratchet_scorers::pins(store, u64::MAX)? {
+        if let ratchet_scorers::Pin::Rubric { rubric, version } = pin {
+            out.insert(rubric, PinSummary { hash: version, seq });
+        }
+    }
+    Ok(out)
 }

@@ -47,8 +47,10 @@ pub struct SourceFile {
 /// class is decided for the candidate against `baseline`.
 #[derive(Debug, Clone)]
 pub struct Evaluation {
-    /// The policy file's contents.
-    pub policy: Policy,
+    /// The policy file's contents (`None`: the class's pin in the trace).
+    /// A pinned class is decided under its pin; a file that differs is
+    /// refused ([`ratchet_gate::resolve_policy`]).
+    pub policy: Option<Policy>,
     /// The class to decide.
     pub class: String,
     /// The commit running now.
@@ -449,7 +451,8 @@ fn evaluate(
             commit: candidate.clone(),
         });
     }
-    let class_policy = e.policy.class(&e.class)?;
+    let (class_policy, _) = ratchet_gate::resolve_policy(store, &e.class, e.policy.as_ref())?;
+    let class_policy = &class_policy;
     // The commands' files are copied out of the sandbox (which may be
     // remote) and ingested from a local copy under the same relative name.
     let local = tempfile::tempdir().map_err(io_err(&std::env::temp_dir()))?;

@@ -398,7 +398,7 @@ fn heal_latest_acts_on_the_latest_recorded_alarm_or_says_there_is_none() {
 fn status_counts_what_the_store_holds_and_names_the_last_decision_and_alarm() {
     use ratchet_orchestrate::{GateOptions, gate, status};
     let mut s = setup();
-    let before = status(&mut s.store).expect("status");
+    let before = status(&mut s.store, None).expect("status");
     assert!(before.verification.is_valid());
     assert_eq!(before.overview.commits.len(), 3);
     let v3 = &before.overview.commits[2];
@@ -426,7 +426,7 @@ fn status_counts_what_the_store_holds_and_names_the_last_decision_and_alarm() {
     let run = gate(&mut s.store, &q, &GateOptions::default()).expect("gate");
     let head = s.store.head().expect("head").size;
     ratchet_drift::record_alarm(&mut s.store, &alarm_on(&s.commits[2], head)).expect("alarm");
-    let after = status(&mut s.store).expect("status");
+    let after = status(&mut s.store, None).expect("status");
     let d = after.last_decision.expect("decision");
     assert_eq!(d.seq, run.decision.expect("recorded").seq);
     assert_eq!(

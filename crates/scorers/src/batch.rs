@@ -81,7 +81,8 @@ pub struct BatchReport {
 /// nothing.
 ///
 /// # Errors
-/// [`crate::Error::Trace`] if the store cannot be read or written.
+/// [`crate::Error::RubricNotPinned`] if a rubric is pinned in the trace at
+/// another version; [`crate::Error::Trace`] if the store cannot be read or written.
 pub fn score_pending(store: &mut Store, rubrics: &RubricSet) -> Result<BatchReport> {
     let versions: Vec<(String, String)> = rubrics
         .all()
@@ -103,6 +104,7 @@ pub fn score_pending(store: &mut Store, rubrics: &RubricSet) -> Result<BatchRepo
     let mut report = BatchReport::default();
     let snapshot = store.snapshot()?;
     snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
+    crate::pins::check_rubrics_pinned(&snapshot, rubrics)?;
     for e in snapshot.tail(0) {
         let e = e?;
         if e.kind == KIND_SCORE {

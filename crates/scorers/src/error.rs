@@ -88,4 +88,19 @@ pub enum Error {
         /// Seq of the declaration.
         seq: u64,
     },
+    /// A rubric is pinned in the trace at another version than the file
+    /// given: nothing was scored with it.
+    #[error(
+        "rubric {rubric:?} is pinned at version {pinned} (seq {seq}), but the file given is version {given}; score with the pinned rubric, or pin this one first (`ratchet rubric pin FILE`, a recorded act)"
+    )]
+    RubricNotPinned {
+        /// The rubric.
+        rubric: String,
+        /// The version pinned.
+        pinned: String,
+        /// The version of the file given.
+        given: String,
+        /// Seq of the pin.
+        seq: u64,
+    },
 }

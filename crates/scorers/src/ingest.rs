@@ -505,7 +505,9 @@ pub fn parse_jsonl(
 /// `latency_ms` anchor score for its task.
 ///
 /// # Errors
-/// As [`parse_jsonl`], plus [`Error::Io`] and [`Error::Trace`].
+/// As [`parse_jsonl`], plus [`Error::Io`] and [`Error::Trace`];
+/// [`Error::RubricNotPinned`] if a rubric given is pinned in the trace at
+/// another version (nothing is read or stored).
 pub fn ingest_jsonl(
     store: &mut Store,
     path: &Path,
@@ -513,6 +515,7 @@ pub fn ingest_jsonl(
     rubrics: &RubricSet,
     session: &str,
 ) -> Result<IngestReport> {
+    crate::pins::check_rubrics_pinned(store, rubrics)?;
     let text = read(path)?;
     let mut scores = parse_jsonl(&text, path, commit, rubrics)?;
     // Measured cost and latency also become their anchor scores.

@@ -51,6 +51,7 @@ mod batch;
 mod error;
 mod holdout;
 mod ingest;
+mod pins;
 mod rubric;
 
 pub use anchors::{
@@ -63,5 +64,8 @@ pub use holdout::{ProposerView, RubricSet};
 pub use ingest::{
     CRITERION_NS, Environment, IngestReport, JSONL_FORMAT, PASS_RATE, decode_xml, ingest_criterion,
     ingest_jsonl, ingest_junit, parse_criterion, parse_jsonl, parse_junit,
+};
+pub use pins::{
+    Pin, Pinned, append_pin, check_rubrics_pinned, pin_rubric, pinned_rubric_version, pins,
 };
 pub use rubric::{Aggregation, Item, ItemKind, Observation, Rubric};

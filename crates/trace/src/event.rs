@@ -97,11 +97,15 @@ pub enum ReservedKind {
     /// A merge's outcome: landed, conflict, semantic conflict or refused
     /// (`ratchet_orchestrate::merge`).
     Merge,
+    /// A pin: the policy a class decides under, or the version a rubric
+    /// scores with, fixed in the trace by its writer
+    /// (`ratchet_gate::pin_policy`, `ratchet_gate::pin_rubric`).
+    Policy,
 }
 
 impl ReservedKind {
     /// Every reserved kind.
-    pub const ALL: [ReservedKind; 8] = [
+    pub const ALL: [ReservedKind; 9] = [
         ReservedKind::Decision,
         ReservedKind::Alarm,
         ReservedKind::Checkout,
@@ -110,6 +114,7 @@ impl ReservedKind {
         ReservedKind::Scorer,
         ReservedKind::Verification,
         ReservedKind::Merge,
+        ReservedKind::Policy,
     ];
 
     /// The kind as stored.
@@ -123,6 +128,7 @@ impl ReservedKind {
             ReservedKind::Scorer => "scorer",
             ReservedKind::Verification => "verification",
             ReservedKind::Merge => "merge",
+            ReservedKind::Policy => "policy",
         }
     }
 
@@ -137,6 +143,7 @@ impl ReservedKind {
             ReservedKind::Scorer => "ratchet_scorers::declare_scorer",
             ReservedKind::Verification => "ratchet_orchestrate::verify",
             ReservedKind::Merge => "ratchet_orchestrate::merge",
+            ReservedKind::Policy => "ratchet_gate::pin_policy (ratchet policy pin)",
         }
     }
 

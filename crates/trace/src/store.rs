@@ -910,11 +910,7 @@ impl Store {
                 return Ok(AppendOnce::AlreadyAppended { seq: seq as u64 });
             }
         }
-        let last_id: Option<Ulid> = tx
-            .prepare_cached("SELECT id FROM events ORDER BY id DESC LIMIT 1")
-            .and_then(|mut st| st.query_row([], |r| ulid_col(r, 0)).optional())
-            .map_err(Error::sqlite("reading the last id"))?;
-        let mut id = fresh_ulid(ts_ms, last_id)?;
+        let mut id = allocate_ids(&tx, ts_ms, drafts.len())?;
         let mut writer = ChainWriter::new(
             &tx,
             &mut self.hasher,
@@ -1714,19 +1710,67 @@ pub(crate) fn real(row: &Row<'_>, i: usize) -> rusqlite::Result<f64> {
     }
 }
 
-/// The ULID for the next event: the current time with fresh randomness, or
-/// one past the largest id in the store if the clock has not moved past it
-/// (ids stay strictly increasing per store, across processes).
-fn fresh_ulid(ts_ms: i64, last: Option<Ulid>) -> Result<Ulid> {
+/// The first of `n` consecutive ULIDs for this store's next events: the
+/// current time with fresh randomness, or one past this store's own latest
+/// id if the clock has not moved past it (the store's own ids stay strictly
+/// increasing, across processes). Ids merged in from cells take no part:
+/// a cell whose events carry the largest ULID (or any id it likes) cannot
+/// exhaust or steer the home's ids; a drawn range that a merged id already
+/// occupies is drawn again (ids are unique in a store).
+fn allocate_ids(tx: &rusqlite::Transaction<'_>, ts_ms: i64, n: usize) -> Result<Ulid> {
+    // Own events only, newest first by seq: the walk passes over merged
+    // events appended since this store's last own one.
+    let last_own: Option<Ulid> = tx
+        .prepare_cached(
+            "SELECT id FROM events WHERE seq >= 1 AND origin_store IS NULL ORDER BY seq DESC LIMIT 1",
+        )
+        .and_then(|mut st| st.query_row([], |r| ulid_col(r, 0)).optional())
+        .map_err(Error::sqlite("reading this store's last id"))?;
+    const DRAWS: usize = 16;
+    for draw in 0..DRAWS {
+        let first = fresh_ulid(ts_ms, last_own, draw > 0)?;
+        let last = Ulid(
+            first
+                .0
+                .checked_add(n.saturating_sub(1) as u128)
+                .ok_or_else(|| Error::invalid("id", "ULID space exhausted for this millisecond"))?,
+        );
+        let taken: bool = tx
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM events WHERE id BETWEEN ?1 AND ?2)")
+            .and_then(|mut st| {
+                st.query_row(
+                    params![&first.0.to_be_bytes()[..], &last.0.to_be_bytes()[..]],
+                    |r| r.get(0),
+                )
+            })
+            .map_err(Error::sqlite("checking that new ids are free"))?;
+        if !taken {
+            return Ok(first);
+        }
+    }
+    Err(Error::invalid(
+        "id",
+        format!("{DRAWS} fresh id ranges in a row were already taken by merged events"),
+    ))
+}
+
+/// A ULID at `ts_ms` with fresh randomness, or past `last` (this store's
+/// own latest id) if the clock has not moved past it; `redraw` adds fresh
+/// randomness to that step too (a range already taken is drawn again).
+fn fresh_ulid(ts_ms: i64, last: Option<Ulid>, redraw: bool) -> Result<Ulid> {
     let mut r = [0u8; 16];
     getrandom::fill(&mut r).map_err(|e| Error::Randomness {
         reason: e.to_string(),
     })?;
-    let candidate = Ulid::from_parts(ts_ms.max(0) as u64, u128::from_le_bytes(r));
+    let random = u128::from_le_bytes(r);
+    let candidate = Ulid::from_parts(ts_ms.max(0) as u64, random);
     match last {
-        Some(l) if candidate <= l => l
-            .increment()
-            .ok_or_else(|| Error::invalid("id", "ULID space exhausted for this millisecond")),
+        Some(l) if candidate <= l => {
+            let step = if redraw { 1 + (random >> 96) } else { 1 };
+            l.0.checked_add(step)
+                .map(Ulid)
+                .ok_or_else(|| Error::invalid("id", "ULID space exhausted for this millisecond"))
+        }
         _ => Ok(candidate),
     }
 }

@@ -1,7 +1,7 @@
 //! The gate: `gate` and `calibrate`.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use ratchet_gate::{
@@ -25,16 +25,86 @@ pub struct GateArgs {
     pub dry_run: bool,
 }
 
-fn read_policy(ctx: &Ctx, path: Option<PathBuf>) -> Result<ratchet_gate::Policy> {
-    Ok(ratchet_gate::Policy::from_path(
-        path.unwrap_or_else(|| ctx.store_dir.join("policy.toml")),
-    )?)
+/// The policy file a command was given, else `policy.toml` in the store
+/// directory when it exists (`None`: neither; a pinned class needs none).
+pub fn policy_file(ctx: &Ctx, path: Option<&Path>) -> Result<Option<ratchet_gate::Policy>> {
+    let default = ctx.store_dir.join("policy.toml");
+    let path = match path {
+        Some(p) => p,
+        None if default.exists() => default.as_path(),
+        None => return Ok(None),
+    };
+    Ok(Some(ratchet_gate::Policy::from_path(path)?))
+}
+
+/// The class policy a command decides under: the pin in the trace when the
+/// class is pinned (a policy file that differs is refused), else the file's.
+fn class_policy(
+    ctx: &Ctx,
+    store: &ratchet_trace::Store,
+    class: &str,
+    path: Option<&Path>,
+) -> Result<(ratchet_gate::ClassPolicy, ratchet_gate::PolicySource)> {
+    let file = policy_file(ctx, path)?;
+    if file.is_none() && path.is_none() {
+        // Neither a pin nor a file: say where the file was looked for.
+        let head = store.head()?.size;
+        if ratchet_gate::pinned_policy(store, class, head)?.is_none() {
+            anyhow::bail!(
+                "class {class} is not pinned in the trace and there is no policy file (looked for {}); pass --policy FILE, or pin one with `ratchet policy pin FILE`",
+                ctx.store_dir.join("policy.toml").display()
+            );
+        }
+    }
+    Ok(ratchet_gate::resolve_policy(store, class, file.as_ref())?)
+}
+
+pub fn policy_pin(
+    ctx: &Ctx,
+    path: &Path,
+    only: Option<&str>,
+    key_file: Option<&Path>,
+) -> Result<u8> {
+    let policy = ratchet_gate::Policy::from_path(path)?;
+    let classes: Vec<&String> = match only {
+        Some(c) => {
+            policy.class(c)?;
+            policy.class.keys().filter(|k| k.as_str() == c).collect()
+        }
+        None => policy.class.keys().collect(),
+    };
+    let mut store = ctx.open(key_file)?;
+    // A pin is written only into a trace that verifies (with its key).
+    store.verified(&ratchet_trace::VerifyOptions::default())?;
+    let mut pins = Vec::new();
+    for class in classes {
+        let c = policy.class(class)?;
+        let pinned = ratchet_gate::pin_policy(&mut store, class, c)?;
+        pins.push(serde_json::json!({"class": class, "policy_hash": c.hash(), "pin": pinned}));
+        if !ctx.json {
+            match &pinned {
+                ratchet_gate::Pinned::Appended { receipt } => println!(
+                    "pinned class {class}: policy {} (seq {})",
+                    out::short(&c.hash()),
+                    receipt.seq
+                ),
+                ratchet_gate::Pinned::AlreadyPinned { seq } => println!(
+                    "class {class} is already pinned to policy {} (seq {seq}): nothing appended",
+                    out::short(&c.hash())
+                ),
+            }
+        }
+    }
+    if ctx.json {
+        out::json(&serde_json::json!({"store_id": store.id(), "pins": pins}))?;
+    }
+    Ok(0)
 }
 
 pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
-    let policy = read_policy(ctx, a.policy.clone())?;
-    let class_policy = policy.class(&a.class)?;
     let mut store = ctx.open(a.key_file.as_deref())?;
+    let (class_policy, source) = class_policy(ctx, &store, &a.class, a.policy.as_deref())?;
+    let class_policy = &class_policy;
     let checkpoint = a
         .checkpoint
         .as_ref()
@@ -62,6 +132,7 @@ pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
             status: ratchet_gate::GateStatus,
             exit_code: u8,
             recorded: bool,
+            policy_source: ratchet_gate::PolicySource,
             decision: Option<ratchet_trace::Receipt>,
             promotion: Option<&'a ratchet_orchestrate::Promotion>,
             #[serde(flatten)]
@@ -71,6 +142,7 @@ pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
             status,
             exit_code: status.exit_code(),
             recorded: run.decision.is_some(),
+            policy_source: source,
             decision: run.decision,
             promotion: run.promotion.as_ref(),
             verdict: &run.verdict,
@@ -79,6 +151,11 @@ pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
         print_verdict(&run.verdict)?;
         if a.dry_run {
             println!("(dry run: the verdict was not recorded)");
+        }
+        if source == ratchet_gate::PolicySource::Unpinned {
+            println!(
+                "(policy not pinned: the file decided; pin it with `ratchet policy pin` so that no edit beside the store can)"
+            );
         }
         if let Some(p) = &run.promotion {
             println!(
@@ -275,12 +352,24 @@ pub fn calibrate(
     from_store: Option<&CommitId>,
     key_file: Option<&std::path::Path>,
 ) -> Result<u8> {
-    let policy = read_policy(ctx, policy)?;
-    let class_policy = policy.class(class)?;
+    // The pinned policy when the store pins the class (and exists); a
+    // policy file alone otherwise.
+    let mut store = match ctx.open_read(key_file) {
+        Ok(s) => Some(s),
+        Err(_) if from_store.is_none() => None,
+        Err(e) => return Err(e),
+    };
+    let class_policy = match &store {
+        Some(s) => class_policy(ctx, s, class, policy.as_deref())?.0,
+        None => policy_file(ctx, policy.as_deref())?
+            .ok_or_else(|| anyhow::anyhow!("no policy file: pass --policy FILE"))?
+            .class(class)?
+            .clone(),
+    };
+    let class_policy = &class_policy;
     let mut world = None;
-    if let Some(baseline) = from_store {
-        let mut store = ctx.open_read(key_file)?;
-        let w = ratchet_gate::baseline_world(&mut store, class_policy, baseline)?;
+    if let (Some(baseline), Some(store)) = (from_store, store.as_mut()) {
+        let w = ratchet_gate::baseline_world(store, class_policy, baseline)?;
         if !ctx.json {
             println!(
                 "measured from {} task(s) of {} version {}: p0 {:.4}, σ of a difference {}, draw ratio {}",

@@ -125,3 +125,30 @@ pub fn rubric_check(ctx: &Ctx, path: &Path) -> Result<u8> {
     }
     Ok(0)
 }
+
+pub fn rubric_pin(ctx: &Ctx, path: &Path, key_file: Option<&Path>) -> Result<u8> {
+    let r = Rubric::from_path(path).with_context(|| format!("rubric {}", path.display()))?;
+    let mut store = ctx.open(key_file)?;
+    store.verified(&ratchet_trace::VerifyOptions::default())?;
+    let pinned = ratchet_scorers::pin_rubric(&mut store, &r)?;
+    if ctx.json {
+        out::json(&serde_json::json!({
+            "store_id": store.id(), "rubric": r.name, "version": r.version(), "pin": pinned,
+        }))?;
+        return Ok(0);
+    }
+    match &pinned {
+        ratchet_scorers::Pinned::Appended { receipt } => println!(
+            "pinned rubric {} at version {} (seq {})",
+            r.name,
+            r.version(),
+            receipt.seq
+        ),
+        ratchet_scorers::Pinned::AlreadyPinned { seq } => println!(
+            "rubric {} is already pinned at version {} (seq {seq}): nothing appended",
+            r.name,
+            r.version()
+        ),
+    }
+    Ok(0)
+}

@@ -107,12 +107,14 @@ pub fn log(ctx: &Ctx, from: u64, limit: usize, filter: &EventFilter) -> Result<u
     Ok(0)
 }
 
-pub fn status(ctx: &Ctx, key_file: Option<&Path>) -> Result<u8> {
+pub fn status(ctx: &Ctx, key_file: Option<&Path>, repo: Option<&Path>) -> Result<u8> {
     let mut store = ctx.open_read(key_file)?;
-    let s = ratchet_orchestrate::status(&mut store)?;
+    let s = ratchet_orchestrate::status(&mut store, repo)?;
+    let verified = s.verification.fault.is_none();
+    let faults = s.ref_faults.as_deref().filter(|_| verified);
     if ctx.json {
         out::json(&s)?;
-        return Ok(0);
+        return Ok(ref_exit(ctx, faults));
     }
     let mut o = std::io::stdout().lock();
     writeln!(o, "store {} at {}", s.store_id, s.store_dir.display())?;
@@ -197,7 +199,37 @@ pub fn status(ctx: &Ctx, key_file: Option<&Path>) -> Result<u8> {
         )?,
         None => writeln!(o, "last alarm: none")?,
     }
-    Ok(0)
+    if s.pinned_policies.is_empty() {
+        writeln!(
+            o,
+            "policy not pinned: a policy file beside the store decides, and anyone who can write it can change a verdict (`ratchet policy pin FILE`)"
+        )?;
+    }
+    for (class, p) in &s.pinned_policies {
+        writeln!(
+            o,
+            "policy of {class}: pinned {} at seq {}",
+            out::short(&p.hash),
+            p.seq
+        )?;
+    }
+    for (rubric, p) in &s.pinned_rubrics {
+        writeln!(
+            o,
+            "rubric {rubric}: pinned {} at seq {}",
+            out::short(&p.hash),
+            p.seq
+        )?;
+    }
+    for (class, d) in &s.deployed {
+        writeln!(
+            o,
+            "deployed for {class}: {} (promotion at seq {})",
+            d.commit, d.seq
+        )?;
+    }
+    drop(o);
+    Ok(ref_exit(ctx, faults))
 }
 
 pub fn verify_chain(
@@ -205,6 +237,7 @@ pub fn verify_chain(
     checkpoint: Option<&Path>,
     key_file: Option<&Path>,
     without_macs: bool,
+    repo: Option<&Path>,
 ) -> Result<u8> {
     let store = ctx.open_read(None)?;
     if let (Some(key_id), None, false) = (store.writer_key_id(), key_file, without_macs) {
@@ -222,8 +255,26 @@ pub fn verify_chain(
         );
     }
     let report = store.verify_with(&o)?;
+    // Promotion refs are compared only with a trace that verified: a
+    // disagreeing ref is then a fault of its own.
+    let ref_faults = match repo {
+        Some(r) if report.fault.is_none() => {
+            Some(ratchet_orchestrate::check_promotion_refs(r, &store)?)
+        }
+        _ => None,
+    };
     if ctx.json {
-        out::json(&report)?;
+        #[derive(serde::Serialize)]
+        struct VerifyJson<'a> {
+            #[serde(flatten)]
+            report: &'a ratchet_trace::VerifyReport,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            ref_faults: Option<&'a Vec<ratchet_orchestrate::RefFault>>,
+        }
+        out::json(&VerifyJson {
+            report: &report,
+            ref_faults: ref_faults.as_ref(),
+        })?;
     } else if let Some(f) = &report.fault {
         println!(
             "TAMPERED: store {} fails verification at {f}",
@@ -252,7 +303,26 @@ pub fn verify_chain(
             report.head.to_hex()
         );
     }
-    Ok(if report.is_valid() { 0 } else { EXIT_NEGATIVE })
+    if !report.is_valid() {
+        return Ok(EXIT_NEGATIVE);
+    }
+    Ok(ref_exit(ctx, ref_faults.as_deref()))
+}
+
+/// Prints each promotion ref that disagrees with the trace (words only)
+/// and gives the exit code: [`crate::EXIT_REF_FAULT`] if any does.
+fn ref_exit(ctx: &Ctx, faults: Option<&[ratchet_orchestrate::RefFault]>) -> u8 {
+    let faults = faults.unwrap_or_default();
+    if !ctx.json {
+        for f in faults {
+            println!("REF FAULT: {f} (the trace is the record; the next `gate --record-promotion` of the class restores the ref)");
+        }
+    }
+    if faults.is_empty() {
+        0
+    } else {
+        crate::EXIT_REF_FAULT
+    }
 }
 
 pub fn checkpoint(ctx: &Ctx, out_file: Option<&Path>) -> Result<u8> {

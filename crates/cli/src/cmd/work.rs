@@ -88,11 +88,7 @@ impl RunFlags {
         }
         let evaluation = match (&self.class, &self.baseline) {
             (Some(class), Some(baseline)) => Some(Evaluation {
-                policy: ratchet_gate::Policy::from_path(
-                    self.policy
-                        .clone()
-                        .unwrap_or_else(|| ctx.store_dir.join("policy.toml")),
-                )?,
+                policy: crate::cmd::gate::policy_file(ctx, self.policy.as_deref())?,
                 class: class.clone(),
                 baseline: ctx.commit(baseline)?,
                 candidate,

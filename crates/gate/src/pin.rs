@@ -1,0 +1,225 @@
+//! The policy a class decides under, pinned in the trace.
+//!
+//! A policy file beside the store can be edited by anyone who can write
+//! the store's directory; the trace cannot be (verification names the
+//! edit). So a deployment pins each class's policy — [`pin_policy`], a
+//! `policy` event its writer appends — and from then on every decision of
+//! that class is taken under the pinned policy: [`decide`](crate::decide)
+//! refuses a policy that differs from the pin in force at the seq it
+//! decides at ([`Error::PolicyNotPinned`], naming the fields), and
+//! [`resolve_policy`] gives a caller the pinned policy (a file that differs
+//! is refused, never used silently). Changing a class's policy is a new
+//! pin: an explicit, recorded act.
+//!
+//! ```
+//! use ratchet_gate::{Policy, pin_policy, pinned_policy};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = tempfile::tempdir()?;
+//! let mut store = ratchet_trace::Store::create(dir.path().join(".ratchet"), Default::default())?;
+//! let policy = Policy::parse("[class.prompt]\nscorer = \"acc\"\ntest = \"gaussian\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 500\n")?;
+//! pin_policy(&mut store, "prompt", policy.class("prompt")?)?;
+//! let head = store.head()?.size;
+//! let pinned = pinned_policy(&store, "prompt", head)?.expect("pinned");
+//! assert_eq!(pinned.policy, *policy.class("prompt")?);
+//! # Ok(()) }
+//! ```
+
+use serde::Serialize;
+
+use ratchet_scorers::{Pin, Pinned};
+use ratchet_trace::Store;
+
+use crate::error::{Error, Result};
+use crate::policy::{ClassPolicy, Policy};
+
+/// A class policy pinned in the trace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PinnedPolicy {
+    /// The class.
+    pub class: String,
+    /// The policy.
+    pub policy: ClassPolicy,
+    /// Its content hash.
+    pub hash: String,
+    /// Seq of the `policy` event.
+    pub seq: u64,
+}
+
+fn scorers_err(e: ratchet_scorers::Error) -> Error {
+    match e {
+        ratchet_scorers::Error::Trace(t) => Error::Trace(t),
+        other => Error::InvalidObservation {
+            reason: other.to_string(),
+        },
+    }
+}
+
+/// Every class's pin in force at `max_seq` (the latest own pin of each),
+/// by class name.
+///
+/// # Errors
+/// [`Error::Trace`] if the store cannot be read; [`Error::Policy`] if a pin
+/// does not hold a valid policy or its hash does not match it.
+pub fn pinned_policies(
+    store: &Store,
+    max_seq: u64,
+) -> Result<std::collections::BTreeMap<String, PinnedPolicy>> {
+    let mut out = std::collections::BTreeMap::new();
+    for (seq, pin) in ratchet_scorers::pins(store, max_seq).map_err(scorers_err)? {
+        if let Pin::Class {
+            class,
+            policy,
+            policy_hash,
+        } = pin
+        {
+            let parsed = ClassPolicy::from_pinned(&class, policy, seq)?;
+            let hash = parsed.hash();
+            if hash != policy_hash {
+                return Err(Error::Policy {
+                    field: format!("class.{class}"),
+                    reason: format!(
+                        "the pin at seq {seq} records hash {policy_hash}, but its policy hashes to {hash}"
+                    ),
+                });
+            }
+            out.insert(
+                class.clone(),
+                PinnedPolicy {
+                    class,
+                    policy: parsed,
+                    hash,
+                    seq,
+                },
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// The policy `class` is pinned to at `max_seq`, if any.
+///
+/// # Errors
+/// As [`pinned_policies`].
+pub fn pinned_policy(store: &Store, class: &str, max_seq: u64) -> Result<Option<PinnedPolicy>> {
+    Ok(pinned_policies(store, max_seq)?.remove(class))
+}
+
+/// Pins `policy` as the policy of `class`: appends a `policy` event (unless
+/// the same policy is already the pin in force, then nothing). On a keyed
+/// store only the holder of the writer key can do this, which is the point.
+///
+/// # Errors
+/// [`Error::Trace`] if the store cannot be read or written.
+pub fn pin_policy(store: &mut Store, class: &str, policy: &ClassPolicy) -> Result<Pinned> {
+    let head = store.head()?.size;
+    let hash = policy.hash();
+    let in_force = pinned_policy(store, class, head)?
+        .filter(|p| p.hash == hash)
+        .map(|p| p.seq);
+    let pin = Pin::Class {
+        class: class.to_string(),
+        policy: serde_json::to_value(policy).map_err(|e| Error::Serialize {
+            reason: e.to_string(),
+        })?,
+        policy_hash: hash,
+    };
+    ratchet_scorers::append_pin(store, &pin, in_force).map_err(scorers_err)
+}
+
+/// The fields in which two class policies differ, as policy files name
+/// them (`alpha`, `guardrail[0].margin`, `direction`).
+pub fn policy_differences(a: &ClassPolicy, b: &ClassPolicy) -> Vec<String> {
+    fn walk(path: &str, a: &serde_json::Value, b: &serde_json::Value, out: &mut Vec<String>) {
+        use serde_json::Value;
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+                for k in keys {
+                    // Policy files name the lists in the singular.
+                    let name = match k.as_str() {
+                        "guardrails" => "guardrail",
+                        "invariants" => "invariant",
+                        other => other,
+                    };
+                    let p = if path.is_empty() {
+                        name.to_string()
+                    } else {
+                        format!("{path}.{name}")
+                    };
+                    let null = Value::Null;
+                    walk(&p, x.get(k).unwrap_or(&null), y.get(k).unwrap_or(&null), out);
+                }
+            }
+            (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+                for (i, (u, v)) in x.iter().zip(y).enumerate() {
+                    walk(&format!("{path}[{i}]"), u, v, out);
+                }
+            }
+            (x, y) if x == y => {}
+            _ => out.push(path.to_string()),
+        }
+    }
+    let (Ok(x), Ok(y)) = (serde_json::to_value(a), serde_json::to_value(b)) else {
+        return vec!["(the policy cannot be serialized)".into()];
+    };
+    let mut out = Vec::new();
+    walk("", &x, &y, &mut out);
+    out
+}
+
+/// The error for a policy that differs from the pin in force.
+pub(crate) fn not_pinned(class: &str, pinned: &PinnedPolicy, given: &ClassPolicy) -> Error {
+    Error::PolicyNotPinned {
+        class: class.to_string(),
+        seq: pinned.seq,
+        pinned_hash: pinned.hash.clone(),
+        given_hash: given.hash(),
+        fields: policy_differences(&pinned.policy, given),
+    }
+}
+
+/// Where a decision's class policy came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicySource {
+    /// The pin in the trace (a file given, if any, was identical).
+    Pinned,
+    /// A policy file: the class has no pin in the trace.
+    Unpinned,
+}
+
+/// The policy a decision of `class` at the head runs under: the pin in
+/// force when the class is pinned (a `file` given must then be identical,
+/// or it is refused), else the class from `file`.
+///
+/// # Errors
+/// [`Error::PolicyNotPinned`] if `file`'s class differs from the pin;
+/// [`Error::Policy`] if the class is neither pinned nor in `file`
+/// (or `file` is `None`); [`Error::Trace`] if the store cannot be read.
+pub fn resolve_policy(
+    store: &Store,
+    class: &str,
+    file: Option<&Policy>,
+) -> Result<(ClassPolicy, PolicySource)> {
+    let head = store.head()?.size;
+    let pinned = pinned_policy(store, class, head)?;
+    match (pinned, file) {
+        (Some(p), Some(file)) => match file.class.get(class) {
+            Some(given) if given.hash() == p.hash => Ok((p.policy, PolicySource::Pinned)),
+            Some(given) => Err(not_pinned(class, &p, given)),
+            None => Err(Error::PolicyNotPinned {
+                class: class.to_string(),
+                seq: p.seq,
+                pinned_hash: p.hash.clone(),
+                given_hash: String::new(),
+                fields: vec![format!("class.{class} (the policy file does not define it)")],
+            }),
+        },
+        (Some(p), None) => Ok((p.policy, PolicySource::Pinned)),
+        (None, Some(file)) => Ok((file.class(class)?.clone(), PolicySource::Unpinned)),
+        (None, None) => Err(Error::Policy {
+            field: format!("class.{class}"),
+            reason: "the class is not pinned in the trace and no policy file was given".into(),
+        }),
+    }
+}

@@ -1,0 +1,586 @@
+//! What is deployed, according to the trace, and the git state that
+//! mirrors it.
+//!
+//! The trace is the source of truth; refs and the work tree are a cache of
+//! it. Every move is recorded first and made second: a `promotion` event,
+//! then `refs/ratchet/promoted/<class>`; a `checkout` event, then the work
+//! tree. A crash (or a failure) between the two leaves the trace ahead of
+//! git, never behind it, and the next command that touches the class or the
+//! work tree brings git to what the trace says ([`sync_promotion_ref`],
+//! [`recover_checkout`]) and records that it did. A ref moved by anyone
+//! else is a fault [`check_promotion_refs`] names.
+//!
+//! Every checkout ratchet makes goes through [`safe_checkout`]: it never
+//! overwrites an edited, untracked or ignored file, and [`store_paths_in`]
+//! refuses a commit that tracks anything inside the store directory (a
+//! commit that carries `.ratchet/trace.db` or `.ratchet/policy.toml` would
+//! otherwise replace the store, or the policy, by checking it out).
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+use git2::{ObjectType, Oid, Repository, build::CheckoutBuilder};
+use serde::{Deserialize, Serialize};
+
+use ratchet_trace::{CommitId, EventDraft, Receipt, ReservedKind, Store};
+
+use crate::{Error, Result};
+
+/// The prefix of every promotion ref.
+pub const PROMOTION_REF_PREFIX: &str = "refs/ratchet/promoted/";
+
+/// Stops the process as `kill -9` would, when the environment variable
+/// `RATCHET_CRASH_AT` names `step`: the crash tests' way to stop a command
+/// between two of its steps. Nothing is flushed or cleaned up (SQLite's
+/// committed transactions are durable; nothing else is in flight).
+pub(crate) fn crash_point(step: &str) {
+    if std::env::var_os("RATCHET_CRASH_AT").is_some_and(|v| v == step) {
+        tracing::warn!(step, "RATCHET_CRASH_AT: aborting here");
+        std::process::abort();
+    }
+}
+
+/// The payload of a `promotion` event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromotionRecord {
+    /// The ref it moves.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// The class.
+    pub class: String,
+    /// Seq of the decision that allowed it (`None` for an initial deployment).
+    pub decision_seq: Option<u64>,
+    /// Set when this event only brought the ref back to an earlier
+    /// promotion (seq) after a crash or a foreign move.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restores: Option<u64>,
+    /// What the ref pointed at when it was restored (`None`: it was absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ref_was: Option<String>,
+}
+
+/// What is deployed for a class, according to the verified trace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Deployment {
+    /// The class.
+    pub class: String,
+    /// The promoted commit.
+    pub commit: CommitId,
+    /// Seq of the `promotion` event.
+    pub seq: u64,
+    /// Seq of the decision that allowed it.
+    pub decision_seq: Option<u64>,
+}
+
+/// The latest own promotion of every class in `store` (not verified here:
+/// callers read it inside a verified snapshot).
+///
+/// # Errors
+/// [`Error::Trace`] if the store cannot be read or a promotion event does
+/// not parse.
+pub fn promotions_in(store: &Store) -> Result<BTreeMap<String, Deployment>> {
+    let mut out = BTreeMap::new();
+    for e in store.events_of_kinds(&[ReservedKind::Promotion.as_str()])? {
+        // A cell's promotions are what the cell deployed, not this store.
+        if e.origin.is_some() {
+            continue;
+        }
+        let r: PromotionRecord = serde_json::from_slice(&e.payload).map_err(|err| {
+            ratchet_trace::Error::InvalidInput {
+                field: "payload",
+                reason: format!("promotion event {} does not parse: {err}", e.seq),
+            }
+        })?;
+        let Some(commit) = e.commit else {
+            return Err(ratchet_trace::Error::InvalidInput {
+                field: "commit",
+                reason: format!("promotion event {} names no commit", e.seq),
+            }
+            .into());
+        };
+        out.insert(
+            r.class.clone(),
+            Deployment {
+                class: r.class,
+                commit,
+                seq: e.seq,
+                decision_seq: r.decision_seq,
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// What is promoted for `class`, from the verified trace (never from the
+/// ref): what a control plane deploys.
+///
+/// # Errors
+/// [`Error::Trace`] if the trace does not verify (or is keyed and the store
+/// was opened without its key), or cannot be read.
+pub fn deployed(store: &mut Store, class: &str) -> Result<Option<Deployment>> {
+    let snapshot = store.snapshot()?;
+    snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
+    Ok(promotions_in(&snapshot)?.remove(class))
+}
+
+/// A promotion ref that disagrees with the trace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RefFault {
+    /// The ref.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// What it points at (`None`: absent although the trace promoted).
+    pub points_at: Option<String>,
+    /// What the trace says it should (`None`: the trace promoted nothing
+    /// for this class).
+    pub trace_says: Option<CommitId>,
+}
+
+impl std::fmt::Display for RefFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.points_at, &self.trace_says) {
+            (Some(at), Some(t)) => write!(
+                f,
+                "{} points at {at}, but the trace's latest promotion is {t}",
+                self.reference
+            ),
+            (Some(at), None) => write!(
+                f,
+                "{} points at {at}, but the trace records no promotion of its class",
+                self.reference
+            ),
+            (None, Some(t)) => write!(
+                f,
+                "{} is missing, but the trace promoted {t}",
+                self.reference
+            ),
+            (None, None) => write!(f, "{}: no ref and no promotion", self.reference),
+        }
+    }
+}
+
+/// Compares every `refs/ratchet/promoted/*` of the repository at
+/// `repo_path` with the latest promotion of its class in `store`: each ref
+/// that points elsewhere, each ref of a class never promoted, and each
+/// promoted class whose ref is missing.
+///
+/// # Errors
+/// [`Error::Git`] if the repository cannot be read; as [`promotions_in`].
+pub fn check_promotion_refs(repo_path: &Path, store: &Store) -> Result<Vec<RefFault>> {
+    let repo = Repository::discover(repo_path)?;
+    let mut trace = promotions_in(store)?;
+    let mut faults = Vec::new();
+    for r in repo.references_glob(&format!("{PROMOTION_REF_PREFIX}*"))? {
+        let r = r?;
+        let name = r.name().unwrap_or("<non-UTF-8 ref>").to_string();
+        let class = name.trim_start_matches(PROMOTION_REF_PREFIX).to_string();
+        let points_at = r.resolve().ok().and_then(|r| r.target()).map(|o| o.to_string());
+        let expected = trace.remove(&class).map(|d| d.commit);
+        if points_at.as_deref() != expected.as_ref().map(CommitId::as_str) {
+            faults.push(RefFault {
+                reference: name,
+                points_at,
+                trace_says: expected,
+            });
+        }
+    }
+    for (class, d) in trace {
+        faults.push(RefFault {
+            reference: format!("{PROMOTION_REF_PREFIX}{class}"),
+            points_at: None,
+            trace_says: Some(d.commit),
+        });
+    }
+    Ok(faults)
+}
+
+/// A promotion recorded: the `promotion` event, then the ref moved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Promotion {
+    /// The ref moved (`refs/ratchet/promoted/<class>`).
+    pub reference: String,
+    /// The `promotion` event.
+    pub receipt: Receipt,
+}
+
+fn promotion_ref(class: &str) -> Result<String> {
+    let name = format!("{PROMOTION_REF_PREFIX}{class}");
+    if !git2::Reference::is_valid_name(&name) {
+        return Err(Error::InvalidPath {
+            path: PathBuf::from(name),
+            reason: "the class does not make a valid git ref name",
+        });
+    }
+    Ok(name)
+}
+
+fn move_ref(repo: &Repository, name: &str, oid: Oid, class: &str) -> Result<()> {
+    repo.reference(name, oid, true, &format!("ratchet: promoted for {class}"))?;
+    Ok(())
+}
+
+/// Records a promotion: appends a `promotion` event naming the decision
+/// that allowed it, then moves `refs/ratchet/promoted/<class>` to `commit`
+/// (with a reflog message). The class's ref is first brought to what the
+/// trace says ([`sync_promotion_ref`]), so a crash of an earlier promotion
+/// is recovered before this one.
+///
+/// # Errors
+/// [`Error::Git`] if the commit is not in the repository (nothing is
+/// recorded) or the ref cannot be written (the trace then says promoted:
+/// the next command on the class moves the ref); [`Error::Trace`] if the
+/// append fails (the ref is not moved).
+pub fn record_promotion(
+    repo_path: &Path,
+    store: &mut Store,
+    commit: &CommitId,
+    class: &str,
+    decision_seq: Option<u64>,
+) -> Result<Promotion> {
+    let repo = Repository::discover(repo_path)?;
+    let name = promotion_ref(class)?;
+    let oid = Oid::from_str(commit.as_str())?;
+    repo.find_commit(oid)?;
+    sync_promotion_ref(repo_path, store, class)?;
+    let receipt = store.append(
+        EventDraft::reserved(
+            ReservedKind::Promotion,
+            &PromotionRecord {
+                reference: name.clone(),
+                class: class.to_string(),
+                decision_seq,
+                restores: None,
+                ref_was: None,
+            },
+        )?
+        .commit(commit.clone())
+        .session("promote"),
+    )?;
+    crash_point("promotion:recorded");
+    move_ref(&repo, &name, oid, class)?;
+    crash_point("promotion:ref-moved");
+    Ok(Promotion {
+        reference: name,
+        receipt,
+    })
+}
+
+/// Brings `refs/ratchet/promoted/<class>` to the trace's latest promotion of
+/// the class, when it points elsewhere (a crash between a promotion's event
+/// and its ref, or a foreign move), and records the restoration as a
+/// `promotion` event (`restores`: the promotion's seq; `ref_was`: what the
+/// ref held). A class the trace never promoted is left alone (a ref of it
+/// stays a fault [`check_promotion_refs`] reports).
+///
+/// # Errors
+/// [`Error::Trace`] if the trace does not verify or cannot be written;
+/// [`Error::Git`] if the ref cannot be read or written.
+pub fn sync_promotion_ref(
+    repo_path: &Path,
+    store: &mut Store,
+    class: &str,
+) -> Result<Option<Receipt>> {
+    let repo = Repository::discover(repo_path)?;
+    let name = promotion_ref(class)?;
+    let latest = {
+        let snapshot = store.snapshot()?;
+        snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
+        promotions_in(&snapshot)?.remove(class)
+    };
+    let Some(latest) = latest else {
+        return Ok(None);
+    };
+    let now = repo
+        .find_reference(&name)
+        .ok()
+        .and_then(|r| r.resolve().ok())
+        .and_then(|r| r.target());
+    if now.map(|o| o.to_string()).as_deref() == Some(latest.commit.as_str()) {
+        return Ok(None);
+    }
+    let oid = Oid::from_str(latest.commit.as_str())?;
+    repo.find_commit(oid)?;
+    let receipt = store.append(
+        EventDraft::reserved(
+            ReservedKind::Promotion,
+            &PromotionRecord {
+                reference: name.clone(),
+                class: class.to_string(),
+                decision_seq: latest.decision_seq,
+                restores: Some(latest.seq),
+                ref_was: now.map(|o| o.to_string()),
+            },
+        )?
+        .commit(latest.commit.clone())
+        .session("promote"),
+    )?;
+    move_ref(&repo, &name, oid, class)?;
+    tracing::warn!(%name, to = %latest.commit, "promotion ref restored to what the trace says");
+    Ok(Some(receipt))
+}
+
+/// The paths of `commit`'s tree that lie inside `store_dir` (or that are a
+/// symbolic link into it, or the store directory itself): a checkout of
+/// such a commit would write into the store. Empty when the store is
+/// outside the repository's work tree.
+///
+/// # Errors
+/// [`Error::Git`] if the commit or its tree cannot be read.
+pub fn store_paths_in(repo: &Repository, commit: Oid, store_dir: &Path) -> Result<Vec<String>> {
+    let Some(workdir) = repo.workdir() else {
+        return Ok(Vec::new());
+    };
+    let (Ok(workdir), Ok(store)) = (workdir.canonicalize(), absolute(store_dir)) else {
+        return Ok(Vec::new());
+    };
+    let Ok(relative) = store.strip_prefix(&workdir) else {
+        return Ok(Vec::new());
+    };
+    let store_rel: Vec<String> = relative
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect();
+    if store_rel.is_empty() {
+        // The store is the work tree's root: every checkout writes into it.
+        return Ok(vec!["(the store directory is the work tree's root)".into()]);
+    }
+    let tree = repo.find_commit(commit)?.tree()?;
+    let mut found = Vec::new();
+    tree.walk(git2::TreeWalkMode::PreOrder, |root, entry| {
+        let path = format!("{root}{}", entry.name().unwrap_or("<non-UTF-8>"));
+        let parts: Vec<&str> = path.split('/').collect();
+        // Inside the store (or the store itself, or one of its parents as a
+        // file or link: checking that out replaces the directory).
+        let shared = parts
+            .iter()
+            .zip(&store_rel)
+            .take_while(|(a, b)| **a == b.as_str())
+            .count();
+        let into_store = shared == store_rel.len()
+            || (shared == parts.len() && entry.kind() != Some(ObjectType::Tree));
+        let link_into_store = entry.filemode() == 0o120000
+            && repo
+                .find_blob(entry.id())
+                .ok()
+                .map(|b| link_target_inside(&workdir, root, b.content(), &store))
+                .unwrap_or(true);
+        if into_store || link_into_store {
+            found.push(path);
+            return git2::TreeWalkResult::Skip;
+        }
+        git2::TreeWalkResult::Ok
+    })?;
+    Ok(found)
+}
+
+fn absolute(path: &Path) -> std::io::Result<PathBuf> {
+    match path.canonicalize() {
+        Ok(p) => Ok(p),
+        Err(_) => Ok(std::env::current_dir()?.join(path)),
+    }
+}
+
+/// Whether a symbolic link at `root` (a tree path ending in `/`, or empty)
+/// whose target is `target` resolves, lexically, to `store` or into it (a
+/// target that is not UTF-8 counts as inside: it cannot be judged).
+fn link_target_inside(workdir: &Path, root: &str, target: &[u8], store: &Path) -> bool {
+    let Ok(target) = std::str::from_utf8(target) else {
+        return true;
+    };
+    let target = Path::new(target);
+    let mut at = if target.is_absolute() {
+        PathBuf::new()
+    } else {
+        workdir.join(root)
+    };
+    for c in target.components() {
+        match c {
+            Component::RootDir => at.push("/"),
+            Component::ParentDir => {
+                at.pop();
+            }
+            Component::Normal(s) => at.push(s),
+            _ => {}
+        }
+    }
+    at.starts_with(store)
+}
+
+/// The one checkout ratchet makes: the tree of `commit` into the work tree,
+/// in safe mode against the current HEAD — nothing edited, untracked or
+/// ignored is overwritten (git's safe mode alone overwrites ignored files),
+/// and no checkout filter changes the bytes. `dry_run` checks without
+/// writing anything.
+///
+/// # Errors
+/// [`Error::Git`] naming the conflict if anything would be overwritten
+/// (nothing was written: a safe checkout checks before it writes).
+pub(crate) fn safe_checkout(repo: &Repository, tree: &git2::Object<'_>, dry_run: bool) -> Result<()> {
+    let mut b = CheckoutBuilder::new();
+    b.safe().overwrite_ignored(false).disable_filters(true);
+    if dry_run {
+        b.dry_run();
+    }
+    repo.checkout_tree(tree, Some(&mut b))?;
+    Ok(())
+}
+
+/// Why `commit` may not be checked out into the work tree of `repo` (with
+/// the store at `store_dir`), or `None` when it may: it tracks paths inside
+/// the store, or checking it out would overwrite an untracked or ignored
+/// file.
+///
+/// # Errors
+/// [`Error::Git`] if the commit cannot be read.
+pub fn checkout_refusal(repo: &Repository, commit: &CommitId, store_dir: &Path) -> Result<Option<String>> {
+    let oid = Oid::from_str(commit.as_str())?;
+    let inside = store_paths_in(repo, oid, store_dir)?;
+    if !inside.is_empty() {
+        return Ok(Some(format!(
+            "it tracks paths inside the store directory ({}): checking it out would overwrite the store",
+            inside.join(", ")
+        )));
+    }
+    let object = repo.find_object(oid, None)?;
+    if let Err(Error::Git(e)) = safe_checkout(repo, &object, true) {
+        return Ok(Some(format!(
+            "checking it out would overwrite files it did not write ({})",
+            e.message()
+        )));
+    }
+    Ok(None)
+}
+
+/// Checks `commit` out with a detached HEAD through [`safe_checkout`]: the
+/// work tree first (against the current HEAD), then HEAD (moving HEAD first
+/// would make the safe checkout see every file as edited). Refuses a commit
+/// that tracks anything inside `store_dir`.
+///
+/// # Errors
+/// [`Error::UnsafeCheckout`] with the reason (nothing was written);
+/// [`Error::Git`] otherwise.
+pub fn check_out_detached(repo: &Repository, commit: &CommitId, store_dir: &Path) -> Result<()> {
+    if let Some(reason) = checkout_refusal(repo, commit, store_dir)? {
+        return Err(Error::UnsafeCheckout {
+            commit: commit.clone(),
+            reason,
+        });
+    }
+    let oid = Oid::from_str(commit.as_str())?;
+    let object = repo.find_object(oid, None)?;
+    safe_checkout(repo, &object, false)?;
+    repo.set_head_detached(oid)?;
+    Ok(())
+}
+
+/// The payload of a `checkout` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckoutRecord {
+    /// The commit the work tree left.
+    pub from: CommitId,
+    /// The commit checked out.
+    pub to: CommitId,
+    /// Seq of the alarm healed from.
+    #[serde(default)]
+    pub alarm_seq: Option<u64>,
+    /// The alarmed scorer.
+    #[serde(default)]
+    pub scorer: Option<String>,
+    /// Why.
+    pub reason: String,
+    /// Commits passed over, with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<(CommitId, String)>,
+    /// What HEAD pointed at before the checkout (how a later command tells
+    /// a checkout that never happened from a person's own move).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_was: Option<String>,
+    /// Set when this event completes an earlier checkout (seq) that a crash
+    /// or failure left undone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completes: Option<u64>,
+}
+
+/// The latest own `checkout` event, with its seq.
+fn latest_checkout(store: &Store) -> Result<Option<(u64, CheckoutRecord)>> {
+    Ok(checkouts_in(store)?.pop())
+}
+
+/// This store's own `checkout` events, in trace order, with their seqs.
+///
+/// # Errors
+/// [`Error::Trace`] if the store cannot be read or an event does not parse.
+pub fn checkouts_in(store: &Store) -> Result<Vec<(u64, CheckoutRecord)>> {
+    let mut out = Vec::new();
+    for e in store.events_of_kinds(&[ReservedKind::Checkout.as_str()])? {
+        if e.origin.is_some() {
+            continue;
+        }
+        let r: CheckoutRecord = serde_json::from_slice(&e.payload).map_err(|err| {
+            ratchet_trace::Error::InvalidInput {
+                field: "payload",
+                reason: format!("checkout event {} does not parse: {err}", e.seq),
+            }
+        })?;
+        out.push((e.seq, r));
+    }
+    Ok(out)
+}
+
+/// Completes a checkout the trace records but the work tree does not show:
+/// when the latest `checkout` event's `to` is not HEAD while HEAD is still
+/// its `from` (the checkout was recorded, then the process died or the
+/// checkout failed), it checks `to` out and records a `checkout` event that
+/// `completes` the first. A HEAD moved anywhere else is a person's act and
+/// is left alone.
+///
+/// # Errors
+/// [`Error::Trace`] if the trace does not verify or cannot be written;
+/// [`Error::DirtyWorkTree`], [`Error::UnsafeCheckout`], [`Error::Git`] if
+/// the checkout cannot be made.
+pub fn recover_checkout(repo_path: &Path, store: &mut Store) -> Result<Option<Receipt>> {
+    let repo = Repository::discover(repo_path)?;
+    let latest = {
+        let snapshot = store.snapshot()?;
+        snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
+        latest_checkout(&snapshot)?
+    };
+    let Some((seq, record)) = latest else {
+        return Ok(None);
+    };
+    let head = repo.head().ok().and_then(|h| h.target()).map(|o| o.to_string());
+    if head.is_none() || head != record.head_was || head.as_deref() == Some(record.to.as_str()) {
+        return Ok(None);
+    }
+    let dirty = crate::dirty_paths(&repo)?;
+    if !dirty.is_empty() {
+        return Err(Error::DirtyWorkTree { paths: dirty });
+    }
+    let store_dir = store.dir().to_path_buf();
+    if let Some(reason) = checkout_refusal(&repo, &record.to, &store_dir)? {
+        return Err(Error::UnsafeCheckout {
+            commit: record.to.clone(),
+            reason,
+        });
+    }
+    let receipt = store.append(
+        EventDraft::reserved(
+            ReservedKind::Checkout,
+            &CheckoutRecord {
+                completes: Some(seq),
+                reason: format!("completing the checkout recorded at seq {seq}"),
+                skipped: Vec::new(),
+                head_was: head.clone(),
+                ..record.clone()
+            },
+        )?
+        .commit(record.to.clone())
+        .session("heal"),
+    )?;
+    check_out_detached(&repo, &record.to, &store_dir)?;
+    tracing::warn!(to = %record.to, seq, "completed a checkout the trace recorded");
+    Ok(Some(receipt))
+}

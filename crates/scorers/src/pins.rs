@@ -1,0 +1,178 @@
+//! Pins: what a store's writer fixed in the trace so that nothing beside
+//! the trace can change a decision. A `policy` event holds one pin — the
+//! policy a class decides under (written by `ratchet_gate::pin_policy`,
+//! read there) or the version a rubric scores with ([`pin_rubric`]).
+//!
+//! Only this store's own pins count: a pin merged in from a cell is what
+//! the cell decided under, never a rule for this store. The latest own pin
+//! at or before a seq is the one in force there, so a past verdict is
+//! recomputed under the pin it was taken under.
+
+use serde::{Deserialize, Serialize};
+
+use ratchet_trace::{EventDraft, Receipt, ReservedKind, Store};
+
+use crate::{Result, Rubric, RubricSet};
+
+/// One pin, the payload of a `policy` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "pin", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Pin {
+    /// The policy an artifact class decides under.
+    Class {
+        /// The class.
+        class: String,
+        /// The class policy in its canonical JSON form (what its hash covers).
+        policy: serde_json::Value,
+        /// The policy's content hash (`ClassPolicy::hash`).
+        policy_hash: String,
+    },
+    /// The version a rubric scores with (its content hash).
+    Rubric {
+        /// The rubric's name (its scores' scorer).
+        rubric: String,
+        /// Its content hash ([`Rubric::version`]).
+        version: String,
+    },
+}
+
+/// This store's own pins at or before `max_seq`, in trace order, with
+/// their seqs.
+///
+/// # Errors
+/// [`crate::Error::Trace`] if the store cannot be read, or a pin event of
+/// this store does not parse (a `policy` event is written only by the pin
+/// functions: one that does not parse is not a pin anyone may ignore).
+pub fn pins(store: &Store, max_seq: u64) -> Result<Vec<(u64, Pin)>> {
+    let mut out = Vec::new();
+    for e in store.events_of_kinds(&[ReservedKind::Policy.as_str()])? {
+        if e.seq > max_seq {
+            break;
+        }
+        if e.origin.is_some() {
+            continue;
+        }
+        let pin: Pin = serde_json::from_slice(&e.payload).map_err(|err| {
+            ratchet_trace::Error::InvalidInput {
+                field: "payload",
+                reason: format!("the pin at seq {} does not parse: {err}", e.seq),
+            }
+        })?;
+        out.push((e.seq, pin));
+    }
+    Ok(out)
+}
+
+/// The version rubric `name` is pinned to at or before `max_seq` (the
+/// latest own pin), with the pin's seq.
+///
+/// # Errors
+/// As [`pins`].
+pub fn pinned_rubric_version(
+    store: &Store,
+    name: &str,
+    max_seq: u64,
+) -> Result<Option<(String, u64)>> {
+    Ok(pins(store, max_seq)?
+        .into_iter()
+        .rev()
+        .find_map(|(seq, p)| match p {
+            Pin::Rubric { rubric, version } if rubric == name => Some((version, seq)),
+            _ => None,
+        }))
+}
+
+/// What a pin did: appended, or already in force.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Pinned {
+    /// The pin was appended.
+    Appended {
+        /// Its `policy` event.
+        receipt: Receipt,
+    },
+    /// The same pin is already in force: nothing was appended.
+    AlreadyPinned {
+        /// Seq of the pin in force.
+        seq: u64,
+    },
+}
+
+impl Pinned {
+    /// The seq of the pin now in force.
+    pub fn seq(&self) -> u64 {
+        match self {
+            Pinned::Appended { receipt } => receipt.seq,
+            Pinned::AlreadyPinned { seq } => *seq,
+        }
+    }
+}
+
+/// Appends `pin` unless `in_force` says the same pin already stands
+/// (session `pin:<what>`). Shared by rubric and class pins.
+///
+/// # Errors
+/// [`crate::Error::Trace`] if the append fails.
+pub fn append_pin(store: &mut Store, pin: &Pin, in_force: Option<u64>) -> Result<Pinned> {
+    if let Some(seq) = in_force {
+        return Ok(Pinned::AlreadyPinned { seq });
+    }
+    let session = match pin {
+        Pin::Class { class, .. } => format!("pin:class:{class}"),
+        Pin::Rubric { rubric, .. } => format!("pin:rubric:{rubric}"),
+    };
+    let receipt = store.append(EventDraft::reserved(ReservedKind::Policy, pin)?.session(session))?;
+    Ok(Pinned::Appended { receipt })
+}
+
+/// Pins `rubric` at its current version: from then on scoring with another
+/// version of a rubric of that name is refused
+/// ([`check_rubrics_pinned`]), and the gate reads the pinned version of its
+/// scores. Pinning again at another version is the recorded way to change it.
+///
+/// # Errors
+/// [`crate::Error::Trace`] if the store cannot be read or written.
+pub fn pin_rubric(store: &mut Store, rubric: &Rubric) -> Result<Pinned> {
+    let version = rubric.version();
+    let head = store.head()?.size;
+    let in_force = pinned_rubric_version(store, &rubric.name, head)?
+        .filter(|(v, _)| *v == version)
+        .map(|(_, seq)| seq);
+    append_pin(
+        store,
+        &Pin::Rubric {
+            rubric: rubric.name.clone(),
+            version,
+        },
+        in_force,
+    )
+}
+
+/// Refuses a rubric set in which a rubric is pinned in the trace at another
+/// version: a rubric file edited beside the store cannot score evidence
+/// under a name the store's writer fixed.
+///
+/// # Errors
+/// [`crate::Error::RubricNotPinned`] naming the rubric, both versions and
+/// how to pin the new one; [`crate::Error::Trace`] if the store cannot be read.
+pub fn check_rubrics_pinned(store: &Store, rubrics: &RubricSet) -> Result<()> {
+    let all = pins(store, u64::MAX)?;
+    for r in rubrics.all() {
+        let pinned = all.iter().rev().find_map(|(seq, p)| match p {
+            Pin::Rubric { rubric, version } if *rubric == r.name => Some((version, *seq)),
+            _ => None,
+        });
+        if let Some((version, seq)) = pinned {
+            let given = r.version();
+            if *version != given {
+                return Err(crate::Error::RubricNotPinned {
+                    rubric: r.name.clone(),
+                    pinned: version.clone(),
+                    given,
+                    seq,
+                });
+            }
+        }
+    }
+    Ok(())
+}
