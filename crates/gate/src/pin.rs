@@ -147,7 +147,12 @@ pub fn policy_differences(a: &ClassPolicy, b: &ClassPolicy) -> Vec<String> {
                         format!("{path}.{name}")
                     };
                     let null = Value::Null;
-                    walk(&p, x.get(k).unwrap_or(&null), y.get(k).unwrap_or(&null), out);
+                    walk(
+                        &p,
+                        x.get(k).unwrap_or(&null),
+                        y.get(k).unwrap_or(&null),
+                        out,
+                    );
                 }
             }
             (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
@@ -212,7 +217,9 @@ pub fn resolve_policy(
                 seq: p.seq,
                 pinned_hash: p.hash.clone(),
                 given_hash: String::new(),
-                fields: vec![format!("class.{class} (the policy file does not define it)")],
+                fields: vec![format!(
+                    "class.{class} (the policy file does not define it)"
+                )],
             }),
         },
         (Some(p), None) => Ok((p.policy, PolicySource::Pinned)),

@@ -328,7 +328,11 @@ impl ClassPolicy {
     ///
     /// # Errors
     /// [`Error::Policy`] naming the pin's seq if it does not hold a valid policy.
-    pub(crate) fn from_pinned(class: &str, json: serde_json::Value, seq: u64) -> Result<ClassPolicy> {
+    pub(crate) fn from_pinned(
+        class: &str,
+        json: serde_json::Value,
+        seq: u64,
+    ) -> Result<ClassPolicy> {
         let policy: ClassPolicy = serde_json::from_value(json).map_err(|e| {
             bad(
                 format!("class.{class}"),

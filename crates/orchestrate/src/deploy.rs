@@ -174,7 +174,11 @@ pub fn check_promotion_refs(repo_path: &Path, store: &Store) -> Result<Vec<RefFa
         let r = r?;
         let name = r.name().unwrap_or("<non-UTF-8 ref>").to_string();
         let class = name.trim_start_matches(PROMOTION_REF_PREFIX).to_string();
-        let points_at = r.resolve().ok().and_then(|r| r.target()).map(|o| o.to_string());
+        let points_at = r
+            .resolve()
+            .ok()
+            .and_then(|r| r.target())
+            .map(|o| o.to_string());
         let expected = trace.remove(&class).map(|d| d.commit);
         if points_at.as_deref() != expected.as_ref().map(CommitId::as_str) {
             faults.push(RefFault {
@@ -418,7 +422,11 @@ fn link_target_inside(workdir: &Path, root: &str, target: &[u8], store: &Path) -
 /// # Errors
 /// [`Error::Git`] naming the conflict if anything would be overwritten
 /// (nothing was written: a safe checkout checks before it writes).
-pub(crate) fn safe_checkout(repo: &Repository, tree: &git2::Object<'_>, dry_run: bool) -> Result<()> {
+pub(crate) fn safe_checkout(
+    repo: &Repository,
+    tree: &git2::Object<'_>,
+    dry_run: bool,
+) -> Result<()> {
     let mut b = CheckoutBuilder::new();
     b.safe().overwrite_ignored(false).disable_filters(true);
     if dry_run {
@@ -435,13 +443,24 @@ pub(crate) fn safe_checkout(repo: &Repository, tree: &git2::Object<'_>, dry_run:
 ///
 /// # Errors
 /// [`Error::Git`] if the commit cannot be read.
-pub fn checkout_refusal(repo: &Repository, commit: &CommitId, store_dir: &Path) -> Result<Option<String>> {
+pub fn checkout_refusal(
+    repo: &Repository,
+    commit: &CommitId,
+    store_dir: &Path,
+) -> Result<Option<String>> {
     let oid = Oid::from_str(commit.as_str())?;
     let inside = store_paths_in(repo, oid, store_dir)?;
     if !inside.is_empty() {
         return Ok(Some(format!(
             "it tracks paths inside the store directory ({}): checking it out would overwrite the store",
             inside.join(", ")
+        )));
+    }
+    let foreign = untracked_in_the_way(repo, oid)?;
+    if !foreign.is_empty() {
+        return Ok(Some(format!(
+            "checking it out would overwrite files it did not write ({}: untracked or ignored)",
+            foreign.join(", ")
         )));
     }
     let object = repo.find_object(oid, None)?;
@@ -452,6 +471,41 @@ pub fn checkout_refusal(repo: &Repository, commit: &CommitId, store_dir: &Path) 
         )));
     }
     Ok(None)
+}
+
+/// The paths `commit` would write over that HEAD does not track but the
+/// work tree holds (untracked or ignored files, or a file standing where
+/// the commit has a directory). libgit2's dry run does not report ignored
+/// files in the way, so they are looked for here, before anything moves.
+fn untracked_in_the_way(repo: &Repository, commit: Oid) -> Result<Vec<String>> {
+    let Some(workdir) = repo.workdir().map(Path::to_path_buf) else {
+        return Ok(Vec::new());
+    };
+    let head_tree = repo.head().ok().and_then(|h| h.peel_to_tree().ok());
+    let tracked = |path: &str| {
+        head_tree
+            .as_ref()
+            .is_some_and(|t| t.get_path(Path::new(path)).is_ok())
+    };
+    let target = repo.find_commit(commit)?.tree()?;
+    let mut found = Vec::new();
+    target.walk(git2::TreeWalkMode::PreOrder, |root, entry| {
+        let path = format!("{root}{}", entry.name().unwrap_or("<non-UTF-8>"));
+        let on_disk = std::fs::symlink_metadata(workdir.join(&path));
+        let in_the_way = match (entry.kind(), on_disk) {
+            // A directory of the commit: only a non-directory is in the way.
+            (Some(ObjectType::Tree), Ok(m)) => !m.is_dir() && !tracked(&path),
+            (Some(ObjectType::Tree), Err(_)) => false,
+            (_, Ok(_)) => !tracked(&path),
+            (_, Err(_)) => false,
+        };
+        if in_the_way {
+            found.push(path);
+            return git2::TreeWalkResult::Skip;
+        }
+        git2::TreeWalkResult::Ok
+    })?;
+    Ok(found)
 }
 
 /// Checks `commit` out with a detached HEAD through [`safe_checkout`]: the
@@ -551,7 +605,11 @@ pub fn recover_checkout(repo_path: &Path, store: &mut Store) -> Result<Option<Re
     let Some((seq, record)) = latest else {
         return Ok(None);
     };
-    let head = repo.head().ok().and_then(|h| h.target()).map(|o| o.to_string());
+    let head = repo
+        .head()
+        .ok()
+        .and_then(|h| h.target())
+        .map(|o| o.to_string());
     if head.is_none() || head != record.head_was || head.as_deref() == Some(record.to.as_str()) {
         return Ok(None);
     }

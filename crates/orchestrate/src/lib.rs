@@ -38,8 +38,8 @@ mod verify;
 
 pub use deploy::{
     CheckoutRecord, Deployment, PROMOTION_REF_PREFIX, Promotion, PromotionRecord, RefFault,
-    check_out_detached, check_promotion_refs, checkout_refusal, deployed, promotions_in, record_promotion,
-    recover_checkout, store_paths_in, sync_promotion_ref,
+    check_out_detached, check_promotion_refs, checkout_refusal, deployed, promotions_in,
+    record_promotion, recover_checkout, store_paths_in, sync_promotion_ref,
 };
 pub use merge::{
     ConflictFile, ConflictReport, MERGE_ATTEMPTS, MergeLock, MergeOutcome, MergeRequest, merge,
@@ -461,7 +461,11 @@ pub fn heal(
     // Recorded first, checked out second: a crash between the two leaves
     // the trace ahead of the work tree, and the next heal completes it
     // (`recover_checkout`).
-    let head_was = repo.head().ok().and_then(|h| h.target()).map(|o| o.to_string());
+    let head_was = repo
+        .head()
+        .ok()
+        .and_then(|h| h.target())
+        .map(|o| o.to_string());
     let receipt = store.append(
         EventDraft::reserved(
             ratchet_trace::ReservedKind::Checkout,

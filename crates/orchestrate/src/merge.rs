@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use git2::{Oid, Repository, build::CheckoutBuilder};
+use git2::{Oid, Repository};
 use serde::Serialize;
 
 use ratchet_trace::{CommitId, EventDraft, ReservedKind, Store};
@@ -378,6 +378,21 @@ fn merge_locked(
             &[&our_commit, &their_commit],
         )?;
         let commit_id = CommitId::parse(&commit.to_string())?;
+        // A checked-out `into` gets the merged tree in its work tree: a
+        // tree that would write into the store never lands there.
+        if checked_out {
+            let inside = crate::deploy::store_paths_in(repo, commit, store.dir())?;
+            if !inside.is_empty() {
+                return Ok(MergeOutcome::Refused {
+                    reason: format!(
+                        "the merge tracks paths inside the store directory ({}); checking it out would overwrite the store; nothing landed",
+                        inside.join(", ")
+                    ),
+                    branch: branch_name,
+                    into,
+                });
+            }
+        }
 
         let mut loaded = Loaded {
             files: Vec::new(),
@@ -425,17 +440,9 @@ fn merge_locked(
         let mut undone = None;
         if checked_out {
             if moved.is_ok() {
-                let checkout = repo.checkout_tree(
-                    tree.as_object(),
-                    // The verified bytes, exactly: no checkout filter
-                    // (line endings, ident, LFS) may change what runs.
-                    Some(
-                        CheckoutBuilder::new()
-                            .safe()
-                            .overwrite_ignored(false)
-                            .disable_filters(true),
-                    ),
-                );
+                // The verified bytes, exactly (no checkout filter), never
+                // over an edited, untracked or ignored file.
+                let checkout = crate::deploy::safe_checkout(repo, tree.as_object(), false);
                 if let Err(e) = checkout {
                     // Nothing was written (a safe checkout checks before it
                     // writes): put the ref back, so `into` and its work tree
@@ -454,10 +461,7 @@ fn merge_locked(
         }
         if let Some(e) = undone {
             return Ok(MergeOutcome::Refused {
-                reason: format!(
-                    "the work tree could not be updated ({}); {into} was put back",
-                    e.message()
-                ),
+                reason: format!("the work tree could not be updated ({e}); {into} was put back"),
                 branch: branch_name,
                 into,
             });

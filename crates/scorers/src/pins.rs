@@ -121,7 +121,8 @@ pub fn append_pin(store: &mut Store, pin: &Pin, in_force: Option<u64>) -> Result
         Pin::Class { class, .. } => format!("pin:class:{class}"),
         Pin::Rubric { rubric, .. } => format!("pin:rubric:{rubric}"),
     };
-    let receipt = store.append(EventDraft::reserved(ReservedKind::Policy, pin)?.session(session))?;
+    let receipt =
+        store.append(EventDraft::reserved(ReservedKind::Policy, pin)?.session(session))?;
     Ok(Pinned::Appended { receipt })
 }
 

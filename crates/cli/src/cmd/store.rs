@@ -315,7 +315,9 @@ fn ref_exit(ctx: &Ctx, faults: Option<&[ratchet_orchestrate::RefFault]>) -> u8 {
     let faults = faults.unwrap_or_default();
     if !ctx.json {
         for f in faults {
-            println!("REF FAULT: {f} (the trace is the record; the next `gate --record-promotion` of the class restores the ref)");
+            println!(
+                "REF FAULT: {f} (the trace is the record; the next `gate --record-promotion` of the class restores the ref)"
+            );
         }
     }
     if faults.is_empty() {
