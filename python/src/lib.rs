@@ -84,6 +84,7 @@ impl ToPyErr for ratchet_gate::Error {
             ratchet_gate::Error::Trace(e) => e.py(),
             ratchet_gate::Error::Policy { .. }
             | ratchet_gate::Error::PolicyFile { .. }
+            | ratchet_gate::Error::PolicyNotPinned { .. }
             | ratchet_gate::Error::InvalidParameter { .. }
             | ratchet_gate::Error::InvalidObservation { .. } => {
                 InvalidInputError::new_err(self.to_string())
@@ -581,7 +582,9 @@ impl Verdict {
 
 /// Decides `cls` for `candidate` against `baseline` and records the
 /// verdict (`record=False`: recomputes at the head, appending nothing).
-/// `policy`: a `Policy`; default: `policy.toml` in the store's directory.
+/// `policy`: a `Policy`; default: `policy.toml` in the store's directory
+/// when it exists. A class pinned in the trace decides under its pin (a
+/// policy given must then be identical, or it is refused).
 #[pyfunction]
 #[pyo3(signature = (store, baseline, candidate, cls, policy=None, record=true))]
 fn decide(
@@ -594,25 +597,26 @@ fn decide(
     record: bool,
 ) -> PyResult<Verdict> {
     let (b, c) = (commit(baseline)?, commit(candidate)?);
-    let from_file;
-    let policy = match policy {
-        Some(p) => &p.inner,
+    let file = match policy {
+        Some(p) => Some(p.inner.clone()),
         None => {
-            let dir = store.lock()?.dir().to_path_buf();
-            from_file =
-                ratchet_gate::Policy::from_path(dir.join("policy.toml")).map_err(ToPyErr::py)?;
-            &from_file
+            let path = store.lock()?.dir().join("policy.toml");
+            path.exists()
+                .then(|| ratchet_gate::Policy::from_path(&path))
+                .transpose()
+                .map_err(ToPyErr::py)?
         }
     };
-    let class = policy.class(cls).map_err(ToPyErr::py)?;
-    let q = ratchet_gate::Question {
-        class: cls,
-        policy: class,
-        baseline: &b,
-        candidate: &c,
-        checkpoint: None,
-    };
     let (inner, receipt) = store.with(py, |s| {
+        let (class, _) =
+            ratchet_gate::resolve_policy(s, cls, file.as_ref()).map_err(ToPyErr::py)?;
+        let q = ratchet_gate::Question {
+            class: cls,
+            policy: &class,
+            baseline: &b,
+            candidate: &c,
+            checkpoint: None,
+        };
         if record {
             ratchet_gate::decide_recorded(s, &q)
         } else {
@@ -626,6 +630,19 @@ fn decide(
     Ok(Verdict {
         inner,
         decision_seq: receipt.map(|r| r.seq),
+    })
+}
+
+/// Pins `policy`'s class `cls` in the trace: from then on every decision
+/// of the class is taken under it. Returns the seq of the pin in force
+/// (appended now, or already there).
+#[pyfunction]
+fn pin_policy(py: Python<'_>, store: &Store, policy: &Policy, cls: &str) -> PyResult<u64> {
+    let class = policy.inner.class(cls).map_err(ToPyErr::py)?.clone();
+    store.with(py, |s| {
+        ratchet_gate::pin_policy(s, cls, &class)
+            .map(|p| p.seq())
+            .map_err(ToPyErr::py)
     })
 }
 
@@ -970,6 +987,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PageHinkley>()?;
     m.add_class::<Rubric>()?;
     m.add_function(wrap_pyfunction!(decide, m)?)?;
+    m.add_function(wrap_pyfunction!(pin_policy, m)?)?;
     m.add_function(wrap_pyfunction!(calibrate, m)?)?;
     m.add_function(wrap_pyfunction!(welch_non_inferiority, m)?)?;
     m.add_function(wrap_pyfunction!(cusum_arl, m)?)?;

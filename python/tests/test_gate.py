@@ -40,6 +40,23 @@ def test_decide_gives_a_typed_verdict_that_is_recorded(tmp_path: pathlib.Path) -
     assert v.to_json() == dry.to_json(), "recomputed at the same head: the same verdict"
 
 
+def test_a_pinned_class_decides_under_its_pin_and_refuses_another(tmp_path: pathlib.Path) -> None:
+    s = ratchet.Store.create(tmp_path / "s")
+    for i in range(400):
+        s.record_score(BASE, f"t{i:04}", "accuracy", float(i % 10 != 0))
+        s.record_score(CAND, f"t{i:04}", "accuracy", float(i % 2 == 0))
+    policy = ratchet.Policy.from_toml(POLICY)
+    seq = ratchet.pin_policy(s, policy, "tool")
+    assert ratchet.pin_policy(s, policy, "tool") == seq, "the same pin appends nothing"
+    # The file beside the store says lower is better: refused, not used.
+    (tmp_path / "s" / "policy.toml").write_text(POLICY + 'direction = "lower"\n')
+    with pytest.raises(ratchet.InvalidInputError, match="direction"):
+        ratchet.decide(s, BASE, CAND, "tool", record=False)
+    (tmp_path / "s" / "policy.toml").unlink()
+    v = ratchet.decide(s, BASE, CAND, "tool", record=False)
+    assert v.status == "reject"
+
+
 def test_a_bad_policy_is_an_invalid_input_naming_the_field() -> None:
     with pytest.raises(ratchet.InvalidInputError, match="alpha"):
         ratchet.Policy.from_toml(POLICY.replace("alpha = 0.05", "alpha = 1.5"))

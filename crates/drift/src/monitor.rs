@@ -541,6 +541,13 @@ pub fn deployment_start(store: &Store, commit: &CommitId) -> Result<Option<u64>>
         .events_of_kinds(&kinds)?
         .into_iter()
         .filter(|e| e.origin.is_none() && e.commit.as_ref() == Some(commit))
+        // A promotion that only brought a ref back to the trace's record
+        // (`restores`) deployed nothing new.
+        .filter(|e| {
+            e.kind != ratchet_trace::ReservedKind::Promotion.as_str()
+                || serde_json::from_slice::<serde_json::Value>(&e.payload)
+                    .map_or(true, |v| v.get("restores").is_none())
+        })
         .map(|e| e.seq)
         .next_back())
 }

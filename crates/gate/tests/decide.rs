@@ -561,3 +561,91 @@ fn directions_are_data_and_a_runner_change_is_never_a_regression() {
         "{v:#?}"
     );
 }
+
+#[test]
+fn a_pinned_class_decides_only_under_the_pin_in_force_at_its_seq() {
+    let mut w = world(300, 0.8, 1.0, 41);
+    let first = w.policy.class("tool").expect("class").clone();
+    let pinned = ratchet_gate::pin_policy(&mut w.store, "tool", &first).expect("pin");
+    assert!(matches!(pinned, ratchet_gate::Pinned::Appended { .. }));
+    // Pinning the same policy again appends nothing.
+    let again = ratchet_gate::pin_policy(&mut w.store, "tool", &first).expect("pin");
+    assert_eq!(
+        again,
+        ratchet_gate::Pinned::AlreadyPinned { seq: pinned.seq() }
+    );
+    let verdict = w.decide("tool");
+    let at = verdict.trace.size;
+
+    // Another policy — here only α differs — is refused at the head, naming
+    // the field, and nothing is appended.
+    let mut looser = first.clone();
+    looser.alpha = 0.4;
+    let head = w.store.head().expect("head");
+    let q = Question {
+        class: "tool",
+        policy: &looser,
+        baseline: &w.base,
+        candidate: &w.cand,
+        checkpoint: None,
+    };
+    match decide(&mut w.store, &q) {
+        Err(ratchet_gate::Error::PolicyNotPinned { fields, seq, .. }) => {
+            assert_eq!(fields, vec!["alpha".to_string()]);
+            assert_eq!(seq, pinned.seq());
+        }
+        other => panic!("expected PolicyNotPinned, got {other:?}"),
+    }
+    assert_eq!(w.store.head().expect("head"), head, "nothing recorded");
+
+    // Pinning the new policy is the recorded way to change it; a past
+    // verdict is then recomputed under the pin it was taken under (and
+    // refuses the new one), a verdict at the head under the new pin.
+    let second = ratchet_gate::pin_policy(&mut w.store, "tool", &looser).expect("pin");
+    let q_first = Question {
+        policy: &first,
+        ..q.clone()
+    };
+    let recomputed = decide_at(&mut w.store, &q_first, at).expect("recompute");
+    assert_eq!(recomputed, verdict, "byte for byte under the old pin");
+    assert!(matches!(
+        decide_at(&mut w.store, &q, at),
+        Err(ratchet_gate::Error::PolicyNotPinned { .. })
+    ));
+    assert!(matches!(
+        decide(&mut w.store, &q_first),
+        Err(ratchet_gate::Error::PolicyNotPinned { .. })
+    ));
+    decide(&mut w.store, &q).expect("the new pin decides");
+    let head = w.store.head().expect("head").size;
+    let resolved = ratchet_gate::resolve_policy(&w.store, "tool", None).expect("resolve");
+    assert_eq!(
+        resolved,
+        (looser.clone(), ratchet_gate::PolicySource::Pinned)
+    );
+    assert_eq!(
+        ratchet_gate::pinned_policy(&w.store, "tool", head)
+            .expect("read")
+            .map(|p| p.seq),
+        Some(second.seq())
+    );
+    // An unpinned class still decides under the file it is given.
+    let (_, source) =
+        ratchet_gate::resolve_policy(&w.store, "flow", Some(&w.policy)).expect("resolve");
+    assert_eq!(source, ratchet_gate::PolicySource::Unpinned);
+}
+
+#[test]
+fn policy_differences_name_the_fields_as_files_do() {
+    let p = Policy::parse(POLICY).expect("policy");
+    let a = p.class("prompt").expect("class");
+    let mut b = a.clone();
+    b.guardrails[0].margin = 0.5;
+    b.direction = Some(ratchet_gate::Direction::LowerIsBetter);
+    b.invariants.clear();
+    assert_eq!(
+        ratchet_gate::policy_differences(a, &b),
+        vec!["direction", "guardrail[0].margin", "invariant"]
+    );
+    assert!(ratchet_gate::policy_differences(a, a).is_empty());
+}

@@ -112,6 +112,7 @@ def decide(
     policy: Optional[Policy] = None,
     record: bool = True,
 ) -> Verdict: ...
+def pin_policy(store: Store, policy: Policy, cls: str) -> int: ...
 def calibrate(
     policy: Policy,
     cls: str,
