@@ -751,3 +751,84 @@ fn a_cell_with_extreme_ids_cannot_brick_the_home() {
     let o = w.keyed(&["verify-chain"], "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
+
+#[test]
+fn a_crash_at_any_step_of_a_landing_is_completed_by_the_next_merge() {
+    for step in [
+        "merge:detached",
+        "merge:ref-moved",
+        "merge:checked-out",
+        "merge:landed",
+    ] {
+        let w = World::new();
+        let base = w.commit(&[("base.txt", b"base\n")], "base");
+        let base_oid = Oid::from_str(&base).expect("oid");
+        w.repo
+            .reference("refs/heads/main", base_oid, true, "main")
+            .expect("main");
+        w.repo.set_head("refs/heads/main").expect("head");
+        let feature = w.commit(
+            &[("base.txt", b"base\n"), ("feature.txt", b"new\n")],
+            "feature",
+        );
+        w.repo
+            .reference(
+                "refs/heads/feature",
+                Oid::from_str(&feature).expect("oid"),
+                true,
+                "f",
+            )
+            .expect("feature");
+        w.repo
+            .reference("refs/heads/main", base_oid, true, "back")
+            .expect("main back");
+        w.checkout_head();
+        let o = w.run(&["init"], "");
+        assert!(o.status.success(), "{}", text(&o));
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_ratchet"))
+            .current_dir(w.root())
+            .args(["merge", "feature", "--into", "main", "--cmd", "true"])
+            .env("RATCHET_CRASH_AT", step)
+            .env_remove("RATCHET_STORE")
+            .output()
+            .expect("spawn");
+        assert_eq!(o.status.code(), None, "{step}: died there: {}", text(&o));
+        // The next merge finishes the landing (or finds the branch in).
+        let o = w.run(&["merge", "feature", "--into", "main", "--cmd", "true"], "");
+        assert_eq!(o.status.code(), Some(0), "{step}: {}", text(&o));
+        let head = w.repo.head().expect("head");
+        assert_eq!(
+            head.name().ok(),
+            Some("refs/heads/main"),
+            "{step}: HEAD attached again"
+        );
+        let tip = head.target().expect("tip");
+        assert!(
+            w.repo
+                .graph_descendant_of(tip, Oid::from_str(&feature).expect("oid"))
+                .expect("graph"),
+            "{step}: main holds the feature"
+        );
+        assert_eq!(
+            std::fs::read(w.root().join("feature.txt")).expect("read"),
+            b"new\n",
+            "{step}"
+        );
+        let mut opts = git2::StatusOptions::new();
+        opts.include_untracked(true);
+        let dirty = w.repo.statuses(Some(&mut opts)).expect("status").len();
+        assert_eq!(dirty, 0, "{step}: the work tree matches main");
+        assert!(
+            !w.repo.commondir().join("ratchet-merge.pending").exists(),
+            "{step}"
+        );
+        let o = w.run(&["log", "--kind", "merge", "--json"], "");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        assert!(
+            !v["events"].as_array().expect("events").is_empty(),
+            "{step}: recorded"
+        );
+        let o = w.run(&["verify-chain"], "");
+        assert_eq!(o.status.code(), Some(0), "{step}: {}", text(&o));
+    }
+}

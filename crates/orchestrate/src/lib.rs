@@ -127,6 +127,13 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// An earlier merge died mid-landing and the branch moved since: the
+    /// work tree is left for a person to put right.
+    #[error("{reason}")]
+    InterruptedMerge {
+        /// What was found, and what to do.
+        reason: String,
+    },
     /// A heal was asked for, but this store's monitor recorded no alarm.
     #[error("no recorded alarm to heal from (a monitor records alarms as it follows the trace)")]
     NoAlarm,

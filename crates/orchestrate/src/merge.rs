@@ -219,6 +219,7 @@ pub fn merge(
     // The common directory: every linked work tree of a repository shares it,
     // so they share one lock too.
     let _lock = MergeLock::acquire(repo.commondir())?;
+    recover_interrupted_landing(&repo)?;
     let outcome = merge_locked(&repo, store, sandbox, branch, request)?;
     let mut draft = EventDraft::reserved(ReservedKind::Merge, &outcome)?.session("merge");
     if let MergeOutcome::Landed { commit, .. } | MergeOutcome::SemanticConflict { commit, .. } =
@@ -226,8 +227,93 @@ pub fn merge(
     {
         draft = draft.commit(CommitId::parse(commit)?);
     }
+    crate::deploy::crash_point("merge:landed");
     store.append(draft)?;
     Ok(outcome)
+}
+
+/// A landing into a checked-out branch, between detaching HEAD and
+/// re-attaching it: written (and synced) before HEAD is detached, removed
+/// once it is attached again. Its presence under the merge lock means an
+/// earlier merge died in between.
+#[derive(Debug, Serialize, serde::Deserialize)]
+struct PendingLanding {
+    into_ref: String,
+    previous: String,
+    commit: String,
+}
+
+fn pending_path(repo: &Repository) -> PathBuf {
+    repo.commondir().join("ratchet-merge.pending")
+}
+
+fn write_pending(repo: &Repository, p: &PendingLanding) -> Result<()> {
+    use std::io::Write as _;
+    let path = pending_path(repo);
+    let bytes = serde_json::to_vec(p).map_err(|e| Error::Io {
+        path: path.clone(),
+        source: std::io::Error::other(e),
+    })?;
+    let mut f = std::fs::File::create(&path).map_err(io_err(&path))?;
+    f.write_all(&bytes).map_err(io_err(&path))?;
+    f.sync_all().map_err(io_err(&path))?;
+    Ok(())
+}
+
+/// Finishes what a merge that died mid-landing left: HEAD detached at the
+/// old tip (the ref not moved, or moved with the work tree not yet
+/// updated) or at the merge (checked out, not re-attached). The work tree
+/// is brought to the branch's tip with the one safe checkout and HEAD
+/// re-attached; a branch someone else moved meanwhile is left alone and
+/// said (an error: a person decides).
+fn recover_interrupted_landing(repo: &Repository) -> Result<()> {
+    let path = pending_path(repo);
+    let Ok(bytes) = std::fs::read(&path) else {
+        return Ok(());
+    };
+    let Ok(p) = serde_json::from_slice::<PendingLanding>(&bytes) else {
+        // Torn before its sync: HEAD was not detached yet.
+        std::fs::remove_file(&path).map_err(io_err(&path))?;
+        return Ok(());
+    };
+    let head = repo.head().ok();
+    let attached = head
+        .as_ref()
+        .and_then(|h| h.name().ok().map(str::to_string))
+        .is_some_and(|n| n == p.into_ref);
+    if !attached {
+        let at = head
+            .as_ref()
+            .and_then(|h| h.target())
+            .map(|o| o.to_string());
+        let tip = resolve_ref(repo, &p.into_ref)?.to_string();
+        match (at.as_deref(), tip.as_str()) {
+            (Some(a), t) if a == t => {}
+            (Some(a), t) if a == p.previous && t == p.commit => {
+                // The checkout writes the index last: an index already at
+                // the merge's tree means the work tree was updated.
+                let merged = repo.find_commit(Oid::from_str(&p.commit)?)?;
+                let index_tree = repo.index()?.write_tree()?;
+                if index_tree != merged.tree_id() {
+                    crate::deploy::safe_checkout(repo, merged.as_object(), false)?;
+                }
+            }
+            _ => {
+                return Err(Error::InterruptedMerge {
+                    reason: format!(
+                        "an interrupted landing into {} left HEAD at {}, and the branch is now at {tip}; check the branch out by hand, then delete {}",
+                        p.into_ref,
+                        at.as_deref().unwrap_or("nothing"),
+                        path.display()
+                    ),
+                });
+            }
+        }
+        repo.set_head(&p.into_ref)?;
+        tracing::warn!(into = %p.into_ref, "completed an interrupted landing");
+    }
+    std::fs::remove_file(&path).map_err(io_err(&path))?;
+    Ok(())
 }
 
 /// Lands `branches` one by one, in the order given, each merged into and
@@ -434,9 +520,19 @@ fn merge_locked(
             // checkout of the merge sees the work tree as clean and updates
             // it, refusing to overwrite anything edited meanwhile (ignored
             // files included).
+            write_pending(
+                repo,
+                &PendingLanding {
+                    into_ref: into_ref.clone(),
+                    previous: ours.to_string(),
+                    commit: commit.to_string(),
+                },
+            )?;
             repo.set_head_detached(ours)?;
+            crate::deploy::crash_point("merge:detached");
         }
         let moved = repo.reference_matching(&into_ref, commit, true, ours, &log);
+        crate::deploy::crash_point("merge:ref-moved");
         let mut undone = None;
         if checked_out {
             if moved.is_ok() {
@@ -456,8 +552,11 @@ fn merge_locked(
                     )?;
                     undone = Some(e);
                 }
+                crate::deploy::crash_point("merge:checked-out");
             }
             repo.set_head(&into_ref)?;
+            let pending = pending_path(repo);
+            std::fs::remove_file(&pending).map_err(io_err(&pending))?;
         }
         if let Some(e) = undone {
             return Ok(MergeOutcome::Refused {
