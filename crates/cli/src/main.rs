@@ -180,6 +180,8 @@ enum Command {
     },
     /// What the store holds: whether it verifies, commits, scorers with
     /// their directions and versions, counts, the last decision and alarm.
+    /// Exit codes: 0 the trace verifies and every promotion ref agrees
+    /// with it; 1 the trace does not verify; 6 a promotion ref disagrees.
     Status {
         /// Writer key file: also checks every MAC.
         #[arg(long)]

@@ -169,6 +169,10 @@ pub fn policy_differences(a: &ClassPolicy, b: &ClassPolicy) -> Vec<String> {
     };
     let mut out = Vec::new();
     walk("", &x, &y, &mut out);
+    if out.is_empty() && a != b {
+        // JSON writes NaN and ±inf as null: the difference is in one of them.
+        out.push("a value that is not a finite number".into());
+    }
     out
 }
 
@@ -210,7 +214,9 @@ pub fn resolve_policy(
     let pinned = pinned_policy(store, class, head)?;
     match (pinned, file) {
         (Some(p), Some(file)) => match file.class.get(class) {
-            Some(given) if given.hash() == p.hash => Ok((p.policy, PolicySource::Pinned)),
+            Some(given) if given.hash() == p.hash && *given == p.policy => {
+                Ok((p.policy, PolicySource::Pinned))
+            }
             Some(given) => Err(not_pinned(class, &p, given)),
             None => Err(Error::PolicyNotPinned {
                 class: class.to_string(),

@@ -352,6 +352,20 @@ impl ClassPolicy {
             Error::InvalidParameter { name: p, reason } => bad(f(p), reason),
             other => other,
         })?;
+        // Every number is finite, used by the test or not: JSON (the form
+        // a policy is hashed and pinned in) cannot tell NaN from absent.
+        for (name, v) in [
+            ("pass_threshold", self.pass_threshold),
+            ("gap", self.gap),
+            ("elo0", self.elo0),
+            ("elo1", self.elo1),
+        ] {
+            if let Some(v) = v
+                && !v.is_finite()
+            {
+                return Err(bad(f(name), format!("{v} must be a finite number")));
+            }
+        }
         if self.max_n == 0 {
             return Err(bad(f("max_n"), "must be at least 1"));
         }
@@ -421,10 +435,13 @@ impl ClassPolicy {
                 ));
             }
         }
-        if let Some(c) = &self.canaries
-            && c.tasks.is_empty()
-        {
-            return Err(bad(f("canaries.tasks"), "lists no task"));
+        if let Some(c) = &self.canaries {
+            if c.tasks.is_empty() {
+                return Err(bad(f("canaries.tasks"), "lists no task"));
+            }
+            if !c.minimum.is_finite() {
+                return Err(bad(f("canaries.minimum"), "must be a finite number"));
+            }
         }
         Ok(())
     }

@@ -37,8 +37,11 @@ pub(crate) fn evaluate(
     }
     // Read from the verified trace: a class pinned at `at` decides under
     // its pin and nothing else (a file edited beside the store is refused).
+    // Equal hashes and equal values: serde_json writes NaN and ±inf as
+    // `null`, so a hash alone could not tell `pass_threshold = nan` from
+    // an absent one (red team).
     if let Some(pinned) = crate::pin::pinned_policy(store, q.class, at)?
-        && pinned.hash != q.policy.hash()
+        && (pinned.hash != q.policy.hash() || pinned.policy != *q.policy)
     {
         return Err(crate::pin::not_pinned(q.class, &pinned, q.policy));
     }

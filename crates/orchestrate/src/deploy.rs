@@ -80,17 +80,7 @@ pub struct Deployment {
 /// not parse.
 pub fn promotions_in(store: &Store) -> Result<BTreeMap<String, Deployment>> {
     let mut out = BTreeMap::new();
-    for e in store.events_of_kinds(&[ReservedKind::Promotion.as_str()])? {
-        // A cell's promotions are what the cell deployed, not this store.
-        if e.origin.is_some() {
-            continue;
-        }
-        let r: PromotionRecord = serde_json::from_slice(&e.payload).map_err(|err| {
-            ratchet_trace::Error::InvalidInput {
-                field: "payload",
-                reason: format!("promotion event {} does not parse: {err}", e.seq),
-            }
-        })?;
+    for (e, r) in store.own_control_events::<PromotionRecord>(ReservedKind::Promotion, u64::MAX)? {
         let Some(commit) = e.commit else {
             return Err(ratchet_trace::Error::InvalidInput {
                 field: "commit",
@@ -134,10 +124,28 @@ pub struct RefFault {
     /// What the trace says it should (`None`: the trace promoted nothing
     /// for this class).
     pub trace_says: Option<CommitId>,
+    /// The ref is symbolic (names another ref, not a commit): whatever it
+    /// resolves to now, moving its target moves it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub symbolic: bool,
+    /// Why git could not read the ref, when it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
 }
 
 impl std::fmt::Display for RefFault {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(why) = &self.unreadable {
+            return write!(f, "{} cannot be read by git ({why})", self.reference);
+        }
+        if self.symbolic {
+            return write!(
+                f,
+                "{} is a symbolic ref (resolving to {}): a promotion ref names a commit",
+                self.reference,
+                self.points_at.as_deref().unwrap_or("nothing")
+            );
+        }
         match (&self.points_at, &self.trace_says) {
             (Some(at), Some(t)) => write!(
                 f,
@@ -154,7 +162,11 @@ impl std::fmt::Display for RefFault {
                 "{} is missing, but the trace promoted {t}",
                 self.reference
             ),
-            (None, None) => write!(f, "{}: no ref and no promotion", self.reference),
+            (None, None) => write!(
+                f,
+                "{} names no commit, and the trace records no promotion of its class",
+                self.reference
+            ),
         }
     }
 }
@@ -170,21 +182,40 @@ pub fn check_promotion_refs(repo_path: &Path, store: &Store) -> Result<Vec<RefFa
     let repo = Repository::discover(repo_path)?;
     let mut trace = promotions_in(store)?;
     let mut faults = Vec::new();
-    for r in repo.references_glob(&format!("{PROMOTION_REF_PREFIX}*"))? {
-        let r = r?;
-        let name = r.name().unwrap_or("<non-UTF-8 ref>").to_string();
+    for name in promotion_ref_names(&repo)? {
         let class = name.trim_start_matches(PROMOTION_REF_PREFIX).to_string();
+        let expected = trace.remove(&class).map(|d| d.commit);
+        let r = match repo.find_reference(&name) {
+            Ok(r) => r,
+            Err(e) => {
+                faults.push(RefFault {
+                    reference: name,
+                    points_at: None,
+                    trace_says: expected,
+                    symbolic: false,
+                    unreadable: Some(e.message().to_string()),
+                });
+                continue;
+            }
+        };
+        let symbolic = r.kind() == Some(git2::ReferenceType::Symbolic);
         let points_at = r
             .resolve()
             .ok()
             .and_then(|r| r.target())
             .map(|o| o.to_string());
-        let expected = trace.remove(&class).map(|d| d.commit);
-        if points_at.as_deref() != expected.as_ref().map(CommitId::as_str) {
+        // A ref of a class never promoted is a fault whatever it resolves
+        // to (a dangling symbolic ref included: its target can be made later).
+        if symbolic
+            || expected.is_none()
+            || points_at.as_deref() != expected.as_ref().map(CommitId::as_str)
+        {
             faults.push(RefFault {
                 reference: name,
                 points_at,
                 trace_says: expected,
+                symbolic,
+                unreadable: None,
             });
         }
     }
@@ -193,9 +224,44 @@ pub fn check_promotion_refs(repo_path: &Path, store: &Store) -> Result<Vec<RefFa
             reference: format!("{PROMOTION_REF_PREFIX}{class}"),
             points_at: None,
             trace_says: Some(d.commit),
+            symbolic: false,
+            unreadable: None,
         });
     }
     Ok(faults)
+}
+
+/// Every ref under [`PROMOTION_REF_PREFIX`]: those git lists, and the loose
+/// ones it does not (a symbolic ref whose target does not exist yet is
+/// skipped by git's listing — and by `git for-each-ref` — but becomes live
+/// when someone creates the target).
+fn promotion_ref_names(repo: &Repository) -> Result<Vec<String>> {
+    let mut names = std::collections::BTreeSet::new();
+    for name in repo
+        .references_glob(&format!("{PROMOTION_REF_PREFIX}*"))?
+        .names()
+    {
+        names.insert(name?.to_string());
+    }
+    fn walk(dir: &Path, prefix: &str, out: &mut std::collections::BTreeSet<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let name = format!("{prefix}{}", e.file_name().to_string_lossy());
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                walk(&e.path(), &format!("{name}/"), out);
+            } else if !name.ends_with(".lock") {
+                out.insert(name);
+            }
+        }
+    }
+    walk(
+        &repo.commondir().join(PROMOTION_REF_PREFIX),
+        PROMOTION_REF_PREFIX,
+        &mut names,
+    );
+    Ok(names.into_iter().collect())
 }
 
 /// A promotion recorded: the `promotion` event, then the ref moved.
@@ -216,6 +282,14 @@ fn promotion_ref(class: &str) -> Result<String> {
         });
     }
     Ok(name)
+}
+
+fn append_promotion(store: &mut Store, commit: &CommitId, r: PromotionRecord) -> Result<Receipt> {
+    Ok(store.append(
+        EventDraft::reserved(ReservedKind::Promotion, &r)?
+            .commit(commit.clone())
+            .session("promote"),
+    )?)
 }
 
 fn move_ref(repo: &Repository, name: &str, oid: Oid, class: &str) -> Result<()> {
@@ -246,20 +320,18 @@ pub fn record_promotion(
     let oid = Oid::from_str(commit.as_str())?;
     repo.find_commit(oid)?;
     sync_promotion_ref(repo_path, store, class)?;
-    let receipt = store.append(
-        EventDraft::reserved(
-            ReservedKind::Promotion,
-            &PromotionRecord {
-                reference: name.clone(),
-                class: class.to_string(),
-                decision_seq,
-                restores: None,
-                ref_was: None,
-            },
-        )?
-        .commit(commit.clone())
-        .session("promote"),
+    let receipt = append_promotion(
+        store,
+        commit,
+        PromotionRecord {
+            reference: name.clone(),
+            class: class.to_string(),
+            decision_seq,
+            restores: None,
+            ref_was: None,
+        },
     )?;
+
     crash_point("promotion:recorded");
     move_ref(&repo, &name, oid, class)?;
     crash_point("promotion:ref-moved");
@@ -304,20 +376,18 @@ pub fn sync_promotion_ref(
     }
     let oid = Oid::from_str(latest.commit.as_str())?;
     repo.find_commit(oid)?;
-    let receipt = store.append(
-        EventDraft::reserved(
-            ReservedKind::Promotion,
-            &PromotionRecord {
-                reference: name.clone(),
-                class: class.to_string(),
-                decision_seq: latest.decision_seq,
-                restores: Some(latest.seq),
-                ref_was: now.map(|o| o.to_string()),
-            },
-        )?
-        .commit(latest.commit.clone())
-        .session("promote"),
+    let receipt = append_promotion(
+        store,
+        &latest.commit,
+        PromotionRecord {
+            reference: name.clone(),
+            class: class.to_string(),
+            decision_seq: latest.decision_seq,
+            restores: Some(latest.seq),
+            ref_was: now.map(|o| o.to_string()),
+        },
     )?;
+
     move_ref(&repo, &name, oid, class)?;
     tracing::warn!(%name, to = %latest.commit, "promotion ref restored to what the trace says");
     Ok(Some(receipt))
@@ -337,46 +407,59 @@ pub fn store_paths_in(repo: &Repository, commit: Oid, store_dir: &Path) -> Resul
     let (Ok(workdir), Ok(store)) = (workdir.canonicalize(), absolute(store_dir)) else {
         return Ok(Vec::new());
     };
-    let Ok(relative) = store.strip_prefix(&workdir) else {
-        return Ok(Vec::new());
-    };
-    let store_rel: Vec<String> = relative
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
-            _ => None,
-        })
-        .collect();
-    if store_rel.is_empty() {
+    // The store's path inside the work tree, when it is inside.
+    let store_rel: Option<Vec<String>> = store.strip_prefix(&workdir).ok().map(|relative| {
+        relative
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+                _ => None,
+            })
+            .collect()
+    });
+    if store_rel.as_ref().is_some_and(Vec::is_empty) {
         // The store is the work tree's root: every checkout writes into it.
         return Ok(vec!["(the store directory is the work tree's root)".into()]);
     }
+    // Every entry first: a link is judged against the commit's other links.
     let tree = repo.find_commit(commit)?.tree()?;
-    let mut found = Vec::new();
+    let mut entries: Vec<(String, Option<ObjectType>, i32, Oid)> = Vec::new();
     tree.walk(git2::TreeWalkMode::PreOrder, |root, entry| {
         let path = format!("{root}{}", entry.name().unwrap_or("<non-UTF-8>"));
+        entries.push((path, entry.kind(), entry.filemode(), entry.id()));
+        git2::TreeWalkResult::Ok
+    })?;
+    let links: std::collections::HashSet<&str> = entries
+        .iter()
+        .filter(|e| e.2 == 0o120000)
+        .map(|e| e.0.as_str())
+        .collect();
+    let mut found = Vec::new();
+    for (path, kind, mode, id) in &entries {
         let parts: Vec<&str> = path.split('/').collect();
         // Inside the store (or the store itself, or one of its parents as a
         // file or link: checking that out replaces the directory).
-        let shared = parts
-            .iter()
-            .zip(&store_rel)
-            .take_while(|(a, b)| **a == b.as_str())
-            .count();
-        let into_store = shared == store_rel.len()
-            || (shared == parts.len() && entry.kind() != Some(ObjectType::Tree));
-        let link_into_store = entry.filemode() == 0o120000
+        let into_store = store_rel.as_ref().is_some_and(|store_rel| {
+            let shared = parts
+                .iter()
+                .zip(store_rel)
+                .take_while(|(a, b)| **a == b.as_str())
+                .count();
+            shared == store_rel.len() || (shared == parts.len() && *kind != Some(ObjectType::Tree))
+        });
+        let link_into_store = *mode == 0o120000
             && repo
-                .find_blob(entry.id())
+                .find_blob(*id)
                 .ok()
-                .map(|b| link_target_inside(&workdir, root, b.content(), &store))
-                .unwrap_or(true);
-        if into_store || link_into_store {
-            found.push(path);
-            return git2::TreeWalkResult::Skip;
+                .is_none_or(|b| link_may_reach(&workdir, path, b.content(), &links, &store));
+        if into_store {
+            found.push(path.clone());
+        } else if link_into_store {
+            found.push(format!(
+                "{path} (a symbolic link that reaches or may reach the store)"
+            ));
         }
-        git2::TreeWalkResult::Ok
-    })?;
+    }
     Ok(found)
 }
 
@@ -387,30 +470,76 @@ fn absolute(path: &Path) -> std::io::Result<PathBuf> {
     }
 }
 
-/// Whether a symbolic link at `root` (a tree path ending in `/`, or empty)
-/// whose target is `target` resolves, lexically, to `store` or into it (a
-/// target that is not UTF-8 counts as inside: it cannot be judged).
-fn link_target_inside(workdir: &Path, root: &str, target: &[u8], store: &Path) -> bool {
-    let Ok(target) = std::str::from_utf8(target) else {
+/// Whether the symbolic link at tree path `link` with target bytes
+/// `target` reaches `store`, or cannot be judged and so may: a target that
+/// is not UTF-8 or holds a NUL (git writes it as a C string: what follows
+/// the NUL is not the link), one that passes through another link of the
+/// same commit (resolved as text it would point elsewhere than the system
+/// resolves it), one under `/proc` or `/dev/fd` (their meaning depends on
+/// the process), and one that resolves — lexically, or on this filesystem —
+/// to the store or into it.
+fn link_may_reach(
+    workdir: &Path,
+    link: &str,
+    target: &[u8],
+    links: &std::collections::HashSet<&str>,
+    store: &Path,
+) -> bool {
+    let Ok(text) = std::str::from_utf8(target) else {
         return true;
     };
-    let target = Path::new(target);
-    let mut at = if target.is_absolute() {
-        PathBuf::new()
+    if text.contains('\0') {
+        return true;
+    }
+    let target = Path::new(text);
+    if target.is_absolute() && (target.starts_with("/proc") || target.starts_with("/dev/fd")) {
+        return true;
+    }
+    // Inside the work tree, as tree components; `None` once it left it.
+    let mut inside: Option<Vec<String>> = if target.is_absolute() {
+        None
     } else {
-        workdir.join(root)
+        let mut dir: Vec<String> = link.split('/').map(str::to_string).collect();
+        dir.pop();
+        Some(dir)
+    };
+    let mut outside = if target.is_absolute() {
+        PathBuf::from("/")
+    } else {
+        workdir.to_path_buf()
     };
     for c in target.components() {
-        match c {
-            Component::RootDir => at.push("/"),
-            Component::ParentDir => {
-                at.pop();
+        if let Some(parts) = &inside
+            && !parts.is_empty()
+            && links.contains(parts.join("/").as_str())
+        {
+            // The path so far is another link of this commit.
+            return true;
+        }
+        match (c, inside.as_mut()) {
+            (Component::ParentDir, Some(parts)) if parts.is_empty() => {
+                inside = None;
+                outside = workdir.parent().unwrap_or(Path::new("/")).to_path_buf();
             }
-            Component::Normal(s) => at.push(s),
+            (Component::ParentDir, Some(parts)) => {
+                parts.pop();
+            }
+            (Component::Normal(n), Some(parts)) => parts.push(n.to_string_lossy().into_owned()),
+            (Component::ParentDir, None) => {
+                outside.pop();
+            }
+            (Component::Normal(n), None) => outside.push(n),
             _ => {}
         }
     }
-    at.starts_with(store)
+    let resolved = match &inside {
+        Some(parts) => parts.iter().fold(workdir.to_path_buf(), |p, c| p.join(c)),
+        None => outside,
+    };
+    resolved.starts_with(store)
+        || resolved
+            .canonicalize()
+            .is_ok_and(|real| real.starts_with(store))
 }
 
 /// The one checkout ratchet makes: the tree of `commit` into the work tree,
@@ -568,20 +697,11 @@ fn latest_checkout(store: &Store) -> Result<Option<(u64, CheckoutRecord)>> {
 /// # Errors
 /// [`Error::Trace`] if the store cannot be read or an event does not parse.
 pub fn checkouts_in(store: &Store) -> Result<Vec<(u64, CheckoutRecord)>> {
-    let mut out = Vec::new();
-    for e in store.events_of_kinds(&[ReservedKind::Checkout.as_str()])? {
-        if e.origin.is_some() {
-            continue;
-        }
-        let r: CheckoutRecord = serde_json::from_slice(&e.payload).map_err(|err| {
-            ratchet_trace::Error::InvalidInput {
-                field: "payload",
-                reason: format!("checkout event {} does not parse: {err}", e.seq),
-            }
-        })?;
-        out.push((e.seq, r));
-    }
-    Ok(out)
+    Ok(store
+        .own_control_events::<CheckoutRecord>(ReservedKind::Checkout, u64::MAX)?
+        .into_iter()
+        .map(|(e, r)| (e.seq, r))
+        .collect())
 }
 
 /// Completes a checkout the trace records but the work tree does not show:

@@ -792,6 +792,8 @@ pub struct Status {
     /// Each class's pinned policy (hash and seq); empty: no class is
     /// pinned, and a policy file beside the store decides (see README).
     pub pinned_policies: std::collections::BTreeMap<String, PinSummary>,
+    /// Classes this store decided or promoted that have no pinned policy.
+    pub unpinned_classes: Vec<String>,
     /// Each pinned rubric's version and the pin's seq.
     pub pinned_rubrics: std::collections::BTreeMap<String, PinSummary>,
     /// What the trace says is promoted, per class.
@@ -867,23 +869,22 @@ pub fn status(store: &mut Store, repo: Option<&Path>) -> Result<Status> {
             ratchet_scorers::direction_in(&snapshot, &s.scorer)?,
         );
     }
-    let last_decision = match snapshot
-        .events_of_kinds(&[ratchet_gate::KIND_DECISION])?
+    let decisions = snapshot
+        .own_control_events::<DecisionSummary>(ratchet_trace::ReservedKind::Decision, u64::MAX)?;
+    let decided: Vec<String> = decisions.iter().map(|(_, d)| d.class.clone()).collect();
+    let last_decision = decisions.into_iter().next_back().map(|(e, mut d)| {
+        d.seq = e.seq;
+        d
+    });
+    let pinned = ratchet_gate::pinned_policies(&snapshot, u64::MAX)?;
+    let deployed = promotions_in(&snapshot)?;
+    let unpinned_classes: Vec<String> = decided
         .into_iter()
-        .rfind(|e| e.origin.is_none())
-    {
-        Some(e) => {
-            let mut d: DecisionSummary = serde_json::from_slice(&e.payload).map_err(|err| {
-                ratchet_trace::Error::InvalidInput {
-                    field: "payload",
-                    reason: format!("decision event {} does not parse: {err}", e.seq),
-                }
-            })?;
-            d.seq = e.seq;
-            Some(d)
-        }
-        None => None,
-    };
+        .chain(deployed.keys().cloned())
+        .filter(|c| !pinned.contains_key(c))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
     Ok(Status {
         store_id: snapshot.id().to_string(),
         store_dir: snapshot.dir().to_path_buf(),
@@ -893,7 +894,7 @@ pub fn status(store: &mut Store, repo: Option<&Path>) -> Result<Status> {
         directions,
         last_decision,
         last_alarm: ratchet_drift::latest_alarm(&snapshot, None)?,
-        pinned_policies: ratchet_gate::pinned_policies(&snapshot, u64::MAX)?
+        pinned_policies: pinned
             .into_iter()
             .map(|(class, p)| {
                 (
@@ -905,8 +906,9 @@ pub fn status(store: &mut Store, repo: Option<&Path>) -> Result<Status> {
                 )
             })
             .collect(),
+        unpinned_classes,
         pinned_rubrics: pinned_rubrics(&snapshot)?,
-        deployed: promotions_in(&snapshot)?,
+        deployed,
         ref_faults: repo
             .map(|r| check_promotion_refs(r, &snapshot))
             .transpose()?,

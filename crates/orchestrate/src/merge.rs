@@ -219,7 +219,8 @@ pub fn merge(
     // The common directory: every linked work tree of a repository shares it,
     // so they share one lock too.
     let _lock = MergeLock::acquire(repo.commondir())?;
-    recover_interrupted_landing(&repo)?;
+    let store_dir = store.dir().to_path_buf();
+    recover_interrupted_landing(&repo, &store_dir)?;
     let outcome = merge_locked(&repo, store, sandbox, branch, request)?;
     let mut draft = EventDraft::reserved(ReservedKind::Merge, &outcome)?.session("merge");
     if let MergeOutcome::Landed { commit, .. } | MergeOutcome::SemanticConflict { commit, .. } =
@@ -266,7 +267,7 @@ fn write_pending(repo: &Repository, p: &PendingLanding) -> Result<()> {
 /// is brought to the branch's tip with the one safe checkout and HEAD
 /// re-attached; a branch someone else moved meanwhile is left alone and
 /// said (an error: a person decides).
-fn recover_interrupted_landing(repo: &Repository) -> Result<()> {
+fn recover_interrupted_landing(repo: &Repository, store_dir: &Path) -> Result<()> {
     let path = pending_path(repo);
     let Ok(bytes) = std::fs::read(&path) else {
         return Ok(());
@@ -295,6 +296,16 @@ fn recover_interrupted_landing(repo: &Repository) -> Result<()> {
                 let merged = repo.find_commit(Oid::from_str(&p.commit)?)?;
                 let index_tree = repo.index()?.write_tree()?;
                 if index_tree != merged.tree_id() {
+                    let inside = crate::deploy::store_paths_in(repo, merged.id(), store_dir)?;
+                    if !inside.is_empty() {
+                        return Err(Error::UnsafeCheckout {
+                            commit: CommitId::parse(&p.commit)?,
+                            reason: format!(
+                                "it tracks paths inside the store ({})",
+                                inside.join(", ")
+                            ),
+                        });
+                    }
                     crate::deploy::safe_checkout(repo, merged.as_object(), false)?;
                 }
             }

@@ -94,26 +94,13 @@ pub fn declared_direction(
     scorer: &str,
     max_seq: u64,
 ) -> Result<Option<(Direction, u64)>> {
-    for e in store.events_of_kinds(&[ReservedKind::Scorer.as_str()])? {
-        if e.seq > max_seq {
-            break;
-        }
-        // Only this store's own declarations: one merged in from a cell
-        // is what the cell believed, never a rule for this store.
-        if e.origin.is_some() {
-            continue;
-        }
-        let d: ScorerDeclaration = serde_json::from_slice(&e.payload).map_err(|err| {
-            ratchet_trace::Error::InvalidInput {
-                field: "payload",
-                reason: format!("scorer declaration at seq {} does not parse: {err}", e.seq),
-            }
-        })?;
-        if d.scorer == scorer {
-            return Ok(Some((d.direction, e.seq)));
-        }
-    }
-    Ok(None)
+    // Only this store's own declarations: one merged in from a cell is what
+    // the cell believed, never a rule for this store.
+    Ok(store
+        .own_control_events::<ScorerDeclaration>(ReservedKind::Scorer, max_seq)?
+        .into_iter()
+        .find(|(_, d)| d.scorer == scorer)
+        .map(|(e, d)| (d.direction, e.seq)))
 }
 
 /// Declares the direction in which `scorer` improves, once: the first

@@ -44,23 +44,11 @@ pub enum Pin {
 /// this store does not parse (a `policy` event is written only by the pin
 /// functions: one that does not parse is not a pin anyone may ignore).
 pub fn pins(store: &Store, max_seq: u64) -> Result<Vec<(u64, Pin)>> {
-    let mut out = Vec::new();
-    for e in store.events_of_kinds(&[ReservedKind::Policy.as_str()])? {
-        if e.seq > max_seq {
-            break;
-        }
-        if e.origin.is_some() {
-            continue;
-        }
-        let pin: Pin = serde_json::from_slice(&e.payload).map_err(|err| {
-            ratchet_trace::Error::InvalidInput {
-                field: "payload",
-                reason: format!("the pin at seq {} does not parse: {err}", e.seq),
-            }
-        })?;
-        out.push((e.seq, pin));
-    }
-    Ok(out)
+    Ok(store
+        .own_control_events::<Pin>(ReservedKind::Policy, max_seq)?
+        .into_iter()
+        .map(|(e, pin)| (e.seq, pin))
+        .collect())
 }
 
 /// The version rubric `name` is pinned to at or before `max_seq` (the

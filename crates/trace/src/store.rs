@@ -1090,6 +1090,39 @@ impl Store {
             .map_err(Error::sqlite("reading events"))
     }
 
+    /// This store's own events of `kind` at or before `max_seq`, in seq
+    /// order, each with its payload parsed as `T`: how a control event is
+    /// read for acting on it. Events merged in from cells are passed over
+    /// (they are what a cell saw, never an instruction to this store), and
+    /// a payload that does not parse is an error, never a skipped event.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming the seq of a payload that does not
+    /// parse; [`Error::Sqlite`] if the read fails.
+    pub fn own_control_events<T: serde::de::DeserializeOwned>(
+        &self,
+        kind: crate::event::ReservedKind,
+        max_seq: u64,
+    ) -> Result<Vec<(Event, T)>> {
+        let mut out = Vec::new();
+        for e in self.events_of_kinds(&[kind.as_str()])? {
+            if e.seq > max_seq {
+                break;
+            }
+            if e.origin.is_some() {
+                continue;
+            }
+            let parsed: T = serde_json::from_slice(&e.payload).map_err(|err| {
+                Error::invalid(
+                    "payload",
+                    format!("{} event {} does not parse: {err}", kind.as_str(), e.seq),
+                )
+            })?;
+            out.push((e, parsed));
+        }
+        Ok(out)
+    }
+
     /// Every event of the given kinds, in seq order (a scan of the events
     /// table, within the chain): how the rare control events — alarms,
     /// promotions, checkouts — are found.

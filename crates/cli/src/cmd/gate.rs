@@ -354,9 +354,23 @@ pub fn calibrate(
 ) -> Result<u8> {
     // The pinned policy when the store pins the class (and exists); a
     // policy file alone otherwise.
+    // Only a store that does not exist is passed over: one that cannot be
+    // opened, or does not verify, is an error (a damaged store must not
+    // make an edited file the policy).
+    let missing = |e: &anyhow::Error| {
+        e.chain().any(|c| {
+            matches!(
+                c.downcast_ref::<ratchet_trace::Error>(),
+                Some(ratchet_trace::Error::StoreMissing { .. })
+            )
+        })
+    };
     let mut store = match ctx.open_read(key_file) {
-        Ok(s) => Some(s),
-        Err(_) if from_store.is_none() => None,
+        Ok(s) => {
+            s.verified(&ratchet_trace::VerifyOptions::default())?;
+            Some(s)
+        }
+        Err(e) if from_store.is_none() && missing(&e) => None,
         Err(e) => return Err(e),
     };
     let class_policy = match &store {

@@ -110,11 +110,20 @@ pub fn log(ctx: &Ctx, from: u64, limit: usize, filter: &EventFilter) -> Result<u
 pub fn status(ctx: &Ctx, key_file: Option<&Path>, repo: Option<&Path>) -> Result<u8> {
     let mut store = ctx.open_read(key_file)?;
     let s = ratchet_orchestrate::status(&mut store, repo)?;
-    let verified = s.verification.fault.is_none();
-    let faults = s.ref_faults.as_deref().filter(|_| verified);
+    // A trace that does not verify exits 1 whatever the refs say (a ref
+    // that disagrees is still shown); one that verifies exits 6 when a
+    // ref disagrees with it.
+    let exit = |ctx: &Ctx| {
+        let refs = ref_exit(ctx, s.ref_faults.as_deref());
+        if s.verification.fault.is_some() {
+            EXIT_NEGATIVE
+        } else {
+            refs
+        }
+    };
     if ctx.json {
         out::json(&s)?;
-        return Ok(ref_exit(ctx, faults));
+        return Ok(exit(ctx));
     }
     let mut o = std::io::stdout().lock();
     writeln!(o, "store {} at {}", s.store_id, s.store_dir.display())?;
@@ -228,8 +237,14 @@ pub fn status(ctx: &Ctx, key_file: Option<&Path>, repo: Option<&Path>) -> Result
             d.commit, d.seq
         )?;
     }
+    for class in &s.unpinned_classes {
+        writeln!(
+            o,
+            "class {class}: policy not pinned (decided or promoted under a file; `ratchet policy pin FILE --class {class}`)"
+        )?;
+    }
     drop(o);
-    Ok(ref_exit(ctx, faults))
+    Ok(exit(ctx))
 }
 
 pub fn verify_chain(
