@@ -830,7 +830,15 @@ fn run(cli: Cli) -> Result<u8> {
             cmd::store::log(&ctx, from, limit, &filter)
         }
         Command::Status { key_file, repo } => {
-            let repo = repo.or_else(|| ratchet_orchestrate::repository_of(&ctx.store_dir));
+            // The repository of the store, else of the current directory
+            // (a store kept outside the repository it promotes in).
+            let repo = repo
+                .or_else(|| ratchet_orchestrate::repository_of(&ctx.store_dir))
+                .or_else(|| {
+                    std::env::current_dir()
+                        .ok()
+                        .and_then(|d| ratchet_orchestrate::repository_of(&d))
+                });
             cmd::store::status(&ctx, key_file.as_deref(), repo.as_deref())
         }
         Command::VerifyChain {

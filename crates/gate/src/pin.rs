@@ -109,8 +109,11 @@ pub fn pinned_policy(store: &Store, class: &str, max_seq: u64) -> Result<Option<
 /// store only the holder of the writer key can do this, which is the point.
 ///
 /// # Errors
-/// [`Error::Trace`] if the store cannot be read or written.
+/// [`Error::Trace`] if the trace does not verify (or is keyed and was
+/// opened without its key), or cannot be read or written.
 pub fn pin_policy(store: &mut Store, class: &str, policy: &ClassPolicy) -> Result<Pinned> {
+    // A pin is written only into a trace that verifies (with its key).
+    store.verified(&ratchet_trace::VerifyOptions::default())?;
     let head = store.head()?.size;
     let hash = policy.hash();
     let in_force = pinned_policy(store, class, head)?

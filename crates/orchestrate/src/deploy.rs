@@ -284,6 +284,25 @@ fn promotion_ref(class: &str) -> Result<String> {
     Ok(name)
 }
 
+/// Refuses a promotion ref git could not write: refs beneath its name
+/// (`refs/ratchet/promoted/<class>/x`) block it, and an event recorded
+/// before that is found would claim a move that cannot be made.
+fn check_ref_writable(repo: &Repository, name: &str) -> Result<()> {
+    let loose_dir = repo.commondir().join(name).is_dir();
+    let beneath = repo
+        .references_glob(&format!("{name}/*"))?
+        .names()
+        .next()
+        .is_some();
+    if loose_dir || beneath {
+        return Err(Error::InvalidPath {
+            path: PathBuf::from(name),
+            reason: "refs exist beneath this promotion ref's name, and git cannot hold both: remove them (`git update-ref -d`), then run the command again",
+        });
+    }
+    Ok(())
+}
+
 fn append_promotion(store: &mut Store, commit: &CommitId, r: PromotionRecord) -> Result<Receipt> {
     Ok(store.append(
         EventDraft::reserved(ReservedKind::Promotion, &r)?
@@ -319,6 +338,7 @@ pub fn record_promotion(
     let name = promotion_ref(class)?;
     let oid = Oid::from_str(commit.as_str())?;
     repo.find_commit(oid)?;
+    check_ref_writable(&repo, &name)?;
     sync_promotion_ref(repo_path, store, class)?;
     let receipt = append_promotion(
         store,
@@ -376,6 +396,7 @@ pub fn sync_promotion_ref(
     }
     let oid = Oid::from_str(latest.commit.as_str())?;
     repo.find_commit(oid)?;
+    check_ref_writable(&repo, &name)?;
     let receipt = append_promotion(
         store,
         &latest.commit,
@@ -401,25 +422,42 @@ pub fn sync_promotion_ref(
 /// # Errors
 /// [`Error::Git`] if the commit or its tree cannot be read.
 pub fn store_paths_in(repo: &Repository, commit: Oid, store_dir: &Path) -> Result<Vec<String>> {
-    let Some(workdir) = repo.workdir() else {
+    let Some(raw_workdir) = repo.workdir() else {
         return Ok(Vec::new());
     };
-    let (Ok(workdir), Ok(store)) = (workdir.canonicalize(), absolute(store_dir)) else {
+    let (Ok(workdir), Ok(store)) = (raw_workdir.canonicalize(), absolute(store_dir)) else {
         return Ok(Vec::new());
     };
-    // The store's path inside the work tree, when it is inside.
-    let store_rel: Option<Vec<String>> = store.strip_prefix(&workdir).ok().map(|relative| {
-        relative
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
-                _ => None,
-            })
-            .collect()
-    });
-    if store_rel.as_ref().is_some_and(Vec::is_empty) {
-        // The store is the work tree's root: every checkout writes into it.
-        return Ok(vec!["(the store directory is the work tree's root)".into()]);
+    // The store's path inside the work tree, as the file system resolves it
+    // and as it is written: a store reached through a tracked link (a
+    // `.ratchet` link to a directory elsewhere) is inside the work tree by
+    // the second, and a checkout that replaces the link re-points the store.
+    let lexical = std::path::absolute(store_dir).ok();
+    let mut store_rels: Vec<Vec<String>> = Vec::new();
+    for (root, at) in [
+        (Some(workdir.as_path()), Some(store.as_path())),
+        (Some(workdir.as_path()), lexical.as_deref()),
+        (Some(raw_workdir), lexical.as_deref()),
+    ] {
+        let (Some(root), Some(at)) = (root, at) else {
+            continue;
+        };
+        if let Ok(relative) = at.strip_prefix(root) {
+            let rel: Vec<String> = relative
+                .components()
+                .filter_map(|c| match c {
+                    Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+                    _ => None,
+                })
+                .collect();
+            if rel.is_empty() {
+                // The store is the work tree's root: every checkout writes into it.
+                return Ok(vec!["(the store directory is the work tree's root)".into()]);
+            }
+            if !store_rels.contains(&rel) {
+                store_rels.push(rel);
+            }
+        }
     }
     // Every entry first: a link is judged against the commit's other links.
     let tree = repo.find_commit(commit)?.tree()?;
@@ -439,7 +477,7 @@ pub fn store_paths_in(repo: &Repository, commit: Oid, store_dir: &Path) -> Resul
         let parts: Vec<&str> = path.split('/').collect();
         // Inside the store (or the store itself, or one of its parents as a
         // file or link: checking that out replaces the directory).
-        let into_store = store_rel.as_ref().is_some_and(|store_rel| {
+        let into_store = store_rels.iter().any(|store_rel| {
             let shared = parts
                 .iter()
                 .zip(store_rel)
@@ -448,10 +486,12 @@ pub fn store_paths_in(repo: &Repository, commit: Oid, store_dir: &Path) -> Resul
             shared == store_rel.len() || (shared == parts.len() && *kind != Some(ObjectType::Tree))
         });
         let link_into_store = *mode == 0o120000
-            && repo
-                .find_blob(*id)
-                .ok()
-                .is_none_or(|b| link_may_reach(&workdir, path, b.content(), &links, &store));
+            && repo.find_blob(*id).ok().is_none_or(|b| {
+                link_may_reach(&workdir, path, b.content(), &links, &store)
+                    || lexical
+                        .as_deref()
+                        .is_some_and(|l| link_may_reach(&workdir, path, b.content(), &links, l))
+            });
         if into_store {
             found.push(path.clone());
         } else if link_into_store {
@@ -578,12 +618,8 @@ pub fn checkout_refusal(
     store_dir: &Path,
 ) -> Result<Option<String>> {
     let oid = Oid::from_str(commit.as_str())?;
-    let inside = store_paths_in(repo, oid, store_dir)?;
-    if !inside.is_empty() {
-        return Ok(Some(format!(
-            "it tracks paths inside the store directory ({}): checking it out would overwrite the store",
-            inside.join(", ")
-        )));
+    if let Some(why) = store_refusal(repo, leaving(repo), oid, store_dir)? {
+        return Ok(Some(why));
     }
     let foreign = untracked_in_the_way(repo, oid)?;
     if !foreign.is_empty() {
@@ -598,6 +634,41 @@ pub fn checkout_refusal(
             "checking it out would overwrite files it did not write ({})",
             e.message()
         )));
+    }
+    Ok(None)
+}
+
+/// The commit HEAD is at: the one a checkout leaves.
+pub(crate) fn leaving(repo: &Repository) -> Option<Oid> {
+    repo.head().ok().and_then(|h| h.target())
+}
+
+/// Why moving the work tree from `from` to `to` would touch the store, if
+/// it would: `to` tracks paths inside it (a checkout writes them), or
+/// `from` does (a checkout deletes every unmodified file the commit it
+/// leaves tracks and the new one lacks — the store's own files included,
+/// when a commit versions them).
+pub(crate) fn store_refusal(
+    repo: &Repository,
+    from: Option<Oid>,
+    to: Oid,
+    store_dir: &Path,
+) -> Result<Option<String>> {
+    let inside = store_paths_in(repo, to, store_dir)?;
+    if !inside.is_empty() {
+        return Ok(Some(format!(
+            "it tracks paths inside the store directory ({}): checking it out would overwrite the store",
+            inside.join(", ")
+        )));
+    }
+    if let Some(from) = from {
+        let inside = store_paths_in(repo, from, store_dir)?;
+        if !inside.is_empty() {
+            return Ok(Some(format!(
+                "the commit checked out now ({from}) tracks paths inside the store directory ({}): leaving it would delete or replace them",
+                inside.join(", ")
+            )));
+        }
     }
     Ok(None)
 }
@@ -704,12 +775,45 @@ pub fn checkouts_in(store: &Store) -> Result<Vec<(u64, CheckoutRecord)>> {
         .collect())
 }
 
+/// Writes `value` as JSON to `path` and syncs it before returning: the
+/// markers a move leaves in the git directory while it is under way.
+pub(crate) fn write_synced_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    use std::io::Write as _;
+    let bytes = serde_json::to_vec(value).map_err(|e| Error::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(e),
+    })?;
+    let mut f = std::fs::File::create(path).map_err(crate::io_err(path))?;
+    f.write_all(&bytes).map_err(crate::io_err(path))?;
+    f.sync_all().map_err(crate::io_err(path))?;
+    Ok(())
+}
+
+/// A heal's checkout under way: written (and synced) before its `checkout`
+/// event is appended, removed once the work tree is moved. Only while it
+/// exists does the next command complete a recorded checkout; a person
+/// who moves HEAD back after a finished heal is left alone.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct PendingCheckout {
+    /// The trace's size before the event: the event is the first checkout after it.
+    pub after_seq: u64,
+    /// What HEAD pointed at.
+    pub head_was: Option<String>,
+    /// The commit being checked out.
+    pub to: CommitId,
+}
+
+pub(crate) fn pending_checkout_path(repo: &Repository) -> PathBuf {
+    repo.commondir().join("ratchet-checkout.pending")
+}
+
 /// Completes a checkout the trace records but the work tree does not show:
-/// when the latest `checkout` event's `to` is not HEAD while HEAD is still
-/// its `from` (the checkout was recorded, then the process died or the
-/// checkout failed), it checks `to` out and records a `checkout` event that
-/// `completes` the first. A HEAD moved anywhere else is a person's act and
-/// is left alone.
+/// when a heal's marker ([`PendingCheckout`]) is still in the git
+/// directory, the latest `checkout` event is the one it announced, and
+/// HEAD is still where it was (the checkout was recorded, then the process
+/// died or the checkout failed), it checks `to` out and records a
+/// `checkout` event that `completes` the first. Otherwise the marker is
+/// stale and removed: a HEAD moved anywhere is a person's act.
 ///
 /// # Errors
 /// [`Error::Trace`] if the trace does not verify or cannot be written;
@@ -717,22 +821,30 @@ pub fn checkouts_in(store: &Store) -> Result<Vec<(u64, CheckoutRecord)>> {
 /// the checkout cannot be made.
 pub fn recover_checkout(repo_path: &Path, store: &mut Store) -> Result<Option<Receipt>> {
     let repo = Repository::discover(repo_path)?;
+    let marker = pending_checkout_path(&repo);
+    let Ok(bytes) = std::fs::read(&marker) else {
+        return Ok(None);
+    };
+    let remove = || std::fs::remove_file(&marker).map_err(crate::io_err(&marker));
+    let Ok(pending) = serde_json::from_slice::<PendingCheckout>(&bytes) else {
+        remove()?;
+        return Ok(None);
+    };
     let latest = {
         let snapshot = store.snapshot()?;
         snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
         latest_checkout(&snapshot)?
     };
-    let Some((seq, record)) = latest else {
+    let head = leaving(&repo).map(|o| o.to_string());
+    let announced = latest.filter(|(seq, r)| {
+        *seq > pending.after_seq && r.to == pending.to && r.head_was == pending.head_was
+    });
+    let Some((seq, record)) = announced.filter(|_| {
+        head.is_some() && head == pending.head_was && head.as_deref() != Some(pending.to.as_str())
+    }) else {
+        remove()?;
         return Ok(None);
     };
-    let head = repo
-        .head()
-        .ok()
-        .and_then(|h| h.target())
-        .map(|o| o.to_string());
-    if head.is_none() || head != record.head_was || head.as_deref() == Some(record.to.as_str()) {
-        return Ok(None);
-    }
     let dirty = crate::dirty_paths(&repo)?;
     if !dirty.is_empty() {
         return Err(Error::DirtyWorkTree { paths: dirty });
@@ -759,6 +871,7 @@ pub fn recover_checkout(repo_path: &Path, store: &mut Store) -> Result<Option<Re
         .session("heal"),
     )?;
     check_out_detached(&repo, &record.to, &store_dir)?;
+    remove()?;
     tracing::warn!(to = %record.to, seq, "completed a checkout the trace recorded");
     Ok(Some(receipt))
 }

@@ -468,11 +468,16 @@ pub fn heal(
     // Recorded first, checked out second: a crash between the two leaves
     // the trace ahead of the work tree, and the next heal completes it
     // (`recover_checkout`).
-    let head_was = repo
-        .head()
-        .ok()
-        .and_then(|h| h.target())
-        .map(|o| o.to_string());
+    let head_was = deploy::leaving(&repo).map(|o| o.to_string());
+    let marker = deploy::pending_checkout_path(&repo);
+    deploy::write_synced_json(
+        &marker,
+        &deploy::PendingCheckout {
+            after_seq: store.head()?.size,
+            head_was: head_was.clone(),
+            to: target.clone(),
+        },
+    )?;
     let receipt = store.append(
         EventDraft::reserved(
             ratchet_trace::ReservedKind::Checkout,
@@ -492,6 +497,7 @@ pub fn heal(
     )?;
     deploy::crash_point("heal:recorded");
     deploy::check_out_detached(&repo, &target, &store_dir)?;
+    std::fs::remove_file(&marker).map_err(io_err(&marker))?;
     deploy::crash_point("heal:checked-out");
     report.checked_out = true;
     report.checkout_seq = Some(receipt.seq);

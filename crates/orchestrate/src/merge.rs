@@ -249,16 +249,7 @@ fn pending_path(repo: &Repository) -> PathBuf {
 }
 
 fn write_pending(repo: &Repository, p: &PendingLanding) -> Result<()> {
-    use std::io::Write as _;
-    let path = pending_path(repo);
-    let bytes = serde_json::to_vec(p).map_err(|e| Error::Io {
-        path: path.clone(),
-        source: std::io::Error::other(e),
-    })?;
-    let mut f = std::fs::File::create(&path).map_err(io_err(&path))?;
-    f.write_all(&bytes).map_err(io_err(&path))?;
-    f.sync_all().map_err(io_err(&path))?;
-    Ok(())
+    crate::deploy::write_synced_json(&pending_path(repo), p)
 }
 
 /// Finishes what a merge that died mid-landing left: HEAD detached at the
@@ -296,14 +287,13 @@ fn recover_interrupted_landing(repo: &Repository, store_dir: &Path) -> Result<()
                 let merged = repo.find_commit(Oid::from_str(&p.commit)?)?;
                 let index_tree = repo.index()?.write_tree()?;
                 if index_tree != merged.tree_id() {
-                    let inside = crate::deploy::store_paths_in(repo, merged.id(), store_dir)?;
-                    if !inside.is_empty() {
+                    let previous = Oid::from_str(&p.previous)?;
+                    if let Some(reason) =
+                        crate::deploy::store_refusal(repo, Some(previous), merged.id(), store_dir)?
+                    {
                         return Err(Error::UnsafeCheckout {
                             commit: CommitId::parse(&p.commit)?,
-                            reason: format!(
-                                "it tracks paths inside the store ({})",
-                                inside.join(", ")
-                            ),
+                            reason,
                         });
                     }
                     crate::deploy::safe_checkout(repo, merged.as_object(), false)?;
@@ -477,18 +467,14 @@ fn merge_locked(
         let commit_id = CommitId::parse(&commit.to_string())?;
         // A checked-out `into` gets the merged tree in its work tree: a
         // tree that would write into the store never lands there.
-        if checked_out {
-            let inside = crate::deploy::store_paths_in(repo, commit, store.dir())?;
-            if !inside.is_empty() {
-                return Ok(MergeOutcome::Refused {
-                    reason: format!(
-                        "the merge tracks paths inside the store directory ({}); checking it out would overwrite the store; nothing landed",
-                        inside.join(", ")
-                    ),
-                    branch: branch_name,
-                    into,
-                });
-            }
+        if checked_out
+            && let Some(why) = crate::deploy::store_refusal(repo, Some(ours), commit, store.dir())?
+        {
+            return Ok(MergeOutcome::Refused {
+                reason: format!("the merge cannot be checked out: {why}; nothing landed"),
+                branch: branch_name,
+                into,
+            });
         }
 
         let mut loaded = Loaded {

@@ -120,8 +120,11 @@ pub fn append_pin(store: &mut Store, pin: &Pin, in_force: Option<u64>) -> Result
 /// scores. Pinning again at another version is the recorded way to change it.
 ///
 /// # Errors
-/// [`crate::Error::Trace`] if the store cannot be read or written.
+/// [`crate::Error::Trace`] if the trace does not verify (or is keyed and
+/// was opened without its key), or cannot be read or written.
 pub fn pin_rubric(store: &mut Store, rubric: &Rubric) -> Result<Pinned> {
+    // A pin is written only into a trace that verifies (with its key).
+    store.verified(&ratchet_trace::VerifyOptions::default())?;
     let version = rubric.version();
     let head = store.head()?.size;
     let in_force = pinned_rubric_version(store, &rubric.name, head)?

@@ -129,7 +129,6 @@ pub fn rubric_check(ctx: &Ctx, path: &Path) -> Result<u8> {
 pub fn rubric_pin(ctx: &Ctx, path: &Path, key_file: Option<&Path>) -> Result<u8> {
     let r = Rubric::from_path(path).with_context(|| format!("rubric {}", path.display()))?;
     let mut store = ctx.open(key_file)?;
-    store.verified(&ratchet_trace::VerifyOptions::default())?;
     let pinned = ratchet_scorers::pin_rubric(&mut store, &r)?;
     if ctx.json {
         out::json(&serde_json::json!({

@@ -237,6 +237,12 @@ pub fn status(ctx: &Ctx, key_file: Option<&Path>, repo: Option<&Path>) -> Result
             d.commit, d.seq
         )?;
     }
+    if s.ref_faults.is_none() {
+        writeln!(
+            o,
+            "promotion refs: not compared (no git repository here; pass --repo)"
+        )?;
+    }
     for class in &s.unpinned_classes {
         writeln!(
             o,

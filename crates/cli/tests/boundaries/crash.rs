@@ -57,7 +57,7 @@ fn a_crash_at_any_step_of_a_promotion_is_recovered_by_the_next_command() {
         );
         // The ref never moved ahead of the trace: either both say promoted,
         // or the trace does and status names the ref as a fault.
-        let o = w.keyed(&["status", "--json"], "");
+        let o = w.cmd(&["status", "--json"], "");
         let v: serde_json::Value = serde_json::from_slice(&o.stdout)
             .unwrap_or_else(|e| panic!("{step}: {e}: {}", text(&o)));
         let deployed = v["deployed"]["prompt"]["commit"]
@@ -85,7 +85,7 @@ fn a_crash_at_any_step_of_a_promotion_is_recovered_by_the_next_command() {
         let o = gate(&w, &cand, &base, &["--record-promotion", &repo_s]);
         assert_eq!(o.status.code(), Some(0), "{step}: {}", text(&o));
         assert_eq!(w.promotion_ref().as_deref(), Some(base.as_str()), "{step}");
-        let o = w.keyed(&["status"], "");
+        let o = w.cmd(&["status"], "");
         assert_eq!(o.status.code(), Some(0), "{step}: {}", text(&o));
         let o = w.run(&["log", "--kind", "decision", "--json"], "");
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
@@ -94,7 +94,7 @@ fn a_crash_at_any_step_of_a_promotion_is_recovered_by_the_next_command() {
             Some(2),
             "{step}: both decisions kept"
         );
-        let o = w.keyed(&["verify-chain", "--repo", &repo_s], "");
+        let o = w.cmd(&["verify-chain", "--repo", &repo_s], "");
         assert_eq!(o.status.code(), Some(0), "{step}: {}", text(&o));
     }
 }
@@ -111,7 +111,7 @@ fn a_crash_at_any_step_of_a_heal_is_recovered_by_the_next_heal() {
         assert_eq!(&w.head_commit(), expected_head, "{step}");
         // The next heal completes the recorded checkout (or finds the alarm
         // healed) and never heals twice.
-        let o = w.keyed(&["heal", "--json"], "");
+        let o = w.cmd(&["heal", "--json"], "");
         assert_eq!(o.status.code(), Some(0), "{step}: {}", text(&o));
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
         assert!(

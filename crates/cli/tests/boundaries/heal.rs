@@ -31,13 +31,13 @@ pub(crate) fn heal_world(v2_files: &[Entry<'_>]) -> (World, [String; 3]) {
             mean + (f64::from(t % 11) - 5.0) * 0.004
         }));
     }
-    let o = w.keyed(&["append"], &lines);
+    let o = w.cmd(&["append"], &lines);
     assert!(o.status.success(), "{}", text(&o));
     let from = w.size();
     let live = score_lines(&v3, "quality", 100..160, |t| 0.60 + f64::from(t % 3) * 0.01);
-    let o = w.keyed(&["append"], &live);
+    let o = w.cmd(&["append"], &live);
     assert!(o.status.success(), "{}", text(&o));
-    let o = w.keyed(
+    let o = w.cmd(
         &[
             "watch",
             "--commit",
@@ -60,7 +60,7 @@ fn heal_skips_a_commit_tracking(path: &str) {
         ("prompt.txt", b"v2", BLOB),
         (path, b"attacker's bytes", BLOB),
     ]);
-    let o = w.keyed(&["heal", "--json"], "");
+    let o = w.cmd(&["heal", "--json"], "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["chosen"], v1.as_str(), "{v:#}");
@@ -111,7 +111,7 @@ fn heal_never_overwrites_an_ignored_file() {
         ("local.cfg", b"attacker's config", BLOB),
     ]);
     std::fs::write(w.root().join("local.cfg"), b"mine").expect("local");
-    let o = w.keyed(&["heal", "--json"], "");
+    let o = w.cmd(&["heal", "--json"], "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["chosen"], v1.as_str(), "{v:#}");
@@ -127,7 +127,7 @@ fn heal_must_skip_link(v2_extra: &[Entry<'_>]) {
     let mut files: Vec<Entry<'_>> = vec![("prompt.txt", b"v2", BLOB)];
     files.extend_from_slice(v2_extra);
     let (w, [v1, v2, _]) = heal_world(&files);
-    let o = w.keyed(&["heal", "--json"], "");
+    let o = w.cmd(&["heal", "--json"], "");
     let out = text(&o);
     let root = w.root();
     // Where `out` leads a process running in the work tree's root.
@@ -171,4 +171,273 @@ fn heal_skips_a_link_into_the_store_through_another_link() {
 #[test]
 fn heal_skips_a_link_into_the_store_through_proc_self_cwd() {
     heal_must_skip_link(&[("out", b"/proc/self/cwd/.ratchet", LINK)]);
+}
+
+/// Scores of `v1` (0.85), `v3` (0.90, deployed) whose live scores then
+/// fall, and an alarm on `v3` recorded by a watch.
+fn record_alarm(w: &World, store_args: &[&str], v1: &str, v3: &str) {
+    let with = |args: &[&str]| -> Output {
+        let mut all: Vec<&str> = store_args.to_vec();
+        all.extend_from_slice(args);
+        w.cmd(&all, "")
+    };
+    let mut lines = String::new();
+    for (c, mean) in [(v1, 0.85), (v3, 0.90)] {
+        lines.push_str(&score_lines(c, "quality", 0..100, |t| {
+            mean + (f64::from(t % 11) - 5.0) * 0.004
+        }));
+    }
+    let mut args: Vec<&str> = store_args.to_vec();
+    args.push("append");
+    let o = w.cmd(&args, &lines);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = with(&["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let from = v["overview"]["size"].as_u64().expect("size").to_string();
+    let live = score_lines(v3, "quality", 100..160, |t| 0.60 + f64::from(t % 3) * 0.01);
+    let o = w.cmd(&args, &live);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = with(&[
+        "watch", "--commit", v3, "--scorer", "quality", "--from", &from, "--record",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "an alarm: {}", text(&o));
+}
+
+/// `store_paths_in` judges only the commit checked out, never the commit
+/// HEAD is at. A checkout deletes every file HEAD tracks that the target
+/// does not (when unmodified). So a HEAD that tracks `.ratchet/policy.toml`
+/// (a repository that commits its policy beside the store, or a HEAD the
+/// attacker pointed at a commit of theirs holding the file's bytes) makes
+/// `heal` delete the live policy file out of the store directory.
+#[test]
+fn heal_never_deletes_a_store_file_that_head_tracks() {
+    let w = World::new();
+    let v1 = w.commit_entries(
+        &[
+            ("prompt.txt", b"v1", BLOB),
+            (".gitignore", b"local.cfg\n", BLOB),
+        ],
+        "v1",
+    );
+    w.checkout_head();
+    w.init();
+    std::fs::write(w.store().join("policy.toml"), POLICY).expect("policy");
+    // v3 tracks the policy file beside the store, byte for byte.
+    let v3 = w.commit_entries(
+        &[
+            ("prompt.txt", b"v3", BLOB),
+            (".gitignore", b"local.cfg\n", BLOB),
+            (".ratchet/policy.toml", POLICY.as_bytes(), BLOB),
+        ],
+        "v3: track the policy",
+    );
+    w.checkout_head();
+    w.reset_index_to_head();
+    record_alarm(&w, &[], &v1, &v3);
+    let policy = w.store().join("policy.toml");
+    assert!(policy.exists());
+    let o = w.cmd(&["heal", "--json"], "");
+    let after = std::fs::read_to_string(&policy).ok();
+    assert_eq!(
+        after.as_deref(),
+        Some(POLICY),
+        "heal (exit {:?}, HEAD now {}, v1 {v1}) deleted or changed {} in the store directory: {}",
+        o.status.code(),
+        w.head_commit(),
+        policy.display(),
+        text(&o)
+    );
+}
+
+/// The same with the trace itself: HEAD pointed (by someone who can move
+/// refs and read the store) at a commit holding `.ratchet/trace.db` with
+/// the file's current bytes. The heal's own append goes to the WAL, so the
+/// main file still matches HEAD's blob when the checkout removes it.
+#[test]
+fn heal_never_deletes_the_trace_that_head_tracks() {
+    let w = World::new();
+    let v1 = w.commit_entries(
+        &[
+            ("prompt.txt", b"v1", BLOB),
+            (".gitignore", b"local.cfg\n", BLOB),
+        ],
+        "v1",
+    );
+    w.checkout_head();
+    w.init();
+    let v3 = w.commit_entries(
+        &[
+            ("prompt.txt", b"v3", BLOB),
+            (".gitignore", b"local.cfg\n", BLOB),
+        ],
+        "v3",
+    );
+    w.checkout_head();
+    record_alarm(&w, &[], &v1, &v3);
+    // The attacker: a commit like v3 that also tracks the trace as it is
+    // now, HEAD's branch moved to it, the index matching.
+    let db = std::fs::read(w.store().join("trace.db")).expect("db");
+    assert!(
+        !w.store().join("trace.db-wal").exists()
+            || std::fs::metadata(w.store().join("trace.db-wal"))
+                .map(|m| m.len())
+                .unwrap_or(0)
+                == 0,
+        "the WAL was folded into trace.db at close"
+    );
+    let v3b = w.loose_commit(
+        &[
+            ("prompt.txt", b"v3", BLOB),
+            (".gitignore", b"local.cfg\n", BLOB),
+            (".ratchet/trace.db", &db, BLOB),
+        ],
+        &v3,
+        "v3 (same prompt)",
+    );
+    let branch = w
+        .repo
+        .head()
+        .expect("head")
+        .name()
+        .expect("name")
+        .to_string();
+    w.point_ref(&branch, &v3b);
+    let tree = w
+        .repo
+        .find_commit(Oid::from_str(&v3b).expect("oid"))
+        .expect("c")
+        .tree()
+        .expect("t");
+    let mut index = w.repo.index().expect("index");
+    index.read_tree(&tree).expect("read tree");
+    index.write().expect("write index");
+    // The alarm is on v3; the heal ranks v1 above the fallen v3.
+    let o = w.cmd(&["heal", "--json"], "");
+    let heal_text = text(&o);
+    let exists = w.store().join("trace.db").exists();
+    let o2 = w.cmd(&["verify-chain"], "");
+    assert!(
+        exists && o2.status.code() == Some(0),
+        "after heal (exit {:?}: {heal_text}) trace.db exists: {exists}; verify-chain exit {:?}: {}",
+        o.status.code(),
+        o2.status.code(),
+        text(&o2)
+    );
+}
+
+/// The store lives outside the work tree and `.ratchet` is a symbolic
+/// link committed in the repository (`.ratchet -> ../store`). The store's
+/// canonical path is outside the work tree, so `store_paths_in` sees no
+/// path of a commit as inside it, and the link `.ratchet` is tracked, so
+/// it is not "in the way". A commit that re-points `.ratchet` is checked
+/// out by heal — and every later command that finds its store as
+/// `.ratchet` opens the attacker's store. Unkeyed, without a checkpoint,
+/// the attacker's store then decides: the author of a commit (no write
+/// access to the store directory) flipped a verdict.
+#[test]
+fn heal_never_repoints_the_store_path() {
+    let w = World::unkeyed();
+    let outside = w.dir.path().join("store");
+    let evil = w.dir.path().join("evil");
+    let v1 = w.commit_entries(
+        &[
+            ("prompt.txt", b"v1", BLOB),
+            (".gitignore", b"local.cfg\n", BLOB),
+            (".ratchet", b"../evil", LINK),
+        ],
+        "v1 (attacker: the link re-pointed)",
+    );
+    let v3 = w.commit_entries(
+        &[
+            ("prompt.txt", b"v3", BLOB),
+            (".gitignore", b"local.cfg\n", BLOB),
+            (".ratchet", b"../store", LINK),
+        ],
+        "v3: the store lives beside the repository",
+    );
+    let o = ratchet(
+        w.dir.path(),
+        &["--store", outside.to_str().expect("utf8"), "init"],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    w.checkout_head();
+    assert_eq!(
+        w.store().canonicalize().expect("link"),
+        outside.canonicalize().expect("store")
+    );
+    record_alarm(&w, &[], &v1, &v3);
+    // The attacker's store: their own verdict-to-be, unkeyed.
+    let o = ratchet(
+        w.dir.path(),
+        &["--store", evil.to_str().expect("utf8"), "init"],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = w.cmd(&["heal", "--json"], "");
+    let heal_text = text(&o);
+    let now = w.store().canonicalize().ok();
+    assert_eq!(
+        now.as_deref(),
+        Some(outside.canonicalize().expect("store").as_path()),
+        "after heal (exit {:?}, HEAD {} = v1? {}): {heal_text}\n.ratchet now resolves to {now:?}",
+        o.status.code(),
+        w.head_commit(),
+        w.head_commit() == v1
+    );
+}
+
+/// After a heal completed (HEAD detached at the target), a person puts
+/// their branch back (`git checkout main`: HEAD = the checkout's
+/// `head_was`). The next `ratchet heal` — with nothing to heal — takes
+/// that for a crash between record and checkout and moves the work tree
+/// to the old target again, appending a `checkout` that "completes" a
+/// checkout that had completed.
+#[test]
+fn a_completed_heal_is_not_redone_when_a_person_moves_head_back() {
+    let w = World::new();
+    let v1 = w.commit_entries(
+        &[
+            ("prompt.txt", b"v1", BLOB),
+            (".gitignore", b"local.cfg\n", BLOB),
+        ],
+        "v1",
+    );
+    let v3 = w.commit_entries(
+        &[
+            ("prompt.txt", b"v3", BLOB),
+            (".gitignore", b"local.cfg\n", BLOB),
+        ],
+        "v3",
+    );
+    w.checkout_head();
+    w.init();
+    record_alarm(&w, &[], &v1, &v3);
+    let branch = w
+        .repo
+        .head()
+        .expect("head")
+        .name()
+        .expect("name")
+        .to_string();
+    let o = w.cmd(&["heal", "--json"], "");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(w.head_commit(), v1, "healed");
+    assert_eq!(w.events("checkout").len(), 1);
+    // A person's decision: back to the branch (v3).
+    w.repo.set_head(&branch).expect("attach");
+    w.checkout_head();
+    assert_eq!(w.head_commit(), v3);
+    let o = w.cmd(&["heal", "--json"], "");
+    let head = w.repo.head().expect("head");
+    assert!(
+        head.name().ok() == Some(branch.as_str()) && w.head_commit() == v3,
+        "heal exit {:?} moved HEAD to {:?} at {} (v1 {v1}); checkout events now {}: {}",
+        o.status.code(),
+        head.name().ok(),
+        w.head_commit(),
+        w.events("checkout").len(),
+        text(&o)
+    );
+    assert_eq!(w.events("checkout").len(), 1, "nothing recorded");
 }

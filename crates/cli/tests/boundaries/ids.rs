@@ -52,17 +52,17 @@ fn a_cell_with_extreme_ids_cannot_brick_the_home() {
     let (w, base, cand) = gate_world();
     for id in [u128::MAX, 0] {
         let cell = hostile_cell(w.dir.path(), id);
-        let o = w.keyed(&["merge-cells", cell.to_str().expect("utf8")], "");
+        let o = w.cmd(&["merge-cells", cell.to_str().expect("utf8")], "");
         assert!(o.status.success(), "{}", text(&o));
     }
     // Every write of the home still works: append, record-score, a
     // recorded decision.
-    let o = w.keyed(
+    let o = w.cmd(
         &["append"],
         "{\"kind\":\"note\",\"payload\":{\"after\":true}}\n",
     );
     assert!(o.status.success(), "{}", text(&o));
-    let o = w.keyed(
+    let o = w.cmd(
         &[
             "record-score",
             "--commit",
@@ -85,9 +85,9 @@ fn a_cell_with_extreme_ids_cannot_brick_the_home() {
         text(&o)
     );
     for _ in 0..3 {
-        let o = w.keyed(&["append"], "{\"kind\":\"note\",\"payload\":{}}\n");
+        let o = w.cmd(&["append"], "{\"kind\":\"note\",\"payload\":{}}\n");
         assert!(o.status.success(), "{}", text(&o));
     }
-    let o = w.keyed(&["verify-chain"], "");
+    let o = w.cmd(&["verify-chain"], "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }

@@ -14,6 +14,7 @@ mod trace_common;
 mod crash;
 mod heal;
 mod ids;
+mod merge;
 mod policy;
 mod refs;
 
@@ -42,6 +43,8 @@ struct World {
     repo: Repository,
     key: PathBuf,
     checkpoint: PathBuf,
+    /// The store is made keyed (`init --keyed`) and every command gets the key.
+    keyed: bool,
 }
 
 /// One file of a commit: path, bytes, git file mode.
@@ -51,7 +54,17 @@ const BLOB: i32 = 0o100644;
 const LINK: i32 = 0o120000;
 
 impl World {
+    /// A world whose store is keyed.
     fn new() -> World {
+        World::with_key(true)
+    }
+
+    /// A world whose store is not keyed.
+    fn unkeyed() -> World {
+        World::with_key(false)
+    }
+
+    fn with_key(keyed: bool) -> World {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().join("repo");
         std::fs::create_dir(&root).expect("repo dir");
@@ -63,6 +76,7 @@ impl World {
             repo,
             key,
             checkpoint,
+            keyed,
         }
     }
 
@@ -126,20 +140,62 @@ impl World {
         ratchet(&self.root(), args, stdin)
     }
 
-    fn keyed(&self, args: &[&str], stdin: &str) -> Output {
+    /// `ratchet args…` with the writer key when the store is keyed.
+    fn cmd(&self, args: &[&str], stdin: &str) -> Output {
         let key = self.key_s();
         let mut all: Vec<&str> = args.to_vec();
-        all.extend(["--key-file", key.as_str()]);
+        if self.keyed {
+            all.extend(["--key-file", key.as_str()]);
+        }
         self.run(&all, stdin)
     }
 
     fn init(&self) {
-        let o = self.run(&["init", "--keyed", "--key-file", &self.key_s()], "");
+        let o = if self.keyed {
+            self.run(&["init", "--keyed", "--key-file", &self.key_s()], "")
+        } else {
+            self.run(&["init"], "")
+        };
         assert!(o.status.success(), "{}", text(&o));
     }
 
+    /// A commit not on any branch.
+    fn loose_commit(&self, files: &[Entry<'_>], parent: &str, message: &str) -> String {
+        let tree = self.repo.find_tree(self.tree(files)).expect("find tree");
+        let sig = Signature::now("attacker", "attacker@example.invalid").expect("sig");
+        let parent = self
+            .repo
+            .find_commit(Oid::from_str(parent).expect("oid"))
+            .expect("parent");
+        self.repo
+            .commit(None, &sig, &sig, message, &tree, &[&parent])
+            .expect("commit")
+            .to_string()
+    }
+
+    /// The index as HEAD's tree (what `git reset` leaves).
+    fn reset_index_to_head(&self) {
+        let tree = self
+            .repo
+            .head()
+            .expect("head")
+            .peel_to_tree()
+            .expect("tree");
+        let mut index = self.repo.index().expect("index");
+        index.read_tree(&tree).expect("read tree");
+        index.write().expect("write index");
+    }
+
+    /// The events of `kind`, as `log --json` lists them.
+    fn events(&self, kind: &str) -> Vec<serde_json::Value> {
+        let o = self.run(&["log", "--kind", kind, "--json"], "");
+        let v: serde_json::Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+        v["events"].as_array().cloned().unwrap_or_default()
+    }
+
     fn size(&self) -> u64 {
-        let o = self.keyed(&["status", "--json"], "");
+        let o = self.cmd(&["status", "--json"], "");
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
         v["overview"]["size"].as_u64().expect("size")
     }
@@ -160,7 +216,7 @@ impl World {
         let cp = self.checkpoint.to_str().expect("utf8").to_string();
         let mut args = vec!["verify-chain", "--checkpoint", cp.as_str()];
         args.extend_from_slice(extra);
-        self.keyed(&args, "")
+        self.cmd(&args, "")
     }
 
     fn head_commit(&self) -> String {
@@ -248,12 +304,12 @@ fn record_honest_scores(w: &World, base: &str, cand: &str) {
     lines.push_str(&score_lines(cand, "accuracy", 0..200, |t| {
         0.70 + f64::from(t % 5) * 0.01
     }));
-    let o = w.keyed(&["append"], &lines);
+    let o = w.cmd(&["append"], &lines);
     assert!(o.status.success(), "{}", text(&o));
 }
 
 fn gate(w: &World, base: &str, cand: &str, extra: &[&str]) -> Output {
     let mut args = gate_args(base, cand, "prompt");
     args.extend_from_slice(extra);
-    w.keyed(&args, "")
+    w.cmd(&args, "")
 }

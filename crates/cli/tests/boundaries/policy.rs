@@ -10,7 +10,7 @@ fn an_edited_policy_file_cannot_flip_a_pinned_verdict() {
     let (w, base, cand) = gate_world();
     let policy_path = w.store().join("policy.toml");
     // Unpinned, status says so.
-    let o = w.keyed(&["status"], "");
+    let o = w.cmd(&["status"], "");
     assert!(text(&o).contains("policy not pinned"), "{}", text(&o));
     // Before pinning, the one-line edit flips the honest reject: the hole.
     std::fs::write(&policy_path, format!("{POLICY}direction = \"lower\"\n")).expect("edit");
@@ -24,10 +24,10 @@ fn an_edited_policy_file_cannot_flip_a_pinned_verdict() {
     std::fs::write(&policy_path, POLICY).expect("restore");
 
     // The owner pins the policy, and keeps a checkpoint elsewhere.
-    let o = w.keyed(&["policy", "pin", policy_path.to_str().expect("utf8")], "");
+    let o = w.cmd(&["policy", "pin", policy_path.to_str().expect("utf8")], "");
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("pinned class prompt"), "{}", text(&o));
-    let o = w.keyed(&["policy", "pin", policy_path.to_str().expect("utf8")], "");
+    let o = w.cmd(&["policy", "pin", policy_path.to_str().expect("utf8")], "");
     assert!(text(&o).contains("already pinned"), "{}", text(&o));
     let o = gate(&w, &base, &cand, &[]);
     assert_eq!(o.status.code(), Some(1), "honest reject: {}", text(&o));
@@ -86,7 +86,7 @@ fn an_edited_policy_file_cannot_flip_a_pinned_verdict() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let o = w.run(&["log", "--kind", "decision", "--json"], "");
     assert!(!text(&o).contains("\"promote\""), "{}", text(&o));
-    let o = w.keyed(&["status"], "");
+    let o = w.cmd(&["status"], "");
     assert!(!text(&o).contains("policy not pinned"), "{}", text(&o));
     assert!(
         text(&o).contains("policy of prompt: pinned"),
@@ -107,7 +107,7 @@ weight = 1.0
 "#;
     let path = w.dir.path().join("answer.toml");
     std::fs::write(&path, rubric).expect("rubric");
-    let o = w.keyed(&["rubric", "pin", path.to_str().expect("utf8")], "");
+    let o = w.cmd(&["rubric", "pin", path.to_str().expect("utf8")], "");
     assert!(o.status.success(), "{}", text(&o));
     let edited = w.dir.path().join("edited.toml");
     std::fs::write(&edited, rubric.replace("weight = 1.0", "weight = 2.0")).expect("edit");
@@ -123,12 +123,12 @@ weight = 1.0
             lines.to_str().expect("utf8"),
             rubric.to_str().expect("utf8"),
         );
-        w.keyed(&["ingest", "jsonl", lines, "--rubric", rubric], "")
+        w.cmd(&["ingest", "jsonl", lines, "--rubric", rubric], "")
     };
     let o = ingest(&edited);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("pinned at version"), "{}", text(&o));
-    let o = w.keyed(&["score", "--rubric", edited.to_str().expect("utf8")], "");
+    let o = w.cmd(&["score", "--rubric", edited.to_str().expect("utf8")], "");
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert_eq!(w.size(), size, "nothing stored");
     // The pinned file itself scores.
@@ -160,9 +160,9 @@ fn bernoulli_world() -> (World, String, String) {
     lines.push_str(&score_lines(&cand, "pass", 0..100, |t| {
         if t % 5 < 3 { 0.0 } else { 1.0 }
     }));
-    let o = w.keyed(&["append"], &lines);
+    let o = w.cmd(&["append"], &lines);
     assert!(o.status.success(), "{}", text(&o));
-    let o = w.keyed(&["policy", "pin", policy.to_str().expect("utf8")], "");
+    let o = w.cmd(&["policy", "pin", policy.to_str().expect("utf8")], "");
     assert!(o.status.success(), "{}", text(&o));
     (w, base, cand)
 }
@@ -177,7 +177,7 @@ fn bernoulli_world() -> (World, String, String) {
 fn a_nan_in_the_policy_file_is_not_the_pinned_policy() {
     let (w, base, cand) = bernoulli_world();
     // Under the pin: reject.
-    let o = w.keyed(&gate_args(&base, &cand, "tool"), "");
+    let o = w.cmd(&gate_args(&base, &cand, "tool"), "");
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
 
     // The attacker adds one line to the policy file beside the store.
@@ -185,7 +185,7 @@ fn a_nan_in_the_policy_file_is_not_the_pinned_policy() {
     std::fs::write(&policy, format!("{BERNOULLI}pass_threshold = nan\n")).expect("edit");
 
     // The file is refused: a policy's numbers are finite.
-    let o = w.keyed(&gate_args(&base, &cand, "tool"), "");
+    let o = w.cmd(&gate_args(&base, &cand, "tool"), "");
     assert_eq!(o.status.code(), Some(2), "CLI: {}", text(&o));
     assert!(text(&o).contains("pass_threshold"), "{}", text(&o));
     assert!(ratchet_gate::Policy::from_path(&policy).is_err());
@@ -236,16 +236,16 @@ fn calibrate_of_a_pinned_class_never_uses_an_edited_file() {
     w.init();
     let policy = w.store().join("policy.toml");
     std::fs::write(&policy, POLICY).expect("policy");
-    let o = w.keyed(&["policy", "pin", policy.to_str().expect("utf8")], "");
+    let o = w.cmd(&["policy", "pin", policy.to_str().expect("utf8")], "");
     assert!(o.status.success(), "{}", text(&o));
     let edited = POLICY.replace("gap = 0.05", "gap = 0.9");
     std::fs::write(&policy, &edited).expect("edit");
     // With the store intact the edited file is refused: held.
-    let o = w.keyed(&["calibrate", "--class", "prompt", "--runs", "50"], "");
+    let o = w.cmd(&["calibrate", "--class", "prompt", "--runs", "50"], "");
     assert_ne!(o.status.code(), Some(0), "intact store: {}", text(&o));
     // Now the store cannot be opened.
     std::fs::write(w.store().join("trace.db"), b"not a database at all").expect("smash");
-    let o = w.keyed(&["calibrate", "--class", "prompt", "--runs", "50"], "");
+    let o = w.cmd(&["calibrate", "--class", "prompt", "--runs", "50"], "");
     assert_ne!(
         o.status.code(),
         Some(0),
@@ -279,10 +279,10 @@ fn a_cells_pin_does_not_count_in_the_home() {
         "",
     );
     assert!(o.status.success(), "{}", text(&o));
-    let o = w.keyed(&["merge-cells", &cell_s], "");
+    let o = w.cmd(&["merge-cells", &cell_s], "");
     assert!(o.status.success(), "{}", text(&o));
     std::fs::write(w.store().join("policy.toml"), &edited).expect("edit");
-    let o = w.keyed(&gate_args(&base, &cand, "prompt"), "");
+    let o = w.cmd(&gate_args(&base, &cand, "prompt"), "");
     assert_eq!(o.status.code(), Some(2), "refused: {}", text(&o));
     assert!(text(&o).contains("gap"), "{}", text(&o));
 }

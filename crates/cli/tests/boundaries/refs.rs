@@ -18,14 +18,14 @@ fn a_promotion_ref_moved_outside_the_trace_is_a_fault_and_is_restored() {
     let o = gate(&w, &cand, &base, &["--record-promotion", &repo_s]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(w.promotion_ref().as_deref(), Some(base.as_str()));
-    let o = w.keyed(&["status"], "");
+    let o = w.cmd(&["status"], "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     // Honest reject of the candidate; then the attacker moves the ref to it.
     let o = gate(&w, &base, &cand, &["--record-promotion", &repo_s]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     w.save_checkpoint();
     w.point_ref("refs/ratchet/promoted/prompt", &cand);
-    let o = w.keyed(&["status"], "");
+    let o = w.cmd(&["status"], "");
     assert_eq!(o.status.code(), Some(6), "{}", text(&o));
     assert!(
         text(&o).contains("REF FAULT") && text(&o).contains(&cand),
@@ -34,13 +34,13 @@ fn a_promotion_ref_moved_outside_the_trace_is_a_fault_and_is_restored() {
     );
     let o = w.verify_fully(&["--repo", &repo_s]);
     assert_eq!(o.status.code(), Some(6), "{}", text(&o));
-    let o = w.keyed(&["status", "--json"], "");
+    let o = w.cmd(&["status", "--json"], "");
     assert_eq!(o.status.code(), Some(6));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["deployed"]["prompt"]["commit"], base.as_str(), "{v:#}");
     // A ref of a class never promoted is a fault too.
     w.point_ref("refs/ratchet/promoted/other", &cand);
-    let o = w.keyed(&["status"], "");
+    let o = w.cmd(&["status"], "");
     assert_eq!(o.status.code(), Some(6));
     assert!(text(&o).contains("promoted/other"), "{}", text(&o));
     w.repo
@@ -59,7 +59,7 @@ fn a_promotion_ref_moved_outside_the_trace_is_a_fault_and_is_restored() {
         "{}",
         text(&o)
     );
-    let o = w.keyed(&["status"], "");
+    let o = w.cmd(&["status"], "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
 
@@ -68,19 +68,19 @@ fn a_promotion_ref_moved_outside_the_trace_is_a_fault_and_is_restored() {
 pub(crate) fn promoted_world() -> (World, String, String) {
     let (w, base, cand) = gate_world();
     let policy = w.store().join("policy.toml");
-    let o = w.keyed(&["policy", "pin", policy.to_str().expect("utf8")], "");
+    let o = w.cmd(&["policy", "pin", policy.to_str().expect("utf8")], "");
     assert!(o.status.success(), "{}", text(&o));
     let repo_s = w.root().to_str().expect("utf8").to_string();
     let mut args = gate_args(&cand, &base, "prompt");
     args.extend(["--record-promotion", repo_s.as_str()]);
-    let o = w.keyed(&args, "");
+    let o = w.cmd(&args, "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let mut args = gate_args(&base, &cand, "prompt");
     args.extend(["--record-promotion", repo_s.as_str()]);
-    let o = w.keyed(&args, "");
+    let o = w.cmd(&args, "");
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     w.save_checkpoint();
-    let o = w.keyed(&["status"], "");
+    let o = w.cmd(&["status"], "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     (w, base, cand)
 }
@@ -126,7 +126,7 @@ fn status_compares_the_promotion_ref_that_git_reads() {
     .expect("loose ref");
 
     let git_says = git_rev_parse(&root, "refs/ratchet/promoted/prompt");
-    let o = w.keyed(&["status"], "");
+    let o = w.cmd(&["status"], "");
     let status_text = text(&o);
     let status_code = o.status.code();
     let o = w.verify_fully(&["--repo", &repo_s]);
@@ -152,14 +152,14 @@ fn status_does_not_exit_zero_on_a_moved_ref_when_the_trace_fails() {
         c.execute_batch("DROP TRIGGER scores_no_update;")
             .expect("drop trigger");
     }
-    let o = w.keyed(&["status"], "");
+    let o = w.cmd(&["status"], "");
     assert_ne!(
         o.status.code(),
         Some(0),
         "status exits 0 with the promotion ref at the rejected {cand}: {}",
         text(&o)
     );
-    let o = w.keyed(&["status", "--json"], "");
+    let o = w.cmd(&["status", "--json"], "");
     assert_ne!(o.status.code(), Some(0), "status --json: {}", text(&o));
 }
 
@@ -179,7 +179,7 @@ fn a_dangling_symbolic_promotion_ref_of_an_unpromoted_class_is_a_fault() {
             "attacker",
         )
         .expect("symref");
-    let o = w.keyed(&["status"], "");
+    let o = w.cmd(&["status"], "");
     assert_eq!(o.status.code(), Some(6), "{}", text(&o));
 }
 
@@ -203,9 +203,110 @@ fn a_moved_ref_of_a_class_with_a_slash_is_a_fault() {
     let repo_s = w.root().to_str().expect("utf8").to_string();
     let mut args = gate_args(&cand, &base, "team/prompt");
     args.extend(["--record-promotion", repo_s.as_str()]);
-    let o = w.keyed(&args, "");
+    let o = w.cmd(&args, "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     w.point_ref("refs/ratchet/promoted/team/prompt", &cand);
-    let o = w.keyed(&["status"], "");
+    let o = w.cmd(&["status"], "");
     assert_eq!(o.status.code(), Some(6), "{}", text(&o));
+}
+
+/// Someone who can move refs deletes `refs/ratchet/promoted/prompt` and
+/// creates `refs/ratchet/promoted/prompt/x`: git cannot hold both, so the
+/// restoration `gate --record-promotion` makes first can never be written.
+/// Each attempt appends a `promotion` event saying the ref was restored,
+/// then fails — the trace fills with restorations that did not happen, and
+/// no decision can be recorded with a promotion any more.
+#[test]
+fn a_restoration_that_cannot_be_made_is_not_recorded_as_made() {
+    let (w, base, cand) = gate_world();
+    let repo_s = w.root().to_str().expect("utf8").to_string();
+    let o = gate(&w, &cand, &base, &["--record-promotion", &repo_s]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(w.promotion_ref().as_deref(), Some(base.as_str()));
+    w.repo
+        .find_reference("refs/ratchet/promoted/prompt")
+        .expect("ref")
+        .delete()
+        .expect("delete");
+    w.point_ref("refs/ratchet/promoted/prompt/x", &cand);
+    let o = w.cmd(&["status"], "");
+    assert_eq!(o.status.code(), Some(6), "{}", text(&o));
+    let mut codes = Vec::new();
+    for _ in 0..3 {
+        let o = gate(&w, &base, &cand, &["--record-promotion", &repo_s]);
+        codes.push((o.status.code(), text(&o)));
+    }
+    let restores: Vec<serde_json::Value> = w
+        .events("promotion")
+        .into_iter()
+        .filter(|e| e.to_string().contains("restores"))
+        .collect();
+    assert!(
+        restores.is_empty() || w.promotion_ref().is_some(),
+        "{} restoration(s) recorded, ref still missing; gate runs: {codes:#?}",
+        restores.len()
+    );
+}
+
+/// The store lives beside the repository (`--store ../store`, the CI
+/// layout of a store restored from a cache), promotions are recorded into
+/// the repository, and the ref is then moved to the rejected candidate.
+/// `status`, run in the repository, finds the repository from the store's
+/// directory — none — compares no ref, and exits 0.
+#[test]
+fn status_in_the_repository_compares_its_promotion_refs_with_an_outside_store() {
+    let w = World::new();
+    let base = w.commit_entries(&[("prompt.txt", b"v1", BLOB)], "v1");
+    let cand = w.commit_entries(&[("prompt.txt", b"v2", BLOB)], "v2");
+    w.checkout_head();
+    let store = w.dir.path().join("store");
+    let store_s = store.to_str().expect("utf8").to_string();
+    let o = w.run(
+        &[
+            "--store",
+            &store_s,
+            "init",
+            "--keyed",
+            "--key-file",
+            &w.key_s(),
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    std::fs::write(store.join("policy.toml"), POLICY).expect("policy");
+    let mut lines = score_lines(&base, "accuracy", 0..200, |t| {
+        0.80 + f64::from(t % 7) * 0.01
+    });
+    lines.push_str(&score_lines(&cand, "accuracy", 0..200, |t| {
+        0.70 + f64::from(t % 5) * 0.01
+    }));
+    let o = w.cmd(&["--store", &store_s, "append"], &lines);
+    assert!(o.status.success(), "{}", text(&o));
+    let repo_s = w.root().to_str().expect("utf8").to_string();
+    let o = w.cmd(
+        &[
+            "--store",
+            &store_s,
+            "gate",
+            "--baseline",
+            &cand,
+            "--candidate",
+            &base,
+            "--class",
+            "prompt",
+            "--record-promotion",
+            &repo_s,
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(w.promotion_ref().as_deref(), Some(base.as_str()));
+    w.point_ref("refs/ratchet/promoted/prompt", &cand);
+    let o = w.cmd(&["--store", &store_s, "status"], "");
+    assert_ne!(
+        o.status.code(),
+        Some(0),
+        "status exits 0 with refs/ratchet/promoted/prompt at the rejected {cand}: {}",
+        text(&o)
+    );
 }
