@@ -8,21 +8,9 @@ use crate::*;
 /// (0.90) whose live scores fall; an alarm on v3 recorded.
 pub(crate) fn heal_world(v2_files: &[Entry<'_>]) -> (World, [String; 3]) {
     let w = World::new();
-    let v1 = w.commit_entries(
-        &[
-            ("prompt.txt", b"v1", BLOB),
-            (".gitignore", b"local.cfg\n", BLOB),
-        ],
-        "v1",
-    );
+    let v1 = prompt_commit(&w, b"v1", &[], "v1");
     let v2 = w.commit_entries(v2_files, "v2");
-    let v3 = w.commit_entries(
-        &[
-            ("prompt.txt", b"v3", BLOB),
-            (".gitignore", b"local.cfg\n", BLOB),
-        ],
-        "v3",
-    );
+    let v3 = prompt_commit(&w, b"v3", &[], "v3");
     w.checkout_head();
     w.init();
     let mut lines = String::new();
@@ -122,6 +110,17 @@ fn heal_never_overwrites_an_ignored_file() {
     );
 }
 
+/// A commit of `prompt.txt` = `version`, the `.gitignore` every commit of
+/// these worlds has, and `extra`.
+fn prompt_commit(w: &World, version: &[u8], extra: &[Entry<'_>], message: &str) -> String {
+    let mut files: Vec<Entry<'_>> = vec![
+        ("prompt.txt", version, BLOB),
+        (".gitignore", b"local.cfg\n", BLOB),
+    ];
+    files.extend_from_slice(extra);
+    w.commit_entries(&files, message)
+}
+
 /// Heals and expects v2 (which carries a link into the store) skipped.
 fn heal_must_skip_link(v2_extra: &[Entry<'_>]) {
     let mut files: Vec<Entry<'_>> = vec![("prompt.txt", b"v2", BLOB)];
@@ -212,13 +211,7 @@ fn record_alarm(w: &World, store_args: &[&str], v1: &str, v3: &str) {
 #[test]
 fn heal_never_deletes_a_store_file_that_head_tracks() {
     let w = World::new();
-    let v1 = w.commit_entries(
-        &[
-            ("prompt.txt", b"v1", BLOB),
-            (".gitignore", b"local.cfg\n", BLOB),
-        ],
-        "v1",
-    );
+    let v1 = prompt_commit(&w, b"v1", &[], "v1");
     w.checkout_head();
     w.init();
     std::fs::write(w.store().join("policy.toml"), POLICY).expect("policy");
@@ -256,22 +249,10 @@ fn heal_never_deletes_a_store_file_that_head_tracks() {
 #[test]
 fn heal_never_deletes_the_trace_that_head_tracks() {
     let w = World::new();
-    let v1 = w.commit_entries(
-        &[
-            ("prompt.txt", b"v1", BLOB),
-            (".gitignore", b"local.cfg\n", BLOB),
-        ],
-        "v1",
-    );
+    let v1 = prompt_commit(&w, b"v1", &[], "v1");
     w.checkout_head();
     w.init();
-    let v3 = w.commit_entries(
-        &[
-            ("prompt.txt", b"v3", BLOB),
-            (".gitignore", b"local.cfg\n", BLOB),
-        ],
-        "v3",
-    );
+    let v3 = prompt_commit(&w, b"v3", &[], "v3");
     w.checkout_head();
     record_alarm(&w, &[], &v1, &v3);
     // The attacker: a commit like v3 that also tracks the trace as it is
@@ -339,20 +320,16 @@ fn heal_never_repoints_the_store_path() {
     let w = World::unkeyed();
     let outside = w.dir.path().join("store");
     let evil = w.dir.path().join("evil");
-    let v1 = w.commit_entries(
-        &[
-            ("prompt.txt", b"v1", BLOB),
-            (".gitignore", b"local.cfg\n", BLOB),
-            (".ratchet", b"../evil", LINK),
-        ],
+    let v1 = prompt_commit(
+        &w,
+        b"v1",
+        &[(".ratchet", b"../evil", LINK)],
         "v1 (attacker: the link re-pointed)",
     );
-    let v3 = w.commit_entries(
-        &[
-            ("prompt.txt", b"v3", BLOB),
-            (".gitignore", b"local.cfg\n", BLOB),
-            (".ratchet", b"../store", LINK),
-        ],
+    let v3 = prompt_commit(
+        &w,
+        b"v3",
+        &[(".ratchet", b"../store", LINK)],
         "v3: the store lives beside the repository",
     );
     let o = ratchet(
@@ -396,20 +373,8 @@ fn heal_never_repoints_the_store_path() {
 #[test]
 fn a_completed_heal_is_not_redone_when_a_person_moves_head_back() {
     let w = World::new();
-    let v1 = w.commit_entries(
-        &[
-            ("prompt.txt", b"v1", BLOB),
-            (".gitignore", b"local.cfg\n", BLOB),
-        ],
-        "v1",
-    );
-    let v3 = w.commit_entries(
-        &[
-            ("prompt.txt", b"v3", BLOB),
-            (".gitignore", b"local.cfg\n", BLOB),
-        ],
-        "v3",
-    );
+    let v1 = prompt_commit(&w, b"v1", &[], "v1");
+    let v3 = prompt_commit(&w, b"v3", &[], "v3");
     w.checkout_head();
     w.init();
     record_alarm(&w, &[], &v1, &v3);

@@ -42,20 +42,36 @@ fn merge_world() -> (World, String, String) {
     (w, base, feature)
 }
 
-/// `merge` lands through `safe_checkout` alone, without the ignored-file
-/// check heal makes (`untracked_in_the_way`).
-#[test]
-fn a_landing_never_overwrites_an_ignored_file() {
-    let (w, _base, _feature) = merge_world();
-    let o = w.run(&["merge", "feature", "--into", "main", "--cmd", "true"], "");
+/// The ignored `local.cfg` the world's owner keeps is still theirs.
+fn assert_local_cfg_kept(w: &World, o: &std::process::Output) {
     let got = std::fs::read(w.root().join("local.cfg")).expect("read");
     assert_eq!(
         got,
         b"mine\n",
         "merge exit {:?}: {}",
         o.status.code(),
-        text(&o)
+        text(o)
     );
+}
+
+/// The marker an interrupted landing into `main` leaves, written by
+/// someone who can write `.git`.
+fn plant_pending_landing(w: &World, previous: &str, commit: &str) {
+    std::fs::write(
+        w.repo.commondir().join("ratchet-merge.pending"),
+        serde_json::json!({"into_ref": "refs/heads/main", "previous": previous, "commit": commit})
+            .to_string(),
+    )
+    .expect("plant");
+}
+
+/// `merge` lands through `safe_checkout` alone, without the ignored-file
+/// check heal makes (`untracked_in_the_way`).
+#[test]
+fn a_landing_never_overwrites_an_ignored_file() {
+    let (w, _base, _feature) = merge_world();
+    let o = w.run(&["merge", "feature", "--into", "main", "--cmd", "true"], "");
+    assert_local_cfg_kept(&w, &o);
 }
 
 /// A planted `ratchet-merge.pending` (HEAD detached at `previous`, the
@@ -79,24 +95,12 @@ fn a_planted_pending_landing_never_overwrites_an_ignored_file() {
     w.repo
         .set_head_detached(Oid::from_str(&base).expect("oid"))
         .expect("detach");
-    std::fs::write(
-        w.repo.commondir().join("ratchet-merge.pending"),
-        serde_json::json!({"into_ref": "refs/heads/main", "previous": base, "commit": evil})
-            .to_string(),
-    )
-    .expect("plant");
+    plant_pending_landing(&w, &base, &evil);
     let o = w.run(
         &["merge", "no-such-branch", "--into", "main", "--cmd", "true"],
         "",
     );
-    let got = std::fs::read(w.root().join("local.cfg")).expect("read");
-    assert_eq!(
-        got,
-        b"mine\n",
-        "merge exit {:?}: {}",
-        o.status.code(),
-        text(&o)
-    );
+    assert_local_cfg_kept(&w, &o);
 }
 
 /// The root cause of test 1 through a planted `ratchet-merge.pending`:
