@@ -219,6 +219,15 @@ pub fn check_promotion_refs(repo_path: &Path, store: &Store) -> Result<Vec<RefFa
             });
         }
     }
+    if let Some(above) = ref_above(&repo, &format!("{PROMOTION_REF_PREFIX}x")) {
+        faults.push(RefFault {
+            reference: above,
+            points_at: None,
+            trace_says: None,
+            symbolic: false,
+            unreadable: Some("a ref here blocks every promotion ref".into()),
+        });
+    }
     for (class, d) in trace {
         faults.push(RefFault {
             reference: format!("{PROMOTION_REF_PREFIX}{class}"),
@@ -300,7 +309,22 @@ fn check_ref_writable(repo: &Repository, name: &str) -> Result<()> {
             reason: "refs exist beneath this promotion ref's name, and git cannot hold both: remove them (`git update-ref -d`), then run the command again",
         });
     }
+    if let Some(above) = ref_above(repo, name) {
+        return Err(Error::InvalidPath {
+            path: PathBuf::from(above),
+            reason: "this ref stands where the promotion ref's directory must be, and git cannot hold both: remove it (`git update-ref -d`), then run the command again",
+        });
+    }
     Ok(())
+}
+
+/// A ref (loose file or known to git) at one of `name`'s parent paths
+/// under `refs/`, which blocks `name`.
+fn ref_above(repo: &Repository, name: &str) -> Option<String> {
+    let parts: Vec<&str> = name.split('/').collect();
+    (2..parts.len())
+        .map(|n| parts[..n].join("/"))
+        .find(|above| repo.commondir().join(above).is_file() || repo.find_reference(above).is_ok())
 }
 
 fn append_promotion(store: &mut Store, commit: &CommitId, r: PromotionRecord) -> Result<Receipt> {
@@ -511,13 +535,16 @@ fn absolute(path: &Path) -> std::io::Result<PathBuf> {
 }
 
 /// Whether the symbolic link at tree path `link` with target bytes
-/// `target` reaches `store`, or cannot be judged and so may: a target that
-/// is not UTF-8 or holds a NUL (git writes it as a C string: what follows
-/// the NUL is not the link), one that passes through another link of the
-/// same commit (resolved as text it would point elsewhere than the system
-/// resolves it), one under `/proc` or `/dev/fd` (their meaning depends on
-/// the process), and one that resolves — lexically, or on this filesystem —
-/// to the store or into it.
+/// `target` reaches `store`, or cannot be judged and so may. The target is
+/// followed one component at a time from where the system would start (the
+/// link's directory, or `/`), as an absolute path, and refused when: it is
+/// not UTF-8 or holds a NUL (git writes it as a C string: what follows the
+/// NUL is not the link); a step lands on another link of the same commit
+/// (inside the work tree: resolved as text it would point elsewhere than
+/// the system resolves it), or on a symbolic link of this file system
+/// outside it; a step lies under `/proc` or `/dev/fd` (their meaning
+/// depends on the process); or the end is the store, or inside it,
+/// lexically or as this file system resolves it.
 fn link_may_reach(
     workdir: &Path,
     link: &str,
@@ -532,54 +559,37 @@ fn link_may_reach(
         return true;
     }
     let target = Path::new(text);
-    if target.is_absolute() && (target.starts_with("/proc") || target.starts_with("/dev/fd")) {
-        return true;
-    }
-    // Inside the work tree, as tree components; `None` once it left it.
-    let mut inside: Option<Vec<String>> = if target.is_absolute() {
-        None
-    } else {
-        let mut dir: Vec<String> = link.split('/').map(str::to_string).collect();
-        dir.pop();
-        Some(dir)
-    };
-    let mut outside = if target.is_absolute() {
+    let mut at = if target.is_absolute() {
         PathBuf::from("/")
     } else {
-        workdir.to_path_buf()
+        let mut dir = workdir.to_path_buf();
+        dir.extend(link.split('/'));
+        dir.pop();
+        dir
     };
+    // Whether the path reached so far is a link the system would follow
+    // in a way the text does not say.
+    let through_a_link = |at: &Path| match at.strip_prefix(workdir) {
+        Ok(rel) if rel.as_os_str().is_empty() => false,
+        Ok(rel) => links.contains(rel.to_string_lossy().as_ref()),
+        Err(_) => std::fs::symlink_metadata(at).is_ok_and(|m| m.file_type().is_symlink()),
+    };
+    let special = |at: &Path| at.starts_with("/proc") || at.starts_with("/dev/fd");
     for c in target.components() {
-        if let Some(parts) = &inside
-            && !parts.is_empty()
-            && links.contains(parts.join("/").as_str())
-        {
-            // The path so far is another link of this commit.
+        if through_a_link(&at) || special(&at) {
             return true;
         }
-        match (c, inside.as_mut()) {
-            (Component::ParentDir, Some(parts)) if parts.is_empty() => {
-                inside = None;
-                outside = workdir.parent().unwrap_or(Path::new("/")).to_path_buf();
+        match c {
+            Component::ParentDir => {
+                at.pop();
             }
-            (Component::ParentDir, Some(parts)) => {
-                parts.pop();
-            }
-            (Component::Normal(n), Some(parts)) => parts.push(n.to_string_lossy().into_owned()),
-            (Component::ParentDir, None) => {
-                outside.pop();
-            }
-            (Component::Normal(n), None) => outside.push(n),
-            _ => {}
+            Component::Normal(n) => at.push(n),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
         }
     }
-    let resolved = match &inside {
-        Some(parts) => parts.iter().fold(workdir.to_path_buf(), |p, c| p.join(c)),
-        None => outside,
-    };
-    resolved.starts_with(store)
-        || resolved
-            .canonicalize()
-            .is_ok_and(|real| real.starts_with(store))
+    special(&at)
+        || at.starts_with(store)
+        || at.canonicalize().is_ok_and(|real| real.starts_with(store))
 }
 
 /// The one checkout ratchet makes: the tree of `commit` into the work tree,
@@ -801,10 +811,60 @@ pub(crate) struct PendingCheckout {
     pub head_was: Option<String>,
     /// The commit being checked out.
     pub to: CommitId,
+    /// On a keyed store, a MAC of the fields above with the writer key:
+    /// someone who can write `.git` but lacks the key cannot replay a
+    /// finished heal by planting a marker.
+    #[serde(default)]
+    pub mac: Option<String>,
 }
 
+/// The context of [`PendingCheckout::mac`].
+const CHECKOUT_MARKER_CONTEXT: &str = "ratchet 2026-12 pending checkout marker v1";
+
+impl PendingCheckout {
+    /// A marker for a checkout of `to` from `head_was` after `after_seq`,
+    /// MACed with `store`'s writer key when it has one.
+    pub(crate) fn new(
+        store: &Store,
+        after_seq: u64,
+        head_was: Option<String>,
+        to: CommitId,
+    ) -> Self {
+        let mut m = PendingCheckout {
+            after_seq,
+            head_was,
+            to,
+            mac: None,
+        };
+        m.mac = m.expected_mac(store);
+        m
+    }
+
+    fn expected_mac(&self, store: &Store) -> Option<String> {
+        let body =
+            serde_json::json!([store.id(), self.after_seq, self.head_was, self.to]).to_string();
+        store
+            .authenticate(CHECKOUT_MARKER_CONTEXT, body.as_bytes())
+            .map(|h| h.to_hex().to_string())
+    }
+
+    /// Whether the marker is one this store's writer left: on a keyed
+    /// store its MAC must check (on an unkeyed one anyone can append
+    /// anything, a marker adds nothing).
+    fn genuine(&self, store: &Store) -> bool {
+        match (store.writer_key_id(), self.expected_mac(store)) {
+            (None, _) => true,
+            (Some(_), Some(mac)) => self.mac.as_deref() == Some(mac.as_str()),
+            (Some(_), None) => false,
+        }
+    }
+}
+
+/// In the work tree's own git directory (`repo.path()`, not the common
+/// one): linked work trees each have their HEAD, their store and their
+/// heals, and one must never act on another's marker.
 pub(crate) fn pending_checkout_path(repo: &Repository) -> PathBuf {
-    repo.commondir().join("ratchet-checkout.pending")
+    repo.path().join("ratchet-checkout.pending")
 }
 
 /// Completes a checkout the trace records but the work tree does not show:
@@ -836,6 +896,11 @@ pub fn recover_checkout(repo_path: &Path, store: &mut Store) -> Result<Option<Re
         latest_checkout(&snapshot)?
     };
     let head = leaving(&repo).map(|o| o.to_string());
+    if !pending.genuine(store) {
+        tracing::warn!(marker = %marker.display(), "a checkout marker without a valid MAC: ignored");
+        remove()?;
+        return Ok(None);
+    }
     let announced = latest.filter(|(seq, r)| {
         *seq > pending.after_seq && r.to == pending.to && r.head_was == pending.head_was
     });

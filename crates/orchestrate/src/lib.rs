@@ -248,6 +248,10 @@ pub struct HealReport {
     /// Why the heal stayed on the deployed commit, when it did: the alarm
     /// was not harmful, or no measured commit is surely better.
     pub stayed: Option<String>,
+    /// Seq of the `checkout` event with which this run first completed an
+    /// earlier heal's interrupted checkout (the work tree moved then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completed: Option<u64>,
 }
 
 /// Resolves what a person types for a commit — `HEAD`, `main~2`, a short
@@ -409,6 +413,7 @@ pub fn heal(
         checkout_seq: None,
         deployed_estimate: deployed,
         stayed: None,
+        completed: None,
     };
     // Heal only on harm, and only towards a commit surely better than what
     // runs now: its pessimistic bound must beat the deployed commit's
@@ -472,11 +477,7 @@ pub fn heal(
     let marker = deploy::pending_checkout_path(&repo);
     deploy::write_synced_json(
         &marker,
-        &deploy::PendingCheckout {
-            after_seq: store.head()?.size,
-            head_was: head_was.clone(),
-            to: target.clone(),
-        },
+        &deploy::PendingCheckout::new(store, store.head()?.size, head_was.clone(), target.clone()),
     )?;
     let receipt = store.append(
         EventDraft::reserved(
@@ -645,9 +646,11 @@ pub fn heal_latest(
 ) -> Result<(HealReport, Option<Monitor>)> {
     // A checkout the trace records but the work tree does not show (a
     // crash between the two) is completed first.
-    if !options.dry_run {
-        recover_checkout(repo_path, store)?;
-    }
+    let completed = if options.dry_run {
+        None
+    } else {
+        recover_checkout(repo_path, store)?.map(|r| r.seq)
+    };
     let (alarm, healed) = {
         let snapshot = store.snapshot()?;
         snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
@@ -664,13 +667,18 @@ pub fn heal_latest(
                 ranking: Vec::new(),
                 skipped: Vec::new(),
                 chosen: None,
-                checked_out: false,
-                checkout_seq: None,
+                checked_out: completed.is_some(),
+                checkout_seq: completed,
                 deployed_estimate: None,
                 stayed: Some(format!(
-                    "nothing to heal: the alarm at seq {} was healed at seq {seq} (checked out {})",
-                    alarm.seq, c.to
+                    "nothing to heal: the alarm at seq {} was healed at seq {seq} (checked out {}){}",
+                    alarm.seq,
+                    c.to,
+                    completed.map_or(String::new(), |s| format!(
+                        "; its interrupted checkout was completed now (seq {s})"
+                    ))
                 )),
+                completed,
             },
             None,
         ));
@@ -680,7 +688,9 @@ pub fn heal_latest(
         lower_is_better: direction == ratchet_scorers::Direction::LowerIsBetter,
         ..options.clone()
     };
-    heal(repo_path, store, &alarm, &options)
+    let (mut report, monitor) = heal(repo_path, store, &alarm, &options)?;
+    report.completed = completed;
+    Ok((report, monitor))
 }
 
 /// Where and how a watch over one commit's live scores starts.

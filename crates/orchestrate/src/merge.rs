@@ -244,8 +244,10 @@ struct PendingLanding {
     commit: String,
 }
 
+/// In the work tree's own git directory: the landing detached *this* work
+/// tree's HEAD, and only this work tree may finish it.
 fn pending_path(repo: &Repository) -> PathBuf {
-    repo.commondir().join("ratchet-merge.pending")
+    repo.path().join("ratchet-merge.pending")
 }
 
 fn write_pending(repo: &Repository, p: &PendingLanding) -> Result<()> {

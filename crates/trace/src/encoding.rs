@@ -272,6 +272,14 @@ impl WriterKey {
         self.id.to_hex().to_string()
     }
 
+    /// A MAC of `bytes` under a key derived for `context` from this key's
+    /// MAC key: for state a writer leaves outside the trace (a marker of a
+    /// move under way) that someone without the key must not be able to
+    /// forge. Never equal to an event's MAC (another derived key).
+    pub fn authenticate(&self, context: &'static str, bytes: &[u8]) -> blake3::Hash {
+        blake3::keyed_hash(&blake3::derive_key(context, &self.mac_key), bytes)
+    }
+
     pub(crate) fn mac(&self, event_hash: &blake3::Hash) -> blake3::Hash {
         blake3::keyed_hash(&self.mac_key, event_hash.as_bytes())
     }

@@ -713,6 +713,15 @@ impl Store {
         &self.dir
     }
 
+    /// [`WriterKey::authenticate`] with the writer key this store was opened
+    /// with (`None` when it was opened without one).
+    pub fn authenticate(&self, context: &'static str, bytes: &[u8]) -> Option<blake3::Hash> {
+        self.options
+            .writer_key
+            .as_ref()
+            .map(|k| k.authenticate(context, bytes))
+    }
+
     /// The id of the writer key, if the store is keyed.
     pub fn writer_key_id(&self) -> Option<&str> {
         self.key_id.as_deref()

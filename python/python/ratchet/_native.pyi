@@ -28,6 +28,7 @@ __all__ = [
     "ewma_arl",
     "ingest_jsonl",
     "ingest_junit",
+    "pin_policy",
     "welch_non_inferiority",
 ]
 

@@ -15,10 +15,11 @@ mod crash;
 mod heal;
 mod ids;
 mod merge;
+mod outside;
 mod policy;
 mod refs;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::{ratchet, text};
@@ -140,14 +141,27 @@ impl World {
         ratchet(&self.root(), args, stdin)
     }
 
-    /// `ratchet args…` with the writer key when the store is keyed.
-    fn cmd(&self, args: &[&str], stdin: &str) -> Output {
+    /// `ratchet args…` in `cwd`, with the writer key when the store is keyed.
+    fn cmd_in(&self, cwd: &Path, args: &[&str], stdin: &str) -> Output {
         let key = self.key_s();
         let mut all: Vec<&str> = args.to_vec();
         if self.keyed {
             all.extend(["--key-file", key.as_str()]);
         }
-        self.run(&all, stdin)
+        ratchet(cwd, &all, stdin)
+    }
+
+    /// [`World::cmd_in`] at the work tree's root.
+    fn cmd(&self, args: &[&str], stdin: &str) -> Output {
+        self.cmd_in(&self.root(), args, stdin)
+    }
+
+    /// The ref HEAD names (`None`: detached).
+    fn head_name(&self) -> Option<String> {
+        self.repo
+            .find_reference("HEAD")
+            .ok()
+            .and_then(|h| h.symbolic_target().ok().flatten().map(str::to_string))
     }
 
     fn init(&self) {
