@@ -85,6 +85,7 @@ impl ToPyErr for ratchet_gate::Error {
             ratchet_gate::Error::Policy { .. }
             | ratchet_gate::Error::PolicyFile { .. }
             | ratchet_gate::Error::PolicyNotPinned { .. }
+            | ratchet_gate::Error::NoPolicy { .. }
             | ratchet_gate::Error::InvalidParameter { .. }
             | ratchet_gate::Error::InvalidObservation { .. } => {
                 InvalidInputError::new_err(self.to_string())

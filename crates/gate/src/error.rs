@@ -70,6 +70,14 @@ pub enum Error {
         /// The fields that differ.
         fields: Vec<String>,
     },
+    /// A class is neither pinned in the trace nor given by a policy file.
+    #[error(
+        "class {class} is not pinned in the trace and no policy file was given: give one, or pin one (`ratchet policy pin FILE`)"
+    )]
+    NoPolicy {
+        /// The class.
+        class: String,
+    },
     /// The trace store failed; `decide` fails closed.
     #[error("trace store: {0}")]
     Trace(#[from] ratchet_trace::Error),
@@ -81,6 +89,19 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+}
+
+/// A scorers error as the gate reports it: the store's own failures stay
+/// trace errors, anything else is evidence the gate cannot read.
+impl From<ratchet_scorers::Error> for Error {
+    fn from(e: ratchet_scorers::Error) -> Error {
+        match e {
+            ratchet_scorers::Error::Trace(t) => Error::Trace(t),
+            other => Error::InvalidObservation {
+                reason: other.to_string(),
+            },
+        }
+    }
 }
 
 pub(crate) fn invalid(name: &'static str, reason: impl Into<String>) -> Error {

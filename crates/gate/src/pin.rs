@@ -45,12 +45,12 @@ pub struct PinnedPolicy {
     pub seq: u64,
 }
 
-fn scorers_err(e: ratchet_scorers::Error) -> Error {
-    match e {
-        ratchet_scorers::Error::Trace(t) => Error::Trace(t),
-        other => Error::InvalidObservation {
-            reason: other.to_string(),
-        },
+impl PinnedPolicy {
+    /// Whether `given` is this pin's policy: the same hash *and* the same
+    /// values (serde_json writes NaN and ±inf as `null`, so a hash alone
+    /// could not tell `pass_threshold = nan` from an absent one).
+    pub fn admits(&self, given: &ClassPolicy) -> bool {
+        given.hash() == self.hash && *given == self.policy
     }
 }
 
@@ -64,17 +64,29 @@ pub fn pinned_policies(
     store: &Store,
     max_seq: u64,
 ) -> Result<std::collections::BTreeMap<String, PinnedPolicy>> {
+    class_pins(&ratchet_scorers::pins(store, max_seq)?)
+}
+
+/// The class pins in force among `pins` (as [`ratchet_scorers::pins`]
+/// reads them: in trace order), by class name.
+///
+/// # Errors
+/// As [`pinned_policies`].
+pub(crate) fn class_pins(
+    pins: &[(u64, Pin)],
+) -> Result<std::collections::BTreeMap<String, PinnedPolicy>> {
     let mut out = std::collections::BTreeMap::new();
-    for (seq, pin) in ratchet_scorers::pins(store, max_seq).map_err(scorers_err)? {
+    for (seq, pin) in pins {
+        let seq = *seq;
         if let Pin::Class {
             class,
             policy,
             policy_hash,
         } = pin
         {
-            let parsed = ClassPolicy::from_pinned(&class, policy, seq)?;
+            let parsed = ClassPolicy::from_pinned(class, policy.clone(), seq)?;
             let hash = parsed.hash();
-            if hash != policy_hash {
+            if hash != *policy_hash {
                 return Err(Error::Policy {
                     field: format!("class.{class}"),
                     reason: format!(
@@ -85,7 +97,7 @@ pub fn pinned_policies(
             out.insert(
                 class.clone(),
                 PinnedPolicy {
-                    class,
+                    class: class.clone(),
                     policy: parsed,
                     hash,
                     seq,
@@ -126,7 +138,7 @@ pub fn pin_policy(store: &mut Store, class: &str, policy: &ClassPolicy) -> Resul
         })?,
         policy_hash: hash,
     };
-    ratchet_scorers::append_pin(store, &pin, in_force).map_err(scorers_err)
+    Ok(ratchet_scorers::append_pin(store, &pin, in_force)?)
 }
 
 /// The fields in which two class policies differ, as policy files name
@@ -137,17 +149,13 @@ pub fn policy_differences(a: &ClassPolicy, b: &ClassPolicy) -> Vec<String> {
         match (a, b) {
             (Value::Object(x), Value::Object(y)) => {
                 let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+                // Keys are the policy file's own names (serde renames the
+                // lists to `guardrail` and `invariant`).
                 for k in keys {
-                    // Policy files name the lists in the singular.
-                    let name = match k.as_str() {
-                        "guardrails" => "guardrail",
-                        "invariants" => "invariant",
-                        other => other,
-                    };
                     let p = if path.is_empty() {
-                        name.to_string()
+                        k.to_string()
                     } else {
-                        format!("{path}.{name}")
+                        format!("{path}.{k}")
                     };
                     let null = Value::Null;
                     walk(
@@ -206,8 +214,9 @@ pub enum PolicySource {
 ///
 /// # Errors
 /// [`Error::PolicyNotPinned`] if `file`'s class differs from the pin;
-/// [`Error::Policy`] if the class is neither pinned nor in `file`
-/// (or `file` is `None`); [`Error::Trace`] if the store cannot be read.
+/// [`Error::Policy`] if the class is not pinned and not in `file`;
+/// [`Error::NoPolicy`] if it is not pinned and there is no `file`;
+/// [`Error::Trace`] if the store cannot be read.
 pub fn resolve_policy(
     store: &Store,
     class: &str,
@@ -217,9 +226,7 @@ pub fn resolve_policy(
     let pinned = pinned_policy(store, class, head)?;
     match (pinned, file) {
         (Some(p), Some(file)) => match file.class.get(class) {
-            Some(given) if given.hash() == p.hash && *given == p.policy => {
-                Ok((p.policy, PolicySource::Pinned))
-            }
+            Some(given) if p.admits(given) => Ok((p.policy, PolicySource::Pinned)),
             Some(given) => Err(not_pinned(class, &p, given)),
             None => Err(Error::PolicyNotPinned {
                 class: class.to_string(),
@@ -233,9 +240,8 @@ pub fn resolve_policy(
         },
         (Some(p), None) => Ok((p.policy, PolicySource::Pinned)),
         (None, Some(file)) => Ok((file.class(class)?.clone(), PolicySource::Unpinned)),
-        (None, None) => Err(Error::Policy {
-            field: format!("class.{class}"),
-            reason: "the class is not pinned in the trace and no policy file was given".into(),
+        (None, None) => Err(Error::NoPolicy {
+            class: class.to_string(),
         }),
     }
 }

@@ -35,20 +35,19 @@ pub(crate) fn evaluate(
     if let Some(o) = verification(store, q, at, &mut v.stages)? {
         return Ok(o);
     }
-    // Read from the verified trace: a class pinned at `at` decides under
-    // its pin and nothing else (a file edited beside the store is refused).
-    // Equal hashes and equal values: serde_json writes NaN and ±inf as
-    // `null`, so a hash alone could not tell `pass_threshold = nan` from
-    // an absent one (red team).
-    if let Some(pinned) = crate::pin::pinned_policy(store, q.class, at)?
-        && (pinned.hash != q.policy.hash() || pinned.policy != *q.policy)
+    // Read from the verified trace, once: a class pinned at `at` decides
+    // under its pin and nothing else (a file edited beside the store is
+    // refused), and a pinned rubric's version is the one read.
+    let pins = ratchet_scorers::pins(store, at)?;
+    if let Some(pinned) = crate::pin::class_pins(&pins)?.remove(q.class)
+        && !pinned.admits(q.policy)
     {
         return Err(crate::pin::not_pinned(q.class, &pinned, q.policy));
     }
     if let Some(o) = required_tests(store, q, at, &mut v.stages)? {
         return Ok(o);
     }
-    if let Some(o) = choose_versions(store, q, at, &mut v.scorer_versions)? {
+    if let Some(o) = choose_versions(store, q, at, &pins, &mut v.scorer_versions)? {
         return Ok(o);
     }
     let versions = &v.scorer_versions;
@@ -190,6 +189,7 @@ fn choose_versions(
     store: &Store,
     q: &Question<'_>,
     at: u64,
+    pins: &[(u64, ratchet_scorers::Pin)],
     versions: &mut BTreeMap<String, String>,
 ) -> Step {
     let p = q.policy;
@@ -221,14 +221,7 @@ fn choose_versions(
             continue;
         }
         // The policy's own version pin, else a rubric pinned in the trace.
-        let rubric_pin = ratchet_scorers::pinned_rubric_version(store, scorer, at)
-            .map_err(|e| match e {
-                ratchet_scorers::Error::Trace(t) => Error::Trace(t),
-                other => Error::InvalidObservation {
-                    reason: other.to_string(),
-                },
-            })?
-            .map(|(v, _)| v);
+        let rubric_pin = ratchet_scorers::rubric_pin_in(pins, scorer).map(|(v, _)| v.to_string());
         let pinned = p
             .scorer_version
             .clone()
@@ -417,12 +410,7 @@ fn lower_is_better(
     at: u64,
 ) -> Result<bool> {
     use crate::Direction;
-    let declared = ratchet_scorers::declared_direction(store, scorer, at).map_err(|e| match e {
-        ratchet_scorers::Error::Trace(t) => Error::Trace(t),
-        other => Error::InvalidObservation {
-            reason: other.to_string(),
-        },
-    })?;
+    let declared = ratchet_scorers::declared_direction(store, scorer, at)?;
     Ok(match (declared, stated) {
         (Some((d, seq)), Some(b)) if d != b => {
             return Err(Error::Policy {

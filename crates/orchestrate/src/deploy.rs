@@ -219,7 +219,7 @@ pub fn check_promotion_refs(repo_path: &Path, store: &Store) -> Result<Vec<RefFa
             });
         }
     }
-    if let Some(above) = ref_above(&repo, &format!("{PROMOTION_REF_PREFIX}x")) {
+    if let Some(above) = blocking_ref(&repo, PROMOTION_REF_PREFIX.trim_end_matches('/')) {
         faults.push(RefFault {
             reference: above,
             points_at: None,
@@ -309,7 +309,10 @@ fn check_ref_writable(repo: &Repository, name: &str) -> Result<()> {
             reason: "refs exist beneath this promotion ref's name, and git cannot hold both: remove them (`git update-ref -d`), then run the command again",
         });
     }
-    if let Some(above) = ref_above(repo, name) {
+    if let Some(above) = name
+        .rsplit_once('/')
+        .and_then(|(dir, _)| blocking_ref(repo, dir))
+    {
         return Err(Error::InvalidPath {
             path: PathBuf::from(above),
             reason: "this ref stands where the promotion ref's directory must be, and git cannot hold both: remove it (`git update-ref -d`), then run the command again",
@@ -318,13 +321,14 @@ fn check_ref_writable(repo: &Repository, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// A ref (loose file or known to git) at one of `name`'s parent paths
-/// under `refs/`, which blocks `name`.
-fn ref_above(repo: &Repository, name: &str) -> Option<String> {
-    let parts: Vec<&str> = name.split('/').collect();
-    (2..parts.len())
+/// A ref (a loose file, or one git knows) standing at `dir` or one of its
+/// parents under `refs/`, where a directory of refs must be: it blocks
+/// every ref below.
+fn blocking_ref(repo: &Repository, dir: &str) -> Option<String> {
+    let parts: Vec<&str> = dir.split('/').collect();
+    (2..=parts.len())
         .map(|n| parts[..n].join("/"))
-        .find(|above| repo.commondir().join(above).is_file() || repo.find_reference(above).is_ok())
+        .find(|at| repo.commondir().join(at).is_file() || repo.find_reference(at).is_ok())
 }
 
 fn append_promotion(store: &mut Store, commit: &CommitId, r: PromotionRecord) -> Result<Receipt> {

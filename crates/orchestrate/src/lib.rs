@@ -590,6 +590,8 @@ pub struct GateRun {
 /// decides (at the head, appending the verdict unless `dry_run`), and on
 /// promote records the promotion naming the decision's own seq (taken from
 /// its receipt, so another writer appending meanwhile cannot be named).
+/// With a repository, any recorded decision also brings the class's
+/// promotion ref back to what the trace says ([`sync_promotion_ref`]).
 ///
 /// # Errors
 /// [`Error::SameCommit`] if baseline and candidate are one commit;
@@ -602,11 +604,6 @@ pub fn gate(store: &mut Store, q: &Question<'_>, options: &GateOptions<'_>) -> R
             commit: q.baseline.clone(),
         });
     }
-    // The class's ref first agrees with the trace again (a crash between an
-    // earlier promotion's event and its ref, or a foreign move).
-    if let Some(repo) = options.promote_in {
-        sync_promotion_ref(repo, store, q.class)?;
-    }
     let (verdict, decision) = if options.dry_run {
         let head = store.head()?.size;
         (ratchet_gate::decide_at(store, q, head)?, None)
@@ -614,6 +611,11 @@ pub fn gate(store: &mut Store, q: &Question<'_>, options: &GateOptions<'_>) -> R
         ratchet_gate::decide_recorded(store, q)?
     };
     deploy::crash_point("gate:decided");
+    // After a recorded decision the class's ref agrees with the trace again
+    // (a crash between an earlier promotion's event and its ref, or a
+    // foreign move): `record_promotion` brings it back first, and so does
+    // any other outcome. A dry run, or a trace that failed verification,
+    // writes nothing.
     let promotion = match (&verdict.outcome, options.promote_in, &decision) {
         (Outcome::Promote, Some(repo), Some(receipt)) => Some(record_promotion(
             repo,
@@ -622,6 +624,10 @@ pub fn gate(store: &mut Store, q: &Question<'_>, options: &GateOptions<'_>) -> R
             q.class,
             Some(receipt.seq),
         )?),
+        (_, Some(repo), Some(_)) => {
+            sync_promotion_ref(repo, store, q.class)?;
+            None
+        }
         _ => None,
     };
     Ok(GateRun {
@@ -829,13 +835,6 @@ pub struct PinSummary {
     pub seq: u64,
 }
 
-impl Status {
-    /// Whether any class's policy is pinned in the trace.
-    pub fn policy_pinned(&self) -> bool {
-        !self.pinned_policies.is_empty()
-    }
-}
-
 /// A recorded verdict, in brief.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct DecisionSummary {
@@ -866,7 +865,6 @@ pub struct OutcomeSummary {
 /// such (in `verification`), not as an error; the figures beside it are
 /// then what the altered file says.
 ///
-/// # Errors
 /// With `repo`, every promotion ref of that repository is compared with
 /// the trace ([`check_promotion_refs`]).
 ///

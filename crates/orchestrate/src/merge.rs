@@ -250,10 +250,6 @@ fn pending_path(repo: &Repository) -> PathBuf {
     repo.path().join("ratchet-merge.pending")
 }
 
-fn write_pending(repo: &Repository, p: &PendingLanding) -> Result<()> {
-    crate::deploy::write_synced_json(&pending_path(repo), p)
-}
-
 /// Finishes what a merge that died mid-landing left: HEAD detached at the
 /// old tip (the ref not moved, or moved with the work tree not yet
 /// updated) or at the merge (checked out, not re-attached). The work tree
@@ -519,8 +515,8 @@ fn merge_locked(
             // checkout of the merge sees the work tree as clean and updates
             // it, refusing to overwrite anything edited meanwhile (ignored
             // files included).
-            write_pending(
-                repo,
+            crate::deploy::write_synced_json(
+                &pending_path(repo),
                 &PendingLanding {
                     into_ref: into_ref.clone(),
                     previous: ours.to_string(),

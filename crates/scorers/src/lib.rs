@@ -67,5 +67,6 @@ pub use ingest::{
 };
 pub use pins::{
     Pin, Pinned, append_pin, check_rubrics_pinned, pin_rubric, pinned_rubric_version, pins,
+    rubric_pin_in,
 };
 pub use rubric::{Aggregation, Item, ItemKind, Observation, Rubric};

@@ -61,13 +61,16 @@ pub fn pinned_rubric_version(
     name: &str,
     max_seq: u64,
 ) -> Result<Option<(String, u64)>> {
-    Ok(pins(store, max_seq)?
-        .into_iter()
-        .rev()
-        .find_map(|(seq, p)| match p {
-            Pin::Rubric { rubric, version } if rubric == name => Some((version, seq)),
-            _ => None,
-        }))
+    Ok(rubric_pin_in(&pins(store, max_seq)?, name).map(|(v, seq)| (v.to_string(), seq)))
+}
+
+/// The latest pin of rubric `name` among `pins` (in trace order, as
+/// [`pins`] reads them): its version and seq.
+pub fn rubric_pin_in<'a>(pins: &'a [(u64, Pin)], name: &str) -> Option<(&'a str, u64)> {
+    pins.iter().rev().find_map(|(seq, p)| match p {
+        Pin::Rubric { rubric, version } if rubric == name => Some((version.as_str(), *seq)),
+        _ => None,
+    })
 }
 
 /// What a pin did: appended, or already in force.
@@ -126,8 +129,7 @@ pub fn pin_rubric(store: &mut Store, rubric: &Rubric) -> Result<Pinned> {
     // A pin is written only into a trace that verifies (with its key).
     store.verified(&ratchet_trace::VerifyOptions::default())?;
     let version = rubric.version();
-    let head = store.head()?.size;
-    let in_force = pinned_rubric_version(store, &rubric.name, head)?
+    let in_force = pinned_rubric_version(store, &rubric.name, u64::MAX)?
         .filter(|(v, _)| *v == version)
         .map(|(_, seq)| seq);
     append_pin(
@@ -150,16 +152,12 @@ pub fn pin_rubric(store: &mut Store, rubric: &Rubric) -> Result<Pinned> {
 pub fn check_rubrics_pinned(store: &Store, rubrics: &RubricSet) -> Result<()> {
     let all = pins(store, u64::MAX)?;
     for r in rubrics.all() {
-        let pinned = all.iter().rev().find_map(|(seq, p)| match p {
-            Pin::Rubric { rubric, version } if *rubric == r.name => Some((version, *seq)),
-            _ => None,
-        });
-        if let Some((version, seq)) = pinned {
+        if let Some((version, seq)) = rubric_pin_in(&all, &r.name) {
             let given = r.version();
-            if *version != given {
+            if version != given {
                 return Err(crate::Error::RubricNotPinned {
                     rubric: r.name.clone(),
-                    pinned: version.clone(),
+                    pinned: version.to_string(),
                     given,
                     seq,
                 });

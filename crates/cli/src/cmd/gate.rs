@@ -46,17 +46,14 @@ fn class_policy(
     path: Option<&Path>,
 ) -> Result<(ratchet_gate::ClassPolicy, ratchet_gate::PolicySource)> {
     let file = policy_file(ctx, path)?;
-    if file.is_none() && path.is_none() {
+    match ratchet_gate::resolve_policy(store, class, file.as_ref()) {
         // Neither a pin nor a file: say where the file was looked for.
-        let head = store.head()?.size;
-        if ratchet_gate::pinned_policy(store, class, head)?.is_none() {
-            anyhow::bail!(
-                "class {class} is not pinned in the trace and there is no policy file (looked for {}); pass --policy FILE, or pin one with `ratchet policy pin FILE`",
-                ctx.store_dir.join("policy.toml").display()
-            );
-        }
+        Err(ratchet_gate::Error::NoPolicy { .. }) => anyhow::bail!(
+            "class {class} is not pinned in the trace and there is no policy file (looked for {}); pass --policy FILE, or pin one with `ratchet policy pin FILE`",
+            ctx.store_dir.join("policy.toml").display()
+        ),
+        resolved => Ok(resolved?),
     }
-    Ok(ratchet_gate::resolve_policy(store, class, file.as_ref())?)
 }
 
 pub fn policy_pin(

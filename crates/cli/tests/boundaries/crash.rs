@@ -40,21 +40,9 @@ fn a_crash_at_any_step_of_a_promotion_is_recovered_by_the_next_command() {
         let (w, base, cand) = gate_world();
         let repo_s = w.root().to_str().expect("utf8").to_string();
         // Promote the better commit (roles swapped: `base` wins).
-        crash(
-            &w,
-            step,
-            &[
-                "gate",
-                "--baseline",
-                &cand,
-                "--candidate",
-                &base,
-                "--class",
-                "prompt",
-                "--record-promotion",
-                &repo_s,
-            ],
-        );
+        let mut args = gate_args(&cand, &base, "prompt");
+        args.extend(["--record-promotion", repo_s.as_str()]);
+        crash(&w, step, &args);
         // The ref never moved ahead of the trace: either both say promoted,
         // or the trace does and status names the ref as a fault.
         let o = w.cmd(&["status", "--json"], "");
@@ -147,28 +135,13 @@ fn a_crash_at_any_step_of_a_landing_is_completed_by_the_next_merge() {
         "merge:landed",
     ] {
         let w = World::new();
-        let base = w.commit(&[("base.txt", b"base\n")], "base");
-        let base_oid = Oid::from_str(&base).expect("oid");
-        w.repo
-            .reference("refs/heads/main", base_oid, true, "main")
-            .expect("main");
-        w.repo.set_head("refs/heads/main").expect("head");
-        let feature = w.commit(
-            &[("base.txt", b"base\n"), ("feature.txt", b"new\n")],
-            "feature",
+        let (_, feature) = w.main_and_feature(
+            &[("base.txt", b"base\n", BLOB)],
+            &[
+                ("base.txt", b"base\n", BLOB),
+                ("feature.txt", b"new\n", BLOB),
+            ],
         );
-        w.repo
-            .reference(
-                "refs/heads/feature",
-                Oid::from_str(&feature).expect("oid"),
-                true,
-                "f",
-            )
-            .expect("feature");
-        w.repo
-            .reference("refs/heads/main", base_oid, true, "back")
-            .expect("main back");
-        w.checkout_head();
         let o = w.run(&["init"], "");
         assert!(o.status.success(), "{}", text(&o));
         let o = std::process::Command::new(env!("CARGO_BIN_EXE_ratchet"))

@@ -13,32 +13,7 @@ pub(crate) fn heal_world(v2_files: &[Entry<'_>]) -> (World, [String; 3]) {
     let v3 = prompt_commit(&w, b"v3", &[], "v3");
     w.checkout_head();
     w.init();
-    let mut lines = String::new();
-    for (c, mean) in [(&v1, 0.85), (&v2, 0.95), (&v3, 0.90)] {
-        lines.push_str(&score_lines(c, "quality", 0..100, |t| {
-            mean + (f64::from(t % 11) - 5.0) * 0.004
-        }));
-    }
-    let o = w.cmd(&["append"], &lines);
-    assert!(o.status.success(), "{}", text(&o));
-    let from = w.size();
-    let live = score_lines(&v3, "quality", 100..160, |t| 0.60 + f64::from(t % 3) * 0.01);
-    let o = w.cmd(&["append"], &live);
-    assert!(o.status.success(), "{}", text(&o));
-    let o = w.cmd(
-        &[
-            "watch",
-            "--commit",
-            &v3,
-            "--scorer",
-            "quality",
-            "--from",
-            &from.to_string(),
-            "--record",
-        ],
-        "",
-    );
-    assert_eq!(o.status.code(), Some(1), "an alarm: {}", text(&o));
+    record_alarm(&w, &[(&v1, 0.85), (&v2, 0.95), (&v3, 0.90)], &v3);
     w.save_checkpoint();
     (w, [v1, v2, v3])
 }
@@ -172,36 +147,6 @@ fn heal_skips_a_link_into_the_store_through_proc_self_cwd() {
     heal_must_skip_link(&[("out", b"/proc/self/cwd/.ratchet", LINK)]);
 }
 
-/// Scores of `v1` (0.85), `v3` (0.90, deployed) whose live scores then
-/// fall, and an alarm on `v3` recorded by a watch.
-fn record_alarm(w: &World, store_args: &[&str], v1: &str, v3: &str) {
-    let with = |args: &[&str]| -> Output {
-        let mut all: Vec<&str> = store_args.to_vec();
-        all.extend_from_slice(args);
-        w.cmd(&all, "")
-    };
-    let mut lines = String::new();
-    for (c, mean) in [(v1, 0.85), (v3, 0.90)] {
-        lines.push_str(&score_lines(c, "quality", 0..100, |t| {
-            mean + (f64::from(t % 11) - 5.0) * 0.004
-        }));
-    }
-    let mut args: Vec<&str> = store_args.to_vec();
-    args.push("append");
-    let o = w.cmd(&args, &lines);
-    assert!(o.status.success(), "{}", text(&o));
-    let o = with(&["status", "--json"]);
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-    let from = v["overview"]["size"].as_u64().expect("size").to_string();
-    let live = score_lines(v3, "quality", 100..160, |t| 0.60 + f64::from(t % 3) * 0.01);
-    let o = w.cmd(&args, &live);
-    assert!(o.status.success(), "{}", text(&o));
-    let o = with(&[
-        "watch", "--commit", v3, "--scorer", "quality", "--from", &from, "--record",
-    ]);
-    assert_eq!(o.status.code(), Some(1), "an alarm: {}", text(&o));
-}
-
 /// `store_paths_in` judges only the commit checked out, never the commit
 /// HEAD is at. A checkout deletes every file HEAD tracks that the target
 /// does not (when unmodified). So a HEAD that tracks `.ratchet/policy.toml`
@@ -226,7 +171,7 @@ fn heal_never_deletes_a_store_file_that_head_tracks() {
     );
     w.checkout_head();
     w.reset_index_to_head();
-    record_alarm(&w, &[], &v1, &v3);
+    record_alarm(&w, &[(&v1, 0.85), (&v3, 0.90)], &v3);
     let policy = w.store().join("policy.toml");
     assert!(policy.exists());
     let o = w.cmd(&["heal", "--json"], "");
@@ -254,7 +199,7 @@ fn heal_never_deletes_the_trace_that_head_tracks() {
     w.init();
     let v3 = prompt_commit(&w, b"v3", &[], "v3");
     w.checkout_head();
-    record_alarm(&w, &[], &v1, &v3);
+    record_alarm(&w, &[(&v1, 0.85), (&v3, 0.90)], &v3);
     // The attacker: a commit like v3 that also tracks the trace as it is
     // now, HEAD's branch moved to it, the index matching.
     let db = std::fs::read(w.store().join("trace.db")).expect("db");
@@ -343,7 +288,7 @@ fn heal_never_repoints_the_store_path() {
         w.store().canonicalize().expect("link"),
         outside.canonicalize().expect("store")
     );
-    record_alarm(&w, &[], &v1, &v3);
+    record_alarm(&w, &[(&v1, 0.85), (&v3, 0.90)], &v3);
     // The attacker's store: their own verdict-to-be, unkeyed.
     let o = ratchet(
         w.dir.path(),
@@ -377,7 +322,7 @@ fn a_completed_heal_is_not_redone_when_a_person_moves_head_back() {
     let v3 = prompt_commit(&w, b"v3", &[], "v3");
     w.checkout_head();
     w.init();
-    record_alarm(&w, &[], &v1, &v3);
+    record_alarm(&w, &[(&v1, 0.85), (&v3, 0.90)], &v3);
     let branch = w
         .repo
         .head()

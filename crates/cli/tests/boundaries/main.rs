@@ -253,6 +253,20 @@ impl World {
         .expect("open")
     }
 
+    /// `main` at a commit of `base` (checked out, HEAD attached) and a
+    /// branch `feature` one commit ahead with `feature`'s files: what a
+    /// landing starts from. Returns both commits.
+    fn main_and_feature(&self, base: &[Entry<'_>], feature: &[Entry<'_>]) -> (String, String) {
+        let base_id = self.commit_entries(base, "base");
+        self.point_ref("refs/heads/main", &base_id);
+        self.repo.set_head("refs/heads/main").expect("head");
+        let feature_id = self.commit_entries(feature, "feature");
+        self.point_ref("refs/heads/feature", &feature_id);
+        self.point_ref("refs/heads/main", &base_id);
+        self.checkout_head();
+        (base_id, feature_id)
+    }
+
     /// Points `name` at `commit` as anyone with git access can.
     fn point_ref(&self, name: &str, commit: &str) {
         self.repo
@@ -326,4 +340,33 @@ fn gate(w: &World, base: &str, cand: &str, extra: &[&str]) -> Output {
     let mut args = gate_args(base, cand, "prompt");
     args.extend_from_slice(extra);
     w.cmd(&args, "")
+}
+
+/// 100 `quality` scores for each of `means` (commit, mean), then 60 live
+/// scores of `deployed` around 0.61, and the alarm `watch --record` raises
+/// on them.
+fn record_alarm(w: &World, means: &[(&str, f64)], deployed: &str) {
+    let mut lines = String::new();
+    for &(c, mean) in means {
+        lines.push_str(&score_lines(c, "quality", 0..100, |t| {
+            mean + (f64::from(t % 11) - 5.0) * 0.004
+        }));
+    }
+    let o = w.cmd(&["append"], &lines);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = w.cmd(&["status", "--json"], "");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let from = v["overview"]["size"].as_u64().expect("size").to_string();
+    let live = score_lines(deployed, "quality", 100..160, |t| {
+        0.60 + f64::from(t % 3) * 0.01
+    });
+    let o = w.cmd(&["append"], &live);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = w.cmd(
+        &[
+            "watch", "--commit", deployed, "--scorer", "quality", "--from", &from, "--record",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(1), "an alarm: {}", text(&o));
 }

@@ -12,31 +12,17 @@ use crate::*;
 /// `local.cfg`.
 fn merge_world() -> (World, String, String) {
     let w = World::unkeyed();
-    let base = w.commit_entries(
+    let (base, feature) = w.main_and_feature(
         &[
             ("base.txt", b"base\n", BLOB),
             (".gitignore", b"local.cfg\n", BLOB),
         ],
-        "base",
-    );
-    let base_oid = Oid::from_str(&base).expect("oid");
-    w.repo
-        .reference("refs/heads/main", base_oid, true, "main")
-        .expect("main");
-    w.repo.set_head("refs/heads/main").expect("head");
-    let feature = w.commit_entries(
         &[
             ("base.txt", b"base\n", BLOB),
             (".gitignore", b"local.cfg\n", BLOB),
             ("local.cfg", b"the branch's config\n", BLOB),
         ],
-        "feature: ship a local.cfg",
     );
-    w.point_ref("refs/heads/feature", &feature);
-    w.repo
-        .reference("refs/heads/main", base_oid, true, "back")
-        .expect("main back");
-    w.checkout_head();
     w.init();
     std::fs::write(w.root().join("local.cfg"), b"mine\n").expect("local");
     (w, base, feature)

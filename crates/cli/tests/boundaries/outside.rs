@@ -5,8 +5,6 @@
 
 use std::path::Path;
 
-use git2::Oid;
-
 use crate::common::text;
 use crate::*;
 
@@ -27,35 +25,6 @@ fn heal_world(v2_files: impl Fn(&Path) -> Vec<(String, Vec<u8>, i32)>) -> (World
     w.init();
     record_alarm(&w, &[(&v1, 0.85), (&v2, 0.95), (&v3, 0.90)], &v3);
     (w, [v1, v2, v3])
-}
-
-fn record_alarm(w: &World, means: &[(&String, f64)], v3: &str) {
-    let mut lines = String::new();
-    for (c, mean) in means {
-        lines.push_str(&score_lines(c, "quality", 0..100, |t| {
-            mean + (f64::from(t % 11) - 5.0) * 0.004
-        }));
-    }
-    let o = w.cmd(&["append"], &lines);
-    assert!(o.status.success(), "{}", text(&o));
-    let from = w.size();
-    let live = score_lines(v3, "quality", 100..160, |t| 0.60 + f64::from(t % 3) * 0.01);
-    let o = w.cmd(&["append"], &live);
-    assert!(o.status.success(), "{}", text(&o));
-    let o = w.cmd(
-        &[
-            "watch",
-            "--commit",
-            v3,
-            "--scorer",
-            "quality",
-            "--from",
-            &from.to_string(),
-            "--record",
-        ],
-        "",
-    );
-    assert_eq!(o.status.code(), Some(1), "an alarm: {}", text(&o));
 }
 
 /// Heals (from `cwd` below the root, if given) and expects v2, whose
@@ -186,20 +155,7 @@ fn a_ref_above_the_promotion_ref_blocks_it_before_anything_is_recorded() {
     let mut outputs = Vec::new();
     for _ in 0..2 {
         // `base` is the better commit: promote it.
-        let o = w.cmd(
-            &[
-                "gate",
-                "--baseline",
-                &cand,
-                "--candidate",
-                &base,
-                "--class",
-                "prompt",
-                "--record-promotion",
-                &repo_s,
-            ],
-            "",
-        );
+        let o = gate(&w, &cand, &base, &["--record-promotion", &repo_s]);
         outputs.push(format!("exit {:?}: {}", o.status.code(), text(&o)));
     }
     let promotions = w.events("promotion");
@@ -263,31 +219,13 @@ fn a_heal_in_another_work_tree_does_not_discard_this_work_trees_pending_checkout
 #[test]
 fn a_merge_in_another_work_tree_does_not_take_over_an_interrupted_landing() {
     let w = World::with_key(false);
-    let base = w.commit_entries(&[("base.txt", b"base\n", BLOB)], "base");
-    let base_oid = Oid::from_str(&base).expect("oid");
-    w.repo
-        .reference("refs/heads/main", base_oid, true, "main")
-        .expect("main");
-    w.repo.set_head("refs/heads/main").expect("head");
-    let feature = w.commit_entries(
+    let _ = w.main_and_feature(
+        &[("base.txt", b"base\n", BLOB)],
         &[
             ("base.txt", b"base\n", BLOB),
             ("feature.txt", b"new\n", BLOB),
         ],
-        "feature",
     );
-    w.repo
-        .reference(
-            "refs/heads/feature",
-            Oid::from_str(&feature).expect("oid"),
-            true,
-            "f",
-        )
-        .expect("feature");
-    w.repo
-        .reference("refs/heads/main", base_oid, true, "back")
-        .expect("main back");
-    w.checkout_head();
     w.init();
     // A linked work tree on its own branch `other`, at main's tip.
     let other = w.dir.path().join("other");

@@ -283,22 +283,10 @@ fn status_in_the_repository_compares_its_promotion_refs_with_an_outside_store() 
     let o = w.cmd(&["--store", &store_s, "append"], &lines);
     assert!(o.status.success(), "{}", text(&o));
     let repo_s = w.root().to_str().expect("utf8").to_string();
-    let o = w.cmd(
-        &[
-            "--store",
-            &store_s,
-            "gate",
-            "--baseline",
-            &cand,
-            "--candidate",
-            &base,
-            "--class",
-            "prompt",
-            "--record-promotion",
-            &repo_s,
-        ],
-        "",
-    );
+    let mut args = vec!["--store", store_s.as_str()];
+    args.extend(gate_args(&cand, &base, "prompt"));
+    args.extend(["--record-promotion", repo_s.as_str()]);
+    let o = w.cmd(&args, "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(w.promotion_ref().as_deref(), Some(base.as_str()));
     w.point_ref("refs/ratchet/promoted/prompt", &cand);
