@@ -78,12 +78,14 @@ mod checkpoint;
 mod encoding;
 mod error;
 mod event;
+mod ledger;
 mod merge;
 mod projection;
 mod schema;
 mod store;
 mod summary;
 mod verify;
+mod view;
 
 pub use blake3::Hash;
 pub use checkpoint::Checkpoint;
@@ -98,10 +100,11 @@ pub use event::{
 pub use merge::{MergeOptions, MergeReport};
 pub use projection::{KIND_SCORE, KIND_TEST_RUN, Score, TestRun};
 pub use schema::{APPLICATION_ID, Durability, SCHEMA_VERSION};
-pub use store::{
-    AppendOnce, AsOf, CommitCounts, CommitStats, DB_FILE, EventFilter, Head, Overview, PairedMeans,
-    PairedTask, ScoreRow, ScorerCounts, ScorerRef, ScorerVersion, Snapshot, Store, StoreOptions,
-    Tail, TaskMeans,
-};
+pub use ledger::Ledger;
+pub use store::{AppendOnce, DB_FILE, EventFilter, Head, Store, StoreOptions, Tail};
 pub use ulid::Ulid;
 pub use verify::{Fault, FaultKind, VerifyOptions, VerifyReport};
+pub use view::{
+    AsOf, CommitCounts, CommitStats, Overview, PairedTask, ScoreRow, ScorerCounts, ScorerRef,
+    ScorerVersion, TaskMeans, Verified,
+};

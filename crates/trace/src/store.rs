@@ -1,6 +1,5 @@
 //! [`Store`]: opening, appending and querying.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -15,7 +14,7 @@ use crate::event::{
     CommitId, DEFAULT_MAX_INLINE_PAYLOAD, Event, EventDraft, Origin, Receipt, validate_name,
 };
 use crate::projection::{
-    Projection, SCORE_COLUMNS, Score, TEST_RUN_COLUMNS, TestRun, score_from_row, test_run_from_row,
+    Projection, Score, TestRun,
 };
 use crate::schema::{self, Durability};
 
@@ -86,78 +85,6 @@ pub(crate) fn ser_hash<S: serde::Serializer>(
     s.serialize_str(h.to_hex().as_str())
 }
 
-/// A scorer as the queries read it: by name, and — since a scorer's
-/// version (a rubric's content hash) changes what its numbers mean — pinned
-/// to one version or not. `"accuracy".into()` reads every version; readers
-/// that decide pin one ([`ScorerRef::at_version`]) so versions never mix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ScorerRef<'a> {
-    /// The scorer's name.
-    pub name: &'a str,
-    /// One version only, or every version.
-    pub version: Option<&'a str>,
-}
-
-impl<'a> ScorerRef<'a> {
-    /// `name`, at `version` only.
-    pub fn at_version(name: &'a str, version: &'a str) -> Self {
-        ScorerRef {
-            name,
-            version: Some(version),
-        }
-    }
-}
-
-impl<'a> From<&'a str> for ScorerRef<'a> {
-    fn from(name: &'a str) -> Self {
-        ScorerRef {
-            name,
-            version: None,
-        }
-    }
-}
-
-impl<'a> From<&'a String> for ScorerRef<'a> {
-    fn from(name: &'a String) -> Self {
-        name.as_str().into()
-    }
-}
-
-/// One version of a scorer in the trace, from [`Store::scorer_versions`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ScorerVersion {
-    /// The version.
-    pub version: String,
-    /// Score rows of it.
-    pub n: u64,
-    /// Seq of its newest score.
-    pub last_seq: u64,
-}
-
-/// One score row as [`Store::each_score`] lends it: text borrowed from the
-/// database row.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ScoreRow<'a> {
-    /// Seq of the score event.
-    pub seq: u64,
-    /// The commit (canonical hex).
-    pub commit: &'a str,
-    /// The task.
-    pub task: &'a str,
-    /// The scorer.
-    pub scorer: &'a str,
-    /// The scorer's version.
-    pub scorer_version: &'a str,
-    /// The value.
-    pub value: f64,
-    /// Cost, if recorded.
-    pub cost: Option<f64>,
-    /// Latency in milliseconds, if recorded.
-    pub latency_ms: Option<f64>,
-    /// A holdout task.
-    pub holdout: bool,
-}
-
 /// Which events [`Store::events_matching`] returns: every condition set
 /// must hold.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -168,72 +95,6 @@ pub struct EventFilter {
     pub commit: Option<CommitId>,
     /// Only score events of this scorer.
     pub scorer: Option<String>,
-}
-
-/// How much of the trace a query reads: all of it, or the trace as it stood
-/// when it held `seq` events — what a decision recorded then saw. Every
-/// aggregate query takes one, so a past verdict is recomputed with the same
-/// query that made it. A bare `u64` converts to [`AsOf::Seq`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum AsOf {
-    /// Every event (in a [`Snapshot`], every event when it was taken).
-    #[default]
-    Head,
-    /// Events with seq at most this.
-    Seq(u64),
-}
-
-impl AsOf {
-    /// The largest seq read, as SQLite's integer.
-    fn max_seq(self) -> i64 {
-        match self {
-            AsOf::Head => i64::MAX,
-            AsOf::Seq(seq) => seq.min(i64::MAX as u64) as i64,
-        }
-    }
-}
-
-impl From<u64> for AsOf {
-    fn from(seq: u64) -> AsOf {
-        AsOf::Seq(seq)
-    }
-}
-
-/// What a store holds, counted: from [`Store::overview`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Overview {
-    /// Events in the trace.
-    pub size: u64,
-    /// Events by kind.
-    pub kinds: BTreeMap<String, u64>,
-    /// Each commit with scores or test runs, in first-seen order.
-    pub commits: Vec<CommitCounts>,
-    /// Each scorer with its versions, by name.
-    pub scorers: Vec<ScorerCounts>,
-}
-
-/// One commit in an [`Overview`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CommitCounts {
-    /// The commit.
-    pub commit: String,
-    /// Score rows.
-    pub scores: u64,
-    /// Test-run rows.
-    pub test_runs: u64,
-    /// Seq of its first score or test run.
-    pub first_seq: u64,
-}
-
-/// One scorer in an [`Overview`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ScorerCounts {
-    /// The scorer.
-    pub scorer: String,
-    /// Its versions, newest first.
-    pub versions: Vec<ScorerVersion>,
-    /// Commits it scored.
-    pub commits: u64,
 }
 
 /// What [`Store::append_once`] did.
@@ -247,55 +108,6 @@ pub enum AppendOnce {
         /// Seq of the earlier batch's `ingest` event.
         seq: u64,
     },
-}
-
-/// Sufficient statistics of one scorer's values under one commit.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CommitStats {
-    /// The commit.
-    pub commit: CommitId,
-    /// Number of score rows.
-    pub n: u64,
-    /// Mean value.
-    pub mean: f64,
-    /// Sample variance (n − 1 denominator); `None` when n < 2.
-    pub variance: Option<f64>,
-    /// Smallest value.
-    pub min: f64,
-    /// Largest value.
-    pub max: f64,
-}
-
-/// The scores of one task under a baseline and a candidate commit.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PairedTask {
-    /// The task.
-    pub task: String,
-    /// Baseline values, in append order (empty if the baseline never ran it).
-    pub baseline: Vec<f64>,
-    /// Candidate values, in append order (empty if the candidate never ran it).
-    pub candidate: Vec<f64>,
-}
-
-/// One task's mean scores under a baseline and a candidate (`None`: that
-/// side has no score of it).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TaskMeans {
-    /// The task.
-    pub task: String,
-    /// The baseline's mean.
-    pub baseline: Option<f64>,
-    /// The candidate's mean.
-    pub candidate: Option<f64>,
-}
-
-/// Per-task mean scores of a baseline and a candidate, for tasks both ran.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct PairedMeans {
-    /// The baseline's mean on the task.
-    pub baseline: f64,
-    /// The candidate's mean on the task.
-    pub candidate: f64,
 }
 
 /// A ratchet trace store: a directory holding `trace.db` and `blobs/`.
@@ -319,9 +131,6 @@ pub struct Store {
     pub(crate) schema_checked: Option<i64>,
     /// Opened read-only: every write is refused before it starts.
     pub(crate) read_only: bool,
-    /// The store keeps per-commit statistics (`commit_stats`, schema 2):
-    /// false only for a version-1 store opened read-only.
-    pub(crate) summary: bool,
 }
 
 /// Columns read for an event, in this order, by [`event_from_row`] (a macro
@@ -334,8 +143,6 @@ macro_rules! event_columns {
 }
 pub(crate) const EVENT_COLUMNS: &str = event_columns!();
 
-/// The version filter of score queries, on parameter 3 (NULL: every version).
-const VERSION_IS_3: &str = "(?3 IS NULL OR scorer_version = ?3)";
 
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
@@ -519,7 +326,6 @@ impl Store {
             options,
             schema_checked: None,
             read_only: false,
-            summary: true,
         })
     }
 
@@ -595,14 +401,12 @@ impl Store {
         let version: i64 = conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .map_err(Error::sqlite("reading the schema version"))?;
-        let mut version = version;
         if !read_only && version < schema::SCHEMA_VERSION {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(Error::sqlite("upgrading the schema"))?;
             if schema::upgrade_in_place(&tx)? {
                 tx.commit().map_err(Error::sqlite("upgrading the schema"))?;
-                version = schema::SCHEMA_VERSION;
                 tracing::info!(store = %store_id, version = schema::SCHEMA_VERSION, "upgraded the store's schema");
             }
         }
@@ -615,7 +419,6 @@ impl Store {
             options,
             schema_checked: None,
             read_only,
-            summary: version >= 2,
         })
     }
 
@@ -656,51 +459,6 @@ impl Store {
             Err(Error::StoreExists { .. }) => Store::open(dir, options),
             other => other,
         }
-    }
-
-    /// Opens a consistent read view: every query made through it (it derefs to
-    /// the store) sees the same committed state, and the read lock is taken
-    /// once instead of per query. Writers in other processes go on meanwhile
-    /// (WAL); this handle cannot write until the snapshot is dropped.
-    ///
-    /// Outside a snapshot each query is its own read transaction, which costs
-    /// SQLite three system calls (file lock, unlock, stat) — most of a point
-    /// read's time (see benches/README.md).
-    ///
-    /// The snapshot borrows the store exclusively, as a rusqlite
-    /// `Transaction` borrows its `Connection`: while it lives the store can
-    /// neither append nor open a second snapshot — both are compile errors,
-    /// not runtime failures:
-    ///
-    /// ```compile_fail,E0499
-    /// # fn nested(store: &mut ratchet_trace::Store) -> ratchet_trace::Result<()> {
-    /// let outer = store.snapshot()?;
-    /// let inner = store.snapshot()?; // error: `*store` is already borrowed
-    /// # drop((outer, inner)); Ok(()) }
-    /// ```
-    ///
-    /// ```compile_fail,E0499
-    /// # fn append_inside(store: &mut ratchet_trace::Store) -> ratchet_trace::Result<()> {
-    /// let snap = store.snapshot()?;
-    /// store.append(ratchet_trace::EventDraft::json("note", &1)?)?; // error: already borrowed
-    /// # drop(snap); Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] if the read transaction cannot start.
-    pub fn snapshot(&mut self) -> Result<Snapshot<'_>> {
-        // The exclusive borrow is what callers see; inside, a shared one is
-        // all the read transaction needs, and nothing else can reach the
-        // connection while the snapshot holds it.
-        let store: &Store = self;
-        let tx = store
-            .conn
-            .unchecked_transaction()
-            .map_err(Error::sqlite("starting a read transaction"))?;
-        // Take the read lock now, so the view is fixed from this point on.
-        tx.query_row("SELECT count(*) FROM meta", [], |_| Ok(()))
-            .map_err(Error::sqlite("starting a read transaction"))?;
-        Ok(Snapshot { store, _tx: tx })
     }
 
     /// The store's id (a ULID); also its cell id and its checkpoint origin.
@@ -782,10 +540,28 @@ impl Store {
         let drafts: Vec<EventDraft> = drafts.into_iter().collect();
         let many = drafts.len() > 1;
         let position = |i: usize| many.then(|| format!("event #{i} of the batch"));
-        match self.append_inner(drafts, None, &position)? {
+        match self.append_inner(drafts, None, &position, None)? {
             AppendOnce::Appended(receipts) => Ok(receipts),
             AppendOnce::AlreadyAppended { .. } => Ok(Vec::new()),
         }
+    }
+
+    /// Appends (once, with a key) and returns also every event written,
+    /// the `ingest` marker included, as stored: what a [`crate::Ledger`]
+    /// folds without reading it back.
+    pub(crate) fn append_events(
+        &mut self,
+        drafts: Vec<EventDraft>,
+        once: Option<&str>,
+    ) -> Result<(AppendOnce, Vec<Event>)> {
+        if let Some(key) = once {
+            validate_name("idempotency key", key)?;
+        }
+        let many = drafts.len() > 1;
+        let position = |i: usize| many.then(|| format!("event #{i} of the batch"));
+        let mut written = Vec::new();
+        let outcome = self.append_inner(drafts, once, &position, Some(&mut written))?;
+        Ok((outcome, written))
     }
 
     /// Rebuilds the per-commit statistics kept on append (`commit_stats`)
@@ -847,7 +623,7 @@ impl Store {
             line_of.push(i + 1);
         }
         let position = |i: usize| line_of.get(i).map(|n| format!("line {n}"));
-        match self.append_inner(drafts, None, &position)? {
+        match self.append_inner(drafts, None, &position, None)? {
             AppendOnce::Appended(receipts) => Ok(receipts),
             AppendOnce::AlreadyAppended { .. } => Ok(Vec::new()),
         }
@@ -867,7 +643,7 @@ impl Store {
         validate_name("idempotency key", key)?;
         let many = drafts.len() > 1;
         let position = |i: usize| many.then(|| format!("event #{i} of the batch"));
-        self.append_inner(drafts, Some(key), &position)
+        self.append_inner(drafts, Some(key), &position, None)
     }
 
     #[tracing::instrument(name = "trace.append", skip_all, fields(store = %self.store_id))]
@@ -878,6 +654,7 @@ impl Store {
         mut drafts: Vec<EventDraft>,
         once: Option<&str>,
         position: &(dyn Fn(usize) -> Option<String> + Sync),
+        written: Option<&mut Vec<Event>>,
     ) -> Result<AppendOnce> {
         self.check_writer()?;
         let once_session = once.map(|k| format!("ingest:{k}"));
@@ -937,6 +714,7 @@ impl Store {
         // pipeline's hashing thread for a long batch; an invalid one stops
         // the batch and the transaction rolls back, so nothing is stored.
         let max_payload = self.options.max_inline_payload;
+        let head_before = writer.head;
         let mut receipts = writer.insert_all(&drafts, &|i, d: &EventDraft| {
             let checked = d
                 .validate(max_payload)
@@ -963,6 +741,26 @@ impl Store {
         let head = writer.finish()?;
         tx.commit().map_err(Error::sqlite("committing an append"))?;
         tracing::debug!(events = receipts.len(), head = head.size, "appended");
+        if let Some(written) = written {
+            let mut prev = head_before.hash;
+            for (d, r) in drafts.into_iter().zip(&receipts) {
+                written.push(Event {
+                    seq: r.seq,
+                    id: r.id,
+                    ts_ms,
+                    cell: cell.clone(),
+                    session: d.session,
+                    kind: d.kind,
+                    commit: d.commit,
+                    payload: d.payload,
+                    origin: None,
+                    prev_hash: prev,
+                    hash: r.hash,
+                    mac: self.options.writer_key.as_ref().map(|k| k.mac(&r.hash)),
+                });
+                prev = r.hash;
+            }
+        }
         if once_session.is_some() {
             receipts.pop();
         }
@@ -1099,58 +897,6 @@ impl Store {
             .map_err(Error::sqlite("reading events"))
     }
 
-    /// This store's own events of `kind` at or before `max_seq`, in seq
-    /// order, each with its payload parsed as `T`: how a control event is
-    /// read for acting on it. Events merged in from cells are passed over
-    /// (they are what a cell saw, never an instruction to this store), and
-    /// a payload that does not parse is an error, never a skipped event.
-    ///
-    /// # Errors
-    /// [`Error::InvalidInput`] naming the seq of a payload that does not
-    /// parse; [`Error::Sqlite`] if the read fails.
-    pub fn own_control_events<T: serde::de::DeserializeOwned>(
-        &self,
-        kind: crate::event::ReservedKind,
-        max_seq: u64,
-    ) -> Result<Vec<(Event, T)>> {
-        let mut out = Vec::new();
-        for e in self.events_of_kinds(&[kind.as_str()])? {
-            if e.seq > max_seq {
-                break;
-            }
-            if e.origin.is_some() {
-                continue;
-            }
-            let parsed: T = serde_json::from_slice(&e.payload).map_err(|err| {
-                Error::invalid(
-                    "payload",
-                    format!("{} event {} does not parse: {err}", kind.as_str(), e.seq),
-                )
-            })?;
-            out.push((e, parsed));
-        }
-        Ok(out)
-    }
-
-    /// Every event of the given kinds, in seq order (a scan of the events
-    /// table, within the chain): how the rare control events — alarms,
-    /// promotions, checkouts — are found.
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] if the read fails or a row is malformed.
-    pub fn events_of_kinds(&self, kinds: &[&str]) -> Result<Vec<Event>> {
-        let list =
-            serde_json::to_string(kinds).map_err(|e| Error::invalid("kinds", e.to_string()))?;
-        self.conn
-            .prepare_cached(concat!(
-                "SELECT ",
-                event_columns!(),
-                " FROM events NOT INDEXED WHERE seq >= 1 AND kind IN (SELECT value FROM json_each(?1)) ORDER BY seq"
-            ))
-            .and_then(|mut st| st.query_map([list], event_from_row)?.collect())
-            .map_err(Error::sqlite("reading events by kind"))
-    }
-
     /// Follows the chain from `after` (exclusive): an iterator that reads pages
     /// of events and, once exhausted, can be resumed with [`Tail::position`].
     pub fn tail(&self, after: u64) -> Tail<'_> {
@@ -1160,586 +906,6 @@ impl Store {
             page: Vec::new().into_iter(),
             done: false,
         }
-    }
-
-    /// The scores of `scorer` under `commit` as of `as_of`, in seq order,
-    /// with their seqs.
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] if the read fails.
-    pub fn scores<'s>(
-        &self,
-        commit: &CommitId,
-        scorer: impl Into<ScorerRef<'s>>,
-        as_of: impl Into<AsOf>,
-    ) -> Result<Vec<(u64, Score)>> {
-        let scorer = scorer.into();
-        self.conn
-            .prepare_cached(&format!(
-                "SELECT {SCORE_COLUMNS} FROM scores NOT INDEXED WHERE scorer = ?1 AND commit_id = ?2 AND {VERSION_IS_3} AND seq <= ?4 ORDER BY seq"
-            ))
-            .and_then(|mut st| st.query_map(params![scorer.name, commit.as_str(), scorer.version, as_of.into().max_seq()], score_from_row)?.collect())
-            .map_err(Error::sqlite("reading scores"))
-    }
-
-    /// Up to `limit` score rows with seq greater than `after`, in seq order
-    /// (for exports and bulk readers).
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] if the read fails.
-    pub fn scores_after(&self, after: u64, limit: usize) -> Result<Vec<(u64, Score)>> {
-        self.conn
-            .prepare_cached(&format!(
-                "SELECT {SCORE_COLUMNS} FROM scores WHERE seq > ?1 ORDER BY seq LIMIT ?2"
-            ))
-            .and_then(|mut st| {
-                st.query_map(
-                    params![
-                        after.min(i64::MAX as u64) as i64,
-                        limit.min(i64::MAX as usize) as i64
-                    ],
-                    score_from_row,
-                )?
-                .collect()
-            })
-            .map_err(Error::sqlite("reading scores"))
-    }
-
-    /// Every score row with seq greater than `after`, in seq order, handed
-    /// to `each` as borrowed text (no row is copied into owned strings):
-    /// the column-wise scan behind bulk readers (Arrow tables, exports).
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] if the read fails or a row is malformed (a commit
-    /// not in canonical form included).
-    pub fn each_score(&self, after: u64, each: &mut dyn FnMut(ScoreRow<'_>)) -> Result<()> {
-        const CONTEXT: &str = "reading scores";
-        let mut st = self
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {SCORE_COLUMNS} FROM scores WHERE seq > ?1 ORDER BY seq"
-            ))
-            .map_err(Error::sqlite(CONTEXT))?;
-        let mut rows = st
-            .query([after.min(i64::MAX as u64) as i64])
-            .map_err(Error::sqlite(CONTEXT))?;
-        while let Some(row) = rows.next().map_err(Error::sqlite(CONTEXT))? {
-            let str_at = |i: usize| -> Result<&str> {
-                match row.get_ref(i).map_err(Error::sqlite(CONTEXT))? {
-                    ValueRef::Text(t) => std::str::from_utf8(t).map_err(|_| Error::Sqlite {
-                        context: CONTEXT,
-                        source: conv_err(i, "text"),
-                    }),
-                    _ => Err(Error::Sqlite {
-                        context: CONTEXT,
-                        source: conv_err(i, "text"),
-                    }),
-                }
-            };
-            let commit = str_at(1)?;
-            if !crate::encoding::is_canonical_commit(commit) {
-                return Err(Error::Sqlite {
-                    context: CONTEXT,
-                    source: conv_err(1, "commit"),
-                });
-            }
-            let seq: i64 = row.get(0).map_err(Error::sqlite(CONTEXT))?;
-            each(ScoreRow {
-                seq: seq as u64,
-                commit,
-                task: str_at(2)?,
-                scorer: str_at(3)?,
-                scorer_version: str_at(4)?,
-                value: real(row, 5).map_err(Error::sqlite(CONTEXT))?,
-                cost: row.get(6).map_err(Error::sqlite(CONTEXT))?,
-                latency_ms: row.get(7).map_err(Error::sqlite(CONTEXT))?,
-                holdout: row.get(8).map_err(Error::sqlite(CONTEXT))?,
-            });
-        }
-        Ok(())
-    }
-
-    /// The test runs under `commit` as of `as_of`, in seq order, with their
-    /// seqs.
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] if the read fails.
-    pub fn test_runs(
-        &self,
-        commit: &CommitId,
-        as_of: impl Into<AsOf>,
-    ) -> Result<Vec<(u64, TestRun)>> {
-        self.conn
-            .prepare_cached(&format!(
-                "SELECT {TEST_RUN_COLUMNS} FROM test_runs NOT INDEXED WHERE commit_id = ?1 AND seq <= ?2 ORDER BY seq"
-            ))
-            .and_then(|mut st| {
-                st.query_map(params![commit.as_str(), as_of.into().max_seq()], test_run_from_row)?
-                    .collect()
-            })
-            .map_err(Error::sqlite("reading test runs"))
-    }
-
-    /// Per-commit statistics of `scorer` as of `as_of`, ordered by commit id.
-    ///
-    /// At [`AsOf::Head`], read from the statistics kept on append (the
-    /// `commit_stats` table: one row per scorer × version × commit, read whole: never the scores;
-    /// see ARCHITECTURE.md); at an earlier seq, one pass over the scores
-    /// table in seq order (never through a secondary index: see [`Store`]'s
-    /// read rule). Both fold each version's values in seq order with
-    /// Welford's update (no catastrophic cancellation) and combine a
-    /// commit's versions in version order, so they agree to the bit.
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] if the read fails.
-    pub fn commit_stats<'s>(
-        &self,
-        scorer: impl Into<ScorerRef<'s>>,
-        as_of: impl Into<AsOf>,
-    ) -> Result<Vec<CommitStats>> {
-        self.stats(scorer.into(), None, as_of.into())
-    }
-
-    /// The versions of `scorer` recorded as of `as_of`, newest (by its
-    /// latest score) first.
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] if the read fails.
-    pub fn scorer_versions(
-        &self,
-        scorer: &str,
-        as_of: impl Into<AsOf>,
-    ) -> Result<Vec<ScorerVersion>> {
-        let as_of = as_of.into();
-        // At the head, the kept statistics hold each version's count and
-        // last seq per commit: its rows instead of the scores, same answer.
-        if self.summary && as_of == AsOf::Head {
-            return Ok(crate::summary::versions(&self.conn, scorer)?
-                .into_iter()
-                .map(|(version, n, last_seq)| ScorerVersion {
-                    version,
-                    n,
-                    last_seq,
-                })
-                .collect());
-        }
-        self.conn
-            .prepare_cached(
-                "SELECT scorer_version, count(*), max(seq) FROM scores NOT INDEXED
-                 WHERE scorer = ?1 AND seq <= ?2 GROUP BY scorer_version ORDER BY max(seq) DESC",
-            )
-            .and_then(|mut st| {
-                st.query_map(params![scorer, as_of.max_seq()], |r| {
-                    Ok(ScorerVersion {
-                        version: r.get(0)?,
-                        n: r.get::<_, i64>(1)? as u64,
-                        last_seq: r.get::<_, i64>(2)? as u64,
-                    })
-                })?
-                .collect()
-            })
-            .map_err(Error::sqlite("listing scorer versions"))
-    }
-
-    /// The newest version of `scorer` (by its latest score as of `as_of`)
-    /// that both commits have scores of: the version a paired comparison
-    /// reads when none is pinned. One scan.
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] if the read fails.
-    pub fn shared_scorer_version(
-        &self,
-        scorer: &str,
-        a: &CommitId,
-        b: &CommitId,
-        as_of: impl Into<AsOf>,
-    ) -> Result<Option<String>> {
-        let as_of = as_of.into();
-        if self.summary && as_of == AsOf::Head {
-            return crate::summary::shared_version(&self.conn, scorer, a.as_str(), b.as_str());
-        }
-        self.conn
-            .prepare_cached(
-                "SELECT scorer_version FROM scores NOT INDEXED
-                 WHERE scorer = ?1 AND seq <= ?2 AND commit_id IN (?3, ?4)
-                 GROUP BY scorer_version
-                 HAVING sum(commit_id = ?3) > 0 AND sum(commit_id = ?4) > 0
-                 ORDER BY max(seq) DESC LIMIT 1",
-            )
-            .and_then(|mut st| {
-                st.query_row(
-                    params![scorer, as_of.max_seq(), a.as_str(), b.as_str()],
-                    |r| r.get(0),
-                )
-                .optional()
-            })
-            .map_err(Error::sqlite("choosing a scorer version"))
-    }
-
-    /// Statistics of `scorer` under one commit as of `as_of` (`None` if it
-    /// has no scores then), read as [`Store::commit_stats`] reads.
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] if the read fails.
-    pub fn commit_stats_for<'s>(
-        &self,
-        commit: &CommitId,
-        scorer: impl Into<ScorerRef<'s>>,
-        as_of: impl Into<AsOf>,
-    ) -> Result<Option<CommitStats>> {
-        Ok(self.stats(scorer.into(), Some(commit), as_of.into())?.pop())
-    }
-
-    /// Per-commit statistics, from the kept table at the head of a store
-    /// that has one, else by a scan that folds the same way.
-    fn stats(
-        &self,
-        scorer: ScorerRef<'_>,
-        commit: Option<&CommitId>,
-        as_of: AsOf,
-    ) -> Result<Vec<CommitStats>> {
-        const CONTEXT: &str = "computing per-commit statistics";
-        let commit = commit.map(CommitId::as_str);
-        let folds = if self.summary && as_of == AsOf::Head {
-            crate::summary::read(&self.conn, scorer.name, scorer.version, commit)?
-        } else {
-            let mut st = self
-                .conn
-                .prepare_cached(
-                    "SELECT commit_id, scorer_version, value FROM scores NOT INDEXED
-                      WHERE scorer = ?1 AND (?2 IS NULL OR scorer_version = ?2)
-                        AND (?3 IS NULL OR commit_id = ?3) AND seq <= ?4",
-                )
-                .map_err(Error::sqlite(CONTEXT))?;
-            let mut rows = st
-                .query(params![
-                    scorer.name,
-                    scorer.version,
-                    commit,
-                    as_of.max_seq()
-                ])
-                .map_err(Error::sqlite(CONTEXT))?;
-            let mut summaries = crate::summary::Summaries::default();
-            while let Some(row) = rows.next().map_err(Error::sqlite(CONTEXT))? {
-                let text = |i| row.get_ref(i).ok().and_then(crate::verify::text);
-                let value = real(row, 2).map_err(Error::sqlite(CONTEXT))?;
-                let (Some(c), Some(v)) = (text(0), text(1)) else {
-                    return Err(Error::Sqlite {
-                        context: CONTEXT,
-                        source: conv_err(0, "commit_id or scorer_version"),
-                    });
-                };
-                summaries.push(scorer.name, v, c, value, 0);
-            }
-            summaries.by_commit()
-        };
-        folds
-            .into_iter()
-            .map(|(c, w)| {
-                Ok(CommitStats {
-                    commit: CommitId::parse(&c)?,
-                    n: w.n,
-                    mean: w.mean,
-                    variance: w.variance(),
-                    min: w.min,
-                    max: w.max,
-                })
-            })
-            .collect()
-    }
-
-    /// Values of `scorer` under `commit` recorded after `after_seq`, in seq
-    /// order, at most `limit` of them: a live score stream to follow (a
-    /// range scan on seq, so following costs only what is new).
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] if the read fails.
-    pub fn score_stream<'s>(
-        &self,
-        commit: &CommitId,
-        scorer: impl Into<ScorerRef<'s>>,
-        after_seq: u64,
-        limit: usize,
-    ) -> Result<Vec<(u64, f64)>> {
-        let scorer = scorer.into();
-        self.conn
-            .prepare_cached(
-                // A seq-range scan of the table: following a stream costs only
-                // what is new, and reads no secondary index.
-                "SELECT seq, value FROM scores NOT INDEXED WHERE seq > ?1 AND commit_id = ?2 AND scorer = ?3
-                   AND (?5 IS NULL OR scorer_version = ?5) ORDER BY seq LIMIT ?4",
-            )
-            .and_then(|mut st| {
-                st.query_map(
-                    params![
-                        after_seq.min(i64::MAX as u64) as i64,
-                        commit.as_str(),
-                        scorer.name,
-                        limit.min(i64::MAX as usize) as i64,
-                        scorer.version
-                    ],
-                    |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)),
-                )?
-                .collect()
-            })
-            .map_err(Error::sqlite("reading a score stream"))
-    }
-
-    /// What the store holds, counted: events by kind, commits with their
-    /// score and test-run counts, scorers with their versions. For people
-    /// (`ratchet status`); read on a verified snapshot when it matters.
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] if the read fails.
-    pub fn overview(&self) -> Result<Overview> {
-        let size = self.head()?.size;
-        let mut kinds = BTreeMap::new();
-        let mut st = self
-            .conn
-            .prepare("SELECT kind, count(*) FROM events NOT INDEXED WHERE seq >= 1 GROUP BY kind")
-            .map_err(Error::sqlite("reading the overview"))?;
-        let rows = st
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
-            .map_err(Error::sqlite("reading the overview"))?;
-        for row in rows {
-            let (kind, n) = row.map_err(Error::sqlite("reading the overview"))?;
-            kinds.insert(kind, n as u64);
-        }
-        let mut st = self
-            .conn
-            .prepare(
-                "SELECT commit_id, sum(s), sum(t), min(first) FROM (
-                    SELECT commit_id, count(*) AS s, 0 AS t, min(seq) AS first
-                      FROM scores NOT INDEXED WHERE seq >= 1 GROUP BY commit_id
-                    UNION ALL
-                    SELECT commit_id, 0, count(*), min(seq)
-                      FROM test_runs NOT INDEXED WHERE seq >= 1 GROUP BY commit_id)
-                 GROUP BY commit_id ORDER BY min(first)",
-            )
-            .map_err(Error::sqlite("reading the overview"))?;
-        let commits = st
-            .query_map([], |r| {
-                Ok(CommitCounts {
-                    commit: r.get(0)?,
-                    scores: r.get::<_, i64>(1)? as u64,
-                    test_runs: r.get::<_, i64>(2)? as u64,
-                    first_seq: r.get::<_, i64>(3)? as u64,
-                })
-            })
-            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-            .map_err(Error::sqlite("reading the overview"))?;
-        let mut st = self
-            .conn
-            .prepare(
-                "SELECT scorer, count(DISTINCT commit_id) FROM scores NOT INDEXED
-                  WHERE seq >= 1 GROUP BY scorer ORDER BY scorer",
-            )
-            .map_err(Error::sqlite("reading the overview"))?;
-        let names = st
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
-            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-            .map_err(Error::sqlite("reading the overview"))?;
-        let mut scorers = Vec::with_capacity(names.len());
-        for (scorer, commits) in names {
-            scorers.push(ScorerCounts {
-                versions: self.scorer_versions(scorer.as_str(), AsOf::Seq(size))?,
-                scorer,
-                commits: commits as u64,
-            });
-        }
-        Ok(Overview {
-            size,
-            kinds,
-            commits,
-            scorers,
-        })
-    }
-
-    /// Whether any score of `scorer` (under any commit) was recorded as of
-    /// `as_of`: how the gate tells an unknown scorer from a known one with no
-    /// data yet for a commit.
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] if the read fails.
-    pub fn has_scorer<'s>(
-        &self,
-        scorer: impl Into<ScorerRef<'s>>,
-        as_of: impl Into<AsOf>,
-    ) -> Result<bool> {
-        let scorer = scorer.into();
-        self.conn
-            .prepare_cached(&format!(
-                "SELECT EXISTS (SELECT 1 FROM scores NOT INDEXED WHERE scorer = ?1 AND seq <= ?2 AND {VERSION_IS_3})"
-            ))
-            .and_then(|mut st| {
-                st.query_row(
-                    params![scorer.name, as_of.into().max_seq(), scorer.version],
-                    |r| r.get(0),
-                )
-            })
-            .map_err(Error::sqlite("looking up a scorer"))
-    }
-
-    /// Per-task means of `scorer` for the tasks both commits ran, in task
-    /// order, as of `as_of`.
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] if the read fails.
-    pub fn paired_means<'s>(
-        &self,
-        baseline: &CommitId,
-        candidate: &CommitId,
-        scorer: impl Into<ScorerRef<'s>>,
-        as_of: impl Into<AsOf>,
-    ) -> Result<Vec<PairedMeans>> {
-        Ok(self
-            .task_means(baseline, candidate, scorer, as_of)?
-            .into_iter()
-            .filter_map(|t| {
-                Some(PairedMeans {
-                    baseline: t.baseline?,
-                    candidate: t.candidate?,
-                })
-            })
-            .collect())
-    }
-
-    /// Per-task means of `scorer` under each commit (`None` where a commit
-    /// has no score of the task), in task order, as of `as_of`: the gate's
-    /// hot path (it needs the tasks one side lacks too). One pass over the
-    /// scores table in seq order.
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] if the read fails.
-    pub fn task_means<'s>(
-        &self,
-        baseline: &CommitId,
-        candidate: &CommitId,
-        scorer: impl Into<ScorerRef<'s>>,
-        as_of: impl Into<AsOf>,
-    ) -> Result<Vec<TaskMeans>> {
-        // Per task: (sum, count) for the baseline and for the candidate.
-        type Sums = [(f64, u32); 2];
-        let mut sums: std::collections::HashMap<Vec<u8>, Sums> = Default::default();
-        self.scan_pair(
-            baseline,
-            candidate,
-            scorer,
-            as_of.into(),
-            |task, sides, value| {
-                let entry = match sums.get_mut(task) {
-                    Some(e) => e,
-                    None => sums.entry(task.to_vec()).or_default(),
-                };
-                for (side, slot) in sides.iter().zip(entry.iter_mut()) {
-                    if *side {
-                        slot.0 += value;
-                        slot.1 += 1;
-                    }
-                }
-            },
-        )?;
-        let mut tasks: Vec<(Vec<u8>, Sums)> = sums.into_iter().collect();
-        tasks.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mean = |(sum, n): (f64, u32)| (n > 0).then(|| sum / f64::from(n));
-        Ok(tasks
-            .into_iter()
-            .map(|(task, [b, c])| TaskMeans {
-                task: String::from_utf8_lossy(&task).into_owned(),
-                baseline: mean(b),
-                candidate: mean(c),
-            })
-            .collect())
-    }
-
-    /// Scores of `scorer` per task under a baseline and a candidate commit
-    /// as of `as_of`, ordered by task. Tasks only one side ran are included
-    /// with an empty list on the other side.
-    ///
-    /// # Errors
-    /// [`Error::Sqlite`] if the read fails.
-    pub fn paired_scores<'s>(
-        &self,
-        baseline: &CommitId,
-        candidate: &CommitId,
-        scorer: impl Into<ScorerRef<'s>>,
-        as_of: impl Into<AsOf>,
-    ) -> Result<Vec<PairedTask>> {
-        let mut tasks: std::collections::HashMap<Vec<u8>, [Vec<f64>; 2]> = Default::default();
-        self.scan_pair(
-            baseline,
-            candidate,
-            scorer,
-            as_of.into(),
-            |task, sides, value| {
-                let entry = match tasks.get_mut(task) {
-                    Some(e) => e,
-                    None => tasks.entry(task.to_vec()).or_default(),
-                };
-                for (side, values) in sides.iter().zip(entry.iter_mut()) {
-                    if *side {
-                        values.push(value);
-                    }
-                }
-            },
-        )?;
-        let mut out: Vec<PairedTask> = tasks
-            .into_iter()
-            .map(|(task, [baseline, candidate])| PairedTask {
-                task: String::from_utf8_lossy(&task).into_owned(),
-                baseline,
-                candidate,
-            })
-            .collect();
-        out.sort_unstable_by(|a, b| a.task.cmp(&b.task));
-        Ok(out)
-    }
-
-    /// Feeds every score of `scorer` under either commit, as of `as_of`, to
-    /// `each(task, [is baseline, is candidate], value)` in seq order (append
-    /// order within a task).
-    fn scan_pair<'s>(
-        &self,
-        baseline: &CommitId,
-        candidate: &CommitId,
-        scorer: impl Into<ScorerRef<'s>>,
-        as_of: AsOf,
-        mut each: impl FnMut(&[u8], [bool; 2], f64),
-    ) -> Result<()> {
-        const CONTEXT: &str = "reading paired scores";
-        let scorer = scorer.into();
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT commit_id, task, value FROM scores NOT INDEXED
-                 WHERE scorer = ?1 AND commit_id IN (?2, ?3) AND seq <= ?4
-                   AND (?5 IS NULL OR scorer_version = ?5)",
-            )
-            .map_err(Error::sqlite(CONTEXT))?;
-        let mut rows = st
-            .query(params![
-                scorer.name,
-                baseline.as_str(),
-                candidate.as_str(),
-                as_of.max_seq(),
-                scorer.version
-            ])
-            .map_err(Error::sqlite(CONTEXT))?;
-        let (b, c) = (baseline.as_str().as_bytes(), candidate.as_str().as_bytes());
-        while let Some(row) = rows.next().map_err(Error::sqlite(CONTEXT))? {
-            let (ValueRef::Text(commit), ValueRef::Text(task)) = (
-                row.get_ref(0).map_err(Error::sqlite(CONTEXT))?,
-                row.get_ref(1).map_err(Error::sqlite(CONTEXT))?,
-            ) else {
-                return Err(Error::Sqlite {
-                    context: CONTEXT,
-                    source: conv_err(1, "task"),
-                });
-            };
-            let value = real(row, 2).map_err(Error::sqlite(CONTEXT))?;
-            each(task, [commit == b, commit == c], value);
-        }
-        Ok(())
     }
 }
 
@@ -2057,24 +1223,6 @@ struct Hashed<'a> {
     prepared: Prepared<'a>,
     hash: blake3::Hash,
     mac: Option<blake3::Hash>,
-}
-
-/// A consistent read view of a store, from [`Store::snapshot`]: one SQLite
-/// read transaction, so every query through it sees the trace as it stood
-/// when the snapshot was taken, while other processes go on appending.
-/// Derefs to [`Store`] for every read; it holds the store's exclusive
-/// borrow, so nothing can append through this handle while it lives.
-#[derive(Debug)]
-pub struct Snapshot<'s> {
-    store: &'s Store,
-    _tx: rusqlite::Transaction<'s>,
-}
-
-impl std::ops::Deref for Snapshot<'_> {
-    type Target = Store;
-    fn deref(&self) -> &Store {
-        self.store
-    }
 }
 
 /// Iterator returned by [`Store::tail`].

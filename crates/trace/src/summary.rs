@@ -224,26 +224,6 @@ impl Summaries {
         Ok(())
     }
 
-    /// The folds per commit, each commit's versions combined in version
-    /// order, ordered by commit: what [`read`] returns from the table.
-    pub fn by_commit(self) -> Vec<(String, Welford)> {
-        let mut keyed: Vec<(String, Entry)> = self.entries.into_iter().collect();
-        keyed.sort_by(|a, b| {
-            let (_, va, ca) = split_key(&a.0);
-            let (_, vb, cb) = split_key(&b.0);
-            (ca, va).cmp(&(cb, vb))
-        });
-        let mut out: Vec<(String, Welford)> = Vec::new();
-        for (key, e) in keyed {
-            let (_, _, commit) = split_key(&key);
-            match out.last_mut() {
-                Some((last, fold)) if last == commit => fold.merge(&e.fold),
-                _ => out.push((commit.to_string(), e.fold)),
-            }
-        }
-        out
-    }
-
     /// Writes every touched row (inside the caller's write transaction).
     pub fn write(&self, conn: &Connection) -> Result<()> {
         let mut st = conn
@@ -354,97 +334,6 @@ pub(crate) fn rebuild(conn: &Connection) -> Result<()> {
         summaries.push(&scorer, &version, &commit, value, seq as u64);
     }
     summaries.write(conn)
-}
-
-/// The rows of `scorer` (one version, or all) from the table, keyed by
-/// (commit, version) in that order. A row of the wrong shape or a key stored
-/// twice is an error (the store does not verify).
-fn rows_of(
-    conn: &Connection,
-    scorer: &str,
-    version: Option<&str>,
-) -> Result<std::collections::BTreeMap<(String, String), Entry>> {
-    let mut out = std::collections::BTreeMap::new();
-    for ((s, v, c), entry) in all_rows(conn)? {
-        if s != scorer || version.is_some_and(|want| want != v) {
-            continue;
-        }
-        let malformed = || Error::Sqlite {
-            context: "reading per-commit statistics",
-            source: crate::store::conv_err(3, "a commit_stats row (the store does not verify)"),
-        };
-        let entry = entry.ok_or_else(malformed)?;
-        if out.insert((c, v), entry).is_some() {
-            return Err(malformed());
-        }
-    }
-    Ok(out)
-}
-
-/// Per-commit states of `scorer` (all versions, or one) from the table,
-/// each commit's versions combined in version order: the figures
-/// [`crate::Store::commit_stats`] returns at the head.
-pub(crate) fn read(
-    conn: &Connection,
-    scorer: &str,
-    version: Option<&str>,
-    commit: Option<&str>,
-) -> Result<Vec<(String, Welford)>> {
-    let mut out: Vec<(String, Welford)> = Vec::new();
-    for ((c, _), e) in rows_of(conn, scorer, version)? {
-        if commit.is_some_and(|want| want != c) {
-            continue;
-        }
-        match out.last_mut() {
-            Some((last, fold)) if *last == c => fold.merge(&e.fold),
-            _ => out.push((c, e.fold)),
-        }
-    }
-    Ok(out)
-}
-
-/// The versions of `scorer` with their score counts and last seqs, newest
-/// (by last seq) first: [`crate::Store::scorer_versions`] at the head.
-pub(crate) fn versions(conn: &Connection, scorer: &str) -> Result<Vec<(String, u64, u64)>> {
-    let mut by_version: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
-    for ((_, v), e) in rows_of(conn, scorer, None)? {
-        let slot = by_version.entry(v).or_default();
-        slot.0 = slot.0.saturating_add(e.fold.n);
-        slot.1 = slot.1.max(e.last_seq);
-    }
-    let mut out: Vec<(String, u64, u64)> = by_version
-        .into_iter()
-        .map(|(v, (n, last))| (v, n, last))
-        .collect();
-    out.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
-    Ok(out)
-}
-
-/// The newest version (by the last seq of either commit's scores) that both
-/// `a` and `b` have scores of: [`crate::Store::shared_scorer_version`] at
-/// the head.
-pub(crate) fn shared_version(
-    conn: &Connection,
-    scorer: &str,
-    a: &str,
-    b: &str,
-) -> Result<Option<String>> {
-    // Per version: (has a, has b, last seq among a's and b's rows).
-    let mut seen: std::collections::BTreeMap<String, (bool, bool, u64)> = Default::default();
-    for ((c, v), e) in rows_of(conn, scorer, None)? {
-        if c != a && c != b {
-            continue;
-        }
-        let slot = seen.entry(v).or_default();
-        slot.0 |= c == a;
-        slot.1 |= c == b;
-        slot.2 = slot.2.max(e.last_seq);
-    }
-    Ok(seen
-        .into_iter()
-        .filter(|(_, (has_a, has_b, _))| *has_a && *has_b)
-        .max_by(|x, y| x.1.2.cmp(&y.1.2).then_with(|| y.0.cmp(&x.0)))
-        .map(|(v, _)| v))
 }
 
 #[cfg(test)]

@@ -1,12 +1,13 @@
 //! Verification: recompute every hash from the columns and check every
 //! projection row against its event. Never trusts a stored hash.
 
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 
 use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OptionalExtension, Rows};
+use rusqlite::{Connection, OptionalExtension, Rows, params};
 use serde::Serialize;
 
 use crate::checkpoint::Checkpoint;
@@ -14,12 +15,13 @@ use crate::encoding::{
     ChainHasher, HashInput, OriginRef, WriterKey, genesis_hash, is_canonical_commit,
 };
 use crate::error::{Error, Result};
-use crate::event::CommitId;
+use crate::event::{CommitId, Event, Origin};
 use crate::projection::{
     KIND_SCORE, KIND_TEST_RUN, Projection, SCORE_COLUMNS, TEST_RUN_COLUMNS, same_projection,
     score_from_row, test_run_from_row,
 };
-use crate::store::{EVENT_COLUMNS, Store};
+use crate::store::{EVENT_COLUMNS, Head, Store};
+use crate::view::Verified;
 
 /// What verification found wrong, at which seq.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -194,6 +196,7 @@ pub struct VerifyOptions {
     key: Option<WriterKey>,
     checkpoint: Option<Checkpoint>,
     up_to: Option<u64>,
+    keep_all_events: bool,
 }
 
 impl VerifyOptions {
@@ -217,6 +220,19 @@ impl VerifyOptions {
     pub fn up_to(mut self, seq: u64) -> Self {
         self.up_to = Some(seq);
         self
+    }
+
+    /// Keep every event whole in the [`Verified`] view, score events too
+    /// (by default a score is kept as its numbers only): for exports that
+    /// write every event out.
+    pub fn keep_all_events(mut self) -> Self {
+        self.keep_all_events = true;
+        self
+    }
+
+    /// The key given, if any.
+    pub(crate) fn key_given(&self) -> Option<&WriterKey> {
+        self.key.as_ref()
     }
 }
 
@@ -275,23 +291,57 @@ impl Store {
         self.verify_with(&VerifyOptions::default())
     }
 
-    /// Verifies before acting on the trace: the report if the store is sound
-    /// and, when keyed, its MACs were checked — the one gate every reader
-    /// that decides or acts (gate, monitor, best commit, heal, export) goes
-    /// through first.
+    /// Verifies before acting on the trace and returns what it read, folded
+    /// into a [`Verified`] view — the only input of a decision (gate,
+    /// monitor, best commit, heal, report, export, batch scoring). The view
+    /// holds no connection: bytes written to the file after this returns
+    /// cannot reach it.
     ///
     /// # Errors
     /// [`Error::Tampered`] with the first fault; [`Error::MacsUnchecked`] if
     /// the store is keyed and no key was given (in `options` or when opening);
     /// as [`Store::verify_with`] otherwise.
-    pub fn verified(&self, options: &VerifyOptions) -> Result<VerifyReport> {
-        let report = self.verify_with(options)?.into_result()?;
-        if report.macs_unchecked() {
-            return Err(Error::MacsUnchecked {
-                key_id: self.key_id.clone().unwrap_or_default(),
-            });
+    pub fn verified(&self, options: &VerifyOptions) -> Result<Verified> {
+        let (report, view) = self.verify_and_fold(options)?;
+        let report = report.into_result()?;
+        match view {
+            Some(view) => Ok(view),
+            None => Err(Error::MacsUnchecked {
+                key_id: self.key_id.clone().unwrap_or(report.store_id),
+            }),
         }
-        Ok(report)
+    }
+
+    /// [`Store::verify_with`], also folding what it read into a
+    /// [`Verified`] view — `Some` only when the trace is sound and, if
+    /// keyed, its MACs were checked: for callers (the gate) that report a
+    /// failed verification rather than stop at it.
+    ///
+    /// # Errors
+    /// As [`Store::verify_with`].
+    pub fn verify_and_fold(
+        &self,
+        options: &VerifyOptions,
+    ) -> Result<(VerifyReport, Option<Verified>)> {
+        let mut view = Verified::empty(
+            VerifyReport {
+                store_id: self.store_id.clone(),
+                size: 0,
+                head: genesis_hash(&self.store_id),
+                keyed: self.key_id.is_some(),
+                macs_checked: false,
+                checkpoint_checked: false,
+                fault: None,
+            },
+            genesis_hash(&self.store_id),
+            options.keep_all_events,
+        );
+        let report = self.verify_inner(options, Some(&mut |e, p| view.fold(e, p)))?;
+        if !report.is_valid() || report.macs_unchecked() {
+            return Ok((report, None));
+        }
+        view.report = report.clone();
+        Ok((report, Some(view)))
     }
 
     /// Verifies with a key, a checkpoint or a limit. The store's own writer
@@ -302,6 +352,14 @@ impl Store {
     /// [`Error::Sqlite`] for failures to read.
     #[tracing::instrument(name = "trace.verify", skip_all, fields(store = %self.store_id))]
     pub fn verify_with(&self, options: &VerifyOptions) -> Result<VerifyReport> {
+        self.verify_inner(options, None)
+    }
+
+    fn verify_inner(
+        &self,
+        options: &VerifyOptions,
+        fold: Option<&mut dyn FnMut(Event, Option<Projection>)>,
+    ) -> Result<VerifyReport> {
         let with_key;
         let mut options = options;
         if options.key.is_none()
@@ -329,7 +387,14 @@ impl Store {
         } else {
             None
         };
-        let mut report = verify_conn(&self.conn, &self.store_id, options)?;
+        let mut report = walk(
+            &self.conn,
+            &self.store_id,
+            options,
+            Walk::Whole,
+            fold,
+            &mut |_| Ok(()),
+        )?;
         report.keyed = self.key_id.is_some();
         drop(tx);
         match &report.fault {
@@ -444,6 +509,29 @@ impl Batch {
         // Only UTF-8 checked by the reader is stored as a text span.
         std::str::from_utf8(self.bytes(s)).unwrap_or_default()
     }
+
+    /// One row as an [`Event`] (the bytes verification checked).
+    pub fn event(&self, r: &OwnedRow) -> Event {
+        Event {
+            seq: r.seq,
+            id: ulid::Ulid(r.id),
+            ts_ms: r.ts_ms,
+            cell: self.str(r.cell).to_string(),
+            session: self.str(r.session).to_string(),
+            kind: self.str(r.kind).to_string(),
+            // The reader admits only canonical commits.
+            commit: r.commit.and_then(|c| CommitId::parse(self.str(c)).ok()),
+            payload: self.bytes(r.payload).to_vec(),
+            origin: r.origin.as_ref().map(|(store, seq, hash)| Origin {
+                store: self.str(*store).to_string(),
+                seq: *seq,
+                hash: blake3::Hash::from(*hash),
+            }),
+            prev_hash: blake3::Hash::from(r.prev),
+            hash: blake3::Hash::from(r.stored),
+            mac: r.mac.map(blake3::Hash::from),
+        }
+    }
 }
 
 /// The per-row checks that need no other row: run on worker threads.
@@ -453,19 +541,31 @@ struct RowCheck<'a> {
 }
 
 impl RowCheck<'_> {
-    /// The first fault in the batch, with the stored hash of the row before it.
-    fn check_batch(&self, b: &Batch, hasher: &mut ChainHasher) -> Option<(Fault, blake3::Hash)> {
+    /// The first fault in the batch, with the stored hash of the row before
+    /// it; and each row's projection, derived from its payload.
+    fn check_batch(
+        &self,
+        b: &Batch,
+        hasher: &mut ChainHasher,
+    ) -> (Option<(Fault, blake3::Hash)>, Vec<Option<Projection>>) {
         let mut before = b.prev_stored;
+        let mut projections = Vec::with_capacity(b.rows.len());
         for r in &b.rows {
-            if let Some(kind) = self.check_row(b, r, hasher) {
-                return Some((Fault { seq: r.seq, kind }, before));
+            match self.check_row(b, r, hasher) {
+                Err(kind) => return (Some((Fault { seq: r.seq, kind }, before)), projections),
+                Ok(p) => projections.push(p),
             }
             before = blake3::Hash::from(r.stored);
         }
-        None
+        (None, projections)
     }
 
-    fn check_row(&self, b: &Batch, r: &OwnedRow, hasher: &mut ChainHasher) -> Option<FaultKind> {
+    fn check_row(
+        &self,
+        b: &Batch,
+        r: &OwnedRow,
+        hasher: &mut ChainHasher,
+    ) -> std::result::Result<Option<Projection>, FaultKind> {
         let kind = b.str(r.kind);
         let commit = r.commit.map(|c| b.str(c));
         let hash = hasher.hash(&HashInput {
@@ -485,14 +585,14 @@ impl RowCheck<'_> {
             payload: b.bytes(r.payload),
         });
         if hash != blake3::Hash::from(r.stored) {
-            return Some(FaultKind::HashMismatch);
+            return Err(FaultKind::HashMismatch);
         }
         if let Some(key) = self.key {
             match r.mac {
-                None => return Some(FaultKind::MacMissing),
+                None => return Err(FaultKind::MacMissing),
                 // blake3::Hash equality is constant-time.
                 Some(mac) if key.mac(&hash) != blake3::Hash::from(mac) => {
-                    return Some(FaultKind::MacMismatch);
+                    return Err(FaultKind::MacMismatch);
                 }
                 Some(_) => {}
             }
@@ -502,7 +602,7 @@ impl RowCheck<'_> {
             let commit_id = match commit.map(CommitId::parse).transpose() {
                 Ok(c) => c,
                 Err(_) => {
-                    return Some(FaultKind::MalformedRow {
+                    return Err(FaultKind::MalformedRow {
                         column: "commit_id",
                     });
                 }
@@ -510,7 +610,7 @@ impl RowCheck<'_> {
             match Projection::from_event(kind, commit_id.as_ref(), b.bytes(r.payload)) {
                 Ok(p) => p,
                 Err(e) => {
-                    return Some(FaultKind::InvalidPayload {
+                    return Err(FaultKind::InvalidPayload {
                         reason: e.to_string(),
                     });
                 }
@@ -523,15 +623,15 @@ impl RowCheck<'_> {
             match (stored, mine) {
                 (Some(row), Some(p)) => {
                     if !matches!(row, Ok(row) if same_projection(row, p)) {
-                        return Some(FaultKind::ProjectionMismatch { table });
+                        return Err(FaultKind::ProjectionMismatch { table });
                     }
                 }
-                (Some(_), None) => return Some(FaultKind::ProjectionOrphan { table }),
-                (None, Some(_)) => return Some(FaultKind::ProjectionMissing { table }),
+                (Some(_), None) => return Err(FaultKind::ProjectionOrphan { table }),
+                (None, Some(_)) => return Err(FaultKind::ProjectionMissing { table }),
                 (None, None) => {}
             }
         }
-        None
+        Ok(projection)
     }
 }
 
@@ -546,8 +646,9 @@ struct Reader {
     checkpoint_hash: Option<blake3::Hash>,
     /// A fault found by the reader, with the stored hash before it.
     fault: Option<(Fault, blake3::Hash)>,
-    /// Every id seen so far, with its seq.
-    ids: std::collections::HashMap<u128, u64>,
+    /// The ids of a refresh's new events, with their seqs (a whole walk
+    /// checks ids in SQLite afterwards: see [`duplicate_id`]).
+    new_ids: Option<HashMap<u128, u64>>,
     /// The stored score rows folded in seq order, to check `commit_stats`.
     summaries: crate::summary::Summaries,
 }
@@ -667,13 +768,15 @@ impl Reader {
             }));
         }
         let id = u128::from_be_bytes(id);
-        if let Some(&first_seq) = self.ids.get(&id) {
-            return Ok(Some(Fault {
-                seq,
-                kind: FaultKind::DuplicateId { first_seq },
-            }));
+        if let Some(ids) = &mut self.new_ids {
+            if let Some(&first_seq) = ids.get(&id) {
+                return Ok(Some(Fault {
+                    seq,
+                    kind: FaultKind::DuplicateId { first_seq },
+                }));
+            }
+            ids.insert(id, seq);
         }
-        self.ids.insert(id, seq);
         let mut projections = [None, None];
         for (c, slot) in cursors.iter_mut().zip(&mut projections) {
             // Rows at earlier seqs were taken with their events: one left
@@ -739,9 +842,12 @@ fn blob<const N: usize>(v: ValueRef<'_>) -> Option<[u8; N]> {
 /// seq below 1 in any table (verification walks seqs from 1, so such rows
 /// would otherwise never be looked at, while a query with only an upper
 /// bound would read them).
-fn whole_store_fault(conn: &Connection, store_id: &str) -> Result<Option<FaultKind>> {
+fn whole_store_fault(conn: &Connection, store_id: &str, whole: bool) -> Result<Option<FaultKind>> {
     if let Some(what) = crate::schema::schema_difference(conn)? {
         return Ok(Some(FaultKind::SchemaAltered { what }));
+    }
+    if !whole {
+        return meta_fault(conn, store_id);
     }
     // Every b-tree in order, within its parents' bounds, every page used
     // once: what makes a seek and a scan see the same rows, so that the rows
@@ -752,21 +858,8 @@ fn whole_store_fault(conn: &Connection, store_id: &str) -> Result<Option<FaultKi
     if structure != "ok" {
         return Ok(Some(FaultKind::Structure { what: structure }));
     }
-    let meta: Vec<(String, String)> = conn
-        .prepare("SELECT key, value FROM meta")
-        .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
-        .map_err(Error::sqlite("reading store metadata"))?;
-    for (key, value) in &meta {
-        let altered = match key.as_str() {
-            "format" => value != "ratchet-trace",
-            "store_id" => value != store_id,
-            k => !crate::schema::META_KEYS.contains(&k),
-        };
-        if altered {
-            return Ok(Some(FaultKind::SchemaAltered {
-                what: format!("metadata {key:?} = {value:?} is not what ratchet wrote"),
-            }));
-        }
+    if let Some(kind) = meta_fault(conn, store_id)? {
+        return Ok(Some(kind));
     }
     for table in ["events", "scores", "test_runs"] {
         let below: Option<i64> = conn
@@ -784,33 +877,122 @@ fn whole_store_fault(conn: &Connection, store_id: &str) -> Result<Option<FaultKi
     Ok(None)
 }
 
-/// Verifies the store behind `conn` (already inside a read transaction).
-pub(crate) fn verify_conn(
-    conn: &Connection,
-    store_id: &str,
-    options: &VerifyOptions,
-) -> Result<VerifyReport> {
-    verify_conn_each(conn, store_id, options, &mut |_| Ok(()))
+/// Metadata that is not what ratchet wrote, if any.
+fn meta_fault(conn: &Connection, store_id: &str) -> Result<Option<FaultKind>> {
+    let meta: Vec<(String, String)> = conn
+        .prepare("SELECT key, value FROM meta")
+        .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+        .map_err(Error::sqlite("reading store metadata"))?;
+    for (key, value) in &meta {
+        let altered = match key.as_str() {
+            "format" => value != "ratchet-trace",
+            "store_id" => value != store_id,
+            k => !crate::schema::META_KEYS.contains(&k),
+        };
+        if altered {
+            return Ok(Some(FaultKind::SchemaAltered {
+                what: format!("metadata {key:?} = {value:?} is not what ratchet wrote"),
+            }));
+        }
+    }
+    Ok(None)
 }
 
-/// [`verify_conn`], handing every batch of rows to `on_batch` as it is read
-/// (before its rows are checked: a consumer must discard its work if the
-/// report comes back with a fault). A merge ingests from it, so the cell is
-/// read once.
+/// Where a walk starts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Walk {
+    /// From the genesis, with every whole-store check (schema, structure,
+    /// rows outside the chain, kept statistics, duplicate ids).
+    Whole,
+    /// After a head the caller holds in memory (a warm owner's refresh):
+    /// only the events after it are read, and the first must chain from it.
+    After(Head),
+}
+
+/// [`walk`] from the genesis, handing every batch of rows to `on_batch` as
+/// it is read (before its rows are checked: a consumer must discard its
+/// work if the report comes back with a fault). A merge ingests from it,
+/// so the cell is read once.
 pub(crate) fn verify_conn_each(
     conn: &Connection,
     store_id: &str,
     options: &VerifyOptions,
     on_batch: &mut dyn FnMut(&Arc<Batch>) -> Result<()>,
 ) -> Result<VerifyReport> {
+    walk(conn, store_id, options, Walk::Whole, None, on_batch)
+}
+
+/// One batch's result from a worker: its number, its first fault, and the
+/// projection derived from each row's payload (what the view folds).
+type Checked = (usize, Option<(Fault, blake3::Hash)>, Vec<Option<Projection>>);
+
+/// Folds checked batches into the view in batch order (workers finish out
+/// of order), holding each batch until its result arrives.
+struct Folder<'v> {
+    view: Option<&'v mut dyn FnMut(Event, Option<Projection>)>,
+    in_flight: BTreeMap<usize, Arc<Batch>>,
+    done: BTreeMap<usize, Vec<Option<Projection>>>,
+    next: usize,
+    faulted: bool,
+}
+
+impl Folder<'_> {
+    fn sent(&mut self, index: usize, batch: &Arc<Batch>) {
+        if self.view.is_some() {
+            self.in_flight.insert(index, Arc::clone(batch));
+        }
+    }
+
+    fn checked(&mut self, (index, fault, projections): Checked) {
+        if fault.is_some() {
+            self.faulted = true;
+        }
+        let Some(view) = self.view.as_mut() else {
+            return;
+        };
+        if self.faulted {
+            self.in_flight.clear();
+            self.done.clear();
+            return;
+        }
+        self.done.insert(index, projections);
+        while let Some(projections) = self.done.remove(&self.next) {
+            if let Some(batch) = self.in_flight.remove(&self.next) {
+                for (row, projection) in batch.rows.iter().zip(projections) {
+                    view(batch.event(row), projection);
+                }
+            }
+            self.next += 1;
+        }
+    }
+}
+
+/// Walks the chain in one read transaction (the caller's): copies each
+/// row out of SQLite once, recomputes its hash, MAC and projection, and —
+/// given a view — folds the same bytes into it. The report names the
+/// first fault; a view folded from a walk that found one is the caller's
+/// to discard.
+pub(crate) fn walk(
+    conn: &Connection,
+    store_id: &str,
+    options: &VerifyOptions,
+    from: Walk,
+    fold: Option<&mut dyn FnMut(Event, Option<Projection>)>,
+    on_batch: &mut dyn FnMut(&Arc<Batch>) -> Result<()>,
+) -> Result<VerifyReport> {
     let genesis = genesis_hash(store_id);
+    let (start, running) = match from {
+        Walk::Whole => (1u64, genesis),
+        Walk::After(head) => (head.size + 1, head.hash),
+    };
+    let whole = matches!(from, Walk::Whole);
     let mut report = VerifyReport {
         store_id: store_id.to_string(),
-        size: 0,
-        head: genesis,
+        size: start - 1,
+        head: running,
         keyed: false,
         macs_checked: options.key.is_some(),
-        checkpoint_checked: options.checkpoint.is_some(),
+        checkpoint_checked: options.checkpoint.is_some() && whole,
         fault: None,
     };
     let fault = |report: &mut VerifyReport, seq: u64, kind: FaultKind| {
@@ -818,14 +1000,14 @@ pub(crate) fn verify_conn_each(
     };
 
     // The store as a whole first: its schema, its metadata, and rows at seqs
-    // no event can vouch for. Each is a fault at seq 0.
-    if let Some(kind) = whole_store_fault(conn, store_id)? {
+    // no event can vouch for. Each is a fault at seq 0. A refresh reads
+    // only rows after a head it holds, so it checks the schema and the
+    // metadata (what the rows it reads mean) and not the structure.
+    if let Some(kind) = whole_store_fault(conn, store_id, whole)? {
         fault(&mut report, 0, kind);
         return Ok(report);
     }
 
-    let running = genesis;
-    let start = 1u64;
     let end = options.up_to.unwrap_or(u64::MAX).min(i64::MAX as u64) as i64;
 
     let mut ev_stmt = conn
@@ -887,25 +1069,32 @@ pub(crate) fn verify_conn_each(
         checkpoint_size: options.checkpoint.as_ref().map(|c| c.size),
         checkpoint_hash: None,
         fault: None,
-        ids: std::collections::HashMap::new(),
+        new_ids: (!whole).then(HashMap::new),
         summaries: crate::summary::Summaries::default(),
     };
+    let mut folder = Folder {
+        view: fold,
+        in_flight: BTreeMap::new(),
+        done: BTreeMap::new(),
+        next: 0,
+        faulted: false,
+    };
     let worker_fault = std::thread::scope(|scope| -> Result<Option<(Fault, blake3::Hash)>> {
-        let (result_tx, result_rx) = mpsc::channel::<Option<(Fault, blake3::Hash)>>();
+        let (result_tx, result_rx) = mpsc::channel::<Checked>();
         let mut senders = Vec::new();
         if workers > 1 {
             for _ in 0..workers {
-                let (tx, rx) = mpsc::sync_channel::<Arc<Batch>>(2);
+                let (tx, rx) = mpsc::sync_channel::<(usize, Arc<Batch>)>(2);
                 let result_tx = result_tx.clone();
                 let (ctx, lowest) = (&ctx, &lowest);
                 scope.spawn(move || {
                     let mut hasher = ChainHasher::new(ctx.store_id);
-                    for batch in rx {
-                        let found = ctx.check_batch(&batch, &mut hasher);
+                    for (index, batch) in rx {
+                        let (found, projections) = ctx.check_batch(&batch, &mut hasher);
                         if let Some((f, _)) = &found {
                             lowest.fetch_min(f.seq, Ordering::Relaxed);
                         }
-                        if result_tx.send(found).is_err() {
+                        if result_tx.send((index, found, projections)).is_err() {
                             break;
                         }
                     }
@@ -915,7 +1104,15 @@ pub(crate) fn verify_conn_each(
         }
         drop(result_tx);
         let mut inline_hasher = ChainHasher::new(store_id);
-        let mut inline_fault: Option<(Fault, blake3::Hash)> = None;
+        let mut first: Option<(Fault, blake3::Hash)> = None;
+        let mut note = |found: Checked, folder: &mut Folder<'_>| {
+            if let Some(f) = &found.1
+                && first.as_ref().is_none_or(|g| f.0.seq < g.0.seq)
+            {
+                first = Some(f.clone());
+            }
+            folder.checked(found);
+        };
         let mut sent = 0usize;
         let mut batch = Batch::new(reader.last_stored);
         loop {
@@ -926,29 +1123,33 @@ pub(crate) fn verify_conn_each(
                     Batch::new(reader.last_stored),
                 ));
                 on_batch(&full)?;
+                folder.sent(sent, &full);
                 if senders.is_empty() {
-                    if let Some(found) = ctx.check_batch(&full, &mut inline_hasher) {
-                        lowest.fetch_min(found.0.seq, Ordering::Relaxed);
-                        inline_fault = Some(found);
+                    let (found, projections) = ctx.check_batch(&full, &mut inline_hasher);
+                    if let Some((f, _)) = &found {
+                        lowest.fetch_min(f.seq, Ordering::Relaxed);
                     }
-                } else {
-                    let tx = &senders[sent % senders.len()];
-                    sent += 1;
-                    if tx.send(full).is_err() {
-                        break;
-                    }
+                    note((sent, found, projections), &mut folder);
+                } else if senders[sent % senders.len()]
+                    .send((sent, Arc::clone(&full)))
+                    .is_err()
+                {
+                    break;
+                }
+                sent += 1;
+                // Fold what the workers have finished, so batches held for
+                // folding stay few.
+                while let Ok(found) = result_rx.try_recv() {
+                    note(found, &mut folder);
                 }
             }
-            if !more || inline_fault.is_some() {
+            if !more || (senders.is_empty() && lowest.load(Ordering::Relaxed) != u64::MAX) {
                 break;
             }
         }
         drop(senders);
-        let mut first = inline_fault;
-        for found in result_rx.iter().flatten() {
-            if first.as_ref().is_none_or(|f| found.0.seq < f.0.seq) {
-                first = Some(found);
-            }
+        for found in result_rx.iter() {
+            note(found, &mut folder);
         }
         Ok(first)
     })?;
@@ -956,11 +1157,19 @@ pub(crate) fn verify_conn_each(
 
     // The lower seq wins; at the same seq the reader's finding (shape, link)
     // comes first, as it would in a row-by-row check.
-    let chosen = match (reader.fault.take(), worker_fault) {
+    let mut chosen = match (reader.fault.take(), worker_fault) {
         (Some(r), Some(w)) if w.0.seq < r.0.seq => Some(w),
         (Some(r), _) => Some(r),
         (None, w) => w,
     };
+    let valid_to = chosen
+        .as_ref()
+        .map_or(reader.expected.saturating_sub(1), |(f, _)| f.seq - 1);
+    if let Some(dup) = duplicate_id(conn, whole, valid_to, reader.new_ids.as_ref())?
+        && chosen.as_ref().is_none_or(|(f, _)| dup.0.seq < f.seq)
+    {
+        chosen = Some(dup);
+    }
     if let Some((f, head_before)) = chosen {
         report.size = f.seq - 1;
         report.head = head_before;
@@ -980,6 +1189,9 @@ pub(crate) fn verify_conn_each(
             );
             return Ok(report);
         }
+    }
+    if !whole {
+        return Ok(report);
     }
     let checkpoint_hash = reader.checkpoint_hash;
     let summaries = std::mem::take(&mut reader.summaries);
@@ -1010,6 +1222,95 @@ pub(crate) fn verify_conn_each(
         fault(&mut report, 0, kind);
     }
     Ok(report)
+}
+
+/// The first event (at or below `valid_to`) whose id an earlier event
+/// already has, with the stored hash before it.
+///
+/// A whole walk asks SQLite to group the ids of the table's own b-tree
+/// (`NOT INDEXED`: an index made to disagree cannot hide one): the sort
+/// spills to temporary files, so memory stays bounded however long the
+/// trace (a map of every id cost ~60 B per event). A refresh checks only
+/// its new ids: among themselves in memory, against the earlier ones by
+/// the id index.
+fn duplicate_id(
+    conn: &Connection,
+    whole: bool,
+    valid_to: u64,
+    new_ids: Option<&HashMap<u128, u64>>,
+) -> Result<Option<(Fault, blake3::Hash)>> {
+    const CONTEXT: &str = "looking for duplicate event ids";
+    let valid_to = valid_to.min(i64::MAX as u64) as i64;
+    // (seq of the repeat, seq of the first)
+    let mut found: Option<(u64, u64)> = None;
+    let mut consider = |repeat: u64, first: u64| {
+        if found.is_none_or(|(r, _)| repeat < r) {
+            found = Some((repeat, first));
+        }
+    };
+    let seqs_of = |id: &[u8]| -> Result<Vec<u64>> {
+        conn.prepare_cached(
+            "SELECT seq FROM events NOT INDEXED WHERE id = ?1 AND seq >= 1 AND seq <= ?2 ORDER BY seq LIMIT 2",
+        )
+        .and_then(|mut st| {
+            st.query_map(params![id, valid_to], |r| r.get::<_, i64>(0))?
+                .map(|r| r.map(|s| s as u64))
+                .collect()
+        })
+        .map_err(Error::sqlite(CONTEXT))
+    };
+    if whole {
+        let repeated: Vec<Vec<u8>> = conn
+            .prepare(
+                "SELECT id FROM events NOT INDEXED WHERE seq >= 1 AND seq <= ?1
+                  GROUP BY id HAVING count(*) > 1",
+            )
+            .and_then(|mut st| st.query_map([valid_to], |r| r.get(0))?.collect())
+            .map_err(Error::sqlite(CONTEXT))?;
+        for id in repeated {
+            if let [first, repeat, ..] = seqs_of(&id)?[..] {
+                consider(repeat, first);
+            }
+        }
+    } else if let Some(new_ids) = new_ids {
+        for (&id, &seq) in new_ids {
+            if seq as i64 > valid_to {
+                continue;
+            }
+            let earlier: Option<i64> = conn
+                .prepare_cached("SELECT seq FROM events WHERE id = ?1 AND seq < ?2 ORDER BY seq LIMIT 1")
+                .and_then(|mut st| {
+                    st.query_row(params![&id.to_be_bytes()[..], seq as i64], |r| r.get(0))
+                        .optional()
+                })
+                .map_err(Error::sqlite(CONTEXT))?;
+            if let Some(first) = earlier {
+                consider(seq, first as u64);
+            }
+        }
+    }
+    let Some((repeat, first_seq)) = found else {
+        return Ok(None);
+    };
+    let before: Option<Vec<u8>> = conn
+        .query_row(
+            "SELECT hash FROM events WHERE seq = ?1",
+            [(repeat - 1) as i64],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(Error::sqlite(CONTEXT))?;
+    let before = before
+        .and_then(|b| <[u8; 32]>::try_from(b).ok())
+        .map(blake3::Hash::from)
+        .unwrap_or(blake3::Hash::from([0; 32]));
+    Ok(Some((
+        Fault {
+            seq: repeat,
+            kind: FaultKind::DuplicateId { first_seq },
+        },
+        before,
+    )))
 }
 
 /// Checks the kept per-commit statistics against `folded` (the verified
