@@ -167,7 +167,61 @@ fn table(columns: Vec<(&str, ArrayRef)>) -> PyResult<PyTable> {
 /// A trace store (`ratchet_trace::Store`).
 #[pyclass(module = "ratchet._native")]
 struct Store {
-    inner: Mutex<ratchet_trace::Store>,
+    inner: Mutex<Owner>,
+}
+
+/// The store and, once a call needed it, its verified view kept warm: a
+/// notebook verifies the trace once and each later call reads only what
+/// was appended since ([`ratchet_trace::Ledger::refresh`]).
+struct Owner {
+    cold: Option<ratchet_trace::Store>,
+    warm: Option<ratchet_trace::Ledger>,
+}
+
+impl Owner {
+    fn new(store: ratchet_trace::Store) -> Self {
+        Owner {
+            cold: Some(store),
+            warm: None,
+        }
+    }
+
+    fn store(&mut self) -> &mut ratchet_trace::Store {
+        match (&mut self.cold, &mut self.warm) {
+            (_, Some(l)) => l.store_mut(),
+            (Some(s), None) => s,
+            // Exactly one of the two is always held.
+            (None, None) => unreachable!("a store owner holds its store"),
+        }
+    }
+
+    /// The warm ledger, verified now if it was not yet (the store is kept
+    /// if it does not verify), and refreshed.
+    fn ledger(&mut self) -> ratchet_trace::Result<&mut ratchet_trace::Ledger> {
+        if self.warm.is_none() {
+            let Some(store) = self.cold.take() else {
+                unreachable!("a store owner holds its store")
+            };
+            match store.verified(&ratchet_trace::VerifyOptions::default()) {
+                Ok(view) => {
+                    self.warm = Some(ratchet_trace::Ledger::with_view(
+                        store,
+                        view,
+                        ratchet_trace::VerifyOptions::default(),
+                    )?);
+                }
+                Err(e) => {
+                    self.cold = Some(store);
+                    return Err(e);
+                }
+            }
+        }
+        let Some(ledger) = self.warm.as_mut() else {
+            unreachable!("set above")
+        };
+        ledger.refresh()?;
+        Ok(ledger)
+    }
 }
 
 fn options(key: Option<PathBuf>) -> PyResult<StoreOptions> {
@@ -179,7 +233,7 @@ fn options(key: Option<PathBuf>) -> PyResult<StoreOptions> {
 }
 
 impl Store {
-    fn lock(&self) -> PyResult<MutexGuard<'_, ratchet_trace::Store>> {
+    fn lock(&self) -> PyResult<MutexGuard<'_, Owner>> {
         self.inner
             .lock()
             .map_err(|_| RatchetError::new_err("the store's lock was poisoned by a failed call"))
@@ -192,7 +246,17 @@ impl Store {
         py: Python<'_>,
         f: impl FnOnce(&mut ratchet_trace::Store) -> PyResult<T> + Send,
     ) -> PyResult<T> {
-        py.detach(|| f(&mut *self.lock()?))
+        py.detach(|| f(self.lock()?.store()))
+    }
+
+    /// Runs `f` on the warm owner (verified once, refreshed each call)
+    /// with the GIL released.
+    fn warm<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut ratchet_trace::Ledger) -> PyResult<T> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| f(self.lock()?.ledger().map_err(ToPyErr::py)?))
     }
 }
 
@@ -207,7 +271,7 @@ impl Store {
             .detach(|| ratchet_trace::Store::open(&path, o))
             .map_err(ToPyErr::py)?;
         Ok(Store {
-            inner: Mutex::new(s),
+            inner: Mutex::new(Owner::new(s)),
         })
     }
 
@@ -220,20 +284,20 @@ impl Store {
             .detach(|| ratchet_trace::Store::create(&path, o))
             .map_err(ToPyErr::py)?;
         Ok(Store {
-            inner: Mutex::new(s),
+            inner: Mutex::new(Owner::new(s)),
         })
     }
 
     /// The store's id.
     #[getter]
     fn id(&self) -> PyResult<String> {
-        Ok(self.lock()?.id().to_string())
+        Ok(self.lock()?.store().id().to_string())
     }
 
     /// Events in the trace.
     #[getter]
     fn size(&self) -> PyResult<u64> {
-        Ok(self.lock()?.head().map_err(ToPyErr::py)?.size)
+        Ok(self.lock()?.store().head().map_err(ToPyErr::py)?.size)
     }
 
     /// Appends an event of `kind` with a JSON-serializable `payload`; its seq.
@@ -308,7 +372,7 @@ impl Store {
 
     /// The chain head as a checkpoint (`origin`, `size`, `head`).
     fn checkpoint<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let cp = self.lock()?.checkpoint().map_err(ToPyErr::py)?;
+        let cp = self.lock()?.store().checkpoint().map_err(ToPyErr::py)?;
         let d = PyDict::new(py);
         d.set_item("origin", cp.origin)?;
         d.set_item("size", cp.size)?;
@@ -336,8 +400,9 @@ impl Store {
         Ok(d.into_any())
     }
 
-    /// Every score row as an Arrow table: seq, commit, task, scorer,
-    /// scorer_version, value, cost, latency_ms, holdout.
+    /// Every score of the verified trace as an Arrow table: seq, commit,
+    /// task, scorer, scorer_version, value, cost, latency_ms, holdout (the
+    /// first call verifies the trace; later ones read only what is new).
     fn scores(&self, py: Python<'_>) -> PyResult<PyTable> {
         use arrow_array::builder::{BooleanBuilder, Float64Builder, StringBuilder, UInt64Builder};
         // Built column by column from the rows as the store lends them: no
@@ -354,9 +419,9 @@ impl Store {
             latency: Float64Builder,
             holdout: BooleanBuilder,
         }
-        let mut c = self.with(py, |s| {
+        let mut c = self.warm(py, |l| {
             let mut c = Columns::default();
-            s.each_score(0, &mut |r| {
+            l.view().each_score(0, &mut |r| {
                 c.seq.append_value(r.seq);
                 c.commit.append_value(r.commit);
                 c.task.append_value(r.task);
@@ -366,8 +431,7 @@ impl Store {
                 c.cost.append_option(r.cost);
                 c.latency.append_option(r.latency_ms);
                 c.holdout.append_value(r.holdout);
-            })
-            .map_err(ToPyErr::py)?;
+            });
             Ok(c)
         })?;
         table(vec![
@@ -384,7 +448,8 @@ impl Store {
     }
 
     /// Every event as an Arrow table: seq, id, ts_ms, cell, session, kind,
-    /// commit, payload (JSON text), hash.
+    /// commit, payload (JSON text), hash — as the file holds them (a
+    /// listing: call `verify()` to know whether they are the trace's).
     fn events(&self, py: Python<'_>) -> PyResult<PyTable> {
         let rows = self.with(py, |s| {
             s.tail(0)
@@ -431,21 +496,20 @@ impl Store {
         scorer: &str,
         version: Option<String>,
     ) -> PyResult<PyTable> {
-        let rows = self.with(py, |s| {
+        let rows = self.warm(py, |l| {
+            let view = l.view();
             let v = match version {
                 Some(v) => Some(v),
-                None => s
+                None => view
                     .scorer_versions(scorer, AsOf::Head)
-                    .map_err(ToPyErr::py)?
                     .into_iter()
                     .next()
                     .map(|v| v.version),
             };
-            match &v {
-                Some(v) => s.commit_stats(ScorerRef::at_version(scorer, v), AsOf::Head),
-                None => Ok(Vec::new()),
-            }
-            .map_err(ToPyErr::py)
+            Ok(match &v {
+                Some(v) => view.commit_stats(ScorerRef::at_version(scorer, v), AsOf::Head),
+                None => Vec::new(),
+            })
         })?;
         table(vec![
             (
@@ -480,7 +544,7 @@ impl Store {
     /// The store's directory.
     #[getter]
     fn path(&self) -> PyResult<PathBuf> {
-        Ok(self.lock()?.dir().to_path_buf())
+        Ok(self.lock()?.store().dir().to_path_buf())
     }
 }
 
@@ -601,16 +665,26 @@ fn decide(
     let file = match policy {
         Some(p) => Some(p.inner.clone()),
         None => {
-            let path = store.lock()?.dir().join("policy.toml");
+            let path = store.lock()?.store().dir().join("policy.toml");
             path.exists()
                 .then(|| ratchet_gate::Policy::from_path(&path))
                 .transpose()
                 .map_err(ToPyErr::py)?
         }
     };
-    let (inner, receipt) = store.with(py, |s| {
+    let (inner, receipt) = py.detach(|| {
+        let mut owner = store.lock()?;
+        let warm = match owner.ledger() {
+            Ok(l) => Some(l),
+            // A trace that does not verify gets its unverified verdict.
+            Err(
+                ratchet_trace::Error::Tampered { .. } | ratchet_trace::Error::MacsUnchecked { .. },
+            ) => None,
+            Err(e) => return Err(ToPyErr::py(e)),
+        };
         let (class, _) =
-            ratchet_gate::resolve_policy(s, cls, file.as_ref()).map_err(ToPyErr::py)?;
+            ratchet_gate::resolve_policy(warm.as_ref().map(|l| l.view()), cls, file.as_ref())
+                .map_err(ToPyErr::py)?;
         let q = ratchet_gate::Question {
             class: cls,
             policy: &class,
@@ -618,13 +692,16 @@ fn decide(
             candidate: &c,
             checkpoint: None,
         };
-        if record {
-            ratchet_gate::decide_recorded(s, &q)
-        } else {
-            s.head()
-                .map_err(ratchet_gate::Error::from)
-                .and_then(|h| ratchet_gate::decide_at(s, &q, h.size))
-                .map(|v| (v, None))
+        match warm {
+            Some(l) if record => ratchet_gate::decide_in(l, &q),
+            Some(l) => ratchet_gate::verdict_in(l, &q).map(|v| (v, None)),
+            None => {
+                let s = owner.store();
+                s.head()
+                    .map_err(ratchet_gate::Error::from)
+                    .and_then(|h| ratchet_gate::decide_at(s, &q, h.size))
+                    .map(|v| (v, None))
+            }
         }
         .map_err(ToPyErr::py)
     })?;

@@ -627,6 +627,26 @@ impl Ctx {
         Ok(Store::open_read_only(&self.store_dir, options(key_file)?)?)
     }
 
+    /// Opens the store and verifies it once: a ledger whose view is what
+    /// every decision of the command reads (refused if the trace does not
+    /// verify, or is keyed and no key was given).
+    fn ledger(&self, key_file: Option<&Path>) -> Result<ratchet_trace::Ledger> {
+        let store = self.open(key_file)?;
+        Ok(ratchet_trace::Ledger::new(
+            store,
+            ratchet_trace::VerifyOptions::default(),
+        )?)
+    }
+
+    /// [`Ctx::ledger`] on a store opened for reading only.
+    fn ledger_read(&self, key_file: Option<&Path>) -> Result<ratchet_trace::Ledger> {
+        let store = self.open_read(key_file)?;
+        Ok(ratchet_trace::Ledger::new(
+            store,
+            ratchet_trace::VerifyOptions::default(),
+        )?)
+    }
+
     /// A commit as typed (revision or id), resolved in the enclosing git repository.
     fn commit(&self, rev: &str) -> Result<CommitId> {
         let cwd = std::env::current_dir().context("reading the current directory")?;

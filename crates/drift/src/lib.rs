@@ -56,7 +56,7 @@ pub use bernoulli::{BernoulliCusum, bernoulli_cusum_arl};
 pub use detectors::{Alarm, Cusum, Detector, Ewma, EwmaLimits, PageHinkley, Shift, alarms_in};
 pub use error::{Error, Result};
 pub use monitor::{
-    Chart, Follow, FollowReport, KIND_ALARM, Monitor, RankedCommit, TraceAlarm, WarmupReport,
-    Watch, best_commit, best_commit_by, deployment_start, latest_alarm, record_alarm, size_warmup,
+    Chart, Follow, FollowReport, KIND_ALARM, Monitor, RankedCommit, Ranking, TraceAlarm,
+    WarmupReport, Watch, best_commit, deployment_start, latest_alarm, record_alarm, size_warmup,
     warmup_false_alarms,
 };

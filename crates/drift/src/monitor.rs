@@ -8,7 +8,7 @@ use rand_distr::{Distribution, Normal};
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use ratchet_trace::{AsOf, CommitId, EventDraft, Receipt, ScorerRef, Store};
+use ratchet_trace::{AsOf, CommitId, EventDraft, Ledger, Receipt, ScorerRef, Verified};
 
 use crate::bernoulli::BernoulliCusum;
 use crate::detectors::{Alarm, Cusum, Detector, Ewma, EwmaLimits, PageHinkley, Shift};
@@ -147,15 +147,15 @@ impl Chart {
     /// # Errors
     /// [`Error::Trace`] if the store cannot be read.
     pub fn for_stream(
-        store: &Store,
+        view: &Verified,
         commit: &CommitId,
         scorer: &str,
         upto: u64,
         pass_fail: Chart,
         otherwise: Chart,
     ) -> Result<Chart> {
-        let all_pass_fail = store
-            .score_stream(commit, scorer, 0, usize::MAX)?
+        let all_pass_fail = view
+            .score_stream(commit, scorer, 0, usize::MAX)
             .iter()
             .filter(|(seq, _)| *seq <= upto)
             .all(|(_, v)| v.to_bits() == 0f64.to_bits() || v.to_bits() == 1f64.to_bits());
@@ -297,7 +297,7 @@ impl Monitor {
     /// scores or zero spread at `from_seq`, or for invalid k/h;
     /// [`Error::Trace`] if the store cannot be read.
     pub fn start(
-        store: &Store,
+        view: &Verified,
         commit: &CommitId,
         scorer: &str,
         from_seq: u64,
@@ -306,7 +306,7 @@ impl Monitor {
         min_n: u64,
     ) -> Result<Self> {
         Monitor::start_chart(
-            store,
+            view,
             commit,
             scorer,
             from_seq,
@@ -323,7 +323,7 @@ impl Monitor {
     /// parameters (a Bernoulli chart on scores that are not 0/1 fails at
     /// its first such score).
     pub fn start_chart(
-        store: &Store,
+        view: &Verified,
         commit: &CommitId,
         scorer: &str,
         from_seq: u64,
@@ -333,11 +333,11 @@ impl Monitor {
     ) -> Result<Self> {
         // One version: the newest the commit has at the start. Scores of
         // another version (a changed rubric) are another scale, never mixed.
-        let version = store
-            .shared_scorer_version(scorer, commit, commit, from_seq)?
+        let version = view
+            .shared_scorer_version(scorer, commit, commit, from_seq)
             .unwrap_or_default();
-        let stats = store
-            .commit_stats_for(commit, ScorerRef::at_version(scorer, &version), from_seq)?
+        let stats = view
+            .commit_stats_for(commit, ScorerRef::at_version(scorer, &version), from_seq)
             .filter(|s| s.n >= min_n.max(2))
             .ok_or_else(|| {
                 invalid(
@@ -421,15 +421,15 @@ impl Monitor {
     ///
     /// # Errors
     /// [`Error::Trace`] if the store cannot be read.
-    pub fn poll(&mut self, store: &Store) -> Result<Vec<TraceAlarm>> {
+    pub fn poll(&mut self, view: &Verified) -> Result<Vec<TraceAlarm>> {
         let mut alarms = Vec::new();
         loop {
-            let page = store.score_stream(
+            let page = view.score_stream(
                 &self.commit,
                 ScorerRef::at_version(&self.scorer, &self.version),
                 self.position,
                 PAGE,
-            )?;
+            );
             for &(seq, value) in &page {
                 self.seqs.push(seq);
                 self.position = seq;
@@ -465,18 +465,18 @@ impl Monitor {
 }
 
 impl Monitor {
-    /// Polls the trace (each poll in a read transaction that verified the
-    /// whole trace first, so only covered scores are read), records alarms
-    /// if asked, and hands each to `on_alarm` with whether it was appended
-    /// now. Returns after one poll, or — with `keep_following` — when
-    /// `on_alarm` breaks.
+    /// Polls a warm owner's view (each poll refreshes it first: only the
+    /// events after the head it holds are read and checked, so a poll costs
+    /// what is new), records alarms through it if asked, and hands each to
+    /// `on_alarm` with whether it was appended now. Returns after one poll,
+    /// or — with `keep_following` — when `on_alarm` breaks.
     ///
     /// # Errors
-    /// [`Error::Trace`] if the trace fails verification (then nothing is
-    /// read or recorded) or cannot be read or written.
+    /// [`Error::Trace`] if a new event fails verification (then nothing is
+    /// read or recorded) or the store cannot be read or written.
     pub fn follow(
         &mut self,
-        store: &mut Store,
+        ledger: &mut Ledger,
         how: &Follow,
         on_alarm: &mut dyn FnMut(&TraceAlarm, bool) -> std::ops::ControlFlow<()>,
     ) -> Result<FollowReport> {
@@ -486,15 +486,12 @@ impl Monitor {
             position: self.position,
         };
         loop {
-            let alarms = {
-                let snapshot = store.snapshot()?;
-                snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
-                self.poll(&snapshot)?
-            };
+            ledger.refresh()?;
+            let alarms = self.poll(ledger.view())?;
             report.position = self.position;
             for a in alarms {
                 report.alarms += 1;
-                let appended = how.record && record_alarm(store, &a)?.is_some();
+                let appended = how.record && record_alarm(ledger, &a)?.is_some();
                 report.recorded += usize::from(appended);
                 if on_alarm(&a, appended).is_break() {
                     return Ok(report);
@@ -515,12 +512,12 @@ impl Monitor {
 ///
 /// # Errors
 /// [`Error::Trace`] if the append fails (for instance, a keyed store opened without its key).
-pub fn record_alarm(store: &mut Store, alarm: &TraceAlarm) -> Result<Option<Receipt>> {
+pub fn record_alarm(ledger: &mut Ledger, alarm: &TraceAlarm) -> Result<Option<Receipt>> {
     let draft = EventDraft::reserved(ratchet_trace::ReservedKind::Alarm, alarm)?
         .commit(alarm.commit.clone())
         .session("monitor");
     let key = format!("alarm:{}:{}:{}", alarm.commit, alarm.scorer, alarm.seq);
-    Ok(match store.append_once(&key, vec![draft])? {
+    Ok(match ledger.append_once(&key, vec![draft])? {
         ratchet_trace::AppendOnce::Appended(mut r) => r.pop(),
         ratchet_trace::AppendOnce::AlreadyAppended { .. } => None,
     })
@@ -532,13 +529,13 @@ pub fn record_alarm(store: &mut Store, alarm: &TraceAlarm) -> Result<Option<Rece
 ///
 /// # Errors
 /// [`Error::Trace`] if the store cannot be read.
-pub fn deployment_start(store: &Store, commit: &CommitId) -> Result<Option<u64>> {
+pub fn deployment_start(view: &Verified, commit: &CommitId) -> Result<Option<u64>> {
     let kinds = [
         ratchet_trace::ReservedKind::Promotion.as_str(),
         ratchet_trace::ReservedKind::Checkout.as_str(),
     ];
-    Ok(store
-        .events_of_kinds(&kinds)?
+    Ok(view
+        .events_of_kinds(&kinds)
         .into_iter()
         .filter(|e| e.origin.is_none() && e.commit.as_ref() == Some(commit))
         // A promotion that only brought a ref back to the trace's record
@@ -555,16 +552,16 @@ pub fn deployment_start(store: &Store, commit: &CommitId) -> Result<Option<u64>>
 /// The latest alarm this store's own monitor recorded (for `commit`, if
 /// given): the alarm a heal acts on. Alarms merged in from cells
 /// (`origin` set) are evidence of what a cell saw, never an instruction to
-/// this store, so they are passed over. Call it on a verified trace
-/// ([`Store::verified`]); a payload that does not parse is an error, not a
+/// this view, so they are passed over. Call it on a verified trace
+/// ([`ratchet_trace::Store::verified`]); a payload that does not parse is an error, not a
 /// skipped alarm.
 ///
 /// # Errors
 /// [`Error::Trace`] if the store cannot be read or an alarm payload is
 /// malformed.
-pub fn latest_alarm(store: &Store, commit: Option<&CommitId>) -> Result<Option<TraceAlarm>> {
+pub fn latest_alarm(view: &Verified, commit: Option<&CommitId>) -> Result<Option<TraceAlarm>> {
     let mut latest = None;
-    for e in store.events_of_kinds(&[KIND_ALARM])? {
+    for e in view.events_of_kinds(&[KIND_ALARM]) {
         if e.origin.is_none() && (commit.is_none() || e.commit.as_ref() == commit) {
             latest = Some(serde_json::from_slice(&e.payload).map_err(|err| {
                 ratchet_trace::Error::InvalidInput {
@@ -594,40 +591,41 @@ pub struct RankedCommit {
     pub lower_bound: f64,
 }
 
-/// Ranks commits by the lower confidence bound on their mean `scorer`
-/// value (the raw argmax of means picks lucky small samples), among those
-/// with at least `min_n` scores, excluding `exclude` (the alarmed commit).
-/// The first entry is the best measured commit.
-///
-/// # Errors
-/// [`Error::InvalidParameter`] for `min_n` < 2 or `confidence` outside (0, 1);
-/// [`Error::Trace`] if the store cannot be read.
-pub fn best_commit(
-    store: &Store,
-    scorer: &str,
-    min_n: u64,
-    confidence: f64,
-    exclude: &[CommitId],
-) -> Result<Vec<RankedCommit>> {
-    best_commit_by(store, scorer, None, min_n, confidence, exclude, false)
+/// What [`best_commit`] ranks: one scorer at one version, the commits
+/// with at least `min_n` scores, `exclude`d ones left out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ranking<'a> {
+    /// The scorer.
+    pub scorer: &'a str,
+    /// Its version (default: its newest, so that commits are compared on
+    /// one scale).
+    pub version: Option<&'a str>,
+    /// Fewest scores a ranked commit has (≥ 2).
+    pub min_n: u64,
+    /// Confidence of the bound, in (0, 1).
+    pub confidence: f64,
+    /// Commits left out (the alarmed one).
+    pub exclude: &'a [CommitId],
+    /// The scorer improves downwards (cost, latency): ranked by the upper
+    /// bound, smallest first.
+    pub lower_is_better: bool,
 }
 
-/// [`best_commit`] at one version of the scorer (default: its newest, so
-/// that commits are compared on one scale), for a scorer that improves
-/// downwards when `lower_is_better` (cost, latency): ranked by the upper
-/// confidence bound, smallest first.
+/// Ranks commits by the pessimistic confidence bound on their mean score
+/// (the raw argmax of means picks lucky small samples). The first entry is
+/// the best measured commit.
 ///
 /// # Errors
-/// As [`best_commit`].
-pub fn best_commit_by(
-    store: &Store,
-    scorer: &str,
-    version: Option<&str>,
-    min_n: u64,
-    confidence: f64,
-    exclude: &[CommitId],
-    lower_is_better: bool,
-) -> Result<Vec<RankedCommit>> {
+/// [`Error::InvalidParameter`] for `min_n` < 2 or `confidence` outside (0, 1).
+pub fn best_commit(view: &Verified, ranking: &Ranking<'_>) -> Result<Vec<RankedCommit>> {
+    let Ranking {
+        scorer,
+        version,
+        min_n,
+        confidence,
+        exclude,
+        lower_is_better,
+    } = *ranking;
     let sign = if lower_is_better { -1.0 } else { 1.0 };
     if min_n < 2 {
         return Err(invalid(
@@ -646,8 +644,8 @@ pub fn best_commit_by(
     let version = match version {
         Some(v) => v,
         None => {
-            newest = store
-                .scorer_versions(scorer, AsOf::Head)?
+            newest = view
+                .scorer_versions(scorer, AsOf::Head)
                 .into_iter()
                 .next()
                 .map(|v| v.version)
@@ -655,7 +653,7 @@ pub fn best_commit_by(
             &newest
         }
     };
-    for s in store.commit_stats(ScorerRef::at_version(scorer, version), AsOf::Head)? {
+    for s in view.commit_stats(ScorerRef::at_version(scorer, version), AsOf::Head) {
         if s.n < min_n || exclude.contains(&s.commit) {
             continue;
         }

@@ -15,7 +15,8 @@
 //!
 //! ```no_run
 //! let mut store = ratchet_trace::Store::open(".ratchet", ratchet_trace::StoreOptions::default())?;
-//! let summary = ratchet_export::summary(&store)?;
+//! let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
+//! let summary = ratchet_export::summary(&view)?;
 //! println!("{summary}");
 //! ratchet_export::export_parquet(&mut store, std::path::Path::new("ratchet-parquet"))?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -28,7 +29,7 @@ use std::path::{Path, PathBuf};
 use polars::prelude::*;
 use serde::Serialize;
 
-use ratchet_trace::{Score, Store};
+use ratchet_trace::{Score, Store, Verified};
 
 /// `Result` with this crate's [`Error`] as the default error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -57,24 +58,6 @@ pub enum Error {
     },
 }
 
-const PAGE: usize = 65_536;
-
-fn all_scores(store: &Store) -> Result<Vec<(u64, Score)>> {
-    let mut out = Vec::new();
-    let mut after = 0;
-    loop {
-        let page = store.scores_after(after, PAGE)?;
-        let done = page.len() < PAGE;
-        if let Some((seq, _)) = page.last() {
-            after = *seq;
-        }
-        out.extend(page);
-        if done {
-            return Ok(out);
-        }
-    }
-}
-
 fn frame_of_scores(rows: &[(u64, Score)]) -> Result<DataFrame> {
     let df = df!(
         "seq" => rows.iter().map(|(s, _)| *s).collect::<Vec<u64>>(),
@@ -94,17 +77,19 @@ fn frame_of_scores(rows: &[(u64, Score)]) -> Result<DataFrame> {
 ///
 /// # Errors
 /// [`Error::Trace`] or [`Error::Polars`].
-pub fn scores_frame(store: &Store) -> Result<DataFrame> {
-    frame_of_scores(&all_scores(store)?)
+pub fn scores_frame(view: &Verified) -> Result<DataFrame> {
+    frame_of_scores(&view.scores())
 }
 
-/// Every event of the store, in seq order: seq, id, ts_ms, cell, session,
-/// kind, commit (null when none), payload (JSON text), hash (hex).
+/// Every event the view keeps whole, in seq order (every event for a view
+/// verified with [`ratchet_trace::VerifyOptions::keep_all_events`], else
+/// all but scores): seq, id, ts_ms, cell, session, kind, commit (null when
+/// none), payload (JSON text), hash (hex).
 ///
 /// # Errors
 /// [`Error::Trace`] or [`Error::Polars`].
-pub fn events_frame(store: &Store) -> Result<DataFrame> {
-    let events = store.tail(0).collect::<ratchet_trace::Result<Vec<_>>>()?;
+pub fn events_frame(view: &Verified) -> Result<DataFrame> {
+    let events = view.events();
     let df = df!(
         "seq" => events.iter().map(|e| e.seq).collect::<Vec<u64>>(),
         "id" => events.iter().map(|e| e.id.to_string()).collect::<Vec<String>>(),
@@ -124,8 +109,8 @@ pub fn events_frame(store: &Store) -> Result<DataFrame> {
 ///
 /// # Errors
 /// [`Error::Trace`] or [`Error::Polars`].
-pub fn summary(store: &Store) -> Result<DataFrame> {
-    Ok(scores_frame(store)?
+pub fn summary(view: &Verified) -> Result<DataFrame> {
+    Ok(scores_frame(view)?
         .lazy()
         // One row per scorer version: versions are different scales.
         .group_by([col("commit"), col("scorer"), col("scorer_version")])
@@ -182,9 +167,8 @@ fn write_parquet(path: &Path, df: &mut DataFrame) -> Result<()> {
 /// without its key; [`Error::NotEmpty`] before anything is written;
 /// [`Error::Trace`], [`Error::Polars`] or [`Error::Io`] while writing.
 pub fn export_parquet(store: &mut Store, dir: &Path) -> Result<ExportReport> {
-    let snapshot = store.snapshot()?;
-    snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
-    let store: &Store = &snapshot;
+    // Every event whole: the events frame holds the score events too.
+    let view = store.verified(&ratchet_trace::VerifyOptions::default().keep_all_events())?;
     if dir.exists()
         && std::fs::read_dir(dir)
             .map_err(|source| Error::Io {
@@ -196,7 +180,7 @@ pub fn export_parquet(store: &mut Store, dir: &Path) -> Result<ExportReport> {
     {
         return Err(Error::NotEmpty(dir.to_path_buf()));
     }
-    let scores = all_scores(store)?;
+    let scores = view.scores();
     let mut by_commit: BTreeMap<String, Vec<(u64, Score)>> = BTreeMap::new();
     for row in &scores {
         by_commit
@@ -213,7 +197,7 @@ pub fn export_parquet(store: &mut Store, dir: &Path) -> Result<ExportReport> {
         write_parquet(&path, &mut frame_of_scores(rows)?)?;
         files.push(path);
     }
-    let events = events_frame(store)?;
+    let events = events_frame(&view)?;
     let n_events = events.height();
     let parts = events.partition_by_stable(["commit"], true)?;
     for mut part in parts {

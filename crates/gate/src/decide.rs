@@ -32,7 +32,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use ratchet_trace::{
-    AsOf, Checkpoint, CommitId, EventDraft, Receipt, ReservedKind, ScorerRef, Store, VerifyOptions,
+    AsOf, Checkpoint, CommitId, EventDraft, Ledger, Receipt, ReservedKind, ScorerRef, Store,
+    Verified, VerifyOptions,
 };
 
 use crate::error::{Error, Result};
@@ -496,11 +497,8 @@ pub fn decide(store: &mut Store, q: &Question<'_>) -> Result<Verdict> {
 /// # Errors
 /// As [`decide`].
 pub fn decide_recorded(store: &mut Store, q: &Question<'_>) -> Result<(Verdict, Option<Receipt>)> {
-    let verdict = {
-        let snap = store.snapshot()?;
-        let head = snap.head()?;
-        evaluate(&snap, q, head.size)?
-    };
+    let head = store.head()?;
+    let verdict = evaluate(store, q, head.size)?;
     // A verdict about a trace that does not verify is not written into it:
     // the trace is not a record anyone can rely on any more (and a store
     // whose schema was altered refuses writes).
@@ -521,8 +519,92 @@ pub fn decide_recorded(store: &mut Store, q: &Question<'_>) -> Result<(Verdict, 
 /// # Errors
 /// As [`decide`].
 pub fn decide_at(store: &mut Store, q: &Question<'_>, seq: u64) -> Result<Verdict> {
-    let snap = store.snapshot()?;
-    evaluate(&snap, q, seq)
+    evaluate(store, q, seq)
+}
+
+/// Decides at the head of a warm owner's view and records the verdict
+/// through it: the view is refreshed first (only the events after the
+/// head it holds are read, checked and folded), then the law runs on the
+/// view alone. A refresh that finds a bad new event is a verdict on an
+/// unverified trace (nothing appended), as in [`decide`].
+///
+/// ```
+/// use ratchet_gate::{ClassPolicy, Question, decide_in};
+/// use ratchet_trace::{CommitId, Ledger, Store, VerifyOptions};
+///
+/// let dir = tempfile::tempdir()?;
+/// let mut ledger = Ledger::new(Store::create(dir.path(), Default::default())?, VerifyOptions::default())?;
+/// let (a, b) = (CommitId::parse(&"a".repeat(40))?, CommitId::parse(&"b".repeat(40))?);
+/// let policy = ClassPolicy::default();
+/// let q = Question { class: "default", policy: &policy, baseline: &a, candidate: &b, checkpoint: None };
+/// let (verdict, receipt) = decide_in(&mut ledger, &q)?;
+/// assert!(!verdict.outcome.is_promote()); // no evidence yet
+/// assert_eq!(receipt.map(|r| r.seq), Some(ledger.view().head().size));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// As [`decide`].
+pub fn decide_in(ledger: &mut Ledger, q: &Question<'_>) -> Result<(Verdict, Option<Receipt>)> {
+    let verdict = verdict_in(ledger, q)?;
+    if verdict.outcome.status() == GateStatus::UnverifiedTrace {
+        return Ok((verdict, None));
+    }
+    let receipt = ledger.append(
+        EventDraft::reserved(ReservedKind::Decision, &verdict)?
+            .commit(q.candidate.clone())
+            .session(format!("gate:{}", q.class)),
+    )?;
+    Ok((verdict, Some(receipt)))
+}
+
+/// [`decide_in`] without recording: the verdict at the refreshed head of a
+/// warm owner's view (a dry run).
+///
+/// # Errors
+/// As [`decide`].
+pub fn verdict_in(ledger: &mut Ledger, q: &Question<'_>) -> Result<Verdict> {
+    let (report, fresh) = match ledger.refresh() {
+        Ok(_) => (ledger.view().report().clone(), true),
+        Err(ratchet_trace::Error::Tampered { fault }) => {
+            let mut report = ledger.view().report().clone();
+            report.size = fault.seq.saturating_sub(1);
+            report.fault = Some(fault);
+            (report, false)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut report = report;
+    if fresh && let Some(cp) = q.checkpoint {
+        report.checkpoint_checked = true;
+        match ledger.checkpoint_matches(cp) {
+            Some(true) => {}
+            // Unknown to the owner: a full verification with it decides.
+            None => {
+                let vo = VerifyOptions::default()
+                    .checkpoint(cp.clone())
+                    .up_to(report.size);
+                report.fault = ledger.store().verify_with(&vo)?.fault;
+            }
+            Some(false) => {
+                let size = report.size;
+                report.fault = Some(ratchet_trace::Fault {
+                    seq: cp.size.min(size + 1),
+                    kind: if cp.size > size {
+                        ratchet_trace::FaultKind::Truncated {
+                            checkpoint_size: cp.size,
+                            store_size: size,
+                        }
+                    } else {
+                        ratchet_trace::FaultKind::CheckpointMismatch
+                    },
+                });
+            }
+        }
+    }
+    let at = report.size;
+    let view = (report.fault.is_none()).then(|| ledger.view());
+    verdict_of(&report, view, q, at, report.head.to_hex().to_string())
 }
 
 /// The effect the sequential test saw, for a person to read: the mean of
@@ -541,19 +623,44 @@ pub struct EffectEstimate {
     pub ci_high: f64,
 }
 
+/// The verdict at `at` of a cold decision: one verification up to `at`
+/// that folds what it read, then the law on that view alone.
 fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
-    let head_hash = match at {
-        0 => store.genesis().to_hex().to_string(),
-        s => match store.event_by_seq(s)? {
-            Some(e) => e.hash.to_hex().to_string(),
-            None => {
-                return Err(Error::BeyondHead {
-                    seq: s,
-                    size: store.head()?.size,
-                });
-            }
-        },
+    let size = store.head()?.size;
+    if at > size {
+        return Err(Error::BeyondHead { seq: at, size });
+    }
+    let mut vo = VerifyOptions::default().up_to(at);
+    if let Some(cp) = q.checkpoint {
+        vo = vo.checkpoint(cp.clone());
+    }
+    let (report, view) = store.verify_and_fold(&vo)?;
+    // The verdict names the head it judged: the verified one, or — for a
+    // trace that failed (such a verdict is never recorded) — the hash the
+    // file holds at `at`.
+    let head_hash = match (&view, at) {
+        (Some(v), _) => v.head().hash,
+        (None, 0) => store.genesis(),
+        (None, s) => store
+            .event_by_seq(s)?
+            .map_or_else(|| store.genesis(), |e| e.hash),
     };
+    verdict_of(
+        &report,
+        view.as_ref(),
+        q,
+        at,
+        head_hash.to_hex().to_string(),
+    )
+}
+
+fn verdict_of(
+    report: &ratchet_trace::VerifyReport,
+    view: Option<&Verified>,
+    q: &Question<'_>,
+    at: u64,
+    head_hash: String,
+) -> Result<Verdict> {
     let mut v = Verdict {
         outcome: Outcome::Promote,
         class: q.class.to_string(),
@@ -567,7 +674,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
         scorer_versions: BTreeMap::new(),
         stages: Vec::new(),
     };
-    v.outcome = crate::stages::evaluate(store, q, at, &mut v)?;
+    v.outcome = crate::stages::evaluate(report, view, q, at, &mut v)?;
     Ok(v)
 }
 
@@ -598,27 +705,25 @@ pub struct BaselineWorld {
 /// [`Error::Trace`] if the trace does not verify or cannot be read;
 /// [`Error::InvalidObservation`] if the baseline has no score of the scorer.
 pub fn baseline_world(
-    store: &mut Store,
+    view: &Verified,
     policy: &ClassPolicy,
     baseline: &CommitId,
 ) -> Result<BaselineWorld> {
-    let snapshot = store.snapshot()?;
-    snapshot.verified(&VerifyOptions::default())?;
     let scorer = policy.scorer.as_str();
     let version = match &policy.scorer_version {
         Some(v) => v.clone(),
-        None => snapshot
-            .shared_scorer_version(scorer, baseline, baseline, AsOf::Head)?
+        None => view
+            .shared_scorer_version(scorer, baseline, baseline, AsOf::Head)
             .ok_or_else(|| Error::InvalidObservation {
                 reason: format!("baseline {baseline} has no score of {scorer}"),
             })?,
     };
-    let tasks = snapshot.paired_scores(
+    let tasks = view.paired_scores(
         baseline,
         baseline,
         ScorerRef::at_version(scorer, &version),
         AsOf::Head,
-    )?;
+    );
     let means: Vec<f64> = tasks
         .iter()
         .filter(|t| !t.baseline.is_empty())

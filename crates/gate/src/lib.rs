@@ -68,7 +68,7 @@ pub use decide::{
     InvariantsDetails, KIND_DECISION, Outcome, Question, RejectCause, SequentialDetails, Stage,
     StageDetails, StageReport, StageState, SuiteReport, SuiteRun, TestFigures, TestsDetails,
     TooFewTasks, TraceHead, Verdict, VerificationDetails, baseline_world, decide, decide_at,
-    decide_recorded,
+    decide_in, decide_recorded, verdict_in,
 };
 pub use error::{Error, Result};
 pub use gsprt::{

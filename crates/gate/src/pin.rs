@@ -27,7 +27,7 @@
 use serde::Serialize;
 
 use ratchet_scorers::{Pin, Pinned};
-use ratchet_trace::Store;
+use ratchet_trace::{Store, Verified};
 
 use crate::error::{Error, Result};
 use crate::policy::{ClassPolicy, Policy};
@@ -61,10 +61,10 @@ impl PinnedPolicy {
 /// [`Error::Trace`] if the store cannot be read; [`Error::Policy`] if a pin
 /// does not hold a valid policy or its hash does not match it.
 pub fn pinned_policies(
-    store: &Store,
+    view: &Verified,
     max_seq: u64,
 ) -> Result<std::collections::BTreeMap<String, PinnedPolicy>> {
-    class_pins(&ratchet_scorers::pins(store, max_seq)?)
+    class_pins(&ratchet_scorers::pins(view, max_seq)?)
 }
 
 /// The class pins in force among `pins` (as [`ratchet_scorers::pins`]
@@ -112,8 +112,8 @@ pub(crate) fn class_pins(
 ///
 /// # Errors
 /// As [`pinned_policies`].
-pub fn pinned_policy(store: &Store, class: &str, max_seq: u64) -> Result<Option<PinnedPolicy>> {
-    Ok(pinned_policies(store, max_seq)?.remove(class))
+pub fn pinned_policy(view: &Verified, class: &str, max_seq: u64) -> Result<Option<PinnedPolicy>> {
+    Ok(pinned_policies(view, max_seq)?.remove(class))
 }
 
 /// Pins `policy` as the policy of `class`: appends a `policy` event (unless
@@ -125,10 +125,10 @@ pub fn pinned_policy(store: &Store, class: &str, max_seq: u64) -> Result<Option<
 /// opened without its key), or cannot be read or written.
 pub fn pin_policy(store: &mut Store, class: &str, policy: &ClassPolicy) -> Result<Pinned> {
     // A pin is written only into a trace that verifies (with its key).
-    store.verified(&ratchet_trace::VerifyOptions::default())?;
-    let head = store.head()?.size;
+    let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
+    let head = view.head().size;
     let hash = policy.hash();
-    let in_force = pinned_policy(store, class, head)?
+    let in_force = pinned_policy(&view, class, head)?
         .filter(|p| p.hash == hash)
         .map(|p| p.seq);
     let pin = Pin::Class {
@@ -218,12 +218,16 @@ pub enum PolicySource {
 /// [`Error::NoPolicy`] if it is not pinned and there is no `file`;
 /// [`Error::Trace`] if the store cannot be read.
 pub fn resolve_policy(
-    store: &Store,
+    view: Option<&Verified>,
     class: &str,
     file: Option<&Policy>,
 ) -> Result<(ClassPolicy, PolicySource)> {
-    let head = store.head()?.size;
-    let pinned = pinned_policy(store, class, head)?;
+    // Without a verified view no pin can be read: the file's class is used,
+    // and the decision it feeds fails closed on the unverified trace.
+    let pinned = match view {
+        Some(view) => pinned_policy(view, class, view.head().size)?,
+        None => None,
+    };
     match (pinned, file) {
         (Some(p), Some(file)) => match file.class.get(class) {
             Some(given) if p.admits(given) => Ok((p.policy, PolicySource::Pinned)),

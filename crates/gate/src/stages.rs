@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use ratchet_trace::{ScorerRef, Store, VerifyOptions};
+use ratchet_trace::{ScorerRef, Verified, VerifyReport};
 
 use crate::decide::{
     EffectEstimate, GuardrailDetails, GuardrailResult, InvariantsDetails, Outcome, Question,
@@ -27,38 +27,43 @@ type Step = Result<Option<Outcome>>;
 /// Runs every stage on a verdict whose identity (class, commits, head) is
 /// filled in, and returns the outcome.
 pub(crate) fn evaluate(
-    store: &Store,
+    checked: &VerifyReport,
+    view: Option<&Verified>,
     q: &Question<'_>,
     at: u64,
     v: &mut Verdict,
 ) -> Result<Outcome> {
-    if let Some(o) = verification(store, q, at, &mut v.stages)? {
+    if let Some(o) = verification(checked, &mut v.stages) {
         return Ok(o);
     }
+    // A view exists only for a trace that verified with its MACs checked.
+    let Some(view) = view else {
+        return Ok(unverified("the trace was not verified"));
+    };
     // Read from the verified trace, once: a class pinned at `at` decides
     // under its pin and nothing else (a file edited beside the store is
     // refused), and a pinned rubric's version is the one read.
-    let pins = ratchet_scorers::pins(store, at)?;
+    let pins = ratchet_scorers::pins(view, at)?;
     if let Some(pinned) = crate::pin::class_pins(&pins)?.remove(q.class)
         && !pinned.admits(q.policy)
     {
         return Err(crate::pin::not_pinned(q.class, &pinned, q.policy));
     }
-    if let Some(o) = required_tests(store, q, at, &mut v.stages)? {
+    if let Some(o) = required_tests(view, q, at, &mut v.stages)? {
         return Ok(o);
     }
-    if let Some(o) = choose_versions(store, q, at, &pins, &mut v.scorer_versions)? {
+    if let Some(o) = choose_versions(view, q, at, &pins, &mut v.scorer_versions)? {
         return Ok(o);
     }
     let versions = &v.scorer_versions;
-    if let Some(o) = invariants(store, q, at, versions, &mut v.stages)? {
+    if let Some(o) = invariants(view, q, at, versions, &mut v.stages)? {
         return Ok(o);
     }
-    if let Some(o) = sequential(store, q, at, versions, &mut v.stages)? {
+    if let Some(o) = sequential(view, q, at, versions, &mut v.stages)? {
         return Ok(o);
     }
     for g in &q.policy.guardrails {
-        if let Some(o) = guardrail(store, q, at, versions, g, &mut v.stages)? {
+        if let Some(o) = guardrail(view, q, at, versions, g, &mut v.stages)? {
             return Ok(o);
         }
     }
@@ -85,12 +90,8 @@ fn push(stages: &mut Vec<StageReport>, stage: Stage, state: StageState, details:
 /// up to `at` is recomputed (hashes, MACs with the key the store was opened
 /// with, projection rows, schema), so every row read later is one this
 /// pass covered.
-fn verification(store: &Store, q: &Question<'_>, at: u64, stages: &mut Vec<StageReport>) -> Step {
-    let mut vo = VerifyOptions::default().up_to(at);
-    if let Some(cp) = q.checkpoint {
-        vo = vo.checkpoint(cp.clone());
-    }
-    let report = store.verify_with(&vo)?;
+fn verification(report: &VerifyReport, stages: &mut Vec<StageReport>) -> Option<Outcome> {
+    let report = report.clone();
     let unchecked_macs = report.macs_unchecked();
     let fault = report.fault.clone();
     push(
@@ -106,27 +107,34 @@ fn verification(store: &Store, q: &Question<'_>, at: u64, stages: &mut Vec<Stage
         }),
     );
     if let Some(f) = fault {
-        return reject(
-            Stage::TraceVerification,
-            RejectCause::UnverifiedTrace,
-            format!("the trace does not verify: {f}"),
-        );
+        return Some(unverified(format!("the trace does not verify: {f}")));
     }
     if unchecked_macs {
-        return reject(
-            Stage::TraceVerification,
-            RejectCause::UnverifiedTrace,
+        return Some(unverified(
             "the store is keyed but was opened without its writer key: its MACs cannot be checked, and a plain chain can be rebuilt by anyone who can write the file (fails closed)",
-        );
+        ));
     }
-    Ok(None)
+    None
+}
+
+fn unverified(reason: impl Into<String>) -> Outcome {
+    Outcome::Reject {
+        stage: Stage::TraceVerification,
+        cause: RejectCause::UnverifiedTrace,
+        reason: reason.into(),
+    }
 }
 
 /// Stage 1, required test suites: every recorded run of each counts. A failure is
 /// not erased by a later green run (re-running until green would launder a
 /// flaky or broken suite), and a run of no test is not a pass.
-fn required_tests(store: &Store, q: &Question<'_>, at: u64, stages: &mut Vec<StageReport>) -> Step {
-    let runs = store.test_runs(q.candidate, at)?;
+fn required_tests(
+    view: &Verified,
+    q: &Question<'_>,
+    at: u64,
+    stages: &mut Vec<StageReport>,
+) -> Step {
+    let runs = view.test_runs(q.candidate, at);
     let mut suites = Vec::new();
     let mut failure: Option<(RejectCause, String)> = None;
     for suite in &q.policy.required_suites {
@@ -186,7 +194,7 @@ fn required_tests(store: &Store, q: &Question<'_>, at: u64, stages: &mut Vec<Sta
 /// version both commits have scores of (else the newest at all, which then
 /// finds no pairs and fails closed).
 fn choose_versions(
-    store: &Store,
+    view: &Verified,
     q: &Question<'_>,
     at: u64,
     pins: &[(u64, ratchet_scorers::Pin)],
@@ -210,7 +218,7 @@ fn choose_versions(
                 .map(|g| (Stage::Guardrail(g.scorer.clone()), g.scorer.as_str())),
         );
     for (stage, scorer) in named {
-        if !store.has_scorer(scorer, at)? {
+        if !view.has_scorer(scorer, at) {
             return reject(
                 stage,
                 RejectCause::MissingEvidence,
@@ -229,7 +237,7 @@ fn choose_versions(
             .or(rubric_pin);
         let version = match pinned.as_deref() {
             Some(pin) => {
-                if !store.has_scorer(ScorerRef::at_version(scorer, pin), at)? {
+                if !view.has_scorer(ScorerRef::at_version(scorer, pin), at) {
                     return reject(
                         stage,
                         RejectCause::MissingEvidence,
@@ -238,10 +246,10 @@ fn choose_versions(
                 }
                 pin.to_string()
             }
-            None => match store.shared_scorer_version(scorer, q.baseline, q.candidate, at)? {
+            None => match view.shared_scorer_version(scorer, q.baseline, q.candidate, at) {
                 Some(shared) => shared,
-                None => store
-                    .scorer_versions(scorer, at)?
+                None => view
+                    .scorer_versions(scorer, at)
                     .into_iter()
                     .next()
                     .map(|sv| sv.version)
@@ -263,7 +271,7 @@ fn at_version<'a>(versions: &'a BTreeMap<String, String>, scorer: &'a str) -> Sc
 
 /// Stage 2, invariants and canaries, on the candidate's own scores.
 fn invariants(
-    store: &Store,
+    view: &Verified,
     q: &Question<'_>,
     at: u64,
     versions: &BTreeMap<String, String>,
@@ -273,12 +281,12 @@ fn invariants(
     let mut reports = Vec::new();
     let mut failure: Option<(RejectCause, String)> = None;
     for inv in &p.invariants {
-        let tasks = store.paired_scores(
+        let tasks = view.paired_scores(
             q.baseline,
             q.candidate,
             at_version(versions, &inv.scorer),
             at,
-        )?;
+        );
         // An invariant holds on every task: a task the baseline was checked
         // on and the candidate was not is missing evidence, not a pass.
         let uncovered: Vec<&str> = tasks
@@ -332,8 +340,7 @@ fn invariants(
     let mut canaries = None;
     if let Some(c) = &p.canaries {
         let scorer = c.scorer.as_deref().unwrap_or(&p.scorer);
-        let scores =
-            store.paired_scores(q.baseline, q.candidate, at_version(versions, scorer), at)?;
+        let scores = view.paired_scores(q.baseline, q.candidate, at_version(versions, scorer), at);
         let r = check_canaries(&c.tasks, |task| {
             scores
                 .iter()
@@ -376,13 +383,13 @@ fn invariants(
 /// hard ones out. Tasks only the candidate ran are not pairs and are passed
 /// over. Returns the two sides and the first gap, if any.
 fn paired_means(
-    store: &Store,
+    view: &Verified,
     q: &Question<'_>,
     scorer: ScorerRef<'_>,
     at: u64,
 ) -> Result<(Vec<f64>, Vec<f64>, Option<String>)> {
     let (mut base, mut cand) = (Vec::new(), Vec::new());
-    for t in store.task_means(q.baseline, q.candidate, scorer, at)? {
+    for t in view.task_means(q.baseline, q.candidate, scorer, at) {
         match (t.baseline, t.candidate) {
             (Some(_), None) => return Ok((base, cand, Some(t.task))),
             (Some(b), Some(c)) => {
@@ -403,14 +410,14 @@ fn paired_means(
 /// # Errors
 /// [`Error::Policy`] when the policy contradicts the trace's declaration.
 fn lower_is_better(
-    store: &Store,
+    view: &Verified,
     q: &Question<'_>,
     scorer: &str,
     stated: Option<crate::Direction>,
     at: u64,
 ) -> Result<bool> {
     use crate::Direction;
-    let declared = ratchet_scorers::declared_direction(store, scorer, at)?;
+    let declared = ratchet_scorers::declared_direction(view, scorer, at)?;
     Ok(match (declared, stated) {
         (Some((d, seq)), Some(b)) if d != b => {
             return Err(Error::Policy {
@@ -457,19 +464,19 @@ struct Run {
 /// that does not depend on the outcomes). Lower-is-better scorers are judged
 /// on negated values, so "better" always means "larger" here.
 fn sequential(
-    store: &Store,
+    view: &Verified,
     q: &Question<'_>,
     at: u64,
     versions: &BTreeMap<String, String>,
     stages: &mut Vec<StageReport>,
 ) -> Step {
     let p = q.policy;
-    let sign = if lower_is_better(store, q, &p.scorer, p.direction, at)? {
+    let sign = if lower_is_better(view, q, &p.scorer, p.direction, at)? {
         -1.0
     } else {
         1.0
     };
-    let (base, cand, gap) = paired_means(store, q, at_version(versions, &p.scorer), at)?;
+    let (base, cand, gap) = paired_means(view, q, at_version(versions, &p.scorer), at)?;
     if base.is_empty() {
         push(
             stages,
@@ -514,7 +521,7 @@ fn sequential(
             }
             gaussian(q, &base, &cand)?
         }
-        TestKind::Paired => paired(store, q, at, versions, sign, &base, &cand)?,
+        TestKind::Paired => paired(view, q, at, versions, sign, &base, &cand)?,
     };
     let Run {
         decision,
@@ -670,7 +677,7 @@ fn gaussian(q: &Question<'_>, base: &[f64], cand: &[f64]) -> Result<Run> {
 /// The GSPRT on game outcomes: per task (trinomial) or run i against run i
 /// (pentanomial).
 fn paired(
-    store: &Store,
+    view: &Verified,
     q: &Question<'_>,
     at: u64,
     versions: &BTreeMap<String, String>,
@@ -693,8 +700,8 @@ fn paired(
             .map(|(&b, &c)| class_of(b, c))
             .collect(),
         // Two runs per task: run i against run i, the pair's total 0..=4.
-        Pairing::Pentanomial => store
-            .paired_scores(q.baseline, q.candidate, at_version(versions, &p.scorer), at)?
+        Pairing::Pentanomial => view
+            .paired_scores(q.baseline, q.candidate, at_version(versions, &p.scorer), at)
             .into_iter()
             .filter(|t| t.baseline.len() >= 2 && t.candidate.len() >= 2)
             .map(|t| {
@@ -741,7 +748,7 @@ fn paired(
 /// Stage 4, one guardrail: shown non-inferior, or the verdict stops here
 /// (intersection–union over all guardrails).
 fn guardrail(
-    store: &Store,
+    view: &Verified,
     q: &Question<'_>,
     at: u64,
     versions: &BTreeMap<String, String>,
@@ -754,9 +761,9 @@ fn guardrail(
         MarginKind::Relative => Margin::Relative(g.margin),
     };
     // The guardrail's direction must agree with the scorer's declared one.
-    lower_is_better(store, q, &g.scorer, Some(g.direction), at)?;
+    lower_is_better(view, q, &g.scorer, Some(g.direction), at)?;
     let test = NonInferiority::new(g.direction, margin, p.alpha)?;
-    let (gb, gc, _) = paired_means(store, q, at_version(versions, &g.scorer), at)?;
+    let (gb, gc, _) = paired_means(view, q, at_version(versions, &g.scorer), at)?;
     let stage = Stage::Guardrail(g.scorer.clone());
     if gb.len() < 2 {
         push(

@@ -12,7 +12,7 @@ use serde::Serialize;
 use ratchet_drift::{Chart, Follow};
 use ratchet_gate::{GateStatus, Policy, Question};
 use ratchet_scorers::Rubric;
-use ratchet_trace::{CommitId, Score, Store, StoreOptions, TestRun, VerifyOptions};
+use ratchet_trace::{CommitId, Ledger, Score, Store, StoreOptions, TestRun, VerifyOptions};
 
 use crate::{Error, HealOptions, Result, WatchPlan, io_err};
 
@@ -254,7 +254,8 @@ struct Truth {
 
 struct World {
     repo: Repository,
-    store: Store,
+    /// The demo is a long-lived owner: verified once, then kept warm.
+    ledger: Ledger,
     rubric: Rubric,
     rng: StdRng,
     truths: Vec<(CommitId, Truth)>,
@@ -337,8 +338,8 @@ impl World {
                     )
                 })
                 .collect();
-            self.store.record_scores(&safety, "demo:safety")?;
-            self.store.record_test_run(
+            self.ledger.record_scores(&safety, "demo:safety")?;
+            self.ledger.record_test_run(
                 &TestRun {
                     commit: commit.clone(),
                     suite: "unit".into(),
@@ -362,7 +363,7 @@ impl World {
             }
             let anchors = ratchet_scorers::cost_and_latency(&scores);
             scores.extend(anchors);
-            self.store.record_scores(&scores, "demo:eval")?;
+            self.ledger.record_scores(&scores, "demo:eval")?;
             self.scored[i] = upto;
         }
         Ok(())
@@ -427,27 +428,27 @@ pub fn run_demo(
     init.initial_head("main");
     let repo = Repository::init_opts(&repo_dir, &init)?;
     let store_dir = repo_dir.join(".ratchet");
-    let store = Store::create(&store_dir, StoreOptions::default())?;
+    let mut store = Store::create(&store_dir, StoreOptions::default())?;
     std::fs::write(store_dir.join("policy.toml"), DEMO_POLICY).map_err(io_err(&store_dir))?;
     let policy = Policy::parse(DEMO_POLICY)?;
     let class = policy.class("prompt")?.clone();
+    ratchet_scorers::declare_scorer(
+        &mut store,
+        "answer",
+        ratchet_scorers::Direction::HigherIsBetter,
+    )?;
+    // Pinned: every decision of the run is taken under this policy, whatever
+    // happens to the file beside the store.
+    ratchet_gate::pin_policy(&mut store, "prompt", &class)?;
     let mut w = World {
         repo,
-        store,
+        ledger: Ledger::new(store, VerifyOptions::default())?,
         rubric: Rubric::from_toml(DEMO_RUBRIC)?,
         rng: StdRng::seed_from_u64(options.seed),
         truths: Vec::new(),
         scored: Vec::new(),
         live_served: 0,
     };
-    ratchet_scorers::declare_scorer(
-        &mut w.store,
-        "answer",
-        ratchet_scorers::Direction::HigherIsBetter,
-    )?;
-    // Pinned: every decision of the run is taken under this policy, whatever
-    // happens to the file beside the store.
-    ratchet_gate::pin_policy(&mut w.store, "prompt", &class)?;
 
     const START: f64 = 0.55;
     let first = Truth {
@@ -464,7 +465,7 @@ pub fn run_demo(
     w.repo
         .checkout_head(Some(git2::build::CheckoutBuilder::new().force()))?;
     w.evaluate(&v0, FIRST_BATCH)?;
-    crate::record_promotion(&repo_dir, &mut w.store, &v0, "prompt", None)?;
+    crate::record_promotion(&repo_dir, &mut w.ledger, &v0, "prompt", None)?;
     let mut ladder = vec![Rung {
         commit: v0.clone(),
         how: "initial",
@@ -505,7 +506,7 @@ pub fn run_demo(
                 candidate: &candidate,
                 checkpoint: None,
             };
-            let verdict = ratchet_gate::decide(&mut w.store, &q)?;
+            let (verdict, _) = ratchet_gate::decide_in(&mut w.ledger, &q)?;
             let status = verdict.outcome.status();
             // The test truncates after `max_n` discordant pairs, so it ends;
             // the cap on tasks is only a guard against a policy that never does.
@@ -527,7 +528,7 @@ pub fn run_demo(
             latent_regression: truth.regression,
         });
         if status == GateStatus::Promote {
-            crate::record_promotion(&repo_dir, &mut w.store, &candidate, "prompt", None)?;
+            crate::record_promotion(&repo_dir, &mut w.ledger, &candidate, "prompt", None)?;
             // Deployed: the work tree is checked out at the promoted commit
             // (against the old HEAD, then HEAD moves).
             crate::check_out_detached(&w.repo, &candidate, &store_dir)?;
@@ -553,11 +554,12 @@ pub fn run_demo(
             of: options.proposals,
         });
     }
-    let marker = w.store.append(ratchet_trace::EventDraft::json(
+    let marker = w.ledger.append(ratchet_trace::EventDraft::json(
         "note",
         &serde_json::json!({"demo": "finished", "marker": TAMPER_MARKER}),
     )?)?;
-    let report = w.store.verify_with(&VerifyOptions::default())?;
+    // The one full verification after the run (what a fresh reader does).
+    let report = w.ledger.store().verify_with(&VerifyOptions::default())?;
     drop(w);
     let tamper = tamper_copy(&store_dir, &options.dir.join("tampered-copy"), marker.seq)?;
     Ok(DemoSummary {
@@ -636,12 +638,12 @@ fn live_phase(
         two_sided: false,
         min_n: 30,
     };
-    let mut monitor = crate::start_watch(&mut w.store, &plan)?;
-    let first_live_seq = w.store.head()?.size + 1;
-    w.store.record_scores(&live, "demo:live")?;
+    let mut monitor = crate::start_watch(&mut w.ledger, &plan)?;
+    let first_live_seq = w.ledger.view().head().size + 1;
+    w.ledger.record_scores(&live, "demo:live")?;
     let mut first_alarm = None;
     monitor.follow(
-        &mut w.store,
+        &mut w.ledger,
         &Follow {
             record: true,
             keep_following: false,
@@ -666,7 +668,7 @@ fn live_phase(
     // One event per live request, in order: the request's index from the seq.
     let request = ((alarm_seq - first_live_seq) as usize).min(live.len() - 1);
     let options = HealOptions::default();
-    let (report, _) = crate::heal_latest(repo_dir, &mut w.store, Some(deployed), &options)?;
+    let (report, _) = crate::heal_latest(repo_dir, &mut w.ledger, Some(deployed), &options)?;
     let healed = report.chosen.filter(|_| report.checked_out);
     if let Some(h) = &healed {
         let (_, t) = w.truth(h);

@@ -22,7 +22,7 @@ use std::path::{Component, Path, PathBuf};
 use git2::{ObjectType, Oid, Repository, build::CheckoutBuilder};
 use serde::{Deserialize, Serialize};
 
-use ratchet_trace::{CommitId, EventDraft, Receipt, ReservedKind, Store};
+use ratchet_trace::{CommitId, EventDraft, Ledger, Receipt, ReservedKind, Store, Verified};
 
 use crate::{Error, Result};
 
@@ -72,16 +72,14 @@ pub struct Deployment {
     pub decision_seq: Option<u64>,
 }
 
-/// The latest own promotion of every class in `store` (not verified here:
-/// callers read it inside a verified snapshot).
+/// The latest own promotion of every class in the verified trace.
 ///
 /// # Errors
-/// [`Error::Trace`] if the store cannot be read or a promotion event does
-/// not parse.
-pub fn promotions_in(store: &Store) -> Result<BTreeMap<String, Deployment>> {
+/// [`Error::Trace`] if a promotion event does not parse.
+pub fn promotions_in(view: &Verified) -> Result<BTreeMap<String, Deployment>> {
     let mut out = BTreeMap::new();
-    for (e, r) in store.own_control_events::<PromotionRecord>(ReservedKind::Promotion, u64::MAX)? {
-        let Some(commit) = e.commit else {
+    for (e, r) in view.own_control_events::<PromotionRecord>(ReservedKind::Promotion, u64::MAX)? {
+        let Some(commit) = e.commit.clone() else {
             return Err(ratchet_trace::Error::InvalidInput {
                 field: "commit",
                 reason: format!("promotion event {} names no commit", e.seq),
@@ -105,12 +103,9 @@ pub fn promotions_in(store: &Store) -> Result<BTreeMap<String, Deployment>> {
 /// ref): what a control plane deploys.
 ///
 /// # Errors
-/// [`Error::Trace`] if the trace does not verify (or is keyed and the store
-/// was opened without its key), or cannot be read.
-pub fn deployed(store: &mut Store, class: &str) -> Result<Option<Deployment>> {
-    let snapshot = store.snapshot()?;
-    snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
-    Ok(promotions_in(&snapshot)?.remove(class))
+/// [`Error::Trace`] if a promotion event does not parse.
+pub fn deployed(view: &Verified, class: &str) -> Result<Option<Deployment>> {
+    Ok(promotions_in(view)?.remove(class))
 }
 
 /// A promotion ref that disagrees with the trace.
@@ -178,9 +173,9 @@ impl std::fmt::Display for RefFault {
 ///
 /// # Errors
 /// [`Error::Git`] if the repository cannot be read; as [`promotions_in`].
-pub fn check_promotion_refs(repo_path: &Path, store: &Store) -> Result<Vec<RefFault>> {
+pub fn check_promotion_refs(repo_path: &Path, view: &Verified) -> Result<Vec<RefFault>> {
     let repo = Repository::discover(repo_path)?;
-    let mut trace = promotions_in(store)?;
+    let mut trace = promotions_in(view)?;
     let mut faults = Vec::new();
     for name in promotion_ref_names(&repo)? {
         let class = name.trim_start_matches(PROMOTION_REF_PREFIX).to_string();
@@ -331,8 +326,8 @@ fn blocking_ref(repo: &Repository, dir: &str) -> Option<String> {
         .find(|at| repo.commondir().join(at).is_file() || repo.find_reference(at).is_ok())
 }
 
-fn append_promotion(store: &mut Store, commit: &CommitId, r: PromotionRecord) -> Result<Receipt> {
-    Ok(store.append(
+fn append_promotion(ledger: &mut Ledger, commit: &CommitId, r: PromotionRecord) -> Result<Receipt> {
+    Ok(ledger.append(
         EventDraft::reserved(ReservedKind::Promotion, &r)?
             .commit(commit.clone())
             .session("promote"),
@@ -357,7 +352,7 @@ fn move_ref(repo: &Repository, name: &str, oid: Oid, class: &str) -> Result<()> 
 /// append fails (the ref is not moved).
 pub fn record_promotion(
     repo_path: &Path,
-    store: &mut Store,
+    ledger: &mut Ledger,
     commit: &CommitId,
     class: &str,
     decision_seq: Option<u64>,
@@ -367,9 +362,9 @@ pub fn record_promotion(
     let oid = Oid::from_str(commit.as_str())?;
     repo.find_commit(oid)?;
     check_ref_writable(&repo, &name)?;
-    sync_promotion_ref(repo_path, store, class)?;
+    sync_promotion_ref(repo_path, ledger, class)?;
     let receipt = append_promotion(
-        store,
+        ledger,
         commit,
         PromotionRecord {
             reference: name.clone(),
@@ -401,16 +396,13 @@ pub fn record_promotion(
 /// [`Error::Git`] if the ref cannot be read or written.
 pub fn sync_promotion_ref(
     repo_path: &Path,
-    store: &mut Store,
+    ledger: &mut Ledger,
     class: &str,
 ) -> Result<Option<Receipt>> {
     let repo = Repository::discover(repo_path)?;
     let name = promotion_ref(class)?;
-    let latest = {
-        let snapshot = store.snapshot()?;
-        snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
-        promotions_in(&snapshot)?.remove(class)
-    };
+    ledger.refresh()?;
+    let latest = promotions_in(ledger.view())?.remove(class);
     let Some(latest) = latest else {
         return Ok(None);
     };
@@ -426,7 +418,7 @@ pub fn sync_promotion_ref(
     repo.find_commit(oid)?;
     check_ref_writable(&repo, &name)?;
     let receipt = append_promotion(
-        store,
+        ledger,
         &latest.commit,
         PromotionRecord {
             reference: name.clone(),
@@ -773,16 +765,16 @@ pub struct CheckoutRecord {
 }
 
 /// The latest own `checkout` event, with its seq.
-fn latest_checkout(store: &Store) -> Result<Option<(u64, CheckoutRecord)>> {
-    Ok(checkouts_in(store)?.pop())
+fn latest_checkout(view: &Verified) -> Result<Option<(u64, CheckoutRecord)>> {
+    Ok(checkouts_in(view)?.pop())
 }
 
 /// This store's own `checkout` events, in trace order, with their seqs.
 ///
 /// # Errors
 /// [`Error::Trace`] if the store cannot be read or an event does not parse.
-pub fn checkouts_in(store: &Store) -> Result<Vec<(u64, CheckoutRecord)>> {
-    Ok(store
+pub fn checkouts_in(view: &Verified) -> Result<Vec<(u64, CheckoutRecord)>> {
+    Ok(view
         .own_control_events::<CheckoutRecord>(ReservedKind::Checkout, u64::MAX)?
         .into_iter()
         .map(|(e, r)| (e.seq, r))
@@ -883,7 +875,7 @@ pub(crate) fn pending_checkout_path(repo: &Repository) -> PathBuf {
 /// [`Error::Trace`] if the trace does not verify or cannot be written;
 /// [`Error::DirtyWorkTree`], [`Error::UnsafeCheckout`], [`Error::Git`] if
 /// the checkout cannot be made.
-pub fn recover_checkout(repo_path: &Path, store: &mut Store) -> Result<Option<Receipt>> {
+pub fn recover_checkout(repo_path: &Path, ledger: &mut Ledger) -> Result<Option<Receipt>> {
     let repo = Repository::discover(repo_path)?;
     let marker = pending_checkout_path(&repo);
     let Ok(bytes) = std::fs::read(&marker) else {
@@ -894,13 +886,10 @@ pub fn recover_checkout(repo_path: &Path, store: &mut Store) -> Result<Option<Re
         remove()?;
         return Ok(None);
     };
-    let latest = {
-        let snapshot = store.snapshot()?;
-        snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
-        latest_checkout(&snapshot)?
-    };
+    ledger.refresh()?;
+    let latest = latest_checkout(ledger.view())?;
     let head = leaving(&repo).map(|o| o.to_string());
-    if !pending.genuine(store) {
+    if !pending.genuine(ledger.store()) {
         tracing::warn!(marker = %marker.display(), "a checkout marker without a valid MAC: ignored");
         remove()?;
         return Ok(None);
@@ -918,14 +907,14 @@ pub fn recover_checkout(repo_path: &Path, store: &mut Store) -> Result<Option<Re
     if !dirty.is_empty() {
         return Err(Error::DirtyWorkTree { paths: dirty });
     }
-    let store_dir = store.dir().to_path_buf();
+    let store_dir = ledger.store().dir().to_path_buf();
     if let Some(reason) = checkout_refusal(&repo, &record.to, &store_dir)? {
         return Err(Error::UnsafeCheckout {
             commit: record.to.clone(),
             reason,
         });
     }
-    let receipt = store.append(
+    let receipt = ledger.append(
         EventDraft::reserved(
             ReservedKind::Checkout,
             &CheckoutRecord {

@@ -58,9 +58,9 @@ use std::path::Path;
 use git2::{Oid, Repository, StatusOptions};
 use serde::Serialize;
 
-use ratchet_drift::{Chart, Monitor, RankedCommit, TraceAlarm, Watch, best_commit_by};
+use ratchet_drift::{Chart, Monitor, RankedCommit, Ranking, TraceAlarm, Watch, best_commit};
 use ratchet_gate::{Outcome, Question, Verdict};
-use ratchet_trace::{CommitId, EventDraft, Receipt, Store};
+use ratchet_trace::{CommitId, EventDraft, Ledger, Receipt, Store, Verified};
 
 /// Event kind recorded when a heal checks a commit out.
 pub const KIND_CHECKOUT: &str = ratchet_trace::ReservedKind::Checkout.as_str();
@@ -345,42 +345,43 @@ pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
 /// [`Error::Trace`] or [`Error::Drift`] for failures underneath.
 pub fn heal(
     repo_path: &Path,
-    store: &mut Store,
+    ledger: &mut Ledger,
     alarm: &TraceAlarm,
     options: &HealOptions,
 ) -> Result<(HealReport, Option<Monitor>)> {
-    // Nothing moves on a trace that does not verify (with the writer key the
-    // store was opened with, if it is keyed).
-    // The ranking and the deployed commit's estimate are read in the same
-    // read transaction that verified.
+    // Nothing moves on a trace that does not verify: the ranking and the
+    // deployed commit's estimate are read from the owner's verified view,
+    // refreshed first.
+    ledger.refresh()?;
     let (ranking, deployed) = {
-        let snapshot = store.snapshot()?;
-        snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
-        let ranking = best_commit_by(
-            &snapshot,
-            &alarm.scorer,
-            alarm.scorer_version.as_deref(),
-            options.min_n,
-            options.confidence,
-            std::slice::from_ref(&alarm.commit),
-            options.lower_is_better,
+        let view = ledger.view();
+        let ranking = best_commit(
+            view,
+            &Ranking {
+                scorer: &alarm.scorer,
+                version: alarm.scorer_version.as_deref(),
+                min_n: options.min_n,
+                confidence: options.confidence,
+                exclude: std::slice::from_ref(&alarm.commit),
+                lower_is_better: options.lower_is_better,
+            },
         )?;
         let scorer = match &alarm.scorer_version {
             Some(v) => ratchet_trace::ScorerRef::at_version(&alarm.scorer, v),
             None => alarm.scorer.as_str().into(),
         };
-        let since = snapshot.score_stream(
+        let since = view.score_stream(
             &alarm.commit,
             scorer,
             alarm.change_seq.saturating_sub(1),
             usize::MAX,
-        )?;
+        );
         let deployed = (!since.is_empty())
             .then(|| since.iter().map(|(_, v)| v).sum::<f64>() / since.len() as f64);
         (ranking, deployed)
     };
     let repo = Repository::discover(repo_path)?;
-    let store_dir = store.dir().to_path_buf();
+    let store_dir = ledger.store().dir().to_path_buf();
     let mut skipped = Vec::new();
     let mut chosen = None;
     for r in &ranking {
@@ -477,9 +478,14 @@ pub fn heal(
     let marker = deploy::pending_checkout_path(&repo);
     deploy::write_synced_json(
         &marker,
-        &deploy::PendingCheckout::new(store, store.head()?.size, head_was.clone(), target.clone()),
+        &deploy::PendingCheckout::new(
+            ledger.store(),
+            ledger.view().head().size,
+            head_was.clone(),
+            target.clone(),
+        ),
     )?;
-    let receipt = store.append(
+    let receipt = ledger.append(
         EventDraft::reserved(
             ratchet_trace::ReservedKind::Checkout,
             &CheckoutRecord {
@@ -503,11 +509,9 @@ pub fn heal(
     report.checked_out = true;
     report.checkout_seq = Some(receipt.seq);
     tracing::info!(from = %alarm.commit, to = %target, "healed by checkout");
-    // The restarted monitor's baseline is read from a verified trace too.
-    let snapshot = store.snapshot()?;
-    snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
+    // The restarted monitor's baseline is read from the verified view too.
     let monitor = Monitor::start(
-        &snapshot,
+        ledger.view(),
         &target,
         &alarm.scorer,
         receipt.seq,
@@ -540,21 +544,21 @@ pub struct Recovery {
 /// without its key); [`Error::Drift`] or [`Error::Trace`] if the store
 /// cannot be read.
 pub fn check_recovery(
-    store: &mut Store,
+    ledger: &mut Ledger,
     monitor: &mut Monitor,
     since_seq: u64,
     min_n: u64,
 ) -> Result<Recovery> {
-    let snapshot = store.snapshot()?;
-    snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
-    let alarms = monitor.poll(&snapshot)?;
+    ledger.refresh()?;
+    let view = ledger.view();
+    let alarms = monitor.poll(view)?;
     let (commit, scorer) = monitor.stream();
-    let live = snapshot.score_stream(
+    let live = view.score_stream(
         commit,
         ratchet_trace::ScorerRef::at_version(scorer, monitor.scorer_version()),
         since_seq,
         usize::MAX,
-    )?;
+    );
     let n = live.len() as u64;
     let mean = (n > 0).then(|| live.iter().map(|(_, v)| v).sum::<f64>() / n as f64);
     Ok(Recovery {
@@ -598,17 +602,16 @@ pub struct GateRun {
 /// [`Error::Gate`] if the gate fails (a policy contradicting the trace, a
 /// store that cannot be read); [`Error::Git`] / [`Error::Trace`] if the
 /// promotion cannot be recorded (the decision stays recorded).
-pub fn gate(store: &mut Store, q: &Question<'_>, options: &GateOptions<'_>) -> Result<GateRun> {
+pub fn gate(ledger: &mut Ledger, q: &Question<'_>, options: &GateOptions<'_>) -> Result<GateRun> {
     if q.baseline == q.candidate {
         return Err(Error::SameCommit {
             commit: q.baseline.clone(),
         });
     }
     let (verdict, decision) = if options.dry_run {
-        let head = store.head()?.size;
-        (ratchet_gate::decide_at(store, q, head)?, None)
+        (ratchet_gate::verdict_in(ledger, q)?, None)
     } else {
-        ratchet_gate::decide_recorded(store, q)?
+        ratchet_gate::decide_in(ledger, q)?
     };
     deploy::crash_point("gate:decided");
     // After a recorded decision the class's ref agrees with the trace again
@@ -619,13 +622,13 @@ pub fn gate(store: &mut Store, q: &Question<'_>, options: &GateOptions<'_>) -> R
     let promotion = match (&verdict.outcome, options.promote_in, &decision) {
         (Outcome::Promote, Some(repo), Some(receipt)) => Some(record_promotion(
             repo,
-            store,
+            ledger,
             q.candidate,
             q.class,
             Some(receipt.seq),
         )?),
         (_, Some(repo), Some(_)) => {
-            sync_promotion_ref(repo, store, q.class)?;
+            sync_promotion_ref(repo, ledger, q.class)?;
             None
         }
         _ => None,
@@ -637,6 +640,72 @@ pub fn gate(store: &mut Store, q: &Question<'_>, options: &GateOptions<'_>) -> R
     })
 }
 
+/// What a one-shot [`gate_once`] decides: the class, its policy file (a
+/// pinned class needs none, and a file that differs from the pin is
+/// refused), the two commits and a checkpoint held elsewhere.
+#[derive(Debug, Clone, Copy)]
+pub struct GateRequest<'a> {
+    /// The class.
+    pub class: &'a str,
+    /// The policy file given, if any.
+    pub policy_file: Option<&'a ratchet_gate::Policy>,
+    /// The commit running now.
+    pub baseline: &'a CommitId,
+    /// The commit proposed.
+    pub candidate: &'a CommitId,
+    /// A checkpoint held where the store's writers cannot reach.
+    pub checkpoint: Option<&'a ratchet_trace::Checkpoint>,
+}
+
+/// [`gate`] for a one-shot command: one verification of `store` folds the
+/// view that both the policy resolution (the pin in force) and the
+/// decision read; a trace that does not verify gets its unverified
+/// verdict, recorded nowhere.
+///
+/// # Errors
+/// As [`gate`]; [`Error::Gate`] if the class's policy cannot be resolved
+/// ([`ratchet_gate::resolve_policy`]).
+pub fn gate_once(
+    mut store: Store,
+    request: &GateRequest<'_>,
+    options: &GateOptions<'_>,
+) -> Result<(GateRun, ratchet_gate::PolicySource)> {
+    let mut verify = ratchet_trace::VerifyOptions::default();
+    if let Some(cp) = request.checkpoint {
+        verify = verify.checkpoint(cp.clone());
+    }
+    let (_, view) = store.verify_and_fold(&verify)?;
+    let (policy, source) =
+        ratchet_gate::resolve_policy(view.as_ref(), request.class, request.policy_file)?;
+    let q = Question {
+        class: request.class,
+        policy: &policy,
+        baseline: request.baseline,
+        candidate: request.candidate,
+        checkpoint: request.checkpoint,
+    };
+    let run = match view {
+        Some(view) => {
+            let mut ledger = Ledger::with_view(store, view, verify)?;
+            gate(&mut ledger, &q, options)?
+        }
+        None => {
+            if q.baseline == q.candidate {
+                return Err(Error::SameCommit {
+                    commit: q.baseline.clone(),
+                });
+            }
+            let head = store.head()?.size;
+            GateRun {
+                verdict: ratchet_gate::decide_at(&mut store, &q, head)?,
+                decision: None,
+                promotion: None,
+            }
+        }
+    };
+    Ok((run, source))
+}
+
 /// Heals after the latest alarm this store's monitor recorded (of `only`,
 /// if given): finds it on a verified trace, takes the alarmed scorer's
 /// direction from the trace, and runs [`heal`] with `options` (whose
@@ -646,7 +715,7 @@ pub fn gate(store: &mut Store, q: &Question<'_>, options: &GateOptions<'_>) -> R
 /// [`Error::NoAlarm`] if no alarm was recorded; as [`heal`] otherwise.
 pub fn heal_latest(
     repo_path: &Path,
-    store: &mut Store,
+    ledger: &mut Ledger,
     only: Option<&CommitId>,
     options: &HealOptions,
 ) -> Result<(HealReport, Option<Monitor>)> {
@@ -655,13 +724,13 @@ pub fn heal_latest(
     let completed = if options.dry_run {
         None
     } else {
-        recover_checkout(repo_path, store)?.map(|r| r.seq)
+        recover_checkout(repo_path, ledger)?.map(|r| r.seq)
     };
+    ledger.refresh()?;
     let (alarm, healed) = {
-        let snapshot = store.snapshot()?;
-        snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
-        let alarm = ratchet_drift::latest_alarm(&snapshot, only)?.ok_or(Error::NoAlarm)?;
-        let healed = deploy::checkouts_in(&snapshot)?
+        let view = ledger.view();
+        let alarm = ratchet_drift::latest_alarm(view, only)?.ok_or(Error::NoAlarm)?;
+        let healed = deploy::checkouts_in(view)?
             .into_iter()
             .rfind(|(_, c)| c.alarm_seq == Some(alarm.seq));
         (alarm, healed)
@@ -689,12 +758,12 @@ pub fn heal_latest(
             None,
         ));
     }
-    let direction = ratchet_scorers::direction_in(store, &alarm.scorer)?;
+    let direction = ratchet_scorers::direction_in(ledger.view(), &alarm.scorer)?;
     let options = HealOptions {
         lower_is_better: direction == ratchet_scorers::Direction::LowerIsBetter,
         ..options.clone()
     };
-    let (mut report, monitor) = heal(repo_path, store, &alarm, &options)?;
+    let (mut report, monitor) = heal(repo_path, ledger, &alarm, &options)?;
     report.completed = completed;
     Ok((report, monitor))
 }
@@ -729,20 +798,20 @@ pub struct WatchPlan {
 /// [`Error::NoDeployment`] without `from` when the trace records no
 /// deployment of the commit; [`Error::Trace`] if the trace does not verify;
 /// [`Error::Drift`] if the baseline is too short or the chart invalid.
-pub fn start_watch(store: &mut Store, plan: &WatchPlan) -> Result<Monitor> {
+pub fn start_watch(ledger: &mut Ledger, plan: &WatchPlan) -> Result<Monitor> {
+    ledger.refresh()?;
+    let view = ledger.view();
     let watch = if plan.two_sided {
         Watch::Both
     } else {
         Watch::harm(
-            ratchet_scorers::direction_in(store, &plan.scorer)?
+            ratchet_scorers::direction_in(view, &plan.scorer)?
                 == ratchet_scorers::Direction::LowerIsBetter,
         )
     };
-    let snapshot = store.snapshot()?;
-    snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
     let from = match plan.from {
         Some(f) => f,
-        None => ratchet_drift::deployment_start(&snapshot, &plan.commit)?.ok_or_else(|| {
+        None => ratchet_drift::deployment_start(view, &plan.commit)?.ok_or_else(|| {
             Error::NoDeployment {
                 commit: plan.commit.clone(),
             }
@@ -751,7 +820,7 @@ pub fn start_watch(store: &mut Store, plan: &WatchPlan) -> Result<Monitor> {
     let chart = match plan.chart {
         Some(c) => c,
         None => Chart::for_stream(
-            &snapshot,
+            view,
             &plan.commit,
             &plan.scorer,
             from,
@@ -760,33 +829,13 @@ pub fn start_watch(store: &mut Store, plan: &WatchPlan) -> Result<Monitor> {
         )?,
     };
     Ok(Monitor::start_chart(
-        &snapshot,
+        view,
         &plan.commit,
         &plan.scorer,
         from,
         chart,
         watch,
         plan.min_n,
-    )?)
-}
-
-/// [`ratchet_drift::best_commit`] on a verified trace, in one read
-/// transaction: the ranking `ratchet best` shows.
-///
-/// # Errors
-/// [`Error::Trace`] if the trace does not verify; [`Error::Drift`] for
-/// invalid parameters.
-pub fn rank_commits(
-    store: &mut Store,
-    scorer: &str,
-    min_n: u64,
-    confidence: f64,
-    exclude: &[CommitId],
-) -> Result<Vec<RankedCommit>> {
-    let snapshot = store.snapshot()?;
-    snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
-    Ok(ratchet_drift::best_commit(
-        &snapshot, scorer, min_n, confidence, exclude,
     )?)
 }
 
@@ -863,7 +912,7 @@ pub struct OutcomeSummary {
 
 /// The store's [`Status`]. A trace that fails verification is reported as
 /// such (in `verification`), not as an error; the figures beside it are
-/// then what the altered file says.
+/// then empty (nothing of an altered trace is read as fact).
 ///
 /// With `repo`, every promotion ref of that repository is compared with
 /// the trace ([`check_promotion_refs`]).
@@ -873,25 +922,55 @@ pub struct OutcomeSummary {
 /// [`Error::Drift`] if a declaration or an alarm in it does not parse;
 /// [`Error::Git`] if `repo` cannot be read.
 pub fn status(store: &mut Store, repo: Option<&Path>) -> Result<Status> {
-    let snapshot = store.snapshot()?;
-    let verification = snapshot.verify_with(&ratchet_trace::VerifyOptions::default())?;
-    let overview = snapshot.overview()?;
+    let (verification, view) = store.verify_and_fold(&ratchet_trace::VerifyOptions::default())?;
+    let Some(view) = view else {
+        return Ok(Status {
+            store_id: store.id().to_string(),
+            store_dir: store.dir().to_path_buf(),
+            writer_key_id: store.writer_key_id().map(str::to_string),
+            overview: ratchet_trace::Overview {
+                size: store.head()?.size,
+                kinds: Default::default(),
+                commits: Vec::new(),
+                scorers: Vec::new(),
+            },
+            verification,
+            directions: Default::default(),
+            last_decision: None,
+            last_alarm: None,
+            pinned_policies: Default::default(),
+            unpinned_classes: Vec::new(),
+            pinned_rubrics: Default::default(),
+            deployed: Default::default(),
+            ref_faults: None,
+        });
+    };
+    status_of(store, verification, &view, repo)
+}
+
+fn status_of(
+    store: &Store,
+    verification: ratchet_trace::VerifyReport,
+    view: &Verified,
+    repo: Option<&Path>,
+) -> Result<Status> {
+    let overview = view.overview();
     let mut directions = std::collections::BTreeMap::new();
     for s in &overview.scorers {
         directions.insert(
             s.scorer.clone(),
-            ratchet_scorers::direction_in(&snapshot, &s.scorer)?,
+            ratchet_scorers::direction_in(view, &s.scorer)?,
         );
     }
-    let decisions = snapshot
+    let decisions = view
         .own_control_events::<DecisionSummary>(ratchet_trace::ReservedKind::Decision, u64::MAX)?;
     let decided: Vec<String> = decisions.iter().map(|(_, d)| d.class.clone()).collect();
     let last_decision = decisions.into_iter().next_back().map(|(e, mut d)| {
         d.seq = e.seq;
         d
     });
-    let pinned = ratchet_gate::pinned_policies(&snapshot, u64::MAX)?;
-    let deployed = promotions_in(&snapshot)?;
+    let pinned = ratchet_gate::pinned_policies(view, u64::MAX)?;
+    let deployed = promotions_in(view)?;
     let unpinned_classes: Vec<String> = decided
         .into_iter()
         .chain(deployed.keys().cloned())
@@ -900,14 +979,14 @@ pub fn status(store: &mut Store, repo: Option<&Path>) -> Result<Status> {
         .into_iter()
         .collect();
     Ok(Status {
-        store_id: snapshot.id().to_string(),
-        store_dir: snapshot.dir().to_path_buf(),
-        writer_key_id: snapshot.writer_key_id().map(str::to_string),
+        store_id: store.id().to_string(),
+        store_dir: store.dir().to_path_buf(),
+        writer_key_id: store.writer_key_id().map(str::to_string),
         verification,
         overview,
         directions,
         last_decision,
-        last_alarm: ratchet_drift::latest_alarm(&snapshot, None)?,
+        last_alarm: ratchet_drift::latest_alarm(view, None)?,
         pinned_policies: pinned
             .into_iter()
             .map(|(class, p)| {
@@ -921,17 +1000,15 @@ pub fn status(store: &mut Store, repo: Option<&Path>) -> Result<Status> {
             })
             .collect(),
         unpinned_classes,
-        pinned_rubrics: pinned_rubrics(&snapshot)?,
+        pinned_rubrics: pinned_rubrics(view)?,
         deployed,
-        ref_faults: repo
-            .map(|r| check_promotion_refs(r, &snapshot))
-            .transpose()?,
+        ref_faults: repo.map(|r| check_promotion_refs(r, view)).transpose()?,
     })
 }
 
-fn pinned_rubrics(store: &Store) -> Result<std::collections::BTreeMap<String, PinSummary>> {
+fn pinned_rubrics(view: &Verified) -> Result<std::collections::BTreeMap<String, PinSummary>> {
     let mut out = std::collections::BTreeMap::new();
-    for (seq, pin) in ratchet_scorers::pins(store, u64::MAX)? {
+    for (seq, pin) in ratchet_scorers::pins(view, u64::MAX)? {
         if let ratchet_scorers::Pin::Rubric { rubric, version } = pin {
             out.insert(rubric, PinSummary { hash: version, seq });
         }

@@ -451,7 +451,10 @@ fn evaluate(
             commit: candidate.clone(),
         });
     }
-    let (class_policy, _) = ratchet_gate::resolve_policy(store, &e.class, e.policy.as_ref())?;
+    let (_, view) = store.verify_and_fold(&ratchet_trace::VerifyOptions::default())?;
+    let (class_policy, _) =
+        ratchet_gate::resolve_policy(view.as_ref(), &e.class, e.policy.as_ref())?;
+    drop(view);
     let class_policy = &class_policy;
     // The commands' files are copied out of the sandbox (which may be
     // remote) and ingested from a local copy under the same relative name.

@@ -25,7 +25,7 @@ mod svg;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use ratchet_trace::{AsOf, CommitId, Event, ScorerRef, Store};
+use ratchet_trace::{AsOf, CommitId, Event, ScorerRef, Store, Verified};
 use serde_json::Value;
 
 pub use svg::thin;
@@ -123,8 +123,8 @@ fn stage_name(stage: &Value) -> String {
 }
 
 /// The scorer a ladder shows when none is asked for.
-fn primary_scorer(store: &Store) -> Result<Option<String>> {
-    let overview = store.overview()?;
+fn primary_scorer(view: &Verified) -> Result<Option<String>> {
+    let overview = view.overview();
     Ok(overview
         .scorers
         .iter()
@@ -143,7 +143,7 @@ fn interval(mean: f64, variance: Option<f64>, n: u64) -> (f64, f64) {
 
 /// The LLR path of a bernoulli decision, recomputed from the trace as it
 /// stood: discordant pairs in task name order, as the gate reads them.
-fn bernoulli_path(store: &Store, d: &Decision, scorer: &str) -> Result<Option<Vec<f64>>> {
+fn bernoulli_path(view: &Verified, d: &Decision, scorer: &str) -> Result<Option<Vec<f64>>> {
     let Some(fig) = d.sequential() else {
         return Ok(None);
     };
@@ -178,7 +178,7 @@ fn bernoulli_path(store: &Store, d: &Decision, scorer: &str) -> Result<Option<Ve
     let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len() as f64;
     let mut path = Vec::new();
     let (mut trials, mut wins) = (0u64, 0u64);
-    for t in store.paired_scores(&b, &c, scorer_ref, AsOf::Seq(size))? {
+    for t in view.paired_scores(&b, &c, scorer_ref, AsOf::Seq(size)) {
         if trials >= n {
             break;
         }
@@ -205,18 +205,46 @@ fn bernoulli_path(store: &Store, d: &Decision, scorer: &str) -> Result<Option<Ve
 ///
 /// # Errors
 /// [`Error::Trace`] if the store cannot be read; [`Error::Plot`] if a plot
-/// cannot be drawn. A store that fails verification is reported (in red,
-/// first), not refused.
+/// cannot be drawn. A store that fails verification is reported (in red),
+/// not refused — and nothing of it is drawn: every figure comes from the
+/// verified view.
 pub fn html(store: &mut Store, options: &ReportOptions) -> Result<String> {
-    let snap = store.snapshot()?;
-    let store: &Store = &snap;
-    let verification = store.verify()?;
-    let overview = store.overview()?;
+    let (verification, view) = store.verify_and_fold(&ratchet_trace::VerifyOptions::default())?;
+    match view {
+        Some(view) => html_of(&view, &verification, options),
+        None => {
+            let why = verification.fault.as_ref().map_or_else(
+                || "the store is keyed and was opened without its writer key, so its MACs were not checked".to_string(),
+                |f| f.to_string(),
+            );
+            Ok(format!(
+                "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>ratchet report</title>\
+                 <meta name=ratchet-plots content=0><style>{CSS}</style></head><body>\
+                 <h1>ratchet report</h1><p class=meta>store <code>{}</code></p>\
+                 <p class=bad>The chain does NOT verify: {}. Nothing of it is shown: a figure drawn from an altered trace would be the alteration's.</p>\
+                 </body></html>\n",
+                esc(store.id()),
+                esc(&why)
+            ))
+        }
+    }
+}
+
+/// The report of a verified view.
+///
+/// # Errors
+/// As [`html`].
+pub fn html_of(
+    view: &Verified,
+    verification: &ratchet_trace::VerifyReport,
+    options: &ReportOptions,
+) -> Result<String> {
+    let overview = view.overview();
     let scorer = match &options.scorer {
         Some(s) => Some(s.clone()),
-        None => primary_scorer(store)?,
+        None => primary_scorer(view)?,
     };
-    let events = store.events_of_kinds(&["decision", "promotion", "alarm", "checkout"])?;
+    let events = view.events_of_kinds(&["decision", "promotion", "alarm", "checkout"]);
     let decisions: Vec<Decision> = events
         .iter()
         .filter(|e| e.kind == "decision")
@@ -236,7 +264,7 @@ pub fn html(store: &mut Store, options: &ReportOptions) -> Result<String> {
     writeln!(
         body,
         "<h1>ratchet report</h1><p class=meta>store <code>{}</code> · {} events · {} commits · {} decisions</p>",
-        esc(store.id()),
+        esc(view.store_id()),
         overview.size,
         overview.commits.len(),
         decisions.len()
@@ -260,14 +288,14 @@ pub fn html(store: &mut Store, options: &ReportOptions) -> Result<String> {
     match &scorer {
         None => writeln!(body, "<p>No scores in this store.</p>")?,
         Some(scorer) => {
-            let version = store
-                .scorer_versions(scorer, AsOf::Head)?
+            let version = view
+                .scorer_versions(scorer, AsOf::Head)
                 .into_iter()
                 .next()
                 .map(|v| v.version)
                 .unwrap_or_default();
-            let stats: BTreeMap<String, ratchet_trace::CommitStats> = store
-                .commit_stats(ScorerRef::at_version(scorer, &version), AsOf::Head)?
+            let stats: BTreeMap<String, ratchet_trace::CommitStats> = view
+                .commit_stats(ScorerRef::at_version(scorer, &version), AsOf::Head)
                 .into_iter()
                 .map(|s| (s.commit.to_string(), s))
                 .collect();
@@ -329,7 +357,7 @@ pub fn html(store: &mut Store, options: &ReportOptions) -> Result<String> {
         }) else {
             continue;
         };
-        let Some(path) = bernoulli_path(store, d, &scorer)? else {
+        let Some(path) = bernoulli_path(view, d, &scorer)? else {
             continue;
         };
         let fig = d.sequential().cloned().unwrap_or(Value::Null);
@@ -363,6 +391,7 @@ pub fn html(store: &mut Store, options: &ReportOptions) -> Result<String> {
     writeln!(body, "<h2>Live quality and alarms</h2>")?;
     let alarms: Vec<&Event> = events
         .iter()
+        .copied()
         .filter(|e| e.kind == "alarm" && e.origin.is_none())
         .collect();
     if alarms.is_empty() {
@@ -399,7 +428,7 @@ pub fn html(store: &mut Store, options: &ReportOptions) -> Result<String> {
             Some(v) => ScorerRef::at_version(scorer, v),
             None => ScorerRef::from(scorer),
         };
-        let stream = store.score_stream(&commit, scorer_ref, start, usize::MAX)?;
+        let stream = view.score_stream(&commit, scorer_ref, start, usize::MAX);
         let end = seq + (seq - start) / 4;
         let stream: Vec<(f64, f64)> = stream
             .into_iter()
@@ -464,19 +493,19 @@ pub fn html(store: &mut Store, options: &ReportOptions) -> Result<String> {
         .filter_map(|d| d.v["candidate"].as_str().map(str::to_string))
         .collect();
     let mut benches = 0;
-    for fp in store.scorer_versions(ratchet_scorers::CRITERION_NS, AsOf::Head)? {
+    for fp in view.scorer_versions(ratchet_scorers::CRITERION_NS, AsOf::Head) {
         let mut by_bench: BTreeMap<String, Vec<svg::Rung>> = BTreeMap::new();
         for c in &overview.commits {
             let commit = CommitId::parse(&c.commit)?;
-            let scores = store.scores(
-                &commit,
-                ScorerRef::at_version(ratchet_scorers::CRITERION_NS, &fp.version),
-                AsOf::Head,
-            )?;
             let mut per: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-            for (_, s) in scores {
-                per.entry(s.task).or_default().push(s.value);
-            }
+            view.each_score(0, &mut |s| {
+                if s.commit == commit.as_str()
+                    && s.scorer == ratchet_scorers::CRITERION_NS
+                    && s.scorer_version == fp.version
+                {
+                    per.entry(s.task.to_string()).or_default().push(s.value);
+                }
+            });
             for (bench, xs) in per {
                 let n = xs.len() as f64;
                 let mean = xs.iter().sum::<f64>() / n;
@@ -548,8 +577,6 @@ pub fn html(store: &mut Store, options: &ReportOptions) -> Result<String> {
         )?;
     }
     writeln!(body, "</table>")?;
-    drop(snap);
-
     Ok(format!(
         "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>ratchet report</title>\
          <meta name=ratchet-plots content={plots}><style>{CSS}</style></head><body>{body}</body></html>\n"
@@ -567,8 +594,8 @@ td.promote{color:#2c7a2c;font-weight:bold}code{font-size:.95em}";
 ///
 /// # Errors
 /// [`Error::Trace`] if the store cannot be read.
-pub fn markdown(store: &Store) -> Result<String> {
-    let decisions = store.events_of_kinds(&["decision"])?;
+pub fn markdown(view: &Verified) -> Result<String> {
+    let decisions = view.events_of_kinds(&["decision"]);
     let Some(e) = decisions.iter().rev().find(|e| e.origin.is_none()) else {
         return Ok("**ratchet**: no decision recorded in this store.\n".into());
     };

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use ratchet_trace::{CommitId, EventDraft, Receipt, ReservedKind, Score, Store};
+use ratchet_trace::{CommitId, EventDraft, Receipt, ReservedKind, Score, Store, Verified};
 
 use crate::error::Result;
 
@@ -90,17 +90,40 @@ pub struct ScorerDeclaration {
 /// [`crate::Error::Trace`] if the store cannot be read or a declaration
 /// does not parse.
 pub fn declared_direction(
-    store: &Store,
+    view: &Verified,
+    scorer: &str,
+    max_seq: u64,
+) -> Result<Option<(Direction, u64)>> {
+    declared_in(view.events(), scorer, max_seq)
+}
+
+/// [`declared_direction`] among `events` (in seq order).
+fn declared_in(
+    events: &[ratchet_trace::Event],
     scorer: &str,
     max_seq: u64,
 ) -> Result<Option<(Direction, u64)>> {
     // Only this store's own declarations: one merged in from a cell is what
     // the cell believed, never a rule for this store.
-    Ok(store
-        .own_control_events::<ScorerDeclaration>(ReservedKind::Scorer, max_seq)?
-        .into_iter()
-        .find(|(_, d)| d.scorer == scorer)
-        .map(|(e, d)| (d.direction, e.seq)))
+    Ok(ratchet_trace::own_control_events::<ScorerDeclaration>(
+        events,
+        ReservedKind::Scorer,
+        max_seq,
+    )?
+    .into_iter()
+    .find(|(_, d)| d.scorer == scorer)
+    .map(|(e, d)| (d.direction, e.seq)))
+}
+
+/// The declaration of `scorer` as the store holds it now, read before a
+/// write (not verified: the gate reads directions from its verified view,
+/// so an edited row here can only add or refuse a declaration).
+pub(crate) fn declared_before_writing(
+    store: &Store,
+    scorer: &str,
+) -> Result<Option<(Direction, u64)>> {
+    let events = store.events_of_kinds(&[ReservedKind::Scorer.as_str()])?;
+    declared_in(&events, scorer, u64::MAX)
 }
 
 /// Declares the direction in which `scorer` improves, once: the first
@@ -135,7 +158,7 @@ fn declaration(
     scorer: &str,
     given: Option<Direction>,
 ) -> Result<Option<EventDraft>> {
-    match (declared_direction(store, scorer, u64::MAX)?, given) {
+    match (declared_before_writing(store, scorer)?, given) {
         (Some((declared, seq)), Some(given)) if declared != given => {
             Err(crate::Error::DirectionConflict {
                 scorer: scorer.to_string(),
@@ -189,9 +212,11 @@ pub fn record_score(
 ///
 /// # Errors
 /// As [`declared_direction`].
-pub fn direction_in(store: &Store, scorer: &str) -> Result<Direction> {
-    Ok(declared_direction(store, scorer, u64::MAX)?
-        .map_or_else(|| direction_of(scorer), |(d, _)| d))
+pub fn direction_in(view: &Verified, scorer: &str) -> Result<Direction> {
+    Ok(
+        declared_direction(view, scorer, u64::MAX)?
+            .map_or_else(|| direction_of(scorer), |(d, _)| d),
+    )
 }
 
 /// The direction of any scorer: an anchor's own, criterion timings

@@ -18,7 +18,7 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
-use ratchet_trace::{CommitId, EventDraft, KIND_SCORE, Receipt, Score, Store};
+use ratchet_trace::{CommitId, EventDraft, Receipt, Score, Store};
 
 use crate::error::Result;
 use crate::holdout::RubricSet;
@@ -102,36 +102,31 @@ pub fn score_pending(store: &mut Store, rubrics: &RubricSet) -> Result<BatchRepo
         ObservationPayload,
     )> = Vec::new();
     let mut report = BatchReport::default();
-    let snapshot = store.snapshot()?;
-    snapshot.verified(&ratchet_trace::VerifyOptions::default())?;
-    crate::pins::check_rubrics_pinned(&snapshot, rubrics)?;
-    for e in snapshot.tail(0) {
-        let e = e?;
-        if e.kind == KIND_SCORE {
-            let named =
-                e.session
-                    .strip_prefix(SESSION_PREFIX)
-                    .and_then(|rest| match rest.parse::<u64>() {
-                        Ok(_) if e.origin.is_some() => None,
-                        Ok(seq) => Some(format!("seq:{seq}")),
-                        Err(_) => Some(rest.to_string()),
-                    });
-            if let Some(key) = named {
-                let version = serde_json::from_slice::<serde_json::Value>(&e.payload)
-                    .ok()
-                    .and_then(|v| {
-                        v.get("scorer_version")
-                            .and_then(|x| x.as_str())
-                            .map(String::from)
-                    })
-                    .unwrap_or_default();
-                done.insert((key, version, e.origin.as_ref().map(|o| o.store.clone())));
-            }
-        } else if e.kind == KIND_OBSERVATION {
+    let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
+    crate::pins::check_rubrics_pinned(&view, rubrics)?;
+    view.each_score(0, &mut |s| {
+        let named =
+            s.session
+                .strip_prefix(SESSION_PREFIX)
+                .and_then(|rest| match rest.parse::<u64>() {
+                    Ok(_) if s.origin_store.is_some() => None,
+                    Ok(seq) => Some(format!("seq:{seq}")),
+                    Err(_) => Some(rest.to_string()),
+                });
+        if let Some(key) = named {
+            done.insert((
+                key,
+                s.scorer_version.to_string(),
+                s.origin_store.map(str::to_string),
+            ));
+        }
+    });
+    for e in view.events_of_kinds(&[KIND_OBSERVATION]) {
+        {
             report.observations += 1;
             match (
                 serde_json::from_slice::<ObservationPayload>(&e.payload),
-                e.commit,
+                e.commit.clone(),
             ) {
                 (Ok(p), Some(c)) => pending.push((
                     e.seq,
@@ -149,7 +144,7 @@ pub fn score_pending(store: &mut Store, rubrics: &RubricSet) -> Result<BatchRepo
             }
         }
     }
-    drop(snapshot);
+    drop(view);
     let mut drafts = Vec::new();
     for (seq, id, origin, commit, p) in pending {
         let Some(rubric) = rubrics.get(&p.rubric) else {

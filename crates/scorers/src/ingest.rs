@@ -52,7 +52,7 @@ fn declare_all<'a>(store: &mut Store, scorers: impl IntoIterator<Item = &'a str>
     for name in scorers {
         // A scorer declared before keeps its direction (declared by hand,
         // e.g. a custom lower-is-better metric); a new one gets the default.
-        if seen.insert(name) && crate::declared_direction(store, name, u64::MAX)?.is_none() {
+        if seen.insert(name) && crate::anchors::declared_before_writing(store, name)?.is_none() {
             crate::declare_scorer(store, name, crate::direction_of(name))?;
         }
     }
@@ -515,7 +515,7 @@ pub fn ingest_jsonl(
     rubrics: &RubricSet,
     session: &str,
 ) -> Result<IngestReport> {
-    crate::pins::check_rubrics_pinned(store, rubrics)?;
+    crate::pins::check_rubrics_pinned_before_writing(store, rubrics)?;
     let text = read(path)?;
     let mut scores = parse_jsonl(&text, path, commit, rubrics)?;
     // Measured cost and latency also become their anchor scores.

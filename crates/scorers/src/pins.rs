@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use ratchet_trace::{EventDraft, Receipt, ReservedKind, Store};
+use ratchet_trace::{EventDraft, Receipt, ReservedKind, Store, Verified};
 
 use crate::{Result, Rubric, RubricSet};
 
@@ -43,12 +43,19 @@ pub enum Pin {
 /// [`crate::Error::Trace`] if the store cannot be read, or a pin event of
 /// this store does not parse (a `policy` event is written only by the pin
 /// functions: one that does not parse is not a pin anyone may ignore).
-pub fn pins(store: &Store, max_seq: u64) -> Result<Vec<(u64, Pin)>> {
-    Ok(store
-        .own_control_events::<Pin>(ReservedKind::Policy, max_seq)?
-        .into_iter()
-        .map(|(e, pin)| (e.seq, pin))
-        .collect())
+pub fn pins(view: &Verified, max_seq: u64) -> Result<Vec<(u64, Pin)>> {
+    pins_in(view.events(), max_seq)
+}
+
+/// [`pins`] among `events` (in seq order): a writer's check of what it is
+/// about to append reads them from the store ([`Store::events_of_kinds`]).
+fn pins_in(events: &[ratchet_trace::Event], max_seq: u64) -> Result<Vec<(u64, Pin)>> {
+    Ok(
+        ratchet_trace::own_control_events::<Pin>(events, ReservedKind::Policy, max_seq)?
+            .into_iter()
+            .map(|(e, pin)| (e.seq, pin))
+            .collect(),
+    )
 }
 
 /// The version rubric `name` is pinned to at or before `max_seq` (the
@@ -57,11 +64,11 @@ pub fn pins(store: &Store, max_seq: u64) -> Result<Vec<(u64, Pin)>> {
 /// # Errors
 /// As [`pins`].
 pub fn pinned_rubric_version(
-    store: &Store,
+    view: &Verified,
     name: &str,
     max_seq: u64,
 ) -> Result<Option<(String, u64)>> {
-    Ok(rubric_pin_in(&pins(store, max_seq)?, name).map(|(v, seq)| (v.to_string(), seq)))
+    Ok(rubric_pin_in(&pins(view, max_seq)?, name).map(|(v, seq)| (v.to_string(), seq)))
 }
 
 /// The latest pin of rubric `name` among `pins` (in trace order, as
@@ -127,9 +134,9 @@ pub fn append_pin(store: &mut Store, pin: &Pin, in_force: Option<u64>) -> Result
 /// was opened without its key), or cannot be read or written.
 pub fn pin_rubric(store: &mut Store, rubric: &Rubric) -> Result<Pinned> {
     // A pin is written only into a trace that verifies (with its key).
-    store.verified(&ratchet_trace::VerifyOptions::default())?;
+    let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
     let version = rubric.version();
-    let in_force = pinned_rubric_version(store, &rubric.name, u64::MAX)?
+    let in_force = pinned_rubric_version(&view, &rubric.name, u64::MAX)?
         .filter(|(v, _)| *v == version)
         .map(|(_, seq)| seq);
     append_pin(
@@ -149,10 +156,24 @@ pub fn pin_rubric(store: &mut Store, rubric: &Rubric) -> Result<Pinned> {
 /// # Errors
 /// [`crate::Error::RubricNotPinned`] naming the rubric, both versions and
 /// how to pin the new one; [`crate::Error::Trace`] if the store cannot be read.
-pub fn check_rubrics_pinned(store: &Store, rubrics: &RubricSet) -> Result<()> {
-    let all = pins(store, u64::MAX)?;
+pub fn check_rubrics_pinned(view: &Verified, rubrics: &RubricSet) -> Result<()> {
+    check_pinned_in(&pins(view, u64::MAX)?, rubrics)
+}
+
+/// [`check_rubrics_pinned`] before an ingestion writes, from the store's
+/// own events as they stand (the gate reads the pinned version from its
+/// verified view, so an edited file can only make this check refuse).
+pub(crate) fn check_rubrics_pinned_before_writing(
+    store: &Store,
+    rubrics: &RubricSet,
+) -> Result<()> {
+    let events = store.events_of_kinds(&[ReservedKind::Policy.as_str()])?;
+    check_pinned_in(&pins_in(&events, u64::MAX)?, rubrics)
+}
+
+fn check_pinned_in(all: &[(u64, Pin)], rubrics: &RubricSet) -> Result<()> {
     for r in rubrics.all() {
-        if let Some((version, seq)) = rubric_pin_in(&all, &r.name) {
+        if let Some((version, seq)) = rubric_pin_in(all, &r.name) {
             let given = r.version();
             if version != given {
                 return Err(crate::Error::RubricNotPinned {

@@ -44,6 +44,8 @@ pub struct Ledger {
     /// Heads this owner has held (the first verification's, and each
     /// refresh's): a checkpoint at one of them is checked without a walk.
     heads: Vec<Head>,
+    /// Checkpoints the first verification checked the trace against.
+    checkpoints: Vec<crate::Checkpoint>,
 }
 
 impl Ledger {
@@ -54,11 +56,40 @@ impl Ledger {
     pub fn new(store: Store, options: VerifyOptions) -> Result<Ledger> {
         let view = store.verified(&options)?;
         let heads = vec![view.head()];
+        let checkpoints = options.checkpoint_given().cloned().into_iter().collect();
         Ok(Ledger {
             store,
             view,
             options,
             heads,
+            checkpoints,
+        })
+    }
+
+    /// A ledger over `store` from a view already verified from it (by
+    /// [`Store::verify_and_fold`], when the caller needed the report too).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] if the view is of another store.
+    pub fn with_view(store: Store, view: Verified, options: VerifyOptions) -> Result<Ledger> {
+        if view.store_id() != store.id() {
+            return Err(Error::invalid(
+                "view",
+                format!(
+                    "the view is of store {}, not of {}",
+                    view.store_id(),
+                    store.id()
+                ),
+            ));
+        }
+        let heads = vec![view.head()];
+        let checkpoints = options.checkpoint_given().cloned().into_iter().collect();
+        Ok(Ledger {
+            store,
+            view,
+            options,
+            heads,
+            checkpoints,
         })
     }
 
@@ -71,6 +102,13 @@ impl Ledger {
     /// The store, for plain reads (event listings) and its identity.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The store, for writes made around the ledger (ingestion, merges):
+    /// the view does not see them until the next [`Ledger::refresh`], which
+    /// checks them like any other new event.
+    pub fn store_mut(&mut self) -> &mut Store {
+        &mut self.store
     }
 
     /// The store back, the view dropped.
@@ -124,6 +162,12 @@ impl Ledger {
     pub fn reverify(&mut self) -> Result<()> {
         let view = self.store.verified(&self.options)?;
         self.heads = vec![view.head()];
+        self.checkpoints = self
+            .options
+            .checkpoint_given()
+            .cloned()
+            .into_iter()
+            .collect();
         self.view = view;
         Ok(())
     }
@@ -140,6 +184,9 @@ impl Ledger {
         if checkpoint.size == 0 {
             return Some(checkpoint.head == self.view.genesis());
         }
+        if self.checkpoints.contains(checkpoint) {
+            return Some(true);
+        }
         self.heads
             .iter()
             .find(|h| h.size == checkpoint.size)
@@ -149,7 +196,11 @@ impl Ledger {
     /// The options with the store's own key when none was given.
     fn key_options(&self) -> VerifyOptions {
         let mut o = VerifyOptions::default();
-        if let Some(k) = self.options.key_given().or(self.store.options.writer_key.as_ref()) {
+        if let Some(k) = self
+            .options
+            .key_given()
+            .or(self.store.options.writer_key.as_ref())
+        {
             o = o.key(k.clone());
         }
         o
@@ -226,8 +277,9 @@ impl Ledger {
             for e in written {
                 // Validated and projected on append, exactly as verification
                 // projects it.
-                let projection =
-                    Projection::from_event(&e.kind, e.commit.as_ref(), &e.payload).ok().flatten();
+                let projection = Projection::from_event(&e.kind, e.commit.as_ref(), &e.payload)
+                    .ok()
+                    .flatten();
                 self.view.fold(e, projection);
             }
         } else if !written.is_empty() || matches!(outcome, AppendOnce::AlreadyAppended { .. }) {

@@ -97,14 +97,14 @@ pub use event::{
     CommitId, DEFAULT_MAX_INLINE_PAYLOAD, Event, EventDraft, MAX_NAME_LEN, Origin, Receipt,
     ReservedKind,
 };
+pub use ledger::Ledger;
 pub use merge::{MergeOptions, MergeReport};
 pub use projection::{KIND_SCORE, KIND_TEST_RUN, Score, TestRun};
 pub use schema::{APPLICATION_ID, Durability, SCHEMA_VERSION};
-pub use ledger::Ledger;
 pub use store::{AppendOnce, DB_FILE, EventFilter, Head, Store, StoreOptions, Tail};
 pub use ulid::Ulid;
 pub use verify::{Fault, FaultKind, VerifyOptions, VerifyReport};
 pub use view::{
     AsOf, CommitCounts, CommitStats, Overview, PairedTask, ScoreRow, ScorerCounts, ScorerRef,
-    ScorerVersion, TaskMeans, Verified,
+    ScorerVersion, TaskMeans, Verified, own_control_events,
 };

@@ -13,9 +13,7 @@ use crate::error::{Error, Result};
 use crate::event::{
     CommitId, DEFAULT_MAX_INLINE_PAYLOAD, Event, EventDraft, Origin, Receipt, validate_name,
 };
-use crate::projection::{
-    Projection, Score, TestRun,
-};
+use crate::projection::{Projection, Score, TestRun};
 use crate::schema::{self, Durability};
 
 /// File name of the SQLite database inside a store directory.
@@ -142,7 +140,6 @@ macro_rules! event_columns {
     };
 }
 pub(crate) const EVENT_COLUMNS: &str = event_columns!();
-
 
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
@@ -895,6 +892,26 @@ impl Store {
                 .collect()
             })
             .map_err(Error::sqlite("reading events"))
+    }
+
+    /// Every event of the given kinds, in seq order (a plain scan of the
+    /// events table, not verified): for listings and for a writer checking
+    /// what it is about to append. A decision reads
+    /// [`crate::Verified::events_of_kinds`].
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails or a row is malformed.
+    pub fn events_of_kinds(&self, kinds: &[&str]) -> Result<Vec<Event>> {
+        let list =
+            serde_json::to_string(kinds).map_err(|e| Error::invalid("kinds", e.to_string()))?;
+        self.conn
+            .prepare_cached(concat!(
+                "SELECT ",
+                event_columns!(),
+                " FROM events NOT INDEXED WHERE seq >= 1 AND kind IN (SELECT value FROM json_each(?1)) ORDER BY seq"
+            ))
+            .and_then(|mut st| st.query_map([list], event_from_row)?.collect())
+            .map_err(Error::sqlite("reading events by kind"))
     }
 
     /// Follows the chain from `after` (exclusive): an iterator that reads pages

@@ -230,6 +230,11 @@ impl VerifyOptions {
         self
     }
 
+    /// The checkpoint given, if any.
+    pub(crate) fn checkpoint_given(&self) -> Option<&Checkpoint> {
+        self.checkpoint.as_ref()
+    }
+
     /// The key given, if any.
     pub(crate) fn key_given(&self) -> Option<&WriterKey> {
         self.key.as_ref()
@@ -924,7 +929,11 @@ pub(crate) fn verify_conn_each(
 
 /// One batch's result from a worker: its number, its first fault, and the
 /// projection derived from each row's payload (what the view folds).
-type Checked = (usize, Option<(Fault, blake3::Hash)>, Vec<Option<Projection>>);
+type Checked = (
+    usize,
+    Option<(Fault, blake3::Hash)>,
+    Vec<Option<Projection>>,
+);
 
 /// Folds checked batches into the view in batch order (workers finish out
 /// of order), holding each batch until its result arrives.
@@ -1278,7 +1287,9 @@ fn duplicate_id(
                 continue;
             }
             let earlier: Option<i64> = conn
-                .prepare_cached("SELECT seq FROM events WHERE id = ?1 AND seq < ?2 ORDER BY seq LIMIT 1")
+                .prepare_cached(
+                    "SELECT seq FROM events WHERE id = ?1 AND seq < ?2 ORDER BY seq LIMIT 1",
+                )
                 .and_then(|mut st| {
                     st.query_row(params![&id.to_be_bytes()[..], seq as i64], |r| r.get(0))
                         .optional()

@@ -846,35 +846,16 @@ impl Verified {
 
     /// This store's own events of `kind` at or before `max_seq`, in seq
     /// order, each with its payload parsed as `T`: how a control event is
-    /// read for acting on it. Events merged in from cells are passed over
-    /// (they are what a cell saw, never an instruction to this store), and
-    /// a payload that does not parse is an error, never a skipped event.
+    /// read for acting on it ([`own_control_events`] over the view).
     ///
     /// # Errors
-    /// [`crate::Error::InvalidInput`] naming the seq of a payload that does
-    /// not parse.
+    /// As [`own_control_events`].
     pub fn own_control_events<T: serde::de::DeserializeOwned>(
         &self,
         kind: ReservedKind,
         max_seq: u64,
     ) -> crate::Result<Vec<(&Event, T)>> {
-        let mut out = Vec::new();
-        for e in &self.events {
-            if e.seq > max_seq {
-                break;
-            }
-            if e.kind != kind.as_str() || e.origin.is_some() {
-                continue;
-            }
-            let parsed: T = serde_json::from_slice(&e.payload).map_err(|err| {
-                crate::Error::invalid(
-                    "payload",
-                    format!("{} event {} does not parse: {err}", kind.as_str(), e.seq),
-                )
-            })?;
-            out.push((e, parsed));
-        }
-        Ok(out)
+        own_control_events(&self.events, kind, max_seq)
     }
 
     /// What the trace holds, counted: events by kind, commits with their
@@ -897,8 +878,10 @@ impl Verified {
             .iter()
             .map(|(&scorer, series)| {
                 let name = self.names.name(scorer);
-                let mut distinct: Vec<u32> =
-                    series.iter().map(|&i| self.series[i as usize].commit).collect();
+                let mut distinct: Vec<u32> = series
+                    .iter()
+                    .map(|&i| self.series[i as usize].commit)
+                    .collect();
                 distinct.sort_unstable();
                 distinct.dedup();
                 ScorerCounts {
@@ -923,4 +906,39 @@ impl Verified {
             .map(|i| self.commit_id(i))
             .collect()
     }
+}
+
+/// The store's own events of `kind` among `events` (in seq order) at or
+/// before `max_seq`, each with its payload parsed as `T`. Events merged in
+/// from cells are passed over (they are what a cell saw, never an
+/// instruction to this store), and a payload that does not parse is an
+/// error, never a skipped event. A decision reads them from its
+/// [`Verified`] view; a writer checking what it is about to append
+/// (ingestion's declarations) may read them from [`crate::Store::events_of_kinds`].
+///
+/// # Errors
+/// [`crate::Error::InvalidInput`] naming the seq of a payload that does
+/// not parse.
+pub fn own_control_events<'a, T: serde::de::DeserializeOwned>(
+    events: impl IntoIterator<Item = &'a Event>,
+    kind: ReservedKind,
+    max_seq: u64,
+) -> crate::Result<Vec<(&'a Event, T)>> {
+    let mut out = Vec::new();
+    for e in events {
+        if e.seq > max_seq {
+            break;
+        }
+        if e.kind != kind.as_str() || e.origin.is_some() {
+            continue;
+        }
+        let parsed: T = serde_json::from_slice(&e.payload).map_err(|err| {
+            crate::Error::invalid(
+                "payload",
+                format!("{} event {} does not parse: {err}", kind.as_str(), e.seq),
+            )
+        })?;
+        out.push((e, parsed));
+    }
+    Ok(out)
 }

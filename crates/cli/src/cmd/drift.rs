@@ -19,8 +19,9 @@ pub struct WatchArgs {
 }
 
 pub fn watch(ctx: &Ctx, a: &WatchArgs) -> Result<u8> {
-    let mut store = ctx.open(a.key_file.as_deref())?;
-    let mut monitor = ratchet_orchestrate::start_watch(&mut store, &a.plan)?;
+    // Verified once; each poll then reads only what is new (`refresh`).
+    let mut ledger = ctx.ledger(a.key_file.as_deref())?;
+    let mut monitor = ratchet_orchestrate::start_watch(&mut ledger, &a.plan)?;
     let watch = monitor.watch();
     if !ctx.json {
         println!(
@@ -35,7 +36,7 @@ pub fn watch(ctx: &Ctx, a: &WatchArgs) -> Result<u8> {
     let json = ctx.json;
     let stream = json && a.follow.keep_following;
     let mut alarms = Vec::new();
-    let report = monitor.follow(&mut store, &a.follow, &mut |alarm, appended| {
+    let report = monitor.follow(&mut ledger, &a.follow, &mut |alarm, appended| {
         if stream {
             // Following without end: one JSON object per line, as they come.
             if out::json_line(&serde_json::json!({ "alarm": alarm, "recorded": appended })).is_err()
@@ -84,8 +85,8 @@ pub fn heal(
     options: &ratchet_orchestrate::HealOptions,
     key_file: Option<&Path>,
 ) -> Result<u8> {
-    let mut store = ctx.open(key_file)?;
-    let (report, _) = ratchet_orchestrate::heal_latest(repo, &mut store, only, options)?;
+    let mut ledger = ctx.ledger(key_file)?;
+    let (report, _) = ratchet_orchestrate::heal_latest(repo, &mut ledger, only, options)?;
     if ctx.json {
         out::json(&report)?;
         return Ok(0);
@@ -113,9 +114,18 @@ pub fn best(
     exclude: &[CommitId],
     key_file: Option<&Path>,
 ) -> Result<u8> {
-    let mut store = ctx.open_read(key_file)?;
-    let ranking =
-        ratchet_orchestrate::rank_commits(&mut store, scorer, min_n, confidence, exclude)?;
+    let ledger = ctx.ledger_read(key_file)?;
+    let ranking = ratchet_drift::best_commit(
+        ledger.view(),
+        &ratchet_drift::Ranking {
+            scorer,
+            version: None,
+            min_n,
+            confidence,
+            exclude,
+            lower_is_better: false,
+        },
+    )?;
     if ctx.json {
         out::json(&serde_json::json!({ "scorer": scorer, "ranking": ranking }))?;
     } else {

@@ -41,13 +41,21 @@ pub fn policy_file(ctx: &Ctx, path: Option<&Path>) -> Result<Option<ratchet_gate
 /// class is pinned (a policy file that differs is refused), else the file's.
 fn class_policy(
     ctx: &Ctx,
-    store: &ratchet_trace::Store,
+    view: Option<&ratchet_trace::Verified>,
     class: &str,
     path: Option<&Path>,
 ) -> Result<(ratchet_gate::ClassPolicy, ratchet_gate::PolicySource)> {
     let file = policy_file(ctx, path)?;
-    match ratchet_gate::resolve_policy(store, class, file.as_ref()) {
-        // Neither a pin nor a file: say where the file was looked for.
+    no_policy_named(
+        ctx,
+        class,
+        ratchet_gate::resolve_policy(view, class, file.as_ref()),
+    )
+}
+
+/// Neither a pin nor a file: say where the file was looked for.
+fn no_policy_named<T>(ctx: &Ctx, class: &str, resolved: ratchet_gate::Result<T>) -> Result<T> {
+    match resolved {
         Err(ratchet_gate::Error::NoPolicy { .. }) => anyhow::bail!(
             "class {class} is not pinned in the trace and there is no policy file (looked for {}); pass --policy FILE, or pin one with `ratchet policy pin FILE`",
             ctx.store_dir.join("policy.toml").display()
@@ -97,29 +105,31 @@ pub fn policy_pin(
 }
 
 pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
-    let mut store = ctx.open(a.key_file.as_deref())?;
-    let (class_policy, source) = class_policy(ctx, &store, &a.class, a.policy.as_deref())?;
-    let class_policy = &class_policy;
+    let store = ctx.open(a.key_file.as_deref())?;
+    let file = policy_file(ctx, a.policy.as_deref())?;
     let checkpoint = a
         .checkpoint
         .as_ref()
         .map(|p| Checkpoint::read(p).with_context(|| format!("checkpoint {}", p.display())))
         .transpose()?;
-    let q = ratchet_gate::Question {
-        class: &a.class,
-        policy: class_policy,
-        baseline: &a.baseline,
-        candidate: &a.candidate,
-        checkpoint: checkpoint.as_ref(),
-    };
-    let run = ratchet_orchestrate::gate(
-        &mut store,
-        &q,
+    let ran = ratchet_orchestrate::gate_once(
+        store,
+        &ratchet_orchestrate::GateRequest {
+            class: &a.class,
+            policy_file: file.as_ref(),
+            baseline: &a.baseline,
+            candidate: &a.candidate,
+            checkpoint: checkpoint.as_ref(),
+        },
         &ratchet_orchestrate::GateOptions {
             dry_run: a.dry_run,
             promote_in: a.record_promotion.as_deref(),
         },
-    )?;
+    );
+    let (run, source) = match ran {
+        Err(ratchet_orchestrate::Error::Gate(e)) => no_policy_named(ctx, &a.class, Err(e))?,
+        other => other?,
+    };
     let status = run.verdict.outcome.status();
     if ctx.json {
         #[derive(serde::Serialize)]
@@ -360,16 +370,14 @@ pub fn calibrate(
             )
         })
     };
-    let mut store = match ctx.open_read(key_file) {
-        Ok(s) => {
-            s.verified(&ratchet_trace::VerifyOptions::default())?;
-            Some(s)
-        }
+    let ledger = match ctx.ledger_read(key_file) {
+        Ok(l) => Some(l),
         Err(e) if from_store.is_none() && missing(&e) => None,
         Err(e) => return Err(e),
     };
-    let class_policy = match &store {
-        Some(s) => class_policy(ctx, s, class, policy.as_deref())?.0,
+    let view = ledger.as_ref().map(ratchet_trace::Ledger::view);
+    let class_policy = match view {
+        Some(v) => class_policy(ctx, Some(v), class, policy.as_deref())?.0,
         None => policy_file(ctx, policy.as_deref())?
             .ok_or_else(|| anyhow::anyhow!("no policy file: pass --policy FILE"))?
             .class(class)?
@@ -377,8 +385,8 @@ pub fn calibrate(
     };
     let class_policy = &class_policy;
     let mut world = None;
-    if let (Some(baseline), Some(store)) = (from_store, store.as_mut()) {
-        let w = ratchet_gate::baseline_world(store, class_policy, baseline)?;
+    if let (Some(baseline), Some(view)) = (from_store, view) {
+        let w = ratchet_gate::baseline_world(view, class_policy, baseline)?;
         if !ctx.json {
             println!(
                 "measured from {} task(s) of {} version {}: p0 {:.4}, σ of a difference {}, draw ratio {}",

@@ -275,13 +275,11 @@ pub fn verify_chain(
             Checkpoint::read(p).with_context(|| format!("checkpoint {}", p.display()))?,
         );
     }
-    let report = store.verify_with(&o)?;
+    let (report, view) = store.verify_and_fold(&o)?;
     // Promotion refs are compared only with a trace that verified: a
     // disagreeing ref is then a fault of its own.
-    let ref_faults = match repo {
-        Some(r) if report.fault.is_none() => {
-            Some(ratchet_orchestrate::check_promotion_refs(r, &store)?)
-        }
+    let ref_faults = match (repo, &view) {
+        (Some(r), Some(view)) => Some(ratchet_orchestrate::check_promotion_refs(r, view)?),
         _ => None,
     };
     if ctx.json {
@@ -411,7 +409,8 @@ pub fn export(ctx: &Ctx, dir: &Path, key_file: Option<&Path>) -> Result<u8> {
             report.files.len(),
             dir.display()
         );
-        println!("{}", ratchet_export::summary(&store)?);
+        let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
+        println!("{}", ratchet_export::summary(&view)?);
     }
     Ok(0)
 }
@@ -432,7 +431,8 @@ pub fn report(
 ) -> Result<u8> {
     let mut store = ctx.open_read(key_file)?;
     if markdown {
-        let text = ratchet_report::markdown(&store)?;
+        let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
+        let text = ratchet_report::markdown(&view)?;
         if ctx.json {
             out::json(&serde_json::json!({ "store_id": store.id(), "markdown": text }))?;
         } else {
