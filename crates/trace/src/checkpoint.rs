@@ -18,7 +18,8 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::store::{Store, read_head};
+use crate::read::read_head;
+use crate::store::Store;
 
 const ORIGIN_PREFIX: &str = "ratchet-trace/v1/";
 

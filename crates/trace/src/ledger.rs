@@ -14,8 +14,9 @@ use crate::error::{Error, Result};
 use crate::event::{EventDraft, Receipt};
 use crate::projection::{Projection, Score, TestRun};
 use crate::store::{AppendOnce, Head, Store};
-use crate::verify::{VerifyOptions, Walk, walk};
+use crate::verify::VerifyOptions;
 use crate::view::Verified;
+use crate::walk::{Walk, walk};
 
 /// A store and its [`Verified`] view, kept in step.
 ///

@@ -73,6 +73,15 @@
 //!   is written.
 #![deny(missing_docs)]
 
+/// Columns read for an event, in this order, by [`event_from_row`] (a macro
+/// so hot queries are `concat!`ed at compile time, not formatted per call).
+macro_rules! event_columns {
+    () => {
+        "seq, id, ts_ms, cell, session, kind, commit_id, payload, \
+         origin_store, origin_seq, origin_hash, prev_hash, hash, mac"
+    };
+}
+
 mod blob;
 mod checkpoint;
 mod encoding;
@@ -81,11 +90,15 @@ mod event;
 mod ledger;
 mod merge;
 mod projection;
+mod read;
+mod rows;
 mod schema;
 mod store;
 mod summary;
 mod verify;
 mod view;
+mod walk;
+mod write;
 
 pub use blake3::Hash;
 pub use checkpoint::Checkpoint;
@@ -100,8 +113,9 @@ pub use event::{
 pub use ledger::Ledger;
 pub use merge::{MergeOptions, MergeReport};
 pub use projection::{KIND_SCORE, KIND_TEST_RUN, Score, TestRun};
+pub use read::Tail;
 pub use schema::{APPLICATION_ID, Durability, SCHEMA_VERSION};
-pub use store::{AppendOnce, DB_FILE, EventFilter, Head, Store, StoreOptions, Tail};
+pub use store::{AppendOnce, DB_FILE, EventFilter, Head, Store, StoreOptions};
 pub use ulid::Ulid;
 pub use verify::{Fault, FaultKind, VerifyOptions, VerifyReport};
 pub use view::{

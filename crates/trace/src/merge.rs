@@ -10,8 +10,11 @@ use ulid::Ulid;
 
 use crate::encoding::{OriginRef, WriterKey, genesis_hash};
 use crate::error::{Error, Result};
-use crate::store::{ChainWriter, Head, Pending, Prepared, Store, StoreOptions};
-use crate::verify::{Batch, OwnedRow, VerifyOptions, VerifyReport, verify_conn_each};
+use crate::rows::{Batch, OwnedRow};
+use crate::store::{Head, Store, StoreOptions};
+use crate::verify::{VerifyOptions, VerifyReport};
+use crate::walk::verify_conn_each;
+use crate::write::{ChainWriter, Pending, Prepared};
 
 /// Page cache during a merge, in KiB (negative: SQLite's size-in-KiB form).
 const MERGE_CACHE_KIB: i64 = -65536;

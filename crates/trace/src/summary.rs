@@ -150,7 +150,7 @@ fn all_rows(conn: &Connection) -> Result<Vec<StoredRow>> {
         let text = |i| {
             row.get_ref(i)
                 .ok()
-                .and_then(crate::verify::text)
+                .and_then(crate::rows::text)
                 .map(str::to_string)
         };
         let (Some(scorer), Some(version), Some(commit)) = (text(0), text(1), text(2)) else {
@@ -282,10 +282,10 @@ fn entry_from_row(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Entry>
     Ok(Entry {
         fold: Welford {
             n: u64::try_from(n).map_err(|_| crate::store::conv_err(at, "n"))?,
-            mean: crate::store::real(row, at + 1)?,
-            m2: crate::store::real(row, at + 2)?,
-            min: crate::store::real(row, at + 3)?,
-            max: crate::store::real(row, at + 4)?,
+            mean: crate::read::real(row, at + 1)?,
+            m2: crate::read::real(row, at + 2)?,
+            min: crate::read::real(row, at + 3)?,
+            max: crate::read::real(row, at + 4)?,
         },
         last_seq: u64::try_from(last_seq)
             .map_err(|_| crate::store::conv_err(at + 5, "last_seq"))?,
@@ -326,7 +326,7 @@ pub(crate) fn rebuild(conn: &Connection) -> Result<()> {
                 r.get::<_, String>(1)?,
                 r.get::<_, String>(2)?,
                 r.get::<_, String>(3)?,
-                crate::store::real(r, 4)?,
+                crate::read::real(r, 4)?,
             ))
         })()
         .map_err(Error::sqlite("building per-commit statistics"))?;

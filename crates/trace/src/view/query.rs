@@ -1,0 +1,400 @@
+//! The queries a decision makes of a [`Verified`] view: every one reads
+//! memory only, and a past verdict is recomputed with the query that made
+//! it ([`AsOf`]).
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::*;
+
+impl Verified {
+    fn series_of<'s>(
+        &'s self,
+        scorer: ScorerRef<'_>,
+        commit: Option<&CommitId>,
+    ) -> impl Iterator<Item = &'s Series> + 's {
+        let scorer_ix = self.names.get(scorer.name);
+        let version_ix = scorer.version.map(|v| self.names.get(v));
+        let commit_ix = commit.map(|c| self.commits.get(c.as_str()));
+        scorer_ix
+            .and_then(|s| self.by_scorer.get(&s))
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.series[i as usize])
+            .filter(move |s| match version_ix {
+                None => true,
+                Some(v) => v == Some(s.version),
+            })
+            .filter(move |s| match commit_ix {
+                None => true,
+                Some(c) => c == Some(s.commit),
+            })
+    }
+
+    fn commit_id(&self, ix: u32) -> CommitId {
+        CommitId::parse(self.commits.name(ix)).unwrap_or_else(|_| unreachable_commit())
+    }
+
+    /// The test runs under `commit` as of `as_of`, in seq order, with their
+    /// seqs.
+    pub fn test_runs(&self, commit: &CommitId, as_of: impl Into<AsOf>) -> Vec<(u64, TestRun)> {
+        let max = as_of.into().max_seq();
+        self.test_runs
+            .iter()
+            .filter(|(seq, r)| *seq <= max && &r.commit == commit)
+            .cloned()
+            .collect()
+    }
+
+    /// Whether any score of `scorer` (under any commit) was recorded as of
+    /// `as_of`: how the gate tells an unknown scorer from a known one with no
+    /// data yet for a commit.
+    pub fn has_scorer<'s>(&self, scorer: impl Into<ScorerRef<'s>>, as_of: impl Into<AsOf>) -> bool {
+        let max = as_of.into().max_seq();
+        self.series_of(scorer.into(), None)
+            .any(|s| s.entries.first().is_some_and(|e| e.seq <= max))
+    }
+
+    /// The versions of `scorer` recorded as of `as_of`, newest (by its
+    /// latest score) first.
+    pub fn scorer_versions(&self, scorer: &str, as_of: impl Into<AsOf>) -> Vec<ScorerVersion> {
+        let max = as_of.into().max_seq();
+        let mut by_version: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+        for s in self.series_of(scorer.into(), None) {
+            let upto = s.upto(max);
+            if let Some(last) = upto.last() {
+                let slot = by_version.entry(s.version).or_default();
+                slot.0 += upto.len() as u64;
+                slot.1 = slot.1.max(last.seq);
+            }
+        }
+        let mut out: Vec<ScorerVersion> = by_version
+            .into_iter()
+            .map(|(v, (n, last_seq))| ScorerVersion {
+                version: self.names.name(v).to_string(),
+                n,
+                last_seq,
+            })
+            .collect();
+        out.sort_by(|a, b| b.last_seq.cmp(&a.last_seq));
+        out
+    }
+
+    /// The newest version of `scorer` (by its latest score, as of `as_of`,
+    /// under either commit) that both commits have scores of: the version a
+    /// paired comparison reads when none is pinned.
+    pub fn shared_scorer_version(
+        &self,
+        scorer: &str,
+        a: &CommitId,
+        b: &CommitId,
+        as_of: impl Into<AsOf>,
+    ) -> Option<String> {
+        let max = as_of.into().max_seq();
+        // Per version: the newest seq under a, under b.
+        let mut latest: HashMap<u32, [Option<u64>; 2]> = HashMap::new();
+        for (side, commit) in [a, b].into_iter().enumerate() {
+            for s in self.series_of(scorer.into(), Some(commit)) {
+                if let Some(e) = s.upto(max).last() {
+                    let slot = &mut latest.entry(s.version).or_default()[side];
+                    *slot = Some(slot.map_or(e.seq, |q| q.max(e.seq)));
+                }
+            }
+        }
+        latest
+            .into_iter()
+            .filter_map(|(v, [x, y])| Some((x?.max(y?), v)))
+            .max()
+            .map(|(_, v)| self.names.name(v).to_string())
+    }
+
+    /// Per-commit statistics of `scorer` as of `as_of`, ordered by commit
+    /// id. Each version's values are folded in seq order with Welford's
+    /// update (no catastrophic cancellation) and a commit's versions are
+    /// combined in version order — the fold the kept `commit_stats` table
+    /// holds, to the bit.
+    pub fn commit_stats<'s>(
+        &self,
+        scorer: impl Into<ScorerRef<'s>>,
+        as_of: impl Into<AsOf>,
+    ) -> Vec<CommitStats> {
+        self.stats(scorer.into(), None, as_of.into())
+    }
+
+    /// Statistics of `scorer` under one commit as of `as_of` (`None` if it
+    /// has no scores then), as [`Verified::commit_stats`] computes them.
+    pub fn commit_stats_for<'s>(
+        &self,
+        commit: &CommitId,
+        scorer: impl Into<ScorerRef<'s>>,
+        as_of: impl Into<AsOf>,
+    ) -> Option<CommitStats> {
+        self.stats(scorer.into(), Some(commit), as_of.into()).pop()
+    }
+
+    fn stats(
+        &self,
+        scorer: ScorerRef<'_>,
+        commit: Option<&CommitId>,
+        as_of: AsOf,
+    ) -> Vec<CommitStats> {
+        let max = as_of.max_seq();
+        let mut keyed: Vec<(&str, &str, Welford)> = self
+            .series_of(scorer, commit)
+            .map(|s| {
+                (
+                    self.commits.name(s.commit),
+                    self.names.name(s.version),
+                    s.fold_upto(max),
+                )
+            })
+            .filter(|(_, _, w)| w.n > 0)
+            .collect();
+        keyed.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        let mut out: Vec<(&str, Welford)> = Vec::new();
+        for (c, _, w) in keyed {
+            match out.last_mut() {
+                Some((last, fold)) if *last == c => fold.merge(&w),
+                _ => out.push((c, w)),
+            }
+        }
+        out.into_iter()
+            .filter_map(|(c, w)| {
+                Some(CommitStats {
+                    commit: CommitId::parse(c).ok()?,
+                    n: w.n,
+                    mean: w.mean,
+                    variance: w.variance(),
+                    min: w.min,
+                    max: w.max,
+                })
+            })
+            .collect()
+    }
+
+    /// Every score of `scorer` under either commit as of `as_of`, as
+    /// (seq, task, side) in seq order: side 0 the baseline, 1 the candidate.
+    fn pair_entries(
+        &self,
+        baseline: &CommitId,
+        candidate: &CommitId,
+        scorer: ScorerRef<'_>,
+        as_of: AsOf,
+    ) -> Vec<(u64, u32, [bool; 2], f64)> {
+        let max = as_of.max_seq();
+        let mut out = Vec::new();
+        let b = self.commits.get(baseline.as_str());
+        let c = self.commits.get(candidate.as_str());
+        for s in self.series_of(scorer, None) {
+            let sides = [Some(s.commit) == b, Some(s.commit) == c];
+            if sides == [false, false] {
+                continue;
+            }
+            out.extend(s.upto(max).iter().map(|e| (e.seq, e.task, sides, e.value)));
+        }
+        out.sort_unstable_by_key(|e| e.0);
+        out
+    }
+
+    /// Scores of `scorer` per task under a baseline and a candidate commit
+    /// as of `as_of`, ordered by task. Tasks only one side ran are included
+    /// with an empty list on the other side.
+    pub fn paired_scores<'s>(
+        &self,
+        baseline: &CommitId,
+        candidate: &CommitId,
+        scorer: impl Into<ScorerRef<'s>>,
+        as_of: impl Into<AsOf>,
+    ) -> Vec<PairedTask> {
+        let mut tasks: HashMap<u32, [Vec<f64>; 2]> = HashMap::new();
+        for (_, task, sides, value) in
+            self.pair_entries(baseline, candidate, scorer.into(), as_of.into())
+        {
+            let entry = tasks.entry(task).or_default();
+            for (side, values) in sides.iter().zip(entry.iter_mut()) {
+                if *side {
+                    values.push(value);
+                }
+            }
+        }
+        let mut out: Vec<PairedTask> = tasks
+            .into_iter()
+            .map(|(task, [baseline, candidate])| PairedTask {
+                task: self.names.name(task).to_string(),
+                baseline,
+                candidate,
+            })
+            .collect();
+        out.sort_unstable_by(|a, b| a.task.cmp(&b.task));
+        out
+    }
+
+    /// Per-task means of `scorer` under each commit (`None` where a commit
+    /// has no score of the task), in task order, as of `as_of`.
+    pub fn task_means<'s>(
+        &self,
+        baseline: &CommitId,
+        candidate: &CommitId,
+        scorer: impl Into<ScorerRef<'s>>,
+        as_of: impl Into<AsOf>,
+    ) -> Vec<TaskMeans> {
+        let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+        self.paired_scores(baseline, candidate, scorer, as_of)
+            .into_iter()
+            .map(|t| TaskMeans {
+                baseline: mean(&t.baseline),
+                candidate: mean(&t.candidate),
+                task: t.task,
+            })
+            .collect()
+    }
+
+    /// Values of `scorer` under `commit` recorded after `after_seq`, in seq
+    /// order, at most `limit` of them: a live score stream to follow (a
+    /// binary search per series, so following costs only what is new).
+    pub fn score_stream<'s>(
+        &self,
+        commit: &CommitId,
+        scorer: impl Into<ScorerRef<'s>>,
+        after_seq: u64,
+        limit: usize,
+    ) -> Vec<(u64, f64)> {
+        let mut out: Vec<(u64, f64)> = Vec::new();
+        let mut several = 0;
+        for s in self.series_of(scorer.into(), Some(commit)) {
+            let from = s.entries.partition_point(|e| e.seq <= after_seq);
+            out.extend(s.entries[from..].iter().map(|e| (e.seq, e.value)));
+            several += 1;
+        }
+        if several > 1 {
+            out.sort_unstable_by_key(|e| e.0);
+        }
+        out.truncate(limit);
+        out
+    }
+
+    /// Every score in seq order, handed to `each` (text borrowed from the
+    /// view): what exports, notebooks and batch scoring read.
+    pub fn each_score(&self, after: u64, each: &mut dyn FnMut(ScoreRow<'_>)) {
+        let mut order: Vec<(u64, u32, u32)> = Vec::with_capacity(self.scores as usize);
+        for (i, s) in self.series.iter().enumerate() {
+            let from = s.entries.partition_point(|e| e.seq <= after);
+            for (j, e) in s.entries[from..].iter().enumerate() {
+                order.push((e.seq, i as u32, (from + j) as u32));
+            }
+        }
+        order.sort_unstable_by_key(|e| e.0);
+        for (seq, i, j) in order {
+            let s = &self.series[i as usize];
+            let e = &s.entries[j as usize];
+            let (cost, latency_ms) = self.extras.get(&seq).copied().unwrap_or_default();
+            each(ScoreRow {
+                seq,
+                commit: self.commits.name(s.commit),
+                task: self.names.name(e.task),
+                scorer: self.names.name(s.scorer),
+                scorer_version: self.names.name(s.version),
+                value: e.value,
+                cost,
+                latency_ms,
+                holdout: e.session & HOLDOUT != 0,
+                session: self.names.name(e.session & !HOLDOUT),
+                origin_store: (e.origin != OWN).then(|| self.names.name(e.origin)),
+            });
+        }
+    }
+
+    /// Every score in seq order, owned, with its seq.
+    pub fn scores(&self) -> Vec<(u64, Score)> {
+        let mut out = Vec::with_capacity(self.scores as usize);
+        self.each_score(0, &mut |r| out.push((r.seq, r.to_score())));
+        out
+    }
+
+    /// Every event of the given kinds, in seq order. Score events are not
+    /// kept whole unless the view was asked to
+    /// ([`crate::VerifyOptions::keep_all_events`]); read scores through the
+    /// score queries.
+    pub fn events_of_kinds(&self, kinds: &[&str]) -> Vec<&Event> {
+        self.events
+            .iter()
+            .filter(|e| kinds.contains(&e.kind.as_str()))
+            .collect()
+    }
+
+    /// Every event kept whole (all but scores, unless every event was
+    /// kept), in seq order.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// The kept event at `seq`, if it is kept whole.
+    pub fn event_at(&self, seq: u64) -> Option<&Event> {
+        self.events
+            .binary_search_by_key(&seq, |e| e.seq)
+            .ok()
+            .map(|i| &self.events[i])
+    }
+
+    /// This store's own events of `kind` at or before `max_seq`, in seq
+    /// order, each with its payload parsed as `T`: how a control event is
+    /// read for acting on it ([`own_control_events`] over the view).
+    ///
+    /// # Errors
+    /// As [`own_control_events`].
+    pub fn own_control_events<T: serde::de::DeserializeOwned>(
+        &self,
+        kind: ReservedKind,
+        max_seq: u64,
+    ) -> crate::Result<Vec<(&Event, T)>> {
+        own_control_events(&self.events, kind, max_seq)
+    }
+
+    /// What the trace holds, counted: events by kind, commits with their
+    /// score and test-run counts, scorers with their versions.
+    pub fn overview(&self) -> Overview {
+        let mut commits: Vec<CommitCounts> = self
+            .commit_counts
+            .iter()
+            .enumerate()
+            .map(|(i, &(scores, test_runs, first_seq))| CommitCounts {
+                commit: self.commits.name(i as u32).to_string(),
+                scores,
+                test_runs,
+                first_seq,
+            })
+            .collect();
+        commits.sort_by_key(|c| c.first_seq);
+        let mut scorers: Vec<ScorerCounts> = self
+            .by_scorer
+            .iter()
+            .map(|(&scorer, series)| {
+                let name = self.names.name(scorer);
+                let mut distinct: Vec<u32> = series
+                    .iter()
+                    .map(|&i| self.series[i as usize].commit)
+                    .collect();
+                distinct.sort_unstable();
+                distinct.dedup();
+                ScorerCounts {
+                    scorer: name.to_string(),
+                    versions: self.scorer_versions(name, AsOf::Head),
+                    commits: distinct.len() as u64,
+                }
+            })
+            .collect();
+        scorers.sort_by(|a, b| a.scorer.cmp(&b.scorer));
+        Overview {
+            size: self.report.size,
+            kinds: self.kinds.clone(),
+            commits,
+            scorers,
+        }
+    }
+
+    /// Every commit with scores, as interned (first-seen order).
+    pub fn commits(&self) -> Vec<CommitId> {
+        (0..self.commits.list.len() as u32)
+            .map(|i| self.commit_id(i))
+            .collect()
+    }
+}
