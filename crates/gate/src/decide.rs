@@ -529,16 +529,16 @@ pub fn decide_at(store: &mut Store, q: &Question<'_>, seq: u64) -> Result<Verdic
 /// unverified trace (nothing appended), as in [`decide`].
 ///
 /// ```
-/// use ratchet_gate::{ClassPolicy, Question, decide_in};
+/// use ratchet_gate::{GateStatus, Policy, Question, decide_in};
 /// use ratchet_trace::{CommitId, Ledger, Store, VerifyOptions};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let mut ledger = Ledger::new(Store::create(dir.path(), Default::default())?, VerifyOptions::default())?;
 /// let (a, b) = (CommitId::parse(&"a".repeat(40))?, CommitId::parse(&"b".repeat(40))?);
-/// let policy = ClassPolicy::default();
-/// let q = Question { class: "default", policy: &policy, baseline: &a, candidate: &b, checkpoint: None };
+/// let policy = Policy::parse("[class.c]\nscorer = \"acc\"\ntest = \"gaussian\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 500\n")?;
+/// let q = Question { class: "c", policy: policy.class("c")?, baseline: &a, candidate: &b, checkpoint: None };
 /// let (verdict, receipt) = decide_in(&mut ledger, &q)?;
-/// assert!(!verdict.outcome.is_promote()); // no evidence yet
+/// assert_ne!(verdict.outcome.status(), GateStatus::Promote); // no evidence yet
 /// assert_eq!(receipt.map(|r| r.seq), Some(ledger.view().head().size));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

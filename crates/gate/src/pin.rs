@@ -18,8 +18,8 @@
 //! let mut store = ratchet_trace::Store::create(dir.path().join(".ratchet"), Default::default())?;
 //! let policy = Policy::parse("[class.prompt]\nscorer = \"acc\"\ntest = \"gaussian\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 500\n")?;
 //! pin_policy(&mut store, "prompt", policy.class("prompt")?)?;
-//! let head = store.head()?.size;
-//! let pinned = pinned_policy(&store, "prompt", head)?.expect("pinned");
+//! let view = store.verified(&Default::default())?;
+//! let pinned = pinned_policy(&view, "prompt", view.head().size)?.expect("pinned");
 //! assert_eq!(pinned.policy, *policy.class("prompt")?);
 //! # Ok(()) }
 //! ```

@@ -22,8 +22,10 @@
 //!
 //! ```no_run
 //! use ratchet_orchestrate::{HealOptions, heal};
-//! # fn demo(store: &mut ratchet_trace::Store, alarm: &ratchet_drift::TraceAlarm) -> Result<(), Box<dyn std::error::Error>> {
-//! let (report, _monitor) = heal(std::path::Path::new("."), store, alarm, &HealOptions::default())?;
+//! # fn demo(store: ratchet_trace::Store, alarm: &ratchet_drift::TraceAlarm) -> Result<(), Box<dyn std::error::Error>> {
+//! // Verified once; heal refreshes the view and reads nothing else.
+//! let mut ledger = ratchet_trace::Ledger::new(store, Default::default())?;
+//! let (report, _monitor) = heal(std::path::Path::new("."), &mut ledger, alarm, &HealOptions::default())?;
 //! println!("checked out {:?}", report.chosen);
 //! # Ok(()) }
 //! ```

@@ -6,10 +6,13 @@
 //! A [`Store`] is a directory holding `trace.db` (SQLite, WAL) and `blobs/`.
 //! Every [`Event`] is a link of one hash chain; events of the reserved kinds
 //! `score` and `test_run` are also projected, in the same transaction, into
-//! typed, indexed tables ([`Score`], [`TestRun`]) so that "is commit B better
-//! than commit A" is one indexed query ([`Store::commit_stats`],
-//! [`Store::paired_scores`]). [`Store::verify`] recomputes every hash and
-//! every projection row and names the first bad `seq` ([`Fault`]).
+//! typed, indexed tables ([`Score`], [`TestRun`]) for SQL users.
+//! [`Store::verify`] recomputes every hash and every projection row and
+//! names the first bad `seq` ([`Fault`]); [`Store::verified`] also folds what
+//! it checked into a [`Verified`] view — the only thing a decision reads
+//! ("is commit B better than commit A": [`Verified::commit_stats`],
+//! [`Verified::paired_scores`]). A [`Ledger`] keeps that view warm for a
+//! long-lived owner, reading only what is appended after the head it holds.
 //! A [`Checkpoint`] held elsewhere detects truncation and rollback; a
 //! [`WriterKey`] adds a MAC per event that nobody without the key can forge;
 //! [`Store::merge_cell`] folds a sandbox's store into the home chain.
@@ -25,11 +28,10 @@
 //! store.record_score(&Score::new(commit.clone(), "task-1", "accuracy", 0.75), "run-1")?;
 //! store.record_score(&Score::new(commit.clone(), "task-2", "accuracy", 0.25), "run-1")?;
 //!
-//! let stats = store.commit_stats_for(&commit, "accuracy", AsOf::Head)?.expect("two scores");
+//! let view = store.verified(&Default::default())?; // Err(Tampered) on any fault
+//! let stats = view.commit_stats_for(&commit, "accuracy", AsOf::Head).expect("two scores");
 //! assert_eq!((stats.n, stats.mean), (2, 0.5));
-//!
-//! let report = store.verify()?;
-//! assert!(report.is_valid());
+//! assert!(view.report().is_valid());
 //! assert_eq!(store.checkpoint()?.size, 3);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
