@@ -4,10 +4,36 @@
 use rand::{SeedableRng, rngs::StdRng};
 use rand_distr::{Distribution, Normal};
 use ratchet_drift::{
-    KIND_ALARM, Monitor, Shift, Watch, best_commit, deployment_start, latest_alarm, record_alarm,
-    size_warmup, warmup_false_alarms,
+    KIND_ALARM, Monitor, RankedCommit, Ranking, Shift, Watch, best_commit, deployment_start,
+    latest_alarm, record_alarm, size_warmup, warmup_false_alarms,
 };
-use ratchet_trace::{CommitId, Score, Store, StoreOptions};
+use ratchet_trace::{CommitId, Ledger, Score, Store, StoreOptions, Verified, VerifyOptions};
+
+/// The verified view of `store` as it stands: what every read decides on.
+fn view(store: &Store) -> Verified {
+    store.verified(&VerifyOptions::default()).expect("verifies")
+}
+
+/// Commits of `scorer` ranked on its newest version, higher is better.
+fn ranked(
+    view: &Verified,
+    scorer: &str,
+    min_n: u64,
+    confidence: f64,
+    exclude: &[CommitId],
+) -> ratchet_drift::Result<Vec<RankedCommit>> {
+    best_commit(
+        view,
+        &Ranking {
+            scorer,
+            version: None,
+            min_n,
+            confidence,
+            exclude,
+            lower_is_better: false,
+        },
+    )
+}
 
 fn commit(n: u8) -> CommitId {
     CommitId::parse(&format!("{n:02x}").repeat(20)).expect("commit")
@@ -37,23 +63,24 @@ fn the_monitor_catches_a_drop_and_dates_it() {
         .record_scores(&scores(&a, 0.8, 0.05, 200, &mut rng, "measured"), "eval")
         .expect("baseline");
     let deployed_at = store.head().expect("head").size;
+    let mut ledger = Ledger::new(store, VerifyOptions::default()).expect("verifies");
     // h = 8: in-control ARL in the tens of thousands, so 150 in-control
     // scores raise no false alarm, while a 2σ drop is caught in a few.
     let mut monitor =
-        Monitor::start(&store, &a, "quality", deployed_at, 0.5, 8.0, 30).expect("monitor");
+        Monitor::start(ledger.view(), &a, "quality", deployed_at, 0.5, 8.0, 30).expect("monitor");
 
-    store
+    ledger
         .record_scores(&scores(&a, 0.8, 0.05, 150, &mut rng, "live"), "live")
         .expect("live");
     assert!(
-        monitor.poll(&store).expect("poll").is_empty(),
+        monitor.poll(ledger.view()).expect("poll").is_empty(),
         "no alarm while in control"
     );
-    let drop_starts = store.head().expect("head").size + 1;
-    store
+    let drop_starts = ledger.view().head().size + 1;
+    ledger
         .record_scores(&scores(&a, 0.70, 0.05, 100, &mut rng, "drift"), "live")
         .expect("drift");
-    let alarms = monitor.poll(&store).expect("poll");
+    let alarms = monitor.poll(ledger.view()).expect("poll");
     let first = alarms.first().expect("the drop is caught");
     assert_eq!(first.alarm.shift, Shift::Down);
     assert!(
@@ -67,21 +94,45 @@ fn the_monitor_catches_a_drop_and_dates_it() {
         first.change_seq
     );
 
-    let r = record_alarm(&mut store, first)
+    let r = record_alarm(&mut ledger, first)
         .expect("append")
         .expect("recorded the first time");
-    let e = store
+    let e = ledger
+        .store()
         .event_by_seq(r.seq)
         .expect("read")
         .expect("alarm event");
     assert_eq!(e.kind, KIND_ALARM);
     assert_eq!(e.commit.as_ref(), Some(&a));
-    // Re-running `watch --record` over the same stretch records nothing new.
-    let head = store.head().expect("head").size;
-    assert_eq!(record_alarm(&mut store, first).expect("append"), None);
-    assert_eq!(store.head().expect("head").size, head);
+    // Folded into the ledger's view as it was written (with its `ingest` marker).
     assert_eq!(
-        latest_alarm(&store, Some(&a)).expect("read").as_ref(),
+        ledger.view().head(),
+        ledger.store().head().expect("head"),
+        "folded into the view"
+    );
+    assert!(
+        ledger
+            .view()
+            .events_of_kinds(&[KIND_ALARM])
+            .iter()
+            .any(|e| e.seq == r.seq)
+    );
+    // Re-running `watch --record` over the same stretch records nothing new.
+    let head = ledger.store().head().expect("head").size;
+    assert_eq!(record_alarm(&mut ledger, first).expect("append"), None);
+    assert_eq!(ledger.store().head().expect("head").size, head);
+    assert_eq!(
+        latest_alarm(ledger.view(), Some(&a))
+            .expect("read")
+            .as_ref(),
+        Some(first)
+    );
+    // A cold reader (a full verification of the file) sees the same alarm.
+    let store = ledger.into_store();
+    assert_eq!(
+        latest_alarm(&view(&store), Some(&a))
+            .expect("read")
+            .as_ref(),
         Some(first)
     );
     assert!(store.verify().expect("verify").is_valid());
@@ -96,7 +147,7 @@ fn the_monitor_watches_the_harmful_direction_and_starts_at_the_deployment() {
     store
         .record_scores(&scores(&a, 0.8, 0.05, 200, &mut rng, "measured"), "eval")
         .expect("baseline");
-    assert_eq!(deployment_start(&store, &a).expect("read"), None);
+    assert_eq!(deployment_start(&view(&store), &a).expect("read"), None);
     // A promotion of `a`, recorded as its owner records it.
     let promoted = store
         .append(
@@ -109,15 +160,16 @@ fn the_monitor_watches_the_harmful_direction_and_starts_at_the_deployment() {
         )
         .expect("promotion");
     assert_eq!(
-        deployment_start(&store, &a).expect("read"),
+        deployment_start(&view(&store), &a).expect("read"),
         Some(promoted.seq)
     );
     // Live scores go UP by 2σ: an improvement.
     store
         .record_scores(&scores(&a, 0.9, 0.05, 100, &mut rng, "better"), "live")
         .expect("live");
+    let now = view(&store);
     let start = |w: Watch| {
-        Monitor::start(&store, &a, "quality", promoted.seq, 0.5, 5.0, 30)
+        Monitor::start(&now, &a, "quality", promoted.seq, 0.5, 5.0, 30)
             .expect("monitor")
             .watching(w)
             .expect("a CUSUM watches any direction")
@@ -125,15 +177,15 @@ fn the_monitor_watches_the_harmful_direction_and_starts_at_the_deployment() {
     let mut harm_only = start(Watch::default());
     assert_eq!(harm_only.watch(), Watch::Decreases);
     assert!(
-        harm_only.poll(&store).expect("poll").is_empty(),
+        harm_only.poll(&now).expect("poll").is_empty(),
         "an improvement is no incident"
     );
     let mut both = start(Watch::Both);
-    let up = both.poll(&store).expect("poll");
+    let up = both.poll(&now).expect("poll");
     assert!(!up.is_empty() && up.iter().all(|x| x.alarm.shift == Shift::Up));
     // For a lower-is-better scorer the same rise is the harm.
     let mut costs = start(Watch::harm(true));
-    assert!(!costs.poll(&store).expect("poll").is_empty());
+    assert!(!costs.poll(&now).expect("poll").is_empty());
 }
 
 #[test]
@@ -147,7 +199,7 @@ fn monitor_state_is_rebuilt_by_replaying_the_trace() {
         .expect("baseline");
     let start = store.head().expect("head").size;
     let mut incremental =
-        Monitor::start(&store, &a, "quality", start, 0.5, 5.0, 30).expect("monitor");
+        Monitor::start(&view(&store), &a, "quality", start, 0.5, 5.0, 30).expect("monitor");
     for round in 0..5 {
         store
             .record_scores(
@@ -161,10 +213,11 @@ fn monitor_state_is_rebuilt_by_replaying_the_trace() {
                 "other",
             )
             .expect("other");
-        incremental.poll(&store).expect("poll");
+        incremental.poll(&view(&store)).expect("poll");
     }
-    let mut replayed = Monitor::start(&store, &a, "quality", start, 0.5, 5.0, 30).expect("monitor");
-    replayed.poll(&store).expect("poll");
+    let now = view(&store);
+    let mut replayed = Monitor::start(&now, &a, "quality", start, 0.5, 5.0, 30).expect("monitor");
+    replayed.poll(&now).expect("poll");
     assert_eq!(incremental, replayed);
     // The comparison means something only if the monitor moved: it read
     // every live score of its commit (200) and none of the other's, and
@@ -202,8 +255,8 @@ fn best_commit_ranks_by_a_lower_bound_not_a_lucky_mean() {
     store
         .record_scores(&scores(&alarmed, 0.9, 0.1, 400, &mut rng, "a"), "e")
         .expect("a");
-    let ranking =
-        best_commit(&store, "quality", 5, 0.95, std::slice::from_ref(&alarmed)).expect("rank");
+    let now = view(&store);
+    let ranking = ranked(&now, "quality", 5, 0.95, std::slice::from_ref(&alarmed)).expect("rank");
     let order: Vec<&CommitId> = ranking.iter().map(|r| &r.commit).collect();
     assert_eq!(order, vec![&steady, &lucky, &bad], "{ranking:#?}");
     assert!(
@@ -211,9 +264,9 @@ fn best_commit_ranks_by_a_lower_bound_not_a_lucky_mean() {
         "the lucky commit has the higher raw mean"
     );
     // A minimum sample size drops it entirely.
-    let strict = best_commit(&store, "quality", 30, 0.95, &[alarmed]).expect("rank");
+    let strict = ranked(&now, "quality", 30, 0.95, &[alarmed]).expect("rank");
     assert!(strict.iter().all(|r| r.commit != lucky));
-    assert!(best_commit(&store, "quality", 1, 0.95, &[]).is_err());
+    assert!(ranked(&now, "quality", 1, 0.95, &[]).is_err());
 }
 
 #[test]
@@ -256,7 +309,8 @@ fn a_monitor_follows_one_scorer_version() {
         .record_scores(&scores(&a, 0.8, 0.05, 200, &mut rng, "measured"), "eval")
         .expect("baseline");
     let start = store.head().expect("head").size;
-    let mut monitor = Monitor::start(&store, &a, "quality", start, 0.5, 5.0, 30).expect("monitor");
+    let mut monitor =
+        Monitor::start(&view(&store), &a, "quality", start, 0.5, 5.0, 30).expect("monitor");
     assert_eq!(monitor.scorer_version(), "1");
     // A new rubric version scores on another scale (about 0.3): not a drop.
     let rescored: Vec<Score> = scores(&a, 0.3, 0.05, 100, &mut rng, "v2")
@@ -267,18 +321,19 @@ fn a_monitor_follows_one_scorer_version() {
         })
         .collect();
     store.record_scores(&rescored, "eval").expect("v2");
+    let now = view(&store);
     assert!(
-        monitor.poll(&store).expect("poll").is_empty(),
+        monitor.poll(&now).expect("poll").is_empty(),
         "versions never mix"
     );
     // best_commit ranks on the newest version only.
-    let ranked = best_commit(&store, "quality", 30, 0.95, &[]).expect("rank");
-    assert!((ranked[0].mean - 0.3).abs() < 0.05, "{ranked:?}");
+    let newest = ranked(&now, "quality", 30, 0.95, &[]).expect("rank");
+    assert!((newest[0].mean - 0.3).abs() < 0.05, "{newest:?}");
     // A real drop in the followed version alarms, and says which version.
     store
         .record_scores(&scores(&a, 0.6, 0.05, 60, &mut rng, "drop"), "live")
         .expect("drop");
-    let alarms = monitor.poll(&store).expect("poll");
+    let alarms = monitor.poll(&view(&store)).expect("poll");
     let first = alarms.first().expect("caught");
     assert_eq!(first.scorer_version.as_deref(), Some("1"));
 }
@@ -310,22 +365,32 @@ fn a_pass_fail_stream_gets_the_bernoulli_chart() {
         shift: 0.15,
         arl0: 10_000.0,
     };
-    let mut monitor =
-        Monitor::start_chart(&store, &a, "passed", start, chart, Watch::Decreases, 30)
-            .expect("monitor");
+    let mut monitor = Monitor::start_chart(
+        &view(&store),
+        &a,
+        "passed",
+        start,
+        chart,
+        Watch::Decreases,
+        30,
+    )
+    .expect("monitor");
     store
         .record_scores(&pass_fail(1000, 0.7, "live", &mut rng), "live")
         .expect("live");
-    assert!(monitor.poll(&store).expect("poll").is_empty(), "in control");
+    assert!(
+        monitor.poll(&view(&store)).expect("poll").is_empty(),
+        "in control"
+    );
     store
         .record_scores(&pass_fail(300, 0.45, "drop", &mut rng), "live")
         .expect("drop");
-    let alarms = monitor.poll(&store).expect("poll");
+    let alarms = monitor.poll(&view(&store)).expect("poll");
     let first = alarms.first().expect("the drop is caught");
     assert_eq!(first.alarm.detector, "bernoulli_cusum");
     assert_eq!(first.alarm.shift, Shift::Down);
     // One-sided: both directions at once is refused, by name.
-    let err = Monitor::start_chart(&store, &a, "passed", start, chart, Watch::Both, 30)
+    let err = Monitor::start_chart(&view(&store), &a, "passed", start, chart, Watch::Both, 30)
         .expect_err("one-sided");
     assert!(err.to_string().contains("one-sided"), "{err}");
 }
@@ -350,11 +415,19 @@ fn follow_verifies_records_each_alarm_once_and_reports() {
         ..Follow::default()
     };
     let mut seen = Vec::new();
-    let mut monitor =
-        Monitor::start_chart(&store, &a, "quality", start, chart, Watch::Decreases, 30)
-            .expect("monitor");
+    let mut ledger = Ledger::new(store, VerifyOptions::default()).expect("verifies");
+    let mut monitor = Monitor::start_chart(
+        ledger.view(),
+        &a,
+        "quality",
+        start,
+        chart,
+        Watch::Decreases,
+        30,
+    )
+    .expect("monitor");
     let report = monitor
-        .follow(&mut store, &how, &mut |alarm, appended| {
+        .follow(&mut ledger, &how, &mut |alarm, appended| {
             seen.push((alarm.seq, appended));
             std::ops::ControlFlow::Continue(())
         })
@@ -364,24 +437,40 @@ fn follow_verifies_records_each_alarm_once_and_reports() {
     assert!(seen.iter().all(|&(_, appended)| appended));
     assert_eq!(report.position, start + 60);
     // Following the same stretch again records nothing twice.
-    let mut again = Monitor::start_chart(&store, &a, "quality", start, chart, Watch::Decreases, 30)
-        .expect("monitor");
-    let head = store.head().expect("head");
+    let mut again = Monitor::start_chart(
+        ledger.view(),
+        &a,
+        "quality",
+        start,
+        chart,
+        Watch::Decreases,
+        30,
+    )
+    .expect("monitor");
+    let head = ledger.store().head().expect("head");
     let second = again
-        .follow(&mut store, &how, &mut |_, appended| {
+        .follow(&mut ledger, &how, &mut |_, appended| {
             assert!(!appended, "recorded before");
             std::ops::ControlFlow::Continue(())
         })
         .expect("follow");
     assert_eq!(second.alarms, report.alarms);
     assert_eq!(second.recorded, 0);
-    assert_eq!(store.head().expect("head"), head);
+    assert_eq!(ledger.store().head().expect("head"), head);
     // The callback can stop the follow at the first alarm.
-    let mut third = Monitor::start_chart(&store, &a, "quality", start, chart, Watch::Decreases, 30)
-        .expect("monitor");
+    let mut third = Monitor::start_chart(
+        ledger.view(),
+        &a,
+        "quality",
+        start,
+        chart,
+        Watch::Decreases,
+        30,
+    )
+    .expect("monitor");
     let stopped = third
         .follow(
-            &mut store,
+            &mut ledger,
             &Follow {
                 keep_following: true,
                 ..how
@@ -443,7 +532,7 @@ fn overflowed_statistics_never_rank_a_commit_first() {
         )
     }));
     store.record_scores(&scores, "s").expect("scores");
-    let ranked = best_commit(&store, "acc", 2, 0.95, &[]).expect("rank");
-    assert_eq!(ranked.len(), 1, "{ranked:?}");
-    assert_eq!(ranked[0].commit, tame);
+    let ranking = ranked(&view(&store), "acc", 2, 0.95, &[]).expect("rank");
+    assert_eq!(ranking.len(), 1, "{ranking:?}");
+    assert_eq!(ranking[0].commit, tame);
 }

@@ -1,7 +1,7 @@
 //! Export round trips: what Parquet readers see is what the store holds.
 
 use polars::prelude::*;
-use ratchet_trace::{AsOf, CommitId, EventDraft, Score, Store, StoreOptions};
+use ratchet_trace::{AsOf, CommitId, EventDraft, Score, Store, StoreOptions, VerifyOptions};
 
 fn store_with_data() -> (tempfile::TempDir, Store) {
     let d = tempfile::tempdir().expect("tempdir");
@@ -26,9 +26,10 @@ fn store_with_data() -> (tempfile::TempDir, Store) {
 #[test]
 fn summary_matches_the_stores_own_statistics() {
     let (_d, s) = store_with_data();
-    let df = ratchet_export::summary(&s).expect("summary");
+    let view = s.verified(&VerifyOptions::default()).expect("verifies");
+    let df = ratchet_export::summary(&view).expect("summary");
     assert_eq!(df.height(), 3);
-    let stats = s.commit_stats("acc", AsOf::Head).expect("stats");
+    let stats = view.commit_stats("acc", AsOf::Head);
     let n = df
         .column("n")
         .expect("n")

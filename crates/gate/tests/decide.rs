@@ -3,9 +3,10 @@
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use ratchet_gate::{
-    KIND_DECISION, Outcome, Policy, Question, RejectCause, Stage, Verdict, decide, decide_at,
+    GateStatus, KIND_DECISION, Outcome, Policy, Question, RejectCause, Stage, Verdict, decide,
+    decide_at, decide_in, verdict_in,
 };
-use ratchet_trace::{CommitId, Score, Store, StoreOptions, TestRun};
+use ratchet_trace::{CommitId, Ledger, Score, Store, StoreOptions, TestRun, VerifyOptions};
 
 const POLICY: &str = r#"
 [class.prompt]
@@ -67,17 +68,19 @@ struct World {
     cand: CommitId,
 }
 
-/// A store with `tasks` tasks scored for a baseline (pass rate 0.5) and a
-/// candidate (pass rate `cand_rate`), costs, safety, a green unit suite.
-fn world(tasks: usize, cand_rate: f64, cand_cost: f64, seed: u64) -> World {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut store = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
-    let mut rng = StdRng::seed_from_u64(seed);
-    let (base, cand) = (commit(1), commit(2));
+/// Scores of `tasks` for `base` (pass rate 0.5, cost 1) and `cand` (pass
+/// rate `cand_rate`, cost about `cand_cost`): accuracy, quality, cost, safety.
+fn task_scores(
+    tasks: std::ops::Range<usize>,
+    (base, cand): (&CommitId, &CommitId),
+    cand_rate: f64,
+    cand_cost: f64,
+    rng: &mut StdRng,
+) -> Vec<Score> {
     let mut scores = Vec::new();
-    for t in 0..tasks {
+    for t in tasks {
         let task = format!("task-{t:05}");
-        for (c, rate, cost) in [(&base, 0.5, 1.0), (&cand, cand_rate, cand_cost)] {
+        for (c, rate, cost) in [(base, 0.5, 1.0), (cand, cand_rate, cand_cost)] {
             let pass = f64::from(u8::from(rng.random_bool(rate)));
             scores.push(Score::new(c.clone(), task.clone(), "accuracy", pass));
             scores.push(Score::new(
@@ -95,19 +98,32 @@ fn world(tasks: usize, cand_rate: f64, cand_cost: f64, seed: u64) -> World {
             scores.push(Score::new(c.clone(), task.clone(), "safety", 1.0));
         }
     }
+    scores
+}
+
+/// A run of the unit suite for `commit`, with `failed` failures.
+fn unit_run(commit: &CommitId, failed: u64) -> TestRun {
+    TestRun {
+        commit: commit.clone(),
+        suite: "unit".into(),
+        passed: 40,
+        failed,
+        skipped: 0,
+        duration_ms: 9.0,
+    }
+}
+
+/// A store with `tasks` tasks scored for a baseline (pass rate 0.5) and a
+/// candidate (pass rate `cand_rate`), costs, safety, a green unit suite.
+fn world(tasks: usize, cand_rate: f64, cand_cost: f64, seed: u64) -> World {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let (base, cand) = (commit(1), commit(2));
+    let scores = task_scores(0..tasks, (&base, &cand), cand_rate, cand_cost, &mut rng);
     store.record_scores(&scores, "sim").expect("scores");
     store
-        .record_test_run(
-            &TestRun {
-                commit: cand.clone(),
-                suite: "unit".into(),
-                passed: 40,
-                failed: 0,
-                skipped: 0,
-                duration_ms: 9.0,
-            },
-            "ci",
-        )
+        .record_test_run(&unit_run(&cand, 0), "ci")
         .expect("run");
     World {
         _dir: dir,
@@ -198,6 +214,144 @@ fn a_better_candidate_is_promoted_and_the_verdict_recomputes_byte_for_byte() {
         .expect("append");
     let again = w.recompute("prompt", head.size).expect("recompute");
     assert_eq!(again.to_json().expect("json"), event.payload);
+}
+
+/// The warm gate (a [`Ledger`] verified once, refreshed before each
+/// decision) decides exactly as the cold one (a fresh store verified whole):
+/// scores arrive through the ledger and through a second handle on the same
+/// directory, in batches, and after each batch the two verdicts at the same
+/// head are the same bytes.
+#[test]
+fn the_warm_gate_decides_as_the_cold_one_after_every_batch() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("s");
+    let (base, cand) = (commit(1), commit(2));
+    let mut store = Store::create(&path, StoreOptions::default()).expect("store");
+    store
+        .record_test_run(&unit_run(&cand, 0), "ci")
+        .expect("run");
+    let mut ledger = Ledger::new(store, VerifyOptions::default()).expect("verifies once");
+    let mut other = Store::open(&path, StoreOptions::default()).expect("a second handle");
+    let policy = Policy::parse(POLICY).expect("policy");
+    let q = Question {
+        class: "prompt",
+        policy: policy.class("prompt").expect("class"),
+        baseline: &base,
+        candidate: &cand,
+        checkpoint: None,
+    };
+    // The cold verdict at `head`: a new handle, verified from genesis.
+    let cold = |head: u64| {
+        let mut fresh = Store::open(&path, StoreOptions::default()).expect("fresh store");
+        decide_at(&mut fresh, &q, head).expect("cold verdict")
+    };
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut statuses = Vec::new();
+    const BATCH: usize = 75;
+    for batch in 0..8 {
+        let scores = task_scores(
+            batch * BATCH..(batch + 1) * BATCH,
+            (&base, &cand),
+            0.75,
+            1.0,
+            &mut rng,
+        );
+        match batch % 3 {
+            0 => {
+                ledger
+                    .record_scores(&scores, "warm")
+                    .expect("through the ledger");
+            }
+            1 => {
+                other
+                    .record_scores(&scores, "other")
+                    .expect("through the other handle");
+            }
+            _ => {
+                // Interleaved: the other handle first, so the ledger's own
+                // append no longer chains from the head it holds.
+                let (first, second) = scores.split_at(scores.len() / 2);
+                other.record_scores(first, "other").expect("other half");
+                ledger.record_scores(second, "warm").expect("warm half");
+            }
+        }
+        let warm = verdict_in(&mut ledger, &q).expect("warm verdict");
+        let head = ledger.view().head();
+        assert_eq!(
+            head,
+            other.head().expect("head"),
+            "batch {batch}: the refreshed view is at the file's head"
+        );
+        assert_eq!(warm.trace.size, head.size, "batch {batch}");
+        assert_eq!(
+            String::from_utf8(warm.to_json().expect("json")).expect("utf8"),
+            String::from_utf8(cold(head.size).to_json().expect("json")).expect("utf8"),
+            "batch {batch}: warm and cold verdicts differ"
+        );
+        statuses.push(warm.outcome.status());
+    }
+    // The comparison covered a verdict that moved: more data, a decision.
+    assert_eq!(
+        statuses.first(),
+        Some(&GateStatus::Continue),
+        "{statuses:?}"
+    );
+    assert_eq!(statuses.last(), Some(&GateStatus::Promote), "{statuses:?}");
+
+    // `decide_in` records its verdict through the ledger: the decision is
+    // the view's head afterwards, and recomputes cold byte for byte.
+    let before = ledger.view().head().size;
+    let (verdict, receipt) = decide_in(&mut ledger, &q).expect("decide in");
+    let receipt = receipt.expect("a verified trace's decision is recorded");
+    assert_eq!(receipt.seq, before + 1);
+    assert_eq!(receipt.seq, ledger.view().head().size);
+    let event = ledger
+        .store()
+        .event_by_seq(receipt.seq)
+        .expect("read")
+        .expect("decision event");
+    assert_eq!(event.kind, KIND_DECISION);
+    assert_eq!(event.payload, verdict.to_json().expect("json"));
+    assert!(
+        ledger
+            .view()
+            .events_of_kinds(&[KIND_DECISION])
+            .iter()
+            .any(|e| e.seq == receipt.seq && e.payload == event.payload),
+        "the decision is folded into the view"
+    );
+    assert_eq!(
+        cold(receipt.seq - 1).to_json().expect("json"),
+        event.payload
+    );
+
+    // Evidence written by the other handle since: the ledger is behind, and
+    // `decide_in` refreshes first. A failed unit run rejects, warm and cold.
+    other
+        .record_test_run(&unit_run(&cand, 2), "ci")
+        .expect("red run");
+    let behind = ledger.view().head().size;
+    let (verdict, receipt) = decide_in(&mut ledger, &q).expect("decide in");
+    let receipt = receipt.expect("recorded");
+    assert_eq!(receipt.seq, behind + 2, "after the other handle's run");
+    assert_eq!(receipt.seq, ledger.view().head().size);
+    assert_eq!(rejected_at(&verdict), Some(&Stage::Tests), "{verdict:#?}");
+    assert_eq!(
+        cold(receipt.seq - 1).to_json().expect("json"),
+        verdict.to_json().expect("json")
+    );
+    assert_eq!(
+        ledger
+            .store()
+            .event_by_seq(receipt.seq)
+            .expect("read")
+            .expect("decision event")
+            .payload,
+        verdict.to_json().expect("json")
+    );
+    // And the file the ledger wrote verifies whole.
+    let fresh = Store::open(&path, StoreOptions::default()).expect("fresh");
+    assert!(fresh.verify().expect("verify").is_valid());
 }
 
 #[test]
@@ -618,20 +772,24 @@ fn a_pinned_class_decides_only_under_the_pin_in_force_at_its_seq() {
     ));
     decide(&mut w.store, &q).expect("the new pin decides");
     let head = w.store.head().expect("head").size;
-    let resolved = ratchet_gate::resolve_policy(&w.store, "tool", None).expect("resolve");
+    let view = w
+        .store
+        .verified(&VerifyOptions::default())
+        .expect("verifies");
+    let resolved = ratchet_gate::resolve_policy(Some(&view), "tool", None).expect("resolve");
     assert_eq!(
         resolved,
         (looser.clone(), ratchet_gate::PolicySource::Pinned)
     );
     assert_eq!(
-        ratchet_gate::pinned_policy(&w.store, "tool", head)
+        ratchet_gate::pinned_policy(&view, "tool", head)
             .expect("read")
             .map(|p| p.seq),
         Some(second.seq())
     );
     // An unpinned class still decides under the file it is given.
     let (_, source) =
-        ratchet_gate::resolve_policy(&w.store, "flow", Some(&w.policy)).expect("resolve");
+        ratchet_gate::resolve_policy(Some(&view), "flow", Some(&w.policy)).expect("resolve");
     assert_eq!(source, ratchet_gate::PolicySource::Unpinned);
 }
 

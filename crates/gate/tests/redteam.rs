@@ -189,8 +189,9 @@ fn hole1_uppercased_commit_hides_the_candidates_losses() {
     let v = w.verdict(&mut store, Some(&cp));
     assert_eq!(outcome_stage(&v), Some(&Stage::Sequential), "honest: {v:?}");
     let honest_stats = store
-        .commit_stats(SCORER, AsOf::Head)
-        .expect("red team step");
+        .verified(&VerifyOptions::default())
+        .expect("red team step")
+        .commit_stats(SCORER, AsOf::Head);
     assert_eq!(honest_stats.len(), 2);
     drop(store);
 

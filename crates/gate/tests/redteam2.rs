@@ -111,6 +111,22 @@ fn merged(store: &Store, kind: &str) -> Vec<ratchet_trace::Event> {
         .collect()
 }
 
+/// The store's verified view (with the writer key): what every read decides on.
+fn view(store: &Store) -> ratchet_trace::Verified {
+    store
+        .verified(&VerifyOptions::default().key(key()))
+        .expect("verifies with the key")
+}
+
+/// `commit`'s scores by `scorer`, in seq order, as the verified view holds them.
+fn stored_scores(store: &Store, commit: &CommitId, scorer: &str) -> Vec<(u64, Score)> {
+    view(store)
+        .scores()
+        .into_iter()
+        .filter(|(_, s)| &s.commit == commit && s.scorer == scorer)
+        .collect()
+}
+
 /// Verification with the writer key finds nothing.
 fn assert_verifies(store: &Store) {
     let r = store
@@ -220,11 +236,11 @@ fn a_cell_cannot_flip_a_scorers_direction() {
     // home's: the direction read is the built-in (higher is better).
     assert_eq!(merged(&home, "scorer").len(), 2);
     assert_eq!(
-        ratchet_scorers::declared_direction(&home, SCORER, u64::MAX).expect("read"),
+        ratchet_scorers::declared_direction(&view(&home), SCORER, u64::MAX).expect("read"),
         None
     );
     assert_eq!(
-        ratchet_scorers::direction_in(&home, SCORER).expect("direction"),
+        ratchet_scorers::direction_in(&view(&home), SCORER).expect("direction"),
         Direction::HigherIsBetter
     );
     // The verdict is the honest one: rejected by the sequential test.
@@ -287,7 +303,7 @@ fn a_malformed_declaration_from_a_cell_cannot_brick_the_home() {
         .expect("JSONL ingestion works");
     assert_eq!((r.scores, r.already_ingested_at), (1, None), "{r:?}");
     assert_eq!(
-        ratchet_scorers::direction_in(&home, SCORER).expect("direction"),
+        ratchet_scorers::direction_in(&view(&home), SCORER).expect("direction"),
         Direction::HigherIsBetter
     );
     let xml = w.file("j.xml", FAILING_JUNIT);
@@ -343,7 +359,7 @@ fn a_cell_ingest_marker_cannot_launder_a_failing_junit_report() {
     let r = ratchet_scorers::ingest_junit(&mut home, &report, &cand(), "ci").expect("ingest");
     assert_eq!(r.test_runs, 1, "{r:?}");
     assert_eq!(r.already_ingested_at, None, "{r:?}");
-    let runs = home.test_runs(&cand(), AsOf::Head).expect("runs");
+    let runs = view(&home).test_runs(&cand(), AsOf::Head);
     assert!(runs.iter().any(|(_, t)| t.failed == 1), "{runs:?}");
     assert_verifies(&home);
     // Rejected at the same stage as the control.
@@ -444,14 +460,8 @@ fn jsonl_reingested_with_a_commit_flag_is_not_counted_twice() {
     assert!(r2.already_ingested_at.is_some(), "{r2:?}");
     assert_eq!(r2.scores, 0, "not stored again: {r2:?}");
     assert_eq!(home.head().expect("head").size, head, "nothing appended");
-    assert_eq!(
-        home.scores(&cand(), SCORER, AsOf::Head).expect("s").len(),
-        TASKS
-    );
-    assert_eq!(
-        home.scores(&base(), SCORER, AsOf::Head).expect("s").len(),
-        TASKS
-    );
+    assert_eq!(stored_scores(&home, &cand(), SCORER).len(), TASKS);
+    assert_eq!(stored_scores(&home, &base(), SCORER).len(), TASKS);
     assert_verifies(&home);
     let v = verdict_with(&mut home, PENTA).expect("decide");
     assert_eq!(v.outcome, honest.outcome, "{v:#?}");
@@ -482,14 +492,9 @@ fn a_scorer_declared_lower_is_better_keeps_its_direction_through_jsonl_ingestion
     let r = ratchet_scorers::ingest_jsonl(&mut home, &f, None, &none, "eval")
         .expect("a declared scorer ingests");
     assert_eq!((r.scores, r.already_ingested_at), (1, None), "{r:?}");
+    assert_eq!(stored_scores(&home, &cand(), "error_rate").len(), 1);
     assert_eq!(
-        home.scores(&cand(), "error_rate", AsOf::Head)
-            .expect("s")
-            .len(),
-        1
-    );
-    assert_eq!(
-        ratchet_scorers::direction_in(&home, "error_rate").expect("direction"),
+        ratchet_scorers::direction_in(&view(&home), "error_rate").expect("direction"),
         Direction::LowerIsBetter
     );
     assert_eq!(home.events_of_kinds(&["scorer"]).expect("decls").len(), 1);
@@ -515,7 +520,7 @@ fn a_scorer_declared_lower_is_better_keeps_its_direction_through_jsonl_ingestion
         "test = \"paired\"\ndirection = \"lower\"",
     );
     assert_eq!(
-        ratchet_scorers::declared_direction(&s2, "error_rate", u64::MAX).expect("read"),
+        ratchet_scorers::declared_direction(&view(&s2), "error_rate", u64::MAX).expect("read"),
         None,
         "JSONL does not guess a plain scorer's direction"
     );
@@ -543,13 +548,13 @@ fn the_direction_watch_and_heal_read_is_the_declared_one() {
     let (_w, mut home) = World::new();
     ratchet_scorers::declare_scorer(&mut home, "error_rate", Direction::LowerIsBetter)
         .expect("declared");
-    let declared = ratchet_scorers::declared_direction(&home, "error_rate", u64::MAX)
+    let declared = ratchet_scorers::declared_direction(&view(&home), "error_rate", u64::MAX)
         .expect("read")
         .map(|(d, _)| d);
     assert_eq!(declared, Some(Direction::LowerIsBetter));
     // What the CLI's watch/heal use: the declaration, not the default.
     assert_eq!(
-        ratchet_scorers::direction_in(&home, "error_rate").expect("direction"),
+        ratchet_scorers::direction_in(&view(&home), "error_rate").expect("direction"),
         Direction::LowerIsBetter
     );
     assert_eq!(
@@ -603,11 +608,7 @@ fn a_junit_report_with_nested_suites_is_refused() {
         other => panic!("expected Malformed, got {other:?}"),
     }
     // Nothing of it was stored.
-    assert!(
-        home.test_runs(&cand(), AsOf::Head)
-            .expect("runs")
-            .is_empty()
-    );
+    assert!(view(&home).test_runs(&cand(), AsOf::Head).is_empty());
     assert_eq!(home.head().expect("head").size, head);
     assert_verifies(&home);
     // Without a run of the required suite the gate does not promote.
@@ -631,7 +632,7 @@ fn a_flaky_failure_in_one_report_counts_as_a_failure() {
 "#;
     let f = w.file("flaky.xml", xml);
     ratchet_scorers::ingest_junit(&mut home, &f, &cand(), "ci").expect("ingest");
-    let runs = home.test_runs(&cand(), AsOf::Head).expect("runs");
+    let runs = view(&home).test_runs(&cand(), AsOf::Head);
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!((runs[0].1.passed, runs[0].1.failed), (1, 1), "{runs:?}");
     let v = verdict(&mut home);
@@ -718,6 +719,7 @@ fn score_pending_refuses_a_forged_observation() {
         v.outcome
     };
     let (w, home, rubrics, bad) = safety_world();
+    let size = home.head().expect("head").size;
     drop(home);
     let db = w.home().join(DB_FILE);
     let attacker = Connection::open(&db).expect("db");
@@ -751,12 +753,13 @@ fn score_pending_refuses_a_forged_observation() {
         }
         other => panic!("expected Tampered, got {other:?}"),
     }
-    assert!(
-        victim
-            .scores(&cand(), "safety", AsOf::Head)
-            .expect("s")
-            .is_empty()
-    );
+    // Nothing was appended, and no reader can see the forged trace: the
+    // verified view every read goes through is refused at the edited event.
+    assert_eq!(victim.head().expect("head").size, size, "nothing scored");
+    match victim.verified(&VerifyOptions::default().key(key())) {
+        Err(ratchet_trace::Error::Tampered { fault }) => assert_eq!(fault.seq, bad),
+        other => panic!("expected Tampered, got {other:?}"),
+    }
     drop(victim);
 
     with_guards_lifted(&attacker, |c| {
@@ -771,6 +774,7 @@ fn score_pending_refuses_a_forged_observation() {
     let mut victim = w.open();
     assert_verifies(&victim);
     // Nothing was scored from the forgery: the safety evidence is missing.
+    assert!(stored_scores(&victim, &cand(), "safety").is_empty());
     let v = verdict_with(&mut victim, SAFETY_POLICY).expect("decide");
     assert_eq!(stage(&v), Some(&Stage::Invariants), "{v:#?}");
     assert_eq!(v.outcome.status(), GateStatus::MissingEvidence, "{v:#?}");
@@ -815,7 +819,7 @@ fn a_cell_score_session_cannot_suppress_the_homes_observation() {
 
     let r = ratchet_scorers::score_pending(&mut home, &rubrics).expect("score");
     assert_eq!((r.scored, r.already_scored), (4, 0), "{r:?}");
-    let own = home.scores(&cand(), "safety", AsOf::Head).expect("s");
+    let own = stored_scores(&home, &cand(), "safety");
     assert!(
         own.iter().any(|(_, s)| s.task == "s2" && s.value < 1.0),
         "the failing observation was scored: {own:?}"
@@ -848,27 +852,18 @@ fn a_merged_observation_is_not_scored_twice() {
     drop(cell);
     home.merge_cell(&cell_dir, &MergeOptions::default())
         .expect("merge");
-    assert_eq!(
-        home.scores(&cand(), "safety", AsOf::Head).expect("s").len(),
-        1
-    );
+    assert_eq!(stored_scores(&home, &cand(), "safety").len(), 1);
     let r = ratchet_scorers::score_pending(&mut home, &rubrics).expect("home scores");
     assert_eq!(
         (r.observations, r.scored, r.already_scored),
         (1, 0, 1),
         "{r:?}"
     );
-    assert_eq!(
-        home.scores(&cand(), "safety", AsOf::Head).expect("s").len(),
-        1
-    );
+    assert_eq!(stored_scores(&home, &cand(), "safety").len(), 1);
     // A second run finds nothing to do either.
     let r = ratchet_scorers::score_pending(&mut home, &rubrics).expect("again");
     assert_eq!((r.scored, r.already_scored), (0, 1), "{r:?}");
-    assert_eq!(
-        home.scores(&cand(), "safety", AsOf::Head).expect("s").len(),
-        1
-    );
+    assert_eq!(stored_scores(&home, &cand(), "safety").len(), 1);
 }
 
 // ---------------------------------------------------------------------------

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use ratchet_orchestrate::demo::{DemoOptions, DemoSummary, run_demo};
 use ratchet_report::{ReportOptions, html, markdown, thin};
-use ratchet_trace::{Score, Store, StoreOptions};
+use ratchet_trace::{Score, Store, StoreOptions, VerifyOptions};
 
 fn demo(dir: &Path) -> DemoSummary {
     run_demo(
@@ -72,7 +72,10 @@ fn the_report_shows_every_part_and_its_plots_are_well_formed_svg() {
     let without_ns = page.replace("http://www.w3.org/2000/svg", "");
     assert!(!without_ns.contains("http://") && !without_ns.contains("https://"));
     assert!(!page.contains("<script") && !page.contains(" src="));
-    let md = markdown(&store).expect("markdown");
+    let view = store
+        .verified(&VerifyOptions::default())
+        .expect("the demo's store verifies");
+    let md = markdown(&view).expect("markdown");
     assert!(md.starts_with("### ratchet gate: **"), "{md}");
     assert!(md.contains("| sequential |"), "{md}");
 }
@@ -87,6 +90,31 @@ fn a_store_that_does_not_verify_is_reported_as_such() {
         page.contains("does NOT verify"),
         "a tampered store reported as sound"
     );
+    // Nothing of an altered trace is drawn: no figure, no table, no count.
+    assert_eq!(declared_plots(&page), 0);
+    assert!(
+        svgs(&page).is_empty(),
+        "a figure drawn from a tampered trace"
+    );
+    for part in [
+        "id=ladder",
+        "class=llr",
+        "id=timeline",
+        "<h2>",
+        "<table",
+        " events · ",
+        "The chain verifies",
+    ] {
+        assert!(
+            !page.contains(part),
+            "a tampered store's report shows {part}"
+        );
+    }
+    // And the view a decision would read is refused outright.
+    assert!(matches!(
+        copy.verified(&VerifyOptions::default()),
+        Err(ratchet_trace::Error::Tampered { .. })
+    ));
 }
 
 #[test]

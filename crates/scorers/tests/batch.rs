@@ -6,7 +6,7 @@ use ratchet_scorers::{
     CRITERION_NS, Environment, Rubric, RubricSet, ingest_criterion, parse_criterion,
     record_observation, score_pending,
 };
-use ratchet_trace::{AsOf, CommitId, Store, StoreOptions};
+use ratchet_trace::{CommitId, Store, StoreOptions, VerifyOptions};
 use serde_json::json;
 
 fn commit() -> CommitId {
@@ -62,12 +62,14 @@ fn pending_observations_are_scored_once_per_rubric_version() {
         "{}",
         r.invalid[0].1
     );
-    let values: Vec<f64> = store
-        .scores(&c, "answer", AsOf::Head)
-        .expect("scores")
-        .into_iter()
-        .map(|(_, s)| s.value)
-        .collect();
+    let view = store.verified(&VerifyOptions::default()).expect("verifies");
+    let mut values: Vec<f64> = Vec::new();
+    let hex = c.to_string();
+    view.each_score(0, &mut |row| {
+        if row.commit == hex && row.scorer == "answer" {
+            values.push(row.value);
+        }
+    });
     assert_eq!(values.len(), 2);
     assert!(
         (values[0] - 1.0).abs() < 1e-12 && (values[1] - 0.25).abs() < 1e-12,
@@ -127,7 +129,12 @@ fn criterion_results_become_scores_keyed_to_the_runner() {
     // ingestion's own `ingest` event.
     assert_eq!(store.head().expect("head").size, 4, "nothing more stored");
     assert_eq!(
-        ratchet_scorers::declared_direction(&store, CRITERION_NS, u64::MAX).expect("read"),
+        ratchet_scorers::declared_direction(
+            &store.verified(&VerifyOptions::default()).expect("verifies"),
+            CRITERION_NS,
+            u64::MAX
+        )
+        .expect("read"),
         Some((ratchet_scorers::Direction::LowerIsBetter, 1))
     );
     let again = ingest_criterion(&mut store, &dir, &commit(), &env, "bench").expect("again");

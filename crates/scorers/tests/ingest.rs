@@ -6,12 +6,26 @@ use std::path::{Path, PathBuf};
 use ratchet_scorers::{
     Error, PASS_RATE, Rubric, RubricSet, decode_xml, ingest_jsonl, ingest_junit, parse_junit,
 };
-use ratchet_trace::{AsOf, CommitId, Store, StoreOptions};
+use ratchet_trace::{AsOf, CommitId, Score, Store, StoreOptions, VerifyOptions};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(name)
+}
+
+/// The verified view of `store` (every read goes through verification).
+fn view(store: &Store) -> ratchet_trace::Verified {
+    store.verified(&VerifyOptions::default()).expect("verifies")
+}
+
+/// `commit`'s scores by `scorer`, in seq order, as the verified view holds them.
+fn scores(store: &Store, commit: &CommitId, scorer: &str) -> Vec<(u64, Score)> {
+    view(store)
+        .scores()
+        .into_iter()
+        .filter(|(_, s)| &s.commit == commit && s.scorer == scorer)
+        .collect()
 }
 
 fn commit() -> CommitId {
@@ -82,9 +96,7 @@ fn junit_from_surefire_and_gradle_with_a_bare_suite_root_in_any_declared_encodin
     let r =
         ingest_junit(&mut store, &fixture("surefire-latin1.xml"), &commit(), "ci").expect("ingest");
     assert_eq!((r.test_runs, r.scores), (1, 1));
-    let rates = store
-        .scores(&commit(), PASS_RATE, AsOf::Head)
-        .expect("scores");
+    let rates = scores(&store, &commit(), PASS_RATE);
     assert_eq!(rates[0].1.task, "com.example.CaféTest");
 
     // UTF-16 with a byte-order mark, as some Windows tools write.
@@ -116,9 +128,7 @@ fn junit_ingestion_records_runs_and_pass_rates_atomically() {
     let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
     let r = ingest_junit(&mut store, &fixture("nextest.xml"), &commit(), "ci").expect("ingest");
     assert_eq!((r.test_runs, r.scores), (2, 2));
-    let rates = store
-        .scores(&commit(), PASS_RATE, AsOf::Head)
-        .expect("scores");
+    let rates = scores(&store, &commit(), PASS_RATE);
     let values: Vec<(String, f64)> = rates.into_iter().map(|(_, s)| (s.task, s.value)).collect();
     assert_eq!(
         values,
@@ -158,13 +168,9 @@ fn jsonl_scores_and_observations_with_line_numbered_errors() {
     .expect("write");
     let r = ingest_jsonl(&mut store, &good, Some(&commit()), &rubrics, "judge").expect("ingest");
     assert_eq!(r.scores, 3, "two lines and the latency anchor of the first");
-    let latency = store
-        .scores(&commit(), "latency_ms", AsOf::Head)
-        .expect("scores");
+    let latency = scores(&store, &commit(), "latency_ms");
     assert_eq!(latency.len(), 1);
-    let judged = store
-        .scores(&commit(), "answer", AsOf::Head)
-        .expect("scores");
+    let judged = scores(&store, &commit(), "answer");
     assert_eq!(judged.len(), 1);
     let (_, s) = &judged[0];
     assert!((s.value - 1.0).abs() < 1e-12);
@@ -280,10 +286,7 @@ fn the_same_report_ingested_twice_is_counted_once() {
         "points at the first ingestion"
     );
     assert_eq!(store.head().expect("head").size, head, "nothing stored");
-    assert_eq!(
-        store.test_runs(&commit(), AsOf::Head).expect("runs").len(),
-        2
-    );
+    assert_eq!(view(&store).test_runs(&commit(), AsOf::Head).len(), 2);
     // The same report for another commit is other evidence.
     let elsewhere = ingest_junit(&mut store, &fixture("nextest.xml"), &other, "ci").expect("other");
     assert_eq!(
@@ -310,13 +313,7 @@ fn the_same_report_ingested_twice_is_counted_once() {
     .expect("write");
     let c = ingest_jsonl(&mut store, &jsonl, Some(&commit()), &rubrics, "s").expect("edited");
     assert_eq!(c.scores, 1);
-    assert_eq!(
-        store
-            .scores(&commit(), "acc", AsOf::Head)
-            .expect("scores")
-            .len(),
-        2
-    );
+    assert_eq!(scores(&store, &commit(), "acc").len(), 2);
     assert!(store.verify().expect("verify").is_valid());
 }
 
@@ -344,13 +341,12 @@ fn a_rubric_file_is_read_by_its_extension_and_errors_say_where() {
 #[test]
 fn one_score_is_recorded_with_its_scorer_declared_in_the_same_transaction() {
     use ratchet_scorers::{Direction, declared_direction, record_score};
-    use ratchet_trace::Score;
     let d = tempfile::tempdir().expect("tempdir");
     let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
     let score = Score::new(commit(), "t1", "tokens", 10.0);
     let r = record_score(&mut store, &score, "s", Some(Direction::LowerIsBetter)).expect("record");
     assert_eq!(r.seq, 2, "declaration then score");
-    let (dir, seq) = declared_direction(&store, "tokens", u64::MAX)
+    let (dir, seq) = declared_direction(&view(&store), "tokens", u64::MAX)
         .expect("read")
         .expect("declared");
     assert_eq!((dir, seq), (Direction::LowerIsBetter, 1));

@@ -75,7 +75,7 @@ impl Verified {
                 last_seq,
             })
             .collect();
-        out.sort_by(|a, b| b.last_seq.cmp(&a.last_seq));
+        out.sort_by_key(|v| std::cmp::Reverse(v.last_seq));
         out
     }
 
