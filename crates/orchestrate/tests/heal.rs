@@ -3,12 +3,12 @@
 use std::path::Path;
 
 use git2::{Repository, Signature};
-use ratchet_drift::{Alarm, Chart, Monitor, Shift, TraceAlarm, Watch, best_commit};
+use ratchet_drift::{Alarm, Chart, Monitor, Ranking, Shift, TraceAlarm, Watch, best_commit};
 use ratchet_orchestrate::{
-    Error, HealOptions, KIND_CHECKOUT, WatchPlan, check_recovery, heal, rank_commits,
-    record_promotion, start_watch,
+    Error, HealOptions, KIND_CHECKOUT, WatchPlan, check_recovery, heal, record_promotion,
+    start_watch,
 };
-use ratchet_trace::{CommitId, Score, Store, StoreOptions};
+use ratchet_trace::{CommitId, Ledger, Score, Store, StoreOptions, VerifyOptions};
 
 /// Commits `content` to `file` on HEAD and returns the new commit id.
 fn commit_file(repo: &Repository, file: &str, content: &str, message: &str) -> CommitId {
@@ -37,7 +37,7 @@ fn commit_file(repo: &Repository, file: &str, content: &str, message: &str) -> C
 struct Setup {
     dir: tempfile::TempDir,
     repo: Repository,
-    store: Store,
+    ledger: Ledger,
     commits: Vec<CommitId>,
 }
 
@@ -82,7 +82,7 @@ fn setup() -> Setup {
     Setup {
         dir,
         repo,
-        store,
+        ledger: Ledger::new(store, VerifyOptions::default()).expect("verifies"),
         commits,
     }
 }
@@ -110,10 +110,10 @@ fn alarm_on(c: &CommitId, seq: u64) -> TraceAlarm {
 #[test]
 fn heal_checks_out_the_best_other_commit_and_recovery_is_checked() {
     let mut s = setup();
-    let head = s.store.head().expect("head").size;
+    let head = s.ledger.store().head().expect("head").size;
     let alarm = alarm_on(&s.commits[2], head);
     let (report, monitor) =
-        heal(s.dir.path(), &mut s.store, &alarm, &HealOptions::default()).expect("heal");
+        heal(s.dir.path(), &mut s.ledger, &alarm, &HealOptions::default()).expect("heal");
     assert_eq!(report.chosen.as_ref(), Some(&s.commits[1]), "{report:#?}");
     assert!(report.checked_out);
     // The work tree and HEAD are at v2.
@@ -128,7 +128,7 @@ fn heal_checks_out_the_best_other_commit_and_recovery_is_checked() {
     );
     // The checkout is in the trace.
     let seq = report.checkout_seq.expect("recorded");
-    let e = s.store.event_by_seq(seq).expect("read").expect("event");
+    let e = s.ledger.store().event_by_seq(seq).expect("read").expect("event");
     assert_eq!(e.kind, KIND_CHECKOUT);
     assert_eq!(e.commit.as_ref(), Some(&s.commits[1]));
 
@@ -144,8 +144,8 @@ fn heal_checks_out_the_best_other_commit_and_recovery_is_checked() {
             )
         })
         .collect();
-    s.store.record_scores(&live, "live").expect("live");
-    let r = check_recovery(&mut s.store, &mut monitor, seq, 30).expect("recovery");
+    s.ledger.record_scores(&live, "live").expect("live");
+    let r = check_recovery(&mut s.ledger, &mut monitor, seq, 30).expect("recovery");
     assert!(r.recovered, "{r:?}");
     assert_eq!(r.n, 40);
 }
@@ -155,10 +155,10 @@ fn a_dirty_work_tree_is_refused_and_nothing_changes() {
     let mut s = setup();
     std::fs::write(s.dir.path().join("prompt.txt"), "edited by hand").expect("edit");
     std::fs::write(s.dir.path().join("notes.md"), "untracked").expect("untracked");
-    let before = s.store.head().expect("head");
+    let before = s.ledger.store().head().expect("head");
     let alarm = alarm_on(&s.commits[2], before.size);
     let err =
-        heal(s.dir.path(), &mut s.store, &alarm, &HealOptions::default()).expect_err("refused");
+        heal(s.dir.path(), &mut s.ledger, &alarm, &HealOptions::default()).expect_err("refused");
     match &err {
         Error::DirtyWorkTree { paths } => {
             assert!(
@@ -174,7 +174,7 @@ fn a_dirty_work_tree_is_refused_and_nothing_changes() {
         std::fs::read_to_string(s.dir.path().join("prompt.txt")).expect("read"),
         "edited by hand"
     );
-    assert_eq!(s.store.head().expect("head"), before, "nothing recorded");
+    assert_eq!(s.ledger.store().head().expect("head"), before, "nothing recorded");
 }
 
 #[test]
@@ -185,13 +185,13 @@ fn commits_gone_from_the_repository_are_skipped_with_a_note() {
     let scores: Vec<Score> = (0..100)
         .map(|i| Score::new(ghost.clone(), format!("t{i}"), "quality", 0.99))
         .collect();
-    s.store.record_scores(&scores, "eval").expect("scores");
-    let alarm = alarm_on(&s.commits[2], s.store.head().expect("head").size);
+    s.ledger.record_scores(&scores, "eval").expect("scores");
+    let alarm = alarm_on(&s.commits[2], s.ledger.store().head().expect("head").size);
     let dry = HealOptions {
         dry_run: true,
         ..HealOptions::default()
     };
-    let (report, monitor) = heal(s.dir.path(), &mut s.store, &alarm, &dry).expect("dry run");
+    let (report, monitor) = heal(s.dir.path(), &mut s.ledger, &alarm, &dry).expect("dry run");
     assert_eq!(report.ranking[0].commit, ghost);
     assert_eq!(report.skipped.len(), 1);
     assert!(report.skipped[0].1.contains("no longer exists"));
@@ -209,24 +209,25 @@ fn commits_gone_from_the_repository_are_skipped_with_a_note() {
 #[test]
 fn promotions_are_refs_and_events() {
     let mut s = setup();
-    let promotion = record_promotion(s.dir.path(), &mut s.store, &s.commits[2], "prompt", None)
+    let promotion = record_promotion(s.dir.path(), &mut s.ledger, &s.commits[2], "prompt", None)
         .expect("promote");
     assert_eq!(promotion.reference, "refs/ratchet/promoted/prompt");
-    assert_eq!(promotion.receipt.seq, s.store.head().expect("head").size);
+    assert_eq!(promotion.receipt.seq, s.ledger.store().head().expect("head").size);
     let r = s.repo.find_reference(&promotion.reference).expect("ref");
     assert_eq!(
         r.target().map(|o| o.to_string()),
         Some(s.commits[2].to_string())
     );
     let last = s
-        .store
-        .event_by_seq(s.store.head().expect("head").size)
+        .ledger
+        .store()
+        .event_by_seq(s.ledger.store().head().expect("head").size)
         .expect("read")
         .expect("event");
     assert_eq!(last.kind, "promotion");
     let ghost = CommitId::parse(&"cd".repeat(20)).expect("id");
     assert!(matches!(
-        record_promotion(s.dir.path(), &mut s.store, &ghost, "prompt", None),
+        record_promotion(s.dir.path(), &mut s.ledger, &ghost, "prompt", None),
         Err(Error::Git(_))
     ));
 }
@@ -234,11 +235,11 @@ fn promotions_are_refs_and_events() {
 #[test]
 fn an_alarm_about_an_improvement_heals_nothing() {
     let mut s = setup();
-    let head = s.store.head().expect("head").size;
+    let head = s.ledger.store().head().expect("head").size;
     let mut alarm = alarm_on(&s.commits[2], head);
     alarm.alarm.shift = Shift::Up;
     let (report, monitor) =
-        heal(s.dir.path(), &mut s.store, &alarm, &HealOptions::default()).expect("heal");
+        heal(s.dir.path(), &mut s.ledger, &alarm, &HealOptions::default()).expect("heal");
     assert!(monitor.is_none() && !report.checked_out, "{report:#?}");
     assert!(report.chosen.is_none());
     assert!(
@@ -248,14 +249,14 @@ fn an_alarm_about_an_improvement_heals_nothing() {
             .is_some_and(|w| w.contains("improvement")),
         "{report:#?}"
     );
-    assert_eq!(s.store.head().expect("head").size, head, "nothing recorded");
+    assert_eq!(s.ledger.store().head().expect("head").size, head, "nothing recorded");
     // For a lower-is-better scorer, an upward shift is the harm.
     let opts = HealOptions {
         lower_is_better: true,
         dry_run: true,
         ..HealOptions::default()
     };
-    let (report, _) = heal(s.dir.path(), &mut s.store, &alarm, &opts).expect("heal");
+    let (report, _) = heal(s.dir.path(), &mut s.ledger, &alarm, &opts).expect("heal");
     assert!(
         report
             .stayed
@@ -280,12 +281,12 @@ fn heal_stays_when_no_measured_commit_surely_beats_the_deployed_one() {
             )
         })
         .collect();
-    let first = s.store.record_scores(&dip, "live").expect("dip")[0].seq;
-    let head = s.store.head().expect("head").size;
+    let first = s.ledger.record_scores(&dip, "live").expect("dip")[0].seq;
+    let head = s.ledger.store().head().expect("head").size;
     let mut alarm = alarm_on(&s.commits[2], head);
     alarm.change_seq = first;
     let (report, monitor) =
-        heal(s.dir.path(), &mut s.store, &alarm, &HealOptions::default()).expect("heal");
+        heal(s.dir.path(), &mut s.ledger, &alarm, &HealOptions::default()).expect("heal");
     assert!(monitor.is_none() && !report.checked_out, "{report:#?}");
     let why = report.stayed.as_deref().expect("says why it stays");
     assert!(why.contains("does not beat"), "{why}");
@@ -316,9 +317,9 @@ fn the_gate_promotes_naming_its_own_decision_and_refuses_a_commit_against_itself
         checkpoint: None,
     };
     // A dry run appends nothing and promotes nothing.
-    let head = s.store.head().expect("head");
+    let head = s.ledger.store().head().expect("head");
     let dry = gate(
-        &mut s.store,
+        &mut s.ledger,
         &q,
         &GateOptions {
             dry_run: true,
@@ -332,10 +333,10 @@ fn the_gate_promotes_naming_its_own_decision_and_refuses_a_commit_against_itself
         "{dry:#?}"
     );
     assert_eq!((dry.decision, dry.promotion.is_none()), (None, true));
-    assert_eq!(s.store.head().expect("head"), head);
+    assert_eq!(s.ledger.store().head().expect("head"), head);
 
     let run = gate(
-        &mut s.store,
+        &mut s.ledger,
         &q,
         &GateOptions {
             dry_run: false,
@@ -347,7 +348,8 @@ fn the_gate_promotes_naming_its_own_decision_and_refuses_a_commit_against_itself
     assert_eq!(decision.seq, head.size + 1);
     let promotion = run.promotion.expect("promoted");
     let event = s
-        .store
+        .ledger
+        .store()
         .event_by_seq(promotion.receipt.seq)
         .expect("read")
         .expect("event");
@@ -361,12 +363,12 @@ fn the_gate_promotes_naming_its_own_decision_and_refuses_a_commit_against_itself
         candidate: &s.commits[0],
         ..q
     };
-    let head = s.store.head().expect("head");
+    let head = s.ledger.store().head().expect("head");
     assert!(matches!(
-        gate(&mut s.store, &same, &GateOptions::default()),
+        gate(&mut s.ledger, &same, &GateOptions::default()),
         Err(Error::SameCommit { .. })
     ));
-    assert_eq!(s.store.head().expect("head"), head, "nothing recorded");
+    assert_eq!(s.ledger.store().head().expect("head"), head, "nothing recorded");
 }
 
 #[test]
@@ -378,18 +380,18 @@ fn heal_latest_acts_on_the_latest_recorded_alarm_or_says_there_is_none() {
         ..HealOptions::default()
     };
     assert!(matches!(
-        heal_latest(s.dir.path(), &mut s.store, None, &dry),
+        heal_latest(s.dir.path(), &mut s.ledger, None, &dry),
         Err(Error::NoAlarm)
     ));
-    let head = s.store.head().expect("head").size;
-    ratchet_drift::record_alarm(&mut s.store, &alarm_on(&s.commits[2], head)).expect("record");
-    let (report, _) = heal_latest(s.dir.path(), &mut s.store, None, &dry).expect("heal");
+    let head = s.ledger.store().head().expect("head").size;
+    ratchet_drift::record_alarm(&mut s.ledger, &alarm_on(&s.commits[2], head)).expect("record");
+    let (report, _) = heal_latest(s.dir.path(), &mut s.ledger, None, &dry).expect("heal");
     assert_eq!(report.alarmed, s.commits[2]);
     assert_eq!(report.chosen.as_ref(), Some(&s.commits[1]), "{report:#?}");
     assert!(!report.checked_out, "dry run");
     // Alarms of another commit only: none to act on.
     assert!(matches!(
-        heal_latest(s.dir.path(), &mut s.store, Some(&s.commits[0]), &dry),
+        heal_latest(s.dir.path(), &mut s.ledger, Some(&s.commits[0]), &dry),
         Err(Error::NoAlarm)
     ));
 }
@@ -398,7 +400,7 @@ fn heal_latest_acts_on_the_latest_recorded_alarm_or_says_there_is_none() {
 fn status_counts_what_the_store_holds_and_names_the_last_decision_and_alarm() {
     use ratchet_orchestrate::{GateOptions, gate, status};
     let mut s = setup();
-    let before = status(&mut s.store, None).expect("status");
+    let before = status(s.ledger.store_mut(), None).expect("status");
     assert!(before.verification.is_valid());
     assert_eq!(before.overview.commits.len(), 3);
     let v3 = &before.overview.commits[2];
@@ -423,10 +425,10 @@ fn status_counts_what_the_store_holds_and_names_the_last_decision_and_alarm() {
         candidate: &s.commits[2],
         checkpoint: None,
     };
-    let run = gate(&mut s.store, &q, &GateOptions::default()).expect("gate");
-    let head = s.store.head().expect("head").size;
-    ratchet_drift::record_alarm(&mut s.store, &alarm_on(&s.commits[2], head)).expect("alarm");
-    let after = status(&mut s.store, None).expect("status");
+    let run = gate(&mut s.ledger, &q, &GateOptions::default()).expect("gate");
+    let head = s.ledger.store().head().expect("head").size;
+    ratchet_drift::record_alarm(&mut s.ledger, &alarm_on(&s.commits[2], head)).expect("alarm");
+    let after = status(s.ledger.store_mut(), None).expect("status");
     let d = after.last_decision.expect("decision");
     assert_eq!(d.seq, run.decision.expect("recorded").seq);
     assert_eq!(
@@ -453,26 +455,26 @@ fn a_watch_starts_at_the_deployment_with_the_declared_harm_and_sees_a_drop() {
     };
     // Nothing says when v3 was deployed: the library says so in its terms.
     assert!(matches!(
-        start_watch(&mut s.store, &plan),
+        start_watch(&mut s.ledger, &plan),
         Err(Error::NoDeployment { commit }) if commit == s.commits[2]
     ));
-    let promotion = record_promotion(s.dir.path(), &mut s.store, &s.commits[2], "prompt", None)
+    let promotion = record_promotion(s.dir.path(), &mut s.ledger, &s.commits[2], "prompt", None)
         .expect("promote");
-    let mut monitor = start_watch(&mut s.store, &plan).expect("start");
+    let mut monitor = start_watch(&mut s.ledger, &plan).expect("start");
     assert_eq!(monitor.position(), promotion.receipt.seq);
     assert_eq!(monitor.watch(), Watch::harm(false));
     // Live scores fall far below the baseline: the chart alarms on them.
     let fallen: Vec<Score> = (0..40)
         .map(|i| Score::new(s.commits[2].clone(), format!("after{i}"), "quality", 0.2))
         .collect();
-    s.store.record_scores(&fallen, "live").expect("scores");
-    let alarms = monitor.poll(&s.store).expect("poll");
+    s.ledger.record_scores(&fallen, "live").expect("scores");
+    let alarms = monitor.poll(s.ledger.view()).expect("poll");
     assert!(!alarms.is_empty(), "a drop of 0.6 raised no alarm");
     assert!(alarms.iter().all(|a| a.seq > promotion.receipt.seq));
 
     // An explicit start needs no deployment record.
     let mut fresh = setup();
-    let at = fresh.store.head().expect("head").size;
+    let at = fresh.ledger.store().head().expect("head").size;
     // (The fresh repository's commits: their ids carry the time they were
     // made, so they equal `s`'s only when both fall in the same second.)
     let explicit = WatchPlan {
@@ -480,22 +482,39 @@ fn a_watch_starts_at_the_deployment_with_the_declared_harm_and_sees_a_drop() {
         from: Some(at),
         ..plan
     };
-    let m = start_watch(&mut fresh.store, &explicit).expect("start");
+    let m = start_watch(&mut fresh.ledger, &explicit).expect("start");
     assert_eq!(m.position(), at);
 }
 
+fn ranking<'a>(min_n: u64, exclude: &'a [CommitId]) -> Ranking<'a> {
+    Ranking {
+        scorer: "quality",
+        version: None,
+        min_n,
+        confidence: 0.95,
+        exclude,
+        lower_is_better: false,
+    }
+}
+
 #[test]
-fn commits_are_ranked_on_a_verified_trace_as_drift_ranks_them() {
-    let mut s = setup();
-    let direct = best_commit(&s.store, "quality", 30, 0.95, &[]).expect("rank");
-    let ranked = rank_commits(&mut s.store, "quality", 30, 0.95, &[]).expect("rank");
+fn commits_are_ranked_on_the_verified_view_warm_or_cold_alike() {
+    let s = setup();
+    // The warm owner's view ranks as a fresh verification's view does.
+    let cold = s
+        .ledger
+        .store()
+        .verified(&VerifyOptions::default())
+        .expect("verifies");
+    let direct = best_commit(&cold, &ranking(30, &[])).expect("rank");
+    let ranked = best_commit(s.ledger.view(), &ranking(30, &[])).expect("rank");
     assert_eq!(ranked, direct);
     assert_eq!(ranked.len(), 3);
-    let without = rank_commits(&mut s.store, "quality", 30, 0.95, &s.commits[..1]).expect("rank");
+    let without = best_commit(s.ledger.view(), &ranking(30, &s.commits[..1])).expect("rank");
     assert_eq!(without.len(), 2);
     assert!(without.iter().all(|r| r.commit != s.commits[0]));
     // A keyed store opened without its key cannot have its MACs checked:
-    // nothing is ranked from it.
+    // no view is folded from it, so nothing is ranked from it.
     let dir = tempfile::tempdir().expect("tempdir");
     let (key, _) = ratchet_trace::WriterKey::generate().expect("key");
     let mut keyed = Store::create(
@@ -507,9 +526,13 @@ fn commits_are_ranked_on_a_verified_trace_as_drift_ranks_them() {
         .record_score(&Score::new(s.commits[0].clone(), "t", "quality", 1.0), "x")
         .expect("score");
     drop(keyed);
-    let mut unkeyed = Store::open(dir.path().join("s"), StoreOptions::default()).expect("open");
+    let unkeyed = Store::open(dir.path().join("s"), StoreOptions::default()).expect("open");
     assert!(matches!(
-        rank_commits(&mut unkeyed, "quality", 2, 0.95, &[]),
-        Err(Error::Trace(ratchet_trace::Error::MacsUnchecked { .. }))
+        unkeyed.verified(&VerifyOptions::default()),
+        Err(ratchet_trace::Error::MacsUnchecked { .. })
+    ));
+    assert!(matches!(
+        Ledger::new(unkeyed, VerifyOptions::default()),
+        Err(ratchet_trace::Error::MacsUnchecked { .. })
     ));
 }

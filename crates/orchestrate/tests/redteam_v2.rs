@@ -1,6 +1,7 @@
 //! Red team against schema version 2 (the per-commit statistics kept on
-//! append), end to end through `rank_commits`: verification in the same
-//! read transaction passes, and the ranking (hence heal's choice) changes.
+//! append), end to end through the ranking heal uses (`best_commit` on the
+//! verified view): verification passed, and the ranking (hence heal's
+//! choice) changed.
 //!
 //! The red team found these holes (issue 14); they are fixed, and the tests
 //! pin the fixes (`crates/trace/tests/redteam_v2.rs` has the store-level
@@ -9,7 +10,8 @@
 
 use std::path::Path;
 
-use ratchet_trace::{CommitId, Score, Store, StoreOptions};
+use ratchet_drift::{Ranking, best_commit};
+use ratchet_trace::{CommitId, Ledger, Score, Store, StoreOptions, VerifyOptions};
 
 fn commit(n: u8) -> CommitId {
     CommitId::parse(&format!("{n:02x}").repeat(20)).expect("commit")
@@ -76,9 +78,23 @@ fn permute_commit_stats_cells(store: &Path, order: &[usize]) {
     std::fs::write(db(store), bytes).expect("write");
 }
 
-fn ranked(store: &mut Store) -> Vec<CommitId> {
-    ratchet_orchestrate::rank_commits(store, "acc", 2, 0.95, &[])
-        .expect("rank_commits verifies and ranks")
+const ACC: Ranking<'static> = Ranking {
+    scorer: "acc",
+    version: None,
+    min_n: 2,
+    confidence: 0.95,
+    exclude: &[],
+    lower_is_better: false,
+};
+
+/// The ranking `ratchet best` shows: `best_commit` on the view a full
+/// verification folds.
+fn ranked(store: &Store) -> Vec<CommitId> {
+    let view = store
+        .verified(&VerifyOptions::default())
+        .expect("the trace verifies");
+    best_commit(&view, &ACC)
+        .expect("ranks")
         .into_iter()
         .map(|r| r.commit)
         .collect()
@@ -92,7 +108,7 @@ fn ranked(store: &mut Store) -> Vec<CommitId> {
 /// `scorer = 'acc'` that stops at `zzz` — never sees commit 1. `heal` ranks
 /// with the same read, so it would check out commit 2.
 #[test]
-fn break_rank_commits_loses_the_best_commit_to_a_misordered_page() {
+fn break_ranking_loses_the_best_commit_to_a_misordered_page() {
     let tmp = tempfile::tempdir().expect("tmp");
     let dir = tmp.path().join("store");
     let mut s = Store::create(&dir, StoreOptions::default()).expect("store");
@@ -114,17 +130,17 @@ fn break_rank_commits_loses_the_best_commit_to_a_misordered_page() {
     }
     scores.push(Score::new(commit(3), "t0", "zzz", 0.5));
     s.record_scores(&scores, "s").expect("scores");
-    assert_eq!(ranked(&mut s), vec![commit(1), commit(2)]);
+    assert_eq!(ranked(&s), vec![commit(1), commit(2)]);
     drop(s);
 
     permute_commit_stats_cells(&dir, &[1, 2, 0]);
 
-    let mut s = Store::open(&dir, StoreOptions::default()).expect("open");
-    let after = ranked(&mut s);
+    let s = Store::open(&dir, StoreOptions::default()).expect("open");
+    let after = ranked(&s);
     assert_eq!(
         after.first(),
         Some(&commit(1)),
-        "rank_commits verified the trace and then ranked {after:?}: the best commit is gone"
+        "the trace verified and then ranked {after:?}: the best commit is gone"
     );
 }
 
@@ -134,7 +150,7 @@ fn break_rank_commits_loses_the_best_commit_to_a_misordered_page() {
 /// `f64 ==`, so verification passes, but `best_commit` sorts lower bounds
 /// with `total_cmp`, where -0.0 < +0.0: commit 2 now ranks first.
 #[test]
-fn break_rank_commits_tie_flipped_by_a_negative_zero_mean() {
+fn break_ranking_tie_flipped_by_a_negative_zero_mean() {
     let tmp = tempfile::tempdir().expect("tmp");
     let dir = tmp.path().join("store");
     let mut s = Store::create(&dir, StoreOptions::default()).expect("store");
@@ -143,7 +159,7 @@ fn break_rank_commits_tie_flipped_by_a_negative_zero_mean() {
         .flat_map(|&c| (0..3).map(move |i| Score::new(commit(c), format!("t{i}"), "acc", 0.0)))
         .collect();
     s.record_scores(&scores, "s").expect("scores");
-    assert_eq!(ranked(&mut s), vec![commit(1), commit(2)]);
+    assert_eq!(ranked(&s), vec![commit(1), commit(2)]);
     drop(s);
 
     let sentinel = 0.7109375_f64; // 91/128: exact in decimal and binary
@@ -166,13 +182,14 @@ fn break_rank_commits_tie_flipped_by_a_negative_zero_mean() {
 
     // Fixed: verification compares the kept statistics to the bit, so the
     // -0.0 is a fault and nothing is ranked from the store.
-    let mut s = Store::open(&dir, StoreOptions::default()).expect("open");
-    let err = ratchet_orchestrate::rank_commits(&mut s, "acc", 2, 0.95, &[])
+    let s = Store::open(&dir, StoreOptions::default()).expect("open");
+    let err = s
+        .verified(&VerifyOptions::default())
         .expect_err("a -0.0 mean is a fault");
     assert!(
         matches!(
             &err,
-            ratchet_orchestrate::Error::Trace(ratchet_trace::Error::Tampered { fault })
+            ratchet_trace::Error::Tampered { fault }
                 if matches!(fault.kind, ratchet_trace::FaultKind::SummaryMismatch { .. })
         ),
         "{err}"
@@ -267,10 +284,11 @@ fn break_heal_checks_out_a_worse_commit_after_a_misordered_page() {
         dry_run: true,
         ..Default::default()
     };
+    let mut ledger = Ledger::new(store, VerifyOptions::default()).expect("verifies");
     let (honest, _) =
-        ratchet_orchestrate::heal(tmp.path(), &mut store, &alarm, &dry).expect("honest heal");
+        ratchet_orchestrate::heal(tmp.path(), &mut ledger, &alarm, &dry).expect("honest heal");
     assert_eq!(honest.chosen.as_ref(), Some(&commits[1]), "{honest:#?}");
-    drop(store);
+    drop(ledger);
 
     // Sorted keys: quality/1/<three commits by id>, speed/1/v3. Move v2's
     // row behind speed's.
@@ -291,15 +309,16 @@ fn break_heal_checks_out_a_worse_commit_after_a_misordered_page() {
     order.push(v2);
     permute_commit_stats_cells(&dir, &order);
 
-    let mut store = Store::open(&dir, StoreOptions::default()).expect("open");
+    let store = Store::open(&dir, StoreOptions::default()).expect("open");
+    let mut ledger = Ledger::new(store, VerifyOptions::default()).expect("verifies");
     let (report, _) = ratchet_orchestrate::heal(
         tmp.path(),
-        &mut store,
+        &mut ledger,
         &alarm,
         &ratchet_orchestrate::HealOptions::default(),
     )
     .expect("heal verified the trace and acted");
-    let still_valid = store.verify().expect("verify").is_valid();
+    let still_valid = ledger.store().verify().expect("verify").is_valid();
     eprintln!(
         "chosen {:?}; ranking {:?}; store still verifies: {still_valid}",
         report.chosen,

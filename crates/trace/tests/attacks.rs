@@ -242,10 +242,17 @@ fn negative_zero_and_every_spelling_of_it_round_trip() {
         s.append(EventDraft::raw("test_run", run).commit(c.clone()))
             .expect(spelling);
     }
-    let r = reopen(s.dir()).verify().expect("verify");
-    assert!(r.is_valid(), "{r:?}");
-    for (_, sc) in s.scores(&c, "acc", AsOf::Head).expect("scores") {
+    let v = view(&reopen(s.dir()));
+    let scores = v.scores();
+    assert_eq!(scores.len(), 6);
+    for (_, sc) in scores {
+        assert_eq!(sc.commit, c);
         assert_eq!(sc.value.to_bits(), 0.0f64.to_bits());
+        assert_eq!(sc.cost.map(f64::to_bits), Some(0.0f64.to_bits()));
+        assert_eq!(sc.latency_ms.map(f64::to_bits), Some(0.0f64.to_bits()));
+    }
+    for (_, run) in v.test_runs(&c, AsOf::Head) {
+        assert_eq!(run.duration_ms.to_bits(), 0.0f64.to_bits());
     }
 }
 

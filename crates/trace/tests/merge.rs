@@ -57,11 +57,22 @@ fn merge_ingests_new_events_once_with_provenance() {
         );
     }
     // Projections of merged scores are queryable at home.
-    let cell_stats = cell.commit_stats("acc", AsOf::Head).expect("stats");
-    let home_stats = home.commit_stats("acc", AsOf::Head).expect("stats");
+    let cell_stats = view(&cell).commit_stats("acc", AsOf::Head);
+    let home_view = view(&home);
+    let home_stats = home_view.commit_stats("acc", AsOf::Head);
     assert!(
         home_stats.iter().map(|s| s.n).sum::<u64>() >= cell_stats.iter().map(|s| s.n).sum::<u64>()
     );
+    let mut merged = 0;
+    home_view.each_score(0, &mut |r| {
+        if r.seq > 4 {
+            assert_eq!(r.origin_store, Some(cell.id()), "seq {}", r.seq);
+            merged += 1;
+        } else {
+            assert_eq!(r.origin_store, None);
+        }
+    });
+    assert_eq!(merged, view(&cell).score_count());
 }
 
 #[test]

@@ -4,8 +4,8 @@ mod common;
 
 use common::*;
 use ratchet_trace::{
-    AsOf, CommitId, DEFAULT_MAX_INLINE_PAYLOAD, Error, EventDraft, Score, Store, StoreOptions,
-    TestRun, Ulid,
+    AsOf, CommitId, CommitStats, DEFAULT_MAX_INLINE_PAYLOAD, Error, EventDraft, Ledger, Score,
+    ScorerRef, Store, StoreOptions, TestRun, Ulid, Verified, VerifyOptions,
 };
 
 #[test]
@@ -214,8 +214,10 @@ fn long_batches_keep_every_promise_of_short_ones() {
         .verify_with(&ratchet_trace::VerifyOptions::default().key(key))
         .expect("verify");
     assert!(r.is_valid() && r.macs_checked, "{r:?}");
-    let scores = s.scores_after(0, 10_000).expect("scores");
-    assert_eq!(scores.len(), 2 + 333, "every score row projected");
+    let v = view(&s);
+    assert!(v.report().macs_checked, "the store's own key is used");
+    assert_eq!(v.scores().len(), 2 + 333, "every score folded");
+    assert_eq!(v.score_count(), 2 + 333);
 }
 
 #[test]
@@ -253,14 +255,18 @@ fn point_reads_and_tail() {
     assert_eq!(more, vec![2501, 2502, 2503]);
 }
 
-/// The statistics kept on append (read at the head) and a scan of the
-/// scores (read at any seq) fold the same values the same way: equal to the
-/// bit, one version or all, after single appends, pipelined batches and
-/// merges, at every step.
+/// The statistics the view keeps as it folds (read at the head) and a scan
+/// of its scores (read at an earlier seq, once later scores exist) fold the
+/// same values the same way: equal to the bit, one version or all, after
+/// single appends, pipelined batches and merges, at every step. The view a
+/// warm [`Ledger`] folded append by append (and merge by refresh) is the
+/// cold verification's, to the bit; verification itself requires the
+/// `commit_stats` table kept on append to be the refold of the score rows.
 #[test]
 fn kept_statistics_equal_a_scan_to_the_bit() {
-    let (_d, mut s) = new_store();
+    let (_d, s) = new_store();
     let (_c, mut cell) = new_store();
+    let mut ledger = Ledger::new(s, VerifyOptions::default()).expect("ledger");
     let mut state = 0x2545_f491_4f6c_dd1du64;
     let mut next = move || {
         state ^= state << 13;
@@ -278,53 +284,83 @@ fn kept_statistics_equal_a_scan_to_the_bit() {
         sc.scorer_version = format!("v{}", (r >> 3) % 3);
         sc
     };
-    let check = |s: &Store| {
-        let head = s.head().expect("head").size;
+    const VERSIONS: [Option<&str>; 4] = [None, Some("v0"), Some("v1"), Some("v2")];
+    // The previous check's head and what it read there, per scorer × version.
+    let mut before: Option<(u64, Vec<Vec<CommitStats>>)> = None;
+    let mut scans = 0;
+    let mut check = |ledger: &Ledger| {
+        let cold = view(ledger.store());
+        let warm = ledger.view();
+        assert_eq!(warm.head(), cold.head(), "the ledger folded every event");
+        let head = cold.head().size;
+        let mut now = Vec::new();
         for scorer in ["acc", "cost"] {
-            for version in [None, Some("v0"), Some("v1"), Some("v2")] {
-                let at = |as_of: AsOf| match version {
-                    Some(v) => {
-                        s.commit_stats(ratchet_trace::ScorerRef::at_version(scorer, v), as_of)
-                    }
-                    None => s.commit_stats(scorer, as_of),
+            for version in VERSIONS {
+                let at = |v: &Verified, as_of: AsOf| match version {
+                    Some(ver) => v.commit_stats(ScorerRef::at_version(scorer, ver), as_of),
+                    None => v.commit_stats(scorer, as_of),
                 };
-                let kept = at(AsOf::Head).expect("kept");
-                let scanned = at(AsOf::Seq(head)).expect("scan");
-                assert_eq!(kept, scanned, "{scorer} {version:?} at {head}");
-                for st in &kept {
-                    let one = s
-                        .commit_stats_for(&st.commit, scorer, AsOf::Head)
-                        .expect("one")
-                        .filter(|_| version.is_none());
-                    if let Some(one) = one {
-                        assert_eq!(&one, st);
+                let kept = at(&cold, AsOf::Head);
+                assert_eq!(
+                    bits(&kept),
+                    bits(&at(warm, AsOf::Head)),
+                    "warm = cold: {scorer} {version:?} at {head}"
+                );
+                assert_eq!(bits(&kept), bits(&at(&cold, AsOf::Seq(head))));
+                if let Some((seq, old)) = &before {
+                    let was = &old[now.len()];
+                    let scanned = at(&cold, AsOf::Seq(*seq));
+                    assert_eq!(
+                        bits(&scanned),
+                        bits(was),
+                        "scan at {seq} = kept then: {scorer} {version:?}"
+                    );
+                    let n = |x: &[CommitStats]| x.iter().map(|s| s.n).sum::<u64>();
+                    if n(&kept) > n(was) {
+                        scans += 1;
                     }
                 }
+                for st in &kept {
+                    let one = cold
+                        .commit_stats_for(&st.commit, scorer, AsOf::Head)
+                        .filter(|_| version.is_none());
+                    if let Some(one) = one {
+                        assert_eq!(bits(&[one]), bits(std::slice::from_ref(st)));
+                    }
+                }
+                now.push(kept);
             }
         }
         for scorer in ["acc", "cost", "none"] {
             assert_eq!(
-                s.scorer_versions(scorer, AsOf::Head).expect("kept"),
-                s.scorer_versions(scorer, AsOf::Seq(head)).expect("scan"),
+                cold.scorer_versions(scorer, AsOf::Head),
+                cold.scorer_versions(scorer, AsOf::Seq(head)),
+                "{scorer}"
+            );
+            assert_eq!(
+                cold.scorer_versions(scorer, AsOf::Head),
+                warm.scorer_versions(scorer, AsOf::Head),
                 "{scorer}"
             );
             for (a, b) in [(0u8, 1u8), (2, 5), (3, 9)] {
+                let shared = |v: &Verified, as_of: AsOf| {
+                    v.shared_scorer_version(scorer, &commit(a), &commit(b), as_of)
+                };
                 assert_eq!(
-                    s.shared_scorer_version(scorer, &commit(a), &commit(b), AsOf::Head)
-                        .expect("kept"),
-                    s.shared_scorer_version(scorer, &commit(a), &commit(b), AsOf::Seq(head))
-                        .expect("scan"),
+                    shared(&cold, AsOf::Head),
+                    shared(&cold, AsOf::Seq(head)),
                     "{scorer} {a} {b}"
                 );
+                assert_eq!(shared(&cold, AsOf::Head), shared(warm, AsOf::Head));
             }
         }
-        assert!(s.verify().expect("verify").is_valid());
+        before = Some((head, now));
     };
     let mut i = 0u64;
     for round in 0..6 {
         for _ in 0..5 {
             i += 1;
-            s.record_score(&score(next(), i), "one").expect("one");
+            ledger.record_score(&score(next(), i), "one").expect("one");
         }
         let batch: Vec<Score> = (0..300)
             .map(|_| {
@@ -332,7 +368,7 @@ fn kept_statistics_equal_a_scan_to_the_bit() {
                 score(next(), i)
             })
             .collect();
-        s.record_scores(&batch, "batch").expect("batch");
+        ledger.record_scores(&batch, "batch").expect("batch");
         let cell_batch: Vec<Score> = (0..50 + round * 100)
             .map(|_| {
                 i += 1;
@@ -340,11 +376,15 @@ fn kept_statistics_equal_a_scan_to_the_bit() {
             })
             .collect();
         cell.record_scores(&cell_batch, "cell").expect("cell");
-        s.merge_cell(cell.dir(), &ratchet_trace::MergeOptions::default())
+        let merged = ledger
+            .store_mut()
+            .merge_cell(cell.dir(), &ratchet_trace::MergeOptions::default())
             .expect("merge");
-        check(&s);
+        assert_eq!(ledger.refresh().expect("refresh"), merged.ingested);
+        check(&ledger);
     }
-    assert!(s.commit_stats("acc", AsOf::Head).expect("stats").len() == 6);
+    assert!(scans > 0, "the scan path was compared");
+    assert_eq!(ledger.view().commit_stats("acc", AsOf::Head).len(), 6);
 }
 
 #[test]
@@ -369,7 +409,8 @@ fn commit_stats_match_a_direct_computation() {
     s.record_scores(&scores, "sim").expect("record");
     s.record_score(&Score::new(commit(9), "t", "other", 5.0), "sim")
         .expect("record");
-    let stats = s.commit_stats("latency", AsOf::Head).expect("stats");
+    let v = view(&s);
+    let stats = v.commit_stats("latency", AsOf::Head);
     assert_eq!(stats.len(), 5);
     for st in &stats {
         let xs = &by_commit[st.commit.as_str()];
@@ -394,16 +435,11 @@ fn commit_stats_match_a_direct_computation() {
                 .to_bits()
         );
     }
-    let one = s
+    let one = v
         .commit_stats_for(&commit(9), "other", AsOf::Head)
-        .expect("stats")
         .expect("one");
     assert_eq!((one.n, one.variance), (1, None));
-    assert_eq!(
-        s.commit_stats_for(&commit(9), "latency", AsOf::Head)
-            .expect("stats"),
-        None
-    );
+    assert_eq!(v.commit_stats_for(&commit(9), "latency", AsOf::Head), None);
 }
 
 #[test]
@@ -422,7 +458,7 @@ fn paired_scores_join_by_task() {
         s.record_score(&Score::new(c.clone(), t, "acc", v), "p")
             .expect("record");
     }
-    let p = s.paired_scores(&a, &b, "acc", AsOf::Head).expect("paired");
+    let p = view(&s).paired_scores(&a, &b, "acc", AsOf::Head);
     let got: Vec<(&str, Vec<f64>, Vec<f64>)> = p
         .iter()
         .map(|t| (t.task.as_str(), t.baseline.clone(), t.candidate.clone()))
@@ -437,8 +473,11 @@ fn paired_scores_join_by_task() {
     );
 }
 
+/// `task_means` is the per-task mean of `paired_scores`' values, `None`
+/// on a side with no score of the task, and reads nothing later than its
+/// seq.
 #[test]
-fn paired_means_agree_with_paired_scores() {
+fn task_means_agree_with_paired_scores() {
     let (_d, mut s) = new_store();
     let (a, b) = (commit(1), commit(2));
     let mut scores = Vec::new();
@@ -448,31 +487,31 @@ fn paired_means_agree_with_paired_scores() {
         scores.push(Score::new(c.clone(), task, "acc", f64::from(i % 17) / 16.0));
     }
     s.record_scores(&scores, "p").expect("record");
-    let head = s.head().expect("head").size;
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    let want: Vec<(f64, f64)> = s
+    let v = view(&s);
+    let head = v.head().size;
+    let mean = |x: &[f64]| (!x.is_empty()).then(|| x.iter().sum::<f64>() / x.len() as f64);
+    let want: Vec<(String, Option<f64>, Option<f64>)> = v
         .paired_scores(&a, &b, "acc", AsOf::Head)
-        .expect("paired")
         .into_iter()
-        .filter(|t| !t.baseline.is_empty() && !t.candidate.is_empty())
-        .map(|t| (mean(&t.baseline), mean(&t.candidate)))
+        .map(|t| (t.task, mean(&t.baseline), mean(&t.candidate)))
         .collect();
-    let got: Vec<(f64, f64)> = s
-        .paired_means(&a, &b, "acc", head)
-        .expect("means")
+    let got: Vec<(String, Option<f64>, Option<f64>)> = v
+        .task_means(&a, &b, "acc", head)
         .into_iter()
-        .map(|m| (m.baseline, m.candidate))
+        .map(|m| (m.task, m.baseline, m.candidate))
         .collect();
-    assert!(!want.is_empty());
+    assert!(want.iter().any(|w| w.1.is_some() && w.2.is_some()));
     assert_eq!(got.len(), want.len());
     for (g, w) in got.iter().zip(&want) {
-        assert!(
-            (g.0 - w.0).abs() < 1e-12 && (g.1 - w.1).abs() < 1e-12,
-            "{g:?} vs {w:?}"
-        );
+        assert_eq!(g.0, w.0);
+        let close = |x: Option<f64>, y: Option<f64>| match (x, y) {
+            (Some(x), Some(y)) => (x - y).abs() < 1e-12,
+            (x, y) => x == y,
+        };
+        assert!(close(g.1, w.1) && close(g.2, w.2), "{g:?} vs {w:?}");
     }
     // As of an earlier seq, later scores do not count.
-    assert!(s.paired_means(&a, &b, "acc", 0).expect("means").is_empty());
+    assert!(v.task_means(&a, &b, "acc", 0).is_empty());
 }
 
 #[test]
@@ -493,16 +532,15 @@ fn scores_and_test_runs_by_commit() {
     sc.latency_ms = Some(120.0);
     sc.holdout = true;
     s.record_score(&sc, "ci").expect("record");
-    assert_eq!(s.test_runs(&c, AsOf::Head).expect("runs"), vec![(1, run)]);
-    assert_eq!(
-        s.scores(&c, "acc", AsOf::Head).expect("scores"),
-        vec![(2, sc)]
-    );
-    assert!(
-        s.scores(&commit(4), "acc", AsOf::Head)
-            .expect("scores")
-            .is_empty()
-    );
+    let v = view(&s);
+    assert_eq!(v.test_runs(&c, AsOf::Head), vec![(1, run)]);
+    assert!(v.test_runs(&commit(4), AsOf::Head).is_empty());
+    assert_eq!(v.scores(), vec![(2, sc)]);
+    let mut rows = Vec::new();
+    v.each_score(0, &mut |r| {
+        rows.push((r.seq, r.commit.to_string(), r.session.to_string(), r.holdout))
+    });
+    assert_eq!(rows, vec![(2, c.to_string(), "ci".to_string(), true)]);
 }
 
 #[test]
@@ -537,23 +575,25 @@ fn readers_see_committed_events_while_a_writer_works() {
     assert!(r.verify().expect("verify").is_valid());
 }
 
+/// A verified view is one state: it holds no connection, so it neither
+/// sees what another handle writes after it was made nor blocks that writer.
 #[test]
-fn snapshots_see_one_state_and_release_the_writer() {
+fn a_verified_view_is_one_state_and_holds_no_lock() {
     let (_d, mut w) = new_store();
     fill(&mut w, 10);
-    let mut r = Store::open(w.dir(), StoreOptions::default()).expect("reader");
-    {
-        let snap = r.snapshot().expect("snapshot");
-        fill(&mut w, 5); // another handle writes meanwhile: not blocked
-        assert_eq!(snap.head().expect("head").size, 10, "the view is fixed");
-        assert!(snap.verify().expect("verify inside a snapshot").is_valid());
-        assert_eq!(snap.events_after(0, 100).expect("read").len(), 10);
-    }
+    let r = Store::open(w.dir(), StoreOptions::default()).expect("reader");
+    let v = view(&r);
+    fill(&mut w, 5); // another handle writes meanwhile: not blocked
+    assert_eq!(v.head().size, 10, "the view is fixed");
+    assert!(v.report().is_valid());
+    assert_eq!(v.overview().size, 10);
+    assert_eq!(v.events().len() as u64 + v.score_count(), 10);
     assert_eq!(
         r.head().expect("head").size,
         15,
         "a new query sees the new state"
     );
+    assert_eq!(view(&r).head().size, 15, "and so does a new verification");
 }
 
 /// Every aggregate query reads the trace as of a seq through the same name
@@ -581,15 +621,21 @@ fn each_query_reads_the_trace_as_it_stood_at_a_seq() {
         duration_ms: 1.0,
     };
     s.record_test_run(&run, "ci").expect("run");
-    let head = s.head().expect("head").size;
+    let v = view(&s);
+    let head = v.head().size;
     assert_eq!(head, 9);
     for at in 0..=head {
         let a_seen = at.min(4) as usize;
         let b_seen = at.saturating_sub(4).min(4) as usize;
         let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len() as f64;
-        // scores / commit_stats_for / commit_stats
-        assert_eq!(s.scores(&a, "acc", at).expect("scores").len(), a_seen);
-        let stats_a = s.commit_stats_for(&a, "acc", at).expect("stats");
+        // score_stream / commit_stats_for / commit_stats
+        let stream: Vec<(u64, f64)> = v
+            .score_stream(&a, "acc", 0, usize::MAX)
+            .into_iter()
+            .filter(|(seq, _)| *seq <= at)
+            .collect();
+        assert_eq!(stream.len(), a_seen);
+        let stats_a = v.commit_stats_for(&a, "acc", at);
         assert_eq!(
             stats_a.as_ref().map(|x| x.n),
             (a_seen > 0).then_some(a_seen as u64)
@@ -598,56 +644,56 @@ fn each_query_reads_the_trace_as_it_stood_at_a_seq() {
             let got = stats_a.expect("stats").mean;
             assert!((got - mean(&values[..a_seen])).abs() < 1e-12);
         }
-        let all = s.commit_stats("acc", at).expect("stats");
+        let all = v.commit_stats("acc", at);
         assert_eq!(all.len(), usize::from(a_seen > 0) + usize::from(b_seen > 0));
         // test_runs
-        assert_eq!(
-            s.test_runs(&b, at).expect("runs").len(),
-            usize::from(at >= 9)
-        );
+        assert_eq!(v.test_runs(&b, at).len(), usize::from(at >= 9));
         // scorer_versions / has_scorer / shared_scorer_version
-        assert_eq!(s.has_scorer("acc", at).expect("has"), at >= 1);
-        let versions = s.scorer_versions("acc", at).expect("versions");
+        assert_eq!(v.has_scorer("acc", at), at >= 1);
+        let versions = v.scorer_versions("acc", at);
         assert_eq!(
             versions.iter().map(|v| v.n).sum::<u64>(),
             (a_seen + b_seen) as u64
         );
         assert_eq!(
-            s.shared_scorer_version("acc", &a, &b, at)
-                .expect("version")
-                .is_some(),
+            v.shared_scorer_version("acc", &a, &b, at).is_some(),
             b_seen > 0
         );
-        // paired_scores / task_means / paired_means
-        let paired = s.paired_scores(&a, &b, "acc", at).expect("paired");
+        // paired_scores / task_means
+        let paired = v.paired_scores(&a, &b, "acc", at);
         assert_eq!(paired.len(), a_seen.max(b_seen));
         assert_eq!(
             paired.iter().filter(|t| !t.candidate.is_empty()).count(),
             b_seen
         );
-        let means = s.task_means(&a, &b, "acc", at).expect("means");
+        let means = v.task_means(&a, &b, "acc", at);
         assert_eq!(means.len(), a_seen.max(b_seen));
-        let both = s.paired_means(&a, &b, "acc", at).expect("means");
+        let both: Vec<(f64, f64)> = means
+            .iter()
+            .filter_map(|m| Some((m.baseline?, m.candidate?)))
+            .collect();
         assert_eq!(both.len(), b_seen);
         for (i, m) in both.iter().enumerate() {
-            assert!((m.baseline - values[i]).abs() < 1e-12);
-            assert!((m.candidate - (1.0 - values[i])).abs() < 1e-12);
+            assert!((m.0 - values[i]).abs() < 1e-12);
+            assert!((m.1 - (1.0 - values[i])).abs() < 1e-12);
         }
     }
     assert_eq!(
-        s.commit_stats("acc", AsOf::Head).expect("stats"),
-        s.commit_stats("acc", head).expect("stats")
+        v.commit_stats("acc", AsOf::Head),
+        v.commit_stats("acc", head)
     );
     assert_eq!(
-        s.paired_scores(&a, &b, "acc", AsOf::Head).expect("paired"),
-        s.paired_scores(&a, &b, "acc", AsOf::Seq(head))
-            .expect("paired")
+        v.paired_scores(&a, &b, "acc", AsOf::Head),
+        v.paired_scores(&a, &b, "acc", AsOf::Seq(head))
     );
 }
 
+/// `each_score` lends, in seq order after a seq, exactly the scores that
+/// were recorded (session and version included), and `scores` owns them.
 #[test]
-fn each_score_lends_the_rows_scores_after_returns() {
+fn each_score_lends_the_rows_that_were_recorded() {
     let (_d, mut s) = new_store();
+    let mut recorded = Vec::new();
     for i in 0..50u32 {
         let mut sc = Score::new(
             commit((i % 3) as u8 + 1),
@@ -657,12 +703,20 @@ fn each_score_lends_the_rows_scores_after_returns() {
         );
         sc.cost = (i % 2 == 0).then_some(0.5);
         sc.scorer_version = format!("v{}", i % 2);
-        s.record_score(&sc, "r").expect("score");
+        let r = s.record_score(&sc, &format!("r{}", i % 4)).expect("score");
+        recorded.push((r.seq, sc, format!("r{}", i % 4)));
     }
+    let v = view(&s);
+    assert_eq!(
+        v.scores(),
+        recorded
+            .iter()
+            .map(|(seq, sc, _)| (*seq, sc.clone()))
+            .collect::<Vec<_>>()
+    );
     for after in [0, 17, 49, 50] {
-        let owned = s.scores_after(after, usize::MAX).expect("scores");
         let mut lent = Vec::new();
-        s.each_score(after, &mut |r| {
+        v.each_score(after, &mut |r| {
             lent.push((
                 r.seq,
                 r.commit.to_string(),
@@ -670,12 +724,14 @@ fn each_score_lends_the_rows_scores_after_returns() {
                 r.scorer_version.to_string(),
                 r.value,
                 r.cost,
+                r.session.to_string(),
+                r.origin_store.map(str::to_string),
             ))
-        })
-        .expect("each");
-        let expect: Vec<_> = owned
+        });
+        let expect: Vec<_> = recorded
             .iter()
-            .map(|(seq, sc)| {
+            .filter(|(seq, _, _)| *seq > after)
+            .map(|(seq, sc, session)| {
                 (
                     *seq,
                     sc.commit.to_string(),
@@ -683,6 +739,8 @@ fn each_score_lends_the_rows_scores_after_returns() {
                     sc.scorer_version.clone(),
                     sc.value,
                     sc.cost,
+                    session.clone(),
+                    None,
                 )
             })
             .collect();

@@ -17,6 +17,7 @@ mod ids;
 mod merge;
 mod outside;
 mod policy;
+mod race;
 mod refs;
 
 use std::path::{Path, PathBuf};

@@ -192,8 +192,10 @@ fn a_nan_in_the_policy_file_is_not_the_pinned_policy() {
 
     // A program that builds the policy itself and calls the library's decide.
     let mut store = w.open_keyed();
-    let head = store.head().expect("head").size;
-    let pinned = ratchet_gate::pinned_policy(&store, "tool", head)
+    let view = store
+        .verified(&ratchet_trace::VerifyOptions::default())
+        .expect("verifies");
+    let pinned = ratchet_gate::pinned_policy(&view, "tool", view.head().size)
         .expect("pins")
         .expect("pinned");
     let base_id = ratchet_trace::CommitId::parse(&base).expect("id");

@@ -287,3 +287,36 @@ pub fn replace_bytes(dir: &Path, from: &[u8], to: &[u8]) {
     bytes[at[0]..at[0] + to.len()].copy_from_slice(to);
     std::fs::write(&path, bytes).expect("write db");
 }
+
+/// The store's verified view (default options): what every decision reads.
+pub fn view(store: &Store) -> ratchet_trace::Verified {
+    store
+        .verified(&ratchet_trace::VerifyOptions::default())
+        .expect("the store verifies")
+}
+
+/// The fault a refused verification names, as (seq, kind).
+pub fn refused(result: ratchet_trace::Result<ratchet_trace::Verified>) -> (u64, FaultKind) {
+    match result {
+        Err(ratchet_trace::Error::Tampered { fault }) => (fault.seq, fault.kind),
+        Err(e) => panic!("refused, but not as tampered: {e}"),
+        Ok(v) => panic!("verification accepted a tampered store at head {:?}", v.head()),
+    }
+}
+
+/// Statistics as their bits: `==` on `f64` would let `-0.0` equal `0.0`.
+pub fn bits(stats: &[ratchet_trace::CommitStats]) -> Vec<(String, u64, u64, Option<u64>, u64, u64)> {
+    stats
+        .iter()
+        .map(|s| {
+            (
+                s.commit.to_string(),
+                s.n,
+                s.mean.to_bits(),
+                s.variance.map(f64::to_bits),
+                s.min.to_bits(),
+                s.max.to_bits(),
+            )
+        })
+        .collect()
+}
