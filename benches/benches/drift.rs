@@ -7,9 +7,10 @@ use std::time::Duration;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use ratchet_drift::{
-    Cusum, DEFAULT_STATES, Detector, Ewma, EwmaLimits, Monitor, PageHinkley, best_commit,
+    Cusum, DEFAULT_STATES, Detector, Ewma, EwmaLimits, Monitor, PageHinkley, Ranking, best_commit,
     cusum_arl, ewma_arl,
 };
+use ratchet_trace::VerifyOptions;
 
 const OBS: usize = 10_000;
 
@@ -86,10 +87,21 @@ fn live(c: &mut Criterion) {
     // 1,000 commits × 1,000 scores = 1M score rows.
     let dir = tempfile::tempdir().expect("tempdir");
     let store = ratchet_benches::score_store(&dir.path().join("s"), 1_000_000, 1000);
+    // Decisions read the view verification folds (verified once, outside
+    // the timed loop, as a warm owner holds it).
+    let view = store.verified(&VerifyOptions::default()).expect("verifies");
+    let ranking = Ranking {
+        scorer: "accuracy",
+        version: None,
+        min_n: 30,
+        confidence: 0.95,
+        exclude: &[],
+        lower_is_better: false,
+    };
     let mut g = c.benchmark_group("live");
     g.sample_size(10).measurement_time(Duration::from_secs(8));
     g.bench_function("best_commit_1000_commits_1m_scores", |b| {
-        b.iter(|| black_box(best_commit(&store, "accuracy", 30, 0.95, &[]).expect("rank")))
+        b.iter(|| black_box(best_commit(&view, &ranking).expect("rank")))
     });
     // Yardstick: SQLite's own per-commit aggregate over the same rows.
     let raw = ratchet_benches::raw_connection(&store);
@@ -99,6 +111,7 @@ fn live(c: &mut Criterion) {
     // The monitor following one commit whose stream is all of 1M appended events.
     let dir2 = tempfile::tempdir().expect("tempdir");
     let one = ratchet_benches::score_store(&dir2.path().join("s"), 1_000_000, 1);
+    let one = one.verified(&VerifyOptions::default()).expect("verifies");
     let commit = ratchet_benches::commit(0);
     // Baseline from the first 1,000 scores; the stream is the 999,000 after.
     let from_start =

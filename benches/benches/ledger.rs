@@ -133,8 +133,9 @@ fn follow_poll(c: &mut Criterion) {
             VerifyOptions::default(),
         )
         .expect("ledger");
-        let mut monitor = ratchet_drift::Monitor::start(ledger.view(), &base, "accuracy", n as u64, 0.5, 5.0, 30)
-            .expect("monitor");
+        let mut monitor =
+            ratchet_drift::Monitor::start(ledger.view(), &base, "accuracy", n as u64, 0.5, 5.0, 30)
+                .expect("monitor");
         let mut other = Store::open(dir.path(), StoreOptions::default()).expect("open");
         let mut i = 0usize;
         g.bench_function(format!("{n}_events"), |b| {
@@ -143,7 +144,12 @@ fn follow_poll(c: &mut Criterion) {
                     let live: Vec<Score> = (0..100)
                         .map(|k| {
                             i += 1;
-                            Score::new(base.clone(), format!("live-{i}"), "accuracy", f64::from((k % 2) as u8))
+                            Score::new(
+                                base.clone(),
+                                format!("live-{i}"),
+                                "accuracy",
+                                f64::from((k % 2) as u8),
+                            )
                         })
                         .collect();
                     other.record_scores(&live, "live").expect("append");

@@ -34,7 +34,10 @@ fn main() {
     let t = Instant::now();
     let (store, base, cand) = paired_store(dir.path(), n / 2);
     drop(store);
-    println!("built {n} score events in {:.1} s", t.elapsed().as_secs_f64());
+    println!(
+        "built {n} score events in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
     let policy = ratchet_gate::Policy::parse(
         "[class.bench]\nscorer = \"accuracy\"\ntest = \"bernoulli\"\npass_threshold = 1.0\ntheta0 = 0.5\ntheta1 = 0.6\nmax_n = 100000000\n",
     )

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use ratchet_benches::{note, note_store, paired_store, score_store};
-use ratchet_trace::{AsOf, MergeOptions, Store, StoreOptions, Ulid};
+use ratchet_trace::{AsOf, MergeOptions, Store, StoreOptions, Ulid, VerifyOptions};
 
 /// Resets the kernel's peak-RSS mark of this process (Linux ≥ 4.0), so the
 /// next reading is the peak of what ran since.
@@ -93,7 +93,7 @@ fn main() {
         let dir = tempfile::tempdir().expect("tempdir");
         // Appends of notes in batches of 10,000 (the store every read below
         // of notes uses).
-        let mut notes = row("append notes (batches of 10k)", n, n, || {
+        let notes = row("append notes (batches of 10k)", n, n, || {
             note_store(&dir.path().join("notes"), n)
         });
         let stride = (n / 10_000).max(1);
@@ -102,17 +102,11 @@ fn main() {
             .filter_map(|seq| notes.event_by_seq(seq as u64 + 1).ok().flatten())
             .map(|e| e.id)
             .collect();
-        row(
-            "point read by id (10k reads, in a snapshot)",
-            n,
-            ids.len(),
-            || {
-                let snap = notes.snapshot().expect("snapshot");
-                for id in &ids {
-                    std::hint::black_box(snap.event_by_id(*id).expect("read"));
-                }
-            },
-        );
+        row("point read by id (10k reads)", n, ids.len(), || {
+            for id in &ids {
+                std::hint::black_box(notes.event_by_id(*id).expect("read"));
+            }
+        });
         row("verify notes", n, n, || {
             assert!(notes.verify().expect("verify").is_valid())
         });
@@ -124,25 +118,26 @@ fn main() {
         row("verify scores", n, n, || {
             assert!(scores.verify().expect("verify").is_valid())
         });
+        // Decisions query the view verification folds (built untimed).
+        let view = scores
+            .verified(&VerifyOptions::default())
+            .expect("verifies");
         row(
-            "commit_stats at the head (kept), 100 commits",
+            "commit_stats at the head (kept folds), 100 commits",
             n,
             100,
-            || std::hint::black_box(scores.commit_stats("accuracy", AsOf::Head).expect("stats")),
+            || std::hint::black_box(view.commit_stats("accuracy", AsOf::Head)),
         );
-        let size = scores.head().expect("head").size;
+        // As of a seq before each commit's last score (the rows are
+        // round-robin over the 100 commits): every value is folded again.
+        let before_last = view.head().size - 100;
         row(
-            "commit_stats by scan (as of the last seq), per row",
+            "commit_stats by scan (as of an earlier seq), per row",
             n,
             n,
-            || {
-                std::hint::black_box(
-                    scores
-                        .commit_stats("accuracy", AsOf::Seq(size))
-                        .expect("stats"),
-                )
-            },
+            || std::hint::black_box(view.commit_stats("accuracy", AsOf::Seq(before_last))),
         );
+        drop(view);
         let raw = ratchet_benches::raw_connection(&scores);
         row("SQLite GROUP BY commit (yardstick), per row", n, n, || {
             std::hint::black_box(ratchet_benches::group_by_commit(&raw, "scores", "accuracy"))
@@ -157,18 +152,16 @@ fn main() {
         std::fs::remove_dir_all(dir.path().join("scores")).expect("cleanup");
         // decide's read: per-task means of two commits, n/2 tasks each.
         let (paired, base, cand) = paired_store(&dir.path().join("paired"), n / 2);
+        let view = paired
+            .verified(&VerifyOptions::default())
+            .expect("verifies");
         row(
             "task_means (decide's read; n/2 tasks x 2 commits)",
             n,
             n,
-            || {
-                std::hint::black_box(
-                    paired
-                        .task_means(&base, &cand, "accuracy", AsOf::Head)
-                        .expect("means"),
-                )
-            },
+            || std::hint::black_box(view.task_means(&base, &cand, "accuracy", AsOf::Head)),
         );
+        drop(view);
         drop(paired);
         std::fs::remove_dir_all(dir.path().join("paired")).expect("cleanup");
         // A merge of a cell of n notes into an empty home.

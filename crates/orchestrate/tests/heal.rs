@@ -128,7 +128,12 @@ fn heal_checks_out_the_best_other_commit_and_recovery_is_checked() {
     );
     // The checkout is in the trace.
     let seq = report.checkout_seq.expect("recorded");
-    let e = s.ledger.store().event_by_seq(seq).expect("read").expect("event");
+    let e = s
+        .ledger
+        .store()
+        .event_by_seq(seq)
+        .expect("read")
+        .expect("event");
     assert_eq!(e.kind, KIND_CHECKOUT);
     assert_eq!(e.commit.as_ref(), Some(&s.commits[1]));
 
@@ -174,7 +179,11 @@ fn a_dirty_work_tree_is_refused_and_nothing_changes() {
         std::fs::read_to_string(s.dir.path().join("prompt.txt")).expect("read"),
         "edited by hand"
     );
-    assert_eq!(s.ledger.store().head().expect("head"), before, "nothing recorded");
+    assert_eq!(
+        s.ledger.store().head().expect("head"),
+        before,
+        "nothing recorded"
+    );
 }
 
 #[test]
@@ -212,7 +221,10 @@ fn promotions_are_refs_and_events() {
     let promotion = record_promotion(s.dir.path(), &mut s.ledger, &s.commits[2], "prompt", None)
         .expect("promote");
     assert_eq!(promotion.reference, "refs/ratchet/promoted/prompt");
-    assert_eq!(promotion.receipt.seq, s.ledger.store().head().expect("head").size);
+    assert_eq!(
+        promotion.receipt.seq,
+        s.ledger.store().head().expect("head").size
+    );
     let r = s.repo.find_reference(&promotion.reference).expect("ref");
     assert_eq!(
         r.target().map(|o| o.to_string()),
@@ -249,7 +261,11 @@ fn an_alarm_about_an_improvement_heals_nothing() {
             .is_some_and(|w| w.contains("improvement")),
         "{report:#?}"
     );
-    assert_eq!(s.ledger.store().head().expect("head").size, head, "nothing recorded");
+    assert_eq!(
+        s.ledger.store().head().expect("head").size,
+        head,
+        "nothing recorded"
+    );
     // For a lower-is-better scorer, an upward shift is the harm.
     let opts = HealOptions {
         lower_is_better: true,
@@ -368,7 +384,11 @@ fn the_gate_promotes_naming_its_own_decision_and_refuses_a_commit_against_itself
         gate(&mut s.ledger, &same, &GateOptions::default()),
         Err(Error::SameCommit { .. })
     ));
-    assert_eq!(s.ledger.store().head().expect("head"), head, "nothing recorded");
+    assert_eq!(
+        s.ledger.store().head().expect("head"),
+        head,
+        "nothing recorded"
+    );
 }
 
 #[test]

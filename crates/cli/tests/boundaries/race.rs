@@ -42,7 +42,12 @@ fn a_raw_writer_racing_the_gate_never_turns_a_reject_into_a_promote() {
     w.save_checkpoint();
     let honest = gate(&w, &base, &cand, &["--dry-run", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&honest.stdout).expect("json");
-    assert_eq!(v["status"], "reject", "the honest verdict: {}", text(&honest));
+    assert_eq!(
+        v["status"],
+        "reject",
+        "the honest verdict: {}",
+        text(&honest)
+    );
 
     let db = w.store().join("trace.db");
     let found = offsets_of(&std::fs::read(&db).expect("read db"), &candidate_values());
@@ -110,7 +115,7 @@ fn a_raw_writer_racing_the_gate_never_turns_a_reject_into_a_promote() {
     // The store is whole again and no promote was ever recorded.
     let o = w.verify_fully(&[]);
     assert!(o.status.success(), "{}", text(&o));
-    let o = w.cmd(&["log", "--kind", "decision", "--json"], "");
+    let o = w.run(&["log", "--kind", "decision", "--json"], "");
     assert!(o.status.success(), "{}", text(&o));
     assert!(
         !String::from_utf8_lossy(&o.stdout).contains("\"verdict\":\"promote\""),
