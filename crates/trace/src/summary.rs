@@ -4,7 +4,7 @@
 //! state (count, mean, sum of squared deviations) with min, max and the seq
 //! of the last score folded in. Every append or merge that inserts score
 //! rows folds their values in seq order into the rows they touch, inside
-//! the same transaction, so [`crate::Store::commit_stats`] at the head reads
+//! the same transaction, so [`crate::Verified::commit_stats`] at the head reads
 //! one row per scorer × version × commit instead of every score.
 //!
 //! The table is derived data, like the projection tables, and is checked

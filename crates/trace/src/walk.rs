@@ -347,11 +347,26 @@ pub(crate) fn walk(
         (Some(r), _) => Some(r),
         (None, w) => w,
     };
+    // The row at a fault's seq was read too; at that seq a repeated id
+    // comes after what the reader checks first (seq, shape, link) and
+    // before the rest, as in a row-by-row check.
+    let reader_first = |k: &FaultKind| {
+        matches!(
+            k,
+            FaultKind::Missing { .. } | FaultKind::MalformedRow { .. } | FaultKind::BrokenLink
+        )
+    };
     let valid_to = chosen
         .as_ref()
-        .map_or(reader.expected.saturating_sub(1), |(f, _)| f.seq - 1);
+        .map_or(reader.expected.saturating_sub(1), |(f, _)| {
+            if reader_first(&f.kind) {
+                f.seq - 1
+            } else {
+                f.seq
+            }
+        });
     if let Some(dup) = duplicate_id(conn, whole, valid_to, reader.new_ids.as_ref())?
-        && chosen.as_ref().is_none_or(|(f, _)| dup.0.seq < f.seq)
+        && chosen.as_ref().is_none_or(|(f, _)| dup.0.seq <= f.seq)
     {
         chosen = Some(dup);
     }

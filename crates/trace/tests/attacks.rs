@@ -163,22 +163,53 @@ fn rows_below_seq_one_are_outside_the_chain_in_every_table() {
 
 #[test]
 fn a_second_event_with_an_existing_id_is_caught() {
-    let (_d, mut s) = new_store();
-    fill(&mut s, 8);
-    let a = attacker(s.dir());
-    // A copy of event 3 (its id included) appended at the end, chain relinked.
-    a.execute(
-        "INSERT INTO events SELECT 9, id, ts_ms, cell, session, kind, commit_id, payload,
-           origin_store, origin_seq, origin_hash, prev_hash, hash, mac FROM events WHERE seq = 3",
-        [],
-    )
-    .expect("copy");
-    recompute_chain(&a, s.id(), 9);
-    drop(a);
-    assert_eq!(
-        fault_of(&reopen(s.dir())),
-        (9, FaultKind::DuplicateId { first_seq: 3 })
-    );
+    // Event 3 is a test run, event 4 a note: each copied (its id included)
+    // to the end, the chain relinked — and the test run's projection row
+    // copied too, so the repeated id is the only thing wrong.
+    for (from, projection) in [
+        (
+            3,
+            Some(
+                "INSERT INTO test_runs SELECT 9, commit_id, suite, passed, failed, skipped, duration_ms FROM test_runs WHERE seq = 3",
+            ),
+        ),
+        (4, None),
+    ] {
+        let (_d, mut s) = new_store();
+        fill(&mut s, 8);
+        let a = attacker(s.dir());
+        a.execute(
+            "INSERT INTO events SELECT 9, id, ts_ms, cell, session, kind, commit_id, payload,
+               origin_store, origin_seq, origin_hash, prev_hash, hash, mac FROM events WHERE seq = ?1",
+            [from],
+        )
+        .expect("copy");
+        if let Some(sql) = projection {
+            a.execute(sql, []).expect("copy the projection row");
+        }
+        recompute_chain(&a, s.id(), 9);
+        drop(a);
+        let s = reopen(s.dir());
+        assert_eq!(
+            fault_of(&s),
+            (
+                9,
+                FaultKind::DuplicateId {
+                    first_seq: from as u64
+                }
+            ),
+            "copy of {from}"
+        );
+        assert_eq!(
+            refused(s.verified(&VerifyOptions::default())),
+            (
+                9,
+                FaultKind::DuplicateId {
+                    first_seq: from as u64
+                }
+            )
+        );
+    }
 }
 
 #[test]

@@ -66,7 +66,11 @@ fn v1_fixture_reads_back_its_content() {
             merged.push((r.holdout, r.origin_store.is_some()));
         }
     });
-    assert_eq!(merged, vec![(true, true); 2], "b's two holdout scores, merged");
+    assert_eq!(
+        merged,
+        vec![(true, true); 2],
+        "b's two holdout scores, merged"
+    );
     let first = store.event_by_seq(1).expect("read").expect("first");
     assert_eq!(first.payload_json().expect("json")["text"], "naïve ✓");
     let last = store.event_by_seq(8).expect("read").expect("last");

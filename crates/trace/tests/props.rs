@@ -206,7 +206,7 @@ proptest! {
         prop_assert_eq!(key(&once), key(&twice));
         prop_assert!(once.verify().expect("verify").is_valid());
         prop_assert!(twice.verify().expect("verify").is_valid());
-        prop_assert_eq!(once.commit_stats("acc", AsOf::Head).expect("stats"), twice.commit_stats("acc", AsOf::Head).expect("stats"));
+        prop_assert_eq!(bits(&view(&once).commit_stats("acc", AsOf::Head)), bits(&view(&twice).commit_stats("acc", AsOf::Head)));
     }
 
     #[test]
@@ -272,7 +272,9 @@ proptest! {
                 e.1 += value;
             }
         }
-        let stats = s.commit_stats("acc", AsOf::Head).expect("stats");
+        let v = view(&s);
+        prop_assert_eq!(v.head().size as usize, model.len());
+        let stats = v.commit_stats("acc", AsOf::Head);
         prop_assert_eq!(stats.len(), sums.len());
         for st in stats {
             let (n, sum) = sums[st.commit.as_str()];
@@ -337,11 +339,16 @@ proptest! {
         let r = s.verify().expect("verify");
         prop_assert!(r.is_valid(), "{v:e}: {:?}", r.fault);
         let want = (v + 0.0).to_bits();
-        for (_, sc) in s.scores(&c, "x", AsOf::Head).expect("scores") {
+        let view = view(&s);
+        let scores = view.scores();
+        prop_assert_eq!(scores.len(), 1 + spellings.len());
+        for (_, sc) in scores {
             prop_assert_eq!(sc.value.to_bits(), want, "{} {:e}", sc.task, v);
             prop_assert_eq!(sc.cost.map(f64::to_bits), Some((nonneg + 0.0).to_bits()));
         }
-        for (_, run) in s.test_runs(&c, AsOf::Head).expect("runs") {
+        let runs = view.test_runs(&c, AsOf::Head);
+        prop_assert_eq!(runs.len(), 1 + spellings.len());
+        for (_, run) in runs {
             prop_assert_eq!(run.duration_ms.to_bits(), (nonneg + 0.0).to_bits());
         }
     }

@@ -72,16 +72,17 @@ fn two_commits_and_another_scorer(s: &mut Store) {
 // `PRAGMA quick_check` (SQLite checks WITHOUT ROWID key order only in the
 // full integrity_check: `if( isQuick || HasRowid(pTab) ) pPk = 0;`), and the
 // summary comparison scans the table (it sees every row, in any order), so
-// verification passes; but `commit_stats` at the head *seeks* on the scorer
-// and stops at the first key past it, so a row placed after a larger key is
-// never read. The best commit vanishes from the ranking.
+// verification passes; but `commit_stats` at the head *seeked* on the scorer
+// and stopped at the first key past it, so a row placed after a larger key
+// was never read and the best commit vanished from the ranking. Decisions
+// now read the verified view, folded from the event bytes: no table at all.
 // ---------------------------------------------------------------------------
 
 #[test]
-fn break_misordered_commit_stats_page_hides_the_best_commit_from_head_reads() {
+fn break_misordered_commit_stats_page_does_not_hide_the_best_commit_from_the_view() {
     let (_d, mut s) = new_store();
     two_commits_and_another_scorer(&mut s);
-    let honest = s.commit_stats("acc", AsOf::Head).expect("stats");
+    let honest = view(&s).commit_stats("acc", AsOf::Head);
     assert_eq!(honest.len(), 2);
     assert_eq!(honest[0].commit, commit(1));
     let dir = s.dir().to_path_buf();
@@ -92,38 +93,24 @@ fn break_misordered_commit_stats_page_hides_the_best_commit_from_head_reads() {
     permute_leaf_cells(&dir, "commit_stats", &[1, 2, 0]);
 
     let s = reopen(&dir);
-    let report = s.verify().expect("verify runs");
-    let head = s.commit_stats("acc", AsOf::Head).expect("stats at head");
-    let scan = s.commit_stats("acc", AsOf::Seq(size)).expect("scan");
-    let one = s
-        .commit_stats_for(&commit(1), "acc", AsOf::Head)
-        .expect("one commit");
-    eprintln!("verify: {:?}", report.fault);
-    eprintln!(
-        "head read: {:?}",
-        head.iter().map(|c| &c.commit).collect::<Vec<_>>()
-    );
-    eprintln!(
-        "scan read: {:?}",
-        scan.iter().map(|c| &c.commit).collect::<Vec<_>>()
-    );
-    eprintln!("commit_stats_for(commit 1): {one:?}");
-    assert_eq!(scan, honest, "the scores are untouched");
-    // The promise: either verification names a fault, or the head read is
-    // what the verified scores say.
-    assert!(
-        !report.is_valid() || head == honest,
-        "verification passed ({} events) but commit_stats at the head lost commit 1: {head:?}",
-        report.size
+    // The table's rows are all there (verification scans them, in any
+    // order), so the store verifies; and the view it hands out never reads
+    // the table: it holds what the verified scores say.
+    let v = view(&s);
+    assert_eq!(v.head().size, size);
+    assert_eq!(bits(&v.commit_stats("acc", AsOf::Head)), bits(&honest));
+    assert_eq!(
+        v.commit_stats_for(&commit(1), "acc", AsOf::Head).as_ref(),
+        honest.first()
     );
 }
 
-/// The same misordering hides the newest scorer version from
+/// The same misordering hid the newest scorer version from
 /// `scorer_versions`/`shared_scorer_version` at the head, so a reader that
-/// takes "the newest version" (best_commit, baseline_world) ranks on a
-/// stale version.
+/// takes "the newest version" (best_commit, baseline_world) ranked on a
+/// stale version. The view reads no table: it lists every version.
 #[test]
-fn break_misordered_commit_stats_page_hides_the_newest_version() {
+fn break_misordered_commit_stats_page_does_not_hide_the_newest_version() {
     let (_d, mut s) = new_store();
     let mut old = score(1, "t", "acc", 0.5);
     old.scorer_version = "a-old".into();
@@ -135,27 +122,20 @@ fn break_misordered_commit_stats_page_hides_the_newest_version() {
     s.record_scores(&[old, old2, new, other], "s")
         .expect("scores");
     let size = s.head().expect("head").size;
-    let honest = s.scorer_versions("acc", AsOf::Head).expect("versions");
+    let honest = view(&s).scorer_versions("acc", AsOf::Head);
     assert_eq!(honest[0].version, "b-new");
     let dir = s.dir().to_path_buf();
     drop(s);
     // Sorted: [acc/a-old/c1, acc/b-new/c1, zzz/1/c1] -> [acc/a-old, zzz, acc/b-new].
     permute_leaf_cells(&dir, "commit_stats", &[0, 2, 1]);
     let s = reopen(&dir);
-    let report = s.verify().expect("verify runs");
-    let head = s.scorer_versions("acc", AsOf::Head).expect("versions");
-    let scan = s.scorer_versions("acc", AsOf::Seq(size)).expect("scan");
-    let shared = s
-        .shared_scorer_version("acc", &commit(1), &commit(1), AsOf::Head)
-        .expect("shared");
-    eprintln!(
-        "verify: {:?}; head {head:?}; scan {scan:?}; shared {shared:?}",
-        report.fault
-    );
-    assert_eq!(scan, honest);
-    assert!(
-        !report.is_valid() || (head == honest && shared.as_deref() == Some("b-new")),
-        "verification passed but the head reads lost version b-new: {head:?}, shared {shared:?}"
+    let v = view(&s);
+    assert_eq!(v.head().size, size);
+    assert_eq!(v.scorer_versions("acc", AsOf::Head), honest);
+    assert_eq!(
+        v.shared_scorer_version("acc", &commit(1), &commit(1), AsOf::Head)
+            .as_deref(),
+        Some("b-new")
     );
 }
 
@@ -181,7 +161,7 @@ fn break_negative_zero_in_commit_stats_passes_verification() {
         "s",
     )
     .expect("scores");
-    let honest = s.commit_stats("acc", AsOf::Head).expect("stats");
+    let honest = view(&s).commit_stats("acc", AsOf::Head);
     assert_eq!(honest[0].mean.to_bits(), 0.0f64.to_bits());
     let dir = s.dir().to_path_buf();
     drop(s);
@@ -201,26 +181,33 @@ fn break_negative_zero_in_commit_stats_passes_verification() {
         &(-0.0f64).to_bits().to_be_bytes(),
     );
     let s = reopen(&dir);
-    let report = s.verify().expect("verify runs");
-    let head = s.commit_stats("acc", AsOf::Head).expect("stats");
-    eprintln!(
-        "verify: {:?}; mean bits of commit 1: {:#x}",
-        report.fault,
-        head[0].mean.to_bits()
-    );
+    // Compared to the bit: the -0.0 in the table is a fault, and no view of
+    // the store is handed out.
+    let (seq, kind) = refused(s.verified(&VerifyOptions::default()));
     assert!(
-        !report.is_valid() || head[0].mean.to_bits() == honest[0].mean.to_bits(),
-        "verification passed while commit 1's mean is -0.0 (the fold says +0.0)"
+        seq == 0 && matches!(kind, FaultKind::SummaryMismatch { .. }),
+        "{seq} {kind:?}"
+    );
+    // The figures never came from the table: rebuilt from the scores, the
+    // view is the honest one, +0.0 included.
+    drop(s);
+    let mut s = reopen(&dir);
+    s.rebuild_commit_stats().expect("rebuild");
+    assert_eq!(
+        bits(&view(&s).commit_stats("acc", AsOf::Head)),
+        bits(&honest)
     );
 }
 
 // ---------------------------------------------------------------------------
-// BREAK 3 (robustness): an unverified unpinned read panics (u64 overflow in
-// Welford::merge, debug builds) on rows a file writer controls.
+// BREAK 3 (robustness): an unverified unpinned read panicked (u64 overflow
+// in Welford::merge, debug builds) on rows a file writer controls. No read
+// of the table is left to a decision; verification reads it, and must name
+// the forgery rather than panic.
 // ---------------------------------------------------------------------------
 
 #[test]
-fn break_huge_counts_in_commit_stats_do_not_panic_an_unpinned_read() {
+fn break_huge_counts_in_commit_stats_do_not_panic_verification() {
     let (_d, mut s) = new_store();
     let mut all = Vec::new();
     for v in ["v1", "v2", "v3"] {
@@ -229,21 +216,25 @@ fn break_huge_counts_in_commit_stats_do_not_panic_an_unpinned_read() {
         all.push(a);
     }
     s.record_scores(&all, "s").expect("scores");
+    let honest = view(&s).commit_stats("acc", AsOf::Head);
     rusqlite::Connection::open(db_path(s.dir()))
         .expect("raw")
         .execute("UPDATE commit_stats SET n = 9223372036854775807", [])
         .expect("edit");
+    let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        refused(s.verified(&VerifyOptions::default()))
+    }));
+    let (seq, kind) = read.expect("verification panicked on a forged row");
+    assert!(
+        seq == 0 && matches!(kind, FaultKind::SummaryMismatch { .. }),
+        "{seq} {kind:?}"
+    );
     assert!(matches!(
         fault(&s),
         Some((0, FaultKind::SummaryMismatch { .. }))
     ));
-    let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        s.commit_stats("acc", AsOf::Head).map(|v| v.len())
-    }));
-    assert!(
-        read.is_ok(),
-        "Store::commit_stats panicked on a forged row instead of returning an error"
-    );
+    s.rebuild_commit_stats().expect("rebuild");
+    assert_eq!(view(&s).commit_stats("acc", AsOf::Head), honest);
 }
 
 // ---------------------------------------------------------------------------
@@ -279,9 +270,12 @@ fn malformed_commit_stats_rows_are_faults_not_panics() {
             matches!(f, Some((0, FaultKind::SummaryMismatch { .. }))),
             "{sql}: {f:?}"
         );
-        // Reads: an error or some value, never a panic.
-        let _ = s.commit_stats(ratchet_trace::ScorerRef::at_version("acc", "1"), AsOf::Head);
-        let _ = s.scorer_versions("acc", AsOf::Head);
+        // A deciding read: refused, never a panic.
+        let (seq, kind) = refused(s.verified(&VerifyOptions::default()));
+        assert!(
+            seq == 0 && matches!(kind, FaultKind::SummaryMismatch { .. }),
+            "{sql}: {seq} {kind:?}"
+        );
         // Appending a score onto the malformed row either fails whole or
         // goes through (the fault stays); never a partial append.
         let r = s.record_scores(
@@ -339,7 +333,7 @@ fn a_v2_store_marked_v1_is_a_fault_and_is_not_upgraded_over() {
 fn a_v2_store_rewritten_as_exact_v1_reads_honestly() {
     let (_d, mut s) = new_store();
     two_commits_and_another_scorer(&mut s);
-    let honest = s.commit_stats("acc", AsOf::Head).expect("stats");
+    let honest = view(&s).commit_stats("acc", AsOf::Head);
     let raw = rusqlite::Connection::open(db_path(s.dir())).expect("raw");
     raw.execute_batch(
         "DROP TABLE commit_stats;
@@ -359,17 +353,17 @@ CREATE INDEX events_by_origin ON events (origin_store, origin_seq) WHERE origin_
     drop(raw);
     let r = s.verify().expect("verify");
     assert!(r.is_valid(), "an exact v1 store verifies: {r:?}");
-    // The open handle still believes it keeps a summary: its head read fails
-    // rather than answering from something unverified.
-    assert!(s.commit_stats("acc", AsOf::Head).is_err());
+    // The open handle, opened while the store was v2: its view is folded
+    // from the verified events, never from a table, so it is the honest one.
+    assert_eq!(view(&s).commit_stats("acc", AsOf::Head), honest);
     let dir = s.dir().to_path_buf();
     drop(s);
     let ro = Store::open_read_only(&dir, StoreOptions::default()).expect("ro");
-    assert_eq!(ro.commit_stats("acc", AsOf::Head).expect("scan"), honest);
+    assert_eq!(view(&ro).commit_stats("acc", AsOf::Head), honest);
     drop(ro);
     let rw = reopen(&dir);
     assert!(rw.verify().expect("verify").is_valid());
-    assert_eq!(rw.commit_stats("acc", AsOf::Head).expect("kept"), honest);
+    assert_eq!(view(&rw).commit_stats("acc", AsOf::Head), honest);
 }
 
 /// The v1 → v2 upgrade folds the *stored* score rows without verifying
@@ -522,7 +516,7 @@ fn a_bad_event_anywhere_in_a_pipelined_batch_stores_nothing() {
     let (_d, mut s) = new_store();
     fill(&mut s, 10);
     let head0 = s.head().expect("head");
-    let stats0 = s.commit_stats("acc", AsOf::Head).expect("stats");
+    let stats0 = view(&s).commit_stats("acc", AsOf::Head);
     for len in [256usize, 300, 1000] {
         for bad in [0, 1, 127, 128, 129, 255, 256, len - 1] {
             if bad >= len {
@@ -537,7 +531,7 @@ fn a_bad_event_anywhere_in_a_pipelined_batch_stores_nothing() {
                 "len {len} bad {bad}: {err}"
             );
             assert_eq!(s.head().expect("head"), head0, "len {len} bad {bad}");
-            assert_eq!(s.commit_stats("acc", AsOf::Head).expect("stats"), stats0);
+            assert_eq!(view(&s).commit_stats("acc", AsOf::Head), stats0);
         }
     }
     // JSON lines: a bad line late in a long text.
@@ -557,7 +551,7 @@ fn a_bad_event_anywhere_in_a_pipelined_batch_stores_nothing() {
     let err = s.append_json_lines(&text).expect_err("refused");
     assert!(err.to_string().contains("line 518"), "{err}");
     assert_eq!(s.head().expect("head"), head0);
-    assert_eq!(s.commit_stats("acc", AsOf::Head).expect("stats"), stats0);
+    assert_eq!(view(&s).commit_stats("acc", AsOf::Head), stats0);
     assert!(s.verify().expect("verify").is_valid());
 }
 
@@ -568,11 +562,23 @@ fn a_pipelined_append_keeps_the_summary_exact() {
     s.append_batch(drafts).expect("append");
     let drafts: Vec<EventDraft> = (0..700).map(mixed_draft).collect();
     s.append_batch(drafts).expect("append");
-    assert!(s.verify().expect("verify").is_valid());
-    let size = s.head().expect("head").size;
-    let head: Vec<CommitStats> = s.commit_stats("acc", AsOf::Head).expect("head");
-    let scan = s.commit_stats("acc", AsOf::Seq(size)).expect("scan");
-    assert_eq!(head, scan);
+    // Verification requires the table kept by the pipelined append to be the
+    // refold of the score rows, to the bit; the view folds the same values
+    // the same way, and a scan at an earlier seq agrees with what the view
+    // kept there.
+    let v = view(&s);
+    let size = v.head().size;
+    let head: Vec<CommitStats> = v.commit_stats("acc", AsOf::Head);
+    let scan = v.commit_stats("acc", AsOf::Seq(size));
+    assert_eq!(bits(&head), bits(&scan));
+    let first = Store::open(s.dir(), StoreOptions::default())
+        .expect("open")
+        .verified(&VerifyOptions::default().up_to(5000))
+        .expect("verified to 5000");
+    assert_eq!(
+        bits(&first.commit_stats("acc", AsOf::Head)),
+        bits(&v.commit_stats("acc", AsOf::Seq(5000)))
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -590,8 +596,7 @@ fn home_and_cell() -> (tempfile::TempDir, Store, Store) {
 
 fn assert_untouched(home: &Store, head: ratchet_trace::Head, stats: &[CommitStats]) {
     assert_eq!(home.head().expect("head"), head, "nothing ingested");
-    assert_eq!(home.commit_stats("acc", AsOf::Head).expect("stats"), stats);
-    assert!(home.verify().expect("verify").is_valid());
+    assert_eq!(view(home).commit_stats("acc", AsOf::Head), stats);
 }
 
 #[test]
@@ -642,7 +647,7 @@ fn a_hostile_cell_ingests_nothing() {
         drop(cell);
         edit(&cell_dir);
         let head = home.head().expect("head");
-        let stats = home.commit_stats("acc", AsOf::Head).expect("stats");
+        let stats = view(&home).commit_stats("acc", AsOf::Head);
         let err = home
             .merge_cell(&cell_dir, &MergeOptions::default())
             .expect_err(what);
@@ -669,7 +674,7 @@ fn a_late_equivocation_ingests_nothing() {
     let drafts: Vec<EventDraft> = (0..3000).map(mixed_draft).collect();
     cell.append_batch(drafts).expect("cell append");
     let head = home.head().expect("head");
-    let stats = home.commit_stats("acc", AsOf::Head).expect("stats");
+    let stats = view(&home).commit_stats("acc", AsOf::Head);
     // Pretend the cell's last event reuses the id of a home event: the
     // attacker rebuilds the cell's chain (unkeyed cell) to pass verification.
     let home_id: Vec<u8> = rusqlite::Connection::open(db_path(home.dir()))
@@ -710,33 +715,38 @@ fn a_misordered_cell_summary_does_not_reach_the_home() {
     permute_leaf_cells(&dir, "commit_stats", &[1, 2, 0]);
     home.merge_cell(&dir, &MergeOptions::default())
         .expect("merge");
-    assert!(home.verify().expect("verify").is_valid());
-    let size = home.head().expect("head").size;
-    assert_eq!(
-        home.commit_stats("acc", AsOf::Head).expect("head"),
-        home.commit_stats("acc", AsOf::Seq(size)).expect("scan")
-    );
+    // The home verifies (its own table is exact) and its view is the
+    // cell's honest figures.
+    let honest: Vec<CommitStats> = {
+        let (_t, mut clean) = new_store();
+        two_commits_and_another_scorer(&mut clean);
+        view(&clean).commit_stats("acc", AsOf::Head)
+    };
+    let v = view(&home);
+    assert_eq!(v.commit_stats("acc", AsOf::Head).len(), 2);
+    let counts = |x: &[CommitStats]| x.iter().map(|c| (c.n, c.mean)).collect::<Vec<_>>();
+    assert_eq!(counts(&v.commit_stats("acc", AsOf::Head)), counts(&honest));
 }
 
 // ---------------------------------------------------------------------------
-// Caught: a snapshot's verification and its reads see one state.
+// Caught: what verification read is what the view holds; a later edit of
+// the file cannot reach it.
 // ---------------------------------------------------------------------------
 
 #[test]
-fn an_edit_after_verification_inside_a_snapshot_is_not_read() {
+fn an_edit_after_verification_does_not_reach_the_view() {
     let (_d, mut s) = new_store();
     two_commits_and_another_scorer(&mut s);
-    let honest = s.commit_stats("acc", AsOf::Head).expect("stats");
     let dir = s.dir().to_path_buf();
-    let snap = s.snapshot().expect("snapshot");
-    snap.verified(&VerifyOptions::default()).expect("verified");
+    let v = view(&s);
+    let honest = v.commit_stats("acc", AsOf::Head);
     rusqlite::Connection::open(db_path(&dir))
         .expect("raw")
         .execute("UPDATE commit_stats SET mean = 0.01", [])
-        .expect("edit while the snapshot lives");
-    assert_eq!(snap.commit_stats("acc", AsOf::Head).expect("read"), honest);
-    drop(snap);
+        .expect("edit while the view lives");
+    assert_eq!(v.commit_stats("acc", AsOf::Head), honest);
     assert!(s.verify().expect("verify").fault.is_some());
+    assert!(s.verified(&VerifyOptions::default()).is_err());
 }
 
 #[test]

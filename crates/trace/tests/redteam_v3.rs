@@ -4,9 +4,11 @@
 //!
 //! Tests named `break_*` were broken promises. The UTF-16 ones are fixed
 //! (`PRAGMA encoding` must be UTF-8: a fault at seq 0 otherwise) and now
-//! pin the fix; the raw-write ones are a known open hole, `#[ignore]`d with
-//! the reason (run them with `--ignored`). Every other test is an attack
-//! that was caught.
+//! pin the fix. The raw-write ones were a known open hole until decisions
+//! moved to the verified view (issue 21); they now pin that a raw write
+//! after verification cannot reach what a decision reads
+//! (`raw_*_cannot_reach_the_view`). Every other test is an attack that was
+//! caught.
 //!
 //! Two holes, both about the bytes SQLite hands verification versus the
 //! bytes a later query compares or reads:
@@ -17,7 +19,13 @@
 //!   never finds it (`break_utf16_*`);
 //! * a raw write to `trace.db` after verification, inside the same
 //!   snapshot: SQLite re-reads the file (shared memory map), so the read
-//!   is not what was verified (`break_raw_*`).
+//!   was not what was verified. Closed: a decision reads a [`Verified`]
+//!   view, folded from the very bytes verification checked, holding no
+//!   connection — no later byte of the file reaches it
+//!   (`raw_file_write_after_verification_cannot_reach_the_view`,
+//!   `raw_score_write_after_verification_cannot_reach_the_gates_view`).
+//!
+//! [`Verified`]: ratchet_trace::Verified
 
 mod common;
 
@@ -272,7 +280,7 @@ fn break_utf16_store_hides_a_failed_test_run_from_the_gate() {
     let opts = StoreOptions::default().writer_key(key.clone());
     let cp = {
         let s = Store::open(&dir, opts.clone()).expect("open");
-        assert_eq!(s.test_runs(&commit(2), AsOf::Head).expect("runs").len(), 2);
+        assert_eq!(view(&s).test_runs(&commit(2), AsOf::Head).len(), 2);
         s.checkpoint().expect("checkpoint")
     };
     let hex = commit(2).as_str().to_string();
@@ -312,13 +320,16 @@ fn break_utf16_store_hides_a_score_from_every_scan_by_commit() {
     s.record_scores(&scores, "s").expect("scores");
     let dir = s.dir().to_path_buf();
     let size = s.head().expect("head").size;
-    let honest_means = s
-        .task_means(&commit(1), &commit(2), "acc", AsOf::Head)
-        .expect("means");
-    let honest_stats = s.commit_stats("acc", AsOf::Head).expect("stats");
+    let v = view(&s);
     assert_eq!(
-        s.commit_stats("acc", AsOf::Seq(size)).expect("scan"),
-        honest_stats
+        v.task_means(&commit(1), &commit(2), "acc", AsOf::Head)
+            .len(),
+        5
+    );
+    assert_eq!(
+        v.commit_stats_for(&commit(2), "acc", AsOf::Head)
+            .map(|c| c.n),
+        Some(6)
     );
     drop(s);
 
@@ -335,7 +346,11 @@ fn break_utf16_store_hides_a_score_from_every_scan_by_commit() {
 
     let s = reopen(&dir);
     assert_refused_as_utf16(&s);
-    let _ = (honest_stats, honest_means);
+    let (seq, kind) = refused(s.verified(&VerifyOptions::default()));
+    assert!(
+        seq == 0 && matches!(kind, FaultKind::SchemaAltered { .. }),
+        "no view of a UTF-16 store: {seq} {kind:?}"
+    );
 }
 
 /// No byte editing at all, and even lengths: SQLite's UTF-16 decoder
@@ -381,12 +396,14 @@ fn break_utf16_surrogate_alias_hides_a_score_from_scans_by_scorer() {
 }
 
 // ---------------------------------------------------------------------------
-// A snapshot is one SQLite read transaction: it keeps other *SQLite*
+// A snapshot was one SQLite read transaction: it kept other *SQLite*
 // writers' commits out, but SQLite reads pages of the main file through a
 // shared memory map (`mmap_size`, set by every ratchet connection), and even
-// without it re-reads a page it evicted. A file writer who overwrites bytes
-// of `trace.db` after verification, inside the snapshot, changes what the
-// very next read of that snapshot returns.
+// without it re-reads a page it evicted. A file writer who overwrote bytes
+// of `trace.db` after verification, inside the snapshot, changed what the
+// very next read of that snapshot returned. Snapshots are gone: decisions
+// read a `Verified` view, in memory, folded from the bytes verification
+// checked. The same writes now leave the view as verified.
 // ---------------------------------------------------------------------------
 
 /// Position of the big-endian `mean` of the `commit_stats` row of
@@ -405,28 +422,17 @@ fn mean_offset(bytes: &[u8], c: u8) -> usize {
     at[0] + pat.len() + 1
 }
 
+/// Verification reads commit 2's honest `commit_stats` row; the attacker
+/// then rewrites its mean's 8 bytes in place. The view was folded from the
+/// bytes verification checked (the score events) and holds no connection:
+/// it still says the honest mean. The edit stays in the file, so the next
+/// verification names it.
 #[test]
-#[ignore = "known open hole (issue 14 red team): bytes written into trace.db after verification, inside the same read transaction, reach the reads; see ARCHITECTURE.md, threat model"]
-fn break_raw_file_write_inside_a_verified_snapshot_is_read() {
+fn raw_file_write_after_verification_cannot_reach_the_view() {
     let (_d, mut s) = new_store();
-    let mut scores = Vec::new();
-    for t in 0..20 {
-        scores.push(score(
-            1,
-            &format!("t{t}"),
-            "acc",
-            0.91 + (t % 3) as f64 * 0.01,
-        ));
-        scores.push(score(
-            2,
-            &format!("t{t}"),
-            "acc",
-            0.41 + (t % 3) as f64 * 0.01,
-        ));
-    }
-    s.record_scores(&scores, "s").expect("scores");
+    two_commits(&mut s);
     let dir = s.dir().to_path_buf();
-    let honest = s.commit_stats("acc", AsOf::Head).expect("stats");
+    let honest = view(&s).commit_stats("acc", AsOf::Head);
     drop(s);
     settle(&dir);
     let path = db_path(&dir);
@@ -439,9 +445,8 @@ fn break_raw_file_write_inside_a_verified_snapshot_is_read() {
         "found commit 2's mean"
     );
 
-    let mut s = reopen(&dir);
-    let snap = s.snapshot().expect("snapshot");
-    snap.verified(&VerifyOptions::default()).expect("verifies");
+    let s = reopen(&dir);
+    let v = view(&s);
     // The attacker, between verification and the read: 8 bytes, in place.
     {
         use std::io::{Seek, SeekFrom, Write};
@@ -452,25 +457,43 @@ fn break_raw_file_write_inside_a_verified_snapshot_is_read() {
         f.seek(SeekFrom::Start(at as u64)).expect("seek");
         f.write_all(&0.99f64.to_be_bytes()).expect("write");
     }
-    let read = snap.commit_stats("acc", AsOf::Head).expect("read");
-    assert_eq!(read, honest, "the snapshot reads what was verified");
+    assert_eq!(
+        bits(&v.commit_stats("acc", AsOf::Head)),
+        bits(&honest),
+        "the view holds what was verified"
+    );
+    assert_eq!(
+        v.commit_stats_for(&commit(2), "acc", AsOf::Head)
+            .map(|c| c.mean.to_bits()),
+        Some(honest[1].mean.to_bits())
+    );
+    drop(s);
+    let (seq, kind) = refused(reopen(&dir).verified(&VerifyOptions::default()));
+    assert!(
+        seq == 0 && matches!(kind, FaultKind::SummaryMismatch { .. }),
+        "the edit is named by the next verification: {seq} {kind:?}"
+    );
 }
 
 /// The same window on a `scores` page, the gate's path: verification reads
 /// the honest page, the attacker then rewrites one score's 8 value bytes in
-/// place, `task_means` (read after verification by `decide`) returns the
-/// forged value, and the attacker puts the bytes back: every later
-/// verification passes, nothing was ever named.
+/// place, and puts them back after the gate's read. `task_means` of the
+/// view (what `decide` reads) is the honest value: the view parsed it from
+/// the score event's payload as verification checked it. While the edit is
+/// in the file, a fresh verification names its seq.
 #[test]
-#[ignore = "known open hole (issue 14 red team): bytes written into trace.db after verification, inside the same read transaction, reach the reads; see ARCHITECTURE.md, threat model"]
-fn break_raw_score_write_after_verification_reaches_the_gates_read_and_leaves_no_trace() {
+fn raw_score_write_after_verification_cannot_reach_the_gates_view() {
     use std::io::{Seek, SeekFrom, Write};
     let (_d, mut s) = new_store();
     two_commits(&mut s);
     let dir = s.dir().to_path_buf();
-    let honest = s
-        .task_means(&commit(1), &commit(2), "acc", AsOf::Head)
-        .expect("means");
+    let honest = view(&s).task_means(&commit(1), &commit(2), "acc", AsOf::Head);
+    let seq = view(&s)
+        .scores()
+        .into_iter()
+        .find(|(_, sc)| sc.commit == commit(2) && sc.task == "t0")
+        .expect("commit 2's t0")
+        .0;
     drop(s);
     settle(&dir);
     let path = db_path(&dir);
@@ -490,19 +513,22 @@ fn break_raw_score_write_after_verification_reaches_the_gates_read_and_leaves_no
         f.seek(SeekFrom::Start(at as u64)).expect("seek");
         f.write_all(&v.to_be_bytes()).expect("write");
     };
-    let mut s = reopen(&dir);
-    let forged = {
-        let snap = s.snapshot().expect("snapshot");
-        snap.verified(&VerifyOptions::default()).expect("verifies");
+    let s = reopen(&dir);
+    let read = {
+        let v = view(&s);
         write(0.99);
-        let read = snap
-            .task_means(&commit(1), &commit(2), "acc", AsOf::Head)
-            .expect("means");
+        let read = v.task_means(&commit(1), &commit(2), "acc", AsOf::Head);
+        let meanwhile = refused(reopen(&dir).verified(&VerifyOptions::default()));
+        assert_eq!(
+            meanwhile,
+            (seq, FaultKind::ProjectionMismatch { table: "scores" }),
+            "while the edit is in the file, it is named at its seq"
+        );
         write(0.41);
         read
     };
-    assert_eq!(fault(&s), None, "no trace left");
-    assert_eq!(forged, honest, "the snapshot reads what was verified");
+    assert_eq!(fault(&reopen(&dir)), None, "the bytes are back");
+    assert_eq!(read, honest, "the view holds what was verified");
 }
 
 /// The same rewrite on an event's `session` and `kind` (both hashed; both
@@ -526,6 +552,7 @@ fn break_utf16_store_hides_a_scorer_declaration() {
         .expect("score");
     let dir = s.dir().to_path_buf();
     assert_eq!(s.events_of_kinds(&["scorer"]).expect("kinds").len(), 1);
+    assert_eq!(view(&s).events_of_kinds(&["scorer"]).len(), 1);
     drop(s);
     let (se, k) = odd_split("declare", "scorer");
     rewrite_as_utf16(&dir, |c| {
@@ -623,8 +650,8 @@ fn nan_and_infinite_bytes_in_commit_stats_are_summary_faults() {
             "column {col} bits {bits:#x}: {:?}",
             fault(&s)
         );
-        let _ = s.commit_stats("acc", AsOf::Head);
-        let _ = s.scorer_versions("acc", AsOf::Head);
+        // No view of it, and no panic on the way.
+        assert!(s.verified(&VerifyOptions::default()).is_err());
     }
 }
 
@@ -641,11 +668,10 @@ fn nan_and_infinite_bytes_in_a_score_value_are_projection_faults() {
         let (_d, mut s) = new_store();
         two_commits(&mut s);
         let dir = s.dir().to_path_buf();
-        let seq = s
-            .scores(&commit(2), "acc", AsOf::Head)
-            .expect("scores")
-            .iter()
-            .find(|(_, sc)| sc.task == "t0")
+        let seq = view(&s)
+            .scores()
+            .into_iter()
+            .find(|(_, sc)| sc.commit == commit(2) && sc.task == "t0")
             .expect("t0")
             .0;
         drop(s);
@@ -660,8 +686,10 @@ fn nan_and_infinite_bytes_in_a_score_value_are_projection_faults() {
             Some((0, FaultKind::Structure { .. })) => assert!(f64::from_bits(bits).is_nan()),
             other => panic!("bits {bits:#x}: {other:?}"),
         }
-        let _ = s.commit_stats("acc", AsOf::Seq(1000));
-        let _ = s.task_means(&commit(1), &commit(2), "acc", AsOf::Head);
+        let (report, folded) = s
+            .verify_and_fold(&VerifyOptions::default())
+            .expect("verification runs");
+        assert!(!report.is_valid() && folded.is_none(), "bits {bits:#x}");
     }
 }
 
@@ -729,7 +757,7 @@ fn nul_in_a_commit_stats_key_is_a_summary_fault() {
             matches!(fault(&s), Some((0, FaultKind::SummaryMismatch { .. }))),
             "{scorer:?}/{version:?}"
         );
-        let _ = s.commit_stats("acc", AsOf::Head);
+        assert!(s.verified(&VerifyOptions::default()).is_err());
     }
     // And a name with NUL cannot be appended at all.
     let (_d, mut s) = new_store();
@@ -752,15 +780,22 @@ fn a_v1_cell_merged_into_a_v2_home_keeps_the_statistics_exact() {
     let key = WriterKey::from_hex(&std::fs::read_to_string(src.join("writer.key")).expect("key"))
         .expect("parse");
     let mut home = Store::create(tmp.path().join("home"), StoreOptions::default()).expect("home");
-    home.merge_cell(&cell, &ratchet_trace::MergeOptions::default().cell_key(key))
-        .expect("merge");
-    assert_eq!(fault(&home), None);
-    let size = home.head().expect("head").size;
-    assert_eq!(
-        home.commit_stats("accuracy", AsOf::Head).expect("head"),
-        home.commit_stats("accuracy", AsOf::Seq(size))
-            .expect("scan")
-    );
+    home.merge_cell(
+        &cell,
+        &ratchet_trace::MergeOptions::default().cell_key(key.clone()),
+    )
+    .expect("merge");
+    // Verification requires the home's kept table to be the refold of the
+    // merged score rows; the view folds the cell's values in the cell's
+    // order, so its figures are the cell's, to the bit.
+    let home_stats = view(&home).commit_stats("accuracy", AsOf::Head);
+    let cell_stats = Store::open_read_only(&cell, StoreOptions::default())
+        .expect("cell")
+        .verified(&VerifyOptions::default().key(key))
+        .expect("the cell verifies")
+        .commit_stats("accuracy", AsOf::Head);
+    assert_eq!(home_stats.len(), 2);
+    assert_eq!(bits(&home_stats), bits(&cell_stats));
 }
 
 /// `rebuild_commit_stats` folds the stored rows without verifying them
@@ -796,7 +831,7 @@ fn a_plain_utf16_copy_is_refused_too() {
         two_commits(&mut s);
         (
             s.checkpoint().expect("cp"),
-            s.test_runs(&commit(2), AsOf::Head).expect("runs"),
+            view(&s).test_runs(&commit(2), AsOf::Head),
         )
     };
     rewrite_as_utf16(&dir, |_| {});
@@ -824,16 +859,16 @@ fn extreme_scores_overflow_the_kept_statistics() {
         "s",
     )
     .expect("two extreme scores are accepted");
-    let st = s.commit_stats("acc", AsOf::Head).expect("stats");
+    let st = view(&s).commit_stats("acc", AsOf::Head);
     assert!(st[0].mean.is_infinite() && st[0].mean > 0.0, "{st:?}");
     assert_eq!(fault(&s), None);
     s.record_score(&score(1, "c", "acc", 0.5), "s")
         .expect("a later score is still accepted");
-    let size = s.head().expect("head").size;
-    assert_eq!(
-        s.commit_stats("acc", AsOf::Head).expect("kept"),
-        s.commit_stats("acc", AsOf::Seq(size)).expect("scan")
-    );
+    let v = view(&s);
+    let now = v.commit_stats("acc", AsOf::Head);
+    assert!(now[0].mean.is_infinite() && now[0].n == 3, "{now:?}");
+    // The view's kept fold then equals its scan now (a later score exists).
+    assert_eq!(bits(&v.commit_stats("acc", AsOf::Seq(2))), bits(&st));
     assert_eq!(fault(&s), None);
 }
 
@@ -892,20 +927,27 @@ fn an_append_over_a_misordered_commit_stats_page_is_named_not_trusted() {
     assert_eq!(fault(&s), None, "the misordering alone verifies (round 2)");
     s.record_score(&score(1, "t99", "acc", 0.1), "s")
         .expect("honest append");
-    let size = s.head().expect("head").size;
-    let scan = s.commit_stats("acc", AsOf::Seq(size)).expect("scan");
-    let report = s.verify().expect("verify");
-    match s.commit_stats("acc", AsOf::Head) {
-        Ok(head) => assert!(
-            !report.is_valid() || head == scan,
-            "verified, but the head says {head:?} and the scores {scan:?}"
-        ),
-        Err(_) => assert!(!report.is_valid(), "an unreadable table must not verify"),
-    }
-    eprintln!("after the append: {:?}", report.fault);
+    // The same scores in an honest store: what the figures must be.
+    let honest = {
+        let (_t, mut clean) = new_store();
+        clean.record_scores(&scores, "s").expect("scores");
+        clean
+            .record_score(&score(1, "t99", "acc", 0.1), "s")
+            .expect("append");
+        view(&clean).commit_stats("acc", AsOf::Head)
+    };
+    // The second row under the same key is named: no view is handed out.
+    let (seq, kind) = refused(s.verified(&VerifyOptions::default()));
+    assert!(
+        seq == 0 && matches!(kind, FaultKind::SummaryMismatch { .. }),
+        "{seq} {kind:?}"
+    );
     s.rebuild_commit_stats().expect("rebuild");
     assert_eq!(fault(&s), None);
-    assert_eq!(s.commit_stats("acc", AsOf::Head).expect("head"), scan);
+    assert_eq!(
+        bits(&view(&s).commit_stats("acc", AsOf::Head)),
+        bits(&honest)
+    );
 }
 
 /// A cell pointer of the `commit_stats` page duplicated over another (the
@@ -930,7 +972,6 @@ fn a_duplicated_commit_stats_cell_is_a_fault() {
         permute_leaf_cells(&dir, "commit_stats", &order);
         let s = reopen(&dir);
         assert!(fault(&s).is_some(), "cell {keep} over {over}");
-        let _ = s.commit_stats("acc", AsOf::Head);
-        let _ = s.scorer_versions("acc", AsOf::Head);
+        assert!(s.verified(&VerifyOptions::default()).is_err());
     }
 }

@@ -538,7 +538,12 @@ fn scores_and_test_runs_by_commit() {
     assert_eq!(v.scores(), vec![(2, sc)]);
     let mut rows = Vec::new();
     v.each_score(0, &mut |r| {
-        rows.push((r.seq, r.commit.to_string(), r.session.to_string(), r.holdout))
+        rows.push((
+            r.seq,
+            r.commit.to_string(),
+            r.session.to_string(),
+            r.holdout,
+        ))
     });
     assert_eq!(rows, vec![(2, c.to_string(), "ci".to_string(), true)]);
 }

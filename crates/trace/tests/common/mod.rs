@@ -300,12 +300,17 @@ pub fn refused(result: ratchet_trace::Result<ratchet_trace::Verified>) -> (u64, 
     match result {
         Err(ratchet_trace::Error::Tampered { fault }) => (fault.seq, fault.kind),
         Err(e) => panic!("refused, but not as tampered: {e}"),
-        Ok(v) => panic!("verification accepted a tampered store at head {:?}", v.head()),
+        Ok(v) => panic!(
+            "verification accepted a tampered store at head {:?}",
+            v.head()
+        ),
     }
 }
 
 /// Statistics as their bits: `==` on `f64` would let `-0.0` equal `0.0`.
-pub fn bits(stats: &[ratchet_trace::CommitStats]) -> Vec<(String, u64, u64, Option<u64>, u64, u64)> {
+pub fn bits(
+    stats: &[ratchet_trace::CommitStats],
+) -> Vec<(String, u64, u64, Option<u64>, u64, u64)> {
     stats
         .iter()
         .map(|s| {
