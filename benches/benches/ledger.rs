@@ -31,9 +31,9 @@ fn policy() -> ratchet_gate::ClassPolicy {
 [class.bench]
 scorer = "accuracy"
 test = "bernoulli"
-pass_threshold = 1.0
-theta0 = 0.5
-theta1 = 0.6
+alpha = 0.05
+beta = 0.05
+gap = 0.1
 max_n = 100000000
 "#,
     )

@@ -39,7 +39,7 @@ fn main() {
         t.elapsed().as_secs_f64()
     );
     let policy = ratchet_gate::Policy::parse(
-        "[class.bench]\nscorer = \"accuracy\"\ntest = \"bernoulli\"\npass_threshold = 1.0\ntheta0 = 0.5\ntheta1 = 0.6\nmax_n = 100000000\n",
+        "[class.bench]\nscorer = \"accuracy\"\ntest = \"bernoulli\"\nalpha = 0.05\nbeta = 0.05\ngap = 0.1\nmax_n = 100000000\n",
     )
     .expect("policy")
     .class("bench")

@@ -139,7 +139,7 @@ impl Ledger {
             &self.store.store_id,
             &options,
             Walk::After(before),
-            Some(&mut |e, p| new.push((e, p))),
+            Some(&mut |b, r, p| new.push((b.event(r), p))),
             &mut |_| Ok(()),
         )?;
         drop(tx);

@@ -9,8 +9,8 @@ use serde::Serialize;
 use crate::checkpoint::Checkpoint;
 use crate::encoding::{WriterKey, genesis_hash};
 use crate::error::{Error, Result};
-use crate::event::Event;
 use crate::projection::Projection;
+use crate::rows::{Batch, OwnedRow};
 use crate::store::Store;
 use crate::view::Verified;
 use crate::walk::{Walk, walk};
@@ -333,7 +333,7 @@ impl Store {
             genesis_hash(&self.store_id),
             options.keep_all_events,
         );
-        let report = self.verify_inner(options, Some(&mut |e, p| view.fold(e, p)))?;
+        let report = self.verify_inner(options, Some(&mut |b, r, p| view.fold_row(b, r, p)))?;
         if !report.is_valid() || report.macs_unchecked() {
             return Ok((report, None));
         }
@@ -355,7 +355,7 @@ impl Store {
     fn verify_inner(
         &self,
         options: &VerifyOptions,
-        fold: Option<&mut dyn FnMut(Event, Option<Projection>)>,
+        fold: Option<&mut dyn FnMut(&Batch, &OwnedRow, Option<Projection>)>,
     ) -> Result<VerifyReport> {
         let with_key;
         let mut options = options;

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::event::{CommitId, Event, ReservedKind};
 use crate::projection::{Projection, Score, TestRun};
+use crate::rows::{Batch, OwnedRow};
 use crate::store::Head;
 use crate::summary::Welford;
 use crate::verify::VerifyReport;
@@ -367,6 +368,31 @@ impl Verified {
             kinds: BTreeMap::new(),
             commit_counts: Vec::new(),
             scores: 0,
+        }
+    }
+
+    /// Folds one verified row in as verification read it: a score is kept
+    /// as its numbers (no `Event` is built for it), anything else whole.
+    pub(crate) fn fold_row(&mut self, b: &Batch, r: &OwnedRow, projection: Option<Projection>) {
+        match projection {
+            Some(Projection::Score(s)) if !self.keep_all => {
+                let kind = b.str(r.kind);
+                match self.kinds.get_mut(kind) {
+                    Some(n) => *n += 1,
+                    None => {
+                        self.kinds.insert(kind.to_string(), 1);
+                    }
+                }
+                let origin = r
+                    .origin
+                    .as_ref()
+                    .map_or(OWN, |(store, _, _)| self.names.intern(b.str(*store)));
+                let session = self.names.intern(b.str(r.session));
+                self.score(r.seq, &s, session, origin);
+                self.report.size = r.seq;
+                self.report.head = blake3::Hash::from(r.stored);
+            }
+            other => self.fold(b.event(r), other),
         }
     }
 

@@ -10,11 +10,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::encoding::{ChainHasher, genesis_hash};
 use crate::error::{Error, Result};
-use crate::event::Event;
 use crate::projection::{
     Projection, SCORE_COLUMNS, TEST_RUN_COLUMNS, score_from_row, test_run_from_row,
 };
-use crate::rows::{Batch, Cursor, Reader, RowCheck};
+use crate::rows::{Batch, Cursor, OwnedRow, Reader, RowCheck};
 use crate::store::{EVENT_COLUMNS, Head};
 use crate::verify::{Fault, FaultKind, VerifyOptions, VerifyReport};
 
@@ -114,7 +113,7 @@ type Checked = (
 /// Folds checked batches into the view in batch order (workers finish out
 /// of order), holding each batch until its result arrives.
 struct Folder<'v> {
-    view: Option<&'v mut dyn FnMut(Event, Option<Projection>)>,
+    view: Option<&'v mut dyn FnMut(&Batch, &OwnedRow, Option<Projection>)>,
     in_flight: BTreeMap<usize, Arc<Batch>>,
     done: BTreeMap<usize, Vec<Option<Projection>>>,
     next: usize,
@@ -144,7 +143,7 @@ impl Folder<'_> {
         while let Some(projections) = self.done.remove(&self.next) {
             if let Some(batch) = self.in_flight.remove(&self.next) {
                 for (row, projection) in batch.rows.iter().zip(projections) {
-                    view(batch.event(row), projection);
+                    view(&batch, row, projection);
                 }
             }
             self.next += 1;
@@ -162,7 +161,7 @@ pub(crate) fn walk(
     store_id: &str,
     options: &VerifyOptions,
     from: Walk,
-    fold: Option<&mut dyn FnMut(Event, Option<Projection>)>,
+    fold: Option<&mut dyn FnMut(&Batch, &OwnedRow, Option<Projection>)>,
     on_batch: &mut dyn FnMut(&Arc<Batch>) -> Result<()>,
 ) -> Result<VerifyReport> {
     let genesis = genesis_hash(store_id);
