@@ -60,6 +60,10 @@ pub(crate) fn table_of(p: &Projection) -> &'static str {
     }
 }
 
+/// Where a walk hands each checked row (in seq order) with the projection
+/// derived from its payload: the verified view's fold, or a refresh's list.
+pub(crate) type Sink<'a> = dyn FnMut(&Batch, &OwnedRow, Option<Projection>) + 'a;
+
 /// Rows a worker checks at once.
 pub(crate) const BATCH_ROWS: usize = 2048;
 

@@ -9,8 +9,7 @@ use serde::Serialize;
 use crate::checkpoint::Checkpoint;
 use crate::encoding::{WriterKey, genesis_hash};
 use crate::error::{Error, Result};
-use crate::projection::Projection;
-use crate::rows::{Batch, OwnedRow};
+use crate::rows::Sink;
 use crate::store::Store;
 use crate::view::Verified;
 use crate::walk::{Walk, walk};
@@ -355,7 +354,7 @@ impl Store {
     fn verify_inner(
         &self,
         options: &VerifyOptions,
-        fold: Option<&mut dyn FnMut(&Batch, &OwnedRow, Option<Projection>)>,
+        fold: Option<&mut Sink<'_>>,
     ) -> Result<VerifyReport> {
         let with_key;
         let mut options = options;

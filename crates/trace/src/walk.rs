@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::projection::{
     Projection, SCORE_COLUMNS, TEST_RUN_COLUMNS, score_from_row, test_run_from_row,
 };
-use crate::rows::{Batch, Cursor, OwnedRow, Reader, RowCheck};
+use crate::rows::{Batch, Cursor, Reader, RowCheck, Sink};
 use crate::store::{EVENT_COLUMNS, Head};
 use crate::verify::{Fault, FaultKind, VerifyOptions, VerifyReport};
 
@@ -112,15 +112,15 @@ type Checked = (
 
 /// Folds checked batches into the view in batch order (workers finish out
 /// of order), holding each batch until its result arrives.
-struct Folder<'v> {
-    view: Option<&'v mut dyn FnMut(&Batch, &OwnedRow, Option<Projection>)>,
+struct Folder<'v, 's> {
+    view: Option<&'v mut Sink<'s>>,
     in_flight: BTreeMap<usize, Arc<Batch>>,
     done: BTreeMap<usize, Vec<Option<Projection>>>,
     next: usize,
     faulted: bool,
 }
 
-impl Folder<'_> {
+impl Folder<'_, '_> {
     fn sent(&mut self, index: usize, batch: &Arc<Batch>) {
         if self.view.is_some() {
             self.in_flight.insert(index, Arc::clone(batch));
@@ -161,7 +161,7 @@ pub(crate) fn walk(
     store_id: &str,
     options: &VerifyOptions,
     from: Walk,
-    fold: Option<&mut dyn FnMut(&Batch, &OwnedRow, Option<Projection>)>,
+    fold: Option<&mut Sink<'_>>,
     on_batch: &mut dyn FnMut(&Arc<Batch>) -> Result<()>,
 ) -> Result<VerifyReport> {
     let genesis = genesis_hash(store_id);
@@ -289,7 +289,7 @@ pub(crate) fn walk(
         drop(result_tx);
         let mut inline_hasher = ChainHasher::new(store_id);
         let mut first: Option<(Fault, blake3::Hash)> = None;
-        let mut note = |found: Checked, folder: &mut Folder<'_>| {
+        let mut note = |found: Checked, folder: &mut Folder<'_, '_>| {
             if let Some(f) = &found.1
                 && first.as_ref().is_none_or(|g| f.0.seq < g.0.seq)
             {
