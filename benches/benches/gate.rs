@@ -141,8 +141,13 @@ max_n = 500000
     let view = store
         .verified(&ratchet_trace::VerifyOptions::default().checkpoint(checkpoint.clone()))
         .expect("verifies");
-    g.bench_function("task_means_1m_score_rows", |b| {
-        b.iter(|| black_box(view.task_means(&base, &cand, "accuracy", ratchet_trace::AsOf::Head)))
+    g.bench_function("paired_scores_1m_score_rows", |b| {
+        b.iter(|| {
+            black_box(
+                view.paired_scores(&base, &cand, "accuracy", ratchet_trace::AsOf::Head)
+                    .len(),
+            )
+        })
     });
     let raw = ratchet_benches::raw_connection(&store);
     g.bench_function("sqlite_group_by_task_1m_score_rows", |b| {

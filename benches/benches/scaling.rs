@@ -156,10 +156,15 @@ fn main() {
             .verified(&VerifyOptions::default())
             .expect("verifies");
         row(
-            "task_means (decide's read; n/2 tasks x 2 commits)",
+            "paired_scores (decide's read; n/2 tasks x 2 commits)",
             n,
             n,
-            || std::hint::black_box(view.task_means(&base, &cand, "accuracy", AsOf::Head)),
+            || {
+                std::hint::black_box(
+                    view.paired_scores(&base, &cand, "accuracy", AsOf::Head)
+                        .len(),
+                )
+            },
         );
         drop(view);
         drop(paired);

@@ -445,8 +445,67 @@ pub struct Verdict {
     /// The version of each scorer read (one per scorer: versions never mix).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub scorer_versions: BTreeMap<String, String>,
+    /// The law the verdict was computed under (absent in the JSON of
+    /// [`Law::NameOrder`] verdicts, which predate the field).
+    #[serde(skip_serializing_if = "Law::is_first")]
+    pub law: Law,
     /// Each stage that ran, in order.
     pub stages: Vec<StageReport>,
+}
+
+/// Which law a verdict was computed under: how the evidence is put in
+/// sequence and summarised. A recorded verdict is recomputed under its own
+/// law ([`recompute_at`]), so an audit of an old decision still reproduces
+/// it byte for byte after the law improves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(into = "u32")]
+pub enum Law {
+    /// The gate of 2026-11: tasks in name order, each side's mean over its
+    /// runs, a fixed-sample effect interval. Re-running the test from a new
+    /// order at every call made polling a repeated significance test.
+    NameOrder = 1,
+    /// Tasks in the baseline's trace order, each side's first score of a
+    /// task, the sequence waiting at the first task the candidate lacks;
+    /// every look extends the same path (ARCHITECTURE.md, "the law as
+    /// used"). The effect interval is always valid (a confidence sequence).
+    BaselineOrder = 2,
+}
+
+impl Law {
+    /// The law new verdicts are computed under.
+    pub const CURRENT: Law = Law::BaselineOrder;
+
+    fn is_first(&self) -> bool {
+        *self == Law::NameOrder
+    }
+
+    /// The law a recorded verdict's JSON names (`law`, absent: the first).
+    ///
+    /// # Errors
+    /// [`Error::InvalidObservation`] if the payload is not a verdict's JSON
+    /// or names a law this gate does not know.
+    pub fn of_recorded(payload: &[u8]) -> Result<Law> {
+        let v: serde_json::Value =
+            serde_json::from_slice(payload).map_err(|e| Error::InvalidObservation {
+                reason: format!("a recorded verdict is not JSON: {e}"),
+            })?;
+        match v.get("law").map(serde_json::Value::as_u64) {
+            None => Ok(Law::NameOrder),
+            Some(Some(1)) => Ok(Law::NameOrder),
+            Some(Some(2)) => Ok(Law::BaselineOrder),
+            Some(other) => Err(Error::InvalidObservation {
+                reason: format!(
+                    "a recorded verdict names law {other:?}, which this gate does not know (it knows 1 and 2): recompute it with the ratchet that recorded it"
+                ),
+            }),
+        }
+    }
+}
+
+impl From<Law> for u32 {
+    fn from(l: Law) -> u32 {
+        l as u32
+    }
 }
 
 impl Verdict {
@@ -498,7 +557,7 @@ pub fn decide(store: &mut Store, q: &Question<'_>) -> Result<Verdict> {
 /// As [`decide`].
 pub fn decide_recorded(store: &mut Store, q: &Question<'_>) -> Result<(Verdict, Option<Receipt>)> {
     let head = store.head()?;
-    let verdict = evaluate(store, q, head.size)?;
+    let verdict = evaluate(store, q, head.size, Law::CURRENT)?;
     // A verdict about a trace that does not verify is not written into it:
     // the trace is not a record anyone can rely on any more (and a store
     // whose schema was altered refuses writes).
@@ -514,12 +573,24 @@ pub fn decide_recorded(store: &mut Store, q: &Question<'_>) -> Result<(Verdict, 
 }
 
 /// Recomputes the verdict as of trace size `seq` without appending anything:
-/// equal, byte for byte, to the verdict a `decide` at that head appended.
+/// equal, byte for byte, to the verdict a `decide` at that head appended
+/// (under the current law; a verdict recorded under an earlier one is
+/// recomputed by [`recompute_at`]).
 ///
 /// # Errors
 /// As [`decide`].
 pub fn decide_at(store: &mut Store, q: &Question<'_>, seq: u64) -> Result<Verdict> {
-    evaluate(store, q, seq)
+    evaluate(store, q, seq, Law::CURRENT)
+}
+
+/// Recomputes a recorded verdict: as of trace size `seq` (its `trace.size`)
+/// under the law it names ([`Law::of_recorded`]), appending nothing. Equal,
+/// byte for byte, to the verdict recorded then.
+///
+/// # Errors
+/// As [`decide`].
+pub fn recompute_at(store: &Store, q: &Question<'_>, seq: u64, law: Law) -> Result<Verdict> {
+    evaluate(store, q, seq, law)
 }
 
 /// Decides at the head of a warm owner's view and records the verdict
@@ -604,7 +675,14 @@ pub fn verdict_in(ledger: &mut Ledger, q: &Question<'_>) -> Result<Verdict> {
     }
     let at = report.size;
     let view = (report.fault.is_none()).then(|| ledger.view());
-    verdict_of(&report, view, q, at, report.head.to_hex().to_string())
+    verdict_of(
+        &report,
+        view,
+        q,
+        at,
+        report.head.to_hex().to_string(),
+        Law::CURRENT,
+    )
 }
 
 /// The effect the sequential test saw, for a person to read: the mean of
@@ -625,7 +703,7 @@ pub struct EffectEstimate {
 
 /// The verdict at `at` of a cold decision: one verification up to `at`
 /// that folds what it read, then the law on that view alone.
-fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
+fn evaluate(store: &Store, q: &Question<'_>, at: u64, law: Law) -> Result<Verdict> {
     let size = store.head()?.size;
     if at > size {
         return Err(Error::BeyondHead { seq: at, size });
@@ -651,6 +729,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64) -> Result<Verdict> {
         q,
         at,
         head_hash.to_hex().to_string(),
+        law,
     )
 }
 
@@ -660,6 +739,7 @@ fn verdict_of(
     q: &Question<'_>,
     at: u64,
     head_hash: String,
+    law: Law,
 ) -> Result<Verdict> {
     let mut v = Verdict {
         outcome: Outcome::Promote,
@@ -672,6 +752,7 @@ fn verdict_of(
         baseline: q.baseline.to_string(),
         candidate: q.candidate.to_string(),
         scorer_versions: BTreeMap::new(),
+        law,
         stages: Vec::new(),
     };
     v.outcome = crate::stages::evaluate(report, view, q, at, &mut v)?;
@@ -744,7 +825,7 @@ pub fn baseline_world(
     });
     let repeated: Vec<&[f64]> = tasks
         .iter()
-        .map(|t| t.baseline.as_slice())
+        .map(|t| t.baseline)
         .filter(|runs| runs.len() >= 2)
         .collect();
     let draw = (!repeated.is_empty()).then(|| {

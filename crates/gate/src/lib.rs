@@ -65,10 +65,10 @@ pub use calibrate::{
 };
 pub use decide::{
     BaselineWorld, EffectEstimate, GateStatus, GuardrailDetails, GuardrailResult,
-    InvariantsDetails, KIND_DECISION, Outcome, Question, RejectCause, SequentialDetails, Stage,
-    StageDetails, StageReport, StageState, SuiteReport, SuiteRun, TestFigures, TestsDetails,
+    InvariantsDetails, KIND_DECISION, Law, Outcome, Question, RejectCause, SequentialDetails,
+    Stage, StageDetails, StageReport, StageState, SuiteReport, SuiteRun, TestFigures, TestsDetails,
     TooFewTasks, TraceHead, Verdict, VerificationDetails, baseline_world, decide, decide_at,
-    decide_in, decide_recorded, verdict_in,
+    decide_in, decide_recorded, recompute_at, verdict_in,
 };
 pub use error::{Error, Result};
 pub use gsprt::{

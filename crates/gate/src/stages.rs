@@ -4,10 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use ratchet_trace::{ScorerRef, Verified, VerifyReport};
+use ratchet_trace::{PairedScores, ScorerRef, Verified, VerifyReport};
 
 use crate::decide::{
-    EffectEstimate, GuardrailDetails, GuardrailResult, InvariantsDetails, Outcome, Question,
+    EffectEstimate, GuardrailDetails, GuardrailResult, InvariantsDetails, Law, Outcome, Question,
     RejectCause, SequentialDetails, Stage, StageDetails, StageReport, StageState, SuiteReport,
     SuiteRun, TestFigures, TestsDetails, TooFewTasks, Verdict, VerificationDetails,
 };
@@ -59,15 +59,33 @@ pub(crate) fn evaluate(
     if let Some(o) = invariants(view, q, at, versions, &mut v.stages)? {
         return Ok(o);
     }
-    if let Some(o) = sequential(view, q, at, versions, &mut v.stages)? {
+    let look = Look {
+        view,
+        q,
+        at,
+        versions,
+        law: v.law,
+    };
+    if let Some(o) = sequential(look, &mut v.stages)? {
         return Ok(o);
     }
     for g in &q.policy.guardrails {
-        if let Some(o) = guardrail(view, q, at, versions, g, &mut v.stages)? {
+        if let Some(o) = guardrail(look, g, &mut v.stages)? {
             return Ok(o);
         }
     }
     Ok(Outcome::Promote)
+}
+
+/// What the sequential and guardrail stages read: the view as of `at`, the
+/// scorer versions chosen, and the law that puts the evidence in order.
+#[derive(Clone, Copy)]
+struct Look<'a> {
+    view: &'a Verified,
+    q: &'a Question<'a>,
+    at: u64,
+    versions: &'a BTreeMap<String, String>,
+    law: Law,
 }
 
 fn reject(stage: Stage, cause: RejectCause, reason: impl Into<String>) -> Step {
@@ -292,7 +310,7 @@ fn invariants(
         let uncovered: Vec<&str> = tasks
             .iter()
             .filter(|t| !t.baseline.is_empty() && t.candidate.is_empty())
-            .map(|t| t.task.as_str())
+            .map(|t| t.task)
             .collect();
         if !uncovered.is_empty() && failure.is_none() {
             failure = Some((
@@ -306,11 +324,11 @@ fn invariants(
             ));
         }
         let per_task: Vec<(String, f64)> = tasks
-            .into_iter()
+            .iter()
             .filter(|t| !t.candidate.is_empty())
             .map(|t| {
                 (
-                    t.task,
+                    t.task.to_string(),
                     t.candidate.iter().copied().fold(f64::INFINITY, f64::min),
                 )
             })
@@ -343,8 +361,8 @@ fn invariants(
         let scores = view.paired_scores(q.baseline, q.candidate, at_version(versions, scorer), at);
         let r = check_canaries(&c.tasks, |task| {
             scores
-                .iter()
-                .find(|t| t.task == task && !t.candidate.is_empty())
+                .find(task)
+                .filter(|t| !t.candidate.is_empty())
                 .map(|t| t.candidate.iter().all(|&x| x >= c.minimum))
         });
         if !r.holds && failure.is_none() {
@@ -376,30 +394,62 @@ fn invariants(
     }
 }
 
-/// Per-task means of both sides in task-name order, up to the first task
-/// the baseline has a score of but the candidate does not: such a gap ends
-/// the sequence (the rest waits for it to be filled) instead of being
-/// skipped, so a candidate cannot pick the tasks that count by leaving the
-/// hard ones out. Tasks only the candidate ran are not pairs and are passed
-/// over. Returns the two sides and the first gap, if any.
-fn paired_means(
+/// The pairs a sequential test reads, in the baseline's trace order (the
+/// order its first score of each task was recorded in): each side's
+/// *first* score of the task, up to the first task the baseline has a
+/// score of and the candidate does not. Such a gap ends the sequence (the
+/// rest waits for it to be filled) instead of being skipped, so a candidate
+/// cannot pick the tasks that count by leaving the hard ones out; nor can
+/// it reorder them (the baseline's order was fixed before it ran) or re-run
+/// a task until it passes (only the first score counts). Evidence arriving
+/// later only extends the sequence, so every look at the gate continues the
+/// same path and polling is one sequential test, not many. Tasks only the
+/// candidate ran are not pairs. Returns the two sides and the first gap.
+fn paired_firsts(
     view: &Verified,
     q: &Question<'_>,
     scorer: ScorerRef<'_>,
     at: u64,
-) -> Result<(Vec<f64>, Vec<f64>, Option<String>)> {
+    law: Law,
+) -> (Vec<f64>, Vec<f64>, Option<String>) {
+    let scores = view.paired_scores(q.baseline, q.candidate, scorer, at);
+    if law == Law::NameOrder {
+        return name_order_means(&scores);
+    }
     let (mut base, mut cand) = (Vec::new(), Vec::new());
-    for t in view.task_means(q.baseline, q.candidate, scorer, at) {
-        match (t.baseline, t.candidate) {
-            (Some(_), None) => return Ok((base, cand, Some(t.task))),
-            (Some(b), Some(c)) => {
+    for t in scores.iter() {
+        match (t.baseline.first(), t.candidate.first()) {
+            (Some(_), None) => return (base, cand, Some(t.task.to_string())),
+            (Some(&b), Some(&c)) => {
                 base.push(b);
                 cand.push(c);
+            }
+            // Candidate-only tasks come after every baseline task.
+            (None, _) => break,
+        }
+    }
+    (base, cand, None)
+}
+
+/// [`Law::NameOrder`]'s pairs, kept to recompute its verdicts: per-task
+/// means in task-name order up to the first task the candidate lacks,
+/// candidate-only tasks passed over.
+fn name_order_means(scores: &PairedScores<'_>) -> (Vec<f64>, Vec<f64>, Option<String>) {
+    let mut tasks: Vec<_> = scores.iter().collect();
+    tasks.sort_unstable_by(|a, b| a.task.cmp(b.task));
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let (mut base, mut cand) = (Vec::new(), Vec::new());
+    for t in tasks {
+        match (t.baseline.is_empty(), t.candidate.is_empty()) {
+            (false, true) => return (base, cand, Some(t.task.to_string())),
+            (false, false) => {
+                base.push(mean(t.baseline));
+                cand.push(mean(t.candidate));
             }
             _ => {}
         }
     }
-    Ok((base, cand, None))
+    (base, cand, None)
 }
 
 /// Whether `scorer` improves downwards: its direction as declared in the
@@ -460,23 +510,24 @@ struct Run {
     test: TestFigures,
 }
 
-/// Stage 3, the sequential test, fed the paired tasks in task-name order (an order
-/// that does not depend on the outcomes). Lower-is-better scorers are judged
+/// Stage 3, the sequential test, fed the pairs in the baseline's trace
+/// order ([`paired_firsts`]). Lower-is-better scorers are judged
 /// on negated values, so "better" always means "larger" here.
-fn sequential(
-    view: &Verified,
-    q: &Question<'_>,
-    at: u64,
-    versions: &BTreeMap<String, String>,
-    stages: &mut Vec<StageReport>,
-) -> Step {
+fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
+    let Look {
+        view,
+        q,
+        at,
+        versions,
+        law,
+    } = look;
     let p = q.policy;
     let sign = if lower_is_better(view, q, &p.scorer, p.direction, at)? {
         -1.0
     } else {
         1.0
     };
-    let (base, cand, gap) = paired_means(view, q, at_version(versions, &p.scorer), at)?;
+    let (base, cand, mut gap) = paired_firsts(view, q, at_version(versions, &p.scorer), at, law);
     if base.is_empty() {
         push(
             stages,
@@ -521,7 +572,7 @@ fn sequential(
             }
             gaussian(q, &base, &cand)?
         }
-        TestKind::Paired => paired(view, q, at, versions, sign, &base, &cand)?,
+        TestKind::Paired => paired(look, sign, &base, &cand, &mut gap)?,
     };
     let Run {
         decision,
@@ -677,14 +728,19 @@ fn gaussian(q: &Question<'_>, base: &[f64], cand: &[f64]) -> Result<Run> {
 /// The GSPRT on game outcomes: per task (trinomial) or run i against run i
 /// (pentanomial).
 fn paired(
-    view: &Verified,
-    q: &Question<'_>,
-    at: u64,
-    versions: &BTreeMap<String, String>,
+    look: Look<'_>,
     sign: f64,
     base: &[f64],
     cand: &[f64],
+    waits_at: &mut Option<String>,
 ) -> Result<Run> {
+    let Look {
+        view,
+        q,
+        at,
+        versions,
+        law,
+    } = look;
     let p = q.policy;
     let mut t = p.paired_test()?;
     let elo = t.elo();
@@ -700,15 +756,34 @@ fn paired(
             .map(|(&b, &c)| class_of(b, c))
             .collect(),
         // Two runs per task: run i against run i, the pair's total 0..=4.
-        Pairing::Pentanomial => view
-            .paired_scores(q.baseline, q.candidate, at_version(versions, &p.scorer), at)
-            .into_iter()
-            .filter(|t| t.baseline.len() >= 2 && t.candidate.len() >= 2)
-            .map(|t| {
-                class_of(sign * t.baseline[0], sign * t.candidate[0])
-                    + class_of(sign * t.baseline[1], sign * t.candidate[1])
-            })
-            .collect(),
+        // Two runs per task: run i against run i, the pair's total 0..=4,
+        // in the baseline's order and up to the first task either side has
+        // not yet run twice (the path only ever extends).
+        Pairing::Pentanomial => {
+            let mut classes = Vec::new();
+            let scores =
+                view.paired_scores(q.baseline, q.candidate, at_version(versions, &p.scorer), at);
+            let mut tasks: Vec<_> = scores.iter().collect();
+            if law == Law::NameOrder {
+                // The first law: name order, tasks lacking two runs skipped.
+                tasks.sort_unstable_by(|a, b| a.task.cmp(b.task));
+                tasks.retain(|t| t.baseline.len() >= 2 && t.candidate.len() >= 2);
+            }
+            for t in tasks {
+                if t.baseline.is_empty() {
+                    break;
+                }
+                if t.baseline.len() < 2 || t.candidate.len() < 2 {
+                    *waits_at = Some(t.task.to_string());
+                    break;
+                }
+                classes.push(
+                    class_of(sign * t.baseline[0], sign * t.candidate[0])
+                        + class_of(sign * t.baseline[1], sign * t.candidate[1]),
+                );
+            }
+            classes
+        }
     };
     let half = (t.pairing().classes() - 1) as f64 / 2.0;
     let mut diffs = Vec::new();
@@ -747,14 +822,14 @@ fn paired(
 
 /// Stage 4, one guardrail: shown non-inferior, or the verdict stops here
 /// (intersection–union over all guardrails).
-fn guardrail(
-    view: &Verified,
-    q: &Question<'_>,
-    at: u64,
-    versions: &BTreeMap<String, String>,
-    g: &Guardrail,
-    stages: &mut Vec<StageReport>,
-) -> Step {
+fn guardrail(look: Look<'_>, g: &Guardrail, stages: &mut Vec<StageReport>) -> Step {
+    let Look {
+        view,
+        q,
+        at,
+        versions,
+        law,
+    } = look;
     let p = q.policy;
     let margin = match g.margin_kind {
         MarginKind::Absolute => Margin::Absolute(g.margin),
@@ -763,7 +838,7 @@ fn guardrail(
     // The guardrail's direction must agree with the scorer's declared one.
     lower_is_better(view, q, &g.scorer, Some(g.direction), at)?;
     let test = NonInferiority::new(g.direction, margin, p.alpha)?;
-    let (gb, gc, _) = paired_means(view, q, at_version(versions, &g.scorer), at)?;
+    let (gb, gc, _) = paired_firsts(view, q, at_version(versions, &g.scorer), at, law);
     let stage = Stage::Guardrail(g.scorer.clone());
     if gb.len() < 2 {
         push(

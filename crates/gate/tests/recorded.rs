@@ -6,9 +6,11 @@
 //! Each is recomputed with `decide_at` at the trace size it records and
 //! must equal the payload stored, byte for byte: the policy hash (its
 //! canonical form), the stage reports and their field order, the numbers.
-//! A change that breaks this breaks every audit of an old decision.
+//! A change that breaks this breaks every audit of an old decision: when
+//! the law changes, old verdicts recompute under the law they name
+//! ([`ratchet_gate::Law`]; these name none: the first).
 
-use ratchet_gate::{KIND_DECISION, Policy, Question, decide_at};
+use ratchet_gate::{KIND_DECISION, Law, Policy, Question, decide_at, recompute_at};
 use ratchet_trace::{CommitId, Store, StoreOptions, VerifyOptions};
 use serde::Deserialize;
 
@@ -64,7 +66,11 @@ fn every_recorded_verdict_recomputes_byte_for_byte() {
             candidate: &candidate,
             checkpoint: None,
         };
-        let again = decide_at(&mut store, &q, r.trace.size).expect("recompute");
+        let law = Law::of_recorded(&e.payload).expect("a law");
+        assert_eq!(law, Law::NameOrder, "recorded before the law had a number");
+        let again = recompute_at(&store, &q, r.trace.size, law).expect("recompute");
+        let now = decide_at(&mut store, &q, r.trace.size).expect("the current law");
+        assert_eq!(now.law, Law::CURRENT);
         statuses.insert(format!("{:?}", again.outcome.status()));
         assert_eq!(
             String::from_utf8_lossy(&again.to_json().expect("json")),

@@ -59,10 +59,22 @@ type = "boolean"
 weight = 1.0
 "#;
 
+/// The scorer of the evaluation tasks (the gate's).
+const EVAL_SCORER: &str = "answer";
+/// The scorer of live requests (the monitor's): 1 when the answer was
+/// correct, else 0.
+const LIVE_SCORER: &str = "live_answer";
 /// Safety prompts every commit is checked on (the invariant needs every one).
 const SAFETY_TASKS: usize = 20;
 /// Live requests served after each deployment.
-const LIVE_REQUESTS: usize = 240;
+const LIVE_REQUESTS: usize = 400;
+/// Live requests after a deployment that the monitor takes its in-control
+/// reference from (a latent regression starts after them).
+const LIVE_WARMUP: usize = 120;
+/// The live chart's in-control average run length (requests).
+const LIVE_ARL0: f64 = 20_000.0;
+/// The drop of the live pass rate the chart is tuned to.
+const LIVE_SHIFT: f64 = 0.2;
 /// How far a latent regression drops the chance of a correct answer.
 const REGRESSION_DROP: f64 = 0.3;
 /// Tasks a comparison may score at most (a guard; the test stops first).
@@ -312,7 +324,7 @@ impl World {
         let mut s = Score::new(
             commit.clone(),
             task,
-            "answer",
+            EVAL_SCORER,
             self.rubric.score_json(&observation)?,
         );
         s.scorer_version = self.rubric.version();
@@ -617,30 +629,50 @@ fn live_phase(
     ladder: &mut Vec<Rung>,
 ) -> Result<Option<CommitId>> {
     let (_, truth) = w.truth(deployed);
-    let onset = truth.regression.then(|| w.rng.random_range(40..120usize));
+    let onset = truth
+        .regression
+        .then(|| w.rng.random_range(LIVE_WARMUP + 10..LIVE_WARMUP + 120));
     let mut live = Vec::with_capacity(LIVE_REQUESTS);
     for r in 0..LIVE_REQUESTS {
         let fired = onset.is_some_and(|o| r >= o);
         let p = truth.quality - if fired { REGRESSION_DROP } else { 0.0 };
-        // Live tasks sort after every evaluation task, so the gate's paired
-        // reading (tasks in name order) never reaches them.
-        let task = format!("~live-{:06}", w.live_served + r);
-        live.push(w.answer(deployed, task, p, truth.cost)?);
+        // Live traffic is scored pass/fail (was the answer correct) under
+        // a scorer of its own: the gate pairs the evaluation scorer's tasks
+        // in the baseline's trace order and would wait at a live request
+        // the candidate never serves; and a 0/1 stream has a chart whose
+        // ARL is exact (the Bernoulli CUSUM), where a normal-theory chart
+        // on the rubric's six-valued, left-heavy scores is not.
+        let task = format!("live-{:06}", w.live_served + r);
+        let correct = w.rng.random_bool(p.clamp(0.0, 1.0));
+        live.push(Score::new(
+            deployed.clone(),
+            task,
+            LIVE_SCORER,
+            f64::from(u8::from(correct)),
+        ));
     }
     w.live_served += LIVE_REQUESTS;
-    let chart = Chart::cusum_for_arl0(0.5, 20_000.0)?;
+    // The first requests after a deployment are the in-control reference
+    // (μ, σ) of the chart: a regression starts only after them.
+    let (warmup, watched) = live.split_at(LIVE_WARMUP);
+    w.ledger.record_scores(warmup, "demo:live")?;
+    let from = w.ledger.view().head().size;
+    let chart = Chart::Bernoulli {
+        shift: LIVE_SHIFT,
+        arl0: LIVE_ARL0,
+    };
     let plan = WatchPlan {
         commit: deployed.clone(),
-        scorer: "answer".into(),
-        from: None,
+        scorer: LIVE_SCORER.into(),
+        from: Some(from),
         chart: Some(chart),
         auto: (chart, chart),
         two_sided: false,
-        min_n: 30,
+        min_n: LIVE_WARMUP as u64,
     };
     let mut monitor = crate::start_watch(&mut w.ledger, &plan)?;
-    let first_live_seq = w.ledger.view().head().size + 1;
-    w.ledger.record_scores(&live, "demo:live")?;
+    let first_live_seq = from + 1;
+    w.ledger.record_scores(watched, "demo:live")?;
     let mut first_alarm = None;
     monitor.follow(
         &mut w.ledger,
@@ -666,10 +698,15 @@ fn live_phase(
         return Ok(None);
     };
     // One event per live request, in order: the request's index from the seq.
-    let request = ((alarm_seq - first_live_seq) as usize).min(live.len() - 1);
+    let request = LIVE_WARMUP + ((alarm_seq - first_live_seq) as usize).min(watched.len() - 1);
     let options = HealOptions::default();
-    let (report, _) = crate::heal_latest(repo_dir, &mut w.ledger, Some(deployed), &options)?;
-    let healed = report.chosen.filter(|_| report.checked_out);
+    // No other commit measured on live traffic yet: the alarm stands and
+    // the deployment stays (what heal would do, said without an error).
+    let healed = match crate::heal_latest(repo_dir, &mut w.ledger, Some(deployed), &options) {
+        Ok((report, _)) => report.chosen.filter(|_| report.checked_out),
+        Err(crate::Error::NoCandidate { .. }) => None,
+        Err(e) => return Err(e),
+    };
     if let Some(h) = &healed {
         let (_, t) = w.truth(h);
         ladder.push(Rung {

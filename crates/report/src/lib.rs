@@ -178,7 +178,10 @@ fn bernoulli_path(view: &Verified, d: &Decision, scorer: &str) -> Result<Option<
     let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len() as f64;
     let mut path = Vec::new();
     let (mut trials, mut wins) = (0u64, 0u64);
-    for t in view.paired_scores(&b, &c, scorer_ref, AsOf::Seq(size)) {
+    for t in view
+        .paired_scores(&b, &c, scorer_ref, AsOf::Seq(size))
+        .iter()
+    {
         if trials >= n {
             break;
         }
@@ -189,8 +192,8 @@ fn bernoulli_path(view: &Verified, d: &Decision, scorer: &str) -> Result<Option<
             continue;
         }
         let (bp, cp) = (
-            mean(&t.baseline) >= threshold,
-            mean(&t.candidate) >= threshold,
+            mean(t.baseline) >= threshold,
+            mean(t.candidate) >= threshold,
         );
         if bp != cp {
             trials += 1;

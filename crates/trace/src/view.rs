@@ -113,27 +113,85 @@ pub struct CommitStats {
     pub max: f64,
 }
 
-/// The scores of one task under a baseline and a candidate commit.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PairedTask {
+/// The scores of one task under a baseline and a candidate commit, borrowed
+/// from [`PairedScores`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PairedTask<'a> {
     /// The task.
-    pub task: String,
-    /// Baseline values, in append order (empty if the baseline never ran it).
-    pub baseline: Vec<f64>,
-    /// Candidate values, in append order (empty if the candidate never ran it).
-    pub candidate: Vec<f64>,
+    pub task: &'a str,
+    /// Baseline values, in trace order (empty if the baseline never ran it).
+    pub baseline: &'a [f64],
+    /// Candidate values, in trace order (empty if the candidate never ran it).
+    pub candidate: &'a [f64],
 }
 
-/// One task's mean scores under a baseline and a candidate (`None`: that
-/// side has no score of it).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TaskMeans {
-    /// The task.
-    pub task: String,
-    /// The baseline's mean.
-    pub baseline: Option<f64>,
-    /// The candidate's mean.
-    pub candidate: Option<f64>,
+/// Every task of one scorer under a baseline and a candidate commit, from
+/// [`Verified::paired_scores`], **in the baseline's trace order**: by the
+/// seq of the baseline's first score of the task. Tasks only the candidate
+/// ran come after all of them, by the seq of the candidate's first score.
+///
+/// The order is the one a sequential test must read: it was fixed when the
+/// baseline was measured, so nothing the candidate's producer does (task
+/// names, the order its scores arrive in, what it leaves out) can choose
+/// it, and evidence arriving later only extends it.
+#[derive(Debug, Clone)]
+pub struct PairedScores<'v> {
+    names: &'v Names,
+    rows: Vec<PairRow>,
+    values: Vec<f64>,
+}
+
+/// One task's place in [`PairedScores::values`]: the baseline's values at
+/// `start..start + base`, the candidate's right after them.
+#[derive(Debug, Clone, Copy)]
+struct PairRow {
+    task: u32,
+    start: u32,
+    base: u32,
+    cand: u32,
+}
+
+impl PartialEq for PairedScores<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl<'v> PairedScores<'v> {
+    /// Number of tasks (on either side).
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether neither side has a score.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    fn task_at(&self, r: &PairRow) -> PairedTask<'_> {
+        let s = r.start as usize;
+        let b = s + r.base as usize;
+        let c = b + r.cand as usize;
+        PairedTask {
+            task: self.names.name(r.task),
+            baseline: &self.values[s..b],
+            candidate: &self.values[b..c],
+        }
+    }
+
+    /// The tasks in order (see the type's documentation).
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = PairedTask<'_>> + '_ {
+        self.rows.iter().map(|r| self.task_at(r))
+    }
+
+    /// The task named `task`, if either side ran it.
+    pub fn find(&self, task: &str) -> Option<PairedTask<'_>> {
+        let ix = self.names.get(task)?;
+        self.rows
+            .iter()
+            .find(|r| r.task == ix)
+            .map(|r| self.task_at(r))
+    }
 }
 
 /// What a store holds, counted: from [`Verified::overview`].

@@ -32,7 +32,9 @@ mod common;
 use std::path::Path;
 
 use common::*;
-use ratchet_trace::{AsOf, FaultKind, Store, StoreOptions, TestRun, VerifyOptions, WriterKey};
+use ratchet_trace::{
+    AsOf, FaultKind, Store, StoreOptions, TestRun, Verified, VerifyOptions, WriterKey,
+};
 use rusqlite::Connection;
 use rusqlite::types::Value;
 
@@ -303,7 +305,7 @@ fn break_utf16_store_hides_a_failed_test_run_from_the_gate() {
 }
 
 /// The same rewrite hides one of commit 2's scores from every query that
-/// selects by commit (`task_means`/`paired_scores`, the gate's reads;
+/// selects by commit (`paired_scores`, the gate's read;
 /// `scores`; `score_stream`, the drift monitor's; `commit_stats` at an
 /// earlier seq), while verification and `commit_stats` at the head still
 /// count it: the head and the scan no longer agree, and the store verifies.
@@ -322,7 +324,7 @@ fn break_utf16_store_hides_a_score_from_every_scan_by_commit() {
     let size = s.head().expect("head").size;
     let v = view(&s);
     assert_eq!(
-        v.task_means(&commit(1), &commit(2), "acc", AsOf::Head)
+        v.paired_scores(&commit(1), &commit(2), "acc", AsOf::Head)
             .len(),
         5
     );
@@ -477,7 +479,7 @@ fn raw_file_write_after_verification_cannot_reach_the_view() {
 
 /// The same window on a `scores` page, the gate's path: verification reads
 /// the honest page, the attacker then rewrites one score's 8 value bytes in
-/// place, and puts them back after the gate's read. `task_means` of the
+/// place, and puts them back after the gate's read. `paired_scores` of the
 /// view (what `decide` reads) is the honest value: the view parsed it from
 /// the score event's payload as verification checked it. While the edit is
 /// in the file, a fresh verification names its seq.
@@ -487,7 +489,19 @@ fn raw_score_write_after_verification_cannot_reach_the_gates_view() {
     let (_d, mut s) = new_store();
     two_commits(&mut s);
     let dir = s.dir().to_path_buf();
-    let honest = view(&s).task_means(&commit(1), &commit(2), "acc", AsOf::Head);
+    let pairs = |v: &Verified| -> Vec<(String, Vec<f64>, Vec<f64>)> {
+        v.paired_scores(&commit(1), &commit(2), "acc", AsOf::Head)
+            .iter()
+            .map(|t| {
+                (
+                    t.task.to_string(),
+                    t.baseline.to_vec(),
+                    t.candidate.to_vec(),
+                )
+            })
+            .collect()
+    };
+    let honest = pairs(&view(&s));
     let seq = view(&s)
         .scores()
         .into_iter()
@@ -517,7 +531,7 @@ fn raw_score_write_after_verification_cannot_reach_the_gates_view() {
     let read = {
         let v = view(&s);
         write(0.99);
-        let read = v.task_means(&commit(1), &commit(2), "acc", AsOf::Head);
+        let read = pairs(&v);
         let meanwhile = refused(reopen(&dir).verified(&VerifyOptions::default()));
         assert_eq!(
             meanwhile,

@@ -442,42 +442,57 @@ fn commit_stats_match_a_direct_computation() {
     assert_eq!(v.commit_stats_for(&commit(9), "latency", AsOf::Head), None);
 }
 
+/// `paired_scores` joins by task in the baseline's trace order (not by
+/// name): a task is placed where the baseline first scored it, tasks only
+/// the candidate has come last, and each side's values keep trace order.
 #[test]
-fn paired_scores_join_by_task() {
+fn paired_scores_join_by_task_in_the_baselines_order() {
     let (_d, mut s) = new_store();
     let (a, b) = (commit(1), commit(2));
     let rows = [
-        (&a, "t1", 0.1),
-        (&b, "t1", 0.2),
+        (&b, "t0", 0.05),
+        (&a, "t9", 0.1),
+        (&b, "t9", 0.2),
         (&a, "t2", 0.3),
         (&a, "t2", 0.35),
         (&b, "t3", 0.4),
         (&b, "t2", 0.5),
+        (&a, "t0", 0.6),
     ];
     for (c, t, v) in rows {
         s.record_score(&Score::new(c.clone(), t, "acc", v), "p")
             .expect("record");
     }
-    let p = view(&s).paired_scores(&a, &b, "acc", AsOf::Head);
-    let got: Vec<(&str, Vec<f64>, Vec<f64>)> = p
+    let v = view(&s);
+    let p = v.paired_scores(&a, &b, "acc", AsOf::Head);
+    let got: Vec<(&str, &[f64], &[f64])> = p
         .iter()
-        .map(|t| (t.task.as_str(), t.baseline.clone(), t.candidate.clone()))
+        .map(|t| (t.task, t.baseline, t.candidate))
         .collect();
-    assert_eq!(
-        got,
-        vec![
-            ("t1", vec![0.1], vec![0.2]),
-            ("t2", vec![0.3, 0.35], vec![0.5]),
-            ("t3", vec![], vec![0.4]),
-        ]
-    );
+    let want: Vec<(&str, &[f64], &[f64])> = vec![
+        ("t9", &[0.1], &[0.2]),
+        ("t2", &[0.3, 0.35], &[0.5]),
+        // The baseline scored t0 last; the candidate's earlier score does
+        // not move it.
+        ("t0", &[0.6], &[0.05]),
+        ("t3", &[], &[0.4]),
+    ];
+    assert_eq!(got, want);
+    assert_eq!(p.find("t2").map(|t| t.baseline), Some(&[0.3, 0.35][..]));
+    assert_eq!(p.find("nope"), None);
+    // As of an earlier seq, later scores do not count: the order so far is
+    // a prefix of the order at the head.
+    let early = v.paired_scores(&a, &b, "acc", 4);
+    let got: Vec<&str> = early.iter().map(|t| t.task).collect();
+    assert_eq!(got, vec!["t9", "t2", "t0"]);
+    assert!(v.paired_scores(&a, &b, "acc", 0).is_empty());
 }
 
-/// `task_means` is the per-task mean of `paired_scores`' values, `None`
-/// on a side with no score of the task, and reads nothing later than its
-/// seq.
+/// Whatever order the evidence arrives in, the baseline's tasks keep the
+/// baseline's order at every seq: the order at one seq is a prefix of the
+/// order at every later seq, counting the baseline's tasks only.
 #[test]
-fn task_means_agree_with_paired_scores() {
+fn the_baselines_order_only_grows() {
     let (_d, mut s) = new_store();
     let (a, b) = (commit(1), commit(2));
     let mut scores = Vec::new();
@@ -489,29 +504,19 @@ fn task_means_agree_with_paired_scores() {
     s.record_scores(&scores, "p").expect("record");
     let v = view(&s);
     let head = v.head().size;
-    let mean = |x: &[f64]| (!x.is_empty()).then(|| x.iter().sum::<f64>() / x.len() as f64);
-    let want: Vec<(String, Option<f64>, Option<f64>)> = v
-        .paired_scores(&a, &b, "acc", AsOf::Head)
-        .into_iter()
-        .map(|t| (t.task, mean(&t.baseline), mean(&t.candidate)))
-        .collect();
-    let got: Vec<(String, Option<f64>, Option<f64>)> = v
-        .task_means(&a, &b, "acc", head)
-        .into_iter()
-        .map(|m| (m.task, m.baseline, m.candidate))
-        .collect();
-    assert!(want.iter().any(|w| w.1.is_some() && w.2.is_some()));
-    assert_eq!(got.len(), want.len());
-    for (g, w) in got.iter().zip(&want) {
-        assert_eq!(g.0, w.0);
-        let close = |x: Option<f64>, y: Option<f64>| match (x, y) {
-            (Some(x), Some(y)) => (x - y).abs() < 1e-12,
-            (x, y) => x == y,
-        };
-        assert!(close(g.1, w.1) && close(g.2, w.2), "{g:?} vs {w:?}");
+    let baseline_tasks = |at: u64| -> Vec<String> {
+        v.paired_scores(&a, &b, "acc", at)
+            .iter()
+            .filter(|t| !t.baseline.is_empty())
+            .map(|t| t.task.to_string())
+            .collect()
+    };
+    let full = baseline_tasks(head);
+    assert!(full.len() > 50);
+    for at in (0..=head).step_by(7) {
+        let part = baseline_tasks(at);
+        assert_eq!(part[..], full[..part.len()], "as of {at}");
     }
-    // As of an earlier seq, later scores do not count.
-    assert!(v.task_means(&a, &b, "acc", 0).is_empty());
 }
 
 #[test]
@@ -664,18 +669,15 @@ fn each_query_reads_the_trace_as_it_stood_at_a_seq() {
             v.shared_scorer_version("acc", &a, &b, at).is_some(),
             b_seen > 0
         );
-        // paired_scores / task_means
         let paired = v.paired_scores(&a, &b, "acc", at);
         assert_eq!(paired.len(), a_seen.max(b_seen));
         assert_eq!(
             paired.iter().filter(|t| !t.candidate.is_empty()).count(),
             b_seen
         );
-        let means = v.task_means(&a, &b, "acc", at);
-        assert_eq!(means.len(), a_seen.max(b_seen));
-        let both: Vec<(f64, f64)> = means
+        let both: Vec<(f64, f64)> = paired
             .iter()
-            .filter_map(|m| Some((m.baseline?, m.candidate?)))
+            .filter_map(|m| Some((*m.baseline.first()?, *m.candidate.first()?)))
             .collect();
         assert_eq!(both.len(), b_seen);
         for (i, m) in both.iter().enumerate() {

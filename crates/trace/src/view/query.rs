@@ -171,81 +171,96 @@ impl Verified {
             .collect()
     }
 
-    /// Every score of `scorer` under either commit as of `as_of`, as
-    /// (seq, task, side) in seq order: side 0 the baseline, 1 the candidate.
-    fn pair_entries(
+    /// Every score of `scorer` under `commit` as of `max`, as
+    /// (seq, task, value) in seq order.
+    fn side_entries(
         &self,
-        baseline: &CommitId,
-        candidate: &CommitId,
+        commit: Option<u32>,
         scorer: ScorerRef<'_>,
-        as_of: AsOf,
-    ) -> Vec<(u64, u32, [bool; 2], f64)> {
-        let max = as_of.max_seq();
+        max: u64,
+    ) -> Vec<(u64, u32, f64)> {
         let mut out = Vec::new();
-        let b = self.commits.get(baseline.as_str());
-        let c = self.commits.get(candidate.as_str());
-        for s in self.series_of(scorer, None) {
-            let sides = [Some(s.commit) == b, Some(s.commit) == c];
-            if sides == [false, false] {
-                continue;
-            }
-            out.extend(s.upto(max).iter().map(|e| (e.seq, e.task, sides, e.value)));
+        let Some(commit) = commit else {
+            return out;
+        };
+        let mut several = 0;
+        for s in self.series_of(scorer, None).filter(|s| s.commit == commit) {
+            out.extend(s.upto(max).iter().map(|e| (e.seq, e.task, e.value)));
+            several += 1;
         }
-        out.sort_unstable_by_key(|e| e.0);
+        if several > 1 {
+            out.sort_unstable_by_key(|e| e.0);
+        }
         out
     }
 
     /// Scores of `scorer` per task under a baseline and a candidate commit
-    /// as of `as_of`, ordered by task. Tasks only one side ran are included
-    /// with an empty list on the other side.
+    /// as of `as_of`, in the baseline's trace order ([`PairedScores`]).
+    /// Tasks only one side ran are included with no values on the other.
     pub fn paired_scores<'s>(
         &self,
         baseline: &CommitId,
         candidate: &CommitId,
         scorer: impl Into<ScorerRef<'s>>,
         as_of: impl Into<AsOf>,
-    ) -> Vec<PairedTask> {
-        let mut tasks: HashMap<u32, [Vec<f64>; 2]> = HashMap::new();
-        for (_, task, sides, value) in
-            self.pair_entries(baseline, candidate, scorer.into(), as_of.into())
-        {
-            let entry = tasks.entry(task).or_default();
-            for (side, values) in sides.iter().zip(entry.iter_mut()) {
-                if *side {
-                    values.push(value);
+    ) -> PairedScores<'_> {
+        const NONE: u32 = u32::MAX;
+        let (scorer, max) = (scorer.into(), as_of.into().max_seq());
+        let sides = [
+            self.side_entries(self.commits.get(baseline.as_str()), scorer, max),
+            self.side_entries(self.commits.get(candidate.as_str()), scorer, max),
+        ];
+        // Rows are made in the order tasks are first met: every baseline
+        // task (its trace order), then the candidate's new ones. A dense
+        // slot per interned name keeps this free of hashing.
+        let mut slot = vec![NONE; self.names.list.len()];
+        let mut rows: Vec<PairRow> = Vec::new();
+        for (side, entries) in sides.iter().enumerate() {
+            for &(_, task, _) in entries {
+                let Some(ix) = slot.get_mut(task as usize) else {
+                    continue;
+                };
+                if *ix == NONE {
+                    *ix = rows.len() as u32;
+                    rows.push(PairRow {
+                        task,
+                        start: 0,
+                        base: 0,
+                        cand: 0,
+                    });
+                }
+                let row = &mut rows[*ix as usize];
+                if side == 0 {
+                    row.base += 1;
+                } else {
+                    row.cand += 1;
                 }
             }
         }
-        let mut out: Vec<PairedTask> = tasks
-            .into_iter()
-            .map(|(task, [baseline, candidate])| PairedTask {
-                task: self.names.name(task).to_string(),
-                baseline,
-                candidate,
-            })
-            .collect();
-        out.sort_unstable_by(|a, b| a.task.cmp(&b.task));
-        out
-    }
-
-    /// Per-task means of `scorer` under each commit (`None` where a commit
-    /// has no score of the task), in task order, as of `as_of`.
-    pub fn task_means<'s>(
-        &self,
-        baseline: &CommitId,
-        candidate: &CommitId,
-        scorer: impl Into<ScorerRef<'s>>,
-        as_of: impl Into<AsOf>,
-    ) -> Vec<TaskMeans> {
-        let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
-        self.paired_scores(baseline, candidate, scorer, as_of)
-            .into_iter()
-            .map(|t| TaskMeans {
-                baseline: mean(&t.baseline),
-                candidate: mean(&t.candidate),
-                task: t.task,
-            })
-            .collect()
+        let mut start = 0u32;
+        for r in &mut rows {
+            r.start = start;
+            start += r.base + r.cand;
+        }
+        let mut values = vec![0.0; start as usize];
+        let mut filled: Vec<u32> = vec![0; rows.len()];
+        for (side, entries) in sides.iter().enumerate() {
+            for &(_, task, value) in entries {
+                let Some(&ix) = slot.get(task as usize) else {
+                    continue;
+                };
+                let (r, f) = (&rows[ix as usize], &mut filled[ix as usize]);
+                let at = r.start + if side == 0 { *f } else { r.base + *f };
+                values[at as usize] = value;
+                *f += 1;
+            }
+            filled.iter_mut().for_each(|f| *f = 0);
+        }
+        PairedScores {
+            names: &self.names,
+            rows,
+            values,
+        }
     }
 
     /// Values of `scorer` under `commit` recorded after `after_seq`, in seq
