@@ -509,6 +509,42 @@ pub fn calibration_table(
                 });
             }
         }
+        TestKind::Betting => {
+            // Bounded scores in the worst case for their variance: each
+            // side passes or fails (the range's ends), the baseline at p0
+            // and the candidate at p0 + shift (in units of the range).
+            open_unit("p0", a.p0)?;
+            let [lo, hi] = policy.score_range();
+            let width = hi - lo;
+            let gap = policy.gap.unwrap_or_default();
+            let t = policy.betting_test()?;
+            for k in -2i32..=6 {
+                let shift = f64::from(k) * gap / 4.0;
+                let rate = a.p0 + shift / width;
+                if !(rate > 0.0 && rate < 1.0) {
+                    continue;
+                }
+                let m = monte_carlo(
+                    &t,
+                    a.runs,
+                    policy.max_n,
+                    a.seed.wrapping_add(k as u64),
+                    |rng| {
+                        let b = rand::Rng::random_bool(rng, a.p0);
+                        let c = rand::Rng::random_bool(rng, rate);
+                        width * (f64::from(u8::from(c)) - f64::from(u8::from(b)))
+                    },
+                )?;
+                on_row();
+                rows.push(CalibrationRow {
+                    effect: Effect::MeanShift { shift },
+                    p_promote: m.point.p_promote,
+                    expected_n: m.point.expected_n,
+                    n_quantiles: m.point.n_quantiles,
+                    method: CalibrationMethod::MonteCarlo,
+                });
+            }
+        }
         TestKind::Paired => {
             let t = policy.paired_test()?;
             let elo = t.elo();

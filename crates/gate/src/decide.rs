@@ -370,6 +370,25 @@ pub enum TestFigures {
         /// Sample variance of the differences (`None` before two).
         variance: Option<f64>,
     },
+    /// The betting e-process on bounded paired differences.
+    Betting {
+        /// The design.
+        design: &'static str,
+        /// What the effect estimate measures.
+        effect_measure: &'static str,
+        /// The range every score lies in.
+        range: [f64; 2],
+        /// The mean difference a reject is measured against.
+        gap: f64,
+        /// ln of the capital betting on an improvement.
+        log_capital_promote: f64,
+        /// ln of the capital betting on less than the gap.
+        log_capital_reject: f64,
+        /// ln(1/α): the promote capital's bound.
+        promote_bound: f64,
+        /// ln(1/β): the reject capital's bound.
+        reject_bound: f64,
+    },
     /// The GSPRT on game outcomes.
     Paired {
         /// Trinomial or pentanomial.
@@ -686,9 +705,12 @@ pub fn verdict_in(ledger: &mut Ledger, q: &Question<'_>) -> Result<Verdict> {
 }
 
 /// The effect the sequential test saw, for a person to read: the mean of
-/// the per-observation effects with a fixed-sample 95 % normal interval.
-/// Shown, never used to decide (after optional stopping a fixed-sample
-/// interval is optimistic; the decision's guarantee is the SPRT's).
+/// the per-observation effects with a 95 % interval. Shown, never used to
+/// decide. Under [`Law::BaselineOrder`] the interval is **always valid**
+/// (`interval` names the confidence sequence): it covers the true mean at
+/// its level at any stop, the sequential test's included. Under
+/// [`Law::NameOrder`] it was a fixed-sample normal interval (`interval`
+/// absent), optimistic after optional stopping.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct EffectEstimate {
     /// Observations.
@@ -699,6 +721,9 @@ pub struct EffectEstimate {
     pub ci_low: f64,
     /// Upper end of the 95 % interval.
     pub ci_high: f64,
+    /// The always-valid interval's method (absent: fixed-sample).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<&'static str>,
 }
 
 /// The verdict at `at` of a cold decision: one verification up to `at`

@@ -9,7 +9,9 @@
 //!   `decision`) shared by [`BernoulliSprt`] (pass/fail per task),
 //!   [`GaussianSprt`] (continuous scores, variance estimated after a
 //!   warm-up) and [`PairedGsprt`] (paired win/draw/loss or pentanomial
-//!   outcomes, fishtest's generalized SPRT).
+//!   outcomes, fishtest's generalized SPRT) and [`BettingTest`] (bounded
+//!   scores, any distribution: a betting e-process, valid under any
+//!   stopping rule — the default kind).
 //! * [`Decision`] — `Continue`, `Promote`, `Reject`, `Truncated` (a
 //!   truncated test fails closed).
 //! * [`NonInferiority`] — guardrails (cost, latency) within an absolute or
@@ -47,6 +49,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod betting;
 mod calibrate;
 mod decide;
 mod error;
@@ -58,6 +61,7 @@ mod policy;
 mod sprt;
 mod stages;
 
+pub use betting::{BettingCapital, BettingTest, ValidInterval, betting_interval};
 pub use calibrate::{
     Assumptions, CALIBRATION_ROWS, CalibrationMethod, CalibrationRow, Effect, MonteCarloEstimate,
     OperatingPoint, WaldApproximation, calibration_table, exact_bernoulli, monte_carlo,

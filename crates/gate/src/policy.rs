@@ -37,7 +37,7 @@ use crate::sprt::{BernoulliSprt, Boundaries, GaussianSprt};
 use ratchet_scorers::Direction;
 
 /// Which sequential test judges the primary scorer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TestKind {
     /// Pass/fail scores (score ≥ `pass_threshold`), paired per task: an
@@ -54,6 +54,13 @@ pub enum TestKind {
     /// Per-task win / draw / loss of candidate against baseline, fishtest's
     /// GSPRT between logistic Elo `elo0` and `elo1`.
     Paired,
+    /// Bounded scores (in `range`, default [0, 1]), paired per task: a
+    /// betting e-process on the differences ([`crate::BettingTest`]),
+    /// valid for **any** distribution of the scores in their range and any
+    /// stopping rule — promote when the mean difference is shown above 0
+    /// (at α), reject when shown below `gap` (at β). The default kind.
+    #[default]
+    Betting,
 }
 
 /// A direction as policy files write it: `"lower"` or `"higher"` (the
@@ -190,7 +197,9 @@ pub struct ClassPolicy {
     /// hash of a policy without it is what it was before the field existed.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scorer_version: Option<String>,
-    /// The sequential test.
+    /// The sequential test (default: `betting`, valid for any scores in
+    /// `range`).
+    #[serde(default)]
     pub test: TestKind,
     /// False-promote rate.
     pub alpha: f64,
@@ -206,6 +215,10 @@ pub struct ClassPolicy {
     /// Pass threshold of a task score (bernoulli; default 1.0).
     #[serde(default)]
     pub pass_threshold: Option<f64>,
+    /// The range every score lies in (betting; default `[0, 1]`): a score
+    /// outside it is refused, never clipped. Not serialized when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<[f64; 2]>,
     /// Null hypothesis in `elo_model`'s unit (paired).
     #[serde(default)]
     pub elo0: Option<f64>,
@@ -225,7 +238,7 @@ pub struct ClassPolicy {
     /// Overshoot correction (paired; default on).
     #[serde(default)]
     pub overshoot: Option<bool>,
-    /// Warm-up (gaussian; default 10).
+    /// Warm-up (gaussian; default 20, [`GaussianSprt::DEFAULT_WARMUP`]).
     #[serde(default)]
     pub warmup: Option<u64>,
     /// Truncation limit: the test decides after at most this many tasks.
@@ -369,7 +382,33 @@ impl ClassPolicy {
         if self.max_n == 0 {
             return Err(bad(f("max_n"), "must be at least 1"));
         }
+        if let Some([lo, hi]) = self.range
+            && !(lo.is_finite() && hi.is_finite() && lo < hi)
+        {
+            return Err(bad(
+                f("range"),
+                format!("[{lo}, {hi}] must be two finite numbers, the lower first"),
+            ));
+        }
+        if self.range.is_some() && self.test != TestKind::Betting {
+            return Err(bad(f("range"), "only the betting test reads a range"));
+        }
         match self.test {
+            TestKind::Betting => {
+                let gap = self
+                    .gap
+                    .ok_or_else(|| bad(f("gap"), "required for this test"))?;
+                let [lo, hi] = self.score_range();
+                if !(gap > 0.0 && gap < hi - lo) {
+                    return Err(bad(
+                        f("gap"),
+                        format!(
+                            "{gap} must be a positive mean difference below the range's width {}",
+                            hi - lo
+                        ),
+                    ));
+                }
+            }
             TestKind::Bernoulli | TestKind::Gaussian => {
                 let gap = self
                     .gap
@@ -478,6 +517,24 @@ impl ClassPolicy {
     pub fn gaussian_test(&self) -> Result<GaussianSprt> {
         GaussianSprt::new(0.0, self.gap.unwrap_or_default(), self.boundaries()?)?
             .with_warmup(self.warmup.unwrap_or(GaussianSprt::DEFAULT_WARMUP))?
+            .with_truncation(self.max_n)
+    }
+
+    /// The range of every score (betting): `range`, default `[0, 1]`.
+    pub fn score_range(&self) -> [f64; 2] {
+        self.range.unwrap_or([0.0, 1.0])
+    }
+
+    /// The betting test this class runs: paired differences in
+    /// `[−w, w]` for the range's width `w`, promote above 0 at α, reject
+    /// below `gap` at β, truncated at `max_n`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for an invalid gap or range (impossible
+    /// after [`Policy::parse`]).
+    pub fn betting_test(&self) -> Result<crate::BettingTest> {
+        let [lo, hi] = self.score_range();
+        crate::BettingTest::new(self.alpha, self.beta, self.gap.unwrap_or_default(), hi - lo)?
             .with_truncation(self.max_n)
     }
 

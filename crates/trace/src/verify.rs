@@ -337,6 +337,7 @@ impl Store {
             return Ok((report, None));
         }
         view.report = report.clone();
+        view.shrink_to_fit();
         Ok((report, Some(view)))
     }
 

@@ -284,48 +284,87 @@ fn unreachable_commit() -> CommitId {
         .unwrap_or_else(|_| unreachable_commit())
 }
 
-/// Interned strings: each name stored once, referred to by a `u32`.
+/// Interned strings: each name stored once, in one arena, referred to by a
+/// `u32` (about 14 bytes per name beside its text: a 1M-task trace's names
+/// cost what their text costs, not a map and a list of boxed copies).
 #[derive(Debug, Default, Clone)]
 struct Names {
-    list: Vec<Box<str>>,
-    index: HashMap<Box<str>, u32>,
+    arena: String,
+    /// End of each name in `arena`; name i starts where i − 1 ends.
+    ends: Vec<usize>,
+    table: hashbrown::HashTable<u32>,
+    hasher: std::hash::RandomState,
 }
 
 impl Names {
+    fn text<'a>(arena: &'a str, ends: &[usize], i: u32) -> &'a str {
+        let i = i as usize;
+        let Some(&end) = ends.get(i) else {
+            return "";
+        };
+        let start = if i == 0 { 0 } else { ends[i - 1] };
+        &arena[start..end]
+    }
+
     fn intern(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.index.get(s) {
+        use std::hash::BuildHasher;
+        let hash = self.hasher.hash_one(s);
+        let (arena, ends) = (&self.arena, &self.ends);
+        if let Some(&i) = self.table.find(hash, |&i| Names::text(arena, ends, i) == s) {
             return i;
         }
-        let i = self.list.len() as u32;
-        self.list.push(s.into());
-        self.index.insert(s.into(), i);
+        let i = self.ends.len() as u32;
+        self.arena.push_str(s);
+        self.ends.push(self.arena.len());
+        let (arena, ends, hasher) = (&self.arena, &self.ends, &self.hasher);
+        self.table
+            .insert_unique(hash, i, |&j| hasher.hash_one(Names::text(arena, ends, j)));
         i
     }
 
     fn get(&self, s: &str) -> Option<u32> {
-        self.index.get(s).copied()
+        use std::hash::BuildHasher;
+        let hash = self.hasher.hash_one(s);
+        self.table
+            .find(hash, |&i| Names::text(&self.arena, &self.ends, i) == s)
+            .copied()
     }
 
     fn name(&self, i: u32) -> &str {
-        self.list.get(i as usize).map_or("", |s| s)
+        Names::text(&self.arena, &self.ends, i)
     }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.arena.capacity() + self.ends.capacity() * 8 + self.table.capacity() * 5
+    }
+}
+
+/// How a score came: its session, the store it was merged from (if any)
+/// and the holdout flag. A trace has few of these, so each score holds an
+/// index into them instead of the three fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Provenance {
+    session: u32,
+    /// Interned origin store; [`OWN`] for this store's own events.
+    origin: u32,
+    holdout: bool,
 }
 
 /// No origin store (the event is this store's own).
 const OWN: u32 = u32::MAX;
-/// The holdout flag, kept in the top bit of [`Entry::session`].
-const HOLDOUT: u32 = 1 << 31;
 
-/// One score: 32 bytes. Cost and latency, rarely present, live beside it.
+/// One score: 24 bytes. Cost and latency, rarely present, live beside it.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     seq: u64,
     value: f64,
     task: u32,
-    /// Interned session; the top bit is the holdout flag.
-    session: u32,
-    origin: u32,
-    _pad: u32,
+    /// Index into [`Verified::provenances`].
+    provenance: u32,
 }
 
 /// Every score of one scorer × version × commit, in trace order, with its
@@ -398,6 +437,8 @@ pub struct Verified {
     commits: Names,
     series: Vec<Series>,
     series_index: HashMap<(u32, u32, u32), u32>,
+    provenances: Vec<Provenance>,
+    provenance_index: HashMap<Provenance, u32>,
     by_scorer: HashMap<u32, Vec<u32>>,
     extras: HashMap<u64, (Option<f64>, Option<f64>)>,
     test_runs: Vec<(u64, TestRun)>,
@@ -418,6 +459,8 @@ impl Verified {
             commits: Names::default(),
             series: Vec::new(),
             series_index: HashMap::new(),
+            provenances: Vec::new(),
+            provenance_index: HashMap::new(),
             by_scorer: HashMap::new(),
             extras: HashMap::new(),
             test_runs: Vec::new(),
@@ -427,6 +470,21 @@ impl Verified {
             commit_counts: Vec::new(),
             scores: 0,
         }
+    }
+
+    /// Gives back what the fold's growth left unused (a large vector's
+    /// capacity is up to twice its length): a cold verification's view
+    /// holds what it holds and no more.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        for s in &mut self.series {
+            s.entries.shrink_to_fit();
+        }
+        self.events.shrink_to_fit();
+        self.test_runs.shrink_to_fit();
+        self.names.arena.shrink_to_fit();
+        self.names.ends.shrink_to_fit();
+        self.commits.arena.shrink_to_fit();
+        self.commits.ends.shrink_to_fit();
     }
 
     /// Folds one verified row in as verification read it: a score is kept
@@ -525,15 +583,27 @@ impl Verified {
         if s.cost.is_some() || s.latency_ms.is_some() {
             self.extras.insert(seq, (s.cost, s.latency_ms));
         }
+        let provenance = Provenance {
+            session,
+            origin,
+            holdout: s.holdout,
+        };
+        let provenance = match self.provenance_index.get(&provenance) {
+            Some(&i) => i,
+            None => {
+                let i = self.provenances.len() as u32;
+                self.provenances.push(provenance);
+                self.provenance_index.insert(provenance, i);
+                i
+            }
+        };
         let series = &mut self.series[ix as usize];
         series.fold.push(s.value);
         series.entries.push(Entry {
             seq,
             value: s.value,
             task,
-            session: session | if s.holdout { HOLDOUT } else { 0 },
-            origin,
-            _pad: 0,
+            provenance,
         });
         self.scores += 1;
     }
@@ -572,9 +642,7 @@ impl Verified {
     /// Approximate bytes the view holds on the heap (what
     /// `benches/README.md` states per score event).
     pub fn heap_bytes(&self) -> usize {
-        let names = |n: &Names| {
-            n.list.iter().map(|s| 2 * s.len() + 48).sum::<usize>() + n.list.capacity() * 16
-        };
+        let names = |n: &Names| n.heap_bytes();
         let series: usize = self
             .series
             .iter()
@@ -595,6 +663,8 @@ impl Verified {
             + names(&self.commits)
             + series
             + self.series_index.capacity() * 24
+            + self.provenances.capacity() * 12
+            + self.provenance_index.capacity() * 20
             + self.extras.capacity() * 48
             + events
             + self.test_runs.capacity() * 96

@@ -249,6 +249,21 @@ fn describe_stage(s: &StageReport) -> String {
                         variance.map_or("n/a".into(), |v| format!("{v:.4}"))
                     ),
                 ),
+                TestFigures::Betting {
+                    range,
+                    gap,
+                    log_capital_promote,
+                    log_capital_reject,
+                    promote_bound,
+                    reject_bound,
+                    ..
+                } => (
+                    "betting",
+                    format!(
+                        "scores in [{}, {}], mean difference above 0 or below {gap}: ln capital for {log_capital_promote:.3} of {promote_bound:.3}, against {log_capital_reject:.3} of {reject_bound:.3}",
+                        range[0], range[1]
+                    ),
+                ),
                 TestFigures::Paired {
                     elo0, elo1, counts, ..
                 } => (
@@ -265,8 +280,11 @@ fn describe_stage(s: &StageReport) -> String {
             };
             let effect = d.effect.map_or(String::new(), |e| {
                 format!(
-                    "; effect {:+.4} [{:+.4}, {:+.4}] (95 % interval, shown only)",
-                    e.estimate, e.ci_low, e.ci_high
+                    "; effect {:+.4} [{:+.4}, {:+.4}] (95 % {}, shown only)",
+                    e.estimate,
+                    e.ci_low,
+                    e.ci_high,
+                    e.interval.unwrap_or("fixed-sample interval")
                 )
             });
             format!(

@@ -171,27 +171,33 @@ impl Verified {
             .collect()
     }
 
-    /// Every score of `scorer` under `commit` as of `max`, as
-    /// (seq, task, value) in seq order.
+    /// Every score of `scorer` under `commit` as of `max`, in seq order:
+    /// borrowed when one series holds them (one scorer version), merged
+    /// when several do.
     fn side_entries(
         &self,
         commit: Option<u32>,
         scorer: ScorerRef<'_>,
         max: u64,
-    ) -> Vec<(u64, u32, f64)> {
-        let mut out = Vec::new();
+    ) -> std::borrow::Cow<'_, [Entry]> {
+        use std::borrow::Cow;
         let Some(commit) = commit else {
-            return out;
+            return Cow::Borrowed(&[]);
         };
-        let mut several = 0;
-        for s in self.series_of(scorer, None).filter(|s| s.commit == commit) {
-            out.extend(s.upto(max).iter().map(|e| (e.seq, e.task, e.value)));
-            several += 1;
+        let mut series = self.series_of(scorer, None).filter(|s| s.commit == commit);
+        let Some(first) = series.next() else {
+            return Cow::Borrowed(&[]);
+        };
+        let Some(second) = series.next() else {
+            return Cow::Borrowed(first.upto(max));
+        };
+        let mut out: Vec<Entry> = first.upto(max).to_vec();
+        out.extend_from_slice(second.upto(max));
+        for s in series {
+            out.extend_from_slice(s.upto(max));
         }
-        if several > 1 {
-            out.sort_unstable_by_key(|e| e.0);
-        }
-        out
+        out.sort_unstable_by_key(|e| e.seq);
+        Cow::Owned(out)
     }
 
     /// Scores of `scorer` per task under a baseline and a candidate commit
@@ -213,10 +219,10 @@ impl Verified {
         // Rows are made in the order tasks are first met: every baseline
         // task (its trace order), then the candidate's new ones. A dense
         // slot per interned name keeps this free of hashing.
-        let mut slot = vec![NONE; self.names.list.len()];
+        let mut slot = vec![NONE; self.names.len()];
         let mut rows: Vec<PairRow> = Vec::new();
         for (side, entries) in sides.iter().enumerate() {
-            for &(_, task, _) in entries {
+            for &Entry { task, .. } in entries.iter() {
                 let Some(ix) = slot.get_mut(task as usize) else {
                     continue;
                 };
@@ -245,7 +251,7 @@ impl Verified {
         let mut values = vec![0.0; start as usize];
         let mut filled: Vec<u32> = vec![0; rows.len()];
         for (side, entries) in sides.iter().enumerate() {
-            for &(_, task, value) in entries {
+            for &Entry { task, value, .. } in entries.iter() {
                 let Some(&ix) = slot.get(task as usize) else {
                     continue;
                 };
@@ -302,6 +308,7 @@ impl Verified {
             let s = &self.series[i as usize];
             let e = &s.entries[j as usize];
             let (cost, latency_ms) = self.extras.get(&seq).copied().unwrap_or_default();
+            let prov = self.provenances[e.provenance as usize];
             each(ScoreRow {
                 seq,
                 commit: self.commits.name(s.commit),
@@ -311,9 +318,9 @@ impl Verified {
                 value: e.value,
                 cost,
                 latency_ms,
-                holdout: e.session & HOLDOUT != 0,
-                session: self.names.name(e.session & !HOLDOUT),
-                origin_store: (e.origin != OWN).then(|| self.names.name(e.origin)),
+                holdout: prov.holdout,
+                session: self.names.name(prov.session),
+                origin_store: (prov.origin != OWN).then(|| self.names.name(prov.origin)),
             });
         }
     }
@@ -408,7 +415,7 @@ impl Verified {
 
     /// Every commit with scores, as interned (first-seen order).
     pub fn commits(&self) -> Vec<CommitId> {
-        (0..self.commits.list.len() as u32)
+        (0..self.commits.len() as u32)
             .map(|i| self.commit_id(i))
             .collect()
     }

@@ -1,0 +1,458 @@
+//! Always-valid tests and intervals for bounded scores, by betting
+//! (Waudby-Smith & Ramdas, "Estimating means of bounded random variables
+//! by betting", JRSS-B 86(1), 2024).
+//!
+//! For observations `x ∈ [0, 1]` and a hypothesised mean `m`, the capital
+//! `K_t(m) = ∏ (1 + λ_i (x_i − m))` with predictable bets `λ_i` (chosen from
+//! `x_1 … x_{i−1}` only) is a nonnegative martingale when the mean is `m`,
+//! and a supermartingale when the mean is below `m` and every `λ_i ≥ 0`.
+//! Ville's inequality then bounds `P(sup_t K_t ≥ 1/α) ≤ α`: the test may be
+//! looked at after every observation, stopped at any time, by any rule, and
+//! the error rate holds for *any* distribution on `[0, 1]` — skewed, discrete,
+//! heavy-tailed within its range. This is why polling is free here and not
+//! for a plug-in SPRT.
+//!
+//! The bets are the predictable plug-in empirical-Bernstein ones (PrPl-EB)
+//! of `confseq` (`betting_strategies.lambda_predmix_eb`: prior mean ½,
+//! prior variance ¼, one pseudo-observation), truncated at `½/m` (or
+//! `½/(1 − m)` for bets against), as `confseq.betting.betting_mart` does by
+//! default; `tests/betting.rs` checks the capital against it to 1e-9.
+//!
+//! ```
+//! use ratchet_gate::{BettingTest, Decision, SequentialTest};
+//! // Paired differences in [-1, 1]: promote when the mean difference is
+//! // shown above 0 at α = 0.05; reject when shown below the gap 0.2 at β = 0.1.
+//! let mut t = BettingTest::new(0.05, 0.1, 0.2, 1.0)?.with_truncation(10_000)?;
+//! let mut d = Decision::Continue;
+//! for i in 0..400 {
+//!     d = t.update(if i % 10 < 6 { 1.0 } else { -1.0 })?; // mean 0.2
+//!     if d.is_final() { break; }
+//! }
+//! assert_eq!(d, Decision::Promote);
+//! # Ok::<(), ratchet_gate::Error>(())
+//! ```
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::sprt::{Decision, SequentialTest, truncate};
+
+/// The predictable plug-in empirical-Bernstein bet sizes (PrPl-EB) for
+/// level `a`: `λ_t = √(2 ln(1/a) / (t ln(1 + t) σ̂²_{t−1}))`, where `σ̂²` is
+/// a regularised running variance (prior ¼ with one pseudo-observation).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct PlugIn {
+    t: u64,
+    sum: f64,
+    squares: f64,
+    sigma2_prev: f64,
+    two_log: f64,
+}
+
+impl PlugIn {
+    const PRIOR_MEAN: f64 = 0.5;
+    const PRIOR_VARIANCE: f64 = 0.25;
+
+    fn new(level: f64) -> Self {
+        PlugIn {
+            t: 0,
+            sum: 0.0,
+            squares: 0.0,
+            sigma2_prev: Self::PRIOR_VARIANCE,
+            two_log: 2.0 * (1.0 / level).ln(),
+        }
+    }
+
+    /// The bet for the next observation (from the ones before it only).
+    fn next_bet(&self) -> f64 {
+        let t = (self.t + 1) as f64;
+        let l = (self.two_log / (t * (1.0 + t).ln() * self.sigma2_prev)).sqrt();
+        if l.is_nan() { 0.0 } else { l }
+    }
+
+    fn push(&mut self, x: f64) {
+        self.t += 1;
+        let t = self.t as f64;
+        self.sum += x;
+        let mean = ((Self::PRIOR_MEAN + self.sum) / (t + 1.0)).min(1.0);
+        self.squares += (x - mean) * (x - mean);
+        self.sigma2_prev = (Self::PRIOR_VARIANCE + self.squares) / (t + 1.0);
+    }
+}
+
+/// One capital process for observations in `[0, 1]` at a hypothesised
+/// mean `m`, betting that the mean is above `m` ([`BettingCapital::above`])
+/// or below it ([`BettingCapital::below`]), with PrPl-EB bets at a level.
+/// Its log is kept. This is `confseq.betting.betting_mart` with `theta` 1
+/// or 0 and its defaults.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BettingCapital {
+    m: f64,
+    side: f64,
+    cap: f64,
+    bets: PlugIn,
+    log_k: f64,
+}
+
+impl BettingCapital {
+    /// Betting that the mean exceeds `m` (a supermartingale whenever it is
+    /// at most `m`), bets sized for level `level`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for `m` or `level` outside (0, 1).
+    pub fn above(m: f64, level: f64) -> Result<Self> {
+        Self::checked(m, 1.0, level)
+    }
+
+    /// Betting that the mean is below `m` (a supermartingale whenever it is
+    /// at least `m`).
+    ///
+    /// # Errors
+    /// As [`BettingCapital::above`].
+    pub fn below(m: f64, level: f64) -> Result<Self> {
+        Self::checked(m, -1.0, level)
+    }
+
+    fn checked(m: f64, side: f64, level: f64) -> Result<Self> {
+        for (name, v) in [("m", m), ("level", level)] {
+            if !(v > 0.0 && v < 1.0) {
+                return Err(Error::InvalidParameter {
+                    name,
+                    reason: format!("{v} must be in (0, 1)"),
+                });
+            }
+        }
+        Ok(Self::new(m, side, level))
+    }
+
+    fn new(m: f64, side: f64, level: f64) -> Self {
+        let cap = if side > 0.0 { 0.5 / m } else { 0.5 / (1.0 - m) };
+        BettingCapital {
+            m,
+            side,
+            cap,
+            bets: PlugIn::new(level),
+            log_k: 0.0,
+        }
+    }
+
+    /// Adds one observation.
+    ///
+    /// # Errors
+    /// [`Error::InvalidObservation`] for one outside `[0, 1]` (the capital
+    /// is unchanged).
+    pub fn observe(&mut self, x: f64) -> Result<()> {
+        if !(0.0..=1.0).contains(&x) {
+            return Err(Error::InvalidObservation {
+                reason: format!("{x} is outside [0, 1]"),
+            });
+        }
+        self.push(x);
+        Ok(())
+    }
+
+    /// ln of the capital.
+    pub fn log_capital(&self) -> f64 {
+        self.log_k
+    }
+
+    fn push(&mut self, x: f64) {
+        let lambda = self.bets.next_bet().min(self.cap);
+        // 1 + λ(x − m) ≥ 1 − ½ = ½ with the truncation: never 0.
+        self.log_k += (1.0 + self.side * lambda * (x - self.m)).ln();
+        self.bets.push(x);
+    }
+}
+
+/// A sequential test of the mean of bounded paired differences
+/// `d ∈ [−width, width]` (a candidate's score minus the baseline's on one
+/// task, both in a range of that width), valid for any distribution and any
+/// stopping rule:
+///
+/// * **promote** when the capital betting that the mean exceeds 0 reaches
+///   `1/α` (so P(promote) ≤ α whenever the mean difference is ≤ 0);
+/// * **reject** when the capital betting that the mean is below `gap`
+///   reaches `1/β` (so P(reject) ≤ β whenever it is ≥ `gap`);
+/// * truncated at `max_n` observations.
+///
+/// Both capitals use PrPl-EB bets ([module docs](self)). When both reach
+/// their bound at one observation (a true effect between 0 and the gap),
+/// the test rejects: the gate fails closed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BettingTest {
+    alpha: f64,
+    beta: f64,
+    gap: f64,
+    width: f64,
+    promote: BettingCapital,
+    reject: BettingCapital,
+    n: u64,
+    max_n: Option<u64>,
+    decision: Decision,
+}
+
+impl BettingTest {
+    /// A test at false-promote rate `alpha` and false-reject rate `beta`
+    /// (at a mean difference of `gap`), for differences in
+    /// `[−width, width]`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for α, β outside (0, 1), a width that is
+    /// not positive, or a gap outside (0, width).
+    pub fn new(alpha: f64, beta: f64, gap: f64, width: f64) -> Result<Self> {
+        for (name, v) in [("alpha", alpha), ("beta", beta)] {
+            if !(v > 0.0 && v < 1.0) {
+                return Err(Error::InvalidParameter {
+                    name,
+                    reason: format!("{v} must be in (0, 1)"),
+                });
+            }
+        }
+        if !(width.is_finite() && width > 0.0) {
+            return Err(Error::InvalidParameter {
+                name: "range",
+                reason: format!("the score range's width {width} must be positive"),
+            });
+        }
+        if !(gap > 0.0 && gap < width) {
+            return Err(Error::InvalidParameter {
+                name: "gap",
+                reason: format!(
+                    "{gap} must be in (0, {width}): a mean difference the range allows"
+                ),
+            });
+        }
+        let m0 = 0.5;
+        let m1 = (gap / width + 1.0) / 2.0;
+        Ok(BettingTest {
+            alpha,
+            beta,
+            gap,
+            width,
+            promote: BettingCapital::new(m0, 1.0, alpha),
+            reject: BettingCapital::new(m1, -1.0, beta),
+            n: 0,
+            max_n: None,
+            decision: Decision::Continue,
+        })
+    }
+
+    /// Stops as [`Decision::Truncated`] after `max_n` observations.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for `max_n` = 0.
+    pub fn with_truncation(mut self, max_n: u64) -> Result<Self> {
+        if max_n == 0 {
+            return Err(Error::InvalidParameter {
+                name: "max_n",
+                reason: "must be at least 1".into(),
+            });
+        }
+        self.max_n = Some(max_n);
+        Ok(self)
+    }
+
+    /// ln of the capital betting on an improvement (promotes at ln(1/α)).
+    pub fn log_capital_promote(&self) -> f64 {
+        self.promote.log_k
+    }
+
+    /// ln of the capital betting on less than the gap (rejects at ln(1/β)).
+    pub fn log_capital_reject(&self) -> f64 {
+        self.reject.log_k
+    }
+
+    /// ln(1/α), the promote bound of [`BettingTest::log_capital_promote`].
+    pub fn promote_bound(&self) -> f64 {
+        (1.0 / self.alpha).ln()
+    }
+
+    /// ln(1/β), the reject bound of [`BettingTest::log_capital_reject`].
+    pub fn reject_bound(&self) -> f64 {
+        (1.0 / self.beta).ln()
+    }
+
+    /// The gap (score units).
+    pub fn gap(&self) -> f64 {
+        self.gap
+    }
+
+    /// The width of the difference range (`[−width, width]`).
+    pub fn width(&self) -> f64 {
+        self.width
+    }
+}
+
+impl SequentialTest for BettingTest {
+    type Observation = f64;
+
+    fn update(&mut self, d: f64) -> Result<Decision> {
+        if self.decision.is_final() {
+            return Ok(self.decision);
+        }
+        if !(d.is_finite() && d.abs() <= self.width) {
+            return Err(Error::InvalidObservation {
+                reason: format!(
+                    "difference {d} is outside [−{w}, {w}], the range the betting test was built for",
+                    w = self.width
+                ),
+            });
+        }
+        let x = (d / self.width + 1.0) / 2.0;
+        self.promote.push(x);
+        self.reject.push(x);
+        self.n += 1;
+        let d = if self.reject.log_k >= self.reject_bound() {
+            Decision::Reject
+        } else if self.promote.log_k >= self.promote_bound() {
+            Decision::Promote
+        } else {
+            Decision::Continue
+        };
+        self.decision = truncate(d, self.n, self.max_n);
+        Ok(self.decision)
+    }
+
+    /// For reports: the promote capital's log against the reject capital's,
+    /// `ln K⁺ − ln K⁻` (not a likelihood ratio; the decisions are taken on
+    /// each capital against its own bound).
+    fn llr(&self) -> f64 {
+        self.promote.log_k - self.reject.log_k
+    }
+
+    fn n(&self) -> u64 {
+        self.n
+    }
+
+    fn decision(&self) -> Decision {
+        self.decision
+    }
+}
+
+/// An always-valid interval for a mean: with probability at least `1 − α`
+/// it covers the mean at *every* sample size at once, so the interval read
+/// at a stop chosen by any rule (a sequential test's) covers at its level.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ValidInterval {
+    /// Lower end.
+    pub low: f64,
+    /// Upper end.
+    pub high: f64,
+}
+
+/// The hedged betting confidence sequence at level `1 − alpha` for the mean
+/// of `xs ∈ [0, 1]`, read after the last observation: every `m` whose
+/// hedged capital `max(½ K⁺_t(m), ½ K⁻_t(m))` stayed below `1/α` at every
+/// `t` (the running intersection), found by bisection on each side of the
+/// sample mean (the set is an interval: Waudby-Smith & Ramdas, 2024, §4).
+/// The bets are PrPl-EB at level `α/2` each, truncated at `½/m` and
+/// `½/(1 − m)` (confseq's `betting_cs` defaults).
+///
+/// # Errors
+/// [`Error::InvalidObservation`] for an observation outside `[0, 1]`;
+/// [`Error::InvalidParameter`] for α outside (0, 1).
+pub fn betting_interval(xs: &[f64], alpha: f64) -> Result<ValidInterval> {
+    if !(alpha > 0.0 && alpha < 1.0) {
+        return Err(Error::InvalidParameter {
+            name: "alpha",
+            reason: format!("{alpha} must be in (0, 1)"),
+        });
+    }
+    if let Some(x) = xs.iter().find(|x| !(0.0..=1.0).contains(*x)) {
+        return Err(Error::InvalidObservation {
+            reason: format!("{x} is outside [0, 1]"),
+        });
+    }
+    if xs.is_empty() {
+        return Ok(ValidInterval {
+            low: 0.0,
+            high: 1.0,
+        });
+    }
+    let bound = (1.0 / alpha).ln();
+    // Whether m was ever excluded up to the end.
+    let excluded = |m: f64| -> bool {
+        if m <= 0.0 || m >= 1.0 {
+            return false;
+        }
+        let mut up = BettingCapital::new(m, 1.0, alpha / 2.0);
+        let mut down = BettingCapital::new(m, -1.0, alpha / 2.0);
+        let half = 0.5f64.ln();
+        xs.iter().any(|&x| {
+            up.push(x);
+            down.push(x);
+            (half + up.log_k).max(half + down.log_k) >= bound
+        })
+    };
+    let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+    // Bisection between a point inside (the mean, never excluded once the
+    // set is an interval containing it, else its nearest inside point) and
+    // an end of [0, 1].
+    let edge = |inside: f64, end: f64| -> f64 {
+        // The ends themselves are never excluded (a mean of 0 or 1 bets
+        // nothing); just inside them is where the search starts.
+        let outside = if end == 0.0 { 1e-9 } else { 1.0 - 1e-9 };
+        if !excluded(outside) {
+            return end;
+        }
+        let (mut i, mut o) = (inside, outside);
+        for _ in 0..40 {
+            let mid = 0.5 * (i + o);
+            if excluded(mid) {
+                o = mid;
+            } else {
+                i = mid;
+            }
+            if (o - i).abs() < 1e-7 {
+                break;
+            }
+        }
+        i
+    };
+    Ok(ValidInterval {
+        low: edge(mean, 0.0),
+        high: edge(mean, 1.0),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_are_named_when_wrong() {
+        for (a, b, g, w, name) in [
+            (0.0, 0.1, 0.1, 1.0, "alpha"),
+            (0.05, 1.0, 0.1, 1.0, "beta"),
+            (0.05, 0.1, 0.0, 1.0, "gap"),
+            (0.05, 0.1, 1.5, 1.0, "gap"),
+            (0.05, 0.1, 0.1, 0.0, "range"),
+        ] {
+            match BettingTest::new(a, b, g, w) {
+                Err(Error::InvalidParameter { name: n, .. }) => assert_eq!(n, name),
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn an_observation_outside_the_range_is_refused_and_changes_nothing() {
+        let mut t = BettingTest::new(0.05, 0.1, 0.2, 1.0).expect("test");
+        t.update(0.5).expect("in range");
+        let before = t.clone();
+        assert!(t.update(1.5).is_err());
+        assert!(t.update(f64::NAN).is_err());
+        assert_eq!(t, before);
+    }
+
+    #[test]
+    fn the_interval_holds_the_mean_and_narrows() {
+        let xs: Vec<f64> = (0..2000).map(|i| f64::from(i % 4) / 3.0).collect();
+        let short = betting_interval(&xs[..100], 0.05).expect("cs");
+        let long = betting_interval(&xs, 0.05).expect("cs");
+        for cs in [short, long] {
+            assert!(cs.low < 0.5 && 0.5 < cs.high, "{cs:?}");
+        }
+        assert!(long.high - long.low < short.high - short.low);
+    }
+}
