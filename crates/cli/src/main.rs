@@ -334,10 +334,12 @@ enum Command {
         /// in-control ARL is --arl0 (Markov chain).
         #[arg(long)]
         h: Option<f64>,
-        /// In-control average run length the default h is solved for: about
-        /// one false alarm per this many in-control scores (normal data).
-        #[arg(long, default_value_t = 10_000.0)]
-        arl0: f64,
+        /// In-control average run length the chart is solved for (default
+        /// 10,000): about one false alarm per this many in-control scores,
+        /// on the sides that alarm (the harm only, unless --two-sided).
+        /// Page–Hinkley has no ARL solved here and refuses it.
+        #[arg(long)]
+        arl0: Option<f64>,
         /// Alarm on improvements too (default: only the harmful direction —
         /// down for most scorers, up for cost and latency).
         #[arg(long)]
@@ -950,16 +952,33 @@ fn run(cli: Cli) -> Result<u8> {
             interval_ms,
             key_file,
         } => {
+            if detector == DetectorArg::PageHinkley && arl0.is_some() {
+                anyhow::bail!(
+                    "--arl0 cannot be honoured by Page–Hinkley: its statistic runs about the running mean, and no run-length computation for its threshold exists here; set its threshold with --page-hinkley DELTA LAMBDA (σ units), or use --detector cusum or ewma, whose limits are solved for --arl0"
+                );
+            }
+            let arl0 = arl0.unwrap_or(10_000.0);
+            // The sides that alarm: the harm only (symmetric, so either
+            // one-sided solution), or both.
+            let sides = if two_sided {
+                ratchet_drift::Watch::Both
+            } else {
+                ratchet_drift::Watch::Decreases
+            };
             let cusum = match h {
                 Some(h) => ratchet_drift::Chart::Cusum { k, h },
-                None => ratchet_drift::Chart::cusum_for_arl0(k, arl0)?,
+                None => ratchet_drift::Chart::cusum_for_arl0_watching(k, arl0, sides)?,
             };
             let bernoulli = ratchet_drift::Chart::Bernoulli {
                 shift: pass_shift,
                 arl0,
             };
             let chart = match detector {
-                DetectorArg::Ewma => Some(ratchet_drift::Chart::ewma_for_arl0(ewma_lambda, arl0)?),
+                DetectorArg::Ewma => Some(ratchet_drift::Chart::ewma_for_arl0_watching(
+                    ewma_lambda,
+                    arl0,
+                    sides,
+                )?),
                 DetectorArg::PageHinkley => Some(ratchet_drift::Chart::PageHinkley {
                     delta: page_hinkley.first().copied().unwrap_or(0.5),
                     lambda: page_hinkley.get(1).copied().unwrap_or(50.0),

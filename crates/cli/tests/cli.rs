@@ -1201,3 +1201,161 @@ fn a_closed_pipe_ends_quietly() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// A test that reaches `max_n` undecided is its own answer — `truncated`,
+/// exit 6 — not a measured reject; and `calibrate` warns that such a
+/// `max_n` cannot reach 1 − β at the design effect.
+#[test]
+fn truncation_has_its_own_exit_code_and_calibrate_warns_of_it() {
+    let base = "1111111111111111111111111111111111111111";
+    let cand = "2222222222222222222222222222222222222222";
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st, "init"], "")
+            .status
+            .success()
+    );
+    let policy = "[class.short]\nscorer = \"accuracy\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 30\n";
+    std::fs::write(d.path().join("s/policy.toml"), policy).expect("policy");
+    // Equal pass rates: 30 tasks cannot decide either way.
+    let o = ratchet(
+        d.path(),
+        &["--store", st, "append"],
+        &scores_jsonl(base, cand, 60, 5),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "gate",
+            "--baseline",
+            base,
+            "--candidate",
+            cand,
+            "--class",
+            "short",
+            "--json",
+            "--dry-run",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(6), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json verdict");
+    assert_eq!(v["status"], "truncated", "{v}");
+    assert_eq!(v["outcome"]["cause"], "truncated", "{v}");
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "gate",
+            "--baseline",
+            base,
+            "--candidate",
+            cand,
+            "--class",
+            "short",
+            "--dry-run",
+        ],
+        "",
+    );
+    assert!(text(&o).contains("TRUNCATED"), "{}", text(&o));
+
+    let p = d.path().join("s/policy.toml");
+    let o = ratchet(
+        d.path(),
+        &[
+            "calibrate",
+            "--policy",
+            p.to_str().expect("utf8"),
+            "--class",
+            "short",
+            "--p0",
+            "0.5",
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains("P(truncated)") && out.contains("(design effect)"),
+        "{out}"
+    );
+    assert!(out.contains("warning: at the design effect"), "{out}");
+    assert!(out.contains("raise max_n"), "{out}");
+}
+
+/// `best` ranks by the scorer's own direction: for `latency_ms` (lower is
+/// better) the fastest commit comes first, by its upper bound. And `watch`
+/// refuses an `--arl0` Page–Hinkley cannot honour instead of ignoring it.
+#[test]
+fn best_follows_the_scorers_direction_and_page_hinkley_refuses_arl0() {
+    let fast = "1111111111111111111111111111111111111111";
+    let slow = "2222222222222222222222222222222222222222";
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st, "init"], "")
+            .status
+            .success()
+    );
+    let mut lines = String::new();
+    for t in 0..40 {
+        for (c, ms) in [
+            (fast, 100.0 + f64::from(t % 7)),
+            (slow, 300.0 + f64::from(t % 5)),
+        ] {
+            lines.push_str(&format!(
+                "{{\"kind\":\"score\",\"commit\":\"{c}\",\"payload\":{{\"task\":\"t{t:03}\",\"scorer\":\"latency_ms\",\"scorer_version\":\"1\",\"value\":{ms}}}}}\n"
+            ));
+        }
+    }
+    let o = ratchet(d.path(), &["--store", st, "append"], &lines);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = ratchet(
+        d.path(),
+        &["--store", st, "best", "--scorer", "latency_ms", "--json"],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["better"], "lower", "{v}");
+    assert_eq!(v["ranking"][0]["commit"], fast, "{v}");
+    let o = ratchet(
+        d.path(),
+        &["--store", st, "best", "--scorer", "latency_ms"],
+        "",
+    );
+    assert!(text(&o).contains("upper bound"), "{}", text(&o));
+
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "watch",
+            "--commit",
+            fast,
+            "--scorer",
+            "latency_ms",
+            "--from",
+            "0",
+            "--detector",
+            "page-hinkley",
+            "--arl0",
+            "500",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--arl0 cannot be honoured by Page–Hinkley"),
+        "{}",
+        text(&o)
+    );
+}

@@ -185,6 +185,20 @@ pub fn cusum_h_for_arl0(k: f64, target: f64, states: usize) -> Result<f64> {
     })
 }
 
+/// The decision interval h of a CUSUM with reference `k` of which only one
+/// side alarms (the harm a monitor watches) whose in-control ARL is
+/// `target`: solved on the one-sided chain. The two-sided solution
+/// ([`cusum_h_for_arl0`]) gives such a chart about twice the in-control
+/// run length asked for, since `1/ARL = 1/ARL⁺ + 1/ARL⁻`.
+///
+/// # Errors
+/// As [`cusum_h_for_arl0`].
+pub fn cusum_h_for_arl0_one_sided(k: f64, target: f64, states: usize) -> Result<f64> {
+    solve_increasing("target", target, 0.05, 25.0, |h| {
+        cusum_arl_one_sided(k, h, 0.0, 0.0, states)
+    })
+}
+
 /// The width L of an EWMA chart with smoothing λ whose in-control ARL is
 /// `target` (steady-state limits).
 ///

@@ -49,8 +49,8 @@ mod monitor;
 
 pub use arl::{
     ARL_SHIFTS, ArlProfile, ArlRow, DEFAULT_STATES, RunLengthEstimate, arl_profile, cusum_arl,
-    cusum_arl_one_sided, cusum_h_for_arl0, ewma_arl, ewma_l_for_arl0, monte_carlo_arl, siegmund,
-    siegmund_one_sided,
+    cusum_arl_one_sided, cusum_h_for_arl0, cusum_h_for_arl0_one_sided, ewma_arl, ewma_l_for_arl0,
+    monte_carlo_arl, siegmund, siegmund_one_sided,
 };
 pub use bernoulli::{BernoulliCusum, bernoulli_cusum_arl};
 pub use detectors::{Alarm, Cusum, Detector, Ewma, EwmaLimits, PageHinkley, Shift, alarms_in};

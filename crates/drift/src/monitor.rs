@@ -127,6 +127,37 @@ impl Chart {
         })
     }
 
+    /// A CUSUM with reference `k` whose in-control ARL is `arl0` for the
+    /// sides `watch` alarms on: solved on the one-sided chain when one
+    /// direction is watched (the harm), on the two-sided one for
+    /// [`Watch::Both`].
+    ///
+    /// # Errors
+    /// As [`Chart::cusum_for_arl0`].
+    pub fn cusum_for_arl0_watching(k: f64, arl0: f64, watch: Watch) -> Result<Chart> {
+        let h = match watch {
+            Watch::Both => crate::cusum_h_for_arl0(k, arl0, crate::DEFAULT_STATES)?,
+            Watch::Decreases | Watch::Increases => {
+                crate::cusum_h_for_arl0_one_sided(k, arl0, crate::DEFAULT_STATES)?
+            }
+        };
+        Ok(Chart::Cusum { k, h })
+    }
+
+    /// An EWMA with smoothing `lambda` whose in-control ARL is `arl0` for
+    /// the sides `watch` alarms on: one side of a symmetric chart alarms at
+    /// about half the two-sided rate, so one watched side is solved for a
+    /// two-sided ARL of `arl0 / 2` (checked by simulation in the tests).
+    ///
+    /// # Errors
+    /// As [`Chart::ewma_for_arl0`].
+    pub fn ewma_for_arl0_watching(lambda: f64, arl0: f64, watch: Watch) -> Result<Chart> {
+        match watch {
+            Watch::Both => Chart::ewma_for_arl0(lambda, arl0),
+            Watch::Decreases | Watch::Increases => Chart::ewma_for_arl0(lambda, arl0 / 2.0),
+        }
+    }
+
     /// An EWMA with smoothing `lambda` whose width `l` gives an in-control
     /// ARL of `arl0` (Lucas–Saccucci chain).
     ///

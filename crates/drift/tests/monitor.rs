@@ -536,3 +536,68 @@ fn overflowed_statistics_never_rank_a_commit_first() {
     assert_eq!(ranking.len(), 1, "{ranking:?}");
     assert_eq!(ranking[0].commit, tame);
 }
+
+/// Alarms of a monitor watching one side of an in-control stream, over a
+/// long stream: the chart restarts after each, so their mean spacing is
+/// the in-control ARL as wired (μ and σ from a long baseline, so nearly
+/// known).
+fn mean_run_length(
+    chart: ratchet_drift::Chart,
+    watch: Watch,
+    live: usize,
+    seed: u64,
+) -> (f64, usize) {
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let a = commit(7);
+    store
+        .record_scores(&scores(&a, 0.0, 1.0, 20_000, &mut rng, "base"), "eval")
+        .expect("baseline");
+    let from = store.head().expect("head").size;
+    for chunk in 0..(live / 10_000) {
+        store
+            .record_scores(
+                &scores(&a, 0.0, 1.0, 10_000, &mut rng, &format!("live{chunk}")),
+                "live",
+            )
+            .expect("live");
+    }
+    let v = view(&store);
+    let mut m = Monitor::start_chart(&v, &a, "quality", from, chart, watch, 30).expect("monitor");
+    let alarms = m.poll(&v).expect("poll").len();
+    (live as f64 / alarms.max(1) as f64, alarms)
+}
+
+/// `watch --arl0 A` keeps its promise on the side it watches: the CUSUM's
+/// h is solved on the one-sided chain (solved two-sided, the harm side
+/// alone ran about 2A between false alarms), and the EWMA's for half the
+/// two-sided rate. Tolerance: the mean of ~n exponential-like run lengths
+/// has relative sd ≈ 1/√n; three of them.
+#[test]
+fn a_one_sided_watch_holds_its_arl0() {
+    use ratchet_drift::Chart;
+    let arl0 = 200.0;
+    for (name, chart) in [
+        (
+            "cusum",
+            Chart::cusum_for_arl0_watching(0.5, arl0, Watch::Decreases).expect("chart"),
+        ),
+        (
+            "ewma",
+            Chart::ewma_for_arl0_watching(0.2, arl0, Watch::Decreases).expect("chart"),
+        ),
+    ] {
+        let (arl, alarms) = mean_run_length(chart, Watch::Decreases, 100_000, 71);
+        let tol = 3.0 / (alarms as f64).sqrt();
+        assert!(
+            (arl / arl0 - 1.0).abs() <= tol,
+            "{name}: mean run length {arl:.1} over {alarms} alarms vs ARL0 {arl0} (±{:.0} %)",
+            100.0 * tol
+        );
+    }
+    // The two-sided solution on one watched side: about twice as long.
+    let two = Chart::cusum_for_arl0(0.5, arl0).expect("chart");
+    let (arl, _) = mean_run_length(two, Watch::Decreases, 100_000, 72);
+    assert!(arl > 1.5 * arl0, "two-sided h on one side: {arl:.1}");
+}

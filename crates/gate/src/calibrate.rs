@@ -414,12 +414,39 @@ pub struct CalibrationRow {
     pub effect: Effect,
     /// P(promote).
     pub p_promote: f64,
+    /// P(the test reaches `max_n` undecided).
+    pub p_truncated: f64,
+    /// Whether this row is the effect the test is designed to detect (the
+    /// gap, or elo1), where P(promote) should reach 1 − β.
+    pub design: bool,
     /// Expected tasks until the test stops (capped at `max_n`).
     pub expected_n: f64,
     /// The 10th, 50th and 90th percentiles of the tasks needed.
     pub n_quantiles: [u64; 3],
     /// How it was computed.
     pub method: CalibrationMethod,
+}
+
+/// A warning when the design effect's row shows the test cannot reach its
+/// power: P(promote) at the effect it is built to detect is below 1 − β by
+/// more than the row's Monte-Carlo error (three standard errors over
+/// `runs`; none for an exact row), with P(truncated) — usually `max_n` is
+/// too small for that effect.
+pub fn power_warning(policy: &ClassPolicy, rows: &[CalibrationRow], runs: usize) -> Option<String> {
+    let row = rows.iter().find(|r| r.design)?;
+    let target = 1.0 - policy.beta;
+    let slack = match row.method {
+        CalibrationMethod::Exact => 0.0,
+        CalibrationMethod::MonteCarlo => {
+            3.0 * (target * (1.0 - target) / runs.max(1) as f64).sqrt()
+        }
+    };
+    (row.p_promote + slack < target).then(|| {
+        format!(
+            "at the design effect ({}) the test promotes with probability {:.3}, below 1 − β = {target:.3}; it truncates at max_n = {} with probability {:.3}: raise max_n (or the effect to detect)",
+            row.effect, row.p_promote, policy.max_n, row.p_truncated
+        )
+    })
 }
 
 /// Rows a calibration table has at most: effects at `k/4` of the policy's
@@ -479,6 +506,8 @@ pub fn calibration_table(
                         theta: won / d,
                     },
                     p_promote: e.p_promote,
+                    p_truncated: e.p_truncated,
+                    design: k == 4,
                     expected_n: e.expected_n / d,
                     n_quantiles: e.n_quantiles.map(tasks),
                     method: CalibrationMethod::Exact,
@@ -503,6 +532,8 @@ pub fn calibration_table(
                 rows.push(CalibrationRow {
                     effect: Effect::MeanShift { shift },
                     p_promote: m.point.p_promote,
+                    p_truncated: m.point.p_truncated,
+                    design: k == 4,
                     expected_n: m.point.expected_n,
                     n_quantiles: m.point.n_quantiles,
                     method: CalibrationMethod::MonteCarlo,
@@ -539,6 +570,8 @@ pub fn calibration_table(
                 rows.push(CalibrationRow {
                     effect: Effect::MeanShift { shift },
                     p_promote: m.point.p_promote,
+                    p_truncated: m.point.p_truncated,
+                    design: k == 4,
                     expected_n: m.point.expected_n,
                     n_quantiles: m.point.n_quantiles,
                     method: CalibrationMethod::MonteCarlo,
@@ -575,6 +608,8 @@ pub fn calibration_table(
                         elo: e,
                     },
                     p_promote: m.point.p_promote,
+                    p_truncated: m.point.p_truncated,
+                    design: k == 4,
                     expected_n: m.point.expected_n,
                     n_quantiles: m.point.n_quantiles,
                     method: CalibrationMethod::MonteCarlo,

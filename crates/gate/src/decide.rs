@@ -103,6 +103,10 @@ pub enum RejectCause {
     /// The trace failed verification (or a keyed store was read without its
     /// key): nothing in it was used.
     UnverifiedTrace,
+    /// The sequential test reached `max_n` without deciding: not shown
+    /// better, and not shown worse either. Never a promote. (Verdicts of
+    /// the first law recorded this as `measured`.)
+    Truncated,
 }
 
 /// The gate's answer in one word, with the CLI's exit code.
@@ -119,6 +123,10 @@ pub enum GateStatus {
     MissingEvidence,
     /// Cannot decide: the trace failed verification (exit 5).
     UnverifiedTrace,
+    /// The sequential test reached `max_n` undecided (exit 6): not
+    /// promoted, not shown worse; raise `max_n` or the effect to detect
+    /// (`ratchet calibrate` shows P(truncated)).
+    Truncated,
 }
 
 impl GateStatus {
@@ -130,6 +138,7 @@ impl GateStatus {
             GateStatus::Continue => 3,
             GateStatus::MissingEvidence => 4,
             GateStatus::UnverifiedTrace => 5,
+            GateStatus::Truncated => 6,
         }
     }
 }
@@ -144,6 +153,7 @@ impl Outcome {
                 RejectCause::Measured => GateStatus::Reject,
                 RejectCause::MissingEvidence => GateStatus::MissingEvidence,
                 RejectCause::UnverifiedTrace => GateStatus::UnverifiedTrace,
+                RejectCause::Truncated => GateStatus::Truncated,
             },
         }
     }
@@ -350,6 +360,10 @@ pub enum TestFigures {
         theta1: f64,
         /// Pass threshold, on the judged (sign-adjusted) scale.
         pass_threshold: f64,
+        /// Whether the scores were judged negated (a lower-is-better
+        /// scorer). Absent in verdicts of the first law.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        lower_is_better: bool,
         /// Pairs where only the candidate passed.
         candidate_only_passed: u64,
         /// Pairs where only the baseline passed.

@@ -65,7 +65,7 @@ pub use betting::{BettingCapital, BettingTest, ValidInterval, betting_interval};
 pub use calibrate::{
     Assumptions, CALIBRATION_ROWS, CalibrationMethod, CalibrationRow, Effect, MonteCarloEstimate,
     OperatingPoint, WaldApproximation, calibration_table, exact_bernoulli, monte_carlo,
-    sample_game, wald_bernoulli,
+    power_warning, sample_game, wald_bernoulli,
 };
 pub use decide::{
     BaselineWorld, EffectEstimate, GateStatus, GuardrailDetails, GuardrailResult,
@@ -94,3 +94,4 @@ pub use policy::{
 };
 pub use ratchet_scorers::{Direction, Pinned};
 pub use sprt::{BernoulliSprt, Boundaries, Decision, GaussianSprt, SequentialTest};
+pub use stages::recorded_bernoulli_path;

@@ -613,7 +613,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
         cand.into_iter().map(|x| sign * x).collect(),
     );
     let run = match p.test {
-        TestKind::Bernoulli => bernoulli(q, sign, &base, &cand)?,
+        TestKind::Bernoulli => bernoulli(q, sign, &base, &cand, law)?,
         TestKind::Gaussian => {
             // Paired differences need two pairs before a variance exists.
             if base.len() < 2 {
@@ -703,7 +703,11 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
         ),
         Decision::Truncated => reject(
             Stage::Sequential,
-            RejectCause::Measured,
+            if law == Law::NameOrder {
+                RejectCause::Measured
+            } else {
+                RejectCause::Truncated
+            },
             format!(
                 "not shown better within {} observations (truncated at LLR {llr:.3})",
                 p.max_n
@@ -741,7 +745,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
 /// difference" the candidate is the one that passed with probability exactly
 /// ½, whatever the pass rates: the null is simple, so Wald's bounds hold as
 /// for a known p0.
-fn bernoulli(q: &Question<'_>, sign: f64, base: &[f64], cand: &[f64]) -> Result<Run> {
+fn bernoulli(q: &Question<'_>, sign: f64, base: &[f64], cand: &[f64], law: Law) -> Result<Run> {
     let p = q.policy;
     let thr = sign * p.pass_threshold.unwrap_or(1.0);
     let mut t = p.bernoulli_test()?;
@@ -753,6 +757,7 @@ fn bernoulli(q: &Question<'_>, sign: f64, base: &[f64], cand: &[f64]) -> Result<
             break;
         }
         diffs.push(f64::from(u8::from(c >= thr)) - f64::from(u8::from(b >= thr)));
+        // (`recorded_bernoulli_path` replays exactly this loop.)
         match (b >= thr, c >= thr) {
             (false, true) => {
                 cand_only += 1;
@@ -778,6 +783,7 @@ fn bernoulli(q: &Question<'_>, sign: f64, base: &[f64], cand: &[f64]) -> Result<
             theta0,
             theta1,
             pass_threshold: thr,
+            lower_is_better: sign < 0.0 && law != Law::NameOrder,
             candidate_only_passed: cand_only,
             baseline_only_passed: base_only,
             both_or_neither: concordant,
@@ -1072,4 +1078,101 @@ fn guardrail(look: Look<'_>, g: &Guardrail, stages: &mut Vec<StageReport>) -> St
         }
     }
     Ok(None)
+}
+
+/// The LLR after each discordant pair of a recorded bernoulli verdict
+/// (`verdict`, its JSON; `scorer` its class's primary scorer), recomputed
+/// from `view` by the gate's own reading:
+/// the pairs of its law in its order, on the judged scale (negated for a
+/// lower-is-better scorer), the SPRT's own increments. What a report
+/// draws; `None` for a verdict whose sequential stage is not bernoulli.
+///
+/// # Errors
+/// [`Error::InvalidObservation`] for a verdict JSON that lacks what a
+/// bernoulli verdict records; [`Error::Trace`] for a trace error.
+pub fn recorded_bernoulli_path(
+    view: &Verified,
+    verdict: &serde_json::Value,
+    scorer: &str,
+) -> Result<Option<Vec<f64>>> {
+    let Some(fig) = verdict["stages"].as_array().and_then(|stages| {
+        stages
+            .iter()
+            .find(|s| s["stage"] == "sequential")
+            .map(|s| &s["details"])
+    }) else {
+        return Ok(None);
+    };
+    if fig["test"] != "bernoulli" {
+        return Ok(None);
+    }
+    let bad = |what: &str| Error::InvalidObservation {
+        reason: format!("a recorded bernoulli verdict lacks {what}"),
+    };
+    let num = |k: &str| fig[k].as_f64().ok_or_else(|| bad(k));
+    let (theta0, theta1, thr) = (num("theta0")?, num("theta1")?, num("pass_threshold")?);
+    let n = fig["n"].as_u64().ok_or_else(|| bad("n"))?;
+    let commit = |k: &str| {
+        verdict[k]
+            .as_str()
+            .and_then(|c| ratchet_trace::CommitId::parse(c).ok())
+            .ok_or_else(|| bad(k))
+    };
+    let (baseline, candidate) = (commit("baseline")?, commit("candidate")?);
+    let at = verdict["trace"]["size"]
+        .as_u64()
+        .ok_or_else(|| bad("trace.size"))?;
+    let law = Law::of_recorded(verdict.to_string().as_bytes())?;
+    let versions: BTreeMap<String, String> = verdict["scorer_versions"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let scorer = scorer.to_string();
+    // The orientation the gate judged on: recorded since the second law;
+    // before it, the scorer's declared (or default) direction.
+    let lower = match fig["lower_is_better"].as_bool() {
+        Some(l) => l,
+        None => {
+            ratchet_scorers::declared_direction(view, &scorer, at)?
+                .map(|(d, _)| d)
+                .unwrap_or_else(|| ratchet_scorers::direction_of(&scorer))
+                == crate::Direction::LowerIsBetter
+        }
+    };
+    let sign = if lower { -1.0 } else { 1.0 };
+    let question_scorer = at_version(&versions, &scorer);
+    let scores = view.paired_scores(&baseline, &candidate, question_scorer, at);
+    let (base, cand, _) = match law {
+        Law::NameOrder => name_order_means(&scores),
+        Law::BaselineOrder => {
+            let (mut b, mut c) = (Vec::new(), Vec::new());
+            for t in scores.iter() {
+                match (t.baseline.first(), t.candidate.first()) {
+                    (Some(&x), Some(&y)) => {
+                        b.push(x);
+                        c.push(y);
+                    }
+                    _ => break,
+                }
+            }
+            (b, c, None)
+        }
+    };
+    let mut t = crate::BernoulliSprt::new(theta0, theta1, crate::Boundaries::new(0.05, 0.05)?)?;
+    let mut path = Vec::new();
+    for (&b, &c) in base.iter().zip(&cand) {
+        if t.n() >= n {
+            break;
+        }
+        let (b, c) = (sign * b, sign * c);
+        if (b >= thr) != (c >= thr) {
+            t.observe(c >= thr);
+            path.push(t.llr());
+        }
+    }
+    Ok(Some(path))
 }

@@ -807,3 +807,77 @@ fn policy_differences_name_the_fields_as_files_do() {
     );
     assert!(ratchet_gate::policy_differences(a, a).is_empty());
 }
+
+/// The LLR path a report draws for a bernoulli verdict on a lower-is-better
+/// scorer is the gate's own: as many points as the test's observations,
+/// ending at the verdict's LLR (it was blank when the report redrew the
+/// loop on raw values against the sign-flipped threshold).
+#[test]
+fn the_recorded_llr_path_of_a_lower_is_better_bernoulli_verdict_is_the_gates() {
+    let text = r#"
+[class.fast]
+scorer = "latency_ms"
+test = "bernoulli"
+pass_threshold = 200.0
+alpha = 0.05
+beta = 0.05
+gap = 0.3
+max_n = 3000
+"#;
+    let policy = Policy::parse(text).expect("policy");
+    let class = policy.class("fast").expect("class");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+    let mut rng = StdRng::seed_from_u64(12);
+    let (base, cand) = (commit(1), commit(2));
+    let mut scores = Vec::new();
+    for _ in 0..400 {
+        // Baseline within 200 ms half the time, the candidate 90 %.
+        for (c, p_fast) in [(&base, 0.5), (&cand, 0.9)] {
+            let ms = if rng.random_bool(p_fast) {
+                150.0
+            } else {
+                250.0
+            };
+            scores.push(Score::new(
+                c.clone(),
+                format!("{:08x}", rng.random::<u32>()),
+                "latency_ms",
+                ms,
+            ));
+        }
+    }
+    // Pairs by task: give both sides the same task names.
+    for pair in scores.chunks_mut(2) {
+        let name = pair[0].task.clone();
+        pair[1].task = name;
+    }
+    store.record_scores(&scores, "bench").expect("scores");
+    let q = Question {
+        class: "fast",
+        policy: class,
+        baseline: &base,
+        candidate: &cand,
+        checkpoint: None,
+    };
+    let v = decide(&mut store, &q).expect("decide");
+    assert_eq!(v.outcome, Outcome::Promote, "{v:#?}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&v.to_json().expect("json")).expect("json");
+    let view = store.verified(&VerifyOptions::default()).expect("view");
+    let path = ratchet_gate::recorded_bernoulli_path(&view, &json, "latency_ms")
+        .expect("path")
+        .expect("a bernoulli verdict");
+    let seq = json["stages"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["stage"] == "sequential"))
+        .map(|s| &s["details"])
+        .expect("sequential stage");
+    assert_eq!(path.len() as u64, seq["n"].as_u64().expect("n"), "{seq}");
+    let llr = seq["llr"].as_f64().expect("llr");
+    assert!(
+        (path.last().copied().unwrap_or(f64::NAN) - llr).abs() < 1e-9,
+        "{path:?} vs {llr}"
+    );
+    assert_eq!(seq["lower_is_better"], true);
+}

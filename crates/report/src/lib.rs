@@ -142,66 +142,11 @@ fn interval(mean: f64, variance: Option<f64>, n: u64) -> (f64, f64) {
 }
 
 /// The LLR path of a bernoulli decision, recomputed from the trace as it
-/// stood: discordant pairs in task name order, as the gate reads them.
+/// stood by the gate's own code ([`ratchet_gate::recorded_bernoulli_path`]:
+/// its pairs, its order, its orientation).
 fn bernoulli_path(view: &Verified, d: &Decision, scorer: &str) -> Result<Option<Vec<f64>>> {
-    let Some(fig) = d.sequential() else {
-        return Ok(None);
-    };
-    if fig["test"] != "bernoulli" {
-        return Ok(None);
-    }
-    let (Some(t0), Some(t1), Some(n), Some(threshold)) = (
-        fig["theta0"].as_f64(),
-        fig["theta1"].as_f64(),
-        fig["n"].as_u64(),
-        fig["pass_threshold"].as_f64(),
-    ) else {
-        return Ok(None);
-    };
-    let (Some(b), Some(c)) = (d.v["baseline"].as_str(), d.v["candidate"].as_str()) else {
-        return Ok(None);
-    };
-    let (b, c) = (CommitId::parse(b)?, CommitId::parse(c)?);
-    let version = d.v["scorer_versions"][scorer].as_str().map(str::to_string);
-    let scorer_ref = match &version {
-        Some(v) => ScorerRef::at_version(scorer, v),
-        None => ScorerRef::from(scorer),
-    };
-    let size = d.v["trace"]["size"].as_u64().unwrap_or(d.seq);
-    // The gate's own increments (the bounds do not change them).
-    let test = ratchet_gate::BernoulliSprt::new(
-        t0,
-        t1,
-        ratchet_gate::Boundaries::new(0.05, 0.05).map_err(|e| Error::Plot(e.to_string()))?,
-    )
-    .map_err(|e| Error::Plot(e.to_string()))?;
-    let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len() as f64;
-    let mut path = Vec::new();
-    let (mut trials, mut wins) = (0u64, 0u64);
-    for t in view
-        .paired_scores(&b, &c, scorer_ref, AsOf::Seq(size))
-        .iter()
-    {
-        if trials >= n {
-            break;
-        }
-        if t.candidate.is_empty() {
-            break;
-        }
-        if t.baseline.is_empty() {
-            continue;
-        }
-        let (bp, cp) = (
-            mean(t.baseline) >= threshold,
-            mean(t.candidate) >= threshold,
-        );
-        if bp != cp {
-            trials += 1;
-            wins += u64::from(cp);
-            path.push(test.llr_at(trials, wins));
-        }
-    }
-    Ok(Some(path))
+    ratchet_gate::recorded_bernoulli_path(view, &d.v, scorer)
+        .map_err(|e| Error::Plot(e.to_string()))
 }
 
 /// The report as one HTML document.

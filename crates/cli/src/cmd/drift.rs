@@ -115,6 +115,10 @@ pub fn best(
     key_file: Option<&Path>,
 ) -> Result<u8> {
     let ledger = ctx.ledger_read(key_file)?;
+    // The scorer's direction as the trace declares it (cost and latency
+    // improve downwards): the best commit has the smallest upper bound then.
+    let lower_is_better = ratchet_scorers::direction_in(ledger.view(), scorer)?
+        == ratchet_scorers::Direction::LowerIsBetter;
     let ranking = ratchet_drift::best_commit(
         ledger.view(),
         &ratchet_drift::Ranking {
@@ -123,15 +127,26 @@ pub fn best(
             min_n,
             confidence,
             exclude,
-            lower_is_better: false,
+            lower_is_better,
         },
     )?;
+    let direction = if lower_is_better { "lower" } else { "higher" };
     if ctx.json {
-        out::json(&serde_json::json!({ "scorer": scorer, "ranking": ranking }))?;
+        out::json(&serde_json::json!({
+            "scorer": scorer, "better": direction, "ranking": ranking
+        }))?;
     } else {
         println!(
             "{:<42} {:>7} {:>9} {:>9} {:>11}",
-            "commit", "n", "mean", "sd", "lower bound"
+            "commit",
+            "n",
+            "mean",
+            "sd",
+            if lower_is_better {
+                "upper bound"
+            } else {
+                "lower bound"
+            }
         );
         for r in &ranking {
             println!(

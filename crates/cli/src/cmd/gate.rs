@@ -333,6 +333,7 @@ pub(crate) fn print_verdict(v: &Verdict) -> Result<()> {
                 RejectCause::Measured => "REJECT",
                 RejectCause::MissingEvidence => "CANNOT DECIDE (evidence missing)",
                 RejectCause::UnverifiedTrace => "CANNOT DECIDE (trace does not verify)",
+                RejectCause::Truncated => "TRUNCATED (max_n reached undecided; not promoted)",
             };
             writeln!(o, "{what} at {}: {reason}", stage_name(stage))?
         }
@@ -428,24 +429,27 @@ pub fn calibrate(
     let rows =
         ratchet_gate::calibration_table(class_policy, &assumptions, &mut || progress.inc(1))?;
     progress.finish_and_clear();
+    let warning = ratchet_gate::power_warning(class_policy, &rows, assumptions.runs);
     if ctx.json {
         out::json(&serde_json::json!({
-            "class": class, "assumptions": assumptions, "measured_from": world, "rows": rows
+            "class": class, "assumptions": assumptions, "measured_from": world, "rows": rows,
+            "warning": warning
         }))?;
         return Ok(0);
     }
     let mut o = std::io::stdout().lock();
     writeln!(
         o,
-        "{:<22} {:>10} {:>9} {:>8} {:>8} {:>8}  method",
-        "true effect", "P(promote)", "E[N]", "N10", "N50", "N90"
+        "{:<22} {:>10} {:>12} {:>9} {:>8} {:>8} {:>8}  method",
+        "true effect", "P(promote)", "P(truncated)", "E[N]", "N10", "N50", "N90"
     )?;
     for r in &rows {
         writeln!(
             o,
-            "{:<22} {:>10.4} {:>9.1} {:>8} {:>8} {:>8}  {}",
+            "{:<22} {:>10.4} {:>12.4} {:>9.1} {:>8} {:>8} {:>8}  {}{}",
             r.effect.to_string(),
             r.p_promote,
+            r.p_truncated,
             r.expected_n,
             r.n_quantiles[0],
             r.n_quantiles[1],
@@ -453,8 +457,12 @@ pub fn calibrate(
             match r.method {
                 ratchet_gate::CalibrationMethod::Exact => "exact",
                 ratchet_gate::CalibrationMethod::MonteCarlo => "monte carlo",
-            }
+            },
+            if r.design { "  (design effect)" } else { "" }
         )?;
+    }
+    if let Some(w) = warning {
+        writeln!(o, "warning: {w}")?;
     }
     Ok(0)
 }
