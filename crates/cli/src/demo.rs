@@ -54,6 +54,9 @@ pub fn run(out_dir: Option<PathBuf>, seed: u64, proposals: usize, json: bool) ->
             "rejected": summary.rejected(),
             "false_promotes": summary.false_promotes(),
             "false_rejects": summary.false_rejects(),
+            "false_rejects_at_design": summary.false_rejects_at_design(),
+            "good_at_design": summary.good_at_design(),
+            "below_design": summary.below_design(),
             "caught": summary.tamper.caught(),
             "report": report,
         }))?;
@@ -86,10 +89,15 @@ fn print_summary(s: &DemoSummary, seconds: f64) {
         s.alpha
     );
     println!(
-        "  false rejects:  {} of {} better proposals (β = {}, for an improvement of the policy's gap)",
-        s.false_rejects(),
-        s.good_proposals(),
-        s.beta
+        "  false rejects:  {} of {} better proposals at or beyond the design effect (β = {}: θ ≥ {} on discordant pairs)",
+        s.false_rejects_at_design(),
+        s.good_at_design(),
+        s.beta,
+        s.theta1
+    );
+    let (small, small_promoted) = s.below_design();
+    println!(
+        "  smaller gains:  {small_promoted} of {small} promoted (below the design effect: no error rate is promised)"
     );
     let caught: Vec<String> = s
         .regressions
@@ -97,7 +105,7 @@ fn print_summary(s: &DemoSummary, seconds: f64) {
         .filter_map(|r| r.detected_after.map(|n| n.to_string()))
         .collect();
     println!(
-        "  latent regressions: {} fired, {} caught (after {} live requests), {} healed; false alarms {}",
+        "  latent regressions: {} fired, {} caught (after {} live requests), {} healed; false alarms {} over {} in-control live requests ({:.2} expected at the chart's ARL0 {})",
         s.regressions.len(),
         caught.len(),
         if caught.is_empty() {
@@ -109,7 +117,10 @@ fn print_summary(s: &DemoSummary, seconds: f64) {
             .iter()
             .filter(|r| r.healed_to.is_some())
             .count(),
-        s.false_alarms
+        s.false_alarms,
+        s.in_control_watched,
+        s.in_control_watched as f64 / s.live_arl0,
+        s.live_arl0
     );
     let ladder: Vec<String> = s
         .ladder

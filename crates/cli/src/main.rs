@@ -276,10 +276,13 @@ enum Command {
         /// Artifact class in the policy.
         #[arg(long)]
         class: String,
-        /// Baseline pass rate (bernoulli tests).
+        /// Baseline pass rate (bernoulli and betting tests).
         #[arg(long, default_value_t = 0.5)]
         p0: f64,
-        /// Score standard deviation, in the scorer's unit (gaussian tests).
+        /// Standard deviation of a paired *difference* (candidate − baseline
+        /// on one task), in the scorer's unit (gaussian tests) — not of a
+        /// score: two independent scores of sd s differ with sd s·√2.
+        /// `--from-store` measures it.
         #[arg(long, default_value_t = 1.0)]
         sigma: f64,
         /// Draw rate per task (paired tests).

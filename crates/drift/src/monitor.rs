@@ -252,6 +252,20 @@ pub struct FollowReport {
     pub position: u64,
 }
 
+/// z of the one-sided 90 % bound a Bernoulli chart's in-control rate is
+/// set at ([`LiveChart::build`]).
+const BASELINE_Z: f64 = 1.281_551_565_544_600_5;
+
+/// The Wilson score bound at `z` (negative: the lower bound) of a rate `p`
+/// measured on `n` trials.
+fn wilson_bound(p: f64, n: u64, z: f64) -> f64 {
+    let n = n.max(1) as f64;
+    let z2 = z * z;
+    let centre = p + z2 / (2.0 * n);
+    let spread = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    ((centre + spread) / (1.0 + z2 / n)).clamp(0.0, 1.0)
+}
+
 /// A monitor's running chart.
 #[derive(Debug, Clone, PartialEq)]
 enum LiveChart {
@@ -262,7 +276,7 @@ enum LiveChart {
 }
 
 impl LiveChart {
-    fn build(chart: Chart, mean: f64, sd: f64, watch: Watch) -> Result<LiveChart> {
+    fn build(chart: Chart, mean: f64, sd: f64, n: u64, watch: Watch) -> Result<LiveChart> {
         Ok(match chart {
             Chart::Cusum { k, h } => LiveChart::Cusum(Cusum::new(mean, sd, k, h)?),
             Chart::Ewma { lambda, l } => {
@@ -272,6 +286,18 @@ impl LiveChart {
                 LiveChart::PageHinkley(PageHinkley::new(delta * sd, lambda * sd)?)
             }
             Chart::Bernoulli { shift, arl0 } => {
+                // The in-control rate is estimated from the n baseline
+                // scores; a chart set above the true rate (watching
+                // decreases) sees in-control data as a drop and alarms
+                // early. So it is set at the rate's one-sided 90 % bound on
+                // the harmless side (Wilson): the in-control ARL is then at
+                // least `arl0` with probability about 0.9 over the
+                // baseline, at the cost of a slightly later alarm.
+                let mean = match watch {
+                    Watch::Decreases => wilson_bound(mean, n, -BASELINE_Z),
+                    Watch::Increases => wilson_bound(mean, n, BASELINE_Z),
+                    Watch::Both => mean,
+                };
                 let p1 = match watch {
                     Watch::Decreases => mean - shift,
                     Watch::Increases => mean + shift,
@@ -313,6 +339,7 @@ pub struct Monitor {
     detector: LiveChart,
     baseline_mean: f64,
     baseline_sd: f64,
+    baseline_n: u64,
     position: u64,
     /// Seqs of the observations since the detector's last reset.
     seqs: Vec<u64>,
@@ -392,7 +419,8 @@ impl Monitor {
             version,
             watch,
             chart,
-            detector: LiveChart::build(chart, stats.mean, sd, watch)?,
+            detector: LiveChart::build(chart, stats.mean, sd, stats.n, watch)?,
+            baseline_n: stats.n,
             baseline_mean: stats.mean,
             baseline_sd: sd,
             position: from_seq,
@@ -407,8 +435,13 @@ impl Monitor {
     /// [`Error::InvalidParameter`] for [`Watch::Both`] on a Bernoulli chart.
     pub fn watching(mut self, watch: Watch) -> Result<Self> {
         if matches!(self.chart, Chart::Bernoulli { .. }) && watch != self.watch {
-            self.detector =
-                LiveChart::build(self.chart, self.baseline_mean, self.baseline_sd, watch)?;
+            self.detector = LiveChart::build(
+                self.chart,
+                self.baseline_mean,
+                self.baseline_sd,
+                self.baseline_n,
+                watch,
+            )?;
         }
         self.watch = watch;
         Ok(self)

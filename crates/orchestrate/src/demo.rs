@@ -191,12 +191,23 @@ pub struct DemoSummary {
     pub regressions: Vec<Regression>,
     /// Alarms on deployments without a regression.
     pub false_alarms: usize,
+    /// Live requests the monitor watched while the deployment was in
+    /// control (before a regression's onset, up to a false alarm): over
+    /// the chart's in-control ARL, the false alarms expected.
+    pub in_control_watched: usize,
+    /// The live chart's in-control ARL.
+    pub live_arl0: f64,
     /// Deployments, in order.
     pub ladder: Vec<Rung>,
     /// The policy's α and β.
     pub alpha: f64,
     /// The policy's β.
     pub beta: f64,
+    /// θ1 of the policy's discordant-pair test: the design effect. A
+    /// proposal is at or beyond it when, from its true pass rates, the
+    /// chance that the candidate is the one that passed a discordant pair
+    /// is at least θ1; β is promised for those only.
+    pub theta1: f64,
     /// Events in the store.
     pub events: u64,
     /// The chain verified at the end.
@@ -234,6 +245,32 @@ impl DemoSummary {
     /// Good proposals not promoted.
     pub fn false_rejects(&self) -> usize {
         self.count(|p| p.kind == Kind::Good && p.status != GateStatus::Promote)
+    }
+    /// Whether a proposal's true gain is at or beyond the design effect
+    /// (its discordant-pair θ from the true pass rates reaches θ1).
+    pub fn at_design(&self, p: &Proposal) -> bool {
+        let (r, p0) = (p.true_quality, p.baseline_quality);
+        let (won, lost) = (r * (1.0 - p0), p0 * (1.0 - r));
+        won + lost > 0.0 && won / (won + lost) >= self.theta1
+    }
+    /// Good proposals at or beyond the design effect (β is promised for
+    /// these).
+    pub fn good_at_design(&self) -> usize {
+        self.count(|p| p.kind == Kind::Good && self.at_design(p))
+    }
+    /// Good proposals at or beyond the design effect not promoted: the
+    /// count to hold against β.
+    pub fn false_rejects_at_design(&self) -> usize {
+        self.count(|p| p.kind == Kind::Good && self.at_design(p) && p.status != GateStatus::Promote)
+    }
+    /// Good proposals with a gain smaller than the design effect, and how
+    /// many of them were promoted (no error rate is promised for them).
+    pub fn below_design(&self) -> (usize, usize) {
+        let small = |p: &Proposal| p.kind == Kind::Good && !self.at_design(p);
+        (
+            self.count(small),
+            self.count(|p| small(p) && p.status == GateStatus::Promote),
+        )
     }
     /// Mean tasks scored per decision.
     pub fn mean_tasks(&self) -> f64 {
@@ -274,6 +311,8 @@ struct World {
     /// Tasks each commit was scored on (by index in `truths`).
     scored: Vec<usize>,
     live_served: usize,
+    /// Live requests watched while the deployment was in control.
+    in_control_watched: usize,
 }
 
 impl World {
@@ -460,6 +499,7 @@ pub fn run_demo(
         truths: Vec::new(),
         scored: Vec::new(),
         live_served: 0,
+        in_control_watched: 0,
     };
 
     const START: f64 = 0.55;
@@ -572,6 +612,7 @@ pub fn run_demo(
     )?)?;
     // The one full verification after the run (what a fresh reader does).
     let report = w.ledger.store().verify_with(&VerifyOptions::default())?;
+    let in_control_watched = w.in_control_watched;
     drop(w);
     let tamper = tamper_copy(&store_dir, &options.dir.join("tampered-copy"), marker.seq)?;
     Ok(DemoSummary {
@@ -579,9 +620,12 @@ pub fn run_demo(
         proposals,
         regressions,
         false_alarms,
+        in_control_watched,
+        live_arl0: LIVE_ARL0,
         ladder,
         alpha: class.alpha,
         beta: class.beta,
+        theta1: class.discordant_hypotheses().1,
         events: report.size,
         chain_verified: report.is_valid(),
         tamper,
@@ -687,6 +731,7 @@ fn live_phase(
         },
     )?;
     let Some(alarm_seq) = first_alarm else {
+        w.in_control_watched += onset.map_or(watched.len(), |o| o - LIVE_WARMUP);
         if let Some(onset) = onset {
             regressions.push(Regression {
                 commit: deployed.clone(),
@@ -699,6 +744,7 @@ fn live_phase(
     };
     // One event per live request, in order: the request's index from the seq.
     let request = LIVE_WARMUP + ((alarm_seq - first_live_seq) as usize).min(watched.len() - 1);
+    w.in_control_watched += onset.map_or(request + 1, |o| o.min(request + 1)) - LIVE_WARMUP;
     let options = HealOptions::default();
     // No other commit measured on live traffic yet: the alarm stands and
     // the deployment stays (what heal would do, said without an error).

@@ -21,6 +21,7 @@ fn run(seed: u64, proposals: usize) -> DemoSummary {
 fn the_law_holds_in_the_demo_over_several_seeds() {
     let (mut nulls, mut false_promotes, mut alpha) = (0usize, 0usize, 0.0);
     let mut regressions = 0;
+    let (mut false_alarms, mut watched, mut arl0) = (0usize, 0usize, 1.0);
     for seed in 1..=6 {
         let s = run(seed, 16);
         assert!(s.chain_verified, "seed {seed}: the chain verifies");
@@ -59,7 +60,18 @@ fn the_law_holds_in_the_demo_over_several_seeds() {
             );
         }
         regressions += s.regressions.len();
+        false_alarms += s.false_alarms;
+        watched += s.in_control_watched;
+        arl0 = s.live_arl0;
     }
+    // The live monitor's false alarms match its in-control ARL: at most the
+    // expected count plus three Poisson standard deviations (its in-control
+    // rate is set conservatively, so fewer is the rule).
+    let expected = watched as f64 / arl0;
+    assert!(
+        false_alarms as f64 <= expected + 3.0 * expected.sqrt().max(1.0),
+        "false alarms {false_alarms} over {watched} in-control requests (ARL0 {arl0}: {expected:.2} expected)"
+    );
     // The false-promote rate over null proposals is at most α, within three
     // standard errors of a binomial rate at α over that many proposals.
     let rate = false_promotes as f64 / nulls as f64;
