@@ -39,16 +39,20 @@ ax.set_title("Score ladder")
 fig.tight_layout()
 fig.savefig(out / "ladder.png")
 
-# %% Live quality of the last deployed commit, with a CUSUM over it.
-live = scores.filter(pl.col("task").str.starts_with("~live") & (pl.col("scorer") == "answer"))
+# %% Live quality of the last deployed commit, with a CUSUM over it. Live
+# requests are scored pass/fail under a scorer of their own (`live_answer`);
+# the demo's own monitor runs a Bernoulli CUSUM on them, this sketch a
+# normal-theory one whose μ and σ come from the first 120 requests (the
+# demo's warm-up).
+live = scores.filter(pl.col("scorer") == "live_answer")
 last = live["commit"][-1]
 stream = live.filter(pl.col("commit") == last)["value"].to_numpy()
 baseline = stats.filter(pl.col("commit") == last)
-mu, sd = float(np.mean(stream[:30])), float(np.std(stream[:30]) or 1.0)
+mu, sd = float(np.mean(stream[:120])), float(np.std(stream[:120]) or 1.0)
 cusum = ratchet.Cusum(mu, sd, 0.5, 8.0)
 alarms = cusum.run(np.ascontiguousarray(stream))
 fig, ax = plt.subplots(figsize=(8, 3))
-ax.plot(stream, ".", alpha=0.5, label="live score")
+ax.plot(stream, ".", alpha=0.5, label="live pass/fail")
 for a in alarms:
     ax.axvline(a, color="red", label="alarm")
 ax.set_xlabel("live request")
