@@ -1359,3 +1359,101 @@ fn best_follows_the_scorers_direction_and_page_hinkley_refuses_arl0() {
         text(&o)
     );
 }
+
+/// A control plane polling `ratchet gate` after every batch, with task
+/// names in no order and half the candidate's scores arriving a batch
+/// before the baseline's: each poll's sequence extends the last one's, so
+/// the first answer that is not "continue" is the answer the complete data
+/// give, and the observations counted never shrink between polls.
+#[test]
+fn polling_the_binary_extends_one_sequence() {
+    let base = "1111111111111111111111111111111111111111";
+    let cand = "2222222222222222222222222222222222222222";
+    let policy = "[class.c]\nscorer = \"accuracy\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.2\nmax_n = 5000\n";
+    for seed in 0..3u64 {
+        let d = tempfile::tempdir().expect("tempdir");
+        let st = d.path().join("s");
+        let st = st.to_str().expect("utf8");
+        assert!(
+            ratchet(d.path(), &["--store", st, "init"], "")
+                .status
+                .success()
+        );
+        std::fs::write(d.path().join("s/policy.toml"), policy).expect("policy");
+        let line = |c: &str, task: &str, v: u8| {
+            format!(
+                "{{\"kind\":\"score\",\"commit\":\"{c}\",\"payload\":{{\"task\":\"{task}\",\"scorer\":\"accuracy\",\"scorer_version\":\"1\",\"value\":{v}}}}}\n"
+            )
+        };
+        // A small deterministic generator (xorshift), seeded per run.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ (seed + 1);
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let gate = || {
+            let o = ratchet(
+                d.path(),
+                &[
+                    "--store",
+                    st,
+                    "gate",
+                    "--baseline",
+                    base,
+                    "--candidate",
+                    cand,
+                    "--class",
+                    "c",
+                    "--json",
+                    "--dry-run",
+                ],
+                "",
+            );
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json verdict");
+            let n = v["stages"]
+                .as_array()
+                .and_then(|s| s.iter().find(|s| s["stage"] == "sequential"))
+                .and_then(|s| s["details"]["n"].as_u64())
+                .unwrap_or(0);
+            (v["status"].as_str().unwrap_or("").to_string(), n)
+        };
+        let (mut first, mut last_n, mut held) = (None, 0, String::new());
+        for _batch in 0..30 {
+            let mut input = std::mem::take(&mut held);
+            for _ in 0..10 {
+                let task = format!("{:016x}", next());
+                let b = u8::from(next() % 10 < 5);
+                let c = u8::from(next() % 10 < 8);
+                if next() % 2 == 0 {
+                    input.push_str(&line(cand, &task, c));
+                    held.push_str(&line(base, &task, b));
+                } else {
+                    input.push_str(&line(base, &task, b));
+                    input.push_str(&line(cand, &task, c));
+                }
+            }
+            let o = ratchet(d.path(), &["--store", st, "append"], &input);
+            assert!(o.status.success(), "{}", text(&o));
+            let (status, n) = gate();
+            assert!(
+                n >= last_n,
+                "seed {seed}: the sequence shrank from {last_n} to {n}"
+            );
+            last_n = n;
+            if first.is_none() && status != "continue" {
+                first = Some((status, n));
+            }
+        }
+        let o = ratchet(d.path(), &["--store", st, "append"], &held);
+        assert!(o.status.success(), "{}", text(&o));
+        let (at_end, n_end) = gate();
+        let (status, n) = first.expect("decided within 300 tasks");
+        assert_eq!(
+            (status, n),
+            (at_end, n_end),
+            "seed {seed}: the first answer is the final one"
+        );
+    }
+}

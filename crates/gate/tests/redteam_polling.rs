@@ -254,7 +254,11 @@ fn guardrail_world(record_all_costs: bool) -> (tempfile::TempDir, Ledger) {
         scores.push(score(&c, &task, "s", "1", 0.9));
         scores.push(score(&b, &task, "cost", "1", 1.0 + 0.01 * f64::from(t % 2)));
         // The candidate costs the same on the first ten tasks, triple after.
-        let cost = if t < 10 { 1.0 + 0.01 * f64::from(t % 2) } else { 3.0 };
+        let cost = if t < 10 {
+            1.0 + 0.01 * f64::from(t % 2)
+        } else {
+            3.0
+        };
         if record_all_costs || t < 10 {
             scores.push(score(&c, &task, "cost", "1", cost));
         }
@@ -385,7 +389,10 @@ fn repeats_duplicates_extra_tasks_and_early_scores_change_nothing() {
     adv.record_scores(&reruns, "rerun").expect("scores");
     let got = ask(&mut adv, &p, "bounded");
     assert_eq!(got.outcome.status(), want.outcome.status());
-    let (g, w) = (sequential(&got).expect("seq"), sequential(&want).expect("seq"));
+    let (g, w) = (
+        sequential(&got).expect("seq"),
+        sequential(&want).expect("seq"),
+    );
     assert_eq!((g.n, g.llr.to_bits()), (w.n, w.llr.to_bits()));
     assert_eq!(g.tasks_available, w.tasks_available);
 }
@@ -460,7 +467,10 @@ fn a_truncated_test_is_truncated_at_every_later_poll() {
     let more: Vec<Score> = (5..100)
         .flat_map(|t| {
             let task = format!("t{t:03}");
-            [score(&b, &task, "s", "1", 0.0), score(&c, &task, "s", "1", 1.0)]
+            [
+                score(&b, &task, "s", "1", 0.0),
+                score(&c, &task, "s", "1", 1.0),
+            ]
         })
         .collect();
     l.record_scores(&more, "sim").expect("scores");
