@@ -52,7 +52,8 @@ pub(crate) fn evaluate(
     if let Some(o) = required_tests(view, q, at, &mut v.stages)? {
         return Ok(o);
     }
-    if let Some(o) = choose_versions(view, q, at, &pins, &mut v.scorer_versions)? {
+    let law = v.law;
+    if let Some(o) = choose_versions(view, q, at, &pins, law, &mut v.scorer_versions)? {
         return Ok(o);
     }
     let versions = &v.scorer_versions;
@@ -69,8 +70,22 @@ pub(crate) fn evaluate(
     if let Some(o) = sequential(look, &mut v.stages)? {
         return Ok(o);
     }
+    // The tasks the primary scorer pairs (at least those the sequential
+    // test read): a guardrail must have the candidate's score on each.
+    let used = v
+        .stages
+        .iter()
+        .find_map(|r| match &r.details {
+            StageDetails::Sequential(d) => Some(
+                d.effect
+                    .map_or(d.n as usize, |e| e.n)
+                    .max(d.tasks_available),
+            ),
+            _ => None,
+        })
+        .unwrap_or(0);
     for g in &q.policy.guardrails {
-        if let Some(o) = guardrail(look, g, &mut v.stages)? {
+        if let Some(o) = guardrail(look, g, used, &mut v.stages)? {
             return Ok(o);
         }
     }
@@ -216,6 +231,7 @@ fn choose_versions(
     q: &Question<'_>,
     at: u64,
     pins: &[(u64, ratchet_scorers::Pin)],
+    law: Law,
     versions: &mut BTreeMap<String, String>,
 ) -> Step {
     let p = q.policy;
@@ -263,6 +279,22 @@ fn choose_versions(
                     );
                 }
                 pin.to_string()
+            }
+            // Unpinned, the version is the baseline's newest: chosen by the
+            // baseline's evidence alone. (The first law took the newest
+            // version either side had, so a candidate re-running one task
+            // under another version switched the sequence read.) A
+            // candidate without scores of it leaves the test waiting.
+            None if law != Law::NameOrder => {
+                match view.shared_scorer_version(scorer, q.baseline, q.baseline, at) {
+                    Some(v) => v,
+                    None => view
+                        .scorer_versions(scorer, at)
+                        .into_iter()
+                        .next()
+                        .map(|sv| sv.version)
+                        .unwrap_or_default(),
+                }
             }
             None => match view.shared_scorer_version(scorer, q.baseline, q.candidate, at) {
                 Some(shared) => shared,
@@ -986,7 +1018,7 @@ fn paired(
 
 /// Stage 4, one guardrail: shown non-inferior, or the verdict stops here
 /// (intersection–union over all guardrails).
-fn guardrail(look: Look<'_>, g: &Guardrail, stages: &mut Vec<StageReport>) -> Step {
+fn guardrail(look: Look<'_>, g: &Guardrail, used: usize, stages: &mut Vec<StageReport>) -> Step {
     let Look {
         view,
         q,
@@ -1002,8 +1034,33 @@ fn guardrail(look: Look<'_>, g: &Guardrail, stages: &mut Vec<StageReport>) -> St
     // The guardrail's direction must agree with the scorer's declared one.
     lower_is_better(view, q, &g.scorer, Some(g.direction), at)?;
     let test = NonInferiority::new(g.direction, margin, p.alpha)?;
-    let (gb, gc, _) = paired_firsts(view, q, at_version(versions, &g.scorer), at, law);
+    let (gb, gc, gap) = paired_firsts(view, q, at_version(versions, &g.scorer), at, law);
     let stage = Stage::Guardrail(g.scorer.clone());
+    // A guardrail is judged on at least the tasks the primary scorer
+    // pairs, in the same order: a task among them the candidate has no
+    // score of makes it wait (a candidate that leaves out its costly tasks
+    // is not judged on the cheap ones).
+    if law != Law::NameOrder
+        && gb.len() < used
+        && let Some(task) = gap
+    {
+        push(
+            stages,
+            stage.clone(),
+            StageState::Open,
+            StageDetails::TooFewTasks(TooFewTasks {
+                test: None,
+                tasks: gb.len(),
+            }),
+        );
+        return Ok(Some(Outcome::Continue {
+            expected_more: 1,
+            reason: format!(
+                "guardrail {}: the candidate has no score yet on task {task}, where the guardrail waits",
+                g.scorer
+            ),
+        }));
+    }
     if gb.len() < 2 {
         push(
             stages,

@@ -116,181 +116,6 @@ fn policy() -> Policy {
 }
 
 // ---------------------------------------------------------------------------
-// Attack A: the scorer version is chosen by the newest score of either side,
-// so a candidate re-running ONE task under another version the baseline was
-// also scored at switches the sequence the gate reads.
-// ---------------------------------------------------------------------------
-
-/// Baseline scored at two versions (a rubric change re-scored it); the
-/// candidate's scores under each differ. A repeat of an already-scored task
-/// under the other version (its value is never read: only first scores
-/// count) must not change what the gate reads.
-#[test]
-fn attack_a_a_repeat_under_another_scorer_version_does_not_switch_the_sequence() {
-    let p = policy();
-    let (_d, mut l) = ledger();
-    let (b, c) = (base(), cand());
-    let mut scores = Vec::new();
-    for t in 0..60 {
-        let task = format!("t{t:03}");
-        for v in ["v1", "v2"] {
-            scores.push(score(&b, &task, "s", v, 0.5));
-        }
-        // Under v1 the candidate is no better; under v2 it looks far better.
-        scores.push(score(&c, &task, "s", "v2", 0.9));
-        scores.push(score(&c, &task, "s", "v1", 0.5));
-    }
-    l.record_scores(&scores, "sim").expect("scores");
-    let first = ask(&mut l, &p, "bounded");
-    // A re-run of task t000 under v2 (ignored as a value: not its first).
-    l.record_scores(&[score(&c, "t000", "s", "v2", 0.0)], "rerun")
-        .expect("rerun");
-    let second = ask(&mut l, &p, "bounded");
-    eprintln!(
-        "attack A: before the re-run {:?} {:?} n={:?}; after {:?} {:?} n={:?}",
-        first.scorer_versions,
-        first.outcome.status(),
-        sequential(&first).map(|s| s.n),
-        second.scorer_versions,
-        second.outcome.status(),
-        sequential(&second).map(|s| s.n),
-    );
-    assert_eq!(
-        first.scorer_versions, second.scorer_versions,
-        "a repeated task switched the scorer version the gate reads"
-    );
-    assert_eq!(first.outcome.status(), second.outcome.status());
-}
-
-/// The statistical form: a null candidate (same score distribution as the
-/// baseline at every version), `k` versions on both sides, independent
-/// re-scores per version. The adversary, before each poll, re-runs one
-/// task under whichever version gives it the best verdict. The promise:
-/// polling still holds α.
-#[test]
-fn attack_a_version_shopping_under_polling_holds_alpha() {
-    let p = policy();
-    let versions = ["v1", "v2", "v3", "v4"];
-    let (runs, tasks, batch) = (150, 200, 10);
-    let sd = Normal::new(0.0, 0.1).expect("normal");
-    let mut rng = StdRng::seed_from_u64(7101);
-    let (b, c) = (base(), cand());
-    let (mut promoted, mut honest_promoted) = (0, 0);
-    for _ in 0..runs {
-        let (_d, mut l) = ledger();
-        let mut honest: Option<GateStatus> = None;
-        let mut shopped: Option<GateStatus> = None;
-        for start in (0..tasks).step_by(batch) {
-            let mut scores = Vec::new();
-            for t in start..start + batch {
-                let task = format!("t{t:04}");
-                for v in versions {
-                    let x = |r: &mut StdRng| (0.5 + sd.sample(r)).clamp(0.0, 1.0);
-                    scores.push(score(&b, &task, "s", v, x(&mut rng)));
-                    scores.push(score(&c, &task, "s", v, x(&mut rng)));
-                }
-            }
-            l.record_scores(&scores, "sim").expect("scores");
-            // The honest reading: whatever version was written last (v4).
-            if honest.is_none() {
-                let s = ask(&mut l, &p, "bounded").outcome.status();
-                if s != GateStatus::Continue {
-                    honest = Some(s);
-                }
-            }
-            if shopped.is_none() {
-                let mut best = None;
-                for v in versions {
-                    // Re-run the batch's first task under v: never read.
-                    let task = format!("t{start:04}");
-                    l.record_scores(&[score(&c, &task, "s", v, 0.0)], "rerun")
-                        .expect("rerun");
-                    let s = ask(&mut l, &p, "bounded").outcome.status();
-                    let rank = match s {
-                        GateStatus::Promote => 2,
-                        GateStatus::Continue => 1,
-                        _ => 0,
-                    };
-                    if best.is_none_or(|(r, _, _)| rank > r) {
-                        best = Some((rank, v, s));
-                    }
-                }
-                let (_, v, s) = best.expect("a version");
-                let task = format!("t{start:04}");
-                l.record_scores(&[score(&c, &task, "s", v, 0.0)], "rerun")
-                    .expect("rerun");
-                let official = ask(&mut l, &p, "bounded").outcome.status();
-                assert_eq!(official, s);
-                if official != GateStatus::Continue {
-                    shopped = Some(official);
-                }
-            }
-            if honest.is_some() && shopped.is_some() {
-                break;
-            }
-        }
-        honest_promoted += usize::from(honest == Some(GateStatus::Promote));
-        promoted += usize::from(shopped == Some(GateStatus::Promote));
-    }
-    let rate = promoted as f64 / runs as f64;
-    let honest_rate = honest_promoted as f64 / runs as f64;
-    eprintln!("attack A polled: honest {honest_rate}, version-shopping {rate} over {runs} runs");
-    let tol = 3.0 * (0.05f64 * 0.95 / runs as f64).sqrt();
-    assert!(rate <= 0.05 + tol, "false promotes {rate} > α");
-}
-
-// ---------------------------------------------------------------------------
-// Attack B: a skipped guardrail task. The primary sequence waits at a gap;
-// does the guardrail?
-// ---------------------------------------------------------------------------
-
-fn guardrail_world(record_all_costs: bool) -> (tempfile::TempDir, Ledger) {
-    let (d, mut l) = ledger();
-    let (b, c) = (base(), cand());
-    let mut scores = Vec::new();
-    for t in 0..60 {
-        let task = format!("t{t:03}");
-        scores.push(score(&b, &task, "s", "1", 0.2));
-        scores.push(score(&c, &task, "s", "1", 0.9));
-        scores.push(score(&b, &task, "cost", "1", 1.0 + 0.01 * f64::from(t % 2)));
-        // The candidate costs the same on the first ten tasks, triple after.
-        let cost = if t < 10 {
-            1.0 + 0.01 * f64::from(t % 2)
-        } else {
-            3.0
-        };
-        if record_all_costs || t < 10 {
-            scores.push(score(&c, &task, "cost", "1", cost));
-        }
-    }
-    l.record_scores(&scores, "sim").expect("scores");
-    (d, l)
-}
-
-#[test]
-fn attack_b_skipping_guardrail_tasks_never_promotes_a_costlier_candidate() {
-    let p = policy();
-    for class in ["guarded", "guarded_seq"] {
-        let (_d, mut honest) = guardrail_world(true);
-        let h = ask(&mut honest, &p, class);
-        assert_ne!(h.outcome.status(), GateStatus::Promote, "{class}: {h:#?}");
-        let (_d, mut skip) = guardrail_world(false);
-        let s = ask(&mut skip, &p, class);
-        eprintln!(
-            "attack B {class}: all costs recorded -> {:?}; costs of tasks 10.. withheld -> {:?}",
-            h.outcome.status(),
-            s.outcome.status()
-        );
-        assert_ne!(
-            s.outcome.status(),
-            GateStatus::Promote,
-            "{class}: withholding the guardrail's hard tasks promoted: {:?}",
-            s.outcome
-        );
-    }
-}
-
-// ---------------------------------------------------------------------------
 // Attack C: gaussian on strongly skewed differences whose skew does not show
 // before the stop (noisy small gains, rare large losses, mean 0).
 // ---------------------------------------------------------------------------
@@ -476,4 +301,79 @@ fn a_truncated_test_is_truncated_at_every_later_poll() {
     l.record_scores(&more, "sim").expect("scores");
     let v = ask(&mut l, &p, "short");
     assert_eq!(v.outcome.status(), GateStatus::Truncated, "{:?}", v.outcome);
+}
+
+// ---------------------------------------------------------------------------
+// Attack A (found, fixed): with the baseline scored under two versions, one
+// candidate re-run under the other version used to switch the version read
+// (the newest either side had) and so the sequence: reject under v1, then
+// promote under v2. The version is now the baseline's newest alone.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn attack_a_a_rerun_under_another_version_does_not_switch_the_sequence() {
+    let p = policy();
+    let (b, c) = (base(), cand());
+    let (_d, mut l) = ledger();
+    let mut scores = Vec::new();
+    for t in 0..60 {
+        let task = format!("t{t:03}");
+        scores.push(score(&b, &task, "s", "v1", 0.5));
+        scores.push(score(&b, &task, "s", "v2", 0.5));
+    }
+    for t in 0..60 {
+        let task = format!("t{t:03}");
+        scores.push(score(&c, &task, "s", "v2", 0.9));
+        scores.push(score(&c, &task, "s", "v1", 0.5));
+    }
+    l.record_scores(&scores, "sim").expect("scores");
+    let before = ask(&mut l, &p, "bounded");
+    l.record_scores(&[score(&c, "t000", "s", "v2", 0.0)], "sim")
+        .expect("rerun");
+    let after = ask(&mut l, &p, "bounded");
+    assert_eq!(before.scorer_versions, after.scorer_versions);
+    assert_eq!(
+        before.outcome.status(),
+        after.outcome.status(),
+        "{after:#?}"
+    );
+    assert_eq!(
+        sequential(&before).map(|d| d.n),
+        sequential(&after).map(|d| d.n)
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Attack B (found, fixed): a guardrail judged the prefix before the first
+// task the candidate left without a cost score. It now waits there, among
+// the tasks the sequential test read.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn attack_b_leaving_out_costly_tasks_does_not_pass_a_guardrail() {
+    let p = policy();
+    let (b, c) = (base(), cand());
+    for class in ["guarded", "guarded_seq"] {
+        let (_d, mut l) = ledger();
+        let mut scores = Vec::new();
+        for t in 0..60u32 {
+            let task = format!("t{t:03}");
+            scores.push(score(&b, &task, "s", "1", 0.2));
+            scores.push(score(&c, &task, "s", "1", 0.9));
+            scores.push(score(&b, &task, "cost", "1", 1.0 + 0.01 * f64::from(t % 2)));
+            if t < 10 {
+                scores.push(score(&c, &task, "cost", "1", 1.0 + 0.01 * f64::from(t % 2)));
+            }
+        }
+        l.record_scores(&scores, "sim").expect("scores");
+        let v = ask(&mut l, &p, class);
+        assert_ne!(v.outcome.status(), GateStatus::Promote, "{class}: {v:#?}");
+        // With every cost recorded (3.0 after task 10), it is rejected.
+        let rest: Vec<Score> = (10..60)
+            .map(|t| score(&c, &format!("t{t:03}"), "cost", "1", 3.0))
+            .collect();
+        l.record_scores(&rest, "sim").expect("scores");
+        let v = ask(&mut l, &p, class);
+        assert_ne!(v.outcome.status(), GateStatus::Promote, "{class}: {v:#?}");
+    }
 }
