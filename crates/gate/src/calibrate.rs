@@ -449,6 +449,21 @@ pub fn power_warning(policy: &ClassPolicy, rows: &[CalibrationRow], runs: usize)
     })
 }
 
+impl CalibrationRow {
+    /// The row of a Monte-Carlo estimate at `effect`.
+    fn simulated(effect: Effect, m: &MonteCarloEstimate, design: bool) -> CalibrationRow {
+        CalibrationRow {
+            effect,
+            p_promote: m.point.p_promote,
+            p_truncated: m.point.p_truncated,
+            design,
+            expected_n: m.point.expected_n,
+            n_quantiles: m.point.n_quantiles,
+            method: CalibrationMethod::MonteCarlo,
+        }
+    }
+}
+
 /// Rows a calibration table has at most: effects at `k/4` of the policy's
 /// gap (or Elo span) for k = −2..=6.
 pub const CALIBRATION_ROWS: usize = 9;
@@ -529,15 +544,11 @@ pub fn calibration_table(
                     |rng| rand_distr::Distribution::sample(&normal, rng),
                 )?;
                 on_row();
-                rows.push(CalibrationRow {
-                    effect: Effect::MeanShift { shift },
-                    p_promote: m.point.p_promote,
-                    p_truncated: m.point.p_truncated,
-                    design: k == 4,
-                    expected_n: m.point.expected_n,
-                    n_quantiles: m.point.n_quantiles,
-                    method: CalibrationMethod::MonteCarlo,
-                });
+                rows.push(CalibrationRow::simulated(
+                    Effect::MeanShift { shift },
+                    &m,
+                    k == 4,
+                ));
             }
         }
         TestKind::Betting => {
@@ -567,15 +578,11 @@ pub fn calibration_table(
                     },
                 )?;
                 on_row();
-                rows.push(CalibrationRow {
-                    effect: Effect::MeanShift { shift },
-                    p_promote: m.point.p_promote,
-                    p_truncated: m.point.p_truncated,
-                    design: k == 4,
-                    expected_n: m.point.expected_n,
-                    n_quantiles: m.point.n_quantiles,
-                    method: CalibrationMethod::MonteCarlo,
-                });
+                rows.push(CalibrationRow::simulated(
+                    Effect::MeanShift { shift },
+                    &m,
+                    k == 4,
+                ));
             }
         }
         TestKind::Paired => {
@@ -602,18 +609,14 @@ pub fn calibration_table(
                     },
                 )?;
                 on_row();
-                rows.push(CalibrationRow {
-                    effect: Effect::Elo {
+                rows.push(CalibrationRow::simulated(
+                    Effect::Elo {
                         model: elo.model,
                         elo: e,
                     },
-                    p_promote: m.point.p_promote,
-                    p_truncated: m.point.p_truncated,
-                    design: k == 4,
-                    expected_n: m.point.expected_n,
-                    n_quantiles: m.point.n_quantiles,
-                    method: CalibrationMethod::MonteCarlo,
-                });
+                    &m,
+                    k == 4,
+                ));
             }
         }
     }

@@ -285,9 +285,14 @@ fn choose_versions(
             // version either side had, so a candidate re-running one task
             // under another version switched the sequence read.) A
             // candidate without scores of it leaves the test waiting.
-            None if law != Law::NameOrder => {
-                match view.shared_scorer_version(scorer, q.baseline, q.baseline, at) {
-                    Some(v) => v,
+            None => {
+                let other = if law == Law::NameOrder {
+                    q.candidate
+                } else {
+                    q.baseline
+                };
+                match view.shared_scorer_version(scorer, q.baseline, other, at) {
+                    Some(shared) => shared,
                     None => view
                         .scorer_versions(scorer, at)
                         .into_iter()
@@ -296,15 +301,6 @@ fn choose_versions(
                         .unwrap_or_default(),
                 }
             }
-            None => match view.shared_scorer_version(scorer, q.baseline, q.candidate, at) {
-                Some(shared) => shared,
-                None => view
-                    .scorer_versions(scorer, at)
-                    .into_iter()
-                    .next()
-                    .map(|sv| sv.version)
-                    .unwrap_or_default(),
-            },
         };
         versions.insert(scorer.to_string(), version);
     }
@@ -444,9 +440,16 @@ fn paired_firsts(
     at: u64,
     law: Law,
 ) -> (Vec<f64>, Vec<f64>, Option<String>) {
-    let scores = view.paired_scores(q.baseline, q.candidate, scorer, at);
+    pairs_under(
+        &view.paired_scores(q.baseline, q.candidate, scorer, at),
+        law,
+    )
+}
+
+/// The pairs `law` reads from `scores` (see [`paired_firsts`]).
+fn pairs_under(scores: &PairedScores<'_>, law: Law) -> (Vec<f64>, Vec<f64>, Option<String>) {
     if law == Law::NameOrder {
-        return name_order_means(&scores);
+        return name_order_means(scores);
     }
     let (mut base, mut cand) = (Vec::new(), Vec::new());
     for t in scores.iter() {
@@ -860,11 +863,13 @@ fn too_skewed_for_normal_theory(diffs: &[f64]) -> Option<String> {
         .flatten()
 }
 
-/// Paired differences: the task's own difficulty cancels, and the null
-/// (mean difference 0) does not depend on an estimated baseline mean.
-fn gaussian(q: &Question<'_>, base: &[f64], cand: &[f64]) -> Result<Run> {
-    let p = q.policy;
-    let mut t = p.gaussian_test()?;
+/// Feeds the paired differences `cand − base` to `t` until it stops;
+/// returns the differences it read.
+fn feed_differences(
+    t: &mut impl crate::sprt::SequentialTest<Observation = f64>,
+    base: &[f64],
+    cand: &[f64],
+) -> Result<Vec<f64>> {
     let mut diffs = Vec::new();
     for (&b, &c) in base.iter().zip(cand) {
         diffs.push(c - b);
@@ -872,6 +877,15 @@ fn gaussian(q: &Question<'_>, base: &[f64], cand: &[f64]) -> Result<Run> {
             break;
         }
     }
+    Ok(diffs)
+}
+
+/// Paired differences: the task's own difficulty cancels, and the null
+/// (mean difference 0) does not depend on an estimated baseline mean.
+fn gaussian(q: &Question<'_>, base: &[f64], cand: &[f64]) -> Result<Run> {
+    let p = q.policy;
+    let mut t = p.gaussian_test()?;
+    let diffs = feed_differences(&mut t, base, cand)?;
     let b = t.boundaries();
     Ok(Run {
         decision: t.decision(),
@@ -895,13 +909,7 @@ fn gaussian(q: &Question<'_>, base: &[f64], cand: &[f64]) -> Result<Run> {
 fn betting(q: &Question<'_>, base: &[f64], cand: &[f64]) -> Result<Run> {
     let p = q.policy;
     let mut t = p.betting_test()?;
-    let mut diffs = Vec::new();
-    for (&b, &c) in base.iter().zip(cand) {
-        diffs.push(c - b);
-        if t.update(c - b)?.is_final() {
-            break;
-        }
-    }
+    let diffs = feed_differences(&mut t, base, cand)?;
     Ok(Run {
         decision: t.decision(),
         llr: t.llr(),
@@ -1203,22 +1211,7 @@ pub fn recorded_bernoulli_path(
     let sign = if lower { -1.0 } else { 1.0 };
     let question_scorer = at_version(&versions, &scorer);
     let scores = view.paired_scores(&baseline, &candidate, question_scorer, at);
-    let (base, cand, _) = match law {
-        Law::NameOrder => name_order_means(&scores),
-        Law::BaselineOrder => {
-            let (mut b, mut c) = (Vec::new(), Vec::new());
-            for t in scores.iter() {
-                match (t.baseline.first(), t.candidate.first()) {
-                    (Some(&x), Some(&y)) => {
-                        b.push(x);
-                        c.push(y);
-                    }
-                    _ => break,
-                }
-            }
-            (b, c, None)
-        }
-    };
+    let (base, cand, _) = pairs_under(&scores, law);
     let mut t = crate::BernoulliSprt::new(theta0, theta1, crate::Boundaries::new(0.05, 0.05)?)?;
     let mut path = Vec::new();
     for (&b, &c) in base.iter().zip(&cand) {
