@@ -165,6 +165,7 @@ impl World {
                     failed,
                     skipped: 0,
                     duration_ms: 9.0,
+                    failures: Vec::new(),
                 },
                 "ci",
             )?;
@@ -882,6 +883,7 @@ fn negative_zero_does_not_brick_the_store() {
                 failed: 0,
                 skipped: 0,
                 duration_ms: -0.0,
+                failures: Vec::new(),
             }
             .to_draft()
             .expect("draft"),
@@ -1003,6 +1005,7 @@ fn a_rolled_back_store_is_caught_by_the_checkpoint() {
                         failed: 10,
                         skipped: 0,
                         duration_ms: 9.0,
+                        failures: Vec::new(),
                     },
                     "ci",
                 )

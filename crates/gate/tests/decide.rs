@@ -110,6 +110,7 @@ fn unit_run(commit: &CommitId, failed: u64) -> TestRun {
         failed,
         skipped: 0,
         duration_ms: 9.0,
+        failures: Vec::new(),
     }
 }
 

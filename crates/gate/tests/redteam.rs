@@ -131,6 +131,7 @@ fn run(passed: u64, failed: u64) -> TestRun {
         failed,
         skipped: 0,
         duration_ms: 9.0,
+        failures: Vec::new(),
     }
 }
 

@@ -166,6 +166,7 @@ fn green_unit() -> TestRun {
         failed: 0,
         skipped: 0,
         duration_ms: 9.0,
+        failures: Vec::new(),
     }
 }
 

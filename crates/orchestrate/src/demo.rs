@@ -398,6 +398,7 @@ impl World {
                     failed: u64::from(truth.broken),
                     skipped: 0,
                     duration_ms: 4200.0,
+                    failures: Vec::new(),
                 },
                 "demo:ci",
             )?;

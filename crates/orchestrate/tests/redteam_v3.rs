@@ -201,6 +201,7 @@ fn break_utf16_rewrite_turns_a_failed_suite_into_a_promote() {
                 failed,
                 skipped: 0,
                 duration_ms: 9.0,
+                failures: Vec::new(),
             },
             "ci",
         )

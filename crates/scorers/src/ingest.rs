@@ -170,6 +170,7 @@ pub fn parse_junit(xml: &str, file: &Path, commit: &CommitId) -> Result<Vec<Test
             failed,
             skipped,
             duration_ms,
+            failures: Vec::new(),
         });
     }
     Ok(runs)

@@ -47,6 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             failed: 1,
             skipped: 2,
             duration_ms: 1234.5,
+            failures: Vec::new(),
         },
         "fixture",
     )?;

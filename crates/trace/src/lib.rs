@@ -114,7 +114,7 @@ pub use event::{
 };
 pub use ledger::Ledger;
 pub use merge::{MergeOptions, MergeReport};
-pub use projection::{KIND_SCORE, KIND_TEST_RUN, Score, TestRun};
+pub use projection::{KIND_SCORE, KIND_TEST_RUN, MAX_FAILURES_NAMED, Score, TestRun};
 pub use read::Tail;
 pub use schema::{APPLICATION_ID, Durability, SCHEMA_VERSION};
 pub use store::{AppendOnce, DB_FILE, EventFilter, Head, Store, StoreOptions};

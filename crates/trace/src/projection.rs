@@ -90,7 +90,16 @@ pub struct TestRun {
     pub skipped: u64,
     /// Wall time of the run in milliseconds (finite, ≥ 0).
     pub duration_ms: f64,
+    /// The names of the tests that failed (at most [`MAX_FAILURES_NAMED`],
+    /// in the report's order). Kept in the hash-chained event, not in the
+    /// `test_runs` projection table: what a reader of the verified view
+    /// sees, never what a reader of the table sees.
+    pub failures: Vec<String>,
 }
+
+/// How many failed tests a test run names: a report with more failures
+/// keeps its count exact and names the first this many.
+pub const MAX_FAILURES_NAMED: usize = 200;
 
 impl TestRun {
     /// The event that records this test run.
@@ -104,6 +113,7 @@ impl TestRun {
             failed: self.failed,
             skipped: self.skipped,
             duration_ms: canonical(self.duration_ms),
+            failures: self.failures.clone(),
         };
         body.validate()?;
         Ok(EventDraft::json(KIND_TEST_RUN, &body)?.commit(self.commit.clone()))
@@ -159,6 +169,8 @@ struct TestRunBody {
     failed: u64,
     skipped: u64,
     duration_ms: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    failures: Vec<String>,
 }
 
 impl TestRunBody {
@@ -172,6 +184,28 @@ impl TestRunBody {
             if v > i64::MAX as u64 {
                 return Err(Error::invalid(f, format!("{v} is too large")));
             }
+        }
+        if self.failures.len() > MAX_FAILURES_NAMED {
+            return Err(Error::invalid(
+                "test_run.failures",
+                format!(
+                    "names {} tests; at most {MAX_FAILURES_NAMED} are kept",
+                    self.failures.len()
+                ),
+            ));
+        }
+        if self.failures.len() as u64 > self.failed {
+            return Err(Error::invalid(
+                "test_run.failures",
+                format!(
+                    "names {} failed tests but the run counts {} failures",
+                    self.failures.len(),
+                    self.failed
+                ),
+            ));
+        }
+        for name in &self.failures {
+            validate_name("test_run.failures", name)?;
         }
         check_finite("test_run.duration_ms", self.duration_ms, true)
     }
@@ -236,6 +270,7 @@ impl Projection {
                     failed: b.failed,
                     skipped: b.skipped,
                     duration_ms: canonical(b.duration_ms),
+                    failures: b.failures,
                 })))
             }
             _ => Ok(None),
@@ -345,6 +380,7 @@ pub(crate) fn test_run_from_row(row: &Row<'_>) -> rusqlite::Result<(u64, TestRun
             failed: count_col(row, 4)?,
             skipped: count_col(row, 5)?,
             duration_ms: row.get(6)?,
+            failures: Vec::new(),
         },
     ))
 }

@@ -256,6 +256,7 @@ fn negative_zero_and_every_spelling_of_it_round_trip() {
             failed: 0,
             skipped: 0,
             duration_ms: -0.0,
+            failures: Vec::new(),
         },
         "s",
     )

@@ -87,6 +87,7 @@ fn refresh_folds_what_another_handle_appended() {
                     failed: round as u64 % 2,
                     skipped: 0,
                     duration_ms: 2.5,
+                    failures: Vec::new(),
                 },
                 "ci",
             )
@@ -137,6 +138,7 @@ fn appends_through_the_ledger_fold_in_without_a_refresh() {
                 failed: 1,
                 skipped: 0,
                 duration_ms: 3.0,
+                failures: Vec::new(),
             },
             "ci",
         )

@@ -66,6 +66,7 @@ fn draft(op: &Op) -> EventDraft {
             failed: *failed as u64,
             skipped: 0,
             duration_ms: 1.0,
+            failures: Vec::new(),
         }
         .to_draft()
         .expect("run"),
@@ -318,7 +319,7 @@ proptest! {
         typed.cost = Some(nonneg);
         typed.latency_ms = Some(nonneg);
         s.record_score(&typed, "p").expect("typed score");
-        s.record_test_run(&TestRun { commit: c.clone(), suite: "typed".into(), passed: 1, failed: 0, skipped: 0, duration_ms: nonneg }, "p").expect("typed run");
+        s.record_test_run(&TestRun { commit: c.clone(), suite: "typed".into(), passed: 1, failed: 0, skipped: 0, duration_ms: nonneg, failures: Vec::new() }, "p").expect("typed run");
         let mut spellings = vec![
             serde_json::to_string(&v).expect("json"),
             format!("{v:e}"),

@@ -760,6 +760,7 @@ fn test_runs_and_scores_of_a_replaced_row_are_found_at_their_seq() {
             failed: 1,
             skipped: 0,
             duration_ms: 1.0,
+            failures: Vec::new(),
         },
         "s",
     )

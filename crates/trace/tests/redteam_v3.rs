@@ -267,6 +267,7 @@ fn failed_then_green() -> (tempfile::TempDir, std::path::PathBuf, WriterKey) {
                 failed,
                 skipped: 0,
                 duration_ms: 1.0,
+                failures: Vec::new(),
             },
             "s",
         )

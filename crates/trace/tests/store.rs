@@ -530,6 +530,7 @@ fn scores_and_test_runs_by_commit() {
         failed: 1,
         skipped: 2,
         duration_ms: 3.5,
+        failures: Vec::new(),
     };
     s.record_test_run(&run, "ci").expect("record");
     let mut sc = Score::new(c.clone(), "t", "acc", 0.9);
@@ -629,6 +630,7 @@ fn each_query_reads_the_trace_as_it_stood_at_a_seq() {
         failed: 0,
         skipped: 0,
         duration_ms: 1.0,
+        failures: Vec::new(),
     };
     s.record_test_run(&run, "ci").expect("run");
     let v = view(&s);

@@ -50,6 +50,7 @@ pub fn mixed_draft(i: usize) -> EventDraft {
             failed: 0,
             skipped: 1,
             duration_ms: 12.5,
+            failures: Vec::new(),
         }
         .to_draft()
         .expect("test run"),
