@@ -36,11 +36,15 @@ const APPEND_FORMAT: &str = "Input: one JSON object per line, \
 decision, alarm, …) are written only by their own commands.";
 
 /// The `ratchet ingest jsonl` line format.
-const JSONL_HELP: &str = "Lines: one JSON object per line, either a score \
-{\"task\", \"scorer\", \"value\"} with optional \"scorer_version\", \"cost\", \"latency_ms\", \
-\"holdout\", \"commit\"; or an observation {\"task\", \"rubric\", \"observation\": {...}} with \
-optional \"commit\". Unknown fields are refused by name; a UTF-8 byte-order mark is skipped; \
-an empty file is an error; nothing is stored unless every line is good.";
+const INGEST_HELP: &str = "Formats: junit (any runner's JUnit XML; a directory: its *.xml), \
+criterion (target/criterion), jsonl (lines: a score {\"task\", \"scorer\", \"value\"} with optional \
+\"scorer_version\", \"cost\", \"latency_ms\", \"holdout\", \"commit\", \"direction\" (\"higher\"|\"lower\"), \
+or an observation {\"task\", \"rubric\", \"observation\": {...}} with optional \"commit\"; unknown \
+fields are refused by name), bmf (Bencher Metric Format), hyperfine (--export-json), \
+google-benchmark (--benchmark_format=json), pytest-benchmark (--benchmark-json), go-bench \
+(the text of go test -bench), inspect (Inspect AI .eval or .json logs), lm-eval \
+(lm-evaluation-harness samples_*.jsonl), promptfoo (promptfoo eval -o JSON, JSONL or XML). \
+Nothing is stored unless every file is good; the same evidence ingested twice counts once.";
 
 /// Which way a scorer improves, as typed.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -451,12 +455,9 @@ enum Command {
         #[arg(long)]
         target: Option<f64>,
     },
-    /// Record what tools already write: JUnit XML, or JSON Lines of scores
-    /// and rubric observations (all or nothing).
-    Ingest {
-        #[command(subcommand)]
-        what: IngestKind,
-    },
+    /// Record what tools already write: test reports, benchmark and
+    /// LLM-eval outputs, JSON Lines of scores (all or nothing).
+    Ingest(IngestArgs),
     /// Score every recorded observation that has no score for its rubric's
     /// current version (the batch "sleep phase"; idempotent).
     Score {
@@ -522,58 +523,46 @@ enum Command {
     },
 }
 
-#[derive(Debug, Subcommand)]
-enum IngestKind {
-    /// A JUnit XML report: a test run and a pass_rate score per suite.
-    Junit {
-        /// The report.
-        path: PathBuf,
-        /// Commit (a git revision or full id) the tests ran under.
-        #[arg(long)]
-        commit: String,
-        /// Session name.
-        #[arg(long, default_value = "junit")]
-        session: String,
-        /// Writer key file (keyed stores).
-        #[arg(long)]
-        key_file: Option<PathBuf>,
-    },
-    /// criterion results: one time score per benchmark, keyed to this runner.
-    Criterion(CriterionArgs),
-    /// JSON Lines of scores or rubric observations.
-    #[command(after_help = JSONL_HELP)]
-    Jsonl {
-        /// The file.
-        path: PathBuf,
-        /// Commit for lines that do not name one.
-        #[arg(long)]
-        commit: Option<String>,
-        /// Rubric files (TOML or JSON) scoring observation lines.
-        #[arg(long)]
-        rubric: Vec<PathBuf>,
-        /// Session name.
-        #[arg(long, default_value = "jsonl")]
-        session: String,
-        /// Writer key file (keyed stores).
-        #[arg(long)]
-        key_file: Option<PathBuf>,
-    },
-}
-
-/// Benchmark results from criterion (the `Criterion` arm of `ratchet ingest`).
+/// What `ratchet ingest` reads and how it records it.
 #[derive(Debug, clap::Args)]
-struct CriterionArgs {
-    /// criterion's output directory (usually target/criterion).
-    path: PathBuf,
-    /// Commit (a git revision or full id) the benchmarks ran under.
+#[command(after_help = INGEST_HELP)]
+struct IngestArgs {
+    /// The tool that wrote the files.
+    #[arg(value_parser = parse_format)]
+    format: ratchet_scorers::Format,
+    /// The files (or directories of them) the tool wrote; all are stored in
+    /// one transaction, or none.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Commit (a git revision or full id) the results belong to (for
+    /// jsonl: of the lines that name none).
     #[arg(long)]
-    commit: String,
-    /// Runner label that must match for timings to be compared (e.g. the toolchain).
+    commit: Option<String>,
+    /// junit: record every suite read as one suite of this name (what a
+    /// policy's required_suites names).
+    #[arg(long)]
+    suite: Option<String>,
+    /// Session name (default: the format's name).
+    #[arg(long)]
+    session: Option<String>,
+    /// jsonl: rubric files (TOML or JSON) scoring observation lines.
+    #[arg(long)]
+    rubric: Vec<PathBuf>,
+    /// Benchmarks: a runner label that must match for timings to be
+    /// compared (e.g. the toolchain), part of the runner fingerprint.
     #[arg(long, default_value = "")]
     label: String,
+    /// The direction of metrics the format does not give one (a custom
+    /// BMF measure or Go unit, an lm-eval metric not known here).
+    #[arg(long, value_enum)]
+    direction: Option<DirectionArg>,
     /// Writer key file (keyed stores).
     #[arg(long)]
     key_file: Option<PathBuf>,
+}
+
+fn parse_format(s: &str) -> std::result::Result<ratchet_scorers::Format, String> {
+    s.parse().map_err(|e: ratchet_scorers::Error| e.to_string())
 }
 
 #[derive(Debug, Subcommand)]
@@ -1083,7 +1072,7 @@ fn run(cli: Cli) -> Result<u8> {
             };
             cmd::drift::arl(&ctx, chart)
         }
-        Command::Ingest { what } => cmd::ingest::ingest(&ctx, what),
+        Command::Ingest(args) => cmd::ingest::ingest(&ctx, args),
         Command::Score { rubric, key_file } => {
             cmd::ingest::score(&ctx, &rubric, key_file.as_deref())
         }

@@ -158,6 +158,40 @@ fn unverified(reason: impl Into<String>) -> Outcome {
     }
 }
 
+/// The suites the candidate has runs of, for an error that names a suite
+/// it has none of (`required_suites = ["unit"]` beside a report recorded as
+/// `pytest`).
+fn recorded_suites(runs: &[(u64, ratchet_trace::TestRun)]) -> String {
+    let mut names: Vec<&str> = runs.iter().map(|(_, r)| r.suite.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    if names.is_empty() {
+        "it has no test run at all".to_string()
+    } else {
+        format!(
+            "it has runs of {}; name one in required_suites, or record the report under this name (`ratchet ingest junit … --suite NAME`)",
+            names.join(", ")
+        )
+    }
+}
+
+/// `: a, b and 3 more` — the failed tests a run names, for the reason.
+fn named_failures(run: &ratchet_trace::TestRun) -> String {
+    const SHOWN: usize = 3;
+    match run.failures.len() {
+        0 => String::new(),
+        n => {
+            let shown = run.failures[..n.min(SHOWN)].join(", ");
+            let more = run.failed.saturating_sub(n.min(SHOWN) as u64);
+            if more > 0 {
+                format!(": {shown} and {more} more")
+            } else {
+                format!(": {shown}")
+            }
+        }
+    }
+}
+
 /// Stage 1, required test suites: every recorded run of each counts. A failure is
 /// not erased by a later green run (re-running until green would launder a
 /// flaky or broken suite), and a run of no test is not a pass.
@@ -177,13 +211,17 @@ fn required_tests(
         let why = match (of_suite.is_empty(), failed, empty) {
             (true, _, _) => Some((
                 RejectCause::MissingEvidence,
-                format!("suite {suite} has no recorded run for the candidate"),
+                format!(
+                    "suite {suite} has no recorded run for the candidate ({})",
+                    recorded_suites(&runs)
+                ),
             )),
             (_, Some((seq, r)), _) => Some((
                 RejectCause::Measured,
                 format!(
-                    "suite {suite}: {} failed in the run at seq {seq} (every recorded run counts)",
-                    r.failed
+                    "suite {suite}: {} failed in the run at seq {seq} (every recorded run counts){}",
+                    r.failed,
+                    named_failures(r)
                 ),
             )),
             (_, None, Some((seq, _))) => Some((
@@ -929,15 +967,27 @@ fn betting(q: &Question<'_>, base: &[f64], cand: &[f64]) -> Result<Run> {
     })
 }
 
-/// The GSPRT on game outcomes: per task (trinomial) or run i against run i
-/// (pentanomial).
-fn paired(
+/// A game's class from one side's score against the other's (judged
+/// scale): 0 a loss for the candidate, 1 a draw, 2 a win.
+fn class_of(b: f64, c: f64) -> usize {
+    match c.partial_cmp(&b) {
+        Some(std::cmp::Ordering::Greater) => 2,
+        Some(std::cmp::Ordering::Equal) => 1,
+        _ => 0,
+    }
+}
+
+/// The outcome classes the paired GSPRT reads, in order: per task
+/// (trinomial, from the pairs `base`/`cand` on the judged scale) or run i
+/// against run i (pentanomial, read from the view).
+fn game_classes(
     look: Look<'_>,
+    pairing: Pairing,
     sign: f64,
     base: &[f64],
     cand: &[f64],
     waits_at: &mut Option<String>,
-) -> Result<Run> {
+) -> Vec<usize> {
     let Look {
         view,
         q,
@@ -946,20 +996,12 @@ fn paired(
         law,
     } = look;
     let p = q.policy;
-    let mut t = p.paired_test()?;
-    let elo = t.elo();
-    let class_of = |b: f64, c: f64| match c.partial_cmp(&b) {
-        Some(std::cmp::Ordering::Greater) => 2,
-        Some(std::cmp::Ordering::Equal) => 1,
-        _ => 0,
-    };
-    let pairs: Vec<usize> = match t.pairing() {
+    match pairing {
         Pairing::Trinomial => base
             .iter()
             .zip(cand)
             .map(|(&b, &c)| class_of(b, c))
             .collect(),
-        // Two runs per task: run i against run i, the pair's total 0..=4.
         // Two runs per task: run i against run i, the pair's total 0..=4,
         // in the baseline's order and up to the first task either side has
         // not yet run twice (the path only ever extends).
@@ -988,7 +1030,23 @@ fn paired(
             }
             classes
         }
-    };
+    }
+}
+
+/// The GSPRT on game outcomes: per task (trinomial) or run i against run i
+/// (pentanomial).
+fn paired(
+    look: Look<'_>,
+    sign: f64,
+    base: &[f64],
+    cand: &[f64],
+    waits_at: &mut Option<String>,
+) -> Result<Run> {
+    let q = look.q;
+    let p = q.policy;
+    let mut t = p.paired_test()?;
+    let elo = t.elo();
+    let pairs = game_classes(look, t.pairing(), sign, base, cand, waits_at);
     let half = (t.pairing().classes() - 1) as f64 / 2.0;
     let mut diffs = Vec::new();
     for class in pairs {
@@ -1225,4 +1283,312 @@ pub fn recorded_bernoulli_path(
         }
     }
     Ok(Some(path))
+}
+
+/// A recorded verdict's sequential statistic after each observation,
+/// recomputed by the gate's own test (what a report draws):
+/// [`recorded_path`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct RecordedPath {
+    /// The test that judged.
+    pub test: TestKind,
+    /// After each observation, the statistic judged against
+    /// [`RecordedPath::upper`]: the log-likelihood ratio (bernoulli,
+    /// gaussian, paired), which also meets [`RecordedPath::lower`] to
+    /// reject; for betting, ln K⁺ — the log capital betting on an
+    /// improvement, which promotes at ln(1/α).
+    pub promote: Vec<f64>,
+    /// Betting only: −ln K⁻ after each observation, the log capital betting
+    /// on less than the gap, negated, so that it rejects on reaching
+    /// [`RecordedPath::lower`] = −ln(1/β) as an LLR would.
+    pub reject: Option<Vec<f64>>,
+    /// The reject boundary as applied at the stop.
+    pub lower: f64,
+    /// The promote boundary as applied at the stop.
+    pub upper: f64,
+    /// The first observation (1-based) at which the boundaries apply: the
+    /// gaussian test's warm-up, else 1.
+    pub judged_from: u64,
+    /// What one observation is (`"discordant pair"`, `"task"`, `"game
+    /// pair"`, …), for an axis.
+    pub observation: &'static str,
+}
+
+/// The path of the sequential statistic of a recorded verdict (`verdict`,
+/// its JSON) taken under `policy`, recomputed from `view` as the trace
+/// stood at the verdict: the pairs of its law in its order, on the judged
+/// scale (negated for a lower-is-better scorer), fed to the test
+/// `policy` builds, stopping where the verdict stopped. `None` when the
+/// verdict's sequential stage ran no test (too few tasks, a score outside
+/// the betting range, an earlier stage stopped it).
+///
+/// # Errors
+/// [`Error::Policy`] if `policy` is not the one the verdict was taken
+/// under (its hash differs from the recorded `policy_hash`);
+/// [`Error::InvalidObservation`] for a verdict JSON that lacks what a
+/// verdict records; [`Error::Trace`] for a trace error.
+pub fn recorded_path(
+    view: &Verified,
+    verdict: &serde_json::Value,
+    policy: &crate::ClassPolicy,
+) -> Result<Option<RecordedPath>> {
+    let Some(fig) = verdict["stages"].as_array().and_then(|stages| {
+        stages
+            .iter()
+            .find(|s| s["stage"] == "sequential")
+            .map(|s| &s["details"])
+    }) else {
+        return Ok(None);
+    };
+    let (Some(n), Some(lower), Some(upper)) = (
+        fig["n"].as_u64(),
+        fig["lower"].as_f64(),
+        fig["upper"].as_f64(),
+    ) else {
+        return Ok(None);
+    };
+    let bad = |what: &str| Error::InvalidObservation {
+        reason: format!("a recorded verdict lacks {what}"),
+    };
+    if verdict["policy_hash"].as_str() != Some(policy.hash().as_str()) {
+        return Err(Error::Policy {
+            field: "policy_hash".into(),
+            reason: format!(
+                "the verdict was taken under policy {}, not under the one given ({})",
+                verdict["policy_hash"],
+                policy.hash()
+            ),
+        });
+    }
+    let commit = |k: &str| {
+        verdict[k]
+            .as_str()
+            .and_then(|c| ratchet_trace::CommitId::parse(c).ok())
+            .ok_or_else(|| bad(k))
+    };
+    let (baseline, candidate) = (commit("baseline")?, commit("candidate")?);
+    let class = verdict["class"].as_str().ok_or_else(|| bad("class"))?;
+    let at = verdict["trace"]["size"]
+        .as_u64()
+        .ok_or_else(|| bad("trace.size"))?;
+    let law = Law::of_recorded(verdict.to_string().as_bytes())?;
+    let versions: BTreeMap<String, String> = verdict["scorer_versions"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let q = Question {
+        class,
+        policy,
+        baseline: &baseline,
+        candidate: &candidate,
+        checkpoint: None,
+    };
+    let look = Look {
+        view,
+        q: &q,
+        at,
+        versions: &versions,
+        law,
+    };
+    let p = policy;
+    // The orientation the gate judged on: recorded by bernoulli verdicts
+    // since the second law (absent: higher is better); else the scorer's
+    // direction as `sequential` read it.
+    let lower_better = match fig["lower_is_better"].as_bool() {
+        Some(l) => l,
+        None if p.test == TestKind::Bernoulli && law != Law::NameOrder => false,
+        None => lower_is_better(view, &q, &p.scorer, p.direction, at)?,
+    };
+    let sign = if lower_better { -1.0 } else { 1.0 };
+    let (base, cand, _) = paired_firsts(view, &q, at_version(&versions, &p.scorer), at, law);
+    let (base, cand): (Vec<f64>, Vec<f64>) = (
+        base.into_iter().map(|x| sign * x).collect(),
+        cand.into_iter().map(|x| sign * x).collect(),
+    );
+    let mut promote = Vec::new();
+    let mut reject = None;
+    let mut judged_from = 1;
+    let observation = match p.test {
+        TestKind::Bernoulli => {
+            // As `bernoulli`: only discordant pairs are observations.
+            let thr = sign * p.pass_threshold.unwrap_or(1.0);
+            let mut t = p.bernoulli_test()?;
+            for (&b, &c) in base.iter().zip(&cand) {
+                if t.decision().is_final() || t.n() >= n {
+                    break;
+                }
+                if (b >= thr) != (c >= thr) {
+                    t.observe(c >= thr);
+                    promote.push(t.llr());
+                }
+            }
+            "discordant pair"
+        }
+        TestKind::Gaussian => {
+            let mut t = p.gaussian_test()?;
+            judged_from = p.warmup.unwrap_or(GaussianSprt::DEFAULT_WARMUP);
+            for (&b, &c) in base.iter().zip(&cand) {
+                if t.n() >= n {
+                    break;
+                }
+                let d = t.update(c - b)?;
+                promote.push(t.llr());
+                if d.is_final() {
+                    break;
+                }
+            }
+            "task"
+        }
+        TestKind::Betting => {
+            let mut t = p.betting_test()?;
+            let mut against = Vec::new();
+            for (&b, &c) in base.iter().zip(&cand) {
+                if t.n() >= n {
+                    break;
+                }
+                let d = t.update(c - b)?;
+                promote.push(t.log_capital_promote());
+                against.push(-t.log_capital_reject());
+                if d.is_final() {
+                    break;
+                }
+            }
+            reject = Some(against);
+            "task"
+        }
+        TestKind::Paired => {
+            let mut t = p.paired_test()?;
+            let mut waits = None;
+            for class in game_classes(look, t.pairing(), sign, &base, &cand, &mut waits) {
+                if t.n() >= n {
+                    break;
+                }
+                let d = t.update(class)?;
+                promote.push(t.llr());
+                if d.is_final() {
+                    break;
+                }
+            }
+            match t.pairing() {
+                Pairing::Trinomial => "task (one game)",
+                Pairing::Pentanomial => "task (a pair of games)",
+            }
+        }
+    };
+    Ok(Some(RecordedPath {
+        test: p.test,
+        promote,
+        reject,
+        lower,
+        upper,
+        judged_from,
+        observation,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng, rngs::StdRng};
+    use ratchet_trace::{CommitId, Score, Store, StoreOptions, VerifyOptions};
+
+    use super::*;
+    use crate::{Policy, Question};
+
+    fn commit(i: u8) -> CommitId {
+        CommitId::parse(&format!("{i:02x}").repeat(20)).expect("commit")
+    }
+
+    /// A path is the gate's own test replayed: for every kind it has one
+    /// point per observation the verdict used and ends at the statistic the
+    /// verdict recorded (betting: both capitals); and a policy other than
+    /// the verdict's is refused rather than drawn.
+    #[test]
+    fn the_path_of_every_test_kind_ends_at_its_recorded_statistic() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut store = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+        let (base, cand) = (commit(1), commit(2));
+        let mut rng = StdRng::seed_from_u64(3);
+        let mut scores = Vec::new();
+        // Scores on a coarse grid (ties, wins and losses for the paired
+        // test), the candidate better by about 0.1.
+        for task in 0..1500 {
+            let b = f64::from(rng.random_range(0u8..=10)) / 10.0;
+            let c = (b + f64::from(rng.random_range(0u8..=4)) / 10.0 - 0.1).clamp(0.0, 1.0);
+            for (commit, v) in [(&base, b), (&cand, c)] {
+                scores.push(Score::new(commit.clone(), format!("t{task:05}"), "acc", v));
+            }
+        }
+        store.record_scores(&scores, "test").expect("scores");
+        let kinds = [
+            ("bernoulli", "pass_threshold = 0.5\ngap = 0.3"),
+            ("gaussian", "gap = 0.1"),
+            ("betting", "gap = 0.1"),
+            ("paired", "elo0 = 0.0\nelo1 = 30.0"),
+        ];
+        for (kind, extra) in kinds {
+            let text = format!(
+                "[class.c]\nscorer = \"acc\"\ntest = \"{kind}\"\nalpha = 0.05\nbeta = 0.1\nmax_n = 1400\n{extra}\n"
+            );
+            let policy = Policy::parse(&text).expect("policy");
+            let class = policy.class("c").expect("class");
+            let q = Question {
+                class: "c",
+                policy: class,
+                baseline: &base,
+                candidate: &cand,
+                checkpoint: None,
+            };
+            let v = crate::decide(&mut store, &q).expect("decide");
+            let json: serde_json::Value =
+                serde_json::from_slice(&v.to_json().expect("json")).expect("json");
+            let view = store.verified(&VerifyOptions::default()).expect("view");
+            let path = recorded_path(&view, &json, class)
+                .expect("path")
+                .expect("a sequential test ran");
+            let fig = json["stages"]
+                .as_array()
+                .and_then(|s| s.iter().find(|s| s["stage"] == "sequential"))
+                .map(|s| &s["details"])
+                .expect("sequential stage");
+            assert_eq!(
+                path.promote.len() as u64,
+                fig["n"].as_u64().expect("n"),
+                "{kind}: {fig}"
+            );
+            let last = |xs: &[f64]| xs.last().copied().unwrap_or(f64::NAN);
+            let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+            match kind {
+                "betting" => {
+                    let reject = path.reject.as_deref().expect("betting has two capitals");
+                    assert!(close(
+                        last(&path.promote),
+                        fig["log_capital_promote"].as_f64().expect("K+")
+                    ));
+                    assert!(close(
+                        last(reject),
+                        -fig["log_capital_reject"].as_f64().expect("K-")
+                    ));
+                }
+                _ => assert!(
+                    close(last(&path.promote), fig["llr"].as_f64().expect("llr")),
+                    "{kind}: {:?} vs {}",
+                    path.promote.last(),
+                    fig["llr"]
+                ),
+            }
+            assert_eq!(path.upper, fig["upper"].as_f64().expect("upper"));
+            assert_ne!(v.outcome.status(), crate::GateStatus::Continue, "{kind}");
+            // Another class policy is not the one the verdict was taken under.
+            let other = Policy::parse(&text.replace("beta = 0.1", "beta = 0.2")).expect("policy");
+            assert!(matches!(
+                recorded_path(&view, &json, other.class("c").expect("class")),
+                Err(Error::Policy { .. })
+            ));
+        }
+    }
 }

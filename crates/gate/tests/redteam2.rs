@@ -567,55 +567,37 @@ fn the_direction_watch_and_heal_read_is_the_declared_one() {
 
 // ---------------------------------------------------------------------------
 // HOLE F (pinned): JUnit failures inside a nested <testsuite> were dropped.
-// quick-junit skips unknown children of a <testsuite>, nested suites
+// quick-junit skipped unknown children of a <testsuite>, nested suites
 // included (PHPUnit, Ant and others nest suites); `parse_junit` counted only
 // direct test cases. The failing test disappeared and the suite read green.
-// Now a report with nested suites is refused.
+// The report was then refused; now every test case beneath a top-level suite
+// counts, so the nested failure rejects like a flat one.
 
 #[test]
-fn a_junit_report_with_nested_suites_is_refused() {
+fn a_failure_in_a_nested_junit_suite_rejects_the_candidate() {
     let (w, mut home) = World::new();
     home.record_scores(&scores(0.4, 0.8, 7, SCORER), "eval")
         .expect("scores");
     let xml = r#"<?xml version="1.0" encoding="UTF-8"?>
 <testsuites><testsuite name="unit" tests="2" failures="1">
 <testcase name="a"/>
-<testsuite name="unit.Inner" tests="1" failures="1"><testcase name="b"><failure message="boom"/></testcase></testsuite>
+<testsuite name="unit.Inner" tests="1" failures="1"><testcase classname="unit.Inner" name="b"><failure message="boom"/></testcase></testsuite>
 </testsuite></testsuites>
 "#;
-    // Control: the same failure, not nested, rejects.
-    {
-        let (_c, mut ctrl) = World::new();
-        ctrl.record_scores(&scores(0.4, 0.8, 7, SCORER), "eval")
-            .expect("scores");
-        let flat = w.file("flat.xml", FAILING_JUNIT);
-        ratchet_scorers::ingest_junit(&mut ctrl, &flat, &cand(), "ci").expect("ingest");
-        assert_eq!(stage(&verdict(&mut ctrl)), Some(&Stage::Tests));
-    }
     let f = w.file("nested.xml", xml);
-    let head = home.head().expect("head").size;
-    let err = ratchet_scorers::ingest_junit(&mut home, &f, &cand(), "ci")
-        .expect_err("a nested suite is refused");
-    match &err {
-        ratchet_scorers::Error::Malformed {
-            file,
-            location,
-            reason,
-        } => {
-            assert_eq!(file, &f);
-            assert_eq!(location, "<testsuite>");
-            assert!(reason.contains("nested"), "{reason}");
-        }
-        other => panic!("expected Malformed, got {other:?}"),
-    }
-    // Nothing of it was stored.
-    assert!(view(&home).test_runs(&cand(), AsOf::Head).is_empty());
-    assert_eq!(home.head().expect("head").size, head);
+    ratchet_scorers::ingest_junit(&mut home, &f, &cand(), "ci").expect("ingest");
+    let runs = view(&home).test_runs(&cand(), AsOf::Head);
+    assert_eq!(runs.len(), 1, "one top-level suite");
+    let run = &runs[0].1;
+    assert_eq!((run.suite.as_str(), run.passed, run.failed), ("unit", 1, 1));
+    assert_eq!(run.failures, vec!["unit.Inner.b".to_string()]);
     assert_verifies(&home);
-    // Without a run of the required suite the gate does not promote.
     let v = verdict(&mut home);
     assert_eq!(stage(&v), Some(&Stage::Tests), "{v:#?}");
-    assert_eq!(v.outcome.status(), GateStatus::MissingEvidence, "{v:#?}");
+    assert_eq!(v.outcome.status(), GateStatus::Reject, "{v:#?}");
+    // The reason names the failed test.
+    let reason = format!("{:?}", v.outcome);
+    assert!(reason.contains("unit.Inner.b"), "{reason}");
 }
 
 /// HOLE F' (pinned): a Surefire rerun (`<flakyFailure>`: failed, then passed

@@ -168,14 +168,23 @@ fn declaration(
             })
         }
         (Some(_), _) => Ok(None),
-        (None, given) => Ok(Some(EventDraft::reserved(
-            ReservedKind::Scorer,
-            &ScorerDeclaration {
-                scorer: scorer.to_string(),
-                direction: given.unwrap_or_else(|| direction_of(scorer)),
-            },
+        (None, given) => Ok(Some(declaration_draft(
+            scorer,
+            given.unwrap_or_else(|| direction_of(scorer)),
         )?)),
     }
+}
+
+/// The event that declares `scorer`'s direction (whether the trace has a
+/// declaration already is the caller's to check).
+pub(crate) fn declaration_draft(scorer: &str, direction: Direction) -> Result<EventDraft> {
+    Ok(EventDraft::reserved(
+        ReservedKind::Scorer,
+        &ScorerDeclaration {
+            scorer: scorer.to_string(),
+            direction,
+        },
+    )?)
 }
 
 /// Records one score, declaring its scorer's direction in the same

@@ -58,6 +58,26 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// `ingest` was asked for a format it does not read.
+    #[error("unknown format {given:?}: ingest reads {known}")]
+    UnknownFormat {
+        /// What was given.
+        given: String,
+        /// The formats known.
+        known: String,
+    },
+    /// A format's results belong to one commit, and none was given.
+    #[error("ingest {format} needs the commit the results belong to (--commit REV)")]
+    NeedsCommit {
+        /// The format.
+        format: &'static str,
+    },
+    /// `ingest` was given no file.
+    #[error("ingest {format} was given no file or directory to read")]
+    NoInput {
+        /// The format.
+        format: &'static str,
+    },
     /// A holdout rubric was asked for through the proposer's view.
     #[error("rubric {0} is not available to the proposing side")]
     Hidden(String),

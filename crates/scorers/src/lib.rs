@@ -11,11 +11,14 @@
 //!   `rubric` module docs).
 //! * [`RubricSet`] and its [`ProposerView`] — holdout rubrics count for the
 //!   gate but are not listed or readable through the proposer's view.
-//! * Ingestion: [`ingest_junit`] (JUnit XML → test runs and `pass_rate`
-//!   scores) and [`ingest_jsonl`] (scores or rubric observations), each
-//!   all-or-nothing; [`ingest_criterion`] (criterion's `target/criterion`
-//!   results → one time score per benchmark, under a scorer named by the
-//!   runner's [`Environment`] fingerprint, so runners are never compared).
+//! * Ingestion: [`ingest`] reads what a tool wrote ([`Format`]): JUnit XML
+//!   from any runner → test runs (failed tests named) and `pass_rate`
+//!   scores; criterion, Bencher's BMF, hyperfine, Google Benchmark,
+//!   pytest-benchmark, `go test -bench` → timing scores under a version
+//!   that fingerprints the runner ([`Environment`]), so runners are never
+//!   compared; Inspect AI, lm-evaluation-harness and promptfoo → one score
+//!   per sample and metric; JSON Lines of scores or rubric observations.
+//!   Each all-or-nothing, once per evidence.
 //! * Deterministic anchors ([`Anchor`]): pass rate, build status, cost,
 //!   latency, each with its [`Direction`]; the gate takes a scorer's
 //!   direction from [`direction_of`] unless the policy says otherwise.
@@ -62,8 +65,9 @@ pub use batch::{BatchReport, KIND_OBSERVATION, record_observation, score_pending
 pub use error::{Error, Problem, Result};
 pub use holdout::{ProposerView, RubricSet};
 pub use ingest::{
-    CRITERION_NS, Environment, IngestReport, JSONL_FORMAT, PASS_RATE, decode_xml, ingest_criterion,
-    ingest_jsonl, ingest_junit, parse_criterion, parse_jsonl, parse_junit,
+    CRITERION_NS, Environment, Format, IngestOptions, IngestReport, JSONL_FORMAT, PASS_RATE,
+    ScorerRecorded, decode_xml, ingest, ingest_criterion, ingest_jsonl, ingest_junit,
+    parse_criterion, parse_jsonl, parse_junit,
 };
 pub use pins::{
     Pin, Pinned, append_pin, check_rubrics_pinned, pin_rubric, pinned_rubric_version, pins,

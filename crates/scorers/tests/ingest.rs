@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 use ratchet_scorers::{
     Error, PASS_RATE, Rubric, RubricSet, decode_xml, ingest_jsonl, ingest_junit, parse_junit,
 };
+#[path = "ingest/real.rs"]
+mod real;
+
 use ratchet_trace::{AsOf, CommitId, Score, Store, StoreOptions, VerifyOptions};
 
 fn fixture(name: &str) -> PathBuf {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use ratchet_scorers::{Rubric, RubricSet};
 
-use crate::{Ctx, IngestKind, out};
+use crate::{Ctx, IngestArgs, out};
 
 fn rubrics(paths: &[PathBuf]) -> Result<RubricSet> {
     Ok(RubricSet::new(
@@ -16,64 +16,54 @@ fn rubrics(paths: &[PathBuf]) -> Result<RubricSet> {
     ))
 }
 
-pub fn ingest(ctx: &Ctx, what: IngestKind) -> Result<u8> {
-    let report = match what {
-        IngestKind::Junit {
-            path,
-            commit,
-            session,
-            key_file,
-        } => {
-            let commit = ctx.commit(&commit)?;
-            let mut store = ctx.open(key_file.as_deref())?;
-            ratchet_scorers::ingest_junit(&mut store, &path, &commit, &session)?
-        }
-        IngestKind::Criterion(a) => {
-            let commit = ctx.commit(&a.commit)?;
-            let mut store = ctx.open(a.key_file.as_deref())?;
-            let env = ratchet_scorers::Environment::current(&a.label);
-            if !ctx.json {
-                println!(
-                    "scorer {} (lower is better), version = runner fingerprint {}",
-                    ratchet_scorers::CRITERION_NS,
-                    env.fingerprint()
-                );
-            }
-            ratchet_scorers::ingest_criterion(&mut store, &a.path, &commit, &env, "criterion")?
-        }
-        IngestKind::Jsonl {
-            path,
-            commit,
-            rubric,
-            session,
-            key_file,
-        } => {
-            let commit = commit.map(|c| ctx.commit(&c)).transpose()?;
-            let rubrics = rubrics(&rubric)?;
-            let mut store = ctx.open(key_file.as_deref())?;
-            ratchet_scorers::ingest_jsonl(&mut store, &path, commit.as_ref(), &rubrics, &session)
-                .map_err(|e| match &e {
-                    ratchet_scorers::Error::Malformed { reason, .. }
-                        if reason.starts_with("no commit") =>
-                    {
-                        anyhow::Error::new(e)
-                            .context("give --commit, or a \"commit\" field on each line")
-                    }
-                    _ => anyhow::Error::new(e),
-                })?
-        }
+pub fn ingest(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
+    let format = args.format;
+    let options = ratchet_scorers::IngestOptions {
+        commit: args.commit.map(|c| ctx.commit(&c)).transpose()?,
+        session: args.session,
+        suite: args.suite,
+        rubrics: rubrics(&args.rubric)?,
+        runner_label: args.label,
+        direction: args.direction.map(Into::into),
     };
+    let mut store = ctx.open(args.key_file.as_deref())?;
+    let report = ratchet_scorers::ingest(&mut store, format, &args.paths, &options).map_err(
+        |e| match &e {
+            ratchet_scorers::Error::Malformed { reason, .. } if reason.starts_with("no commit") => {
+                anyhow::Error::new(e).context("give --commit, or a \"commit\" field on each line")
+            }
+            _ => anyhow::Error::new(e),
+        },
+    )?;
     if ctx.json {
-        out::json(&report)?;
-    } else if let Some(seq) = report.already_ingested_at {
+        out::json(&serde_json::json!({ "store_id": store.id(), "ingest": report }))?;
+        return Ok(0);
+    }
+    if let Some(seq) = report.already_ingested_at {
         println!(
-            "already ingested for this commit (ingest event at seq {seq}); nothing stored, nothing counted twice"
+            "already ingested (ingest event at seq {seq}); nothing stored, nothing counted twice"
         );
     } else {
         println!(
-            "recorded {} test run(s) and {} score(s)",
-            report.test_runs, report.scores
+            "recorded {} test run(s) and {} score(s) from {} file(s)",
+            report.test_runs,
+            report.scores,
+            report.files.len()
         );
+        for s in &report.scorers {
+            let direction = s
+                .direction
+                .map_or_else(|| "direction not declared".to_string(), |d| d.to_string());
+            println!(
+                "  scorer {} ({direction}): {} score(s), version {}",
+                s.scorer,
+                s.scores,
+                s.versions.join(", ")
+            );
+        }
+    }
+    for note in &report.notes {
+        println!("note: {note}");
     }
     Ok(0)
 }

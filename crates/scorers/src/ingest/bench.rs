@@ -1,0 +1,731 @@
+//! Benchmark outputs: criterion, Bencher's metric format, hyperfine,
+//! Google Benchmark, pytest-benchmark and `go test -bench`. Each becomes
+//! one score per benchmark and metric, under a scorer named for the tool
+//! and unit (`hyperfine_s`, `go_ns_per_op`), with the direction the unit
+//! implies, and under a *version* that fingerprints the runner: the
+//! machine the file says it ran on (Google Benchmark, pytest-benchmark and
+//! Go write it), else the machine ingesting it. Timings from different
+//! runners are never paired: a change of runner starts a new segment,
+//! never a regression.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use ratchet_trace::{CommitId, Score};
+
+use super::{Declared, Evidence, IngestOptions, Notes, malformed, read};
+use crate::anchors::Direction;
+use crate::error::{Error, Result};
+
+/// The environment a benchmark ran in: what must match for two timings to
+/// be comparable. Part of the scorer name of criterion scores, so the gate
+/// never pairs timings from different runners.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Environment {
+    /// CPU model (from /proc/cpuinfo where available).
+    pub cpu: String,
+    /// Logical CPUs.
+    pub cpus: usize,
+    /// OS and architecture.
+    pub platform: String,
+    /// A caller-supplied label, e.g. the toolchain (`rustc 1.95.0`).
+    pub label: String,
+}
+
+impl Environment {
+    /// This machine's environment, with `label` (e.g. the toolchain version).
+    pub fn current(label: &str) -> Environment {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_string())
+            })
+            .unwrap_or_else(|| "unknown cpu".to_string());
+        Environment {
+            cpu,
+            cpus: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            platform: format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
+            label: label.to_string(),
+        }
+    }
+
+    /// A short fingerprint: the first 12 hex digits of BLAKE3 over the fields.
+    pub fn fingerprint(&self) -> String {
+        let text = format!(
+            "{}\n{}\n{}\n{}",
+            self.cpu, self.cpus, self.platform, self.label
+        );
+        blake3::hash(text.as_bytes()).to_hex()[..12].to_string()
+    }
+}
+
+/// The scorer name of criterion timings (nanoseconds, lower is better). Stable, so a policy can name it; the runner is the scorer
+/// *version* ([`Environment::fingerprint`]), so timings from different
+/// runners are never paired — a change of runner starts a new segment,
+/// never a regression.
+pub const CRITERION_NS: &str = "criterion_ns";
+
+#[derive(Debug, Deserialize)]
+struct CriterionBenchmark {
+    full_id: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct CriterionEstimate {
+    point_estimate: f64,
+}
+
+#[derive(Debug, Deserialize)]
+struct CriterionEstimates {
+    // criterion 0.3.0 wrote the names capitalized.
+    #[serde(alias = "Mean")]
+    mean: CriterionEstimate,
+    /// Present (non-null) when criterion sampled linearly: then the slope
+    /// of time over iterations is the estimate criterion prints, and the
+    /// one recorded.
+    #[serde(default, alias = "Slope")]
+    slope: Option<CriterionEstimate>,
+}
+
+/// Reads criterion's result files under `dir` (its `target/criterion`):
+/// one score per benchmark (`<id>/new/benchmark.json` and `estimates.json`),
+/// task = the benchmark's full id, value = the time in nanoseconds criterion
+/// prints (the slope where it has one, else the mean; lower is better), scorer [`CRITERION_NS`], version = `env`'s fingerprint.
+///
+/// # Errors
+/// [`Error::Io`] if the directory cannot be read, [`Error::Malformed`]
+/// naming the file and the problem, or when no benchmark is found.
+pub fn parse_criterion(dir: &Path, commit: &CommitId, env: &Environment) -> Result<Vec<Score>> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = std::fs::read_dir(&d).map_err(|source| Error::Io {
+            path: d.clone(),
+            source,
+        })?;
+        for entry in entries {
+            let entry = entry.map_err(|source| Error::Io {
+                path: d.clone(),
+                source,
+            })?;
+            let path = entry.path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n == "new") {
+                    if path.join("estimates.json").is_file() {
+                        found.push(path);
+                    }
+                } else if path
+                    .file_name()
+                    .is_some_and(|n| n != "base" && n != "report")
+                {
+                    stack.push(path);
+                }
+            }
+        }
+    }
+    if found.is_empty() {
+        return Err(malformed(
+            dir,
+            "directory",
+            "no criterion results (<id>/new/estimates.json) under it",
+        ));
+    }
+    found.sort();
+    let mut scores = Vec::new();
+    for new in found {
+        let bench_file = new.join("benchmark.json");
+        let est_file = new.join("estimates.json");
+        let bench: CriterionBenchmark = serde_json::from_str(&read(&bench_file)?)
+            .map_err(|e| malformed(&bench_file, "JSON", e.to_string()))?;
+        let est: CriterionEstimates = serde_json::from_str(&read(&est_file)?)
+            .map_err(|e| malformed(&est_file, "JSON", e.to_string()))?;
+        let (field, ns) = match &est.slope {
+            Some(slope) => ("slope.point_estimate", slope.point_estimate),
+            None => ("mean.point_estimate", est.mean.point_estimate),
+        };
+        if !(ns.is_finite() && ns >= 0.0) {
+            return Err(malformed(&est_file, field, format!("{ns} is not a time")));
+        }
+        let mut s = Score::new(commit.clone(), bench.full_id, CRITERION_NS, ns);
+        s.scorer_version = env.fingerprint();
+        s.to_draft()
+            .map_err(|e| malformed(&est_file, "score", e.to_string()))?;
+        scores.push(s);
+    }
+    Ok(scores)
+}
+
+const LOWER: Option<(Direction, Declared)> = Some((Direction::LowerIsBetter, Declared::ByFormat));
+const HIGHER: Option<(Direction, Declared)> = Some((Direction::HigherIsBetter, Declared::ByFormat));
+
+/// The direction given for metrics the format says nothing about.
+fn given(options: &IngestOptions) -> Option<(Direction, Declared)> {
+    options.direction.map(|d| (d, Declared::Explicitly))
+}
+
+fn json_of<T: for<'de> Deserialize<'de>>(file: &Path, what: &str) -> Result<T> {
+    let raw = read(file)?;
+    let text = super::strict_json(&raw);
+    serde_json::from_str(&text).map_err(|e| malformed(file, "JSON", format!("not {what}: {e}")))
+}
+
+fn score(commit: &CommitId, task: &str, scorer: &str, value: f64, version: &str) -> Score {
+    let mut s = Score::new(
+        commit.clone(),
+        super::junit::storable_name(task),
+        scorer,
+        value,
+    );
+    s.scorer_version = version.to_string();
+    s
+}
+
+/// A measured quantity fit for a score: finite and not negative.
+fn measured(file: &Path, at: &str, value: f64) -> Result<f64> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(value)
+    } else {
+        Err(malformed(file, at, format!("{value} is not a measurement")))
+    }
+}
+
+/// criterion's output directories.
+pub(super) fn criterion(
+    dirs: &[PathBuf],
+    commit: &CommitId,
+    options: &IngestOptions,
+) -> Result<Evidence> {
+    let env = Environment::current(&options.runner_label);
+    let mut evidence = Evidence::default();
+    for dir in dirs {
+        for s in parse_criterion(dir, commit, &env)? {
+            evidence.push(s, LOWER, dir, "score")?;
+        }
+    }
+    Ok(evidence)
+}
+
+/// Bencher's built-in measures whose direction is known; a custom measure
+/// needs [`IngestOptions::direction`].
+fn bmf_direction(measure: &str) -> Option<(Direction, Declared)> {
+    match measure {
+        "throughput" => HIGHER,
+        "latency" | "file-size" | "build-time" | "instructions" | "cycles" | "l1-accesses"
+        | "l2-accesses" | "ram-accesses" | "total-accesses" | "estimated-cycles" => LOWER,
+        _ => None,
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct BmfMetric {
+    value: f64,
+}
+
+/// A metric's name as a scorer: lower case, runs of anything but letters
+/// and digits as one `-` (`Final Bytes` → `final-bytes`).
+fn slug(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.trim().chars() {
+        if c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    out.trim_end_matches('-').to_string()
+}
+
+/// Bencher Metric Format: `{benchmark: {measure: {value, lower_value?,
+/// upper_value?}}}`; scorer = the measure's slug, fingerprint = this machine.
+pub(super) fn bmf(
+    files: &[PathBuf],
+    commit: &CommitId,
+    options: &IngestOptions,
+    notes: &mut Notes,
+) -> Result<Evidence> {
+    let version = Environment::current(&options.runner_label).fingerprint();
+    let mut evidence = Evidence::default();
+    for file in files {
+        let doc: BTreeMap<String, BTreeMap<String, BmfMetric>> = json_of(
+            file,
+            "Bencher Metric Format ({\"benchmark\": {\"measure\": {\"value\": N}}})",
+        )?;
+        for (bench, measures) in doc {
+            for (measure, metric) in measures {
+                let scorer = slug(&measure);
+                let at = format!("{bench:?}.{measure:?}");
+                let direction = bmf_direction(&scorer).or_else(|| given(options));
+                if direction.is_none() {
+                    notes.say(
+                        "no direction",
+                        format!(
+                            "measure {measure:?} has no known direction and was not recorded; give --direction higher|lower"
+                        ),
+                    );
+                    continue;
+                }
+                let value = measured(file, &at, metric.value)?;
+                evidence.push(
+                    score(commit, &bench, &scorer, value, &version),
+                    direction,
+                    file,
+                    &at,
+                )?;
+            }
+        }
+    }
+    Ok(evidence)
+}
+
+/// The scorer of hyperfine's mean wall time, in seconds.
+pub const HYPERFINE_S: &str = "hyperfine_s";
+
+#[derive(Debug, Deserialize)]
+struct HyperfineExport {
+    results: Vec<HyperfineResult>,
+}
+
+#[derive(Debug, Deserialize)]
+struct HyperfineResult {
+    command: String,
+    mean: f64,
+    #[serde(default)]
+    exit_codes: Vec<Option<i64>>,
+    #[serde(default)]
+    parameters: BTreeMap<String, serde_json::Value>,
+}
+
+/// `hyperfine --export-json`: per command its mean wall time
+/// ([`HYPERFINE_S`]); a command that exited non-zero is not a timing of the
+/// program and is left out (said in a note).
+pub(super) fn hyperfine(
+    files: &[PathBuf],
+    commit: &CommitId,
+    options: &IngestOptions,
+    notes: &mut Notes,
+) -> Result<Evidence> {
+    let version = Environment::current(&options.runner_label).fingerprint();
+    let mut evidence = Evidence::default();
+    for file in files {
+        let doc: HyperfineExport = json_of(file, "a hyperfine --export-json file")?;
+        for (i, r) in doc.results.into_iter().enumerate() {
+            let at = format!("results[{i}]");
+            if r.exit_codes.iter().any(|c| *c != Some(0)) {
+                notes.say(
+                    "failed command",
+                    format!(
+                        "{}: {:?} exited non-zero in some runs; not recorded",
+                        file.display(),
+                        r.command
+                    ),
+                );
+                continue;
+            }
+            let mut task = r.command;
+            // A parameter scan runs one command line per value: the
+            // command already holds the value, but say it where it did not.
+            for (name, value) in &r.parameters {
+                let v = value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_string);
+                if !task.contains(&v) {
+                    task.push_str(&format!(" [{name}={v}]"));
+                }
+            }
+            let mean = measured(file, &at, r.mean)?;
+            evidence.push(
+                score(commit, &task, HYPERFINE_S, mean, &version),
+                LOWER,
+                file,
+                &at,
+            )?;
+        }
+    }
+    Ok(evidence)
+}
+
+/// Google Benchmark's scorers: real (wall) and CPU time per iteration in
+/// nanoseconds; counters per second where the benchmark reports them.
+pub const GBENCH_REAL_NS: &str = "gbench_real_ns";
+/// See [`GBENCH_REAL_NS`].
+pub const GBENCH_CPU_NS: &str = "gbench_cpu_ns";
+
+#[derive(Debug, Deserialize)]
+struct GbenchFile {
+    #[serde(default)]
+    context: GbenchContext,
+    benchmarks: Vec<GbenchRow>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct GbenchContext {
+    #[serde(default)]
+    host_name: String,
+    #[serde(default)]
+    num_cpus: usize,
+    #[serde(default)]
+    mhz_per_cpu: f64,
+    #[serde(default)]
+    library_build_type: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct GbenchRow {
+    name: String,
+    #[serde(default)]
+    run_name: Option<String>,
+    #[serde(default)]
+    run_type: Option<String>,
+    #[serde(default)]
+    aggregate_name: Option<String>,
+    #[serde(default)]
+    error_occurred: bool,
+    #[serde(default)]
+    real_time: Option<f64>,
+    #[serde(default)]
+    cpu_time: Option<f64>,
+    #[serde(default)]
+    time_unit: Option<String>,
+    #[serde(default)]
+    items_per_second: Option<f64>,
+    #[serde(default)]
+    bytes_per_second: Option<f64>,
+}
+
+fn nanoseconds_per(unit: &str) -> Option<f64> {
+    Some(match unit {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return None,
+    })
+}
+
+/// Google Benchmark JSON: per benchmark its real and CPU time in
+/// nanoseconds (and items/bytes per second when counted). Where repetitions
+/// were aggregated, the `mean` aggregate is the figure; repetitions without
+/// aggregates are averaged. Fingerprint = the file's host, CPUs, clock and
+/// build type.
+pub(super) fn google_benchmark(
+    files: &[PathBuf],
+    commit: &CommitId,
+    options: &IngestOptions,
+    notes: &mut Notes,
+) -> Result<Evidence> {
+    let mut evidence = Evidence::default();
+    for file in files {
+        let doc: GbenchFile = json_of(file, "Google Benchmark JSON (--benchmark_format=json)")?;
+        let c = &doc.context;
+        let version = Environment {
+            cpu: format!("{} @ {} MHz", c.host_name, c.mhz_per_cpu),
+            cpus: c.num_cpus,
+            platform: format!("google-benchmark {}", c.library_build_type),
+            label: options.runner_label.clone(),
+        }
+        .fingerprint();
+        let with_mean: std::collections::BTreeSet<&str> = doc
+            .benchmarks
+            .iter()
+            .filter(|b| b.aggregate_name.as_deref() == Some("mean"))
+            .map(|b| b.run_name.as_deref().unwrap_or(&b.name))
+            .collect();
+        // (real ns, cpu ns, items/s, bytes/s) summed with the count, per run name.
+        type Sums = ([f64; 4], [usize; 4]);
+        let mut runs: BTreeMap<String, Sums> = BTreeMap::new();
+        for (i, b) in doc.benchmarks.iter().enumerate() {
+            let at = format!("benchmarks[{i}] {:?}", b.name);
+            let run_name = b.run_name.as_deref().unwrap_or(&b.name);
+            let aggregate = b.run_type.as_deref() == Some("aggregate");
+            let wanted = if aggregate {
+                b.aggregate_name.as_deref() == Some("mean")
+            } else {
+                !with_mean.contains(run_name)
+            };
+            if !wanted {
+                continue;
+            }
+            if b.error_occurred {
+                notes.say(
+                    "benchmark error",
+                    format!(
+                        "{}: benchmark {:?} reported an error; not recorded",
+                        file.display(),
+                        b.name
+                    ),
+                );
+                continue;
+            }
+            let unit = b.time_unit.as_deref().unwrap_or("ns");
+            let per = nanoseconds_per(unit).ok_or_else(|| {
+                malformed(
+                    file,
+                    &at,
+                    format!("time_unit {unit:?} is not ns, us, ms or s"),
+                )
+            })?;
+            let entry = runs.entry(run_name.to_string()).or_default();
+            let values = [
+                b.real_time.map(|t| t * per),
+                b.cpu_time.map(|t| t * per),
+                b.items_per_second,
+                b.bytes_per_second,
+            ];
+            for (k, v) in values.into_iter().enumerate() {
+                if let Some(v) = v {
+                    entry.0[k] += measured(file, &at, v)?;
+                    entry.1[k] += 1;
+                }
+            }
+        }
+        let scorers = [
+            (GBENCH_REAL_NS, LOWER),
+            (GBENCH_CPU_NS, LOWER),
+            ("gbench_items_per_second", HIGHER),
+            ("gbench_bytes_per_second", HIGHER),
+        ];
+        for (name, (sums, counts)) in runs {
+            for (k, (scorer, direction)) in scorers.iter().enumerate() {
+                if counts[k] > 0 {
+                    let mean = sums[k] / counts[k] as f64;
+                    evidence.push(
+                        score(commit, &name, scorer, mean, &version),
+                        *direction,
+                        file,
+                        &name,
+                    )?;
+                }
+            }
+        }
+    }
+    Ok(evidence)
+}
+
+/// The scorer of pytest-benchmark's mean time per round, in seconds.
+pub const PYTEST_BENCHMARK_S: &str = "pytest_benchmark_s";
+
+#[derive(Debug, Deserialize)]
+struct PytestBenchmarkFile {
+    #[serde(default)]
+    machine_info: serde_json::Value,
+    benchmarks: Vec<PytestBenchmark>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PytestBenchmark {
+    #[serde(default)]
+    fullname: Option<String>,
+    name: String,
+    stats: PytestStats,
+}
+
+#[derive(Debug, Deserialize)]
+struct PytestStats {
+    mean: f64,
+}
+
+/// pytest-benchmark JSON: per benchmark (its full name) the mean time
+/// ([`PYTEST_BENCHMARK_S`]). Fingerprint = the file's CPU, machine, OS and
+/// Python.
+pub(super) fn pytest_benchmark(
+    files: &[PathBuf],
+    commit: &CommitId,
+    options: &IngestOptions,
+) -> Result<Evidence> {
+    let mut evidence = Evidence::default();
+    for file in files {
+        let doc: PytestBenchmarkFile = json_of(file, "pytest-benchmark JSON (--benchmark-json)")?;
+        let m = &doc.machine_info;
+        let field = |path: &[&str]| {
+            let mut v = m;
+            for k in path {
+                v = &v[*k];
+            }
+            v.as_str()
+                .map(str::to_string)
+                .or_else(|| v.as_u64().map(|n| n.to_string()))
+        };
+        let version = Environment {
+            cpu: field(&["cpu", "brand_raw"])
+                .or_else(|| field(&["cpu", "brand"]))
+                .or_else(|| field(&["processor"]))
+                .unwrap_or_else(|| "unknown cpu".into()),
+            cpus: field(&["cpu", "count"])
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0),
+            platform: [
+                field(&["system"]),
+                field(&["machine"]),
+                field(&["python_implementation"]),
+                field(&["python_version"]),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" "),
+            label: options.runner_label.clone(),
+        }
+        .fingerprint();
+        for (i, b) in doc.benchmarks.into_iter().enumerate() {
+            let at = format!("benchmarks[{i}]");
+            let mean = measured(file, &at, b.stats.mean)?;
+            let task = b.fullname.unwrap_or(b.name);
+            evidence.push(
+                score(commit, &task, PYTEST_BENCHMARK_S, mean, &version),
+                LOWER,
+                file,
+                &at,
+            )?;
+        }
+    }
+    Ok(evidence)
+}
+
+/// The scorer and direction of a `go test -bench` unit.
+fn go_unit(unit: &str, options: &IngestOptions) -> Option<(String, Option<(Direction, Declared)>)> {
+    let known = match unit {
+        "ns/op" => Some(("go_ns_per_op", LOWER)),
+        "B/op" => Some(("go_bytes_per_op", LOWER)),
+        "allocs/op" => Some(("go_allocs_per_op", LOWER)),
+        "MB/s" => Some(("go_mb_per_s", HIGHER)),
+        _ => None,
+    };
+    match known {
+        Some((s, d)) => Some((s.to_string(), d)),
+        None => {
+            given(options).map(|d| (format!("go_{}", slug(&unit.replace('/', " per "))), Some(d)))
+        }
+    }
+}
+
+/// The text `go test -bench` prints: per benchmark line (`BenchmarkX-8
+/// N  v unit  v unit…`) one score per unit, task = `pkg.BenchmarkX-8` (the
+/// GOMAXPROCS suffix kept: `-cpu 1,2,4` runs are different benchmarks);
+/// `-count` repetitions averaged. Fingerprint = the `goos`, `goarch` and
+/// `cpu` the output names (else this machine's).
+pub(super) fn go_bench(
+    files: &[PathBuf],
+    commit: &CommitId,
+    options: &IngestOptions,
+    notes: &mut Notes,
+) -> Result<Evidence> {
+    let here = Environment::current(&options.runner_label);
+    let mut evidence = Evidence::default();
+    for file in files {
+        let text = read(file)?;
+        let mut header: BTreeMap<&str, &str> = BTreeMap::new();
+        // (task, scorer) → (version, direction, sum, count)
+        type Sums = (String, Option<(Direction, Declared)>, f64, usize);
+        let mut sums: BTreeMap<(String, String), Sums> = BTreeMap::new();
+        for (n, line) in text.lines().enumerate() {
+            let at = format!("line {}", n + 1);
+            if let Some((key, value)) = line.split_once(": ")
+                && matches!(key, "goos" | "goarch" | "pkg" | "cpu")
+            {
+                header.insert(key, value.trim());
+                continue;
+            }
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let Some(name) = fields.first().filter(|f| f.starts_with("Benchmark")) else {
+                continue;
+            };
+            // `BenchmarkX` alone (printed before its result, or with -v) is
+            // not a result line; a result has an iteration count next.
+            if fields.len() < 4 || fields[1].parse::<u64>().is_err() {
+                continue;
+            }
+            let task = match header.get("pkg") {
+                Some(pkg) => format!("{pkg}.{name}"),
+                None => (*name).to_string(),
+            };
+            let env = if header.contains_key("goos") || header.contains_key("cpu") {
+                Environment {
+                    cpu: header
+                        .get("cpu")
+                        .map_or(here.cpu.clone(), |c| (*c).to_string()),
+                    cpus: 0,
+                    platform: format!(
+                        "{}-{}",
+                        header.get("goos").unwrap_or(&"?"),
+                        header.get("goarch").unwrap_or(&"?")
+                    ),
+                    label: options.runner_label.clone(),
+                }
+            } else {
+                here.clone()
+            };
+            let version = env.fingerprint();
+            for pair in fields[2..].chunks(2) {
+                let [value, unit] = pair else {
+                    return Err(malformed(file, &at, "a value without its unit"));
+                };
+                let value: f64 = value
+                    .parse()
+                    .map_err(|_| malformed(file, &at, format!("{value:?} is not a number")))?;
+                let value = measured(file, &at, value)?;
+                let Some((scorer, direction)) = go_unit(unit, options) else {
+                    notes.say(
+                        "no direction",
+                        format!("unit {unit:?} has no known direction and was not recorded; give --direction higher|lower"),
+                    );
+                    continue;
+                };
+                let e = sums
+                    .entry((task.clone(), scorer))
+                    .or_insert_with(|| (version.clone(), direction, 0.0, 0));
+                e.2 += value;
+                e.3 += 1;
+            }
+        }
+        for ((task, scorer), (version, direction, sum, count)) in sums {
+            evidence.push(
+                score(commit, &task, &scorer, sum / count as f64, &version),
+                direction,
+                file,
+                &task,
+            )?;
+        }
+    }
+    Ok(evidence)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_names_become_scorer_slugs() {
+        assert_eq!(slug("Final Bytes"), "final-bytes");
+        assert_eq!(slug(" latency "), "latency");
+        assert_eq!(slug("l1-accesses"), "l1-accesses");
+    }
+
+    #[test]
+    fn go_units_have_their_directions() {
+        let o = IngestOptions::default();
+        assert_eq!(
+            go_unit("ns/op", &o).map(|u| u.0),
+            Some("go_ns_per_op".into())
+        );
+        assert_eq!(
+            go_unit("MB/s", &o).and_then(|u| u.1).map(|d| d.0),
+            Some(Direction::HigherIsBetter)
+        );
+        assert!(go_unit("items/op", &o).is_none());
+        let o = IngestOptions {
+            direction: Some(Direction::LowerIsBetter),
+            ..IngestOptions::default()
+        };
+        assert_eq!(
+            go_unit("items/op", &o).map(|u| u.0),
+            Some("go_items-per-op".into())
+        );
+    }
+}

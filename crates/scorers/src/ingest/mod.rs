@@ -1,0 +1,856 @@
+//! Ingestion of what people's tools already write, under one call:
+//! [`ingest`] with a [`Format`] and the files (or directories) the tool
+//! wrote. Test reports (JUnit XML from any runner) become test runs and
+//! `pass_rate` scores; benchmark outputs (criterion, Bencher's BMF,
+//! hyperfine, Google Benchmark, pytest-benchmark, `go test -bench`) become
+//! timing scores keyed to the runner that measured them; LLM-eval outputs
+//! (Inspect AI, lm-evaluation-harness, promptfoo) become one score per
+//! sample and metric; JSON Lines carry scores or rubric observations.
+//!
+//! Every input is parsed and validated whole before anything is stored, and
+//! stored in one transaction with the directions of the scorers it brings:
+//! a malformed file stores nothing. The same evidence ingested twice is
+//! recognized and counted once. What a file holds that is not read (an
+//! attribute no verdict needs, a metric without a known direction) is said
+//! once in [`IngestReport::notes`] and never refuses the file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use ratchet_trace::{AppendOnce, CommitId, Score, Store, TestRun};
+
+use crate::anchors::Direction;
+use crate::error::{Error, Result};
+use crate::holdout::RubricSet;
+
+mod bench;
+mod evals;
+mod jsonl;
+mod junit;
+
+pub use bench::{CRITERION_NS, Environment, parse_criterion};
+pub use jsonl::{JSONL_FORMAT, parse_jsonl};
+
+/// The scorer name of the pass-rate anchor.
+pub const PASS_RATE: &str = "pass_rate";
+
+/// What [`ingest`] reads: the tool that wrote the files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Format {
+    /// JUnit XML from any runner (files, or directories of `*.xml`).
+    Junit,
+    /// criterion's `target/criterion` directory.
+    Criterion,
+    /// JSON Lines of scores or rubric observations ([`JSONL_FORMAT`]).
+    Jsonl,
+    /// Bencher Metric Format JSON.
+    Bmf,
+    /// `hyperfine --export-json`.
+    Hyperfine,
+    /// Google Benchmark's `--benchmark_format=json` (or `--benchmark_out`).
+    GoogleBenchmark,
+    /// pytest-benchmark's `--benchmark-json`.
+    PytestBenchmark,
+    /// The text `go test -bench` prints.
+    GoBench,
+    /// Inspect AI logs (`.eval` archives or `.json`).
+    Inspect,
+    /// lm-evaluation-harness per-sample JSONL (`--log_samples`).
+    LmEval,
+    /// promptfoo results (`promptfoo eval -o` JSON, JSONL or XML).
+    Promptfoo,
+}
+
+impl Format {
+    /// Every format, in the order `--help` lists them.
+    pub const ALL: [Format; 11] = [
+        Format::Junit,
+        Format::Criterion,
+        Format::Jsonl,
+        Format::Bmf,
+        Format::Hyperfine,
+        Format::GoogleBenchmark,
+        Format::PytestBenchmark,
+        Format::GoBench,
+        Format::Inspect,
+        Format::LmEval,
+        Format::Promptfoo,
+    ];
+
+    /// The name the CLI and Python take (`google-benchmark`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Junit => "junit",
+            Format::Criterion => "criterion",
+            Format::Jsonl => "jsonl",
+            Format::Bmf => "bmf",
+            Format::Hyperfine => "hyperfine",
+            Format::GoogleBenchmark => "google-benchmark",
+            Format::PytestBenchmark => "pytest-benchmark",
+            Format::GoBench => "go-bench",
+            Format::Inspect => "inspect",
+            Format::LmEval => "lm-eval",
+            Format::Promptfoo => "promptfoo",
+        }
+    }
+
+    /// The file extensions read from a directory given as input (`None`:
+    /// the directory itself is the input, as criterion's is).
+    fn directory_extensions(self) -> Option<&'static [&'static str]> {
+        Some(match self {
+            Format::Junit => &["xml"],
+            Format::Criterion => return None,
+            Format::Jsonl | Format::LmEval => &["jsonl"],
+            Format::Inspect => &["eval", "json"],
+            Format::Promptfoo => &["json", "jsonl", "xml"],
+            Format::GoBench => &["txt"],
+            Format::Bmf | Format::Hyperfine | Format::GoogleBenchmark | Format::PytestBenchmark => {
+                &["json"]
+            }
+        })
+    }
+
+    /// Whether the results are tied to one commit given by the caller
+    /// (JSON Lines may name a commit per line instead).
+    fn needs_commit(self) -> bool {
+        self != Format::Jsonl
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Format> {
+        let wanted = s.trim().to_ascii_lowercase().replace('_', "-");
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == wanted)
+            .ok_or_else(|| Error::UnknownFormat {
+                given: s.to_string(),
+                known: Format::ALL
+                    .iter()
+                    .map(|f| f.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+}
+
+/// How [`ingest`] records what it reads. `Default` is right for most
+/// formats once [`IngestOptions::commit`] is set.
+#[derive(Debug, Clone, Default)]
+pub struct IngestOptions {
+    /// The commit the results belong to (required by every format but
+    /// JSON Lines, whose lines may name their own).
+    pub commit: Option<CommitId>,
+    /// The session recorded on every event (default: the format's name).
+    pub session: Option<String>,
+    /// JUnit: record every suite read as one suite of this name (what a
+    /// policy's `required_suites` names), counts summed.
+    pub suite: Option<String>,
+    /// JSON Lines: the rubrics that score observation lines.
+    pub rubrics: RubricSet,
+    /// Benchmarks: a label that must match for timings to be compared
+    /// (e.g. the toolchain), part of the runner fingerprint.
+    pub runner_label: String,
+    /// The direction of metrics whose format does not say which way is
+    /// better (a BMF custom measure, a `go test -bench` custom unit, an
+    /// lm-eval metric not known here). Without it such metrics are not
+    /// recorded, and a note says so.
+    pub direction: Option<Direction>,
+}
+
+/// What an ingestion stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IngestReport {
+    /// The format read.
+    pub format: Format,
+    /// The files read (after directories were listed).
+    pub files: Vec<PathBuf>,
+    /// Test runs recorded.
+    pub test_runs: usize,
+    /// Scores recorded.
+    pub scores: usize,
+    /// The scorers recorded, with the direction each improves in.
+    pub scorers: Vec<ScorerRecorded>,
+    /// Seq of the last event stored.
+    pub last_seq: Option<u64>,
+    /// Set when the same evidence was ingested for the same commit before:
+    /// the seq of that ingestion's `ingest` event. Nothing was stored.
+    pub already_ingested_at: Option<u64>,
+    /// What was read but not recorded, or read with a fallback, once per
+    /// kind (an unreadable time, a metric with no known direction…).
+    pub notes: Vec<String>,
+}
+
+/// One scorer an ingestion recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScorerRecorded {
+    /// Its name (what a policy names).
+    pub scorer: String,
+    /// The version its scores were recorded under (a runner fingerprint,
+    /// an eval configuration…).
+    pub versions: Vec<String>,
+    /// Which way it improves, as the trace has it after this ingestion.
+    pub direction: Option<Direction>,
+    /// Scores recorded under it.
+    pub scores: usize,
+}
+
+/// Things read but not recorded, said once per kind with a count.
+#[derive(Debug, Default)]
+pub(crate) struct Notes {
+    by_kind: BTreeMap<&'static str, (String, usize)>,
+    order: Vec<&'static str>,
+}
+
+impl Notes {
+    /// Says `message` under `kind`, unless that kind was said already (then
+    /// it is counted).
+    pub(crate) fn say(&mut self, kind: &'static str, message: impl Into<String>) {
+        match self.by_kind.get_mut(kind) {
+            Some((_, n)) => *n += 1,
+            None => {
+                self.by_kind.insert(kind, (message.into(), 1));
+                self.order.push(kind);
+            }
+        }
+    }
+
+    fn into_messages(self) -> Vec<String> {
+        let mut by_kind = self.by_kind;
+        self.order
+            .into_iter()
+            .filter_map(|k| by_kind.remove(k))
+            .map(|(m, n)| {
+                if n > 1 {
+                    format!("{m} (and {} more like it)", n - 1)
+                } else {
+                    m
+                }
+            })
+            .collect()
+    }
+}
+
+/// How a scorer's direction is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Declared {
+    /// By the format (a time is lower-is-better): an earlier declaration
+    /// in the trace stands, and a note says when it differs.
+    ByFormat,
+    /// By the caller or the file itself (`"direction"` on a JSON line,
+    /// [`IngestOptions::direction`]): an earlier, different declaration is
+    /// an error.
+    Explicitly,
+}
+
+/// What a format's files hold, parsed and validated, before it is stored.
+#[derive(Debug, Default)]
+pub(crate) struct Evidence {
+    pub(crate) runs: Vec<TestRun>,
+    pub(crate) scores: Vec<Score>,
+    pub(crate) directions: BTreeMap<String, (Direction, Declared)>,
+}
+
+impl Evidence {
+    /// Adds a score, declaring its scorer's direction (a conflicting
+    /// direction for one scorer within the same input is an error).
+    pub(crate) fn push(
+        &mut self,
+        score: Score,
+        direction: Option<(Direction, Declared)>,
+        file: &Path,
+        at: &str,
+    ) -> Result<()> {
+        score
+            .to_draft()
+            .map_err(|e| malformed(file, at, e.to_string()))?;
+        if let Some((d, how)) = direction {
+            match self.directions.get(&score.scorer) {
+                Some((earlier, _)) if *earlier != d => {
+                    return Err(malformed(
+                        file,
+                        at,
+                        format!(
+                            "scorer {:?} is {d} here but {earlier} earlier in the same input",
+                            score.scorer
+                        ),
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    self.directions.insert(score.scorer.clone(), (d, how));
+                }
+            }
+        }
+        self.scores.push(score);
+        Ok(())
+    }
+}
+
+/// The idempotency key of one ingestion: the format, the commit and the
+/// evidence. The same report ingested twice for the same commit is
+/// recognized (and counted once); the same report for another commit is not
+/// the same evidence.
+fn ingest_key(format: &str, commit: Option<&CommitId>, content: &[u8]) -> String {
+    let mut h = blake3::Hasher::new_derive_key("ratchet-scorers 2026-11-30 ingest key v1");
+    h.update(format.as_bytes());
+    h.update(&[0]);
+    h.update(commit.map(CommitId::as_str).unwrap_or("").as_bytes());
+    h.update(&[0]);
+    h.update(content);
+    format!("{format}:{}", h.finalize().to_hex())
+}
+
+pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+pub(crate) fn read(path: &Path) -> Result<String> {
+    let bytes = read_bytes(path)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| malformed(path, "bytes", format!("not UTF-8 text: {e}")))?;
+    Ok(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => text,
+    })
+}
+
+pub(crate) fn malformed(
+    file: &Path,
+    location: impl Into<String>,
+    reason: impl Into<String>,
+) -> Error {
+    Error::Malformed {
+        file: file.to_path_buf(),
+        location: location.into(),
+        reason: reason.into(),
+    }
+}
+
+/// JSON as Python's `json` module writes it, made strict: the bare
+/// `NaN`, `Infinity` and `-Infinity` it writes for non-finite floats (an
+/// lm-eval metric that overflowed, an unscored sample) become `null`, so
+/// one such value is one value not recorded rather than a file refused.
+/// Text inside strings is left alone.
+pub(crate) fn strict_json(text: &str) -> std::borrow::Cow<'_, str> {
+    if !(text.contains("NaN") || text.contains("Infinity")) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if let Some(token) = ["-Infinity", "Infinity", "NaN"]
+            .into_iter()
+            .find(|t| rest.starts_with(t))
+        {
+            out.push_str("null");
+            rest = &rest[token.len()..];
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// The files a format reads from `paths`: a file as given, a directory's
+/// files with the format's extensions (sorted, not recursive: Surefire's
+/// `junitreports/` beside its `TEST-*.xml` would count every test twice).
+fn files_of(format: Format, paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    if paths.is_empty() {
+        return Err(Error::NoInput {
+            format: format.name(),
+        });
+    }
+    let mut files = Vec::new();
+    for path in paths {
+        let meta = std::fs::metadata(path).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        match format.directory_extensions() {
+            None => {
+                if !meta.is_dir() {
+                    return Err(malformed(
+                        path,
+                        "path",
+                        format!("is not a directory; {format} reads its output directory"),
+                    ));
+                }
+                files.push(path.clone());
+            }
+            Some(_) if meta.is_file() => files.push(path.clone()),
+            Some(extensions) => {
+                let entries = std::fs::read_dir(path).map_err(|source| Error::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+                let mut found = Vec::new();
+                for entry in entries {
+                    let entry = entry.map_err(|source| Error::Io {
+                        path: path.clone(),
+                        source,
+                    })?;
+                    let p = entry.path();
+                    let wanted = p
+                        .extension()
+                        .and_then(|e| e.to_str())
+                        .is_some_and(|e| extensions.contains(&e));
+                    if wanted && p.is_file() {
+                        found.push(p);
+                    }
+                }
+                if found.is_empty() {
+                    return Err(malformed(
+                        path,
+                        "directory",
+                        format!("holds no .{} file for {format}", extensions.join(" or .")),
+                    ));
+                }
+                found.sort();
+                files.extend(found);
+            }
+        }
+    }
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
+/// Ingests what `format`'s tool wrote in `paths` (files, or directories of
+/// them), all in one transaction with the declarations of the scorers'
+/// directions; once per evidence (see [`IngestReport::already_ingested_at`]).
+///
+/// ```
+/// use ratchet_scorers::{Format, IngestOptions, ingest};
+/// use ratchet_trace::{CommitId, Store, StoreOptions};
+///
+/// let dir = tempfile::tempdir()?;
+/// let mut store = Store::create(dir.path().join("store"), StoreOptions::default())?;
+/// let report = dir.path().join("junit.xml");
+/// std::fs::write(&report, r#"<testsuite name="unit">
+///   <testcase classname="calc" name="adds"/>
+///   <testcase classname="calc" name="divides"><failure message="by zero"/></testcase>
+/// </testsuite>"#)?;
+/// let commit = CommitId::parse(&"a".repeat(40))?;
+/// let options = IngestOptions { commit: Some(commit), ..IngestOptions::default() };
+/// let r = ingest(&mut store, Format::Junit, &[report], &options)?;
+/// assert_eq!((r.test_runs, r.scores), (1, 1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// [`Error::NeedsCommit`] when the format needs a commit and none is given;
+/// [`Error::NoInput`]; [`Error::Io`]; [`Error::Malformed`] naming the file,
+/// where in it and what is wrong; [`Error::DirectionConflict`] when a
+/// direction given explicitly contradicts the trace; [`Error::RubricNotPinned`];
+/// [`Error::Trace`] if storing fails. Then nothing is stored.
+pub fn ingest(
+    store: &mut Store,
+    format: Format,
+    paths: &[PathBuf],
+    options: &IngestOptions,
+) -> Result<IngestReport> {
+    let commit = options.commit.as_ref();
+    if format.needs_commit() && commit.is_none() {
+        return Err(Error::NeedsCommit {
+            format: format.name(),
+        });
+    }
+    let files = files_of(format, paths)?;
+    let mut notes = Notes::default();
+    let (evidence, key) = match format {
+        Format::Junit => junit_evidence(&files, paths, commit, options, &mut notes)?,
+        Format::Jsonl => {
+            crate::pins::check_rubrics_pinned_before_writing(store, &options.rubrics)?;
+            let evidence = jsonl::evidence(&files, commit, &options.rubrics)?;
+            let key = evidence_key(format, None, &evidence, &files)?;
+            (evidence, key)
+        }
+        _ => {
+            let commit = commit.ok_or(Error::NeedsCommit {
+                format: format.name(),
+            })?;
+            let evidence = match format {
+                Format::Criterion => bench::criterion(&files, commit, options)?,
+                Format::Bmf => bench::bmf(&files, commit, options, &mut notes)?,
+                Format::Hyperfine => bench::hyperfine(&files, commit, options, &mut notes)?,
+                Format::GoogleBenchmark => {
+                    bench::google_benchmark(&files, commit, options, &mut notes)?
+                }
+                Format::PytestBenchmark => bench::pytest_benchmark(&files, commit, options)?,
+                Format::GoBench => bench::go_bench(&files, commit, options, &mut notes)?,
+                Format::Inspect => evals::inspect(&files, commit, options, &mut notes)?,
+                Format::LmEval => evals::lm_eval(&files, commit, options, &mut notes)?,
+                _ => evals::promptfoo(&files, commit, options, &mut notes)?,
+            };
+            let key = evidence_key(format, Some(commit), &evidence, &files)?;
+            (evidence, key)
+        }
+    };
+    if evidence.runs.is_empty() && evidence.scores.is_empty() {
+        let said = std::mem::take(&mut notes).into_messages();
+        return Err(malformed(
+            &files[0],
+            "file",
+            if said.is_empty() {
+                format!("holds no result {format} can record")
+            } else {
+                format!("nothing could be recorded: {}", said.join("; "))
+            },
+        ));
+    }
+    let session = options.session.as_deref().unwrap_or(format.name());
+    store_evidence(store, format, files, &key, evidence, session, notes)
+}
+
+/// The idempotency key of parsed evidence: the scores and runs as they
+/// will be stored (each with its commit), so the same evidence is the same
+/// ingestion however the files were named or ordered.
+fn evidence_key(
+    format: Format,
+    commit: Option<&CommitId>,
+    evidence: &Evidence,
+    files: &[PathBuf],
+) -> Result<String> {
+    let mut content = serde_json::to_vec(&evidence.scores)
+        .map_err(|e| malformed(&files[0], "scores", e.to_string()))?;
+    if !evidence.runs.is_empty() {
+        content.extend(
+            serde_json::to_vec(&evidence.runs)
+                .map_err(|e| malformed(&files[0], "test runs", e.to_string()))?,
+        );
+    }
+    Ok(ingest_key(format.name(), commit, &content))
+}
+
+/// JUnit files: a test run per suite (or one per ingestion, renamed), and
+/// per run a `pass_rate` score (passed / (passed + failed); skipped tests
+/// do not count; a run of nothing gets none).
+fn junit_evidence(
+    files: &[PathBuf],
+    given: &[PathBuf],
+    commit: Option<&CommitId>,
+    options: &IngestOptions,
+    notes: &mut Notes,
+) -> Result<(Evidence, String)> {
+    let commit = commit.ok_or(Error::NeedsCommit { format: "junit" })?;
+    let mut runs = Vec::new();
+    let mut texts = Vec::new();
+    for file in files {
+        let text = decode_xml(&read_bytes(file)?, file)?;
+        let text = without_declaration(&text).to_string();
+        if !junit::looks_like_junit(&text) && !given.contains(file) {
+            // A directory's other XML (Failsafe's summary, TestNG's own
+            // results): not a report, not counted.
+            notes.say(
+                "not junit",
+                format!("{}: not a JUnit report (skipped)", file.display()),
+            );
+            continue;
+        }
+        runs.extend(junit::parse(&text, file, commit, notes)?);
+        texts.push(text);
+    }
+    if let Some(suite) = &options.suite {
+        let name = junit::storable_name(suite);
+        runs = vec![junit::merged(runs, &name, commit)];
+    }
+    let mut evidence = Evidence::default();
+    for run in &runs {
+        run.to_draft()
+            .map_err(|e| malformed(&files[0], format!("suite {}", run.suite), e.to_string()))?;
+        let ran = run.passed + run.failed;
+        if ran > 0 {
+            let mut s = Score::new(
+                commit.clone(),
+                run.suite.clone(),
+                PASS_RATE,
+                run.passed as f64 / ran as f64,
+            );
+            s.scorer_version = "junit-1".into();
+            evidence.push(
+                s,
+                Some((Direction::HigherIsBetter, Declared::ByFormat)),
+                &files[0],
+                "pass rate",
+            )?;
+        }
+    }
+    evidence.runs = runs;
+    // One report as it always was keyed (its text), so a report ingested
+    // before keeps being recognized; otherwise the evidence as stored.
+    let key = match (texts.as_slice(), &options.suite) {
+        ([one], None) => ingest_key("junit", Some(commit), one.as_bytes()),
+        _ => evidence_key(Format::Junit, Some(commit), &evidence, files)?,
+    };
+    Ok((evidence, key))
+}
+
+/// Appends parsed evidence in one transaction, with the declarations of
+/// its scorers' directions, once per `key`.
+fn store_evidence(
+    store: &mut Store,
+    format: Format,
+    files: Vec<PathBuf>,
+    key: &str,
+    evidence: Evidence,
+    session: &str,
+    mut notes: Notes,
+) -> Result<IngestReport> {
+    let mut drafts = Vec::new();
+    let mut directions = BTreeMap::new();
+    for (scorer, (direction, how)) in &evidence.directions {
+        let earlier = crate::anchors::declared_before_writing(store, scorer)?;
+        match (earlier, how) {
+            (Some((declared, seq)), Declared::Explicitly) if declared != *direction => {
+                return Err(Error::DirectionConflict {
+                    scorer: scorer.clone(),
+                    declared,
+                    given: *direction,
+                    seq,
+                });
+            }
+            (Some((declared, seq)), Declared::ByFormat) => {
+                if declared != *direction {
+                    notes.say(
+                        "direction kept",
+                        format!(
+                            "scorer {scorer:?} was declared {declared} at seq {seq}; that declaration stands ({format} would say {direction})"
+                        ),
+                    );
+                }
+                directions.insert(scorer.as_str(), declared);
+            }
+            (Some((declared, _)), Declared::Explicitly) => {
+                directions.insert(scorer.as_str(), declared);
+            }
+            (None, _) => {
+                drafts.push(crate::anchors::declaration_draft(scorer, *direction)?);
+                directions.insert(scorer.as_str(), *direction);
+            }
+        }
+    }
+    for run in &evidence.runs {
+        drafts.push(run.to_draft()?.session(session));
+    }
+    let mut scorers: BTreeMap<&str, ScorerRecorded> = BTreeMap::new();
+    for s in &evidence.scores {
+        drafts.push(s.to_draft()?.session(session));
+        let entry = scorers
+            .entry(s.scorer.as_str())
+            .or_insert_with(|| ScorerRecorded {
+                scorer: s.scorer.clone(),
+                versions: Vec::new(),
+                direction: directions.get(s.scorer.as_str()).copied(),
+                scores: 0,
+            });
+        entry.scores += 1;
+        if !entry.versions.contains(&s.scorer_version) {
+            entry.versions.push(s.scorer_version.clone());
+        }
+    }
+    let scorers: Vec<ScorerRecorded> = scorers.into_values().collect();
+    let notes = notes.into_messages();
+    Ok(match store.append_once(key, drafts)? {
+        AppendOnce::Appended(receipts) => IngestReport {
+            format,
+            files,
+            test_runs: evidence.runs.len(),
+            scores: evidence.scores.len(),
+            scorers,
+            last_seq: receipts.last().map(|r| r.seq),
+            already_ingested_at: None,
+            notes,
+        },
+        AppendOnce::AlreadyAppended { seq } => IngestReport {
+            format,
+            files,
+            test_runs: 0,
+            scores: 0,
+            scorers: Vec::new(),
+            last_seq: None,
+            already_ingested_at: Some(seq),
+            notes,
+        },
+    })
+}
+
+/// Parses a JUnit XML document into one [`TestRun`] per top-level suite
+/// (every `<testcase>` beneath it counted, nested suites included; errors
+/// count as failures; failed tests named). What [`ingest`] reads for
+/// [`Format::Junit`], without the notes.
+///
+/// # Errors
+/// [`Error::Malformed`] naming the file and what is wrong.
+pub fn parse_junit(xml: &str, file: &Path, commit: &CommitId) -> Result<Vec<TestRun>> {
+    let xml = xml.strip_prefix('\u{feff}').unwrap_or(xml);
+    junit::parse(
+        without_declaration(xml),
+        file,
+        commit,
+        &mut Notes::default(),
+    )
+}
+
+/// Ingests a JUnit XML file (see [`ingest`] with [`Format::Junit`]).
+///
+/// # Errors
+/// As [`ingest`].
+pub fn ingest_junit(
+    store: &mut Store,
+    path: &Path,
+    commit: &CommitId,
+    session: &str,
+) -> Result<IngestReport> {
+    let options = IngestOptions {
+        commit: Some(commit.clone()),
+        session: Some(session.to_string()),
+        ..IngestOptions::default()
+    };
+    ingest(store, Format::Junit, &[path.to_path_buf()], &options)
+}
+
+/// Ingests a JSON Lines file (see [`ingest`] with [`Format::Jsonl`]).
+///
+/// # Errors
+/// As [`ingest`].
+pub fn ingest_jsonl(
+    store: &mut Store,
+    path: &Path,
+    commit: Option<&CommitId>,
+    rubrics: &RubricSet,
+    session: &str,
+) -> Result<IngestReport> {
+    let options = IngestOptions {
+        commit: commit.cloned(),
+        session: Some(session.to_string()),
+        rubrics: rubrics.clone(),
+        ..IngestOptions::default()
+    };
+    ingest(store, Format::Jsonl, &[path.to_path_buf()], &options)
+}
+
+/// Ingests criterion results (see [`ingest`] with [`Format::Criterion`]),
+/// fingerprinted as `env`.
+///
+/// # Errors
+/// As [`ingest`].
+pub fn ingest_criterion(
+    store: &mut Store,
+    dir: &Path,
+    commit: &CommitId,
+    env: &Environment,
+    session: &str,
+) -> Result<IngestReport> {
+    let scores = parse_criterion(dir, commit, env)?;
+    let mut evidence = Evidence::default();
+    for s in scores {
+        evidence.push(
+            s,
+            Some((Direction::LowerIsBetter, Declared::ByFormat)),
+            dir,
+            "score",
+        )?;
+    }
+    let files = vec![dir.to_path_buf()];
+    let key = evidence_key(Format::Criterion, Some(commit), &evidence, &files)?;
+    store_evidence(
+        store,
+        Format::Criterion,
+        files,
+        &key,
+        evidence,
+        session,
+        Notes::default(),
+    )
+}
+
+/// Decodes the bytes of an XML file to text: by its byte-order mark, else
+/// by the `encoding` its declaration names (ISO-8859-1, windows-1252,
+/// UTF-16…, any label the WHATWG Encoding Standard knows), else as UTF-8.
+///
+/// # Errors
+/// [`Error::Malformed`] if the declared encoding is unknown or the bytes are
+/// not valid in it.
+pub fn decode_xml(bytes: &[u8], file: &Path) -> Result<String> {
+    let (encoding, bom) = match encoding_rs::Encoding::for_bom(bytes) {
+        Some((encoding, bom)) => (encoding, bom),
+        None if bytes.starts_with(b"<\0?\0") => (encoding_rs::UTF_16LE, 0),
+        None if bytes.starts_with(b"\0<\0?") => (encoding_rs::UTF_16BE, 0),
+        None => match declared_encoding(bytes) {
+            Some(label) => (
+                encoding_rs::Encoding::for_label(label.as_bytes()).ok_or_else(|| {
+                    malformed(
+                        file,
+                        "<?xml?>",
+                        format!("declares encoding {label:?}, which is not an encoding known to the WHATWG Encoding Standard"),
+                    )
+                })?,
+                0,
+            ),
+            None => (encoding_rs::UTF_8, 0),
+        },
+    };
+    let (text, had_errors) = encoding.decode_without_bom_handling(&bytes[bom..]);
+    if had_errors {
+        return Err(malformed(
+            file,
+            "bytes",
+            format!("not valid {} text", encoding.name()),
+        ));
+    }
+    Ok(text.into_owned())
+}
+
+/// The `encoding` label of an XML declaration (ASCII-compatible encodings).
+fn declared_encoding(bytes: &[u8]) -> Option<String> {
+    let head = bytes.get(..bytes.len().min(200))?;
+    let decl_end = head.windows(2).position(|w| w == b"?>")?;
+    let decl = std::str::from_utf8(head.strip_prefix(b"<?xml")?.get(..decl_end - 5)?).ok()?;
+    let at = decl.find("encoding")?;
+    let rest = decl[at + "encoding".len()..]
+        .trim_start()
+        .strip_prefix('=')?
+        .trim_start();
+    let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let value = &rest[1..];
+    Some(value[..value.find(quote)?].to_string())
+}
+
+/// The document without its XML declaration: the text is decoded already,
+/// and an `encoding` it still names would no longer be true.
+pub(crate) fn without_declaration(xml: &str) -> &str {
+    let trimmed = xml.trim_start();
+    match trimmed.strip_prefix("<?xml") {
+        Some(rest) => rest.find("?>").map_or(xml, |end| &rest[end + 2..]),
+        None => xml,
+    }
+}
