@@ -1457,3 +1457,106 @@ fn polling_the_binary_extends_one_sequence() {
         );
     }
 }
+
+/// The README's path as a new user walks it: a policy requiring suite
+/// `unit`, scores appended, then a real runner's reports ingested. A report
+/// recorded under its runner's suite name is refused by name (the error says
+/// which suites the commit has); the same directory ingested with `--suite
+/// unit` is what the gate reads, and the failing test is named.
+#[test]
+fn real_reports_by_directory_meet_the_policy_s_required_suite() {
+    let base = "1111111111111111111111111111111111111111";
+    let cand = "2222222222222222222222222222222222222222";
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st, "init"], "")
+            .status
+            .success()
+    );
+    std::fs::write(d.path().join("s/policy.toml"), POLICY).expect("policy");
+    // Scores only: no test run yet.
+    let lines: String = scores_jsonl(base, cand, 400, 9)
+        .lines()
+        .filter(|l| !l.contains("test_run"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(
+        ratchet(d.path(), &["--store", st, "append"], &lines)
+            .status
+            .success()
+    );
+    let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scorers/tests/fixtures/real");
+    let gradle = real.join("junit-gradle");
+    let gradle = gradle.to_str().expect("utf8");
+    let ingest = |extra: &[&str]| {
+        let mut args = vec!["--store", st, "ingest", "junit", gradle, "--commit", cand];
+        args.extend_from_slice(extra);
+        ratchet(d.path(), &args, "")
+    };
+    let o = ingest(&[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("from 2 file(s)"), "{}", text(&o));
+    let gate = || {
+        ratchet(
+            d.path(),
+            &[
+                "--store",
+                st,
+                "gate",
+                "--baseline",
+                base,
+                "--candidate",
+                cand,
+                "--class",
+                "prompt",
+            ],
+            "",
+        )
+    };
+    let o = gate();
+    assert_eq!(o.status.code(), Some(4), "missing evidence: {}", text(&o));
+    assert!(
+        text(&o).contains("suite unit has no recorded run")
+            && text(&o).contains("AppTest")
+            && text(&o).contains("--suite"),
+        "the error names the suites recorded: {}",
+        text(&o)
+    );
+    // --json: one document with the store's id and the receipt.
+    let o = ingest(&["--suite", "unit", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert!(v["store_id"].is_string(), "{v}");
+    assert_eq!(v["ingest"]["test_runs"], 1);
+    assert_eq!(v["ingest"]["files"].as_array().map(Vec::len), Some(2));
+    let o = gate();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    // A failing Surefire report under the required name rejects, naming the test.
+    let failing = real.join("junit-surefire-failing");
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "ingest",
+            "junit",
+            failing.to_str().expect("utf8"),
+            "--commit",
+            cand,
+            "--suite",
+            "unit",
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = gate();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("FailingTest"),
+        "the failed test is named: {}",
+        text(&o)
+    );
+}

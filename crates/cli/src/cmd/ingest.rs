@@ -55,9 +55,10 @@ pub fn ingest(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
                 .direction
                 .map_or_else(|| "direction not declared".to_string(), |d| d.to_string());
             println!(
-                "  scorer {} ({direction}): {} score(s), version {}",
+                "  scorer {} ({direction}): {} score(s), version = {} {}",
                 s.scorer,
                 s.scores,
+                format.version_means(),
                 s.versions.join(", ")
             );
         }

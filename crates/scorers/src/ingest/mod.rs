@@ -114,6 +114,17 @@ impl Format {
         })
     }
 
+    /// What a score's version stands for under this format (for people
+    /// reading what was recorded).
+    pub fn version_means(self) -> &'static str {
+        match self {
+            Format::Junit => "the JUnit reader",
+            Format::Jsonl => "as each line gives it",
+            Format::Inspect | Format::LmEval | Format::Promptfoo => "the scorer's configuration",
+            _ => "the runner fingerprint",
+        }
+    }
+
     /// Whether the results are tied to one commit given by the caller
     /// (JSON Lines may name a commit per line instead).
     fn needs_commit(self) -> bool {
