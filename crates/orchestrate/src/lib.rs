@@ -874,6 +874,46 @@ pub struct Status {
     /// Promotion refs that disagree with the trace (`None`: no repository
     /// was compared).
     pub ref_faults: Option<Vec<RefFault>>,
+    /// The newest test runs that had failures (at most
+    /// [`FAILING_RUNS_SHOWN`]), oldest first, with the tests they name.
+    pub failing_runs: Vec<FailingRun>,
+}
+
+/// How many failing test runs [`Status`] lists.
+pub const FAILING_RUNS_SHOWN: usize = 10;
+
+/// A recorded test run with failures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailingRun {
+    /// Seq of its `test_run` event.
+    pub seq: u64,
+    /// The commit tested.
+    pub commit: CommitId,
+    /// The suite.
+    pub suite: String,
+    /// Tests failed.
+    pub failed: u64,
+    /// The failed tests it names (the first of them, if many).
+    pub failures: Vec<String>,
+}
+
+fn failing_runs(view: &Verified, commits: &[ratchet_trace::CommitCounts]) -> Vec<FailingRun> {
+    let mut runs: Vec<FailingRun> = commits
+        .iter()
+        .filter_map(|c| CommitId::parse(&c.commit).ok())
+        .flat_map(|c| view.test_runs(&c, ratchet_trace::AsOf::Head))
+        .filter(|(_, r)| r.failed > 0)
+        .map(|(seq, r)| FailingRun {
+            seq,
+            commit: r.commit,
+            suite: r.suite,
+            failed: r.failed,
+            failures: r.failures,
+        })
+        .collect();
+    runs.sort_by_key(|r| r.seq);
+    let from = runs.len().saturating_sub(FAILING_RUNS_SHOWN);
+    runs.split_off(from)
 }
 
 /// A pin in force: what it fixes (a policy's hash, a rubric's version) and
@@ -945,6 +985,7 @@ pub fn status(store: &mut Store, repo: Option<&Path>) -> Result<Status> {
             pinned_rubrics: Default::default(),
             deployed: Default::default(),
             ref_faults: None,
+            failing_runs: Vec::new(),
         });
     };
     status_of(store, verification, &view, repo)
@@ -957,6 +998,7 @@ fn status_of(
     repo: Option<&Path>,
 ) -> Result<Status> {
     let overview = view.overview();
+    let failing = failing_runs(view, &overview.commits);
     let mut directions = std::collections::BTreeMap::new();
     for s in &overview.scorers {
         directions.insert(
@@ -1005,6 +1047,7 @@ fn status_of(
         pinned_rubrics: pinned_rubrics(view)?,
         deployed,
         ref_faults: repo.map(|r| check_promotion_refs(r, view)).transpose()?,
+        failing_runs: failing,
     })
 }
 

@@ -179,6 +179,32 @@ pub fn status(ctx: &Ctx, key_file: Option<&Path>, repo: Option<&Path>) -> Result
             versions.join(", ")
         )?;
     }
+    if !s.failing_runs.is_empty() {
+        writeln!(o, "\nfailing test runs (newest {}):", s.failing_runs.len())?;
+        for r in &s.failing_runs {
+            // Three names per run: the rest are in --json and the report.
+            let shown = &r.failures[..r.failures.len().min(3)];
+            let more = r.failed.saturating_sub(shown.len() as u64);
+            writeln!(
+                o,
+                "  seq {} {} {}: {} failed{}{}",
+                r.seq,
+                out::short(r.commit.as_str()),
+                r.suite,
+                r.failed,
+                if shown.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", shown.join(", "))
+                },
+                if more > 0 && !shown.is_empty() {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            )?;
+        }
+    }
     match &s.last_decision {
         Some(d) => writeln!(
             o,
