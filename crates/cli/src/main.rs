@@ -172,7 +172,12 @@ enum Command {
         /// At most this many events.
         #[arg(long, default_value_t = 50)]
         limit: usize,
-        /// Only events of this kind (score, test_run, decision, alarm, …).
+        /// The newest N events (matching the filters) instead.
+        #[arg(long, conflicts_with_all = ["from", "limit"])]
+        last: Option<usize>,
+        /// Only events of this kind (score, test_run, decision, alarm, …);
+        /// a kind the store has no event of and ratchet does not reserve is
+        /// an error (a typo, not an empty answer).
         #[arg(long)]
         kind: Option<String>,
         /// Only events under this commit (a git revision or full id).
@@ -832,6 +837,7 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Log {
             from,
             limit,
+            last,
             kind,
             commit,
             scorer,
@@ -841,7 +847,7 @@ fn run(cli: Cli) -> Result<u8> {
                 commit: commit.map(|c| ctx.commit(&c)).transpose()?,
                 scorer,
             };
-            cmd::store::log(&ctx, from, limit, &filter)
+            cmd::store::log(&ctx, from, limit, last, &filter)
         }
         Command::Status { key_file, repo } => {
             // The repository of the store, else of the current directory

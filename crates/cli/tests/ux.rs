@@ -254,3 +254,50 @@ fn policy_errors_say_the_line_and_column() {
     assert!(text(&o).contains("policy.toml"), "{}", text(&o));
     assert!(!text(&o).contains("bytes"), "{}", text(&o));
 }
+
+/// `log --kind decison` (a typo) is an error naming the kinds the store
+/// has, not an empty table with exit 0; a reserved kind not yet recorded is
+/// an empty answer; `--last N` shows the newest.
+#[test]
+fn log_refuses_a_mistyped_kind_and_shows_the_newest_with_last() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st, "init"], "")
+            .status
+            .success()
+    );
+    let c = "0123456789abcdef0123456789abcdef01234567";
+    let lines: String = (0..60)
+        .map(|i| format!("{{\"kind\":\"score\",\"commit\":\"{c}\",\"payload\":{{\"task\":\"t{i}\",\"scorer\":\"acc\",\"scorer_version\":\"1\",\"value\":1}}}}\n"))
+        .collect();
+    assert!(
+        ratchet(d.path(), &["--store", st, "append"], &lines)
+            .status
+            .success()
+    );
+    let o = ratchet(d.path(), &["--store", st, "log", "--kind", "decison"], "");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("\"decison\"") && text(&o).contains("score"),
+        "{}",
+        text(&o)
+    );
+    let o = ratchet(d.path(), &["--store", st, "log", "--kind", "decision"], "");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = ratchet(
+        d.path(),
+        &["--store", st, "--json", "log", "--last", "3"],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let seqs: Vec<u64> = v["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| e["seq"].as_u64())
+        .collect();
+    assert_eq!(seqs, vec![58, 59, 60]);
+}

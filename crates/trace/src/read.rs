@@ -76,6 +76,56 @@ impl Store {
             .map_err(Error::sqlite("reading events"))
     }
 
+    /// The newest `limit` events matching `filter`, in seq order: what
+    /// `ratchet log --last N` shows.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails or a row is malformed.
+    pub fn last_events_matching(&self, limit: usize, filter: &EventFilter) -> Result<Vec<Event>> {
+        let mut events: Vec<Event> = self
+            .conn
+            .prepare_cached(concat!(
+                "SELECT ",
+                event_columns!(),
+                " FROM events WHERE (?2 IS NULL OR kind = ?2)
+                   AND (?3 IS NULL OR commit_id = ?3)
+                   AND (?4 IS NULL OR seq IN (SELECT seq FROM scores NOT INDEXED WHERE scorer = ?4))
+                 ORDER BY seq DESC LIMIT ?1"
+            ))
+            .and_then(|mut st| {
+                st.query_map(
+                    params![
+                        limit.min(i64::MAX as usize) as i64,
+                        filter.kind,
+                        filter.commit.as_ref().map(CommitId::as_str),
+                        filter.scorer
+                    ],
+                    event_from_row,
+                )?
+                .collect()
+            })
+            .map_err(Error::sqlite("reading events"))?;
+        events.reverse();
+        Ok(events)
+    }
+
+    /// Every event kind in the store with its count, by name: what a
+    /// filter naming a kind is checked against.
+    ///
+    /// # Errors
+    /// [`Error::Sqlite`] if the read fails.
+    pub fn event_kinds(&self) -> Result<Vec<(String, u64)>> {
+        self.conn
+            .prepare_cached("SELECT kind, COUNT(*) FROM events GROUP BY kind ORDER BY kind")
+            .and_then(|mut st| {
+                st.query_map([], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)? as u64))
+                })?
+                .collect()
+            })
+            .map_err(Error::sqlite("reading event kinds"))
+    }
+
     /// Up to `limit` events with seq greater than `after` that match
     /// `filter` (every condition given must hold), in seq order: what
     /// `ratchet log --kind/--commit/--scorer` shows.

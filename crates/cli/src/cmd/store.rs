@@ -76,9 +76,36 @@ pub fn record_score(
     Ok(0)
 }
 
-pub fn log(ctx: &Ctx, from: u64, limit: usize, filter: &EventFilter) -> Result<u8> {
+pub fn log(
+    ctx: &Ctx,
+    from: u64,
+    limit: usize,
+    last: Option<usize>,
+    filter: &EventFilter,
+) -> Result<u8> {
     let store = ctx.open_read(None)?;
-    let events = store.events_matching(from, limit, filter)?;
+    if let Some(kind) = &filter.kind {
+        let kinds = store.event_kinds()?;
+        let known = kinds.iter().any(|(k, _)| k == kind)
+            || ratchet_trace::ReservedKind::of(kind).is_some()
+            || kind == ratchet_trace::KIND_SCORE
+            || kind == ratchet_trace::KIND_TEST_RUN;
+        if !known {
+            let here: Vec<&str> = kinds.iter().map(|(k, _)| k.as_str()).collect();
+            anyhow::bail!(
+                "no event of kind {kind:?} in this store, and ratchet reserves no such kind; the kinds here: {}",
+                if here.is_empty() {
+                    "none".to_string()
+                } else {
+                    here.join(", ")
+                }
+            );
+        }
+    }
+    let events = match last {
+        Some(n) => store.last_events_matching(n, filter)?,
+        None => store.events_matching(from, limit, filter)?,
+    };
     if ctx.json {
         return out::json(&serde_json::json!({ "store_id": store.id(), "events": events }))
             .map(|_| 0);
