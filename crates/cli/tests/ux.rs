@@ -301,3 +301,28 @@ fn log_refuses_a_mistyped_kind_and_shows_the_newest_with_last() {
         .collect();
     assert_eq!(seqs, vec![58, 59, 60]);
 }
+
+/// `verify --junit F` without a class would run the commands and read
+/// nothing: it is a usage error naming what is missing.
+#[test]
+fn verify_with_a_report_but_no_class_is_refused_before_running() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let marker = d.path().join("ran");
+    let cmd = format!("touch {}", marker.display());
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            "s",
+            "verify",
+            "--cmd",
+            &cmd,
+            "--junit",
+            "report.xml",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--class"), "{}", text(&o));
+    assert!(!marker.exists(), "nothing ran");
+}

@@ -57,11 +57,14 @@ pub struct RunFlags {
     /// The commit running now, to compare with (a git revision or full id).
     #[arg(long, requires = "class")]
     pub baseline: Option<String>,
-    /// A JUnit XML file the commands write (relative to their directory).
-    #[arg(long)]
+    /// A JUnit XML file the commands write (relative to their directory),
+    /// ingested for the gate's --class (required: without a decision to
+    /// make, nothing would read it).
+    #[arg(long, requires = "class")]
     pub junit: Vec<PathBuf>,
-    /// A JSON Lines score file the commands write (relative to their directory).
-    #[arg(long)]
+    /// A JSON Lines score file the commands write (relative to their
+    /// directory), ingested for the gate's --class (required, as --junit).
+    #[arg(long, requires = "class")]
     pub jsonl: Vec<PathBuf>,
     /// Writer key file (keyed stores).
     #[arg(long)]
