@@ -4,7 +4,7 @@
 # Open the store `ratchet demo` made, plot its score ladder and a CUSUM
 # chart of live quality with matplotlib, and calibrate the gate's test.
 # Run it as a script (`python examples/notebook.py STORE OUT_DIR`) or cell by
-# cell in Jupyter (the `# %%` markers).
+# cell in Jupyter (the `# %%` markers). Needs `pip install 'ratchet[notebook]'`.
 
 # %%
 import pathlib
@@ -26,7 +26,8 @@ print(store.verify())
 
 # %% The score ladder: mean per commit with a 95 % interval.
 stats = pl.DataFrame(store.commit_stats("answer"))
-scores = pl.DataFrame(store.scores())
+scores = store.scores().to_polars()
+print(store.scores())  # its size, columns and first rows
 first_seen = scores.group_by("commit").agg(pl.col("seq").min().alias("first")).sort("first")
 ladder = first_seen.join(stats, on="commit").with_columns(
     (1.96 * (pl.col("variance") / pl.col("n")).sqrt()).alias("half")
@@ -46,11 +47,12 @@ fig.savefig(out / "ladder.png")
 # demo's warm-up).
 live = scores.filter(pl.col("scorer") == "live_answer")
 last = live["commit"][-1]
-stream = live.filter(pl.col("commit") == last)["value"].to_numpy()
+series = live.filter(pl.col("commit") == last)["value"]
+stream = series.to_numpy()
 baseline = stats.filter(pl.col("commit") == last)
 mu, sd = float(np.mean(stream[:120])), float(np.std(stream[:120]) or 1.0)
 cusum = ratchet.Cusum(mu, sd, 0.5, 8.0)
-alarms = cusum.run(np.ascontiguousarray(stream))
+alarms = cusum.run(series)  # any float array-like: a polars Series as it is
 fig, ax = plt.subplots(figsize=(8, 3))
 ax.plot(stream, ".", alpha=0.5, label="live pass/fail")
 for a in alarms:

@@ -7,14 +7,17 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array};
-use arrow_schema::{DataType, Field, Schema};
-use numpy::PyReadonlyArray1;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int64Type, UInt64Type};
+use arrow_array::{
+    Array, ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, StructArray, UInt64Array,
+};
+use arrow_schema::{ArrowError, DataType, Field, Schema};
+use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArrayMethods};
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyImportError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
-use pyo3_arrow::PyTable;
+use pyo3::types::{PyCapsule, PyDict, PyList};
 
 use ratchet_drift::Detector;
 use ratchet_trace::{AsOf, CommitId, EventDraft, ScorerRef, StoreOptions, WriterKey};
@@ -118,6 +121,19 @@ impl ToPyErr for ratchet_scorers::Error {
     }
 }
 
+impl ToPyErr for ratchet_orchestrate::Error {
+    fn py(self) -> PyErr {
+        use ratchet_orchestrate::Error as E;
+        match self {
+            E::Trace(e) => e.py(),
+            E::Gate(e) => e.py(),
+            E::Scorers(e) => e.py(),
+            E::UnknownCommit { .. } => InvalidInputError::new_err(self.to_string()),
+            other => RatchetError::new_err(other.to_string()),
+        }
+    }
+}
+
 impl ToPyErr for arrow_schema::ArrowError {
     fn py(self) -> PyErr {
         RatchetError::new_err(format!("arrow: {self}"))
@@ -144,7 +160,7 @@ fn from_json<'py>(py: Python<'py>, value: &impl serde::Serialize) -> PyResult<Bo
     py.import("json")?.call_method1("loads", (text,))
 }
 
-fn table(columns: Vec<(&str, ArrayRef)>) -> PyResult<PyTable> {
+fn table(columns: Vec<(&str, ArrayRef)>) -> PyResult<Table> {
     let fields: Vec<Field> = columns
         .iter()
         .map(|(name, a)| {
@@ -156,12 +172,452 @@ fn table(columns: Vec<(&str, ArrayRef)>) -> PyResult<PyTable> {
         })
         .collect();
     let schema = Arc::new(Schema::new(fields));
-    let batch = RecordBatch::try_new(
-        schema.clone(),
-        columns.into_iter().map(|(_, a)| a).collect(),
-    )
-    .map_err(ToPyErr::py)?;
-    PyTable::try_new(vec![batch], schema).map_err(|e| RatchetError::new_err(e.to_string()))
+    let batch = RecordBatch::try_new(schema, columns.into_iter().map(|(_, a)| a).collect())
+        .map_err(ToPyErr::py)?;
+    Ok(Table { batch })
+}
+
+/// Rows a table's text repr shows (a notebook cell's glance, not a dump).
+const REPR_ROWS: usize = 5;
+/// Rows its HTML repr shows.
+const HTML_ROWS: usize = 10;
+/// Characters of a cell the text repr shows: commit ids and payloads are cut
+/// so that a row of the scores table fits a terminal.
+const REPR_CELL: usize = 14;
+/// Characters of a cell the HTML repr shows.
+const HTML_CELL: usize = 64;
+
+/// A table ratchet computed (scores, events, statistics, an operating
+/// characteristic). Arrow inside: polars and pyarrow read it without a copy
+/// through the Arrow PyCapsule stream interface; pandas through
+/// `to_pandas()` (no pyarrow needed) or `pandas.DataFrame(t)` (its rows).
+#[pyclass(module = "ratchet._native", frozen)]
+struct Table {
+    batch: RecordBatch,
+}
+
+impl Table {
+    fn names(&self) -> Vec<String> {
+        self.batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect()
+    }
+}
+
+/// A short name of a column's type, for the reprs.
+fn type_name(t: &DataType) -> String {
+    match t {
+        DataType::Utf8 => "str".into(),
+        DataType::Float64 => "f64".into(),
+        DataType::UInt64 => "u64".into(),
+        DataType::Int64 => "i64".into(),
+        DataType::Boolean => "bool".into(),
+        other => other.to_string(),
+    }
+}
+
+/// A float as a person reads it: the shortest exact form when it is short,
+/// else six decimals (or an exponent for large values).
+fn float_text(v: f64) -> String {
+    let short = format!("{v}");
+    if short.len() <= 10 {
+        short
+    } else if v.abs() >= 1e6 {
+        format!("{v:.4e}")
+    } else {
+        // Six decimals, without the zeros that say nothing (0.622500 → 0.6225).
+        let fixed = format!("{v:.6}");
+        let trimmed = fixed.trim_end_matches('0').trim_end_matches('.');
+        if trimmed.is_empty() || trimmed == "-" {
+            "0".into()
+        } else {
+            trimmed.to_string()
+        }
+    }
+}
+
+/// One cell as text, for the reprs (missing values as `None`, as Python
+/// would print them).
+fn cell_text(a: &dyn Array, row: usize) -> String {
+    if a.is_null(row) {
+        return "None".into();
+    }
+    match a.data_type() {
+        DataType::Utf8 => a.as_string::<i32>().value(row).to_string(),
+        DataType::Float64 => float_text(a.as_primitive::<Float64Type>().value(row)),
+        DataType::UInt64 => a.as_primitive::<UInt64Type>().value(row).to_string(),
+        DataType::Int64 => a.as_primitive::<Int64Type>().value(row).to_string(),
+        DataType::Boolean => if a.as_boolean().value(row) {
+            "True"
+        } else {
+            "False"
+        }
+        .into(),
+        other => format!("<{other}>"),
+    }
+}
+
+/// `text` on one line and at most `max` characters (an ellipsis says it was cut).
+fn cut(text: &str, max: usize) -> String {
+    let one_line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if one_line.chars().count() <= max {
+        return one_line;
+    }
+    let mut t: String = one_line.chars().take(max.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}
+
+fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// One cell as a Python value (a missing one as None).
+fn cell_object<'py>(py: Python<'py>, a: &dyn Array, row: usize) -> PyResult<Bound<'py, PyAny>> {
+    use pyo3::IntoPyObjectExt;
+    if a.is_null(row) {
+        return Ok(py.None().into_bound(py));
+    }
+    match a.data_type() {
+        DataType::Utf8 => a.as_string::<i32>().value(row).into_bound_py_any(py),
+        DataType::Float64 => a
+            .as_primitive::<Float64Type>()
+            .value(row)
+            .into_bound_py_any(py),
+        DataType::UInt64 => a
+            .as_primitive::<UInt64Type>()
+            .value(row)
+            .into_bound_py_any(py),
+        DataType::Int64 => a
+            .as_primitive::<Int64Type>()
+            .value(row)
+            .into_bound_py_any(py),
+        DataType::Boolean => a.as_boolean().value(row).into_bound_py_any(py),
+        other => Err(unconvertible(other)),
+    }
+}
+
+fn unconvertible(t: &DataType) -> PyErr {
+    RatchetError::new_err(format!(
+        "a column of Arrow type {t} has no conversion here: read the table with pyarrow.table(t) or polars.DataFrame(t)"
+    ))
+}
+
+/// One column as NumPy (numbers, and booleans without gaps) or a list (text,
+/// booleans with gaps). A missing number is NaN, as in pandas (integers
+/// with gaps become floats, as pyarrow's `to_pandas` makes them).
+fn column_object<'py>(py: Python<'py>, a: &dyn Array) -> PyResult<Bound<'py, PyAny>> {
+    let gaps = a.null_count() > 0;
+    Ok(match a.data_type() {
+        DataType::Float64 => {
+            let p = a.as_primitive::<Float64Type>();
+            if gaps {
+                PyArray1::from_iter(py, p.iter().map(|v| v.unwrap_or(f64::NAN))).into_any()
+            } else {
+                PyArray1::from_slice(py, p.values()).into_any()
+            }
+        }
+        DataType::UInt64 => {
+            let p = a.as_primitive::<UInt64Type>();
+            if gaps {
+                PyArray1::from_iter(py, p.iter().map(|v| v.map_or(f64::NAN, |x| x as f64)))
+                    .into_any()
+            } else {
+                PyArray1::from_slice(py, p.values()).into_any()
+            }
+        }
+        DataType::Int64 => {
+            let p = a.as_primitive::<Int64Type>();
+            if gaps {
+                PyArray1::from_iter(py, p.iter().map(|v| v.map_or(f64::NAN, |x| x as f64)))
+                    .into_any()
+            } else {
+                PyArray1::from_slice(py, p.values()).into_any()
+            }
+        }
+        DataType::Boolean if !gaps => {
+            PyArray1::from_iter(py, a.as_boolean().values().iter()).into_any()
+        }
+        DataType::Boolean => PyList::new(py, a.as_boolean().iter())?.into_any(),
+        DataType::Utf8 => PyList::new(py, a.as_string::<i32>().iter())?.into_any(),
+        other => return Err(unconvertible(other)),
+    })
+}
+
+/// Imports the module a conversion needs, or says how to install it.
+fn import_for<'py>(py: Python<'py>, module: &str, method: &str) -> PyResult<Bound<'py, PyModule>> {
+    py.import(module).map_err(|e| {
+        if !e.is_instance_of::<pyo3::exceptions::PyModuleNotFoundError>(py) {
+            return e;
+        }
+        let err = PyImportError::new_err(format!(
+            "Table.{method}() needs {module}: pip install {module} (or pip install 'ratchet[notebook]')"
+        ));
+        err.set_cause(py, Some(e));
+        err
+    })
+}
+
+#[pymethods]
+impl Table {
+    /// The table as an Arrow C stream (the PyCapsule interface): what
+    /// `polars.DataFrame(t)`, `pyarrow.table(t)` and DuckDB read.
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyCapsule>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let schema = self.batch.schema();
+        let field = Field::new_struct("", schema.fields().clone(), false)
+            .with_metadata(schema.metadata().clone());
+        let array: ArrayRef = Arc::new(StructArray::from(self.batch.clone()));
+        let reader = Box::new(pyo3_arrow::ffi::ArrayIterator::new(
+            std::iter::once(Ok::<_, ArrowError>(array)),
+            Arc::new(field),
+        ));
+        pyo3_arrow::ffi::to_stream_pycapsule(py, reader, requested_schema).map_err(PyErr::from)
+    }
+
+    /// The columns' names, in order.
+    #[getter]
+    fn columns(&self) -> Vec<String> {
+        self.names()
+    }
+
+    /// Rows in the table.
+    #[getter]
+    fn num_rows(&self) -> usize {
+        self.batch.num_rows()
+    }
+
+    fn __len__(&self) -> usize {
+        self.batch.num_rows()
+    }
+
+    /// One column: a NumPy array (numbers, booleans) or a list (text).
+    fn column<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        match self.batch.column_by_name(name) {
+            Some(a) => column_object(py, a.as_ref()),
+            None => Err(pyo3::exceptions::PyKeyError::new_err(format!(
+                "no column {name:?}; the columns are {}",
+                self.names().join(", ")
+            ))),
+        }
+    }
+
+    /// Every column by name (see `column`).
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (field, a) in self
+            .batch
+            .schema()
+            .fields()
+            .iter()
+            .zip(self.batch.columns())
+        {
+            d.set_item(field.name(), column_object(py, a.as_ref())?)?;
+        }
+        Ok(d)
+    }
+
+    /// A pandas DataFrame (built from NumPy columns: pyarrow is not needed).
+    fn to_pandas<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let pd = import_for(py, "pandas", "to_pandas")?;
+        let kwargs = PyDict::new(py);
+        // Named, so that an empty table keeps its columns.
+        kwargs.set_item("columns", self.names())?;
+        pd.getattr("DataFrame")?
+            .call((self.to_dict(py)?,), Some(&kwargs))
+    }
+
+    /// A polars DataFrame (zero-copy, through the Arrow stream).
+    fn to_polars<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let pl = import_for(slf.py(), "polars", "to_polars")?;
+        pl.getattr("DataFrame")?.call1((slf,))
+    }
+
+    /// A pyarrow Table (zero-copy, through the Arrow stream).
+    fn to_pyarrow<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let pa = import_for(slf.py(), "pyarrow", "to_pyarrow")?;
+        pa.getattr("table")?.call1((slf,))
+    }
+
+    /// The rows, each a dict of column name to value (what lets
+    /// `pandas.DataFrame(t)` read the table as records).
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyIterator>> {
+        let names = self.names();
+        let mut rows = Vec::with_capacity(self.batch.num_rows());
+        for row in 0..self.batch.num_rows() {
+            let d = PyDict::new(py);
+            for (name, a) in names.iter().zip(self.batch.columns()) {
+                d.set_item(name, cell_object(py, a.as_ref(), row)?)?;
+            }
+            rows.push(d);
+        }
+        PyList::new(py, rows)?.into_any().try_iter()
+    }
+
+    /// The size, the columns with their types, and the first rows.
+    fn __repr__(&self) -> String {
+        let n = self.batch.num_rows();
+        let shown = n.min(REPR_ROWS);
+        let schema = self.batch.schema();
+        let mut out = format!(
+            "ratchet.Table: {n} row{} × {} column{}\n",
+            if n == 1 { "" } else { "s" },
+            schema.fields().len(),
+            if schema.fields().len() == 1 { "" } else { "s" },
+        );
+        // Each column's lines (name, type, cells), padded to its widest.
+        let cols: Vec<(bool, Vec<String>)> = schema
+            .fields()
+            .iter()
+            .zip(self.batch.columns())
+            .map(|(f, a)| {
+                let numeric = f.data_type().is_numeric();
+                let mut lines = vec![cut(f.name(), REPR_CELL), type_name(f.data_type())];
+                lines.extend((0..shown).map(|r| cut(&cell_text(a.as_ref(), r), REPR_CELL)));
+                (numeric, lines)
+            })
+            .collect();
+        for line in 0..shown + 2 {
+            let cells: Vec<String> = cols
+                .iter()
+                .map(|(numeric, lines)| {
+                    let width = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+                    let text = &lines[line];
+                    let pad = " ".repeat(width - text.chars().count());
+                    // Numbers are right-aligned (their digits line up), text left.
+                    if *numeric && line >= 2 {
+                        format!("{pad}{text}")
+                    } else {
+                        format!("{text}{pad}")
+                    }
+                })
+                .collect();
+            out.push_str(cells.join("  ").trim_end());
+            out.push('\n');
+        }
+        if n > shown {
+            out.push_str(&format!(
+                "… {} more row{}",
+                n - shown,
+                if n - shown == 1 { "" } else { "s" }
+            ));
+        }
+        out.trim_end().to_string()
+    }
+
+    /// The table's first rows as HTML, for notebooks.
+    fn _repr_html_(&self) -> String {
+        let n = self.batch.num_rows();
+        let schema = self.batch.schema();
+        let mut out = String::from("<table><thead><tr>");
+        for f in schema.fields() {
+            out.push_str(&format!(
+                "<th>{}<br><small>{}</small></th>",
+                html_escape(f.name()),
+                html_escape(&type_name(f.data_type()))
+            ));
+        }
+        out.push_str("</tr></thead><tbody>");
+        for row in 0..n.min(HTML_ROWS) {
+            out.push_str("<tr>");
+            for a in self.batch.columns() {
+                out.push_str(&format!(
+                    "<td>{}</td>",
+                    html_escape(&cut(&cell_text(a.as_ref(), row), HTML_CELL))
+                ));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str(&format!(
+            "</tbody></table><p>ratchet.Table: {n} rows × {} columns{}</p>",
+            schema.fields().len(),
+            if n > HTML_ROWS {
+                format!(" (first {HTML_ROWS} shown)")
+            } else {
+                String::new()
+            }
+        ));
+        out
+    }
+}
+
+/// `values` as a one-dimensional, contiguous float64 NumPy array: read in
+/// place when it is one already, else converted the way
+/// `numpy.ascontiguousarray(numpy.asarray(values, dtype=numpy.float64))`
+/// converts (float32 and integer arrays, strided views, lists, pandas and
+/// polars Series). `what` names the argument in errors.
+fn float_array<'py>(
+    py: Python<'py>,
+    values: &Bound<'py, PyAny>,
+    what: &str,
+) -> PyResult<PyReadonlyArray1<'py, f64>> {
+    if let Ok(a) = values.extract::<PyReadonlyArray1<'py, f64>>()
+        && a.is_c_contiguous()
+    {
+        return Ok(a);
+    }
+    let np = py.import("numpy")?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("dtype", np.getattr("float64")?)?;
+    let arr = np
+        .call_method("asarray", (values,), Some(&kwargs))
+        .map_err(|e| {
+            let err = InvalidInputError::new_err(format!(
+                "{what}: not an array of numbers (numpy.asarray(…, dtype=float64) says: {e})"
+            ));
+            err.set_cause(py, Some(e));
+            err
+        })?;
+    // Checked before `ascontiguousarray`, which would make a scalar an array of one.
+    let ndim: usize = arr.getattr("ndim")?.extract()?;
+    if ndim != 1 {
+        let shape = arr.getattr("shape")?.repr()?.to_string();
+        return Err(InvalidInputError::new_err(format!(
+            "{what}: a one-dimensional array of numbers is needed, not one of shape {shape}"
+        )));
+    }
+    np.call_method1("ascontiguousarray", (arr,))?
+        .extract::<PyReadonlyArray1<'py, f64>>()
+}
+
+/// A commit as typed — a revision (`main`, `HEAD~2`, a short id) or a full
+/// id — resolved by the function the CLI resolves it with
+/// (`ratchet_orchestrate::resolve_commit`), in the git repository
+/// enclosing `repo` (by default the current directory, as the CLI does).
+fn resolve_commit(rev: &str, repo: Option<PathBuf>, allow_unknown: bool) -> PyResult<CommitId> {
+    let dir = match repo {
+        Some(d) => d,
+        None => std::env::current_dir().map_err(|e| {
+            RatchetError::new_err(format!(
+                "reading the current directory (to resolve the commit {rev:?} in its repository): {e}"
+            ))
+        })?,
+    };
+    ratchet_orchestrate::resolve_commit(&dir, rev, allow_unknown).map_err(ToPyErr::py)
+}
+
+/// The direction a scorer improves in, as the CLI's `--direction` takes it.
+fn direction(text: &str) -> PyResult<ratchet_scorers::Direction> {
+    match text {
+        "higher" => Ok(ratchet_scorers::Direction::HigherIsBetter),
+        "lower" => Ok(ratchet_scorers::Direction::LowerIsBetter),
+        other => Err(InvalidInputError::new_err(format!(
+            "direction {other:?}: expected \"higher\" (larger is better) or \"lower\" (smaller is better)"
+        ))),
+    }
 }
 
 /// A trace store (`ratchet_trace::Store`).
@@ -322,8 +778,13 @@ impl Store {
             .seq)
     }
 
-    /// Records a score; its seq.
-    #[pyo3(signature = (commit, task, scorer, value, scorer_version=None, cost=None, latency_ms=None, session="python"))]
+    /// Records a score; its seq. `holdout=True` marks a holdout score (the
+    /// gate counts it, proposers never see it). `direction` (`"higher"` or
+    /// `"lower"`) declares which way the scorer improves the first time it
+    /// appears in the trace (without it: down for cost, latency_ms and
+    /// criterion_ns, up otherwise); a direction that contradicts the
+    /// scorer's declaration is refused.
+    #[pyo3(signature = (commit, task, scorer, value, scorer_version=None, cost=None, latency_ms=None, session="python", holdout=false, direction=None))]
     #[allow(clippy::too_many_arguments)]
     fn record_score(
         &self,
@@ -336,16 +797,20 @@ impl Store {
         cost: Option<f64>,
         latency_ms: Option<f64>,
         session: &str,
+        holdout: bool,
+        direction: Option<&str>,
     ) -> PyResult<u64> {
+        let direction = direction.map(self::direction).transpose()?;
         let mut score = ratchet_trace::Score::new(self::commit(commit)?, task, scorer, value);
         if let Some(v) = scorer_version {
             score.scorer_version = v;
         }
         score.cost = cost;
         score.latency_ms = latency_ms;
+        score.holdout = holdout;
         Ok(self
             .with(py, |s| {
-                ratchet_scorers::record_score(s, &score, session, None).map_err(ToPyErr::py)
+                ratchet_scorers::record_score(s, &score, session, direction).map_err(ToPyErr::py)
             })?
             .seq)
     }
@@ -403,7 +868,7 @@ impl Store {
     /// Every score of the verified trace as an Arrow table: seq, commit,
     /// task, scorer, scorer_version, value, cost, latency_ms, holdout (the
     /// first call verifies the trace; later ones read only what is new).
-    fn scores(&self, py: Python<'_>) -> PyResult<PyTable> {
+    fn scores(&self, py: Python<'_>) -> PyResult<Table> {
         use arrow_array::builder::{BooleanBuilder, Float64Builder, StringBuilder, UInt64Builder};
         // Built column by column from the rows as the store lends them: no
         // row becomes owned strings on the way.
@@ -450,7 +915,7 @@ impl Store {
     /// Every event as an Arrow table: seq, id, ts_ms, cell, session, kind,
     /// commit, payload (JSON text), hash — as the file holds them (a
     /// listing: call `verify()` to know whether they are the trace's).
-    fn events(&self, py: Python<'_>) -> PyResult<PyTable> {
+    fn events(&self, py: Python<'_>) -> PyResult<Table> {
         let rows = self.with(py, |s| {
             s.tail(0)
                 .collect::<ratchet_trace::Result<Vec<_>>>()
@@ -495,7 +960,7 @@ impl Store {
         py: Python<'_>,
         scorer: &str,
         version: Option<String>,
-    ) -> PyResult<PyTable> {
+    ) -> PyResult<Table> {
         let rows = self.warm(py, |l| {
             let view = l.view();
             let v = match version {
@@ -634,6 +1099,21 @@ impl Verdict {
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         py.import("json")?.call_method1("loads", (self.to_json()?,))
     }
+    /// Why it rejects or continues, in words (None for a promote).
+    #[getter]
+    fn reason(&self) -> Option<String> {
+        match &self.inner.outcome {
+            ratchet_gate::Outcome::Promote => None,
+            ratchet_gate::Outcome::Reject { reason, .. }
+            | ratchet_gate::Outcome::Continue { reason, .. } => Some(reason.clone()),
+        }
+    }
+    /// Each stage that ran, in order, with its effect estimate, interval
+    /// and N where the stage has them.
+    #[getter]
+    fn stages(&self) -> Vec<StageReport> {
+        self.inner.stages.iter().map(StageReport::of).collect()
+    }
     fn __repr__(&self) -> PyResult<String> {
         Ok(format!(
             "Verdict(status={:?}, class={:?}, candidate={:?}, baseline={:?})",
@@ -645,13 +1125,162 @@ impl Verdict {
     }
 }
 
+/// One stage of a verdict as a notebook shows it: read from the gate's
+/// typed report (`ratchet_gate::StageReport`); `Verdict.to_dict()` has
+/// every figure.
+#[pyclass(module = "ratchet._native", frozen, get_all)]
+#[derive(Debug, Clone)]
+struct StageReport {
+    /// The stage: `trace verification`, `tests`, `invariants`,
+    /// `sequential test` or `guardrail <scorer>`.
+    name: String,
+    /// True passed, False failed, None still open.
+    passed: Option<bool>,
+    /// What `estimate` measures (None when the stage estimates nothing).
+    measure: Option<String>,
+    /// The effect estimate.
+    estimate: Option<f64>,
+    /// Lower end of its 95 % interval (None: one-sided or no interval).
+    ci_low: Option<f64>,
+    /// Upper end of its 95 % interval.
+    ci_high: Option<f64>,
+    /// How the interval was computed (None: fixed-sample, or no interval).
+    interval: Option<String>,
+    /// How much evidence the stage read: a count of `n_of`.
+    n: Option<u64>,
+    /// What `n` counts: `pairs` (tasks scored on both sides), `tasks`,
+    /// `runs` or `events`.
+    n_of: Option<String>,
+}
+
+impl StageReport {
+    fn of(r: &ratchet_gate::StageReport) -> Self {
+        use ratchet_gate::{GuardrailResult, Stage, StageDetails, TestFigures};
+        let name = match &r.stage {
+            Stage::TraceVerification => "trace verification".to_string(),
+            Stage::Tests => "tests".to_string(),
+            Stage::Invariants => "invariants".to_string(),
+            Stage::Sequential => "sequential test".to_string(),
+            Stage::Guardrail(scorer) => format!("guardrail {scorer}"),
+        };
+        let mut s = StageReport {
+            name,
+            passed: r.passed.as_option(),
+            measure: None,
+            estimate: None,
+            ci_low: None,
+            ci_high: None,
+            interval: None,
+            n: None,
+            n_of: None,
+        };
+        let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        match &r.details {
+            StageDetails::Verification(d) => {
+                s.n = Some(d.size);
+                s.n_of = Some("events".into());
+            }
+            // No suite required: no count to show (0 runs would read as missing).
+            StageDetails::Tests(d) if !d.suites.is_empty() => {
+                s.n = Some(d.suites.iter().map(|x| x.runs.len() as u64).sum());
+                s.n_of = Some("runs".into());
+            }
+            StageDetails::Tests(_) => {}
+            StageDetails::Invariants(d) => {
+                // The least-evidenced invariant: what the stage rests on.
+                s.n = d.invariants.iter().map(|i| i.tasks).min();
+                s.n_of = s.n.map(|_| "tasks".into());
+            }
+            StageDetails::Sequential(d) => {
+                s.measure = Some(
+                    match &d.test {
+                        TestFigures::Bernoulli { effect_measure, .. }
+                        | TestFigures::Gaussian { effect_measure, .. }
+                        | TestFigures::Betting { effect_measure, .. }
+                        | TestFigures::Paired { effect_measure, .. } => *effect_measure,
+                    }
+                    .to_string(),
+                );
+                match &d.effect {
+                    Some(e) => {
+                        s.estimate = Some(e.estimate);
+                        s.ci_low = Some(e.ci_low);
+                        s.ci_high = Some(e.ci_high);
+                        s.interval = e.interval.map(str::to_string);
+                        s.n = Some(count(e.n));
+                    }
+                    None => s.n = Some(count(d.tasks_available)),
+                }
+                s.n_of = Some("pairs".into());
+            }
+            StageDetails::Guardrail(d) => {
+                s.measure = Some("excess over the margin (below 0: non-inferior)".into());
+                match d.result {
+                    GuardrailResult::Welch(w) => {
+                        // Welch's test is one-sided and reports no N.
+                        s.estimate = Some(w.excess);
+                    }
+                    GuardrailResult::Sequence(q) => {
+                        s.estimate = Some(q.excess);
+                        s.ci_high = Some(q.upper_bound);
+                        s.interval = Some("confidence sequence, upper bound".into());
+                        s.n = Some(q.n);
+                        s.n_of = Some("pairs".into());
+                    }
+                }
+            }
+            StageDetails::TooFewTasks(d) => {
+                s.n = Some(count(d.tasks));
+                s.n_of = Some("pairs".into());
+            }
+        }
+        s
+    }
+}
+
+#[pymethods]
+impl StageReport {
+    fn __repr__(&self) -> String {
+        let passed = match self.passed {
+            Some(true) => "passed",
+            Some(false) => "failed",
+            None => "open",
+        };
+        let mut out = format!("StageReport({:?}, {passed}", self.name);
+        if let Some(e) = self.estimate {
+            out.push_str(&format!(", estimate={}", float_text(e)));
+        }
+        if self.ci_low.is_some() || self.ci_high.is_some() {
+            let end = |v: Option<f64>| v.map_or_else(|| "…".to_string(), float_text);
+            out.push_str(&format!(
+                ", ci=[{}, {}]",
+                end(self.ci_low),
+                end(self.ci_high)
+            ));
+        }
+        if let (Some(n), Some(of)) = (self.n, &self.n_of) {
+            out.push_str(&format!(", n={n} {of}"));
+        }
+        out.push(')');
+        out
+    }
+}
+
 /// Decides `cls` for `candidate` against `baseline` and records the
 /// verdict (`record=False`: recomputes at the head, appending nothing).
 /// `policy`: a `Policy`; default: `policy.toml` in the store's directory
 /// when it exists. A class pinned in the trace decides under its pin (a
 /// policy given must then be identical, or it is refused).
+///
+/// `baseline` and `candidate` are revisions as the CLI takes them (`main`,
+/// `HEAD~1`, a short or full id), resolved in the git repository enclosing
+/// `repo` (default: the current directory, as the CLI). A full id the
+/// repository lacks (a commit measured elsewhere) is accepted unless
+/// `allow_unknown_commit=False` (the CLI's default; Python's keeps the ids
+/// it always took).
 #[pyfunction]
-#[pyo3(signature = (store, baseline, candidate, cls, policy=None, record=true))]
+#[pyo3(signature = (store, baseline, candidate, cls, policy=None, record=true, repo=None, allow_unknown_commit=true))]
+#[allow(clippy::too_many_arguments)]
 fn decide(
     py: Python<'_>,
     store: &Store,
@@ -660,8 +1289,15 @@ fn decide(
     cls: &str,
     policy: Option<&Policy>,
     record: bool,
+    repo: Option<PathBuf>,
+    allow_unknown_commit: bool,
 ) -> PyResult<Verdict> {
-    let (b, c) = (commit(baseline)?, commit(candidate)?);
+    let (b, c) = py.detach(|| {
+        Ok::<_, PyErr>((
+            resolve_commit(baseline, repo.clone(), allow_unknown_commit)?,
+            resolve_commit(candidate, repo, allow_unknown_commit)?,
+        ))
+    })?;
     let file = match policy {
         Some(p) => Some(p.inner.clone()),
         None => {
@@ -738,7 +1374,7 @@ fn calibrate(
     draw: f64,
     runs: usize,
     seed: u64,
-) -> PyResult<PyTable> {
+) -> PyResult<Table> {
     let class = policy.inner.class(cls).map_err(ToPyErr::py)?;
     let a = ratchet_gate::Assumptions {
         p0,
@@ -815,13 +1451,14 @@ fn calibrate(
 }
 
 /// Welch's non-inferiority test of a guardrail (`ratchet_gate::NonInferiority::welch`):
-/// a dict of excess, se, t, df, p_value, non_inferior.
+/// a dict of excess, se, t, df, p_value, non_inferior. The samples: any
+/// float array-likes (as the detectors' `run` takes them).
 #[pyfunction]
 #[pyo3(signature = (baseline, candidate, margin, relative=false, lower_is_better=true, alpha=0.05))]
 fn welch_non_inferiority<'py>(
     py: Python<'py>,
-    baseline: PyReadonlyArray1<'py, f64>,
-    candidate: PyReadonlyArray1<'py, f64>,
+    baseline: &Bound<'py, PyAny>,
+    candidate: &Bound<'py, PyAny>,
     margin: f64,
     relative: bool,
     lower_is_better: bool,
@@ -838,6 +1475,10 @@ fn welch_non_inferiority<'py>(
         ratchet_gate::Margin::Absolute(margin)
     };
     let test = ratchet_gate::NonInferiority::new(direction, margin, alpha).map_err(ToPyErr::py)?;
+    let (baseline, candidate) = (
+        float_array(py, baseline, "baseline")?,
+        float_array(py, candidate, "candidate")?,
+    );
     let b = ratchet_gate::SampleStats::from_values(baseline.as_slice()?).map_err(ToPyErr::py)?;
     let c = ratchet_gate::SampleStats::from_values(candidate.as_slice()?).map_err(ToPyErr::py)?;
     let out = test.welch(&b, &c).map_err(ToPyErr::py)?;
@@ -866,13 +1507,16 @@ macro_rules! detector {
                     None => Ok(None),
                 }
             }
-            /// Runs a float64 array (read in place, not copied), restarting
-            /// after each alarm: the indices of the values that alarmed.
-            fn run(
+            /// Runs the values, restarting after each alarm: the indices of
+            /// the values that alarmed. Any float array-like: a contiguous
+            /// float64 array is read in place, anything else (float32,
+            /// strided, a list, a pandas or polars Series) converted first.
+            fn run<'py>(
                 &mut self,
-                py: Python<'_>,
-                values: PyReadonlyArray1<'_, f64>,
+                py: Python<'py>,
+                values: &Bound<'py, PyAny>,
             ) -> PyResult<Vec<usize>> {
+                let values = float_array(py, values, "values")?;
                 let xs = values.as_slice()?;
                 let inner = &mut self.inner;
                 let alarms = py
@@ -1006,6 +1650,44 @@ fn ingest_dict<'py>(
     from_json(py, r)
 }
 
+/// Ingests what a tool wrote (`ratchet ingest FORMAT PATH…`): `format` is
+/// one of the CLI's names (`junit`, `criterion`, `jsonl`, `bmf`,
+/// `hyperfine`, `google-benchmark`, `pytest-benchmark`, `go-bench`,
+/// `inspect`, `lm-eval`, `promptfoo`); `paths` files or directories; the
+/// commit a revision or full id, resolved as the CLI resolves it.
+#[pyfunction]
+#[pyo3(signature = (store, format, paths, commit=None, session=None, suite=None, label="", direction=None, repo=None, allow_unknown_commit=true))]
+#[allow(clippy::too_many_arguments)]
+fn ingest<'py>(
+    py: Python<'py>,
+    store: &Store,
+    format: &str,
+    paths: Vec<PathBuf>,
+    commit: Option<&str>,
+    session: Option<String>,
+    suite: Option<String>,
+    label: &str,
+    direction: Option<&str>,
+    repo: Option<PathBuf>,
+    allow_unknown_commit: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let format: ratchet_scorers::Format = format.parse().map_err(ToPyErr::py)?;
+    let options = ratchet_scorers::IngestOptions {
+        commit: commit
+            .map(|c| resolve_commit(c, repo.clone(), allow_unknown_commit))
+            .transpose()?,
+        session,
+        suite,
+        runner_label: label.to_string(),
+        direction: direction.map(self::direction).transpose()?,
+        ..ratchet_scorers::IngestOptions::default()
+    };
+    let r = store.with(py, |s| {
+        ratchet_scorers::ingest(s, format, &paths, &options).map_err(ToPyErr::py)
+    })?;
+    ingest_dict(py, &r)
+}
+
 /// Ingests a JUnit XML file for `commit`: a dict of test_runs, scores, already_ingested_at.
 #[pyfunction]
 #[pyo3(signature = (store, path, commit, session="python"))]
@@ -1060,6 +1742,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Store>()?;
     m.add_class::<Policy>()?;
     m.add_class::<Verdict>()?;
+    m.add_class::<StageReport>()?;
+    m.add_class::<Table>()?;
     m.add_class::<Cusum>()?;
     m.add_class::<Ewma>()?;
     m.add_class::<PageHinkley>()?;
@@ -1072,6 +1756,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ewma_arl, m)?)?;
     m.add_function(wrap_pyfunction!(ingest_junit, m)?)?;
     m.add_function(wrap_pyfunction!(ingest_jsonl, m)?)?;
+    m.add_function(wrap_pyfunction!(ingest, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -113,3 +113,19 @@ def test_welch_non_inferiority_p_values_match_scipy(seed: int) -> None:
     ref = stats.ttest_ind(cand - margin, base, equal_var=False, alternative="less")
     assert ours["p_value"] == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-12)
     assert ours["df"] == pytest.approx(ref.df, rel=1e-9)
+
+
+REAL = pathlib.Path(__file__).resolve().parents[2] / "crates/scorers/tests/fixtures/real"
+
+
+def test_ingest_takes_the_cli_s_format_names_and_directories(tmp_path: pathlib.Path) -> None:
+    s = ratchet.Store.create(str(tmp_path / "s"))
+    r = ratchet.ingest(s, "junit", [REAL / "junit-surefire-dir"], commit=CAND, suite="unit")
+    assert (r["test_runs"], r["scores"], len(r["files"])) == (1, 1, 3)
+    r = ratchet.ingest(s, "hyperfine", [REAL / "hyperfine/1brc-two-commands-3-runs.json"], commit=CAND)
+    assert r["scorers"][0]["scorer"] == "hyperfine_s"
+    assert r["scorers"][0]["direction"] == "lower_is_better"
+    again = ratchet.ingest(s, "junit", [REAL / "junit-surefire-dir"], commit=CAND, suite="unit")
+    assert again["already_ingested_at"] is not None
+    with pytest.raises(ratchet.RatchetError, match="google-benchmark"):
+        ratchet.ingest(s, "junitt", [REAL / "junit-gradle"], commit=CAND)

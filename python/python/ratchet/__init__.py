@@ -1,38 +1,62 @@
 """ratchet from Python: the same Rust code as the ``ratchet`` CLI.
 
-Open a trace store, read it as Arrow tables (``polars.DataFrame(store.scores())``,
-``pyarrow.table(...)``, pandas through pyarrow), run the gate and its
-calibration, run drift detectors on NumPy arrays, score rubrics, ingest
-JUnit and JSON Lines. No statistics are re-implemented here: every call
-goes to the library the CLI uses.
+Open a trace store, read it as tables (``store.scores().to_pandas()``,
+``polars.DataFrame(store.scores())``, ``pyarrow.table(...)``), run the gate
+and its calibration, run drift detectors on any float array-like, score
+rubrics, ingest JUnit and JSON Lines. No statistics are re-implemented
+here: every call goes to the library the CLI uses.
 
 >>> import ratchet
 >>> store = ratchet.Store.open(".ratchet")          # doctest: +SKIP
->>> scores = polars.DataFrame(store.scores())       # doctest: +SKIP
+>>> scores = store.scores().to_pandas()             # doctest: +SKIP
 """
+
+from typing import Optional
 
 from ratchet import _native
 from ratchet._native import *  # noqa: F403 — the names, and their types, are the stub's
-from ratchet._native import Verdict
+from ratchet._native import StageReport, Verdict
+
+
+def _number(x: Optional[float]) -> str:
+    return "" if x is None else f"{x:.4g}"
+
+
+def _stage_row(s: StageReport) -> str:
+    import html
+
+    result = {True: "passed", False: "failed"}.get(s.passed, "open")  # type: ignore[arg-type]
+    if s.ci_low is not None or s.ci_high is not None:
+        low = "−∞" if s.ci_low is None else _number(s.ci_low)
+        high = "+∞" if s.ci_high is None else _number(s.ci_high)
+        interval = f"[{low}, {high}]"
+        if s.interval:
+            interval += f" <small>({html.escape(s.interval)})</small>"
+    else:
+        interval = ""
+    effect = _number(s.estimate)
+    if s.measure and effect:
+        effect = f'<span title="{html.escape(s.measure)}">{effect}</span>'
+    n = "" if s.n is None else f"{s.n} {html.escape(s.n_of or '')}"
+    return (
+        f"<tr><td>{html.escape(s.name)}</td><td>{result}</td><td>{effect}</td>"
+        f"<td>{interval}</td><td>{n}</td></tr>"
+    )
 
 
 def _verdict_repr_html(self: Verdict) -> str:
-    """A verdict as an HTML table, for notebooks."""
+    """A verdict as an HTML table, for notebooks: per stage its result, effect
+    estimate (hover for what it measures), 95 % interval and N."""
     import html
 
-    d = self.to_dict()
-    rows = []
-    for stage in d.get("stages", []):
-        name = stage["stage"] if isinstance(stage["stage"], str) else " ".join(
-            f"{k} {v}" for k, v in stage["stage"].items()
-        )
-        passed = {True: "passed", False: "failed"}.get(stage.get("passed"), "not decided")
-        rows.append(f"<tr><td>{html.escape(name)}</td><td>{passed}</td></tr>")
+    rows = "".join(_stage_row(s) for s in self.stages)
+    reason = f"<p>{html.escape(self.reason)}</p>" if self.reason else ""
     return (
         f"<p><b>{html.escape(self.status.upper())}</b> — class {html.escape(self.class_name)}: "
         f"candidate <code>{html.escape(self.candidate[:8])}</code> against baseline "
-        f"<code>{html.escape(self.baseline[:8])}</code></p>"
-        f"<table><tr><th>stage</th><th>result</th></tr>{''.join(rows)}</table>"
+        f"<code>{html.escape(self.baseline[:8])}</code></p>{reason}"
+        "<table><tr><th>stage</th><th>result</th><th>effect</th><th>95 % interval</th>"
+        f"<th>N</th></tr>{rows}</table>"
     )
 
 
