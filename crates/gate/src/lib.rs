@@ -94,4 +94,4 @@ pub use policy::{
 };
 pub use ratchet_scorers::{Direction, Pinned};
 pub use sprt::{BernoulliSprt, Boundaries, Decision, GaussianSprt, SequentialTest};
-pub use stages::recorded_bernoulli_path;
+pub use stages::{RecordedPath, recorded_bernoulli_path, recorded_path};

@@ -158,40 +158,6 @@ fn unverified(reason: impl Into<String>) -> Outcome {
     }
 }
 
-/// The suites the candidate has runs of, for an error that names a suite
-/// it has none of (`required_suites = ["unit"]` beside a report recorded as
-/// `pytest`).
-fn recorded_suites(runs: &[(u64, ratchet_trace::TestRun)]) -> String {
-    let mut names: Vec<&str> = runs.iter().map(|(_, r)| r.suite.as_str()).collect();
-    names.sort_unstable();
-    names.dedup();
-    if names.is_empty() {
-        "it has no test run at all".to_string()
-    } else {
-        format!(
-            "it has runs of {}; name one in required_suites, or record the report under this name (`ratchet ingest junit … --suite NAME`)",
-            names.join(", ")
-        )
-    }
-}
-
-/// `: a, b and 3 more` — the failed tests a run names, for the reason.
-fn named_failures(run: &ratchet_trace::TestRun) -> String {
-    const SHOWN: usize = 3;
-    match run.failures.len() {
-        0 => String::new(),
-        n => {
-            let shown = run.failures[..n.min(SHOWN)].join(", ");
-            let more = run.failed.saturating_sub(n.min(SHOWN) as u64);
-            if more > 0 {
-                format!(": {shown} and {more} more")
-            } else {
-                format!(": {shown}")
-            }
-        }
-    }
-}
-
 /// Stage 1, required test suites: every recorded run of each counts. A failure is
 /// not erased by a later green run (re-running until green would launder a
 /// flaky or broken suite), and a run of no test is not a pass.
@@ -211,17 +177,13 @@ fn required_tests(
         let why = match (of_suite.is_empty(), failed, empty) {
             (true, _, _) => Some((
                 RejectCause::MissingEvidence,
-                format!(
-                    "suite {suite} has no recorded run for the candidate ({})",
-                    recorded_suites(&runs)
-                ),
+                format!("suite {suite} has no recorded run for the candidate"),
             )),
             (_, Some((seq, r)), _) => Some((
                 RejectCause::Measured,
                 format!(
-                    "suite {suite}: {} failed in the run at seq {seq} (every recorded run counts){}",
-                    r.failed,
-                    named_failures(r)
+                    "suite {suite}: {} failed in the run at seq {seq} (every recorded run counts)",
+                    r.failed
                 ),
             )),
             (_, None, Some((seq, _))) => Some((
@@ -1510,7 +1472,8 @@ mod tests {
     #[test]
     fn the_path_of_every_test_kind_ends_at_its_recorded_statistic() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut store = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+        let mut store =
+            Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
         let (base, cand) = (commit(1), commit(2));
         let mut rng = StdRng::seed_from_u64(3);
         let mut scores = Vec::new();
@@ -1581,7 +1544,7 @@ mod tests {
                     fig["llr"]
                 ),
             }
-            assert_eq!(path.upper, fig["upper"].as_f64().expect("upper"));
+            assert!(close(path.upper, fig["upper"].as_f64().expect("upper")));
             assert_ne!(v.outcome.status(), crate::GateStatus::Continue, "{kind}");
             // Another class policy is not the one the verdict was taken under.
             let other = Policy::parse(&text.replace("beta = 0.1", "beta = 0.2")).expect("policy");

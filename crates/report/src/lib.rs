@@ -3,14 +3,23 @@
 //! fetched: it opens offline) and a short Markdown summary fit for a
 //! pull-request comment.
 //!
-//! The report shows: the per-commit score ladder with 95 % intervals
-//! (promoted commits marked); each recent decision's log-likelihood path
-//! between its boundaries (bernoulli tests; recomputed from the trace as of
-//! the decision); each alarm's stream with its CUSUM statistic and limit;
-//! the timeline of promotions, alarms and heals; benchmark history per
-//! runner fingerprint; and a table of every decision with its evidence.
-//! Long series are thinned to at most [`ReportOptions::max_points`] points,
-//! and the plot says so.
+//! The report leads with the verdict. At the top, one banner per class:
+//! its latest *final* decision in words, the effect with its interval, and
+//! what is deployed according to the trace (promotions and heals); under
+//! each, the results per metric (primary, guardrails, invariants, required
+//! tests: estimate, interval, criterion, pass or fail) and the failed
+//! tests of the commits those decisions judged. Then the figures: the
+//! per-commit score ladder with 95 % intervals (deployed, promoted,
+//! rejected and healed commits marked); the path of each recent final
+//! decision's sequential statistic between its boundaries, for every test
+//! kind (LLR, or the betting test's two log capitals), recomputed from the
+//! trace as of the decision by the gate's own code, its earlier looks
+//! marked; each alarm's stream with its detector's statistic, the limit,
+//! the change point and the alarm; a timeline in wall time; benchmark
+//! history per runner fingerprint; and every decision, its interim
+//! "continue" looks folded under the decision that ended them. Long series
+//! are thinned to at most [`ReportOptions::max_points`] points, and the
+//! plot says so.
 //!
 //! ```no_run
 //! let mut store = ratchet_trace::Store::open(".ratchet", ratchet_trace::StoreOptions::default())?;
@@ -20,15 +29,20 @@
 //! ```
 #![deny(missing_docs)]
 
+mod markdown;
+mod read;
 mod svg;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use ratchet_trace::{AsOf, CommitId, Event, ScorerRef, Store, Verified};
+use ratchet_trace::{AsOf, CommitId, Event, ScorerRef, Verified};
 use serde_json::Value;
 
+pub use markdown::markdown;
 pub use svg::thin;
+
+use read::{Decision, Deployed, Episode, payload, short, utc};
 
 /// What can go wrong making a report.
 #[derive(Debug, thiserror::Error)]
@@ -56,7 +70,7 @@ pub struct ReportOptions {
     pub scorer: Option<String>,
     /// Points a plotted series keeps at most (longer ones are thinned).
     pub max_points: usize,
-    /// Decisions whose LLR path is drawn (the latest ones).
+    /// Final decisions whose sequential path is drawn (the latest ones).
     pub max_paths: usize,
 }
 
@@ -70,10 +84,6 @@ impl Default for ReportOptions {
     }
 }
 
-fn short(c: &str) -> &str {
-    &c[..c.len().min(8)]
-}
-
 /// Text made safe inside HTML.
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -82,50 +92,9 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-fn payload(e: &Event) -> Value {
-    serde_json::from_slice(&e.payload).unwrap_or(Value::Null)
-}
-
-/// A decision event, read for people.
-struct Decision {
-    seq: u64,
-    v: Value,
-}
-
-impl Decision {
-    fn outcome(&self) -> String {
-        let o = &self.v["outcome"];
-        let word = o["verdict"].as_str().unwrap_or("?");
-        match o.get("stage") {
-            Some(stage) => format!("{word} at {}", stage_name(stage)),
-            None => word.to_string(),
-        }
-    }
-    fn sequential(&self) -> Option<&Value> {
-        self.v["stages"]
-            .as_array()?
-            .iter()
-            .find(|s| s["stage"] == "sequential")
-            .map(|s| &s["details"])
-    }
-}
-
-fn stage_name(stage: &Value) -> String {
-    match stage {
-        Value::String(s) => s.replace('_', " "),
-        Value::Object(m) => m
-            .iter()
-            .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or("")))
-            .collect::<Vec<_>>()
-            .join(" "),
-        other => other.to_string(),
-    }
-}
-
 /// The scorer a ladder shows when none is asked for.
-fn primary_scorer(view: &Verified) -> Result<Option<String>> {
-    let overview = view.overview();
-    Ok(overview
+fn primary_scorer(view: &Verified) -> Option<String> {
+    view.overview()
         .scorers
         .iter()
         .filter(|s| {
@@ -133,20 +102,12 @@ fn primary_scorer(view: &Verified) -> Result<Option<String>> {
                 && s.scorer != ratchet_scorers::CRITERION_NS
         })
         .max_by_key(|s| s.versions.iter().map(|v| v.n).sum::<u64>())
-        .map(|s| s.scorer.clone()))
+        .map(|s| s.scorer.clone())
 }
 
 fn interval(mean: f64, variance: Option<f64>, n: u64) -> (f64, f64) {
     let half = variance.map_or(0.0, |v| 1.96 * (v / n.max(1) as f64).sqrt());
     (mean - half, mean + half)
-}
-
-/// The LLR path of a bernoulli decision, recomputed from the trace as it
-/// stood by the gate's own code ([`ratchet_gate::recorded_bernoulli_path`]:
-/// its pairs, its order, its orientation).
-fn bernoulli_path(view: &Verified, d: &Decision, scorer: &str) -> Result<Option<Vec<f64>>> {
-    ratchet_gate::recorded_bernoulli_path(view, &d.v, scorer)
-        .map_err(|e| Error::Plot(e.to_string()))
 }
 
 /// The report as one HTML document.
@@ -156,7 +117,7 @@ fn bernoulli_path(view: &Verified, d: &Decision, scorer: &str) -> Result<Option<
 /// cannot be drawn. A store that fails verification is reported (in red),
 /// not refused — and nothing of it is drawn: every figure comes from the
 /// verified view.
-pub fn html(store: &mut Store, options: &ReportOptions) -> Result<String> {
+pub fn html(store: &mut ratchet_trace::Store, options: &ReportOptions) -> Result<String> {
     let (verification, view) = store.verify_and_fold(&ratchet_trace::VerifyOptions::default())?;
     match view {
         Some(view) => html_of(&view, &verification, options),
@@ -178,6 +139,18 @@ pub fn html(store: &mut Store, options: &ReportOptions) -> Result<String> {
     }
 }
 
+/// What the sections share: the trace read once.
+struct Page<'v> {
+    view: &'v Verified,
+    options: &'v ReportOptions,
+    decisions: &'v [Decision],
+    episodes: BTreeMap<String, Vec<Episode<'v>>>,
+    deployed: BTreeMap<String, Deployed>,
+    events: Vec<&'v Event>,
+    body: String,
+    plots: usize,
+}
+
 /// The report of a verified view.
 ///
 /// # Errors
@@ -187,407 +160,1186 @@ pub fn html_of(
     verification: &ratchet_trace::VerifyReport,
     options: &ReportOptions,
 ) -> Result<String> {
-    let overview = view.overview();
-    let scorer = match &options.scorer {
-        Some(s) => Some(s.clone()),
-        None => primary_scorer(view)?,
-    };
     let events = view.events_of_kinds(&["decision", "promotion", "alarm", "checkout"]);
     let decisions: Vec<Decision> = events
         .iter()
-        .filter(|e| e.kind == "decision")
+        .filter(|e| e.kind == "decision" && e.origin.is_none())
         .map(|e| Decision {
             seq: e.seq,
+            ts_ms: e.ts_ms,
             v: payload(e),
         })
         .collect();
-    let promoted: BTreeSet<String> = events
-        .iter()
-        .filter(|e| e.kind == "promotion" && e.origin.is_none())
-        .filter_map(|e| e.commit.as_ref().map(|c| c.to_string()))
-        .collect();
-
-    let mut body = String::new();
-    let mut plots = 0usize;
-    writeln!(
-        body,
-        "<h1>ratchet report</h1><p class=meta>store <code>{}</code> · {} events · {} commits · {} decisions</p>",
-        esc(view.store_id()),
-        overview.size,
-        overview.commits.len(),
-        decisions.len()
-    )?;
-    match &verification.fault {
-        None => writeln!(
-            body,
-            "<p class=ok>The chain verifies: {} events, every hash{} recomputed.</p>",
-            verification.size,
-            if verification.keyed { " and MAC" } else { "" }
-        )?,
-        Some(f) => writeln!(
-            body,
-            "<p class=bad>The chain does NOT verify: {}. Nothing below can be relied on.</p>",
-            esc(&f.to_string())
-        )?,
-    }
-
-    // The ladder.
-    writeln!(body, "<h2>Score ladder</h2>")?;
-    match &scorer {
-        None => writeln!(body, "<p>No scores in this store.</p>")?,
-        Some(scorer) => {
-            let version = view
-                .scorer_versions(scorer, AsOf::Head)
-                .into_iter()
-                .next()
-                .map(|v| v.version)
-                .unwrap_or_default();
-            let stats: BTreeMap<String, ratchet_trace::CommitStats> = view
-                .commit_stats(ScorerRef::at_version(scorer, &version), AsOf::Head)
-                .into_iter()
-                .map(|s| (s.commit.to_string(), s))
-                .collect();
-            let ordered: Vec<&ratchet_trace::CommitStats> = overview
-                .commits
-                .iter()
-                .filter_map(|c| stats.get(&c.commit))
-                .collect();
-            let shown = &ordered[ordered.len().saturating_sub(60)..];
-            let rungs: Vec<svg::Rung> = shown
-                .iter()
-                .map(|s| {
-                    let (low, high) = interval(s.mean, s.variance, s.n);
-                    svg::Rung {
-                        label: short(s.commit.as_str()).to_string(),
-                        mean: s.mean,
-                        low,
-                        high,
-                        marked: promoted.contains(s.commit.as_str()),
-                    }
-                })
-                .collect();
-            let title = if shown.len() < ordered.len() {
-                format!(
-                    "{scorer}: the latest {} of {} commits",
-                    shown.len(),
-                    ordered.len()
-                )
-            } else {
-                format!("{scorer} per commit")
-            };
-            writeln!(
-                body,
-                "<figure id=ladder>{}<figcaption>Mean {scorer} per commit (scorer version <code>{}</code>) with a 95 % normal interval; promoted commits in green. Live traffic counts toward a commit's mean.</figcaption></figure>",
-                svg::ladder(&title, &format!("{scorer} (mean)"), &rungs, "promoted")?,
-                esc(short(&version))
-            )?;
-            plots += 1;
-        }
-    }
-
-    // Decisions: LLR paths.
-    writeln!(body, "<h2>Sequential decisions</h2>")?;
-    // The last decision of each comparison (earlier ones said "continue"
-    // on a prefix of the same path), the latest first.
-    let mut seen = BTreeSet::new();
-    let finals: Vec<&Decision> = decisions
-        .iter()
-        .rev()
-        .filter(|d| seen.insert((d.v["baseline"].to_string(), d.v["candidate"].to_string())))
-        .take(options.max_paths)
-        .collect();
-    let mut drawn = 0;
-    for d in finals {
-        let Some(scorer) = d.v["scorer_versions"].as_object().and_then(|m| {
-            m.keys()
-                .find(|k| Some(k.as_str()) == scorer.as_deref())
-                .cloned()
-        }) else {
-            continue;
-        };
-        let Some(path) = bernoulli_path(view, d, &scorer)? else {
-            continue;
-        };
-        let fig = d.sequential().cloned().unwrap_or(Value::Null);
-        let (lower, upper) = (
-            fig["lower"].as_f64().unwrap_or(-3.0),
-            fig["upper"].as_f64().unwrap_or(3.0),
-        );
-        let title = format!(
-            "seq {}: {} vs {} — {}",
-            d.seq,
-            short(d.v["candidate"].as_str().unwrap_or("")),
-            short(d.v["baseline"].as_str().unwrap_or("")),
-            d.outcome()
-        );
-        writeln!(
-            body,
-            "<figure class=llr>{}<figcaption>Log-likelihood ratio of the discordant-pair SPRT (θ₀ {}, θ₁ {}) after each pair, recomputed from the trace as of seq {}.</figcaption></figure>",
-            svg::llr_path(&title, &path, lower, upper)?,
-            fig["theta0"],
-            fig["theta1"],
-            d.v["trace"]["size"]
-        )?;
-        plots += 1;
-        drawn += 1;
-    }
-    if drawn == 0 {
-        writeln!(body, "<p>No bernoulli decision to draw a path for.</p>")?;
-    }
-
-    // Alarms: streams and CUSUM.
-    writeln!(body, "<h2>Live quality and alarms</h2>")?;
-    let alarms: Vec<&Event> = events
-        .iter()
-        .copied()
-        .filter(|e| e.kind == "alarm" && e.origin.is_none())
-        .collect();
-    if alarms.is_empty() {
-        writeln!(body, "<p>No alarm recorded.</p>")?;
-    }
-    for e in alarms.iter().rev().take(options.max_paths) {
-        let a = payload(e);
-        let (Some(commit), Some(scorer), Some(seq)) = (
-            a["commit"].as_str(),
-            a["scorer"].as_str(),
-            a["seq"].as_u64(),
-        ) else {
-            continue;
-        };
-        let commit = CommitId::parse(commit)?;
-        let (mu, sd) = (
-            a["baseline_mean"].as_f64().unwrap_or(0.0),
-            a["baseline_sd"].as_f64().unwrap_or(1.0).max(1e-12),
-        );
-        let limit = a["alarm"]["limit"].as_f64().unwrap_or(5.0);
-        let down = a["alarm"]["shift"] != "up";
-        let start = events
-            .iter()
-            .filter(|x| {
-                (x.kind == "promotion" || x.kind == "checkout")
-                    && x.seq < seq
-                    && x.commit.as_ref() == Some(&commit)
-            })
-            .map(|x| x.seq)
-            .max()
-            .unwrap_or(0);
-        let version = a["scorer_version"].as_str().map(str::to_string);
-        let scorer_ref = match &version {
-            Some(v) => ScorerRef::at_version(scorer, v),
-            None => ScorerRef::from(scorer),
-        };
-        let stream = view.score_stream(&commit, scorer_ref, start, usize::MAX);
-        let end = seq + (seq - start) / 4;
-        let stream: Vec<(f64, f64)> = stream
-            .into_iter()
-            .filter(|(s, _)| *s <= end)
-            .map(|(s, v)| (s as f64, v))
-            .collect();
-        let k = 0.5;
-        let mut stat = 0.0;
-        let statistic: Vec<(f64, f64)> = stream
-            .iter()
-            .map(|(s, v)| {
-                let z = (v - mu) / sd;
-                stat = (stat + if down { -z } else { z } - k).max(0.0);
-                (*s, stat)
-            })
-            .collect();
-        let (scores, k_scores) = thin(&stream, options.max_points);
-        let (statistic, _) = thin(&statistic, options.max_points);
-        let title = format!(
-            "{scorer} under {} after seq {start}",
-            short(commit.as_str())
-        );
-        writeln!(
-            body,
-            "<figure class=cusum>{}<figcaption>Alarm at seq {seq} ({} shift; in-control mean {mu:.3}, σ {sd:.3}); one-sided CUSUM with k = {k} recomputed from the stream, limit h = {limit:.2}.</figcaption></figure>",
-            svg::cusum(
-                &title,
-                &scores,
-                &statistic,
-                limit,
-                Some(seq as f64),
-                k_scores
-            )?,
-            if down { "downward" } else { "upward" }
-        )?;
-        plots += 1;
-    }
-
-    // Timeline.
-    let marks: Vec<(u64, &'static str)> = events
-        .iter()
-        .filter(|e| e.origin.is_none())
-        .filter_map(|e| match e.kind.as_str() {
-            "promotion" => Some((e.seq, "promotion")),
-            "alarm" => Some((e.seq, "alarm")),
-            "checkout" => Some((e.seq, "heal")),
-            _ => None,
-        })
-        .collect();
-    writeln!(
-        body,
-        "<h2>Timeline</h2><figure id=timeline>{}<figcaption>Each promotion, alarm and heal (checkout) by its position in the trace.</figcaption></figure>",
-        svg::timeline(&marks, overview.size)?
-    )?;
-    plots += 1;
-
-    // Benchmark history.
-    writeln!(body, "<h2>Benchmark history</h2>")?;
-    let promoted_by_gate: BTreeSet<String> = decisions
-        .iter()
-        .filter(|d| d.v["outcome"]["verdict"] == "promote")
-        .filter_map(|d| d.v["candidate"].as_str().map(str::to_string))
-        .collect();
-    let mut benches = 0;
-    for fp in view.scorer_versions(ratchet_scorers::CRITERION_NS, AsOf::Head) {
-        let mut by_bench: BTreeMap<String, Vec<svg::Rung>> = BTreeMap::new();
-        for c in &overview.commits {
-            let commit = CommitId::parse(&c.commit)?;
-            let mut per: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-            view.each_score(0, &mut |s| {
-                if s.commit == commit.as_str()
-                    && s.scorer == ratchet_scorers::CRITERION_NS
-                    && s.scorer_version == fp.version
-                {
-                    per.entry(s.task.to_string()).or_default().push(s.value);
-                }
-            });
-            for (bench, xs) in per {
-                let n = xs.len() as f64;
-                let mean = xs.iter().sum::<f64>() / n;
-                let var = (xs.len() > 1)
-                    .then(|| xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0));
-                let (low, high) = interval(mean, var, xs.len() as u64);
-                by_bench.entry(bench).or_default().push(svg::Rung {
-                    label: short(&c.commit).to_string(),
-                    mean,
-                    low,
-                    high,
-                    marked: promoted_by_gate.contains(&c.commit),
-                });
-            }
-        }
-        for (bench, rungs) in by_bench.into_iter().take(12) {
-            writeln!(
-                body,
-                "<figure class=bench>{}<figcaption>Runner <code>{}</code>: mean time per iteration per commit with a 95 % interval over its recorded runs; commits the gate promoted in green.</figcaption></figure>",
-                svg::bench_history(&bench, &rungs)?,
-                esc(short(&fp.version))
-            )?;
-            plots += 1;
-            benches += 1;
-        }
-    }
-    if benches == 0 {
-        writeln!(
-            body,
-            "<p>No benchmark results in this store (ingest criterion's output with <code>ratchet ingest criterion</code>).</p>"
-        )?;
-    }
-
-    // Decisions table.
-    writeln!(
-        body,
-        "<h2>Decisions</h2><table><tr><th>seq</th><th>class</th><th>candidate</th><th>baseline</th><th>outcome</th><th>n</th><th>effect (95 % CI)</th></tr>"
-    )?;
-    for d in decisions.iter().rev() {
-        let fig = d.sequential();
-        let effect = fig
-            .and_then(|f| {
-                let e = &f["effect"];
-                Some(format!(
-                    "{:+.3} ({:+.3}, {:+.3})",
-                    e["estimate"].as_f64()?,
-                    e["ci_low"].as_f64()?,
-                    e["ci_high"].as_f64()?
-                ))
-            })
-            .unwrap_or_else(|| "—".into());
-        let outcome = d.outcome();
-        let class = if outcome.starts_with("promote") {
-            "promote"
-        } else {
-            "other"
-        };
-        writeln!(
-            body,
-            "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td class={class}>{}</td><td>{}</td><td>{}</td></tr>",
-            d.seq,
-            esc(d.v["class"].as_str().unwrap_or("")),
-            esc(short(d.v["candidate"].as_str().unwrap_or(""))),
-            esc(short(d.v["baseline"].as_str().unwrap_or(""))),
-            esc(&outcome),
-            fig.and_then(|f| f["n"].as_u64())
-                .map_or_else(|| "—".into(), |n| n.to_string()),
-            effect
-        )?;
-    }
-    writeln!(body, "</table>")?;
+    let mut page = Page {
+        view,
+        options,
+        decisions: &decisions,
+        episodes: read::episodes(&decisions),
+        deployed: read::deployed(view),
+        events,
+        body: String::new(),
+        plots: 0,
+    };
+    page.header(verification)?;
+    page.banners()?;
+    page.failed_tests()?;
+    page.ladder()?;
+    page.paths()?;
+    page.alarms()?;
+    page.timeline()?;
+    page.benchmarks()?;
+    page.decisions_table()?;
+    let Page { body, plots, .. } = page;
     Ok(format!(
         "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>ratchet report</title>\
          <meta name=ratchet-plots content={plots}><style>{CSS}</style></head><body>{body}</body></html>\n"
     ))
 }
 
-const CSS: &str = "body{font-family:system-ui,sans-serif;max-width:820px;margin:2em auto;padding:0 1em;color:#222}\
-h1{margin-bottom:.2em}.meta{color:#666}.ok{color:#2c7a2c}.bad{color:#b00;font-weight:bold}\
-figure{margin:1.5em 0}figcaption{color:#555;font-size:.9em}svg{max-width:100%;height:auto}\
-table{border-collapse:collapse;width:100%;font-size:.9em}td,th{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left}\
-td.promote{color:#2c7a2c;font-weight:bold}code{font-size:.95em}";
+/// The latest final episode of each class.
+fn latest_finals<'a, 'v>(
+    episodes: &'a BTreeMap<String, Vec<Episode<'v>>>,
+) -> impl Iterator<Item = (&'a str, &'a Episode<'v>)> {
+    episodes.iter().filter_map(|(class, eps)| {
+        eps.iter()
+            .rev()
+            .find(|e| e.is_final())
+            .map(|e| (class.as_str(), e))
+    })
+}
 
-/// A short Markdown summary of the latest decision, fit for a pull-request
-/// comment: the verdict, the effect with its interval, N, each stage.
-///
-/// # Errors
-/// [`Error::Trace`] if the store cannot be read.
-pub fn markdown(view: &Verified) -> Result<String> {
-    let decisions = view.events_of_kinds(&["decision"]);
-    let Some(e) = decisions.iter().rev().find(|e| e.origin.is_none()) else {
-        return Ok("**ratchet**: no decision recorded in this store.\n".into());
-    };
-    let d = Decision {
-        seq: e.seq,
-        v: payload(e),
-    };
-    let mut out = String::new();
-    writeln!(
-        out,
-        "### ratchet gate: **{}**\n\nClass `{}`: candidate `{}` against baseline `{}` (decision at seq {}, trace head `{}`).\n",
-        d.outcome().to_uppercase(),
-        d.v["class"].as_str().unwrap_or(""),
-        short(d.v["candidate"].as_str().unwrap_or("")),
-        short(d.v["baseline"].as_str().unwrap_or("")),
-        d.seq,
-        short(d.v["trace"]["hash"].as_str().unwrap_or(""))
-    )?;
-    if let Some(f) = d.sequential() {
-        let e = &f["effect"];
-        if let (Some(est), Some(lo), Some(hi)) = (
-            e["estimate"].as_f64(),
-            e["ci_low"].as_f64(),
-            e["ci_high"].as_f64(),
-        ) {
-            writeln!(
-                out,
-                "Effect: **{est:+.4}** (95 % CI {lo:+.4} to {hi:+.4}; {}), sequential test `{}` over N = {}.\n",
-                f["effect_measure"]
-                    .as_str()
-                    .unwrap_or("candidate − baseline"),
-                f["test"].as_str().unwrap_or("?"),
-                f["n"]
-            )?;
+/// The class policy a decision was taken under, when it is pinned in the
+/// trace (the pin in force at the decision, with the decision's hash).
+fn pinned_policy_of(view: &Verified, d: &Decision) -> Option<ratchet_gate::ClassPolicy> {
+    let pin = ratchet_gate::pinned_policy(view, d.class(), d.at()).ok()??;
+    (d.v["policy_hash"].as_str() == Some(pin.hash.as_str())).then_some(pin.policy)
+}
+
+/// A decision's α and β: its pinned policy's, else read back from the
+/// Wald boundaries it recorded.
+fn alpha_beta(view: &Verified, d: &Decision) -> Option<(f64, f64)> {
+    match pinned_policy_of(view, d) {
+        Some(p) => Some((p.alpha, p.beta)),
+        None => read::alpha_beta(d.sequential()?),
+    }
+}
+
+/// The primary scorer of a decision: its policy's, else the scorer it
+/// read that no guardrail or invariant names.
+fn decision_scorer(view: &Verified, d: &Decision) -> Option<String> {
+    if let Some(p) = pinned_policy_of(view, d) {
+        return Some(p.scorer);
+    }
+    let mut others: BTreeSet<String> = BTreeSet::new();
+    for s in d.stages() {
+        if let Some(g) = s["stage"]["guardrail"].as_str() {
+            others.insert(g.to_string());
+        }
+        for i in s["details"]["invariants"].as_array().into_iter().flatten() {
+            if let Some(name) = i["scorer"].as_str() {
+                others.insert(name.to_string());
+            }
         }
     }
-    writeln!(out, "| stage | result |\n|---|---|")?;
-    for s in d.v["stages"].as_array().into_iter().flatten() {
-        let result = match &s["passed"] {
-            Value::Bool(true) => "passed",
-            Value::Bool(false) => "**failed**",
-            _ => "not decided",
-        };
-        writeln!(out, "| {} | {result} |", stage_name(&s["stage"]))?;
-    }
-    Ok(out)
+    d.v["scorer_versions"]
+        .as_object()?
+        .keys()
+        .find(|k| !others.contains(*k))
+        .cloned()
 }
+
+/// A sequential path as the report draws it.
+struct Drawn {
+    promote: Vec<f64>,
+    reject: Option<Vec<f64>>,
+    lower: f64,
+    upper: f64,
+    judged_from: u64,
+    observation: &'static str,
+    test: String,
+}
+
+/// The recomputed path of a decision, or why there is none.
+fn path_of(view: &Verified, d: &Decision) -> std::result::Result<Drawn, String> {
+    let fig = d
+        .sequential()
+        .ok_or("its sequential test did not run")?
+        .clone();
+    let test = fig["test"].as_str().unwrap_or("?").to_string();
+    if let Some(policy) = pinned_policy_of(view, d) {
+        let p = ratchet_gate::recorded_path(view, &d.v, &policy)
+            .map_err(|e| e.to_string())?
+            .ok_or("its sequential test did not run")?;
+        return Ok(Drawn {
+            promote: p.promote,
+            reject: p.reject,
+            lower: p.lower,
+            upper: p.upper,
+            judged_from: p.judged_from,
+            observation: p.observation,
+            test,
+        });
+    }
+    // Unpinned: a bernoulli verdict records all its test needs.
+    let scorer = decision_scorer(view, d).ok_or("it names no primary scorer")?;
+    let path = ratchet_gate::recorded_bernoulli_path(view, &d.v, &scorer)
+        .map_err(|e| e.to_string())?
+        .ok_or("the class's policy is not pinned in the trace, and only a bernoulli verdict records every parameter of its test")?;
+    Ok(Drawn {
+        promote: path,
+        reject: None,
+        lower: fig["lower"].as_f64().unwrap_or(f64::NAN),
+        upper: fig["upper"].as_f64().unwrap_or(f64::NAN),
+        judged_from: 1,
+        observation: "discordant pair",
+        test,
+    })
+}
+
+fn verdict_words(d: &Decision) -> &'static str {
+    match (d.verdict(), d.v["outcome"]["cause"].as_str()) {
+        ("promote", _) => "PROMOTED",
+        ("reject", Some("truncated")) => "NOT PROMOTED (truncated)",
+        ("reject", _) => "REJECTED",
+        ("continue", _) => "STILL OPEN",
+        _ => "UNKNOWN VERDICT",
+    }
+}
+
+fn css_class(d: &Decision) -> &'static str {
+    match d.verdict() {
+        "promote" => "promote",
+        "continue" => "open",
+        _ => "reject",
+    }
+}
+
+/// "+0.125 (95 % CI +0.031 to +0.220)".
+fn effect_text(d: &Decision) -> Option<String> {
+    let (est, lo, hi, _, _) = d.effect()?;
+    Some(format!("{est:+.3} (95 % CI {lo:+.3} to {hi:+.3})"))
+}
+
+fn state(passed: &Value) -> (&'static str, &'static str) {
+    match passed {
+        Value::Bool(true) => ("pass", "pass"),
+        Value::Bool(false) => ("fail", "fail"),
+        _ => ("open", "open"),
+    }
+}
+
+impl Page<'_> {
+    fn header(&mut self, verification: &ratchet_trace::VerifyReport) -> Result<()> {
+        let overview = self.view.overview();
+        let span = match (self.view.events().first(), self.view.events().last()) {
+            (Some(a), Some(b)) => format!(" · {} to {} UTC", utc(a.ts_ms), utc(b.ts_ms)),
+            _ => String::new(),
+        };
+        writeln!(
+            self.body,
+            "<h1>ratchet report</h1><p class=meta>store <code>{}</code> · {} events · {} commits · {} decisions{span}</p>",
+            esc(self.view.store_id()),
+            overview.size,
+            overview.commits.len(),
+            self.decisions.len()
+        )?;
+        match &verification.fault {
+            None => writeln!(
+                self.body,
+                "<p class=ok>The chain verifies: {} events, every hash{} recomputed.</p>",
+                verification.size,
+                if verification.keyed { " and MAC" } else { "" }
+            )?,
+            Some(f) => writeln!(
+                self.body,
+                "<p class=bad>The chain does NOT verify: {}. Nothing below can be relied on.</p>",
+                esc(&f.to_string())
+            )?,
+        }
+        Ok(())
+    }
+
+    /// One banner per class, with its results table.
+    fn banners(&mut self) -> Result<()> {
+        let mut classes: BTreeSet<String> = self.episodes.keys().cloned().collect();
+        classes.extend(self.deployed.keys().cloned());
+        if classes.is_empty() {
+            writeln!(
+                self.body,
+                "<section class=\"banner open\" id=verdicts><h2>No decision recorded</h2><p>The gate has not decided anything in this store yet.</p></section>"
+            )?;
+            return Ok(());
+        }
+        writeln!(self.body, "<div id=verdicts>")?;
+        for class in classes {
+            let eps = self.episodes.get(&class);
+            let last_final = eps.and_then(|e| e.iter().rev().find(|e| e.is_final()));
+            let open = eps
+                .and_then(|e| e.last())
+                .filter(|e| !e.is_final())
+                .map(|e| e.last);
+            let mut text = String::new();
+            let look = match last_final {
+                Some(ep) => {
+                    let d = ep.last;
+                    writeln!(
+                        text,
+                        "<h2>{}: {} <code>{}</code> over <code>{}</code></h2>",
+                        esc(&class),
+                        verdict_words(d),
+                        esc(short(d.candidate())),
+                        esc(short(d.baseline()))
+                    )?;
+                    let mut facts = Vec::new();
+                    match d.effect() {
+                        Some((_, _, _, tasks, iv)) => facts.push(format!(
+                            "Effect <b>{}</b>, {}, on {tasks} tasks ({})",
+                            effect_text(d).unwrap_or_default(),
+                            esc(d
+                                .sequential()
+                                .and_then(|f| f["effect_measure"].as_str())
+                                .unwrap_or("candidate − baseline")),
+                            esc(iv)
+                        )),
+                        None => facts.push(format!(
+                            "No effect measured: the decision stopped at {}",
+                            esc(&d.outcome())
+                        )),
+                    }
+                    if let Some((a, b)) = alpha_beta(self.view, d) {
+                        facts.push(format!("α = {a:.3}, β = {b:.3}"));
+                    }
+                    writeln!(
+                        text,
+                        "<p class=effect>{}.</p><p>Decided at seq {} ({} UTC) after {} look{} at the gate{}.</p>",
+                        facts.join("; "),
+                        d.seq,
+                        utc(d.ts_ms),
+                        ep.interim.len() + 1,
+                        if ep.interim.is_empty() { "" } else { "s" },
+                        d.reason()
+                            .map(|r| format!(": {}", esc(r)))
+                            .unwrap_or_default()
+                    )?;
+                    css_class(d)
+                }
+                None => {
+                    writeln!(text, "<h2>{}: no final decision yet</h2>", esc(&class))?;
+                    "open"
+                }
+            };
+            match self.deployed.get(&class) {
+                Some(dep) => writeln!(
+                    text,
+                    "<p class=deployed>Deployed: <code>{}</code> — {} at seq {} ({} UTC){}.</p>",
+                    esc(short(&dep.commit)),
+                    if dep.how == "heal" {
+                        "checked out by a heal"
+                    } else {
+                        "promoted"
+                    },
+                    dep.seq,
+                    utc(dep.ts_ms),
+                    dep.alarm_seq
+                        .map(|a| format!(" after the alarm at seq {a}"))
+                        .unwrap_or_default()
+                )?,
+                None => writeln!(
+                    text,
+                    "<p class=deployed>Deployed: nothing — the trace holds no promotion for this class.</p>"
+                )?,
+            }
+            if let Some(d) = open {
+                let fig = d.sequential();
+                writeln!(
+                    text,
+                    "<p class=pending>In progress: <code>{}</code> against <code>{}</code> — continue{}.</p>",
+                    esc(short(d.candidate())),
+                    esc(short(d.baseline())),
+                    fig.and_then(|f| Some(format!(
+                        " after {} observations (statistic {:+.3}, boundaries {:+.3} and {:+.3})",
+                        f["n"].as_u64()?,
+                        f["llr"].as_f64()?,
+                        f["lower"].as_f64()?,
+                        f["upper"].as_f64()?
+                    )))
+                    .unwrap_or_default()
+                )?;
+            }
+            writeln!(
+                self.body,
+                "<section class=\"banner {look}\" id=\"banner-{}\">{text}</section>",
+                esc(&class)
+            )?;
+            if let Some(ep) = last_final {
+                self.results(&class, ep.last)?;
+            }
+        }
+        writeln!(self.body, "</div>")?;
+        Ok(())
+    }
+
+    /// The per-metric results of one decision.
+    fn results(&mut self, class: &str, d: &Decision) -> Result<()> {
+        let policy = pinned_policy_of(self.view, d);
+        let mut rows: Vec<[String; 7]> = Vec::new();
+        let scorer = decision_scorer(self.view, d).unwrap_or_else(|| "primary".into());
+        // Primary.
+        match (d.stage("sequential"), d.sequential()) {
+            (Some(stage), Some(f)) => {
+                let (c, word) = state(&stage["passed"]);
+                let (est, iv) = match d.effect() {
+                    Some((e, lo, hi, n, _)) => (
+                        format!("{e:+.4} <small>on {n} tasks</small>"),
+                        format!("[{lo:+.4}, {hi:+.4}]"),
+                    ),
+                    None => ("—".into(), "—".into()),
+                };
+                let ab = alpha_beta(self.view, d)
+                    .map(|(a, b)| format!("; α {a}, β {b}", a = fmt_g(a), b = fmt_g(b)))
+                    .unwrap_or_default();
+                let num = |k: &str| f[k].as_f64().unwrap_or(f64::NAN);
+                let decision = f["decision"].as_str().unwrap_or("");
+                // The betting test decides on two capitals, each against
+                // its own bound: its "llr" (their difference) is not what
+                // it judged.
+                let (criterion, result) = if f["test"] == "betting" {
+                    (
+                        format!(
+                            "promote when ln K⁺ ≥ ln(1/α) = {:.3}, reject when ln K⁻ ≥ ln(1/β) = {:.3}{ab}",
+                            num("promote_bound"),
+                            num("reject_bound")
+                        ),
+                        format!(
+                            "{word}: {decision}, ln K⁺ {:.3}, ln K⁻ {:.3} after {} observations",
+                            num("log_capital_promote"),
+                            num("log_capital_reject"),
+                            f["n"]
+                        ),
+                    )
+                } else {
+                    (
+                        format!(
+                            "promote at LLR ≥ {:.3}, reject at ≤ {:.3}{ab}",
+                            num("upper"),
+                            num("lower")
+                        ),
+                        format!(
+                            "{word}: {decision}, LLR {:+.3} after {} observations",
+                            num("llr"),
+                            f["n"]
+                        ),
+                    )
+                };
+                rows.push([
+                    esc(&scorer),
+                    format!("primary ({})", esc(f["test"].as_str().unwrap_or("?"))),
+                    est,
+                    iv,
+                    criterion,
+                    c.into(),
+                    result,
+                ]);
+            }
+            (Some(stage), None) => {
+                let (c, word) = state(&stage["passed"]);
+                rows.push([
+                    esc(&scorer),
+                    "primary".into(),
+                    "—".into(),
+                    "—".into(),
+                    "—".into(),
+                    c.into(),
+                    format!("{word}: {}", esc(d.reason().unwrap_or("no test ran"))),
+                ]);
+            }
+            (None, _) => rows.push(not_reached(&scorer, "primary")),
+        }
+        // Guardrails.
+        let mut seen = BTreeSet::new();
+        for s in d.stages().filter(|s| s["stage"]["guardrail"].is_string()) {
+            let name = s["stage"]["guardrail"].as_str().unwrap_or("");
+            seen.insert(name.to_string());
+            let det = &s["details"];
+            let r = &det["result"];
+            let (c, word) = state(&s["passed"]);
+            let margin = det["margin"]
+                .as_object()
+                .and_then(|m| m.iter().next())
+                .map(|(k, v)| match (k.as_str(), v.as_f64()) {
+                    ("relative", Some(x)) => format!("{:.0} % of the baseline", x * 100.0),
+                    (_, Some(x)) => format!("{x} (absolute)"),
+                    _ => v.to_string(),
+                })
+                .unwrap_or_else(|| "—".into());
+            let (est, iv) = match (r["p_value"].as_f64(), r["upper_bound"].as_f64()) {
+                (Some(p), _) => (
+                    format!("excess D̂ {:+.4}", r["excess"].as_f64().unwrap_or(f64::NAN)),
+                    format!(
+                        "se {:.4}, one-sided p = {}",
+                        r["se"].as_f64().unwrap_or(f64::NAN),
+                        fmt_g(p)
+                    ),
+                ),
+                (None, Some(u)) => (
+                    format!("excess D̂ {:+.4}", r["excess"].as_f64().unwrap_or(f64::NAN)),
+                    format!("D ≤ {u:+.4} (always valid)"),
+                ),
+                _ => ("—".into(), "—".into()),
+            };
+            rows.push([
+                esc(name),
+                format!("guardrail ({})", esc(det["method"].as_str().unwrap_or("?"))),
+                est,
+                iv,
+                format!("worse by less than {}: D &lt; 0", esc(&margin)),
+                c.into(),
+                if word == "pass" {
+                    "pass: non-inferior".into()
+                } else {
+                    word.into()
+                },
+            ]);
+        }
+        for g in policy.iter().flat_map(|p| &p.guardrails) {
+            if !seen.contains(&g.scorer) {
+                rows.push(not_reached(&g.scorer, "guardrail"));
+            }
+        }
+        // Invariants and canaries.
+        match d.stage("invariants") {
+            Some(s) => {
+                for i in s["details"]["invariants"].as_array().into_iter().flatten() {
+                    let holds = i["holds"].as_bool() == Some(true);
+                    let violations = i["violations"].as_array().map_or(0, Vec::len);
+                    rows.push([
+                        esc(i["scorer"].as_str().unwrap_or("")),
+                        "invariant".into(),
+                        format!("{violations} violations on {} tasks", i["tasks"]),
+                        format!(
+                            "violation rate ≤ {:.3} ({:.0} %)",
+                            i["failure_rate_upper_bound"].as_f64().unwrap_or(f64::NAN),
+                            s["details"]["confidence"].as_f64().unwrap_or(0.95) * 100.0
+                        ),
+                        format!("≥ {} on every task", i["minimum"]),
+                        if holds { "pass" } else { "fail" }.into(),
+                        if holds {
+                            "pass: holds".into()
+                        } else {
+                            format!("fail: violated on {}", esc(&i["violations"].to_string()))
+                        },
+                    ]);
+                }
+                let c = &s["details"]["canaries"];
+                if c.is_object() {
+                    let holds = c["holds"].as_bool() == Some(true);
+                    rows.push([
+                        "canaries".into(),
+                        "invariant".into(),
+                        format!(
+                            "failed {}, missing {}",
+                            c["failed"].as_array().map_or(0, Vec::len),
+                            c["missing"].as_array().map_or(0, Vec::len)
+                        ),
+                        "—".into(),
+                        "every canary passes".into(),
+                        if holds { "pass" } else { "fail" }.into(),
+                        if holds { "pass" } else { "fail" }.into(),
+                    ]);
+                }
+            }
+            None => {
+                for i in policy.iter().flat_map(|p| &p.invariants) {
+                    rows.push(not_reached(&i.scorer, "invariant"));
+                }
+            }
+        }
+        // Required tests.
+        if let Some(s) = d.stage("tests") {
+            for suite in s["details"]["suites"].as_array().into_iter().flatten() {
+                let runs = suite["runs"].as_array().map_or(&[][..], Vec::as_slice);
+                let sum = |k: &str| runs.iter().filter_map(|r| r[k].as_u64()).sum::<u64>();
+                let ok = suite["passed"].as_bool() == Some(true);
+                rows.push([
+                    format!("suite {}", esc(suite["suite"].as_str().unwrap_or(""))),
+                    "required tests".into(),
+                    format!(
+                        "{} passed, {} failed, {} skipped",
+                        sum("passed"),
+                        sum("failed"),
+                        sum("skipped")
+                    ),
+                    format!(
+                        "{} run{}",
+                        runs.len(),
+                        if runs.len() == 1 { "" } else { "s" }
+                    ),
+                    "every recorded run green".into(),
+                    if ok { "pass" } else { "fail" }.into(),
+                    if ok { "pass" } else { "fail" }.into(),
+                ]);
+            }
+        }
+        writeln!(
+            self.body,
+            "<table class=results id=\"results-{}\"><caption>Results of the decision at seq {} (class {}), per metric</caption>\
+             <tr><th>metric</th><th>role</th><th>estimate</th><th>interval / evidence</th><th>criterion</th><th>result</th></tr>",
+            esc(class),
+            d.seq,
+            esc(class)
+        )?;
+        for [metric, role, est, iv, crit, c, result] in rows {
+            writeln!(
+                self.body,
+                "<tr><td>{metric}</td><td>{role}</td><td>{est}</td><td>{iv}</td><td>{crit}</td><td class={c}>{result}</td></tr>"
+            )?;
+        }
+        writeln!(self.body, "</table>")?;
+        Ok(())
+    }
+
+    /// The failed tests of the commits the latest decisions judged, and of
+    /// the deployed ones.
+    fn failed_tests(&mut self) -> Result<()> {
+        let mut commits: Vec<(String, String)> = Vec::new();
+        let mut add = |c: &str, why: String| {
+            if !c.is_empty() && !commits.iter().any(|(x, _)| x == c) {
+                commits.push((c.to_string(), why));
+            }
+        };
+        for (class, ep) in latest_finals(&self.episodes) {
+            add(
+                ep.last.candidate(),
+                format!("candidate of {class}'s latest decision"),
+            );
+            add(
+                ep.last.baseline(),
+                format!("baseline of {class}'s latest decision"),
+            );
+        }
+        for (class, d) in &self.deployed {
+            add(&d.commit, format!("deployed for {class}"));
+        }
+        writeln!(self.body, "<section id=failed-tests><h2>Failed tests</h2>")?;
+        if commits.is_empty() {
+            writeln!(
+                self.body,
+                "<p>No decision or deployment to show tests for.</p></section>"
+            )?;
+            return Ok(());
+        }
+        let mut failed_rows = String::new();
+        let mut green = Vec::new();
+        for (commit, why) in &commits {
+            let Ok(id) = CommitId::parse(commit) else {
+                continue;
+            };
+            let runs = self.view.test_runs(&id, AsOf::Head);
+            let failing: Vec<_> = runs.iter().filter(|(_, r)| r.failed > 0).collect();
+            if failing.is_empty() {
+                green.push(format!(
+                    "<code>{}</code> ({}): {}",
+                    esc(short(commit)),
+                    esc(why),
+                    if runs.is_empty() {
+                        "no test run recorded".to_string()
+                    } else {
+                        format!(
+                            "{} run{}, all green",
+                            runs.len(),
+                            if runs.len() == 1 { "" } else { "s" }
+                        )
+                    }
+                ));
+            }
+            for (seq, r) in failing {
+                let named = r.failures.len() as u64;
+                let names = if r.failures.is_empty() {
+                    "<i>no names recorded</i>".to_string()
+                } else {
+                    format!(
+                        "<ul class=failures>{}</ul>{}",
+                        r.failures
+                            .iter()
+                            .map(|f| format!("<li><code>{}</code></li>", esc(f)))
+                            .collect::<String>(),
+                        if named < r.failed {
+                            format!("<small>and {} more not named</small>", r.failed - named)
+                        } else {
+                            String::new()
+                        }
+                    )
+                };
+                writeln!(
+                    failed_rows,
+                    "<tr><td><code>{}</code><br><small>{}</small></td><td>{}</td><td>{seq}</td><td class=fail>{} of {}</td><td>{names}</td></tr>",
+                    esc(short(commit)),
+                    esc(why),
+                    esc(&r.suite),
+                    r.failed,
+                    r.passed + r.failed + r.skipped
+                )?;
+            }
+        }
+        if failed_rows.is_empty() {
+            writeln!(
+                self.body,
+                "<p class=ok>No failed test in the recorded runs of these commits.</p>"
+            )?;
+        } else {
+            writeln!(
+                self.body,
+                "<table class=failed><tr><th>commit</th><th>suite</th><th>run (seq)</th><th>failed</th><th>tests that failed</th></tr>{failed_rows}</table>"
+            )?;
+        }
+        if !green.is_empty() {
+            writeln!(self.body, "<p class=meta>{}.</p>", green.join("; "))?;
+        }
+        writeln!(self.body, "</section>")?;
+        Ok(())
+    }
+
+    /// What the trace says happened to each commit.
+    fn marks(&self) -> BTreeMap<String, svg::Marks> {
+        let mut marks: BTreeMap<String, svg::Marks> = BTreeMap::new();
+        for e in self.events.iter().filter(|e| e.origin.is_none()) {
+            match e.kind.as_str() {
+                "promotion" => {
+                    if let Some(c) = &e.commit {
+                        marks.entry(c.to_string()).or_default().promoted = true;
+                    }
+                }
+                "checkout" => {
+                    if let Some(to) = payload(e)["to"].as_str() {
+                        marks.entry(to.to_string()).or_default().healed = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        for eps in self.episodes.values() {
+            for ep in eps.iter().filter(|e| e.is_final()) {
+                marks
+                    .entry(ep.last.candidate().to_string())
+                    .or_default()
+                    .rejected = !ep.last.promoted();
+            }
+        }
+        for d in self.deployed.values() {
+            marks.entry(d.commit.clone()).or_default().deployed = true;
+        }
+        marks
+    }
+
+    fn ladder(&mut self) -> Result<()> {
+        writeln!(self.body, "<h2>Score ladder</h2>")?;
+        let scorer = match &self.options.scorer {
+            Some(s) => Some(s.clone()),
+            None => primary_scorer(self.view),
+        };
+        let Some(scorer) = scorer else {
+            writeln!(self.body, "<p>No scores in this store.</p>")?;
+            return Ok(());
+        };
+        let overview = self.view.overview();
+        let version = self
+            .view
+            .scorer_versions(&scorer, AsOf::Head)
+            .into_iter()
+            .next()
+            .map(|v| v.version)
+            .unwrap_or_default();
+        let stats: BTreeMap<String, ratchet_trace::CommitStats> = self
+            .view
+            .commit_stats(ScorerRef::at_version(&scorer, &version), AsOf::Head)
+            .into_iter()
+            .map(|s| (s.commit.to_string(), s))
+            .collect();
+        let ordered: Vec<&ratchet_trace::CommitStats> = overview
+            .commits
+            .iter()
+            .filter_map(|c| stats.get(&c.commit))
+            .collect();
+        let shown = &ordered[ordered.len().saturating_sub(60)..];
+        let marks = self.marks();
+        let rungs: Vec<svg::Rung> = shown
+            .iter()
+            .map(|s| {
+                let (low, high) = interval(s.mean, s.variance, s.n);
+                svg::Rung {
+                    label: short(s.commit.as_str()).to_string(),
+                    mean: s.mean,
+                    low,
+                    high,
+                    marks: marks.get(s.commit.as_str()).copied().unwrap_or_default(),
+                }
+            })
+            .collect();
+        let title = if shown.len() < ordered.len() {
+            format!(
+                "{scorer}: the latest {} of {} commits",
+                shown.len(),
+                ordered.len()
+            )
+        } else {
+            format!("{scorer} per commit")
+        };
+        writeln!(
+            self.body,
+            "<figure id=ladder>{}<figcaption>Mean {} per commit (scorer version <code>{}</code>) with a 95 % normal interval. Green: promoted; red: rejected by the gate; orange triangle: checked out by a heal; black ring: deployed now (by the trace). Live traffic counts toward a commit's mean.</figcaption></figure>",
+            svg::ladder(&title, &format!("{scorer} (mean)"), &rungs)?,
+            esc(&scorer),
+            esc(short(&version))
+        )?;
+        self.plots += 1;
+        Ok(())
+    }
+
+    /// The sequential path of each recent final decision.
+    fn paths(&mut self) -> Result<()> {
+        writeln!(self.body, "<h2>Sequential decisions</h2>")?;
+        let mut finals: Vec<&Episode<'_>> = self
+            .episodes
+            .values()
+            .flatten()
+            .filter(|e| e.is_final())
+            .collect();
+        finals.sort_by_key(|e| std::cmp::Reverse(e.last.seq));
+        if finals.is_empty() {
+            writeln!(self.body, "<p>No final decision to draw a path for.</p>")?;
+        }
+        let mut figures = String::new();
+        let mut plots = 0;
+        for ep in finals.iter().take(self.options.max_paths) {
+            let d = ep.last;
+            let title = format!(
+                "{}: {} vs {} — {}",
+                d.class(),
+                short(d.candidate()),
+                short(d.baseline()),
+                d.outcome()
+            );
+            let drawn = match path_of(self.view, d) {
+                Ok(p) => p,
+                Err(why) => {
+                    writeln!(
+                        figures,
+                        "<p class=note>{} (seq {}): no path drawn — {}.</p>",
+                        esc(&title),
+                        d.seq,
+                        esc(&why)
+                    )?;
+                    continue;
+                }
+            };
+            let looks: Vec<u64> = ep
+                .interim
+                .iter()
+                .filter_map(|i| i.sequential()?["n"].as_u64())
+                .collect();
+            let what = match drawn.test.as_str() {
+                "bernoulli" => "Log-likelihood ratio of the discordant-pair SPRT".to_string(),
+                "gaussian" => "Log-likelihood ratio of the SPRT on paired differences (variance estimated; no decision during the warm-up)".to_string(),
+                "paired" => "Log-likelihood ratio of the GSPRT on game outcomes (fishtest's)".to_string(),
+                "betting" => "Log capitals of the betting e-process: ln K⁺ promotes at ln(1/α), −ln K⁻ rejects at −ln(1/β)".to_string(),
+                other => format!("Statistic of the {other} test"),
+            };
+            writeln!(
+                figures,
+                "<figure class=llr data-test=\"{}\">{}<figcaption>{what}, after each {}, recomputed from the trace as of seq {} by the gate's own test; {}.</figcaption></figure>",
+                esc(&drawn.test),
+                svg::llr_path(&svg::PathPlot {
+                    title: &title,
+                    observation: drawn.observation,
+                    promote: &drawn.promote,
+                    reject: drawn.reject.as_deref(),
+                    lower: drawn.lower,
+                    upper: drawn.upper,
+                    judged_from: drawn.judged_from,
+                    looks: &looks,
+                    promoted: d.promoted(),
+                })?,
+                drawn.observation,
+                d.at(),
+                match looks.len() {
+                    0 => "decided at its first look at the gate".to_string(),
+                    1 => "grey dot: the earlier look at the gate (continue)".to_string(),
+                    k => format!("grey dots: the {k} earlier looks at the gate (continue)"),
+                }
+            )?;
+            plots += 1;
+        }
+        self.body.push_str(&figures);
+        self.plots += plots;
+        Ok(())
+    }
+
+    /// Each alarm: its stream, its detector's statistic, the change point.
+    fn alarms(&mut self) -> Result<()> {
+        writeln!(self.body, "<h2>Live quality and alarms</h2>")?;
+        let alarms: Vec<&Event> = self
+            .events
+            .iter()
+            .copied()
+            .filter(|e| e.kind == "alarm" && e.origin.is_none())
+            .collect();
+        if alarms.is_empty() {
+            writeln!(self.body, "<p>No alarm recorded.</p>")?;
+        }
+        for e in alarms.iter().rev().take(self.options.max_paths) {
+            let a = payload(e);
+            let (Some(commit), Some(scorer), Some(seq)) = (
+                a["commit"].as_str(),
+                a["scorer"].as_str(),
+                a["seq"].as_u64(),
+            ) else {
+                continue;
+            };
+            let commit = CommitId::parse(commit)?;
+            let mu = a["baseline_mean"].as_f64().unwrap_or(0.0);
+            let sd = a["baseline_sd"].as_f64().unwrap_or(1.0).max(1e-12);
+            let al = &a["alarm"];
+            let limit = al["limit"].as_f64().unwrap_or(f64::NAN);
+            let recorded = al["statistic"].as_f64().unwrap_or(f64::NAN);
+            let down = al["shift"] != "up";
+            let detector = al["detector"].as_str().unwrap_or("?");
+            let start = self
+                .events
+                .iter()
+                .filter(|x| {
+                    (x.kind == "promotion" || x.kind == "checkout")
+                        && x.seq < seq
+                        && (x.commit.as_ref() == Some(&commit)
+                            || payload(x)["to"].as_str() == Some(commit.as_str()))
+                })
+                .map(|x| x.seq)
+                .max()
+                .unwrap_or(0);
+            let version = a["scorer_version"].as_str().map(str::to_string);
+            let scorer_ref = match &version {
+                Some(v) => ScorerRef::at_version(scorer, v),
+                None => ScorerRef::from(scorer),
+            };
+            let stream = self
+                .view
+                .score_stream(&commit, scorer_ref, start, usize::MAX);
+            let end = seq + (seq - start) / 4;
+            let shown: Vec<(f64, f64)> = stream
+                .iter()
+                .filter(|(s, _)| *s <= end)
+                .map(|(s, v)| (*s as f64, *v))
+                .collect();
+            let (statistic, k, how) =
+                detector_statistic(detector, &stream, seq, al, down, mu, sd, recorded);
+            let window = 25usize;
+            let moving: Vec<(f64, f64)> = shown
+                .iter()
+                .enumerate()
+                .skip(window.saturating_sub(1))
+                .map(|(i, (s, _))| {
+                    let from = i + 1 - window;
+                    (
+                        *s,
+                        shown[from..=i].iter().map(|p| p.1).sum::<f64>() / window as f64,
+                    )
+                })
+                .collect();
+            let (scores, k_scores) = thin(&shown, self.options.max_points);
+            let (moving, _) = thin(&moving, self.options.max_points);
+            let (statistic, _) = thin(&statistic, self.options.max_points);
+            let title = format!(
+                "{scorer} under {} after seq {start}",
+                short(commit.as_str())
+            );
+            let change = a["change_seq"].as_u64().map(|c| c as f64);
+            writeln!(
+                self.body,
+                "<figure class=cusum>{}<figcaption>Alarm at seq {seq} ({} UTC): {detector}, {} shift (in-control mean {mu:.3}, σ {sd:.3}); statistic {recorded:.3} reached the limit h = {limit:.3}; the change is estimated to start at seq {}. {how}{}</figcaption></figure>",
+                svg::alarm(&svg::AlarmPlot {
+                    title: &title,
+                    scores: &scores,
+                    moving: &moving,
+                    window,
+                    mean: mu,
+                    statistic: &statistic,
+                    limit,
+                    alarm: (seq as f64, recorded),
+                    change,
+                    thinned: k_scores,
+                })?,
+                utc(e.ts_ms),
+                if down { "downward" } else { "upward" },
+                a["change_seq"],
+                k.map(|k| format!(" (reference k = {k:.3})"))
+                    .unwrap_or_default()
+            )?;
+            self.plots += 1;
+        }
+        Ok(())
+    }
+
+    fn timeline(&mut self) -> Result<()> {
+        let t0 = self.view.events().first().map_or(0, |e| e.ts_ms);
+        let t1 = self.view.events().last().map_or(0, |e| e.ts_ms);
+        let mut marks: Vec<(f64, usize)> = Vec::new();
+        for e in self.events.iter().filter(|e| e.origin.is_none()) {
+            let row = match e.kind.as_str() {
+                "promotion" => 0,
+                "decision" => {
+                    let v = payload(e);
+                    if v["outcome"]["verdict"] != "reject" {
+                        continue;
+                    }
+                    1
+                }
+                "alarm" => 2,
+                "checkout" => 3,
+                _ => continue,
+            };
+            marks.push(((e.ts_ms - t0) as f64, row));
+        }
+        let span = (t1 - t0) as f64;
+        let (scale, unit) = if span < 120_000.0 {
+            (1000.0, "seconds since the first event")
+        } else if span < 7_200_000.0 {
+            (60_000.0, "minutes since the first event")
+        } else if span < 172_800_000.0 {
+            (3_600_000.0, "hours since the first event")
+        } else {
+            (86_400_000.0, "days since the first event")
+        };
+        writeln!(
+            self.body,
+            "<h2>Timeline</h2><figure id=timeline>{}<figcaption>Each promotion, rejection, alarm and heal (checkout) by wall time, from {} to {} UTC.</figcaption></figure>",
+            svg::timeline(&marks, span, scale, unit)?,
+            utc(t0),
+            utc(t1)
+        )?;
+        self.plots += 1;
+        Ok(())
+    }
+
+    fn benchmarks(&mut self) -> Result<()> {
+        writeln!(self.body, "<h2>Benchmark history</h2>")?;
+        let overview = self.view.overview();
+        let marks = self.marks();
+        let mut benches = 0;
+        for fp in self
+            .view
+            .scorer_versions(ratchet_scorers::CRITERION_NS, AsOf::Head)
+        {
+            let mut by_bench: BTreeMap<String, Vec<svg::Rung>> = BTreeMap::new();
+            for c in &overview.commits {
+                let mut per: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+                self.view.each_score(0, &mut |s| {
+                    if s.commit == c.commit.as_str()
+                        && s.scorer == ratchet_scorers::CRITERION_NS
+                        && s.scorer_version == fp.version
+                    {
+                        per.entry(s.task.to_string()).or_default().push(s.value);
+                    }
+                });
+                for (bench, xs) in per {
+                    let n = xs.len() as f64;
+                    let mean = xs.iter().sum::<f64>() / n;
+                    let var = (xs.len() > 1)
+                        .then(|| xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0));
+                    let (low, high) = interval(mean, var, xs.len() as u64);
+                    by_bench.entry(bench).or_default().push(svg::Rung {
+                        label: short(&c.commit).to_string(),
+                        mean,
+                        low,
+                        high,
+                        marks: marks.get(&c.commit).copied().unwrap_or_default(),
+                    });
+                }
+            }
+            for (bench, rungs) in by_bench.into_iter().take(12) {
+                writeln!(
+                    self.body,
+                    "<figure class=bench>{}<figcaption>Runner <code>{}</code>: mean time per iteration per commit with a 95 % interval over its recorded runs; marks as on the ladder.</figcaption></figure>",
+                    svg::bench_history(&bench, &rungs)?,
+                    esc(short(&fp.version))
+                )?;
+                self.plots += 1;
+                benches += 1;
+            }
+        }
+        if benches == 0 {
+            writeln!(
+                self.body,
+                "<p>No benchmark results in this store (ingest criterion's output with <code>ratchet ingest criterion</code>).</p>"
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Every decision: one row per final decision (or open comparison),
+    /// its interim looks folded under it.
+    fn decisions_table(&mut self) -> Result<()> {
+        writeln!(self.body, "<h2>Decisions</h2>")?;
+        if self.episodes.is_empty() {
+            writeln!(self.body, "<p>No decision recorded.</p>")?;
+            return Ok(());
+        }
+        for (class, eps) in &self.episodes {
+            writeln!(
+                self.body,
+                "<table class=decisions data-class=\"{}\"><caption>Class {}: {} comparisons, {} looks at the gate</caption>\
+                 <tr><th>time (UTC)</th><th>seq</th><th>candidate</th><th>baseline</th><th>outcome</th><th>looks</th><th>n</th><th>effect (95 % CI)</th></tr>",
+                esc(class),
+                esc(class),
+                eps.len(),
+                eps.iter().map(|e| e.interim.len() + 1).sum::<usize>()
+            )?;
+            for ep in eps.iter().rev() {
+                let d = ep.last;
+                writeln!(
+                    self.body,
+                    "<tr class=episode><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td class={}>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    utc(d.ts_ms),
+                    d.seq,
+                    esc(short(d.candidate())),
+                    esc(short(d.baseline())),
+                    css_class(d),
+                    esc(&d.outcome()),
+                    ep.interim.len() + 1,
+                    n_of(d),
+                    effect_text(d).unwrap_or_else(|| "—".into())
+                )?;
+                if !ep.interim.is_empty() {
+                    let mut inner = String::new();
+                    for i in &ep.interim {
+                        writeln!(
+                            inner,
+                            "<tr class=interim><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                            utc(i.ts_ms),
+                            i.seq,
+                            n_of(i),
+                            effect_text(i).unwrap_or_else(|| "—".into()),
+                            esc(i.reason().unwrap_or(""))
+                        )?;
+                    }
+                    writeln!(
+                        self.body,
+                        "<tr class=folded><td colspan=8><details><summary>{} interim look{} (continue) before this decision</summary>\
+                         <table><tr><th>time (UTC)</th><th>seq</th><th>n</th><th>effect (95 % CI)</th><th>why it continued</th></tr>{inner}</table></details></td></tr>",
+                        ep.interim.len(),
+                        if ep.interim.len() == 1 { "" } else { "s" }
+                    )?;
+                }
+            }
+            writeln!(self.body, "</table>")?;
+        }
+        Ok(())
+    }
+}
+
+fn not_reached(metric: &str, role: &str) -> [String; 7] {
+    [
+        esc(metric),
+        role.into(),
+        "—".into(),
+        "—".into(),
+        "—".into(),
+        "skipped".into(),
+        "not reached (an earlier stage decided)".into(),
+    ]
+}
+
+fn n_of(d: &Decision) -> String {
+    d.sequential()
+        .and_then(|f| f["n"].as_u64())
+        .map_or_else(|| "—".into(), |n| n.to_string())
+}
+
+/// A number in its shortest honest form: 0.05, 0.0012, 3.4e-7.
+fn fmt_g(x: f64) -> String {
+    if x != 0.0 && x.abs() < 1e-4 {
+        format!("{x:.1e}")
+    } else {
+        let s = format!("{x:.4}");
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        s.to_string()
+    }
+}
+
+/// A CUSUM-type detector's statistic along its window, recomputed from
+/// the stream, with its reference value and a sentence saying how. The
+/// alarm records the statistic at the alarm, its window length `n` and
+/// the change start (the observation after the statistic was last at
+/// zero), so the reference value is what makes the evidence since the
+/// change sum to the recorded statistic; the recomputed path is drawn only
+/// if it reaches the recorded value exactly there.
+#[allow(clippy::too_many_arguments)]
+fn detector_statistic(
+    detector: &str,
+    stream: &[(u64, f64)],
+    seq: u64,
+    alarm: &Value,
+    down: bool,
+    mu: f64,
+    sd: f64,
+    recorded: f64,
+) -> (Vec<(f64, f64)>, Option<f64>, &'static str) {
+    let evidence = |x: f64| -> Option<f64> {
+        match detector {
+            // Counts the watched outcome: failures when the rate may drop.
+            "bernoulli_cusum" => Some(f64::from(u8::from(if down { x < 0.5 } else { x >= 0.5 }))),
+            "cusum" => {
+                let z = (x - mu) / sd;
+                Some(if down { -z } else { z })
+            }
+            _ => None,
+        }
+    };
+    let none = |why| (Vec::new(), None, why);
+    let (Some(n), Some(cs)) = (alarm["n"].as_u64(), alarm["change_start"].as_u64()) else {
+        return none("The detector's statistic is not drawn: the alarm lacks its window.");
+    };
+    let upto: Vec<&(u64, f64)> = stream.iter().filter(|(s, _)| *s <= seq).collect();
+    let (Ok(n), Ok(cs)) = (usize::try_from(n), usize::try_from(cs)) else {
+        return none("The detector's statistic is not drawn: its window is out of range.");
+    };
+    if n == 0 || n > upto.len() || cs == 0 || cs > n {
+        return none("The detector's statistic is not drawn: its window is not in the stream.");
+    }
+    let window = &upto[upto.len() - n..];
+    let Some(e): Option<Vec<f64>> = window.iter().map(|(_, x)| evidence(*x)).collect() else {
+        return none("The statistic of this detector is not recomputed by the report.");
+    };
+    let since = &e[cs - 1..];
+    let k = (since.iter().sum::<f64>() - recorded) / since.len() as f64;
+    let mut s = 0.0f64;
+    let path: Vec<(f64, f64)> = window
+        .iter()
+        .zip(&e)
+        .map(|((seq, _), x)| {
+            s = (s + x - k).max(0.0);
+            (*seq as f64, s)
+        })
+        .collect();
+    if k.is_finite() && (s - recorded).abs() <= 1e-6 * recorded.abs().max(1.0) {
+        (
+            path,
+            Some(k),
+            "The statistic is recomputed from the stream over the detector's window; it reaches the recorded value at the alarm.",
+        )
+    } else {
+        none(
+            "The detector's statistic is not drawn: recomputed from the stream it does not reach the recorded value (the detector may have restarted in its window).",
+        )
+    }
+}
+
+const CSS: &str = "body{font-family:system-ui,sans-serif;max-width:1040px;margin:2em auto;padding:0 1em;color:#222}\
+h1{margin-bottom:.2em}.meta{color:#666}.ok{color:#2c7a2c}.bad{color:#b00;font-weight:bold}.note{color:#666;font-style:italic}\
+.banner{border-left:8px solid #999;background:#f6f6f6;padding:.6em 1em;margin:1em 0 .5em}.banner h2{margin:.1em 0 .3em}\
+.banner.promote{border-color:#2c7a2c;background:#eef8ee}.banner.reject{border-color:#c62828;background:#fcefef}\
+.banner.open{border-color:#999}.banner p{margin:.3em 0}.effect{font-size:1.1em}.deployed{font-weight:600}.pending{color:#7a5a00}\
+figure{margin:1.5em 0}figcaption{color:#555;font-size:.9em}figure>svg{width:100%;height:auto}\
+table{border-collapse:collapse;width:100%;font-size:.9em;margin:.5em 0 1.2em}caption{text-align:left;color:#555;padding:.2em 0}\
+td,th{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top}\
+td.promote,td.pass{color:#2c7a2c;font-weight:bold}td.reject,td.fail{color:#c62828;font-weight:bold}td.open,td.skipped{color:#777}\
+tr.folded>td{border-bottom:1px solid #ddd;padding-top:0}details summary{cursor:pointer;color:#555}details table{font-size:.95em}\
+ul.failures{margin:0;padding-left:1.2em}code{font-size:.95em}";

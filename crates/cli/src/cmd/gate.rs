@@ -154,6 +154,15 @@ pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
         })?;
     } else {
         print_verdict(&run.verdict)?;
+        if matches!(
+            run.verdict.outcome,
+            ratchet_gate::Outcome::Reject {
+                stage: Stage::Tests,
+                ..
+            }
+        ) {
+            explain_tests(ctx, a.key_file.as_deref(), &run.verdict)?;
+        }
         if a.dry_run {
             println!("(dry run: the verdict was not recorded)");
         }
@@ -170,6 +179,39 @@ pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
         }
     }
     Ok(status.exit_code())
+}
+
+/// What a person needs after a verdict stopped at the required tests, read
+/// from the trace (not part of the recorded reason, which must recompute
+/// byte for byte): the suites the candidate does have, and the tests its
+/// failing runs name.
+fn explain_tests(ctx: &Ctx, key_file: Option<&std::path::Path>, verdict: &Verdict) -> Result<()> {
+    let Ok(candidate) = ratchet_trace::CommitId::parse(&verdict.candidate) else {
+        return Ok(());
+    };
+    let store = ctx.open_read(key_file)?;
+    let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
+    let runs = view.test_runs(&candidate, verdict.trace.size);
+    let mut suites: Vec<&str> = runs.iter().map(|(_, r)| r.suite.as_str()).collect();
+    suites.sort_unstable();
+    suites.dedup();
+    if suites.is_empty() {
+        println!("the candidate has no test run at all");
+    } else {
+        println!(
+            "the candidate has runs of: {} (name one in required_suites, or record a report under the required name: `ratchet ingest junit … --suite NAME`)",
+            suites.join(", ")
+        );
+    }
+    for (seq, r) in runs.iter().filter(|(_, r)| !r.failures.is_empty()) {
+        println!(
+            "  {} at seq {seq}: {} failed: {}",
+            r.suite,
+            r.failed,
+            r.failures.join(", ")
+        );
+    }
+    Ok(())
 }
 
 fn stage_name(stage: &Stage) -> String {

@@ -1,0 +1,265 @@
+//! The trace read for people: decisions grouped into comparisons and
+//! their looks, what is deployed, what failed. Presentation only: every
+//! figure here is one a decision or an event recorded; nothing is decided.
+
+use std::collections::BTreeMap;
+
+use ratchet_trace::{Event, Verified};
+use serde_json::Value;
+
+pub(crate) fn payload(e: &Event) -> Value {
+    serde_json::from_slice(&e.payload).unwrap_or(Value::Null)
+}
+
+pub(crate) fn short(c: &str) -> &str {
+    c.get(..8).unwrap_or(c)
+}
+
+/// A decision event, read for people.
+pub(crate) struct Decision {
+    pub seq: u64,
+    pub ts_ms: i64,
+    pub v: Value,
+}
+
+impl Decision {
+    pub fn verdict(&self) -> &str {
+        self.v["outcome"]["verdict"].as_str().unwrap_or("?")
+    }
+    pub fn is_final(&self) -> bool {
+        self.verdict() != "continue"
+    }
+    pub fn promoted(&self) -> bool {
+        self.verdict() == "promote"
+    }
+    pub fn class(&self) -> &str {
+        self.v["class"].as_str().unwrap_or("")
+    }
+    pub fn candidate(&self) -> &str {
+        self.v["candidate"].as_str().unwrap_or("")
+    }
+    pub fn baseline(&self) -> &str {
+        self.v["baseline"].as_str().unwrap_or("")
+    }
+    /// The trace size the decision was taken at.
+    pub fn at(&self) -> u64 {
+        self.v["trace"]["size"].as_u64().unwrap_or(self.seq)
+    }
+    /// "promote", "reject at sequential", "reject at guardrail cost".
+    pub fn outcome(&self) -> String {
+        let o = &self.v["outcome"];
+        let word = self.verdict();
+        let truncated = o["cause"] == "truncated";
+        match o.get("stage") {
+            Some(stage) if truncated => format!("truncated at {}", stage_name(stage)),
+            Some(stage) => format!("{word} at {}", stage_name(stage)),
+            None => word.to_string(),
+        }
+    }
+    pub fn reason(&self) -> Option<&str> {
+        self.v["outcome"]["reason"].as_str()
+    }
+    pub fn stages(&self) -> impl Iterator<Item = &Value> {
+        self.v["stages"].as_array().into_iter().flatten()
+    }
+    pub fn stage(&self, name: &str) -> Option<&Value> {
+        self.stages().find(|s| s["stage"] == name)
+    }
+    /// The sequential stage's figures, when its test ran.
+    pub fn sequential(&self) -> Option<&Value> {
+        self.stage("sequential")
+            .map(|s| &s["details"])
+            .filter(|d| d.get("n").is_some())
+    }
+    /// (estimate, low, high, tasks, interval's name).
+    pub fn effect(&self) -> Option<(f64, f64, f64, u64, &str)> {
+        let e = &self.sequential()?["effect"];
+        Some((
+            e["estimate"].as_f64()?,
+            e["ci_low"].as_f64()?,
+            e["ci_high"].as_f64()?,
+            e["n"].as_u64()?,
+            e["interval"].as_str().unwrap_or("normal interval"),
+        ))
+    }
+}
+
+pub(crate) fn stage_name(stage: &Value) -> String {
+    match stage {
+        Value::String(s) => s.replace('_', " "),
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or("")))
+            .collect::<Vec<_>>()
+            .join(" "),
+        other => other.to_string(),
+    }
+}
+
+/// One comparison's looks up to its final decision (or the latest look,
+/// while it is still open).
+pub(crate) struct Episode<'d> {
+    /// The "continue" looks before `last`.
+    pub interim: Vec<&'d Decision>,
+    /// The final decision, or the latest look of an open comparison.
+    pub last: &'d Decision,
+}
+
+impl Episode<'_> {
+    pub fn is_final(&self) -> bool {
+        self.last.is_final()
+    }
+}
+
+/// The decisions of each class, grouped into episodes, in trace order.
+pub(crate) fn episodes(decisions: &[Decision]) -> BTreeMap<String, Vec<Episode<'_>>> {
+    // Interim looks wait, per comparison, for the decision that ends them.
+    let mut open: BTreeMap<(String, String, String), Vec<&Decision>> = BTreeMap::new();
+    let mut ended: Vec<Episode<'_>> = Vec::new();
+    for d in decisions {
+        let key = (
+            d.class().to_string(),
+            d.baseline().to_string(),
+            d.candidate().to_string(),
+        );
+        let looks = open.entry(key.clone()).or_default();
+        if d.is_final() {
+            ended.push(Episode {
+                interim: std::mem::take(looks),
+                last: d,
+            });
+        } else {
+            looks.push(d);
+        }
+    }
+    for (_, mut looks) in open {
+        if let Some(last) = looks.pop() {
+            ended.push(Episode {
+                interim: looks,
+                last,
+            });
+        }
+    }
+    ended.sort_by_key(|e| e.last.seq);
+    let mut by_class: BTreeMap<String, Vec<Episode<'_>>> = BTreeMap::new();
+    for e in ended {
+        by_class
+            .entry(e.last.class().to_string())
+            .or_default()
+            .push(e);
+    }
+    by_class
+}
+
+/// What is deployed for a class, by the trace.
+#[derive(Debug, Clone)]
+pub(crate) struct Deployed {
+    pub commit: String,
+    pub seq: u64,
+    pub ts_ms: i64,
+    /// "promotion" or "heal".
+    pub how: &'static str,
+    /// A heal's alarm seq.
+    pub alarm_seq: Option<u64>,
+}
+
+/// Each class's deployed commit: its latest promotion, unless a heal
+/// (a `checkout` event) moved away from that commit since.
+pub(crate) fn deployed(view: &Verified) -> BTreeMap<String, Deployed> {
+    let mut out: BTreeMap<String, Deployed> = BTreeMap::new();
+    for e in view.events_of_kinds(&["promotion", "checkout"]) {
+        if e.origin.is_some() {
+            continue;
+        }
+        let p = payload(e);
+        match e.kind.as_str() {
+            "promotion" => {
+                let (Some(class), Some(commit)) = (p["class"].as_str(), e.commit.as_ref()) else {
+                    continue;
+                };
+                out.insert(
+                    class.to_string(),
+                    Deployed {
+                        commit: commit.to_string(),
+                        seq: e.seq,
+                        ts_ms: e.ts_ms,
+                        how: "promotion",
+                        alarm_seq: None,
+                    },
+                );
+            }
+            _ => {
+                let (Some(from), Some(to)) = (p["from"].as_str(), p["to"].as_str()) else {
+                    continue;
+                };
+                for d in out.values_mut().filter(|d| d.commit == from) {
+                    *d = Deployed {
+                        commit: to.to_string(),
+                        seq: e.seq,
+                        ts_ms: e.ts_ms,
+                        how: "heal",
+                        alarm_seq: p["alarm_seq"].as_u64(),
+                    };
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A wall-clock time in UTC, `2026-11-30 14:05:09`.
+pub(crate) fn utc(ts_ms: i64) -> String {
+    let secs = ts_ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// α and β of a verdict's sequential test, from Wald's boundaries it
+/// recorded (`upper = ln((1−β)/α)`, `lower = ln(β/(1−α))`).
+pub(crate) fn alpha_beta(fig: &Value) -> Option<(f64, f64)> {
+    let (u, l) = (
+        fig["wald_upper"].as_f64()?.exp(),
+        fig["wald_lower"].as_f64()?.exp(),
+    );
+    let alpha = (1.0 - l) / (u - l);
+    let beta = l * (1.0 - alpha);
+    (alpha.is_finite() && beta.is_finite()).then_some((alpha, beta))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates_are_civil_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00");
+        assert_eq!(utc(1_796_206_341_520), "2026-12-02 10:12:21");
+    }
+
+    #[test]
+    fn alpha_and_beta_come_back_from_walds_boundaries() {
+        let (a, b) = (0.05f64, 0.1f64);
+        let fig = serde_json::json!({
+            "wald_upper": ((1.0 - b) / a).ln(),
+            "wald_lower": (b / (1.0 - a)).ln(),
+        });
+        let (alpha, beta) = alpha_beta(&fig).expect("both");
+        assert!((alpha - a).abs() < 1e-12 && (beta - b).abs() < 1e-12);
+    }
+}
