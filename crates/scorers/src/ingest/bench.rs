@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use ratchet_trace::{CommitId, Score};
 
-use super::{Declared, Evidence, IngestOptions, Notes, malformed, read};
+use super::{Declared, Evidence, IngestOptions, Means, Notes, malformed, read};
 use crate::anchors::Direction;
 use crate::error::{Error, Result};
 
@@ -621,9 +621,7 @@ pub(super) fn go_bench(
     for file in files {
         let text = read(file)?;
         let mut header: BTreeMap<&str, &str> = BTreeMap::new();
-        // (task, scorer) → (version, direction, sum, count)
-        type Sums = (String, Option<(Direction, Declared)>, f64, usize);
-        let mut sums: BTreeMap<(String, String), Sums> = BTreeMap::new();
+        let mut means = Means::default();
         for (n, line) in text.lines().enumerate() {
             let at = format!("line {}", n + 1);
             if let Some((key, value)) = line.split_once(": ")
@@ -677,21 +675,10 @@ pub(super) fn go_bench(
                     );
                     continue;
                 };
-                let e = sums
-                    .entry((task.clone(), scorer))
-                    .or_insert_with(|| (version.clone(), direction, 0.0, 0));
-                e.2 += value;
-                e.3 += 1;
+                means.add(&task, &scorer, &version, direction, value);
             }
         }
-        for ((task, scorer), (version, direction, sum, count)) in sums {
-            evidence.push(
-                score(commit, &task, &scorer, sum / count as f64, &version),
-                direction,
-                file,
-                &task,
-            )?;
-        }
+        means.into_evidence(&mut evidence, commit, file, |_, _| {})?;
     }
     Ok(evidence)
 }

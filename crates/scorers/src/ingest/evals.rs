@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use ratchet_trace::{CommitId, Score};
+use ratchet_trace::CommitId;
 
 use super::junit::storable_name;
-use super::{Declared, Evidence, IngestOptions, Notes, malformed, read, read_bytes};
+use super::{Declared, Evidence, IngestOptions, Means, Notes, malformed, read, read_bytes};
 use crate::anchors::Direction;
 use crate::error::Result;
 
@@ -28,55 +28,6 @@ const LOWER: Option<(Direction, Declared)> = Some((Direction::LowerIsBetter, Dec
 fn config_version(prefix: &str, config: &Value) -> String {
     let bytes = serde_json::to_vec(config).unwrap_or_default();
     format!("{prefix}:{}", &blake3::hash(&bytes).to_hex()[..12])
-}
-
-/// A (task, scorer)'s running sum: its version, direction, sum and count.
-type Sum = (String, Option<(Direction, Declared)>, f64, usize);
-
-/// Scores averaged per (task, scorer): epochs of one sample, repeats of
-/// one test. One score per task and scorer is what the gate pairs.
-#[derive(Debug, Default)]
-struct Means {
-    sums: BTreeMap<(String, String), Sum>,
-    order: Vec<(String, String)>,
-}
-
-impl Means {
-    fn add(
-        &mut self,
-        task: &str,
-        scorer: &str,
-        version: &str,
-        direction: Option<(Direction, Declared)>,
-        value: f64,
-    ) {
-        let key = (storable_name(task), storable_name(scorer));
-        let entry = self.sums.entry(key.clone()).or_insert_with(|| {
-            self.order.push(key);
-            (version.to_string(), direction, 0.0, 0)
-        });
-        entry.2 += value;
-        entry.3 += 1;
-    }
-
-    fn into_evidence(
-        mut self,
-        evidence: &mut Evidence,
-        commit: &CommitId,
-        file: &Path,
-        mut extra: impl FnMut(&str, &mut Score),
-    ) -> Result<()> {
-        for key in self.order {
-            if let Some((version, direction, sum, n)) = self.sums.remove(&key) {
-                let (task, scorer) = key;
-                let mut s = Score::new(commit.clone(), task.clone(), scorer, sum / n as f64);
-                s.scorer_version = version;
-                extra(&task, &mut s);
-                evidence.push(s, direction, file, &task)?;
-            }
-        }
-        Ok(())
-    }
 }
 
 /// An Inspect score value as a number, as Inspect's own `value_to_float`
@@ -623,12 +574,7 @@ pub(super) fn promptfoo(
             }
         })?;
     }
-    // Measured cost and latency also become their anchor scores.
-    for anchor in crate::anchors::cost_and_latency(&evidence.scores) {
-        let direction =
-            crate::Anchor::from_scorer(&anchor.scorer).map(|a| (a.direction(), Declared::ByFormat));
-        evidence.push(anchor, direction, &files[0], "anchors")?;
-    }
+    evidence.push_measured_anchors(&files[0])?;
     Ok(evidence)
 }
 

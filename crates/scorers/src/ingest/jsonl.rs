@@ -228,11 +228,6 @@ pub(super) fn evidence(
             evidence.push(score, direction, file, &at)?;
         }
     }
-    // Measured cost and latency also become their anchor scores.
-    for anchor in crate::anchors::cost_and_latency(&evidence.scores) {
-        let direction =
-            crate::Anchor::from_scorer(&anchor.scorer).map(|a| (a.direction(), Declared::ByFormat));
-        evidence.push(anchor, direction, &files[0], "anchors")?;
-    }
+    evidence.push_measured_anchors(&files[0])?;
     Ok(evidence)
 }

@@ -308,6 +308,66 @@ impl Evidence {
         self.scores.push(score);
         Ok(())
     }
+
+    /// Adds the `cost` and `latency_ms` anchor scores of the scores that
+    /// measured them (see [`crate::cost_and_latency`]).
+    pub(crate) fn push_measured_anchors(&mut self, file: &Path) -> Result<()> {
+        for anchor in crate::anchors::cost_and_latency(&self.scores) {
+            let direction = crate::Anchor::from_scorer(&anchor.scorer)
+                .map(|a| (a.direction(), Declared::ByFormat));
+            self.push(anchor, direction, file, "anchors")?;
+        }
+        Ok(())
+    }
+}
+
+/// A (task, scorer)'s running sum: its version, direction, sum and count.
+type Sum = (String, Option<(Direction, Declared)>, f64, usize);
+
+/// Scores averaged per (task, scorer): epochs of one sample, repeats of
+/// one test. One score per task and scorer is what the gate pairs.
+#[derive(Debug, Default)]
+pub(crate) struct Means {
+    sums: BTreeMap<(String, String), Sum>,
+    order: Vec<(String, String)>,
+}
+
+impl Means {
+    pub(crate) fn add(
+        &mut self,
+        task: &str,
+        scorer: &str,
+        version: &str,
+        direction: Option<(Direction, Declared)>,
+        value: f64,
+    ) {
+        let key = (junit::storable_name(task), junit::storable_name(scorer));
+        let entry = self.sums.entry(key.clone()).or_insert_with(|| {
+            self.order.push(key);
+            (version.to_string(), direction, 0.0, 0)
+        });
+        entry.2 += value;
+        entry.3 += 1;
+    }
+
+    pub(crate) fn into_evidence(
+        mut self,
+        evidence: &mut Evidence,
+        commit: &CommitId,
+        file: &Path,
+        mut extra: impl FnMut(&str, &mut Score),
+    ) -> Result<()> {
+        for key in self.order {
+            if let Some((version, direction, sum, n)) = self.sums.remove(&key) {
+                let (task, scorer) = key;
+                let mut s = Score::new(commit.clone(), task.clone(), scorer, sum / n as f64);
+                s.scorer_version = version;
+                extra(&task, &mut s);
+                evidence.push(s, direction, file, &task)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The idempotency key of one ingestion: the format, the commit and the
