@@ -23,6 +23,8 @@ mod out;
 
 /// Exit code for every error.
 const EXIT_ERROR: u8 = 2;
+/// The `--help` heading of the options every command takes.
+const GLOBAL: &str = "Global options";
 /// A negative finding (`verify-chain`: tampered; `watch`: an alarm; `best`: no commit).
 const EXIT_NEGATIVE: u8 = 1;
 /// `status` and `verify-chain --repo`: a promotion ref disagrees with the
@@ -94,15 +96,15 @@ enum ArlDetector {
 #[command(name = "ratchet", version, about, long_about = None)]
 struct Cli {
     /// Store directory (default: .ratchet at the git root, or in the current directory outside git).
-    #[arg(long, global = true, env = "RATCHET_STORE")]
+    #[arg(long, global = true, env = "RATCHET_STORE", help_heading = GLOBAL)]
     store: Option<PathBuf>,
     /// Print one JSON document (errors too) instead of words; see README, "JSON output".
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     json: bool,
     /// Accept full commit ids the enclosing git repository does not have
     /// (commits measured elsewhere). Revisions (HEAD, main~2, short ids)
     /// are resolved in the repository either way.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     allow_unknown_commit: bool,
     #[command(subcommand)]
     command: Command,
@@ -681,7 +683,10 @@ fn main() -> ExitCode {
         }
         default_hook(info);
     }));
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     let json = cli.json;
     match run(cli) {
         Ok(code) => ExitCode::from(code),
@@ -711,6 +716,41 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_ERROR)
         }
     }
+}
+
+/// A command line clap refused: under `--json` (looked for in the raw
+/// arguments, since they did not parse) the same error document as every
+/// other error, with clap's usage line as the hint; clap's own words
+/// otherwise. `--help` and `--version` print as clap prints them.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let json = std::env::args_os().skip(1).any(|a| a == "--json");
+    if !json
+        || matches!(
+            e.kind(),
+            ErrorKind::DisplayHelp
+                | ErrorKind::DisplayVersion
+                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+        )
+    {
+        e.exit();
+    }
+    let text = e.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let message = lines
+        .next()
+        .map_or("the command line did not parse", |l| {
+            l.strip_prefix("error: ").unwrap_or(l)
+        })
+        .to_string();
+    let rest: Vec<&str> = lines.collect();
+    let hint = (!rest.is_empty()).then(|| rest.join("; "));
+    let doc = serde_json::json!({
+        "error": { "message": message, "hint": hint, "kind": "usage" },
+        "exit_code": EXIT_ERROR,
+    });
+    println!("{doc:#}");
+    ExitCode::from(EXIT_ERROR)
 }
 
 /// The error and its causes, each said once: library errors often carry

@@ -326,3 +326,164 @@ fn verify_with_a_report_but_no_class_is_refused_before_running() {
     assert!(text(&o).contains("--class"), "{}", text(&o));
     assert!(!marker.exists(), "nothing ran");
 }
+
+#[test]
+fn a_mistyped_flag_under_json_is_a_json_error_naming_the_flag() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = store_with_scores(d.path());
+    let o = ratchet(
+        d.path(),
+        &["--store", &st, "--json", "log", "--lsat", "3"],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let v = json(&o);
+    assert_eq!(v["exit_code"], 2);
+    assert_eq!(v["error"]["kind"], "usage");
+    let message = v["error"]["message"].as_str().expect("message");
+    assert!(message.contains("--lsat"), "{v}");
+    assert!(
+        v["error"]["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("Usage")),
+        "{v}"
+    );
+    // A missing subcommand and a bad value are usage errors too.
+    let o = ratchet(d.path(), &["--json", "log", "--last"], "");
+    assert_eq!(json(&o)["error"]["kind"], "usage", "{}", text(&o));
+    // Without --json, clap's words on stderr and nothing on stdout.
+    let o = ratchet(d.path(), &["log", "--lsat", "3"], "");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--lsat"));
+    // --help is help, --json or not.
+    let o = ratchet(d.path(), &["--json", "log", "--help"], "");
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Usage"));
+}
+
+#[test]
+fn help_groups_the_global_options_apart() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let o = ratchet(d.path(), &["record-score", "--help"], "");
+    let help = String::from_utf8_lossy(&o.stdout).into_owned();
+    let global = help
+        .find("Global options:")
+        .expect("a Global options heading");
+    let own = help.find("--scorer").expect("the command's own option");
+    assert!(own < global, "{help}");
+    for flag in ["--store", "--json", "--allow-unknown-commit"] {
+        let at = help
+            .find(flag)
+            .unwrap_or_else(|| panic!("{flag} in {help}"));
+        assert!(
+            at > global,
+            "{flag} is listed among the command's own: {help}"
+        );
+    }
+}
+
+#[test]
+fn every_writing_command_answers_with_the_same_receipt_shape() {
+    let d = tempfile::tempdir().expect("tempdir");
+    // A relative --store: the documents still carry absolute paths.
+    let st = "rel-store";
+    let check = |v: &serde_json::Value, appended: usize, what: &str| -> String {
+        let id = v["store_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{what}: store_id in {v}"));
+        let dir = v["store_dir"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{what}: store_dir in {v}"));
+        assert!(std::path::Path::new(dir).is_absolute(), "{what}: {dir}");
+        assert!(dir.ends_with("rel-store"), "{what}: {dir}");
+        let receipts = v["receipts"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{what}: receipts in {v}"));
+        assert_eq!(receipts.len(), appended, "{what}: {v}");
+        for r in receipts {
+            assert!(
+                r["seq"].is_u64() && r["id"].is_string() && r["hash"].is_string(),
+                "{what}: {r}"
+            );
+        }
+        id.to_string()
+    };
+    let init = json(&ratchet(d.path(), &["--store", st, "--json", "init"], ""));
+    let id = check(&init, 0, "init");
+    let appended = json(&ratchet(
+        d.path(),
+        &["--store", st, "--json", "append"],
+        "{\"kind\":\"note\",\"payload\":{}}\n{\"kind\":\"note\",\"payload\":{\"n\":2}}\n",
+    ));
+    assert_eq!(check(&appended, 2, "append"), id);
+    let scored = json(&ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "--json",
+            "record-score",
+            "--commit",
+            A,
+            "--task",
+            "t",
+            "--scorer",
+            "acc",
+            "--value",
+            "1",
+        ],
+        "",
+    ));
+    assert!(check(&scored, 1, "record-score") == id);
+    let lines = d.path().join("s.jsonl");
+    std::fs::write(
+        &lines,
+        "{\"task\":\"t1\",\"scorer\":\"acc\",\"value\":0.5}\n{\"task\":\"t2\",\"scorer\":\"acc\",\"value\":0.7}\n",
+    )
+    .expect("write");
+    let ingested = json(&ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "--json",
+            "ingest",
+            "jsonl",
+            &lines.display().to_string(),
+            "--commit",
+            B,
+        ],
+        "",
+    ));
+    // Two scores and the ingestion's own record.
+    let n = ingested["receipts"].as_array().map_or(0, Vec::len);
+    assert!(n >= 2, "{ingested}");
+    assert_eq!(check(&ingested, n, "ingest"), id);
+    assert_eq!(ingested["ingest"]["scores"], 2, "{ingested}");
+    // Once more: nothing appended, the same shape.
+    let again = json(&ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "--json",
+            "ingest",
+            "jsonl",
+            &lines.display().to_string(),
+            "--commit",
+            B,
+        ],
+        "",
+    ));
+    assert_eq!(check(&again, 0, "ingest again"), id);
+    // Reading commands name the store too.
+    let best = json(&ratchet(
+        d.path(),
+        &[
+            "--store", st, "--json", "best", "--scorer", "acc", "--min-n", "2",
+        ],
+        "",
+    ));
+    assert_eq!(best["store_id"], id.as_str(), "{best}");
+}

@@ -327,6 +327,38 @@ pub fn dirty_paths(repo: &Repository) -> Result<Vec<String>> {
         .collect())
 }
 
+/// The candidates whose latest final decision (in any class) is a reject on
+/// measured evidence, each with the words a heal report gives for skipping
+/// it. A later promotion of the same commit lifts its reject; a reject for
+/// missing evidence is no finding about the commit and is not counted.
+fn gate_rejected(view: &Verified) -> Result<std::collections::BTreeMap<String, String>> {
+    let mut latest: std::collections::BTreeMap<String, (u64, DecisionSummary)> =
+        std::collections::BTreeMap::new();
+    for (e, d) in
+        view.own_control_events::<DecisionSummary>(ratchet_trace::ReservedKind::Decision, u64::MAX)?
+    {
+        if d.outcome.verdict == "continue" {
+            continue;
+        }
+        latest.insert(d.candidate.clone(), (e.seq, d));
+    }
+    Ok(latest
+        .into_iter()
+        .filter(|(_, (_, d))| {
+            d.outcome.verdict == "reject" && d.outcome.cause.as_deref() == Some("measured")
+        })
+        .map(|(c, (seq, d))| {
+            (
+                c,
+                format!(
+                    "the gate rejected it (class {}, decision at seq {seq})",
+                    d.class
+                ),
+            )
+        })
+        .collect())
+}
+
 /// `Error::Io` for `path`, as a `map_err` argument.
 pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
     move |source| Error::Io {
@@ -355,7 +387,7 @@ pub fn heal(
     // deployed commit's estimate are read from the owner's verified view,
     // refreshed first.
     ledger.refresh()?;
-    let (ranking, deployed) = {
+    let (ranking, deployed, rejected) = {
         let view = ledger.view();
         let ranking = best_commit(
             view,
@@ -380,7 +412,7 @@ pub fn heal(
         );
         let deployed = (!since.is_empty())
             .then(|| since.iter().map(|(_, v)| v).sum::<f64>() / since.len() as f64);
-        (ranking, deployed)
+        (ranking, deployed, gate_rejected(view)?)
     };
     let repo = Repository::discover(repo_path)?;
     let store_dir = ledger.store().dir().to_path_buf();
@@ -395,6 +427,13 @@ pub fn heal(
                 r.commit.clone(),
                 "no longer exists in the repository".to_string(),
             ));
+            continue;
+        }
+        // The best measured commit is not always one the gate let through:
+        // a candidate it rejected on measured evidence (a failing required
+        // suite, a broken invariant, worse scores) is never healed to.
+        if let Some(why) = rejected.get(r.commit.as_str()) {
+            skipped.push((r.commit.clone(), why.clone()));
             continue;
         }
         // A commit that would write into the store, or over files it did

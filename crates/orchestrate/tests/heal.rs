@@ -556,3 +556,48 @@ fn commits_are_ranked_on_the_verified_view_warm_or_cold_alike() {
         Err(ratchet_trace::Error::MacsUnchecked { .. })
     ));
 }
+
+#[test]
+fn heal_never_checks_out_a_commit_the_gate_rejected_and_says_why_it_skipped_it() {
+    use ratchet_orchestrate::{GateOptions, gate, heal_latest};
+    let mut s = setup();
+    let policy = ratchet_gate::Policy::parse(POLICY).expect("policy");
+    // v2 (0.85) asked against the deployed v3 (0.90 on the same tasks): rejected.
+    let run = gate(
+        &mut s.ledger,
+        &ratchet_gate::Question {
+            class: "prompt",
+            policy: policy.class("prompt").expect("class"),
+            baseline: &s.commits[2],
+            candidate: &s.commits[1],
+            checkpoint: None,
+        },
+        &GateOptions::default(),
+    )
+    .expect("gate");
+    assert!(
+        matches!(run.verdict.outcome, ratchet_gate::Outcome::Reject { .. }),
+        "{:?}",
+        run.verdict.outcome
+    );
+    let decision_seq = run.decision.expect("recorded").seq;
+    let head = s.ledger.store().head().expect("head").size;
+    ratchet_drift::record_alarm(&mut s.ledger, &alarm_on(&s.commits[2], head)).expect("record");
+    let dry = HealOptions {
+        dry_run: true,
+        ..HealOptions::default()
+    };
+    let (report, _) = heal_latest(s.dir.path(), &mut s.ledger, None, &dry).expect("heal");
+    // v2 ranks first on its scores, but the gate turned it down: v1 is chosen.
+    assert_eq!(
+        report.ranking.first().map(|r| &r.commit),
+        Some(&s.commits[1])
+    );
+    assert_eq!(report.chosen.as_ref(), Some(&s.commits[0]), "{report:#?}");
+    let (skipped, why) = report.skipped.first().expect("a skip");
+    assert_eq!(skipped, &s.commits[1]);
+    assert!(
+        why.contains("gate rejected") && why.contains(&format!("seq {decision_seq}")),
+        "{why}"
+    );
+}

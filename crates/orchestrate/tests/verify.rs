@@ -309,6 +309,36 @@ fn a_memory_hog_is_stopped_by_its_limit_and_runs_without_it() {
 }
 
 #[test]
+fn the_namespace_sandbox_reports_the_command_s_cpu_and_memory_not_bwrap_s() {
+    // The same 1 GiB allocation, outside and inside the namespaces: what is
+    // reported is the command's (bwrap alone uses a few ms and ~2 MB).
+    let outside = exec_in(
+        &mut ProcessSandbox::new(),
+        &child_argv(),
+        &Limits::default(),
+        &child_env("hog", ""),
+    );
+    let inside = exec_in(
+        &mut namespace(),
+        &child_argv(),
+        &Limits::default(),
+        &child_env("hog", ""),
+    );
+    assert!(outside.passed && inside.passed, "{outside:?} {inside:?}");
+    assert!(
+        inside.peak_rss_kib > 900 * 1024,
+        "peak memory inside the namespace: {inside:?}"
+    );
+    // CPU time of the same work varies with the machine's load, not by 4×.
+    assert!(
+        inside.cpu_ms > 0.25 * outside.cpu_ms,
+        "cpu inside {} ms, outside {} ms",
+        inside.cpu_ms,
+        outside.cpu_ms
+    );
+}
+
+#[test]
 fn the_namespace_sandbox_has_no_network_and_writes_only_its_directory() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
     let port = listener.local_addr().expect("addr").port().to_string();

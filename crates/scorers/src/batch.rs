@@ -74,6 +74,10 @@ pub struct BatchReport {
     pub unknown_rubric: u64,
     /// Observations that do not fit their rubric: (seq, problems). Never scored.
     pub invalid: Vec<(u64, String)>,
+    /// The scores appended, in order. Not in the serialized report: the
+    /// CLI prints them as every writing command does.
+    #[serde(skip)]
+    pub receipts: Vec<ratchet_trace::Receipt>,
 }
 
 /// Scores every observation that has no score for its rubric's current
@@ -173,6 +177,6 @@ pub fn score_pending(store: &mut Store, rubrics: &RubricSet) -> Result<BatchRepo
         }
     }
     report.scored = drafts.len() as u64;
-    store.append_batch(drafts)?;
+    report.receipts = store.append_batch(drafts)?;
     Ok(report)
 }

@@ -65,10 +65,13 @@ pub fn watch(ctx: &Ctx, a: &WatchArgs) -> Result<u8> {
         ControlFlow::Continue(())
     })?;
     if json && !stream {
-        out::json(&serde_json::json!({
-            "commit": a.plan.commit, "scorer": a.plan.scorer, "chart": monitor.chart(), "watch": watch,
-            "alarms": alarms, "report": report
-        }))?;
+        out::json_in(
+            ledger.store().id(),
+            &serde_json::json!({
+                "commit": a.plan.commit, "scorer": a.plan.scorer, "chart": monitor.chart(), "watch": watch,
+                "alarms": alarms, "report": report
+            }),
+        )?;
     } else if !json {
         println!(
             "followed to seq {}: {} alarm(s)",
@@ -88,7 +91,7 @@ pub fn heal(
     let mut ledger = ctx.ledger(key_file)?;
     let (report, _) = ratchet_orchestrate::heal_latest(repo, &mut ledger, only, options)?;
     if ctx.json {
-        out::json(&report)?;
+        out::json_in(ledger.store().id(), &report)?;
         return Ok(0);
     }
     for (c, why) in &report.skipped {
@@ -132,9 +135,12 @@ pub fn best(
     )?;
     let direction = if lower_is_better { "lower" } else { "higher" };
     if ctx.json {
-        out::json(&serde_json::json!({
-            "scorer": scorer, "better": direction, "ranking": ranking
-        }))?;
+        out::json_in(
+            ledger.store().id(),
+            &serde_json::json!({
+                "scorer": scorer, "better": direction, "ranking": ranking
+            }),
+        )?;
     } else {
         println!(
             "{:<42} {:>7} {:>9} {:>9} {:>11}",

@@ -80,9 +80,13 @@ pub fn policy_pin(
     };
     let mut store = ctx.open(key_file)?;
     let mut pins = Vec::new();
+    let mut receipts = Vec::new();
     for class in classes {
         let c = policy.class(class)?;
         let pinned = ratchet_gate::pin_policy(&mut store, class, c)?;
+        if let ratchet_gate::Pinned::Appended { receipt } = &pinned {
+            receipts.push(*receipt);
+        }
         pins.push(serde_json::json!({"class": class, "policy_hash": c.hash(), "pin": pinned}));
         if !ctx.json {
             match &pinned {
@@ -99,13 +103,14 @@ pub fn policy_pin(
         }
     }
     if ctx.json {
-        out::json(&serde_json::json!({"store_id": store.id(), "pins": pins}))?;
+        out::written(&store, &receipts, serde_json::json!({ "pins": pins }))?;
     }
     Ok(0)
 }
 
 pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
     let store = ctx.open(a.key_file.as_deref())?;
+    let store_id = store.id().to_string();
     let file = policy_file(ctx, a.policy.as_deref())?;
     let checkpoint = a
         .checkpoint
@@ -143,15 +148,18 @@ pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
             #[serde(flatten)]
             verdict: &'a Verdict,
         }
-        out::json(&GateJson {
-            status,
-            exit_code: status.exit_code(),
-            recorded: run.decision.is_some(),
-            policy_source: source,
-            decision: run.decision,
-            promotion: run.promotion.as_ref(),
-            verdict: &run.verdict,
-        })?;
+        out::json_in(
+            &store_id,
+            &GateJson {
+                status,
+                exit_code: status.exit_code(),
+                recorded: run.decision.is_some(),
+                policy_source: source,
+                decision: run.decision,
+                promotion: run.promotion.as_ref(),
+                verdict: &run.verdict,
+            },
+        )?;
     } else {
         print_verdict(&run.verdict)?;
         if matches!(

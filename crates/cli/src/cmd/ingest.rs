@@ -36,7 +36,11 @@ pub fn ingest(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
         },
     )?;
     if ctx.json {
-        out::json(&serde_json::json!({ "store_id": store.id(), "ingest": report }))?;
+        out::written(
+            &store,
+            &report.receipts,
+            serde_json::json!({ "ingest": report }),
+        )?;
         return Ok(0);
     }
     if let Some(seq) = report.already_ingested_at {
@@ -74,7 +78,7 @@ pub fn score(ctx: &Ctx, rubric_paths: &[PathBuf], key_file: Option<&Path>) -> Re
     let mut store = ctx.open(key_file)?;
     let r = ratchet_scorers::score_pending(&mut store, &rubrics)?;
     if ctx.json {
-        out::json(&r)?;
+        out::written(&store, &r.receipts, serde_json::json!({ "scoring": r }))?;
     } else {
         println!(
             "{} observation(s): {} scored now, {} already scored, {} with an unknown rubric, {} invalid",
@@ -122,9 +126,15 @@ pub fn rubric_pin(ctx: &Ctx, path: &Path, key_file: Option<&Path>) -> Result<u8>
     let mut store = ctx.open(key_file)?;
     let pinned = ratchet_scorers::pin_rubric(&mut store, &r)?;
     if ctx.json {
-        out::json(&serde_json::json!({
-            "store_id": store.id(), "rubric": r.name, "version": r.version(), "pin": pinned,
-        }))?;
+        let receipts = match &pinned {
+            ratchet_scorers::Pinned::Appended { receipt } => vec![*receipt],
+            ratchet_scorers::Pinned::AlreadyPinned { .. } => Vec::new(),
+        };
+        out::written(
+            &store,
+            &receipts,
+            serde_json::json!({ "rubric": r.name, "version": r.version(), "pin": pinned }),
+        )?;
         return Ok(0);
     }
     match &pinned {

@@ -19,9 +19,14 @@ pub fn init(ctx: &Ctx, keyed: bool, key_file: Option<&Path>) -> Result<u8> {
     }
     let store = Store::create(&ctx.store_dir, o)?;
     if ctx.json {
-        out::json(&serde_json::json!({
-            "store_id": store.id(), "store_dir": store.dir(), "writer_key_id": store.writer_key_id()
-        }))?;
+        out::written(
+            &store,
+            &[],
+            serde_json::json!({
+                "writer_key_id": store.writer_key_id(),
+                "key_file": key_file.map(out::absolute),
+            }),
+        )?;
     } else {
         println!("created store {} at {}", store.id(), store.dir().display());
         if let Some(k) = store.writer_key_id() {
@@ -44,7 +49,7 @@ pub fn append(ctx: &Ctx, key_file: Option<&Path>) -> Result<u8> {
         .append_json_lines(&text)
         .context("appending the events on stdin")?;
     if ctx.json {
-        out::json(&serde_json::json!({ "store_id": store.id(), "receipts": receipts }))?;
+        out::written(&store, &receipts, serde_json::json!({}))?;
     } else {
         match (receipts.first(), receipts.last()) {
             (Some(a), Some(b)) => println!(
@@ -69,7 +74,7 @@ pub fn record_score(
     let mut store = ctx.open(key_file)?;
     let r = ratchet_scorers::record_score(&mut store, score, session, direction)?;
     if ctx.json {
-        out::json(&r)?;
+        out::written(&store, std::slice::from_ref(&r), serde_json::json!({}))?;
     } else {
         println!("recorded score at seq {} ({})", r.seq, r.id);
     }
@@ -136,7 +141,8 @@ pub fn log(
 
 pub fn status(ctx: &Ctx, key_file: Option<&Path>, repo: Option<&Path>) -> Result<u8> {
     let mut store = ctx.open_read(key_file)?;
-    let s = ratchet_orchestrate::status(&mut store, repo)?;
+    let mut s = ratchet_orchestrate::status(&mut store, repo)?;
+    s.store_dir = out::absolute(&s.store_dir);
     // A trace that does not verify exits 1 whatever the refs say (a ref
     // that disagrees is still shown); one that verifies exits 6 when a
     // ref disagrees with it.
@@ -453,7 +459,7 @@ pub fn export(ctx: &Ctx, dir: &Path, key_file: Option<&Path>) -> Result<u8> {
     let mut store = ctx.open_read(key_file)?;
     let report = ratchet_export::export_parquet(&mut store, dir)?;
     if ctx.json {
-        out::json(&report)?;
+        out::json_in(store.id(), &report)?;
     } else {
         println!(
             "wrote {} score row(s) and {} event(s) in {} Parquet file(s) under {}",
@@ -501,7 +507,7 @@ pub fn report(
     std::fs::write(out_path, &html).with_context(|| format!("writing {}", out_path.display()))?;
     if ctx.json {
         out::json(&serde_json::json!({
-            "store_id": store.id(), "report": out_path, "bytes": html.len()
+            "store_id": store.id(), "report": out::absolute(out_path), "bytes": html.len()
         }))?;
     } else {
         println!(

@@ -145,7 +145,11 @@ pub fn verify(
     let (report, receipt) =
         ratchet_orchestrate::verify(&mut store, sandbox.as_mut(), &source, &spec)?;
     if ctx.json {
-        out::json(&serde_json::json!({ "verification": report, "seq": receipt.seq }))?;
+        out::written(
+            &store,
+            std::slice::from_ref(&receipt),
+            serde_json::json!({ "verification": report }),
+        )?;
     } else {
         print_verification(&report)?;
         println!("recorded as seq {}", receipt.seq);
@@ -221,7 +225,10 @@ pub fn merge(
     let outcomes =
         ratchet_orchestrate::merge_all(repo, &mut store, sandbox.as_mut(), branches, &request)?;
     if ctx.json {
-        out::json(&serde_json::json!({ "into": into, "outcomes": outcomes }))?;
+        out::json_in(
+            store.id(),
+            &serde_json::json!({ "into": into, "outcomes": outcomes }),
+        )?;
     } else {
         for o in &outcomes {
             print_outcome(o);

@@ -351,3 +351,26 @@ fn a_completed_heal_is_not_redone_when_a_person_moves_head_back() {
     );
     assert_eq!(w.events("checkout").len(), 1, "nothing recorded");
 }
+
+#[test]
+fn a_dry_run_after_a_heal_says_nothing_to_heal_and_proposes_nothing() {
+    let (w, [_, v2, _]) = heal_world(&[("prompt.txt", b"v2", BLOB)]);
+    let o = w.cmd(&["heal", "--json"], "");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(w.head_commit(), v2, "{}", text(&o));
+    for args in [
+        &["heal", "--dry-run", "--json"][..],
+        &["heal", "--dry-run"][..],
+    ] {
+        let o = w.cmd(args, "");
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let out = text(&o);
+        assert!(out.contains("nothing to heal"), "{out}");
+        assert!(!out.contains("would check out"), "{out}");
+        if args.contains(&"--json") {
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+            assert!(v["chosen"].is_null(), "{v:#}");
+        }
+    }
+    assert_eq!(w.head_commit(), v2, "a dry run moves nothing");
+}

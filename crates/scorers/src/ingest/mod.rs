@@ -196,6 +196,10 @@ pub struct IngestReport {
     pub scorers: Vec<ScorerRecorded>,
     /// Seq of the last event stored.
     pub last_seq: Option<u64>,
+    /// The events stored, in order (empty when nothing was). Not in the
+    /// serialized report: the CLI prints them as every writing command does.
+    #[serde(skip)]
+    pub receipts: Vec<ratchet_trace::Receipt>,
     /// Set when the same evidence was ingested for the same commit before:
     /// the seq of that ingestion's `ingest` event. Nothing was stored.
     pub already_ingested_at: Option<u64>,
@@ -758,6 +762,7 @@ fn store_evidence(
             scores: evidence.scores.len(),
             scorers,
             last_seq: receipts.last().map(|r| r.seq),
+            receipts,
             already_ingested_at: None,
             notes,
         },
@@ -768,6 +773,7 @@ fn store_evidence(
             scores: 0,
             scorers: Vec::new(),
             last_seq: None,
+            receipts: Vec::new(),
             already_ingested_at: Some(seq),
             notes,
         },
