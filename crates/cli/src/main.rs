@@ -106,6 +106,14 @@ struct Cli {
     /// are resolved in the repository either way.
     #[arg(long, global = true, help_heading = GLOBAL)]
     allow_unknown_commit: bool,
+    /// Talk to `ratchet serve` at this Unix socket or http://127.0.0.1:PORT
+    /// instead of opening the store's files (append, record-score, ingest,
+    /// gate, status); needs --token-file.
+    #[arg(long, global = true, env = "RATCHET_SERVER", help_heading = GLOBAL)]
+    server: Option<String>,
+    /// The capability token file for --server (from `ratchet token mint --out`).
+    #[arg(long, global = true, env = "RATCHET_TOKEN_FILE", help_heading = GLOBAL)]
+    token_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -496,6 +504,14 @@ enum Command {
         #[command(subcommand)]
         what: PolicyCommand,
     },
+    /// Serve the store to token holders over a Unix socket (and loopback
+    /// TCP): the trusted side that keeps the files and the key to itself.
+    Serve(cmd::serve::ServeArgs),
+    /// Mint, revoke and list the capability tokens of `ratchet serve`.
+    Token {
+        #[command(subcommand)]
+        what: cmd::serve::TokenCommand,
+    },
     /// Write the store's report: one self-contained HTML file with SVG plots
     /// (or, with --markdown, the latest decision as a pull-request comment).
     Report {
@@ -615,9 +631,29 @@ struct Ctx {
     store_dir: PathBuf,
     json: bool,
     allow_unknown: bool,
+    server: Option<String>,
+    token_file: Option<PathBuf>,
 }
 
 impl Ctx {
+    /// The server client when `--server` was given (the files are then
+    /// never opened).
+    fn client(&self) -> Result<Option<ratchet_serve::Client>> {
+        let Some(server) = &self.server else {
+            return Ok(None);
+        };
+        let path = self
+            .token_file
+            .as_deref()
+            .ok_or_else(|| anyhow::anyhow!("--server needs --token-file (RATCHET_TOKEN_FILE)"))?;
+        let token = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the token file {}", path.display()))?;
+        Ok(Some(ratchet_serve::Client::new(
+            ratchet_serve::Endpoint::parse(server),
+            token,
+        )))
+    }
+
     /// Opens the store for writing (read-only when its file cannot be written).
     fn open(&self, key_file: Option<&Path>) -> Result<Store> {
         Ok(Store::open(&self.store_dir, options(key_file)?)?)
@@ -819,6 +855,8 @@ fn run(cli: Cli) -> Result<u8> {
         store_dir,
         json: cli.json,
         allow_unknown: cli.allow_unknown_commit,
+        server: cli.server.clone(),
+        token_file: cli.token_file.clone(),
     };
     match cli.command {
         Command::Completions { shell } => {
@@ -842,7 +880,10 @@ fn run(cli: Cli) -> Result<u8> {
             key_file,
         } => cmd::store::report(&ctx, &out, markdown, scorer, key_file.as_deref()),
         Command::Init { keyed, key_file } => cmd::store::init(&ctx, keyed, key_file.as_deref()),
-        Command::Append { key_file } => cmd::store::append(&ctx, key_file.as_deref()),
+        Command::Append { key_file } => match ctx.client()? {
+            Some(client) => cmd::serve::append_remote(&ctx, &client),
+            None => cmd::store::append(&ctx, key_file.as_deref()),
+        },
         Command::RecordScore {
             commit,
             task,
@@ -866,6 +907,14 @@ fn run(cli: Cli) -> Result<u8> {
                 latency_ms,
                 holdout,
             };
+            if let Some(client) = ctx.client()? {
+                return cmd::serve::record_score_remote(
+                    &ctx,
+                    &client,
+                    &score,
+                    direction.map(Into::into),
+                );
+            }
             cmd::store::record_score(
                 &ctx,
                 &score,
@@ -890,6 +939,9 @@ fn run(cli: Cli) -> Result<u8> {
             cmd::store::log(&ctx, from, limit, last, &filter)
         }
         Command::Status { key_file, repo } => {
+            if let Some(client) = ctx.client()? {
+                return cmd::serve::status_remote(&ctx, &client);
+            }
             // The repository of the store, else of the current directory
             // (a store kept outside the repository it promotes in).
             let repo = repo
@@ -931,19 +983,36 @@ fn run(cli: Cli) -> Result<u8> {
             record_promotion,
             key_file,
             dry_run,
-        } => cmd::gate::gate(
-            &ctx,
-            &cmd::gate::GateArgs {
-                baseline: ctx.commit(&baseline)?,
-                candidate: ctx.commit(&candidate)?,
-                class,
-                policy,
-                checkpoint,
-                record_promotion,
-                key_file,
-                dry_run,
-            },
-        ),
+        } => {
+            if let Some(client) = ctx.client()? {
+                if policy.is_some() || record_promotion.is_some() || checkpoint.is_some() {
+                    anyhow::bail!(
+                        "with --server the gate decides under the class's pinned policy, in the server: --policy, --checkpoint and --record-promotion are for local stores"
+                    );
+                }
+                return cmd::serve::gate_remote(
+                    &ctx,
+                    &client,
+                    &class,
+                    &ctx.commit(&baseline)?,
+                    &ctx.commit(&candidate)?,
+                    dry_run,
+                );
+            }
+            cmd::gate::gate(
+                &ctx,
+                &cmd::gate::GateArgs {
+                    baseline: ctx.commit(&baseline)?,
+                    candidate: ctx.commit(&candidate)?,
+                    class,
+                    policy,
+                    checkpoint,
+                    record_promotion,
+                    key_file,
+                    dry_run,
+                },
+            )
+        }
         Command::Calibrate {
             policy,
             class,
@@ -1128,6 +1197,8 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Rubric {
             what: RubricCommand::Pin { path, key_file },
         } => cmd::ingest::rubric_pin(&ctx, &path, key_file.as_deref()),
+        Command::Serve(args) => cmd::serve::serve(&ctx, &args),
+        Command::Token { what } => cmd::serve::token(&ctx, &what),
         Command::Policy {
             what:
                 PolicyCommand::Pin {

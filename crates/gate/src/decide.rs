@@ -110,7 +110,7 @@ pub enum RejectCause {
 }
 
 /// The gate's answer in one word, with the CLI's exit code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GateStatus {
     /// Promote (exit 0).

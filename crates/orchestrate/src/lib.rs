@@ -1030,6 +1030,17 @@ pub fn status(store: &mut Store, repo: Option<&Path>) -> Result<Status> {
     status_of(store, verification, &view, repo)
 }
 
+/// [`status`] of a long-lived owner's verified view (refreshed first): no
+/// re-verification of the whole trace, so it costs what is new.
+///
+/// # Errors
+/// As [`status`].
+pub fn status_warm(ledger: &mut Ledger, repo: Option<&Path>) -> Result<Status> {
+    ledger.refresh()?;
+    let verification = ledger.view().report().clone();
+    status_of(ledger.store(), verification, ledger.view(), repo)
+}
+
 fn status_of(
     store: &Store,
     verification: ratchet_trace::VerifyReport,

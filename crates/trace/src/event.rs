@@ -101,11 +101,15 @@ pub enum ReservedKind {
     /// scores with, fixed in the trace by its writer
     /// (`ratchet_gate::pin_policy`, `ratchet_gate::pin_rubric`).
     Policy,
+    /// A capability token minted or revoked by the store's owner: its id,
+    /// the hash of its secret, its scopes, session and expiry
+    /// (`ratchet_serve::mint_token`, `ratchet_serve::revoke_token`).
+    Capability,
 }
 
 impl ReservedKind {
     /// Every reserved kind.
-    pub const ALL: [ReservedKind; 9] = [
+    pub const ALL: [ReservedKind; 10] = [
         ReservedKind::Decision,
         ReservedKind::Alarm,
         ReservedKind::Checkout,
@@ -115,6 +119,7 @@ impl ReservedKind {
         ReservedKind::Verification,
         ReservedKind::Merge,
         ReservedKind::Policy,
+        ReservedKind::Capability,
     ];
 
     /// The kind as stored.
@@ -129,6 +134,7 @@ impl ReservedKind {
             ReservedKind::Verification => "verification",
             ReservedKind::Merge => "merge",
             ReservedKind::Policy => "policy",
+            ReservedKind::Capability => "capability",
         }
     }
 
@@ -144,6 +150,7 @@ impl ReservedKind {
             ReservedKind::Verification => "ratchet_orchestrate::verify",
             ReservedKind::Merge => "ratchet_orchestrate::merge",
             ReservedKind::Policy => "ratchet_gate::pin_policy (ratchet policy pin)",
+            ReservedKind::Capability => "ratchet_serve::mint_token (ratchet token mint)",
         }
     }
 
@@ -258,6 +265,11 @@ impl EventDraft {
     /// The event kind.
     pub fn kind(&self) -> &str {
         &self.kind
+    }
+
+    /// The session it names (empty when none was set).
+    pub fn session_name(&self) -> &str {
+        &self.session
     }
 
     /// Checks everything that does not depend on the store.

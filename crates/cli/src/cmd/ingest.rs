@@ -25,7 +25,11 @@ pub fn ingest(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
         rubrics: rubrics(&args.rubric)?,
         runner_label: args.label,
         direction: args.direction.map(Into::into),
+        idempotency_key: None,
     };
+    if let Some(client) = ctx.client()? {
+        return crate::cmd::serve::ingest_remote(ctx, &client, format, &args.paths, &options);
+    }
     let mut store = ctx.open(args.key_file.as_deref())?;
     let report = ratchet_scorers::ingest(&mut store, format, &args.paths, &options).map_err(
         |e| match &e {

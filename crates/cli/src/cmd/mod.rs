@@ -4,5 +4,6 @@
 pub mod drift;
 pub mod gate;
 pub mod ingest;
+pub mod serve;
 pub mod store;
 pub mod work;

@@ -179,6 +179,10 @@ pub struct IngestOptions {
     /// lm-eval metric not known here). Without it such metrics are not
     /// recorded, and a note says so.
     pub direction: Option<Direction>,
+    /// The idempotency key the batch is stored under instead of one made
+    /// from its content: a client-chosen request id, so that a retried
+    /// upload counts once while two equal uploads both count.
+    pub idempotency_key: Option<String>,
 }
 
 /// What an ingestion stored.
@@ -603,6 +607,7 @@ pub fn ingest(
         ));
     }
     let session = options.session.as_deref().unwrap_or(format.name());
+    let key = options.idempotency_key.clone().unwrap_or(key);
     store_evidence(store, format, files, &key, evidence, session, notes)
 }
 

@@ -1,0 +1,476 @@
+//! `serve` and `token`: the store's owner on a socket, and the capability
+//! tokens its clients hold.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow};
+use clap::{Args, Subcommand};
+use ratchet_serve::{Listen, Scope, ServeOptions, TokenSpec};
+
+use crate::{Ctx, out};
+
+/// `ratchet serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The Unix socket to listen on (made mode 0600; default: the store
+    /// directory's path with `.sock` appended, beside it).
+    #[arg(long)]
+    socket: Option<PathBuf>,
+    /// Also listen on this loopback TCP address (e.g. 127.0.0.1:8787; port
+    /// 0 picks one, printed when ready).
+    #[arg(long)]
+    tcp: Option<std::net::SocketAddr>,
+    /// Writer key file (keyed stores): the server MACs every event; clients never see it.
+    #[arg(long)]
+    key_file: Option<PathBuf>,
+    /// The largest request body, in MiB (413 above it).
+    #[arg(long, default_value_t = 16)]
+    max_body_mb: usize,
+    /// Requests per second each token may make on average (429 beyond it).
+    #[arg(long, default_value_t = 200.0)]
+    rate: f64,
+    /// Requests each token may make in a burst.
+    #[arg(long, default_value_t = 400.0)]
+    burst: f64,
+    /// Seconds a request may take, its upload included (408 beyond it).
+    #[arg(long, default_value_t = 30)]
+    request_timeout: u64,
+}
+
+/// `ratchet token …`.
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Mint a token; it is printed once and stored only as a hash.
+    Mint {
+        /// What it may do (repeat): record, decide, read, admin.
+        #[arg(long = "can", required = true)]
+        can: Vec<String>,
+        /// The session its events are recorded under.
+        #[arg(long)]
+        session: String,
+        /// The cell (fleet member, CI job) it speaks for.
+        #[arg(long)]
+        cell: Option<String>,
+        /// How long it lives: `90s`, `30m`, `12h`, `7d` (default: until revoked).
+        #[arg(long)]
+        expires: Option<String>,
+        /// Write the token to this file (mode 0600) instead of printing it.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Writer key file (keyed stores).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+    },
+    /// Revoke a token by id: refused from the next request on.
+    Revoke {
+        /// The token's id (the part after `rtk_`, before the second `_`).
+        id: String,
+        /// Writer key file (keyed stores).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+    },
+    /// List the tokens minted for this store (never their secrets).
+    List {
+        /// Writer key file (keyed stores).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+    },
+}
+
+pub fn serve(ctx: &Ctx, a: &ServeArgs) -> Result<u8> {
+    let store = ctx.open(a.key_file.as_deref())?;
+    let socket = a.socket.clone().unwrap_or_else(|| {
+        let mut p = out::absolute(store.dir()).into_os_string();
+        p.push(".sock");
+        PathBuf::from(p)
+    });
+    let options = ServeOptions {
+        max_body_bytes: a.max_body_mb.saturating_mul(1 << 20),
+        rate_per_second: a.rate,
+        burst: a.burst,
+        request_timeout: Duration::from_secs(a.request_timeout),
+        ..ServeOptions::default()
+    };
+    let store_id = store.id().to_string();
+    let owner = Arc::new(ratchet_serve::Owner::new(store, options)?);
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+    let mut listen = vec![Listen::Unix(socket.clone())];
+    if let Some(t) = a.tcp {
+        listen.push(Listen::Tcp(t));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the server's runtime")?;
+    let json = ctx.json;
+    let socket_shown = out::absolute(&socket);
+    runtime.block_on(ratchet_serve::serve(
+        owner,
+        &listen,
+        Duration::from_secs(10),
+        |tcp| {
+            // One line when every socket is bound: what a supervisor (or a
+            // test) waits for before it connects.
+            let line = if json {
+                serde_json::json!({
+                    "store_id": store_id, "socket": socket_shown, "tcp": tcp,
+                })
+                .to_string()
+            } else {
+                let tcp: Vec<String> = tcp.iter().map(|a| format!(" tcp:{a}")).collect();
+                format!(
+                    "serving store {store_id} on unix:{}{}",
+                    socket_shown.display(),
+                    tcp.concat()
+                )
+            };
+            println!("{line}");
+        },
+        shutdown_signal(),
+    ))?;
+    Ok(0)
+}
+
+/// SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        // Without signal handlers the server runs until killed.
+        _ => std::future::pending::<()>().await,
+    }
+}
+
+pub fn token(ctx: &Ctx, what: &TokenCommand) -> Result<u8> {
+    match what {
+        TokenCommand::Mint {
+            can,
+            session,
+            cell,
+            expires,
+            out: out_file,
+            key_file,
+        } => {
+            let can = can
+                .iter()
+                .map(|c| c.parse::<Scope>())
+                .collect::<Result<Vec<_>, _>>()?;
+            let expires_at_ms = expires
+                .as_deref()
+                .map(|e| {
+                    parse_duration(e).map(|d| {
+                        ratchet_serve_now_ms()
+                            + i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2)
+                    })
+                })
+                .transpose()?;
+            let spec = TokenSpec {
+                can,
+                session: session.clone(),
+                cell: cell.clone(),
+                expires_at_ms,
+            };
+            let mut store = ctx.open(key_file.as_deref())?;
+            let minted = ratchet_serve::mint_token(&mut store, &spec)?;
+            if let Some(p) = out_file {
+                write_private(p, &minted.token)?;
+            }
+            if ctx.json {
+                out::written(
+                    &store,
+                    &[minted.receipt],
+                    serde_json::json!({
+                        "id": minted.id,
+                        "token": out_file.is_none().then_some(&minted.token),
+                        "token_file": out_file.as_deref().map(out::absolute),
+                        "spec": spec,
+                    }),
+                )?;
+            } else if let Some(p) = out_file {
+                println!("minted token {} into {}", minted.id, p.display());
+            } else {
+                println!("{}", minted.token);
+            }
+            Ok(0)
+        }
+        TokenCommand::Revoke { id, key_file } => {
+            let mut store = ctx.open(key_file.as_deref())?;
+            let receipt = ratchet_serve::revoke_token(&mut store, id)?;
+            if ctx.json {
+                out::written(&store, &[receipt], serde_json::json!({ "revoked": id }))?;
+            } else {
+                println!("revoked token {id} (seq {})", receipt.seq);
+            }
+            Ok(0)
+        }
+        TokenCommand::List { key_file } => {
+            let store = ctx.open_read(key_file.as_deref())?;
+            let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
+            let tokens: Vec<_> = ratchet_serve::tokens_in(&view)?.into_values().collect();
+            if ctx.json {
+                out::json_in(store.id(), &serde_json::json!({ "tokens": tokens }))?;
+            } else {
+                for t in &tokens {
+                    let can: Vec<&str> = t.spec.can.iter().map(|s| s.as_str()).collect();
+                    println!(
+                        "{}  {:<24} {:<20} {}",
+                        t.id,
+                        can.join(","),
+                        t.spec.session,
+                        if t.revoked_seq.is_some() {
+                            "revoked"
+                        } else if t.live(ratchet_serve_now_ms()) {
+                            "live"
+                        } else {
+                            "expired"
+                        }
+                    );
+                }
+            }
+            Ok(0)
+        }
+    }
+}
+
+fn ratchet_serve_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2))
+}
+
+/// `90s`, `30m`, `12h`, `7d`.
+fn parse_duration(text: &str) -> Result<Duration> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(split);
+    let n: u64 = n
+        .parse()
+        .map_err(|_| anyhow!("--expires {text:?}: a number and a unit (90s, 30m, 12h, 7d)"))?;
+    let secs = match unit {
+        "s" | "" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        "d" => n * 86_400,
+        _ => anyhow::bail!("--expires {text:?}: the unit is s, m, h or d"),
+    };
+    Ok(Duration::from_secs(secs))
+}
+
+/// Writes a secret to a new file only its owner can read.
+fn write_private(path: &Path, text: &str) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| {
+            format!(
+                "creating {} (a token file is never overwritten)",
+                path.display()
+            )
+        })?;
+    writeln!(f, "{text}").with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// Prints a server's answer as the command's document (under `--json`) or
+/// in a line of words.
+fn answer(
+    ctx: &Ctx,
+    doc: &serde_json::Value,
+    words: impl FnOnce(&serde_json::Value) -> String,
+) -> Result<()> {
+    if ctx.json {
+        out::json(doc)
+    } else {
+        println!("{}", words(doc));
+        Ok(())
+    }
+}
+
+fn receipts_in_words(doc: &serde_json::Value) -> String {
+    let receipts = doc["receipts"].as_array().map_or(&[][..], Vec::as_slice);
+    match (receipts.first(), receipts.last()) {
+        (Some(a), Some(b)) => format!(
+            "recorded {} event(s) by the server: seq {}..={}",
+            receipts.len(),
+            a["seq"],
+            b["seq"]
+        ),
+        _ => "already recorded: nothing stored twice".to_string(),
+    }
+}
+
+/// `append --server`: the lines on stdin, recorded once by the server.
+pub fn append_remote(ctx: &Ctx, client: &ratchet_serve::Client) -> Result<u8> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::io::stdin()
+        .lock()
+        .read_to_string(&mut text)
+        .context("reading stdin (JSON Lines, UTF-8)")?;
+    let doc = client.record_events(&text)?;
+    answer(ctx, &doc, receipts_in_words)?;
+    Ok(0)
+}
+
+/// `record-score --server`: one score line, ingested by the server.
+pub fn record_score_remote(
+    ctx: &Ctx,
+    client: &ratchet_serve::Client,
+    score: &ratchet_trace::Score,
+    direction: Option<ratchet_scorers::Direction>,
+) -> Result<u8> {
+    let mut line = serde_json::json!({
+        "task": score.task, "scorer": score.scorer, "value": score.value,
+        "commit": score.commit.as_str(), "holdout": score.holdout,
+    });
+    if !score.scorer_version.is_empty() {
+        line["scorer_version"] = score.scorer_version.clone().into();
+    }
+    if let Some(c) = score.cost {
+        line["cost"] = c.into();
+    }
+    if let Some(l) = score.latency_ms {
+        line["latency_ms"] = l.into();
+    }
+    if let Some(d) = direction {
+        line["direction"] = match d {
+            ratchet_scorers::Direction::HigherIsBetter => "higher",
+            ratchet_scorers::Direction::LowerIsBetter => "lower",
+        }
+        .into();
+    }
+    let doc = client.ingest("jsonl", &[], format!("{line}\n").as_bytes())?;
+    answer(ctx, &doc, receipts_in_words)?;
+    Ok(0)
+}
+
+/// `ingest --server`: each file uploaded and ingested by the server (one
+/// transaction per file; a directory is for local ingestion only).
+pub fn ingest_remote(
+    ctx: &Ctx,
+    client: &ratchet_serve::Client,
+    format: ratchet_scorers::Format,
+    paths: &[PathBuf],
+    options: &ratchet_scorers::IngestOptions,
+) -> Result<u8> {
+    let mut docs = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            anyhow::bail!(
+                "{}: a directory; with --server, name its files (each is uploaded and ingested on its own)",
+                path.display()
+            );
+        }
+        let body = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("upload");
+        let commit = options.commit.as_ref().map(|c| c.as_str().to_string());
+        let direction = options.direction.map(|d| match d {
+            ratchet_scorers::Direction::HigherIsBetter => "higher",
+            ratchet_scorers::Direction::LowerIsBetter => "lower",
+        });
+        let mut query: Vec<(&str, &str)> = vec![("name", name)];
+        if let Some(c) = &commit {
+            query.push(("commit", c));
+        }
+        if let Some(s) = &options.suite {
+            query.push(("suite", s));
+        }
+        if let Some(d) = direction {
+            query.push(("direction", d));
+        }
+        if !options.runner_label.is_empty() {
+            query.push(("label", &options.runner_label));
+        }
+        docs.push(client.ingest(format.name(), &query, &body)?);
+    }
+    if ctx.json {
+        let receipts: Vec<serde_json::Value> = docs
+            .iter()
+            .flat_map(|d| d["receipts"].as_array().cloned().unwrap_or_default())
+            .collect();
+        out::json(&serde_json::json!({
+            "store_id": docs.first().map(|d| d["store_id"].clone()),
+            "receipts": receipts,
+            "ingest": docs.iter().map(|d| d["ingest"].clone()).collect::<Vec<_>>(),
+        }))?;
+    } else {
+        for (p, d) in paths.iter().zip(&docs) {
+            println!(
+                "{}: {} test run(s), {} score(s) recorded by the server",
+                p.display(),
+                d["ingest"]["test_runs"],
+                d["ingest"]["scores"]
+            );
+        }
+    }
+    Ok(0)
+}
+
+/// `gate --server`: the server decides under the class's pinned policy and
+/// records the verdict; the exit code is the verdict's, as locally.
+pub fn gate_remote(
+    ctx: &Ctx,
+    client: &ratchet_serve::Client,
+    class: &str,
+    baseline: &ratchet_trace::CommitId,
+    candidate: &ratchet_trace::CommitId,
+    dry_run: bool,
+) -> Result<u8> {
+    let doc = client.post_json(
+        "/v1/decide",
+        &serde_json::json!({
+            "class": class, "baseline": baseline.as_str(), "candidate": candidate.as_str(),
+            "dry_run": dry_run,
+        }),
+    )?;
+    let status: ratchet_gate::GateStatus = serde_json::from_value(doc["status"].clone())
+        .map_err(|e| anyhow!("the server's verdict has no status: {e}"))?;
+    answer(ctx, &doc, |d| {
+        format!(
+            "{}: {}",
+            serde_json::to_value(status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_uppercase))
+                .unwrap_or_default(),
+            d["outcome"]["reason"]
+                .as_str()
+                .or_else(|| d["reason"].as_str())
+                .unwrap_or("")
+        )
+    })?;
+    Ok(status.exit_code())
+}
+
+/// `status --server`.
+pub fn status_remote(ctx: &Ctx, client: &ratchet_serve::Client) -> Result<u8> {
+    let doc = client.get_json("/v1/status")?;
+    answer(ctx, &doc, |d| {
+        format!(
+            "store {} ({} events) served; `--json` shows the whole status",
+            d["store_id"].as_str().unwrap_or("?"),
+            d["overview"]["size"]
+        )
+    })?;
+    Ok(0)
+}

@@ -1,0 +1,502 @@
+//! The routes, described once ([`ROUTES`], rendered by [`openapi`]) and
+//! served by the handlers below: each authenticates, counts the request
+//! against its token's rate, and makes one call of the [`Owner`] on a
+//! blocking thread (SQLite and the verified view are synchronous).
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use serde::Deserialize;
+
+use crate::owner::{DecideRequest, IngestQuery};
+use crate::tokens::{Capability, Scope, TokenSpec};
+use crate::{Error, Owner, Result};
+
+/// One route of the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route {
+    /// `GET`, `POST` or `DELETE`.
+    pub method: &'static str,
+    /// The path (`{name}` marks a parameter).
+    pub path: &'static str,
+    /// The scope a token needs (`None`: no token).
+    pub scope: Option<Scope>,
+    /// What it does.
+    pub summary: &'static str,
+    /// The request body's media type (`None`: no body).
+    pub body: Option<&'static str>,
+    /// The success response's media type.
+    pub returns: &'static str,
+}
+
+const JSON: &str = "application/json";
+
+/// Every route the server answers; the router is built from this table and
+/// the OpenAPI document rendered from it, so neither can drift from the other.
+pub const ROUTES: &[Route] = &[
+    Route {
+        method: "GET",
+        path: "/v1/health",
+        scope: None,
+        summary: "Liveness: the store id served.",
+        body: None,
+        returns: JSON,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/openapi.json",
+        scope: None,
+        summary: "This API as an OpenAPI 3.1 document.",
+        body: None,
+        returns: JSON,
+    },
+    Route {
+        method: "POST",
+        path: "/v1/events",
+        scope: Some(Scope::Record),
+        summary: "Append events (JSON Lines of {kind, payload, commit?}; never a reserved kind) under the token's session, in one transaction; ?request_id= makes a retry count once.",
+        body: Some("application/x-ndjson"),
+        returns: JSON,
+    },
+    Route {
+        method: "POST",
+        path: "/v1/ingest/{format}",
+        scope: Some(Scope::Record),
+        summary: "Ingest one report in any `ratchet ingest` format (junit, jsonl, bmf, hyperfine, google-benchmark, pytest-benchmark, go-bench, inspect, lm-eval, promptfoo) under the token's session; ?commit=&suite=&direction=&label=&name=&request_id=.",
+        body: Some("application/octet-stream"),
+        returns: JSON,
+    },
+    Route {
+        method: "POST",
+        path: "/v1/decide",
+        scope: Some(Scope::Decide),
+        summary: "Decide {class, baseline, candidate, dry_run?} under the class's pinned policy; the verdict is computed and recorded by the server.",
+        body: Some(JSON),
+        returns: JSON,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/status",
+        scope: Some(Scope::Read),
+        summary: "The store's status (as `ratchet status --json`), from the warm view.",
+        body: None,
+        returns: JSON,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/decisions",
+        scope: Some(Scope::Read),
+        summary: "The newest recorded verdicts (?last=N, default 20), oldest first.",
+        body: None,
+        returns: JSON,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/summary.md",
+        scope: Some(Scope::Read),
+        summary: "The Markdown summary a pull request shows.",
+        body: None,
+        returns: "text/markdown",
+    },
+    Route {
+        method: "GET",
+        path: "/v1/report.html",
+        scope: Some(Scope::Read),
+        summary: "The HTML report.",
+        body: None,
+        returns: "text/html",
+    },
+    Route {
+        method: "GET",
+        path: "/v1/tokens",
+        scope: Some(Scope::Admin),
+        summary: "Every token minted for this store (ids, scopes, sessions; never secrets).",
+        body: None,
+        returns: JSON,
+    },
+    Route {
+        method: "POST",
+        path: "/v1/tokens",
+        scope: Some(Scope::Admin),
+        summary: "Mint a token {can, session, cell?, expires_at_ms?}; its secret is in this answer only.",
+        body: Some(JSON),
+        returns: JSON,
+    },
+    Route {
+        method: "DELETE",
+        path: "/v1/tokens/{id}",
+        scope: Some(Scope::Admin),
+        summary: "Revoke a token: refused from the next request on.",
+        body: None,
+        returns: JSON,
+    },
+];
+
+/// [`ROUTES`] as an OpenAPI 3.1 document.
+pub fn openapi() -> serde_json::Value {
+    let mut paths = serde_json::Map::new();
+    for r in ROUTES {
+        let mut op = serde_json::json!({
+            "summary": r.summary,
+            "responses": {
+                "200": { "description": "done", "content": { r.returns: {} } },
+                "default": {
+                    "description": "an error: {\"error\": {\"kind\", \"message\"}}",
+                    "content": { JSON: { "schema": { "$ref": "#/components/schemas/Error" } } }
+                }
+            }
+        });
+        if let Some(scope) = r.scope {
+            op["security"] = serde_json::json!([{ "bearer": [scope.as_str()] }]);
+            op["x-ratchet-scope"] = scope.as_str().into();
+        }
+        if let Some(media) = r.body {
+            op["requestBody"] = serde_json::json!({ "required": true, "content": { media: {} } });
+        }
+        let params: Vec<serde_json::Value> = r
+            .path
+            .split('/')
+            .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+            .map(|name| serde_json::json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+            .collect();
+        if !params.is_empty() {
+            op["parameters"] = params.into();
+        }
+        let entry = paths
+            .entry(r.path.to_string())
+            .or_insert_with(|| serde_json::json!({}));
+        entry[r.method.to_ascii_lowercase()] = op;
+    }
+    serde_json::json!({
+        "openapi": "3.1.0",
+        "info": { "title": "ratchet serve", "version": env!("CARGO_PKG_VERSION") },
+        "paths": paths,
+        "components": {
+            "securitySchemes": { "bearer": { "type": "http", "scheme": "bearer" } },
+            "schemas": { "Error": {
+                "type": "object",
+                "required": ["error"],
+                "properties": { "error": {
+                    "type": "object",
+                    "required": ["kind", "message"],
+                    "properties": { "kind": {"type": "string"}, "message": {"type": "string"} }
+                } }
+            } }
+        }
+    })
+}
+
+/// What a handler answers.
+enum Reply {
+    Json(serde_json::Value),
+    Text(String, &'static str),
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let (status, kind) = self.status();
+        let body = serde_json::json!({ "error": { "kind": kind, "message": self.to_string() } });
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (status, axum::Json(body)).into_response()
+    }
+}
+
+impl IntoResponse for Reply {
+    fn into_response(self) -> Response {
+        match self {
+            Reply::Json(v) => axum::Json(v).into_response(),
+            Reply::Text(t, media) => {
+                let mut r = t.into_response();
+                r.headers_mut()
+                    .insert(header::CONTENT_TYPE, HeaderValue::from_static(media));
+                r
+            }
+        }
+    }
+}
+
+type Shared = Arc<Owner>;
+
+/// The router over `owner`: every route of [`ROUTES`], JSON errors for
+/// everything else.
+pub(crate) fn router(owner: Shared) -> Router {
+    let limit = owner.options.max_body_bytes;
+    let mut r: Router<Shared> = Router::new();
+    for route in ROUTES {
+        r = match (route.method, route.path) {
+            ("GET", "/v1/health") => r.route(route.path, get(health)),
+            ("GET", "/v1/openapi.json") => r.route(route.path, get(openapi_doc)),
+            ("POST", "/v1/events") => r.route(route.path, post(events)),
+            ("POST", "/v1/ingest/{format}") => r.route(route.path, post(ingest)),
+            ("POST", "/v1/decide") => r.route(route.path, post(decide)),
+            ("GET", "/v1/status") => r.route(route.path, get(status)),
+            ("GET", "/v1/decisions") => r.route(route.path, get(decisions)),
+            ("GET", "/v1/summary.md") => r.route(route.path, get(summary)),
+            ("GET", "/v1/report.html") => r.route(route.path, get(report)),
+            ("GET", "/v1/tokens") => r.route(route.path, get(list_tokens)),
+            ("POST", "/v1/tokens") => r.route(route.path, post(mint)),
+            ("DELETE", "/v1/tokens/{id}") => r.route(route.path, delete(revoke)),
+            // A route in the table without a handler: answered as not found
+            // (and caught by the test that calls every route).
+            _ => r,
+        };
+    }
+    r.fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn_with_state(owner.clone(), guard))
+        .with_state(owner)
+}
+
+/// Times every request out (a slow upload included) and logs it.
+async fn guard(State(owner): State<Shared>, request: Request, next: Next) -> Response {
+    let started = std::time::Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let timeout = owner.options.request_timeout;
+    let response = match tokio::time::timeout(timeout, next.run(request)).await {
+        Ok(r) => r,
+        Err(_) => Error::Timeout(format!(
+            "the request took longer than {} s (a slow client?)",
+            timeout.as_secs()
+        ))
+        .into_response(),
+    };
+    tracing::info!(
+        %method,
+        path,
+        status = response.status().as_u16(),
+        ms = started.elapsed().as_secs_f64() * 1e3,
+        "request"
+    );
+    response
+}
+
+async fn not_found() -> Error {
+    Error::NotFound("no such route (see GET /v1/openapi.json)".into())
+}
+
+async fn method_not_allowed() -> Response {
+    let body = serde_json::json!({ "error": { "kind": "method_not_allowed", "message": "this route does not take that method (see GET /v1/openapi.json)" } });
+    (StatusCode::METHOD_NOT_ALLOWED, axum::Json(body)).into_response()
+}
+
+fn bearer(headers: &HeaderMap) -> Result<String> {
+    let value = headers
+        .get(header::AUTHORIZATION)
+        .ok_or_else(|| Error::Unauthorized("no Authorization: Bearer <token> header".into()))?;
+    let text = value
+        .to_str()
+        .map_err(|_| Error::Unauthorized("the Authorization header is not text".into()))?;
+    text.strip_prefix("Bearer ")
+        .map(|t| t.trim().to_string())
+        .ok_or_else(|| {
+            Error::Unauthorized("the Authorization header is not `Bearer <token>`".into())
+        })
+}
+
+/// Authenticates, admits, then runs `f` on a blocking thread.
+async fn with_token<F>(owner: Shared, headers: &HeaderMap, f: F) -> Result<Reply>
+where
+    F: FnOnce(&Owner, &Capability) -> Result<Reply> + Send + 'static,
+{
+    let token = bearer(headers)?;
+    tokio::task::spawn_blocking(move || {
+        let who = owner.authenticate(&token)?;
+        owner.admit(&who)?;
+        f(&owner, &who)
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("the request's task failed: {e}")))?
+}
+
+fn body_of(body: std::result::Result<Bytes, BytesRejection>) -> Result<Bytes> {
+    body.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            Error::TooLarge(format!("the body is over the server's limit: {e}"))
+        } else {
+            Error::BadRequest(format!("the body could not be read: {e}"))
+        }
+    })
+}
+
+fn json_body<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T> {
+    serde_json::from_slice(bytes).map_err(|e| Error::BadRequest(format!("{what}: {e}")))
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<Reply> {
+    serde_json::to_value(v)
+        .map(Reply::Json)
+        .map_err(|e| Error::Internal(format!("serializing the answer: {e}")))
+}
+
+async fn health(State(owner): State<Shared>) -> Result<Reply> {
+    let id = tokio::task::spawn_blocking(move || owner.store_id())
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))??;
+    Ok(Reply::Json(
+        serde_json::json!({ "ok": true, "store_id": id }),
+    ))
+}
+
+async fn openapi_doc() -> Reply {
+    Reply::Json(openapi())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RequestId {
+    request_id: Option<String>,
+}
+
+async fn events(
+    State(owner): State<Shared>,
+    headers: HeaderMap,
+    query: std::result::Result<Query<RequestId>, QueryRejection>,
+    body: std::result::Result<Bytes, BytesRejection>,
+) -> Result<Reply> {
+    let Query(q) = query.map_err(|e| Error::BadRequest(e.body_text()))?;
+    let body = body_of(body)?;
+    with_token(owner, &headers, move |o, who| {
+        let text = std::str::from_utf8(&body)
+            .map_err(|e| Error::BadRequest(format!("the body is not UTF-8: {e}")))?;
+        let receipts = o.record_events(who, q.request_id.as_deref(), text)?;
+        to_json(&serde_json::json!({
+            "store_id": o.store_id()?,
+            "receipts": receipts,
+            "already_recorded": receipts.is_empty(),
+        }))
+    })
+    .await
+}
+
+async fn ingest(
+    State(owner): State<Shared>,
+    headers: HeaderMap,
+    Path(format): Path<String>,
+    query: std::result::Result<Query<IngestQuery>, QueryRejection>,
+    body: std::result::Result<Bytes, BytesRejection>,
+) -> Result<Reply> {
+    let Query(q) = query.map_err(|e| Error::BadRequest(e.body_text()))?;
+    let body = body_of(body)?;
+    with_token(owner, &headers, move |o, who| {
+        let report = o.ingest(who, &format, &q, &body)?;
+        to_json(&serde_json::json!({
+            "store_id": o.store_id()?,
+            "receipts": report.receipts,
+            "ingest": report,
+        }))
+    })
+    .await
+}
+
+async fn decide(
+    State(owner): State<Shared>,
+    headers: HeaderMap,
+    body: std::result::Result<Bytes, BytesRejection>,
+) -> Result<Reply> {
+    let body = body_of(body)?;
+    with_token(owner, &headers, move |o, who| {
+        let request: DecideRequest = json_body(&body, "the decide request")?;
+        let run = o.decide(who, &request)?;
+        let mut doc = serde_json::to_value(&run.verdict)
+            .map_err(|e| Error::Internal(format!("serializing the verdict: {e}")))?;
+        doc["status"] = serde_json::to_value(run.verdict.outcome.status())
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        doc["decision"] =
+            serde_json::to_value(run.decision).map_err(|e| Error::Internal(e.to_string()))?;
+        doc["store_id"] = o.store_id()?.into();
+        Ok(Reply::Json(doc))
+    })
+    .await
+}
+
+async fn status(State(owner): State<Shared>, headers: HeaderMap) -> Result<Reply> {
+    with_token(owner, &headers, |o, who| to_json(&o.status(who)?)).await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Last {
+    last: Option<usize>,
+}
+
+async fn decisions(
+    State(owner): State<Shared>,
+    headers: HeaderMap,
+    query: std::result::Result<Query<Last>, QueryRejection>,
+) -> Result<Reply> {
+    let Query(q) = query.map_err(|e| Error::BadRequest(e.body_text()))?;
+    with_token(owner, &headers, move |o, who| {
+        let events = o.decisions(who, q.last.unwrap_or(20))?;
+        to_json(&serde_json::json!({ "store_id": o.store_id()?, "events": events }))
+    })
+    .await
+}
+
+async fn summary(State(owner): State<Shared>, headers: HeaderMap) -> Result<Reply> {
+    with_token(owner, &headers, |o, who| {
+        Ok(Reply::Text(
+            o.markdown(who)?,
+            "text/markdown; charset=utf-8",
+        ))
+    })
+    .await
+}
+
+async fn report(State(owner): State<Shared>, headers: HeaderMap) -> Result<Reply> {
+    with_token(owner, &headers, |o, who| {
+        Ok(Reply::Text(o.html(who)?, "text/html; charset=utf-8"))
+    })
+    .await
+}
+
+async fn list_tokens(State(owner): State<Shared>, headers: HeaderMap) -> Result<Reply> {
+    with_token(owner, &headers, |o, who| {
+        let tokens: Vec<_> = o.list_tokens(who)?.into_values().collect();
+        to_json(&serde_json::json!({ "store_id": o.store_id()?, "tokens": tokens }))
+    })
+    .await
+}
+
+async fn mint(
+    State(owner): State<Shared>,
+    headers: HeaderMap,
+    body: std::result::Result<Bytes, BytesRejection>,
+) -> Result<Reply> {
+    let body = body_of(body)?;
+    with_token(owner, &headers, move |o, who| {
+        let spec: TokenSpec = json_body(&body, "the token spec")?;
+        let minted = o.mint(who, &spec)?;
+        to_json(&serde_json::json!({
+            "store_id": o.store_id()?,
+            "receipts": [minted.receipt],
+            "token": minted.token,
+            "id": minted.id,
+        }))
+    })
+    .await
+}
+
+async fn revoke(
+    State(owner): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Reply> {
+    with_token(owner, &headers, move |o, who| {
+        let receipt = o.revoke(who, &id)?;
+        to_json(&serde_json::json!({
+            "store_id": o.store_id()?,
+            "receipts": [receipt],
+            "revoked": id,
+        }))
+    })
+    .await
+}

@@ -1,0 +1,43 @@
+//! `ratchet serve`: the trusted side of ratchet as a long-lived process.
+//!
+//! One [`Owner`] holds the store, its writer key and the verified view
+//! (refreshed, never re-read whole, before each request); clients hold only
+//! capability tokens ([`Scope`]: `record`, `decide`, `read`, `admin`) and
+//! speak HTTP/JSON over a Unix socket (mode 0600) or a loopback TCP port.
+//! Whoever records evidence never touches the files, never sees the key
+//! (the server MACs every event), cannot decide, pin or read unless its
+//! token says so, and records only under its own session.
+//!
+//! The routes are described once, in [`ROUTES`]; [`openapi`] renders them
+//! as an OpenAPI 3.1 document (served at `GET /v1/openapi.json`).
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use ratchet_serve::{Scope, TokenSpec, mint_token, Owner, ServeOptions};
+//! let dir = tempfile::tempdir()?;
+//! let mut store = ratchet_trace::Store::create(dir.path().join("s"), Default::default())?;
+//! let minted = mint_token(&mut store, &TokenSpec {
+//!     can: vec![Scope::Record], session: "cell-1".into(), cell: None, expires_at_ms: None,
+//! })?;
+//! assert!(minted.token.starts_with("rtk_"));
+//! let owner = Owner::new(store, ServeOptions::default())?;
+//! let caller = owner.authenticate(&minted.token)?;
+//! assert_eq!(caller.spec.session, "cell-1");
+//! # Ok(()) }
+//! ```
+
+mod api;
+mod client;
+mod error;
+mod owner;
+mod server;
+mod tokens;
+
+pub use api::{ROUTES, Route, openapi};
+pub use client::{Client, Endpoint, Response};
+pub use error::{Error, Result};
+pub use owner::{Owner, ServeOptions};
+pub use server::{Listen, serve};
+pub use tokens::{
+    Capability, Minted, Scope, TokenSpec, authenticate, mint_token, revoke_token, tokens_in,
+};

@@ -1,0 +1,455 @@
+//! The owner: one store, its key and its verified view, behind one lock.
+//! Every request authenticates against the view as refreshed at that
+//! moment (a token revoked a millisecond ago is refused), then does one
+//! library call under its token's scope and session.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use ratchet_trace::{CommitId, EventDraft, Ledger, Receipt, Store, VerifyOptions};
+use serde::{Deserialize, Serialize};
+
+use crate::tokens::{self, Capability, Scope, TokenSpec};
+use crate::{Error, Result};
+
+/// How the server treats its clients.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The largest request body accepted (413 above it).
+    pub max_body_bytes: usize,
+    /// Requests per second a token may make on average (429 beyond it).
+    pub rate_per_second: f64,
+    /// Requests a token may make in a burst.
+    pub burst: f64,
+    /// The longest a request may take, its body's upload included (408).
+    pub request_timeout: Duration,
+    /// The longest a client may take to send its request's headers.
+    pub header_timeout: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            max_body_bytes: 16 << 20,
+            rate_per_second: 200.0,
+            burst: 400.0,
+            request_timeout: Duration::from_secs(30),
+            header_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A question for the gate, as a `decide` client asks it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DecideRequest {
+    /// The class (its policy must be pinned in the trace: a server decides
+    /// only under pinned policies, never under a file).
+    pub class: String,
+    /// The commit running now (a full id).
+    pub baseline: String,
+    /// The commit proposed (a full id).
+    pub candidate: String,
+    /// Decide without recording.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Where an upload is read from, and under which options.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct IngestQuery {
+    pub commit: Option<String>,
+    pub suite: Option<String>,
+    pub direction: Option<String>,
+    pub label: Option<String>,
+    /// The file name the report had (its extension tells `.eval` from `.json`).
+    pub name: Option<String>,
+    /// A client-chosen id: a retried upload with the same id counts once.
+    pub request_id: Option<String>,
+}
+
+/// The store's owner.
+#[derive(Debug)]
+pub struct Owner {
+    ledger: Mutex<Ledger>,
+    limits: Mutex<HashMap<String, Bucket>>,
+    spool: tempfile::TempDir,
+    pub(crate) options: ServeOptions,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+impl Owner {
+    /// Takes ownership of `store` (opened with its writer key, if keyed)
+    /// and verifies it once.
+    ///
+    /// # Errors
+    /// [`Error::Trace`] if the trace does not verify (a server never serves
+    /// an altered trace); [`Error::Io`] if the spool directory cannot be made.
+    pub fn new(store: Store, options: ServeOptions) -> Result<Owner> {
+        let ledger = Ledger::new(store, VerifyOptions::default())?;
+        let spool = tempfile::Builder::new()
+            .prefix("ratchet-serve-")
+            .tempdir()
+            .map_err(|source| Error::Io {
+                what: "making the upload spool directory".into(),
+                source,
+            })?;
+        Ok(Owner {
+            ledger: Mutex::new(ledger),
+            limits: Mutex::new(HashMap::new()),
+            spool,
+            options,
+        })
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Ledger>> {
+        self.ledger.lock().map_err(|_| {
+            Error::Internal("the store's lock was poisoned by a failed request".into())
+        })
+    }
+
+    /// The id of the store served.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] if the lock is poisoned.
+    pub fn store_id(&self) -> Result<String> {
+        Ok(self.lock()?.store().id().to_string())
+    }
+
+    /// The token `bearer` names, checked against the trace as it is now.
+    ///
+    /// # Errors
+    /// As [`tokens::authenticate`]; [`Error::Trace`] if the refresh fails.
+    pub fn authenticate(&self, bearer: &str) -> Result<Capability> {
+        let mut ledger = self.lock()?;
+        ledger.refresh()?;
+        let all = tokens::tokens_in(ledger.view())?;
+        Ok(tokens::authenticate(&all, bearer, tokens::now_ms())?.clone())
+    }
+
+    /// Counts a request of `token` against its rate.
+    pub(crate) fn admit(&self, token: &Capability) -> Result<()> {
+        let mut limits = self
+            .limits
+            .lock()
+            .map_err(|_| Error::Internal("the rate table's lock was poisoned".into()))?;
+        let now = Instant::now();
+        let (rate, burst) = (self.options.rate_per_second, self.options.burst);
+        let b = limits.entry(token.id.clone()).or_insert(Bucket {
+            tokens: burst,
+            at: now,
+        });
+        b.tokens = (b.tokens + now.duration_since(b.at).as_secs_f64() * rate).min(burst);
+        b.at = now;
+        if b.tokens < 1.0 {
+            return Err(Error::RateLimited(format!(
+                "token {} is over its rate of {rate} requests per second; retry later",
+                token.id
+            )));
+        }
+        b.tokens -= 1.0;
+        Ok(())
+    }
+
+    /// Appends plain events (the `ratchet append` line format) under the
+    /// token's session, in one transaction, once per `request_id`.
+    pub(crate) fn record_events(
+        &self,
+        who: &Capability,
+        request_id: Option<&str>,
+        text: &str,
+    ) -> Result<Vec<Receipt>> {
+        need(who, Scope::Record)?;
+        let mut drafts = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let d = EventDraft::from_json_line(line)
+                .map_err(|e| Error::BadRequest(format!("line {}: {e}", i + 1)))?;
+            own_session(who, d.session_name())?;
+            drafts.push(d.session(who.spec.session.clone()));
+        }
+        if drafts.is_empty() {
+            return Err(Error::BadRequest("no events in the body".into()));
+        }
+        let mut ledger = self.lock()?;
+        let receipts = match request_id {
+            Some(id) => match ledger
+                .append_once(&request_key(who, id)?, drafts)
+                .map_err(Error::from)
+                .map_err(Error::classify)?
+            {
+                ratchet_trace::AppendOnce::Appended(r) => r,
+                ratchet_trace::AppendOnce::AlreadyAppended { .. } => Vec::new(),
+            },
+            None => ledger
+                .append_batch(drafts)
+                .map_err(Error::from)
+                .map_err(Error::classify)?,
+        };
+        Ok(receipts)
+    }
+
+    /// Ingests one uploaded report (any `ratchet ingest` format) under the
+    /// token's session.
+    pub(crate) fn ingest(
+        &self,
+        who: &Capability,
+        format: &str,
+        query: &IngestQuery,
+        body: &[u8],
+    ) -> Result<ratchet_scorers::IngestReport> {
+        need(who, Scope::Record)?;
+        let format: ratchet_scorers::Format = format
+            .parse()
+            .map_err(|e: ratchet_scorers::Error| Error::BadRequest(e.to_string()))?;
+        let commit = query
+            .commit
+            .as_deref()
+            .map(|c| {
+                CommitId::parse(c).map_err(|e| {
+                    Error::BadRequest(format!(
+                        "commit {c:?}: {e} (send a full id; revisions are resolved by the client)"
+                    ))
+                })
+            })
+            .transpose()?;
+        let direction = match query.direction.as_deref() {
+            None => None,
+            Some("higher") => Some(ratchet_scorers::Direction::HigherIsBetter),
+            Some("lower") => Some(ratchet_scorers::Direction::LowerIsBetter),
+            Some(other) => {
+                return Err(Error::BadRequest(format!(
+                    "direction {other:?}: higher or lower"
+                )));
+            }
+        };
+        let idempotency_key = query
+            .request_id
+            .as_deref()
+            .map(|id| request_key(who, id))
+            .transpose()?;
+        // The upload goes to the server's own spool directory under a name
+        // it chooses (only the extension is the client's), is read by the
+        // same importers the CLI uses, and is gone when the request is.
+        let dir = tempfile::Builder::new()
+            .prefix("upload-")
+            .tempdir_in(self.spool.path())
+            .map_err(|source| Error::Io {
+                what: "making an upload directory".into(),
+                source,
+            })?;
+        let path = dir.path().join(upload_name(format, query.name.as_deref()));
+        std::fs::write(&path, body).map_err(|source| Error::Io {
+            what: "spooling the upload".into(),
+            source,
+        })?;
+        let options = ratchet_scorers::IngestOptions {
+            commit,
+            session: Some(who.spec.session.clone()),
+            suite: query.suite.clone(),
+            runner_label: query.label.clone().unwrap_or_default(),
+            direction,
+            idempotency_key,
+            ..ratchet_scorers::IngestOptions::default()
+        };
+        let mut ledger = self.lock()?;
+        let report = ratchet_scorers::ingest(ledger.store_mut(), format, &[path], &options);
+        // The view follows what was written (or stays as it was).
+        ledger.refresh()?;
+        let mut report = report.map_err(Error::from).map_err(Error::classify)?;
+        report.files = Vec::new();
+        Ok(report)
+    }
+
+    /// Decides (and records, unless a dry run) under the class's pinned policy.
+    pub(crate) fn decide(
+        &self,
+        who: &Capability,
+        request: &DecideRequest,
+    ) -> Result<ratchet_orchestrate::GateRun> {
+        need(who, Scope::Decide)?;
+        let parse = |what: &str, c: &str| {
+            CommitId::parse(c).map_err(|e| Error::BadRequest(format!("{what} {c:?}: {e}")))
+        };
+        let baseline = parse("baseline", &request.baseline)?;
+        let candidate = parse("candidate", &request.candidate)?;
+        let mut ledger = self.lock()?;
+        ledger.refresh()?;
+        // Only a pinned policy: no file beside the server decides.
+        let (policy, _) = ratchet_gate::resolve_policy(Some(ledger.view()), &request.class, None)?;
+        let q = ratchet_gate::Question {
+            class: &request.class,
+            policy: &policy,
+            baseline: &baseline,
+            candidate: &candidate,
+            checkpoint: None,
+        };
+        ratchet_orchestrate::gate(
+            &mut ledger,
+            &q,
+            &ratchet_orchestrate::GateOptions {
+                dry_run: request.dry_run,
+                promote_in: None,
+            },
+        )
+        .map_err(Error::from)
+        .map_err(Error::classify)
+    }
+
+    /// The store's status, from the warm view.
+    pub(crate) fn status(&self, who: &Capability) -> Result<ratchet_orchestrate::Status> {
+        need(who, Scope::Read)?;
+        let mut ledger = self.lock()?;
+        Ok(ratchet_orchestrate::status_warm(&mut ledger, None)?)
+    }
+
+    /// The newest `last` decisions, oldest first.
+    pub(crate) fn decisions(
+        &self,
+        who: &Capability,
+        last: usize,
+    ) -> Result<Vec<serde_json::Value>> {
+        need(who, Scope::Read)?;
+        let mut ledger = self.lock()?;
+        ledger.refresh()?;
+        let events = ledger
+            .view()
+            .events_of_kinds(&[ratchet_trace::ReservedKind::Decision.as_str()]);
+        let start = events.len().saturating_sub(last);
+        Ok(events[start..]
+            .iter()
+            .map(|e| {
+                serde_json::json!({
+                    "seq": e.seq,
+                    "ts_ms": e.ts_ms,
+                    "verdict": serde_json::from_slice::<serde_json::Value>(&e.payload)
+                        .unwrap_or(serde_json::Value::Null),
+                })
+            })
+            .collect())
+    }
+
+    /// The Markdown summary (what a pull request shows).
+    pub(crate) fn markdown(&self, who: &Capability) -> Result<String> {
+        need(who, Scope::Read)?;
+        let mut ledger = self.lock()?;
+        ledger.refresh()?;
+        Ok(ratchet_report::markdown(ledger.view())?)
+    }
+
+    /// The HTML report.
+    pub(crate) fn html(&self, who: &Capability) -> Result<String> {
+        need(who, Scope::Read)?;
+        let mut ledger = self.lock()?;
+        ledger.refresh()?;
+        let verification = ledger.view().report().clone();
+        Ok(ratchet_report::html_of(
+            ledger.view(),
+            &verification,
+            &ratchet_report::ReportOptions::default(),
+        )?)
+    }
+
+    /// Mints a token (the caller needs `admin`).
+    pub(crate) fn mint(&self, who: &Capability, spec: &TokenSpec) -> Result<tokens::Minted> {
+        need(who, Scope::Admin)?;
+        let mut ledger = self.lock()?;
+        let minted = tokens::mint_token(ledger.store_mut(), spec);
+        ledger.refresh()?;
+        minted
+    }
+
+    /// Revokes a token (the caller needs `admin`).
+    pub(crate) fn revoke(&self, who: &Capability, id: &str) -> Result<Receipt> {
+        need(who, Scope::Admin)?;
+        let mut ledger = self.lock()?;
+        ledger.refresh()?;
+        if !tokens::tokens_in(ledger.view())?.contains_key(id) {
+            return Err(Error::UnknownToken { id: id.to_string() });
+        }
+        let r = tokens::revoke_token(ledger.store_mut(), id);
+        ledger.refresh()?;
+        r
+    }
+
+    /// Every token minted here (ids and scopes, never secrets).
+    pub(crate) fn list_tokens(&self, who: &Capability) -> Result<BTreeMap<String, Capability>> {
+        need(who, Scope::Admin)?;
+        let mut ledger = self.lock()?;
+        ledger.refresh()?;
+        tokens::tokens_in(ledger.view())
+    }
+}
+
+fn need(who: &Capability, scope: Scope) -> Result<()> {
+    if who.spec.can.contains(&scope) {
+        Ok(())
+    } else {
+        Err(Error::Forbidden(format!(
+            "token {} may {} but not {scope}",
+            who.id,
+            who.spec
+                .can
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )))
+    }
+}
+
+/// A line may name its session only if it is the token's own.
+fn own_session(who: &Capability, named: &str) -> Result<()> {
+    if named.is_empty() || named == who.spec.session {
+        Ok(())
+    } else {
+        Err(Error::Forbidden(format!(
+            "token {} records under session {:?}, not {named:?}",
+            who.id, who.spec.session
+        )))
+    }
+}
+
+/// The idempotency key of a client's request id: per token, so one client
+/// cannot make another's batch look already stored.
+fn request_key(who: &Capability, id: &str) -> Result<String> {
+    if id.is_empty() || id.len() > 128 || !id.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(Error::BadRequest(
+            "request_id must be 1 to 128 visible ASCII characters".into(),
+        ));
+    }
+    Ok(format!("serve:{}:{id}", who.id))
+}
+
+/// The spooled file's name: the format's usual extension, or the one the
+/// client's file had (Inspect tells `.eval` zips from `.json` by it).
+fn upload_name(format: ratchet_scorers::Format, given: Option<&str>) -> PathBuf {
+    let ext = given
+        .and_then(|n| std::path::Path::new(n).extension())
+        .and_then(|e| e.to_str())
+        .filter(|e| e.len() <= 8 && e.bytes().all(|b| b.is_ascii_alphanumeric()))
+        .map(str::to_string);
+    let default = match format {
+        ratchet_scorers::Format::Junit => "xml",
+        ratchet_scorers::Format::Jsonl | ratchet_scorers::Format::LmEval => "jsonl",
+        ratchet_scorers::Format::GoBench => "txt",
+        ratchet_scorers::Format::Criterion => "json",
+        _ => "json",
+    };
+    let base = if format == ratchet_scorers::Format::LmEval {
+        "samples_upload"
+    } else {
+        "upload"
+    };
+    PathBuf::from(format!("{base}.{}", ext.as_deref().unwrap_or(default)))
+}

@@ -1,0 +1,189 @@
+//! Sockets: a Unix socket (mode 0600) and optionally a loopback TCP port,
+//! HTTP/1.1 through hyper with a header-read timeout, and a graceful end:
+//! on shutdown no new connection is taken and the ones in flight finish
+//! (for at most `grace`). Every write the server acknowledged is a
+//! committed SQLite transaction, so even an abrupt end loses nothing
+//! acknowledged.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::{Error, Owner, Result};
+
+/// Where the server listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listen {
+    /// A Unix socket at this path (made mode 0600; a stale one is replaced,
+    /// a live one refused).
+    Unix(PathBuf),
+    /// A TCP address; only loopback addresses are accepted.
+    Tcp(SocketAddr),
+}
+
+enum Bound {
+    Unix(tokio::net::UnixListener, PathBuf),
+    Tcp(tokio::net::TcpListener),
+}
+
+/// Serves `owner` on every address of `listen` until `shutdown` completes,
+/// then lets requests in flight finish for at most `grace`. `ready` is
+/// called once every socket is bound (with the TCP addresses as bound,
+/// port 0 resolved).
+///
+/// # Errors
+/// [`Error::Io`] if a socket cannot be bound; [`Error::BadRequest`] for a
+/// TCP address that is not loopback or a Unix socket path that is live.
+pub async fn serve(
+    owner: Arc<Owner>,
+    listen: &[Listen],
+    grace: Duration,
+    ready: impl FnOnce(&[SocketAddr]),
+    shutdown: impl Future<Output = ()>,
+) -> Result<()> {
+    let mut bound = Vec::new();
+    let mut tcp_addrs = Vec::new();
+    for l in listen {
+        match l {
+            Listen::Unix(path) => bound.push(Bound::Unix(bind_unix(path)?, path.clone())),
+            Listen::Tcp(addr) => {
+                if !addr.ip().is_loopback() {
+                    return Err(Error::BadRequest(format!(
+                        "{addr} is not a loopback address: the server speaks plain HTTP, so it listens on 127.0.0.1 or ::1 only (put a TLS proxy in front for anything else)"
+                    )));
+                }
+                let t = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|source| Error::Io {
+                        what: format!("binding {addr}"),
+                        source,
+                    })?;
+                tcp_addrs.push(t.local_addr().map_err(|source| Error::Io {
+                    what: "reading the bound address".into(),
+                    source,
+                })?);
+                bound.push(Bound::Tcp(t));
+            }
+        }
+    }
+    ready(&tcp_addrs);
+    let app = crate::api::router(owner.clone());
+    let graceful = GracefulShutdown::new();
+    let header_timeout = owner.options.header_timeout;
+    tokio::pin!(shutdown);
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Box<dyn Conn>>(64);
+    let mut accepters = tokio::task::JoinSet::new();
+    let mut unix_paths = Vec::new();
+    for b in bound {
+        let tx = tx.clone();
+        match b {
+            Bound::Unix(l, path) => {
+                unix_paths.push(path);
+                accepters.spawn(async move {
+                    loop {
+                        match l.accept().await {
+                            Ok((s, _)) => {
+                                if tx.send(Box::new(s)).await.is_err() {
+                                    break;
+                                }
+                            }
+                            Err(e) => {
+                                tracing::warn!(error = %e, "accepting on the unix socket");
+                                tokio::time::sleep(Duration::from_millis(50)).await;
+                            }
+                        }
+                    }
+                });
+            }
+            Bound::Tcp(l) => {
+                accepters.spawn(async move {
+                    loop {
+                        match l.accept().await {
+                            Ok((s, _)) => {
+                                let _ = s.set_nodelay(true);
+                                if tx.send(Box::new(s)).await.is_err() {
+                                    break;
+                                }
+                            }
+                            Err(e) => {
+                                tracing::warn!(error = %e, "accepting on tcp");
+                                tokio::time::sleep(Duration::from_millis(50)).await;
+                            }
+                        }
+                    }
+                });
+            }
+        }
+    }
+    drop(tx);
+    loop {
+        tokio::select! {
+            conn = rx.recv() => {
+                let Some(conn) = conn else { break };
+                let service = TowerToHyperService::new(app.clone());
+                let c = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(header_timeout)
+                    .serve_connection(TokioIo::new(conn), service);
+                let watched = graceful.watch(c);
+                tokio::spawn(async move {
+                    if let Err(e) = watched.await {
+                        tracing::debug!(error = %e, "connection ended");
+                    }
+                });
+            }
+            () = &mut shutdown => break,
+        }
+    }
+    accepters.abort_all();
+    tracing::info!("shutting down: finishing requests in flight");
+    if tokio::time::timeout(grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("requests still in flight after the grace period; ending");
+    }
+    for p in unix_paths {
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(())
+}
+
+trait Conn: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Conn for T {}
+
+fn bind_unix(path: &std::path::Path) -> Result<tokio::net::UnixListener> {
+    if path.exists() {
+        // A socket nobody answers on is left from a server that died; one
+        // that answers belongs to a live server, which keeps it.
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(Error::BadRequest(format!(
+                "{} is the socket of a running server",
+                path.display()
+            )));
+        }
+        std::fs::remove_file(path).map_err(|source| Error::Io {
+            what: format!("removing the stale socket {}", path.display()),
+            source,
+        })?;
+    }
+    let l = tokio::net::UnixListener::bind(path).map_err(|source| Error::Io {
+        what: format!("binding {}", path.display()),
+        source,
+    })?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|source| {
+        Error::Io {
+            what: format!("making {} private (0600)", path.display()),
+            source,
+        }
+    })?;
+    Ok(l)
+}

@@ -1,0 +1,258 @@
+//! Capability tokens: minted and revoked by the store's owner as reserved
+//! `capability` events (MAC'd in a keyed store, so nobody without the key
+//! can add one), held by clients as bearer strings, stored only as the
+//! hash of their secret.
+
+use std::collections::BTreeMap;
+
+use ratchet_trace::{EventDraft, Receipt, ReservedKind, Store, Verified};
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+/// What a token lets its holder do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// Append scores, test runs, reports and plain events, all under the
+    /// token's own session; never a reserved kind.
+    Record,
+    /// Ask for a verdict; the server computes and records it.
+    Decide,
+    /// Read status, verdicts, the report and the Markdown summary.
+    Read,
+    /// Mint and revoke tokens.
+    Admin,
+}
+
+impl Scope {
+    /// The scope's name, as typed (`record`, `decide`, `read`, `admin`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Scope::Record => "record",
+            Scope::Decide => "decide",
+            Scope::Read => "read",
+            Scope::Admin => "admin",
+        }
+    }
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Scope {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Scope> {
+        match s {
+            "record" => Ok(Scope::Record),
+            "decide" => Ok(Scope::Decide),
+            "read" => Ok(Scope::Read),
+            "admin" => Ok(Scope::Admin),
+            other => Err(Error::BadRequest(format!(
+                "unknown scope {other:?}: one of record, decide, read, admin"
+            ))),
+        }
+    }
+}
+
+/// What a token is minted for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenSpec {
+    /// Its scopes (at least one).
+    pub can: Vec<Scope>,
+    /// The session every event it records is recorded under.
+    pub session: String,
+    /// The cell (fleet member, CI job) it speaks for, recorded with its events.
+    #[serde(default)]
+    pub cell: Option<String>,
+    /// When it stops working, in Unix milliseconds (`None`: until revoked).
+    #[serde(default)]
+    pub expires_at_ms: Option<i64>,
+}
+
+/// The payload of a `capability` event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]
+enum CapabilityEvent {
+    Mint {
+        id: String,
+        secret_hash: String,
+        #[serde(flatten)]
+        spec: TokenSpec,
+    },
+    Revoke {
+        id: String,
+    },
+}
+
+/// A token as the trace knows it (never its secret).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Capability {
+    /// Its id (the public part of the bearer string).
+    pub id: String,
+    /// What it was minted for.
+    #[serde(flatten)]
+    pub spec: TokenSpec,
+    /// Seq of the mint.
+    pub minted_seq: u64,
+    /// Seq of its revocation, if revoked.
+    pub revoked_seq: Option<u64>,
+    #[serde(skip)]
+    secret_hash: String,
+}
+
+impl Capability {
+    /// Whether it can be used at `now_ms` (not revoked, not expired).
+    pub fn live(&self, now_ms: i64) -> bool {
+        self.revoked_seq.is_none() && self.spec.expires_at_ms.is_none_or(|t| now_ms < t)
+    }
+}
+
+/// A freshly minted token: the bearer string is shown once and never stored.
+#[derive(Debug, Clone, Serialize)]
+pub struct Minted {
+    /// `rtk_<id>_<secret>`: what the client sends as `Authorization: Bearer …`.
+    pub token: String,
+    /// Its id (for revocation).
+    pub id: String,
+    /// The `capability` event.
+    pub receipt: Receipt,
+}
+
+const PREFIX: &str = "rtk_";
+
+/// Every token minted in `view`'s own trace, by id.
+///
+/// # Errors
+/// [`Error::Trace`] if a `capability` payload does not parse.
+pub fn tokens_in(view: &Verified) -> Result<BTreeMap<String, Capability>> {
+    let mut out: BTreeMap<String, Capability> = BTreeMap::new();
+    for (e, c) in view.own_control_events::<CapabilityEvent>(ReservedKind::Capability, u64::MAX)? {
+        match c {
+            CapabilityEvent::Mint {
+                id,
+                secret_hash,
+                spec,
+            } => {
+                // An id minted twice keeps its first mint: a later one
+                // cannot replace the secret of a token already handed out.
+                out.entry(id.clone()).or_insert(Capability {
+                    id,
+                    spec,
+                    minted_seq: e.seq,
+                    revoked_seq: None,
+                    secret_hash,
+                });
+            }
+            CapabilityEvent::Revoke { id } => {
+                if let Some(t) = out.get_mut(&id) {
+                    t.revoked_seq.get_or_insert(e.seq);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Mints a token: a random id and secret, the secret's hash and `spec`
+/// recorded as a `capability` event (MAC'd by a keyed store's writer).
+///
+/// # Errors
+/// [`Error::BadRequest`] for an empty scope list or an invalid session;
+/// [`Error::Trace`] if the append fails.
+pub fn mint_token(store: &mut Store, spec: &TokenSpec) -> Result<Minted> {
+    if spec.can.is_empty() {
+        return Err(Error::BadRequest(
+            "a token needs at least one scope (--can record|decide|read|admin)".into(),
+        ));
+    }
+    let id = random_hex(8)?;
+    let secret = random_hex(32)?;
+    let event = CapabilityEvent::Mint {
+        id: id.clone(),
+        secret_hash: blake3::hash(secret.as_bytes()).to_hex().to_string(),
+        spec: spec.clone(),
+    };
+    let draft = EventDraft::reserved(ReservedKind::Capability, &event)?.session(&spec.session);
+    let receipt = store.append(draft)?;
+    Ok(Minted {
+        token: format!("{PREFIX}{id}_{secret}"),
+        id,
+        receipt,
+    })
+}
+
+/// Revokes the token `id`: refused at once by every server that refreshes
+/// its view (each request does).
+///
+/// # Errors
+/// [`Error::UnknownToken`] if no such token was minted here;
+/// [`Error::Trace`] if the store cannot be read or written.
+pub fn revoke_token(store: &mut Store, id: &str) -> Result<Receipt> {
+    let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
+    let tokens = tokens_in(&view)?;
+    let Some(t) = tokens.get(id) else {
+        return Err(Error::UnknownToken { id: id.to_string() });
+    };
+    let draft = EventDraft::reserved(
+        ReservedKind::Capability,
+        &CapabilityEvent::Revoke { id: id.to_string() },
+    )?
+    .session(&t.spec.session);
+    Ok(store.append(draft)?)
+}
+
+/// The token a bearer string names, if it is one of `tokens` and its
+/// secret matches (compared as hashes, in constant time).
+///
+/// # Errors
+/// [`Error::Unauthorized`] for a malformed string, an unknown id or a wrong
+/// secret; [`Error::Forbidden`] for a revoked or expired token.
+pub fn authenticate<'a>(
+    tokens: &'a BTreeMap<String, Capability>,
+    bearer: &str,
+    now_ms: i64,
+) -> Result<&'a Capability> {
+    let rest = bearer.strip_prefix(PREFIX).ok_or_else(|| {
+        Error::Unauthorized("the bearer token is not a ratchet token (rtk_…)".into())
+    })?;
+    let (id, secret) = rest
+        .split_once('_')
+        .ok_or_else(|| Error::Unauthorized("the bearer token is malformed".into()))?;
+    let t = tokens
+        .get(id)
+        .ok_or_else(|| Error::Unauthorized(format!("no token {id} was minted for this store")))?;
+    let given = blake3::hash(secret.as_bytes());
+    let stored = blake3::Hash::from_hex(&t.secret_hash)
+        .map_err(|_| Error::Unauthorized(format!("token {id} has an unreadable hash")))?;
+    // blake3::Hash compares in constant time.
+    if given != stored {
+        return Err(Error::Unauthorized(format!("wrong secret for token {id}")));
+    }
+    if let Some(seq) = t.revoked_seq {
+        return Err(Error::Forbidden(format!(
+            "token {id} was revoked (seq {seq})"
+        )));
+    }
+    if !t.live(now_ms) {
+        return Err(Error::Forbidden(format!("token {id} has expired")));
+    }
+    Ok(t)
+}
+
+fn random_hex(bytes: usize) -> Result<String> {
+    let mut buf = vec![0u8; bytes];
+    getrandom::fill(&mut buf).map_err(|e| Error::Internal(format!("no randomness: {e}")))?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Unix time in milliseconds.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
