@@ -131,4 +131,6 @@ fn is_full(e: &ratchet_trace::Error) -> bool {
     text.contains("database or disk is full")
         || text.contains("no space left")
         || text.contains("file too large")
+        // A write the file-size limit cut short (EFBIG) is reported so.
+        || text.contains("disk i/o error")
 }

@@ -10,6 +10,8 @@ pub fn ratchet(cwd: &Path, args: &[&str], stdin: &str) -> Output {
         .current_dir(cwd)
         .args(args)
         .env_remove("RATCHET_STORE")
+        .env_remove("RATCHET_SERVER")
+        .env_remove("RATCHET_TOKEN_FILE")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -1,0 +1,313 @@
+//! Bad input and hostile clients: each gets a JSON error naming what was
+//! wrong, nothing is stored, and the server keeps serving.
+
+use std::io::Write;
+use std::time::Duration;
+
+use ratchet_serve::ServeOptions;
+
+use crate::{A, Server, kind, raw, score_line};
+
+fn still_serving(s: &Server) {
+    let v = s
+        .client(&s.read)
+        .get_json("/v1/status")
+        .expect("still serving");
+    assert!(v["verification"]["fault"].is_null(), "{v}");
+}
+
+#[test]
+fn wrong_malformed_revoked_and_expired_tokens_are_refused_at_once() {
+    let s = Server::start(ServeOptions::default());
+    let line = score_line(A, "t1", 0.5);
+    let wrong_secret = format!("{}0", &s.record[..s.record.len() - 1]);
+    for (token, status) in [
+        ("", 401),
+        ("not-a-token", 401),
+        ("rtk_nothing", 401),
+        ("rtk_0000000000000000_abcd", 401),
+        (wrong_secret.as_str(), 401),
+    ] {
+        let r = s
+            .client(token)
+            .request(
+                "POST",
+                "/v1/ingest/jsonl",
+                "application/octet-stream",
+                line.as_bytes(),
+            )
+            .expect("answer");
+        assert_eq!(
+            (r.status, kind(&r).as_str()),
+            (status, "unauthorized"),
+            "{token:?}: {r:?}"
+        );
+    }
+    // No header at all.
+    let (status, body) = raw(
+        &s.socket,
+        b"GET /v1/status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status, 401, "{body}");
+    assert!(body.contains("Authorization"), "{body}");
+
+    // Revoked: the very next request is refused.
+    let rec = s.client(&s.record);
+    rec.ingest("jsonl", &[], line.as_bytes())
+        .expect("works before");
+    s.client(&s.admin)
+        .request(
+            "DELETE",
+            &format!("/v1/tokens/{}", s.record_id),
+            "application/json",
+            b"",
+        )
+        .expect("revoke")
+        .ok_json()
+        .expect("revoked");
+    let before = s.size();
+    let r = rec
+        .request(
+            "POST",
+            "/v1/ingest/jsonl",
+            "application/octet-stream",
+            score_line(A, "t2", 0.5).as_bytes(),
+        )
+        .expect("answer");
+    assert_eq!((r.status, kind(&r).as_str()), (403, "forbidden"), "{r:?}");
+    assert!(String::from_utf8_lossy(&r.body).contains("revoked"));
+    assert_eq!(s.size(), before);
+
+    // Expired: minted to end a moment ago.
+    let minted = s
+        .client(&s.admin)
+        .post_json(
+            "/v1/tokens",
+            &serde_json::json!({"can": ["record"], "session": "brief", "expires_at_ms": 1}),
+        )
+        .expect("mint");
+    let token = minted["token"].as_str().expect("token");
+    let r = s
+        .client(token)
+        .request(
+            "POST",
+            "/v1/ingest/jsonl",
+            "application/octet-stream",
+            line.as_bytes(),
+        )
+        .expect("answer");
+    assert_eq!((r.status, kind(&r).as_str()), (403, "forbidden"), "{r:?}");
+    assert!(String::from_utf8_lossy(&r.body).contains("expired"));
+    still_serving(&s);
+}
+
+#[test]
+fn malformed_bodies_are_clear_errors_and_store_nothing() {
+    let s = Server::start(ServeOptions::default());
+    let before = s.size();
+    let rec = s.client(&s.record);
+    let dec = s.client(&s.decide);
+    let cases: [(&ratchet_serve::Client, &str, &str, &[u8], &str); 6] = [
+        (&dec, "POST", "/v1/decide", b"{not json", "decide request"),
+        (
+            &dec,
+            "POST",
+            "/v1/decide",
+            br#"{"class":"p","baseline":"HEAD","candidate":"x"}"#,
+            "baseline",
+        ),
+        (
+            &dec,
+            "POST",
+            "/v1/decide",
+            br#"{"class":"p","oops":1}"#,
+            "oops",
+        ),
+        (
+            &rec,
+            "POST",
+            "/v1/events",
+            b"{\"kind\":\"note\"}\n",
+            "line 1",
+        ),
+        (
+            &rec,
+            "POST",
+            "/v1/ingest/jsonl",
+            b"{\"task\":1}\n",
+            "line 1",
+        ),
+        (&rec, "POST", "/v1/ingest/nonsense", b"x", "nonsense"),
+    ];
+    for (client, method, path, body, names) in cases {
+        let r = client
+            .request(method, path, "application/json", body)
+            .expect("answer");
+        let text = String::from_utf8_lossy(&r.body).into_owned();
+        assert_eq!(
+            (r.status, kind(&r).as_str()),
+            (400, "bad_request"),
+            "{path}: {text}"
+        );
+        assert!(
+            text.contains(names),
+            "{path}: the error names {names:?}: {text}"
+        );
+    }
+    // A bad query parameter.
+    let r = rec
+        .request(
+            "POST",
+            "/v1/ingest/jsonl?colour=blue",
+            "application/octet-stream",
+            b"",
+        )
+        .expect("answer");
+    assert_eq!(r.status, 400, "{r:?}");
+    assert_eq!(s.size(), before, "nothing of any bad request was stored");
+    still_serving(&s);
+}
+
+#[test]
+fn an_oversized_body_is_413_and_a_flood_is_429() {
+    let s = Server::start(ServeOptions {
+        max_body_bytes: 4096,
+        rate_per_second: 0.5,
+        burst: 3.0,
+        ..ServeOptions::default()
+    });
+    let rec = s.client(&s.record);
+    let before = s.size();
+    let big: String = (0..200)
+        .map(|i| score_line(A, &format!("t{i}"), 0.5))
+        .collect();
+    assert!(big.len() > 4096);
+    let r = rec
+        .request(
+            "POST",
+            "/v1/ingest/jsonl",
+            "application/octet-stream",
+            big.as_bytes(),
+        )
+        .expect("answer");
+    assert_eq!((r.status, kind(&r).as_str()), (413, "too_large"), "{r:?}");
+    assert_eq!(s.size(), before);
+    // The burst is 3 (the 413 above was one): the third request after it is refused.
+    let mut statuses = Vec::new();
+    for i in 0..4 {
+        let r = rec
+            .request(
+                "POST",
+                "/v1/ingest/jsonl",
+                "application/octet-stream",
+                score_line(A, &format!("r{i}"), 0.5).as_bytes(),
+            )
+            .expect("answer");
+        statuses.push(r.status);
+        if r.status == 429 {
+            assert_eq!(kind(&r), "rate_limited");
+        }
+    }
+    assert!(statuses.contains(&429), "{statuses:?}");
+    // The limit is per token: another token is served meanwhile.
+    still_serving(&s);
+}
+
+#[test]
+fn a_slow_client_is_timed_out_without_holding_the_server() {
+    let s = Server::start(ServeOptions {
+        request_timeout: Duration::from_secs(1),
+        header_timeout: Duration::from_secs(1),
+        ..ServeOptions::default()
+    });
+    // Headers that never end: the connection is closed by the server.
+    let mut slow = std::os::unix::net::UnixStream::connect(&s.socket).expect("connect");
+    slow.write_all(b"POST /v1/events HTTP/1.1\r\nHost: x\r\n")
+        .expect("write");
+    // A body promised and never sent: 408.
+    let mut body_slow = std::os::unix::net::UnixStream::connect(&s.socket).expect("connect");
+    let head = format!(
+        "POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Length: 100\r\n\r\n{{",
+        s.record
+    );
+    body_slow.write_all(head.as_bytes()).expect("write");
+    // Meanwhile others are served.
+    still_serving(&s);
+    use std::io::Read;
+    body_slow
+        .set_read_timeout(Some(Duration::from_secs(120)))
+        .expect("timeout");
+    let mut answer = Vec::new();
+    let _ = body_slow.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("timeout"), "{answer}");
+    slow.set_read_timeout(Some(Duration::from_secs(120)))
+        .expect("timeout");
+    let mut rest = Vec::new();
+    // The server hangs up on the header-less client (EOF, or a 408 first).
+    let _ = slow.read_to_end(&mut rest);
+    let rest = String::from_utf8_lossy(&rest);
+    assert!(rest.is_empty() || rest.contains("408"), "{rest}");
+    still_serving(&s);
+}
+
+#[test]
+fn a_retried_request_id_is_stored_once() {
+    let s = Server::start(ServeOptions::default());
+    let rec = s.client(&s.record);
+    let lines = format!("{}{}", score_line(A, "t1", 0.5), score_line(A, "t2", 0.7));
+    let first = rec
+        .request(
+            "POST",
+            "/v1/ingest/jsonl?request_id=batch-7",
+            "application/octet-stream",
+            lines.as_bytes(),
+        )
+        .expect("answer")
+        .ok_json()
+        .expect("first");
+    let size = s.size();
+    let again = rec
+        .request(
+            "POST",
+            "/v1/ingest/jsonl?request_id=batch-7",
+            "application/octet-stream",
+            lines.as_bytes(),
+        )
+        .expect("answer")
+        .ok_json()
+        .expect("retry");
+    assert!(first["ingest"]["scores"] == 2, "{first}");
+    assert!(again["ingest"]["already_ingested_at"].is_u64(), "{again}");
+    assert_eq!(s.size(), size, "the retry stored nothing");
+    // Plain events too.
+    let ev = "{\"kind\":\"note\",\"payload\":{\"n\":1}}\n";
+    for _ in 0..2 {
+        rec.request(
+            "POST",
+            "/v1/events?request_id=e-1",
+            "application/x-ndjson",
+            ev.as_bytes(),
+        )
+        .expect("answer")
+        .ok_json()
+        .expect("ok");
+    }
+    let notes = s.reopen().events_of_kinds(&["note"]).expect("read").len();
+    assert_eq!(notes, 1);
+    // Equal content under two ids counts twice (two real batches).
+    rec.request(
+        "POST",
+        "/v1/events?request_id=e-2",
+        "application/x-ndjson",
+        ev.as_bytes(),
+    )
+    .expect("answer")
+    .ok_json()
+    .expect("ok");
+    assert_eq!(
+        s.reopen().events_of_kinds(&["note"]).expect("read").len(),
+        2
+    );
+}

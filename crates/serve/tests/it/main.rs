@@ -1,0 +1,175 @@
+//! The server as its clients meet it: a real Unix socket, a real store,
+//! hostile requests. One integration binary; each module pins one promise.
+
+mod hostile;
+mod load;
+mod scopes;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ratchet_serve::{Client, Endpoint, Listen, Owner, Scope, ServeOptions, TokenSpec, mint_token};
+use ratchet_trace::{Store, StoreOptions, WriterKey};
+
+pub const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+pub const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+/// A server on a temporary store, in this process, and a token per role.
+#[allow(missing_debug_implementations)]
+pub struct Server {
+    pub dir: tempfile::TempDir,
+    pub socket: PathBuf,
+    pub store_dir: PathBuf,
+    pub key_file: Option<PathBuf>,
+    /// record (session cell-1), decide+read, read, admin.
+    pub record: String,
+    pub decide: String,
+    pub read: String,
+    pub admin: String,
+    /// The record token's id.
+    pub record_id: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    pub fn start(options: ServeOptions) -> Server {
+        Server::start_with(options, false)
+    }
+
+    pub fn start_keyed(options: ServeOptions) -> Server {
+        Server::start_with(options, true)
+    }
+
+    fn start_with(options: ServeOptions, keyed: bool) -> Server {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store_dir = dir.path().join("store");
+        let key_file = keyed.then(|| dir.path().join("writer.key"));
+        let mut o = StoreOptions::default();
+        if let Some(k) = &key_file {
+            o = o.writer_key(WriterKey::create_file(k).expect("key"));
+        }
+        let mut store = Store::create(&store_dir, o).expect("store");
+        let mut mint = |can: Vec<Scope>, session: &str| {
+            mint_token(
+                &mut store,
+                &TokenSpec {
+                    can,
+                    session: session.into(),
+                    cell: None,
+                    expires_at_ms: None,
+                },
+            )
+            .expect("mint")
+        };
+        let record = mint(vec![Scope::Record], "cell-1");
+        let decide = mint(vec![Scope::Decide, Scope::Read], "ci");
+        let read = mint(vec![Scope::Read], "viewer");
+        let admin = mint(vec![Scope::Admin, Scope::Read], "owner");
+        let socket = dir.path().join("serve.sock");
+        let owner = Arc::new(Owner::new(store, options).expect("owner"));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let listen = vec![Listen::Unix(socket.clone())];
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            let r = rt.block_on(ratchet_serve::serve(
+                owner,
+                &listen,
+                Duration::from_secs(5),
+                |_| {
+                    let _ = ready_tx.send(());
+                },
+                async {
+                    let _ = stop_rx.await;
+                },
+            ));
+            r.expect("serve");
+        });
+        ready_rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("the server came up");
+        Server {
+            dir,
+            socket,
+            store_dir,
+            key_file,
+            record: record.token,
+            decide: decide.token,
+            read: read.token,
+            admin: admin.token,
+            record_id: record.id,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+
+    pub fn client(&self, token: &str) -> Client {
+        let mut c = Client::new(Endpoint::Unix(self.socket.clone()), token);
+        c.timeout = Duration::from_secs(120);
+        c
+    }
+
+    /// The store as a second reader sees it (verified, with the key if any).
+    pub fn reopen(&self) -> Store {
+        let mut o = StoreOptions::default();
+        if let Some(k) = &self.key_file {
+            o = o.writer_key(WriterKey::read_file(k).expect("key"));
+        }
+        Store::open_read_only(&self.store_dir, o).expect("open")
+    }
+
+    pub fn size(&self) -> u64 {
+        self.reopen().head().expect("head").size
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A raw HTTP/1.1 exchange over the socket: what a hand-rolled or hostile
+/// client sends, and what comes back (status, body).
+pub fn raw(socket: &Path, request: &[u8]) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(socket).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(120)))
+        .expect("timeout");
+    s.write_all(request).expect("write");
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+    (status, body)
+}
+
+/// The `kind` of a JSON error body.
+pub fn kind(r: &ratchet_serve::Response) -> String {
+    r.json()
+        .ok()
+        .and_then(|v| v["error"]["kind"].as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("not a JSON error: {}", String::from_utf8_lossy(&r.body)))
+}
+
+pub fn score_line(commit: &str, task: &str, value: f64) -> String {
+    format!(
+        "{{\"task\":\"{task}\",\"scorer\":\"acc\",\"value\":{value},\"commit\":\"{commit}\"}}\n"
+    )
+}
