@@ -69,7 +69,7 @@ pub const ROUTES: &[Route] = &[
         method: "POST",
         path: "/v1/ingest/{format}",
         scope: Some(Scope::Record),
-        summary: "Ingest one report in any `ratchet ingest` format (junit, jsonl, bmf, hyperfine, google-benchmark, pytest-benchmark, go-bench, inspect, lm-eval, promptfoo) under the token's session; ?commit=&suite=&direction=&label=&name=&request_id=.",
+        summary: "Ingest one report in any `ratchet ingest` format but criterion (a directory): junit, jsonl, bmf, hyperfine, google-benchmark, pytest-benchmark, go-bench, inspect, lm-eval, promptfoo; under the token's session; ?commit=&suite=&direction=&label=&name=&request_id=.",
         body: Some("application/octet-stream"),
         returns: JSON,
     },
@@ -295,11 +295,15 @@ fn bearer(headers: &HeaderMap) -> Result<String> {
     let text = value
         .to_str()
         .map_err(|_| Error::Unauthorized("the Authorization header is not text".into()))?;
-    text.strip_prefix("Bearer ")
-        .map(|t| t.trim().to_string())
-        .ok_or_else(|| {
-            Error::Unauthorized("the Authorization header is not `Bearer <token>`".into())
-        })
+    // The scheme's name is case-insensitive (RFC 9110 §11.1).
+    match text.split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => {
+            Ok(token.trim().to_string())
+        }
+        _ => Err(Error::Unauthorized(
+            "the Authorization header is not `Bearer <token>`".into(),
+        )),
+    }
 }
 
 /// Authenticates, admits, then runs `f` on a blocking thread.
@@ -391,6 +395,7 @@ async fn ingest(
         to_json(&serde_json::json!({
             "store_id": o.store_id()?,
             "receipts": report.receipts,
+            "already_recorded": report.already_ingested_at.is_some(),
             "ingest": report,
         }))
     })

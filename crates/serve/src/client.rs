@@ -98,8 +98,11 @@ impl Client {
         }
     }
 
-    /// Sends one request, retrying when the connection fails (never when
-    /// the server answered, whatever it answered).
+    /// Sends one request. A request that cannot have been stored twice (a
+    /// `GET`, or a write carrying `request_id=`) is retried after any
+    /// failure short of an answer; any other (a decision, a mint) only when
+    /// the connection could not be made, so it is never sent twice. Nothing
+    /// is retried once the server answered, whatever it answered.
     ///
     /// # Errors
     /// [`Error::Io`] if no attempt reached the server.
@@ -110,6 +113,7 @@ impl Client {
         content_type: &str,
         body: &[u8],
     ) -> Result<Response> {
+        let repeatable = method == "GET" || path_and_query.contains("request_id=");
         let mut last = None;
         for attempt in 0..self.attempts.max(1) {
             if attempt > 0 {
@@ -117,7 +121,16 @@ impl Client {
             }
             match self.once(method, path_and_query, content_type, body) {
                 Ok(r) => return Ok(r),
-                Err(e) => last = Some(e),
+                Err(Failure::Connect(e)) => last = Some(e),
+                Err(Failure::AfterSending(e)) if repeatable => last = Some(e),
+                Err(Failure::AfterSending(e)) => {
+                    return Err(Error::Io {
+                        what: format!(
+                            "{method} {path_and_query}: the connection failed after the request was sent (not retried: it may have been carried out)"
+                        ),
+                        source: e,
+                    });
+                }
             }
         }
         Err(Error::Io {
@@ -132,32 +145,29 @@ impl Client {
         path: &str,
         content_type: &str,
         body: &[u8],
-    ) -> std::io::Result<Response> {
+    ) -> std::result::Result<Response, Failure> {
         let head = format!(
             "{method} {path} HTTP/1.1\r\nHost: ratchet\r\nAuthorization: Bearer {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
             self.token,
             body.len()
         );
         let mut raw = Vec::new();
-        match &self.endpoint {
+        let mut stream: Box<dyn ReadWrite> = match &self.endpoint {
             Endpoint::Unix(p) => {
-                let mut s = std::os::unix::net::UnixStream::connect(p)?;
-                s.set_read_timeout(Some(self.timeout))?;
-                s.set_write_timeout(Some(self.timeout))?;
-                s.write_all(head.as_bytes())?;
-                s.write_all(body)?;
-                s.read_to_end(&mut raw)?;
+                Box::new(std::os::unix::net::UnixStream::connect(p).map_err(Failure::Connect)?)
             }
             Endpoint::Tcp(addr) => {
-                let mut s = std::net::TcpStream::connect(addr)?;
-                s.set_read_timeout(Some(self.timeout))?;
-                s.set_write_timeout(Some(self.timeout))?;
-                s.write_all(head.as_bytes())?;
-                s.write_all(body)?;
-                s.read_to_end(&mut raw)?;
+                Box::new(std::net::TcpStream::connect(addr).map_err(Failure::Connect)?)
             }
-        }
-        parse_response(&raw)
+        };
+        stream.timeouts(self.timeout).map_err(Failure::Connect)?;
+        let exchange = (|| {
+            stream.write_all(head.as_bytes())?;
+            stream.write_all(body)?;
+            stream.read_to_end(&mut raw)?;
+            parse_response(&raw)
+        })();
+        exchange.map_err(Failure::AfterSending)
     }
 
     /// `GET path` as JSON.
@@ -222,6 +232,30 @@ impl Client {
             body,
         )?
         .ok_json()
+    }
+}
+
+/// Why one attempt failed: before anything was sent, or after.
+enum Failure {
+    Connect(std::io::Error),
+    AfterSending(std::io::Error),
+}
+
+trait ReadWrite: Read + Write {
+    fn timeouts(&self, t: Duration) -> std::io::Result<()>;
+}
+
+impl ReadWrite for std::os::unix::net::UnixStream {
+    fn timeouts(&self, t: Duration) -> std::io::Result<()> {
+        self.set_read_timeout(Some(t))?;
+        self.set_write_timeout(Some(t))
+    }
+}
+
+impl ReadWrite for std::net::TcpStream {
+    fn timeouts(&self, t: Duration) -> std::io::Result<()> {
+        self.set_read_timeout(Some(t))?;
+        self.set_write_timeout(Some(t))
     }
 }
 

@@ -184,7 +184,7 @@ impl Owner {
         let mut ledger = self.lock()?;
         let receipts = match request_id {
             Some(id) => match ledger
-                .append_once(&request_key(who, id)?, drafts)
+                .append_once(&request_key(who, "events", id, text.as_bytes())?, drafts)
                 .map_err(Error::from)
                 .map_err(Error::classify)?
             {
@@ -212,6 +212,11 @@ impl Owner {
         let format: ratchet_scorers::Format = format
             .parse()
             .map_err(|e: ratchet_scorers::Error| Error::BadRequest(e.to_string()))?;
+        if format == ratchet_scorers::Format::Criterion {
+            return Err(Error::BadRequest(
+                "criterion reads a target/criterion directory, which one upload is not: ingest it where it was written, or convert it to bmf".into(),
+            ));
+        }
         let commit = query
             .commit
             .as_deref()
@@ -236,7 +241,7 @@ impl Owner {
         let idempotency_key = query
             .request_id
             .as_deref()
-            .map(|id| request_key(who, id))
+            .map(|id| request_key(who, "ingest", id, body))
             .transpose()?;
         // The upload goes to the server's own spool directory under a name
         // it chooses (only the extension is the client's), is read by the
@@ -263,11 +268,29 @@ impl Owner {
             ..ratchet_scorers::IngestOptions::default()
         };
         let mut ledger = self.lock()?;
-        let report = ratchet_scorers::ingest(ledger.store_mut(), format, &[path], &options);
+        let report = ratchet_scorers::ingest(
+            ledger.store_mut(),
+            format,
+            std::slice::from_ref(&path),
+            &options,
+        );
         // The view follows what was written (or stays as it was).
         ledger.refresh()?;
-        let mut report = report.map_err(Error::from).map_err(Error::classify)?;
+        let shown = query.name.as_deref().unwrap_or("the upload");
+        let mut report = report.map_err(|e| match Error::from(e).classify() {
+            // The spool path is the server's business: the client is told
+            // about its own file.
+            Error::Scorers(e) => {
+                Error::BadRequest(e.to_string().replace(&path.display().to_string(), shown))
+            }
+            other => other,
+        })?;
         report.files = Vec::new();
+        report.notes = report
+            .notes
+            .iter()
+            .map(|n| n.replace(&path.display().to_string(), shown))
+            .collect();
         Ok(report)
     }
 
@@ -310,7 +333,9 @@ impl Owner {
     pub(crate) fn status(&self, who: &Capability) -> Result<ratchet_orchestrate::Status> {
         need(who, Scope::Read)?;
         let mut ledger = self.lock()?;
-        Ok(ratchet_orchestrate::status_warm(&mut ledger, None)?)
+        let mut status = ratchet_orchestrate::status_warm(&mut ledger, None)?;
+        status.store_dir = std::path::absolute(&status.store_dir).unwrap_or(status.store_dir);
+        Ok(status)
     }
 
     /// The newest `last` decisions, oldest first.
@@ -420,15 +445,18 @@ fn own_session(who: &Capability, named: &str) -> Result<()> {
     }
 }
 
-/// The idempotency key of a client's request id: per token, so one client
-/// cannot make another's batch look already stored.
-fn request_key(who: &Capability, id: &str) -> Result<String> {
-    if id.is_empty() || id.len() > 128 || !id.bytes().all(|b| b.is_ascii_graphic()) {
+/// The idempotency key of a client's request id: per token (one client
+/// cannot make another's batch look already stored), per route, and per
+/// body — a retry sends the same bytes and counts once, while an id reused
+/// by mistake for other events stores them rather than dropping them.
+fn request_key(who: &Capability, route: &str, id: &str, body: &[u8]) -> Result<String> {
+    if id.is_empty() || id.len() > 64 || !id.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(Error::BadRequest(
-            "request_id must be 1 to 128 visible ASCII characters".into(),
+            "request_id must be 1 to 64 visible ASCII characters".into(),
         ));
     }
-    Ok(format!("serve:{}:{id}", who.id))
+    let digest = blake3::hash(body).to_hex();
+    Ok(format!("serve:{}:{route}:{id}:{}", who.id, &digest[..16]))
 }
 
 /// The spooled file's name: the format's usual extension, or the one the

@@ -170,6 +170,11 @@ pub fn mint_token(store: &mut Store, spec: &TokenSpec) -> Result<Minted> {
             "a token needs at least one scope (--can record|decide|read|admin)".into(),
         ));
     }
+    if spec.expires_at_ms.is_some_and(|t| t <= now_ms()) {
+        return Err(Error::BadRequest(
+            "expires_at_ms is in the past: the token would never work".into(),
+        ));
+    }
     let id = random_hex(8)?;
     let secret = random_hex(32)?;
     let event = CapabilityEvent::Mint {

@@ -4,7 +4,9 @@ Open a trace store, read it as tables (``store.scores().to_pandas()``,
 ``polars.DataFrame(store.scores())``, ``pyarrow.table(...)``), run the gate
 and its calibration, run drift detectors on any float array-like, score
 rubrics, ingest JUnit and JSON Lines. No statistics are re-implemented
-here: every call goes to the library the CLI uses.
+here: every call goes to the library the CLI uses. ``ratchet.Client``
+talks to a ``ratchet serve`` instead, with a capability token (pure
+Python: ``ratchet.client``).
 
 >>> import ratchet
 >>> store = ratchet.Store.open(".ratchet")          # doctest: +SKIP
@@ -16,6 +18,7 @@ from typing import Optional
 from ratchet import _native
 from ratchet._native import *  # noqa: F403 — the names, and their types, are the stub's
 from ratchet._native import StageReport, Verdict
+from ratchet.client import Client, ServerError
 
 
 def _number(x: Optional[float]) -> str:
@@ -62,4 +65,4 @@ def _verdict_repr_html(self: Verdict) -> str:
 
 Verdict._repr_html_ = _verdict_repr_html  # type: ignore[attr-defined]
 
-__all__ = list(_native.__all__)
+__all__ = [*_native.__all__, "Client", "ServerError"]

@@ -97,6 +97,7 @@ pub fn serve(ctx: &Ctx, a: &ServeArgs) -> Result<u8> {
     let owner = Arc::new(ratchet_serve::Owner::new(store, options)?);
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init();
     let mut listen = vec![Listen::Unix(socket.clone())];

@@ -78,14 +78,19 @@ fn wrong_malformed_revoked_and_expired_tokens_are_refused_at_once() {
     assert!(String::from_utf8_lossy(&r.body).contains("revoked"));
     assert_eq!(s.size(), before);
 
-    // Expired: minted to end a moment ago.
+    // Expired: minted to live half a second.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
     let minted = s
         .client(&s.admin)
         .post_json(
             "/v1/tokens",
-            &serde_json::json!({"can": ["record"], "session": "brief", "expires_at_ms": 1}),
+            &serde_json::json!({"can": ["record"], "session": "brief", "expires_at_ms": now_ms + 500}),
         )
         .expect("mint");
+    std::thread::sleep(Duration::from_millis(800));
     let token = minted["token"].as_str().expect("token");
     let r = s
         .client(token)
@@ -306,6 +311,66 @@ fn a_retried_request_id_is_stored_once() {
     .expect("answer")
     .ok_json()
     .expect("ok");
+    assert_eq!(
+        s.reopen().events_of_kinds(&["note"]).expect("read").len(),
+        2
+    );
+}
+
+#[test]
+fn what_clients_send_loosely_is_read_as_meant_and_server_paths_stay_private() {
+    let s = Server::start(ServeOptions::default());
+    // The scheme name is case-insensitive.
+    let (status, body) = raw(
+        &s.socket,
+        format!(
+            "GET /v1/status HTTP/1.1\r\nHost: x\r\nAuthorization: bearer {}\r\nConnection: close\r\n\r\n",
+            s.read
+        )
+        .as_bytes(),
+    );
+    assert_eq!(status, 200, "{body}");
+    // A token that would be born expired is refused.
+    let r = s
+        .client(&s.admin)
+        .request(
+            "POST",
+            "/v1/tokens",
+            "application/json",
+            br#"{"can":["record"],"session":"x","expires_at_ms":1}"#,
+        )
+        .expect("answer");
+    assert_eq!((r.status, kind(&r).as_str()), (400, "bad_request"), "{r:?}");
+    // An ingestion error names the client's file, never the server's spool.
+    let r = s
+        .client(&s.record)
+        .request(
+            "POST",
+            &format!("/v1/ingest/junit?name=report.xml&commit={A}"),
+            "application/octet-stream",
+            b"<not-junit/>",
+        )
+        .expect("answer");
+    let text = String::from_utf8_lossy(&r.body);
+    assert_eq!(r.status, 400, "{text}");
+    assert!(
+        text.contains("report.xml") && !text.contains("ratchet-serve-"),
+        "{text}"
+    );
+    // One request id reused for other events stores them (nothing dropped).
+    let rec = s.client(&s.record);
+    for n in 0..2 {
+        let line = format!("{{\"kind\":\"note\",\"payload\":{{\"n\":{n}}}}}\n");
+        rec.request(
+            "POST",
+            "/v1/events?request_id=same",
+            "application/x-ndjson",
+            line.as_bytes(),
+        )
+        .expect("answer")
+        .ok_json()
+        .expect("ok");
+    }
     assert_eq!(
         s.reopen().events_of_kinds(&["note"]).expect("read").len(),
         2
