@@ -67,7 +67,7 @@ pub use holdout::{ProposerView, RubricSet};
 pub use ingest::{
     CRITERION_NS, Environment, Format, IngestOptions, IngestReport, JSONL_FORMAT, PASS_RATE,
     ScorerRecorded, decode_xml, ingest, ingest_criterion, ingest_jsonl, ingest_junit,
-    parse_criterion, parse_jsonl, parse_junit,
+    ingest_ledger, parse_criterion, parse_jsonl, parse_junit,
 };
 pub use pins::{
     Pin, Pinned, append_pin, check_rubrics_pinned, pin_rubric, pinned_rubric_version, pins,

@@ -114,6 +114,14 @@ pub const ROUTES: &[Route] = &[
         returns: "text/html",
     },
     Route {
+        method: "POST",
+        path: "/v1/policies",
+        scope: Some(Scope::Admin),
+        summary: "Pin a policy file's classes (the TOML as the body; ?class= pins one): `decide` then answers under the pin.",
+        body: Some("application/toml"),
+        returns: JSON,
+    },
+    Route {
         method: "GET",
         path: "/v1/tokens",
         scope: Some(Scope::Admin),
@@ -240,6 +248,7 @@ pub(crate) fn router(owner: Shared) -> Router {
             ("GET", "/v1/decisions") => r.route(route.path, get(decisions)),
             ("GET", "/v1/summary.md") => r.route(route.path, get(summary)),
             ("GET", "/v1/report.html") => r.route(route.path, get(report)),
+            ("POST", "/v1/policies") => r.route(route.path, post(pin)),
             ("GET", "/v1/tokens") => r.route(route.path, get(list_tokens)),
             ("POST", "/v1/tokens") => r.route(route.path, post(mint)),
             ("DELETE", "/v1/tokens/{id}") => r.route(route.path, delete(revoke)),
@@ -459,6 +468,33 @@ async fn summary(State(owner): State<Shared>, headers: HeaderMap) -> Result<Repl
 async fn report(State(owner): State<Shared>, headers: HeaderMap) -> Result<Reply> {
     with_token(owner, &headers, |o, who| {
         Ok(Reply::Text(o.html(who)?, "text/html; charset=utf-8"))
+    })
+    .await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PinQuery {
+    class: Option<String>,
+}
+
+async fn pin(
+    State(owner): State<Shared>,
+    headers: HeaderMap,
+    query: std::result::Result<Query<PinQuery>, QueryRejection>,
+    body: std::result::Result<Bytes, BytesRejection>,
+) -> Result<Reply> {
+    let Query(q) = query.map_err(|e| Error::BadRequest(e.body_text()))?;
+    let body = body_of(body)?;
+    with_token(owner, &headers, move |o, who| {
+        let text = std::str::from_utf8(&body)
+            .map_err(|e| Error::BadRequest(format!("the policy is not UTF-8: {e}")))?;
+        let (pins, receipts) = o.pin(who, text, q.class.as_deref())?;
+        to_json(&serde_json::json!({
+            "store_id": o.store_id()?,
+            "receipts": receipts,
+            "pins": pins,
+        }))
     })
     .await
 }

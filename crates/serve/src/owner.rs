@@ -268,14 +268,14 @@ impl Owner {
             ..ratchet_scorers::IngestOptions::default()
         };
         let mut ledger = self.lock()?;
-        let report = ratchet_scorers::ingest(
-            ledger.store_mut(),
+        // Declarations and the request id are looked up in the warm view;
+        // what is stored is folded into it.
+        let report = ratchet_scorers::ingest_ledger(
+            &mut ledger,
             format,
             std::slice::from_ref(&path),
             &options,
         );
-        // The view follows what was written (or stays as it was).
-        ledger.refresh()?;
         let shown = query.name.as_deref().unwrap_or("the upload");
         let mut report = report.map_err(|e| match Error::from(e).classify() {
             // The spool path is the server's business: the client is told
@@ -405,6 +405,39 @@ impl Owner {
         let r = tokens::revoke_token(ledger.store_mut(), id);
         ledger.refresh()?;
         r
+    }
+
+    /// Pins the classes of a policy file (TOML text), or only `class`.
+    pub(crate) fn pin(
+        &self,
+        who: &Capability,
+        text: &str,
+        class: Option<&str>,
+    ) -> Result<(Vec<serde_json::Value>, Vec<Receipt>)> {
+        need(who, Scope::Admin)?;
+        let policy = ratchet_gate::Policy::parse(text)?;
+        let classes: Vec<String> = match class {
+            Some(c) => {
+                policy.class(c)?;
+                vec![c.to_string()]
+            }
+            None => policy.class.keys().cloned().collect(),
+        };
+        let mut ledger = self.lock()?;
+        let mut pins = Vec::new();
+        let mut receipts = Vec::new();
+        for c in &classes {
+            let p = policy.class(c)?;
+            let pinned = ratchet_gate::pin_policy(ledger.store_mut(), c, p)
+                .map_err(Error::from)
+                .map_err(Error::classify)?;
+            if let ratchet_gate::Pinned::Appended { receipt } = &pinned {
+                receipts.push(*receipt);
+            }
+            pins.push(serde_json::json!({ "class": c, "policy_hash": p.hash(), "pin": pinned }));
+        }
+        ledger.refresh()?;
+        Ok((pins, receipts))
     }
 
     /// Every token minted here (ids and scopes, never secrets).

@@ -236,7 +236,19 @@ impl Ledger {
     ///
     /// # Errors
     /// As [`Store::append_once`].
+    ///
+    /// The key is looked for in the verified view first (every marker up to
+    /// its head), then by the write transaction among newer events only: the
+    /// check costs what the view has not seen, not a scan of the trace.
     pub fn append_once(&mut self, key: &str, drafts: Vec<EventDraft>) -> Result<AppendOnce> {
+        let session = format!("ingest:{key}");
+        if let Some(e) = self.view.events().iter().find(|e| {
+            e.kind == crate::event::ReservedKind::Ingest.as_str()
+                && e.origin.is_none()
+                && e.session == session
+        }) {
+            return Ok(AppendOnce::AlreadyAppended { seq: e.seq });
+        }
         self.append_inner(drafts, Some(key))
     }
 
@@ -269,7 +281,12 @@ impl Ledger {
     }
 
     fn append_inner(&mut self, drafts: Vec<EventDraft>, once: Option<&str>) -> Result<AppendOnce> {
-        let (outcome, written) = self.store.append_events(drafts, once)?;
+        let known_through = if once.is_some() {
+            self.view.head().size
+        } else {
+            0
+        };
+        let (outcome, written) = self.store.append_events(drafts, once, known_through)?;
         let head = self.view.head();
         let chains = written
             .first()

@@ -71,7 +71,7 @@ impl Store {
         let drafts: Vec<EventDraft> = drafts.into_iter().collect();
         let many = drafts.len() > 1;
         let position = |i: usize| many.then(|| format!("event #{i} of the batch"));
-        match self.append_inner(drafts, None, &position, None)? {
+        match self.append_inner(drafts, None, 0, &position, None)? {
             AppendOnce::Appended(receipts) => Ok(receipts),
             AppendOnce::AlreadyAppended { .. } => Ok(Vec::new()),
         }
@@ -80,10 +80,16 @@ impl Store {
     /// Appends (once, with a key) and returns also every event written,
     /// the `ingest` marker included, as stored: what a [`crate::Ledger`]
     /// folds without reading it back.
+    ///
+    /// `known_through`: the seq up to which the caller has already looked
+    /// for the idempotency key (a ledger's verified view); the write
+    /// transaction looks only past it, so a warm owner's check costs the
+    /// events it has not seen, not the whole trace.
     pub(crate) fn append_events(
         &mut self,
         drafts: Vec<EventDraft>,
         once: Option<&str>,
+        known_through: u64,
     ) -> Result<(AppendOnce, Vec<Event>)> {
         if let Some(key) = once {
             validate_name("idempotency key", key)?;
@@ -91,7 +97,8 @@ impl Store {
         let many = drafts.len() > 1;
         let position = |i: usize| many.then(|| format!("event #{i} of the batch"));
         let mut written = Vec::new();
-        let outcome = self.append_inner(drafts, once, &position, Some(&mut written))?;
+        let outcome =
+            self.append_inner(drafts, once, known_through, &position, Some(&mut written))?;
         Ok((outcome, written))
     }
 
@@ -154,7 +161,7 @@ impl Store {
             line_of.push(i + 1);
         }
         let position = |i: usize| line_of.get(i).map(|n| format!("line {n}"));
-        match self.append_inner(drafts, None, &position, None)? {
+        match self.append_inner(drafts, None, 0, &position, None)? {
             AppendOnce::Appended(receipts) => Ok(receipts),
             AppendOnce::AlreadyAppended { .. } => Ok(Vec::new()),
         }
@@ -174,7 +181,7 @@ impl Store {
         validate_name("idempotency key", key)?;
         let many = drafts.len() > 1;
         let position = |i: usize| many.then(|| format!("event #{i} of the batch"));
-        self.append_inner(drafts, Some(key), &position, None)
+        self.append_inner(drafts, Some(key), 0, &position, None)
     }
 
     #[tracing::instrument(name = "trace.append", skip_all, fields(store = %self.store_id))]
@@ -184,6 +191,7 @@ impl Store {
         &mut self,
         mut drafts: Vec<EventDraft>,
         once: Option<&str>,
+        known_through: u64,
         position: &(dyn Fn(usize) -> Option<String> + Sync),
         written: Option<&mut Vec<Event>>,
     ) -> Result<AppendOnce> {
@@ -212,12 +220,16 @@ impl Store {
         if let Some(session) = &once_session {
             let earlier: Option<i64> = tx
                 .prepare_cached(
-                    "SELECT seq FROM events NOT INDEXED WHERE kind = ?1 AND session = ?2 AND seq >= 1
+                    "SELECT seq FROM events WHERE seq > ?3 AND kind = ?1 AND session = ?2 AND seq >= 1
                        AND origin_store IS NULL ORDER BY seq LIMIT 1",
                 )
                 .and_then(|mut st| {
                     st.query_row(
-                        params![crate::event::ReservedKind::Ingest.as_str(), session],
+                        params![
+                            crate::event::ReservedKind::Ingest.as_str(),
+                            session,
+                            known_through as i64
+                        ],
                         |r| r.get(0),
                     )
                     .optional()

@@ -468,3 +468,46 @@ fn a_keyed_ledger_refuses_a_forged_next_row() {
         );
     }
 }
+
+#[test]
+fn a_warm_append_once_finds_its_key_in_the_view_and_past_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::create(dir.path(), StoreOptions::default()).expect("store");
+    let mut ledger = Ledger::new(store, VerifyOptions::default()).expect("ledger");
+    let note = || vec![EventDraft::raw("note", "{}")];
+    assert!(matches!(
+        ledger.append_once("k1", note()),
+        Ok(AppendOnce::Appended(_))
+    ));
+    // Found in the view: nothing written.
+    let head = ledger.store().head().expect("head");
+    assert!(matches!(
+        ledger.append_once("k1", note()),
+        Ok(AppendOnce::AlreadyAppended { seq: 2 })
+    ));
+    assert_eq!(ledger.store().head().expect("head"), head);
+    // Another writer stores under k2 after the view's head: the write
+    // transaction finds it among the events the view has not seen.
+    let mut other = Store::open(dir.path(), StoreOptions::default()).expect("open");
+    let Ok(AppendOnce::Appended(r)) = other.append_once("k2", note()) else {
+        panic!("the other writer appends");
+    };
+    // The receipts are the batch's; its marker follows them.
+    let marker = r.last().expect("receipt").seq + 1;
+    let again = ledger.append_once("k2", note());
+    assert!(
+        matches!(again, Ok(AppendOnce::AlreadyAppended { seq }) if seq == marker),
+        "{again:?}"
+    );
+    assert_eq!(
+        other.head().expect("head").size,
+        marker,
+        "nothing stored twice"
+    );
+    // And the view followed: a cold verification agrees with it.
+    let cold = Store::open(dir.path(), StoreOptions::default())
+        .expect("open")
+        .verified(&VerifyOptions::default())
+        .expect("verified");
+    assert_same_view(ledger.view(), &cold);
+}

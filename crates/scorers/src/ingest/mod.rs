@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use ratchet_trace::{AppendOnce, CommitId, Score, Store, TestRun};
+use ratchet_trace::{AppendOnce, CommitId, EventDraft, Ledger, Score, Store, TestRun};
 
 use crate::anchors::Direction;
 use crate::error::{Error, Result};
@@ -557,6 +557,66 @@ pub fn ingest(
     paths: &[PathBuf],
     options: &IngestOptions,
 ) -> Result<IngestReport> {
+    ingest_into(store, format, paths, options)
+}
+
+/// [`ingest`] for a long-lived owner: the declarations it must respect and
+/// the idempotency key are looked up in the ledger's verified view
+/// (refreshed first), and what is stored is folded into it. The same
+/// evidence gives the same events as through the store; the difference is
+/// cost — a store is searched whole on each ingestion, a warm view only
+/// past what it has seen.
+///
+/// # Errors
+/// As [`ingest`]; [`Error::Trace`] if the refresh fails.
+pub fn ingest_ledger(
+    ledger: &mut Ledger,
+    format: Format,
+    paths: &[PathBuf],
+    options: &IngestOptions,
+) -> Result<IngestReport> {
+    ledger.refresh()?;
+    ingest_into(ledger, format, paths, options)
+}
+
+/// Where ingestion reads the scorer declarations it must respect, and
+/// appends: a store (read with SQL before the write) or a warm ledger.
+trait Target {
+    fn rubrics_pinned(&self, rubrics: &RubricSet) -> Result<()>;
+    fn declared(&self, scorer: &str) -> Result<Option<(Direction, u64)>>;
+    fn append_once(&mut self, key: &str, drafts: Vec<EventDraft>) -> Result<AppendOnce>;
+}
+
+impl Target for Store {
+    fn rubrics_pinned(&self, rubrics: &RubricSet) -> Result<()> {
+        crate::pins::check_rubrics_pinned_before_writing(self, rubrics)
+    }
+    fn declared(&self, scorer: &str) -> Result<Option<(Direction, u64)>> {
+        crate::anchors::declared_before_writing(self, scorer)
+    }
+    fn append_once(&mut self, key: &str, drafts: Vec<EventDraft>) -> Result<AppendOnce> {
+        Ok(Store::append_once(self, key, drafts)?)
+    }
+}
+
+impl Target for Ledger {
+    fn rubrics_pinned(&self, rubrics: &RubricSet) -> Result<()> {
+        crate::pins::check_rubrics_pinned(self.view(), rubrics)
+    }
+    fn declared(&self, scorer: &str) -> Result<Option<(Direction, u64)>> {
+        crate::anchors::declared_direction(self.view(), scorer, u64::MAX)
+    }
+    fn append_once(&mut self, key: &str, drafts: Vec<EventDraft>) -> Result<AppendOnce> {
+        Ok(Ledger::append_once(self, key, drafts)?)
+    }
+}
+
+fn ingest_into<T: Target>(
+    store: &mut T,
+    format: Format,
+    paths: &[PathBuf],
+    options: &IngestOptions,
+) -> Result<IngestReport> {
     let commit = options.commit.as_ref();
     if format.needs_commit() && commit.is_none() {
         return Err(Error::NeedsCommit {
@@ -568,7 +628,7 @@ pub fn ingest(
     let (evidence, key) = match format {
         Format::Junit => junit_evidence(&files, paths, commit, options, &mut notes)?,
         Format::Jsonl => {
-            crate::pins::check_rubrics_pinned_before_writing(store, &options.rubrics)?;
+            store.rubrics_pinned(&options.rubrics)?;
             let evidence = jsonl::evidence(&files, commit, &options.rubrics)?;
             let key = evidence_key(format, None, &evidence, &files)?;
             (evidence, key)
@@ -696,8 +756,8 @@ fn junit_evidence(
 
 /// Appends parsed evidence in one transaction, with the declarations of
 /// its scorers' directions, once per `key`.
-fn store_evidence(
-    store: &mut Store,
+fn store_evidence<T: Target>(
+    store: &mut T,
     format: Format,
     files: Vec<PathBuf>,
     key: &str,
@@ -708,7 +768,7 @@ fn store_evidence(
     let mut drafts = Vec::new();
     let mut directions = BTreeMap::new();
     for (scorer, (direction, how)) in &evidence.directions {
-        let earlier = crate::anchors::declared_before_writing(store, scorer)?;
+        let earlier = store.declared(scorer)?;
         match (earlier, how) {
             (Some((declared, seq)), Declared::Explicitly) if declared != *direction => {
                 return Err(Error::DirectionConflict {

@@ -68,8 +68,9 @@ fn a_record_token_cannot_decide_read_mint_or_revoke() {
     let body = serde_json::to_vec(&decide).expect("json");
     let mint = br#"{"can":["admin"],"session":"x"}"#;
     let revoke = format!("/v1/tokens/{}", s.record_id);
-    let calls: [(&str, &str, &[u8]); 8] = [
+    let calls: [(&str, &str, &[u8]); 9] = [
         ("POST", "/v1/decide", &body),
+        ("POST", "/v1/policies", b"[class.p]\nscorer = \"acc\"\n"),
         ("GET", "/v1/status", b""),
         ("GET", "/v1/decisions", b""),
         ("GET", "/v1/summary.md", b""),
@@ -187,12 +188,12 @@ fn every_route_of_the_table_is_served_and_the_openapi_document_is_the_table() {
     assert_eq!(r.status, 405, "{r:?}");
 }
 
+const POLICY: &str = "[class.prompt]\nscorer = \"acc\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 400\n";
+
 #[test]
 fn the_server_decides_under_the_pinned_policy_and_records_the_verdict() {
     let s = Server::start(ServeOptions::default());
-    let policy = ratchet_gate::Policy::parse(
-        "[class.prompt]\nscorer = \"acc\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 400\n",
-    );
+    let policy = ratchet_gate::Policy::parse(POLICY);
     let policy = match policy {
         Ok(p) => p,
         Err(e) => panic!("policy: {e}"),
@@ -205,11 +206,23 @@ fn the_server_decides_under_the_pinned_policy_and_records_the_verdict() {
         matches!(&r, Err(ratchet_serve::Error::BadRequest(m)) if m.contains("prompt")),
         "{r:?}"
     );
-    {
-        let mut store = ratchet_trace::Store::open(&s.store_dir, Default::default()).expect("open");
-        ratchet_gate::pin_policy(&mut store, "prompt", policy.class("prompt").expect("class"))
-            .expect("pin");
-    }
+    // The owner pins it through the server (an admin token).
+    let pinned = s
+        .client(&s.admin)
+        .request(
+            "POST",
+            "/v1/policies",
+            "application/toml",
+            POLICY.as_bytes(),
+        )
+        .expect("answer")
+        .ok_json()
+        .expect("pinned");
+    assert_eq!(
+        pinned["pins"][0]["policy_hash"],
+        policy.class("prompt").expect("class").hash().as_str(),
+        "{pinned}"
+    );
     let mut lines = String::new();
     for i in 0..200 {
         lines.push_str(&score_line(
