@@ -423,3 +423,65 @@ fn a_full_disk_refuses_writes_keeps_what_was_acknowledged_and_keeps_serving_read
     assert!(!acked.is_empty());
     w.verifies();
 }
+
+#[test]
+fn a_writer_in_a_namespace_sandbox_sees_only_the_socket_and_its_token() {
+    let w = World::new();
+    let rec = w.mint("rec.tok", &["record"], "cell-1");
+    let server = w.serve(&[]);
+    let dir = w.dir.path().display().to_string();
+    let socket = w.socket().display().to_string();
+    let token = rec.display().to_string();
+    // The whole world directory (store, key, other tokens) replaced by an
+    // empty tmpfs; only the socket and this token bound back in.
+    let in_sandbox = |argv: &[&str]| {
+        let mut c = Command::new("bwrap");
+        c.args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
+            .args([
+                "--unshare-user",
+                "--unshare-pid",
+                "--unshare-ipc",
+                "--die-with-parent",
+            ])
+            .args(["--tmpfs", dir.as_str()])
+            .args(["--bind", socket.as_str(), socket.as_str()])
+            .args(["--ro-bind", token.as_str(), token.as_str()])
+            .args(["--chdir", dir.as_str(), "--"])
+            .args(argv)
+            .env_remove("RATCHET_STORE")
+            .stdin(Stdio::null());
+        c.output().expect("bwrap is installed by scripts/test")
+    };
+    let o = in_sandbox(&["sh", "-c", "test -e store/trace.db || test -e store"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "the store is out of sight: {}",
+        text(&o)
+    );
+    let exe = env!("CARGO_BIN_EXE_ratchet");
+    let o = in_sandbox(&[
+        exe,
+        "--server",
+        &socket,
+        "--token-file",
+        &token,
+        "--json",
+        "record-score",
+        "--commit",
+        A,
+        "--task",
+        "boxed",
+        "--scorer",
+        "acc",
+        "--value",
+        "0.5",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    // Local access fails there: no store to open.
+    let o = in_sandbox(&[exe, "--store", "store", "status"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    stop(server);
+    assert_eq!(w.score_tasks().get("boxed"), Some(&1));
+    w.verifies();
+}
