@@ -108,6 +108,19 @@ pub enum Error {
         /// Seq of the declaration.
         seq: u64,
     },
+    /// The ingestion would declare a scorer's direction its caller chose,
+    /// and the caller may not declare directions (a `record` token of
+    /// `ratchet serve`): the first declaration decides how the gate reads
+    /// every later score of the scorer.
+    #[error(
+        "scorer {scorer:?} has no declared direction, and this writer may not declare one ({given:?} was given): the store's owner declares it (`ratchet record-score --direction`, or an ingestion of its own), or leave the direction out"
+    )]
+    MayNotDeclare {
+        /// The scorer.
+        scorer: String,
+        /// The direction the caller gave.
+        given: crate::Direction,
+    },
     /// A rubric is pinned in the trace at another version than the file
     /// given: nothing was scored with it.
     #[error(

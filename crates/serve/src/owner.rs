@@ -265,6 +265,8 @@ impl Owner {
             runner_label: query.label.clone().unwrap_or_default(),
             direction,
             idempotency_key,
+            // Only the owner sets how a new scorer's scores are read.
+            no_new_directions: !who.spec.can.contains(&Scope::Admin),
             ..ratchet_scorers::IngestOptions::default()
         };
         let mut ledger = self.lock()?;

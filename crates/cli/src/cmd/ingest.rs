@@ -26,6 +26,7 @@ pub fn ingest(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
         runner_label: args.label,
         direction: args.direction.map(Into::into),
         idempotency_key: None,
+        no_new_directions: false,
     };
     if let Some(client) = ctx.client()? {
         return crate::cmd::serve::ingest_remote(ctx, &client, format, &args.paths, &options);

@@ -183,6 +183,12 @@ pub struct IngestOptions {
     /// from its content: a client-chosen request id, so that a retried
     /// upload counts once while two equal uploads both count.
     pub idempotency_key: Option<String>,
+    /// Refuse to declare a direction the caller chose (`--direction`, a
+    /// line's `"direction"`) for a scorer the trace has not declared: set
+    /// for writers who may record but not set how scores are read (a
+    /// `record` token). Directions a format fixes (times lower, pass rates
+    /// higher) are declared as always.
+    pub no_new_directions: bool,
 }
 
 /// What an ingestion stored.
@@ -668,7 +674,16 @@ fn ingest_into<T: Target>(
     }
     let session = options.session.as_deref().unwrap_or(format.name());
     let key = options.idempotency_key.clone().unwrap_or(key);
-    store_evidence(store, format, files, &key, evidence, session, notes)
+    store_evidence(
+        store,
+        format,
+        files,
+        &key,
+        evidence,
+        session,
+        notes,
+        options.no_new_directions,
+    )
 }
 
 /// The idempotency key of parsed evidence: the scores and runs as they
@@ -756,6 +771,8 @@ fn junit_evidence(
 
 /// Appends parsed evidence in one transaction, with the declarations of
 /// its scorers' directions, once per `key`.
+// The arguments are the parsed evidence and where it goes; a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 fn store_evidence<T: Target>(
     store: &mut T,
     format: Format,
@@ -764,6 +781,7 @@ fn store_evidence<T: Target>(
     evidence: Evidence,
     session: &str,
     mut notes: Notes,
+    no_new_directions: bool,
 ) -> Result<IngestReport> {
     let mut drafts = Vec::new();
     let mut directions = BTreeMap::new();
@@ -791,6 +809,12 @@ fn store_evidence<T: Target>(
             }
             (Some((declared, _)), Declared::Explicitly) => {
                 directions.insert(scorer.as_str(), declared);
+            }
+            (None, Declared::Explicitly) if no_new_directions => {
+                return Err(Error::MayNotDeclare {
+                    scorer: scorer.clone(),
+                    given: *direction,
+                });
             }
             (None, _) => {
                 drafts.push(crate::anchors::declaration_draft(scorer, *direction)?);
@@ -932,6 +956,7 @@ pub fn ingest_criterion(
         evidence,
         session,
         Notes::default(),
+        false,
     )
 }
 

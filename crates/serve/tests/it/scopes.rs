@@ -255,3 +255,43 @@ fn the_server_decides_under_the_pinned_policy_and_records_the_verdict() {
     assert!(v["decision"].is_null(), "{v}");
     assert_eq!(s.size(), before);
 }
+
+#[test]
+fn a_record_token_cannot_choose_how_a_new_scorer_is_read() {
+    let s = Server::start(ServeOptions::default());
+    let line = format!(
+        "{{\"task\":\"t1\",\"scorer\":\"quality\",\"value\":0.5,\"commit\":\"{A}\",\"direction\":\"lower\"}}\n"
+    );
+    let before = s.size();
+    let r = s
+        .client(&s.record)
+        .request(
+            "POST",
+            "/v1/ingest/jsonl",
+            "application/octet-stream",
+            line.as_bytes(),
+        )
+        .expect("answer");
+    assert_eq!((r.status, kind(&r).as_str()), (400, "bad_request"), "{r:?}");
+    assert!(
+        String::from_utf8_lossy(&r.body).contains("may not declare"),
+        "{r:?}"
+    );
+    assert_eq!(s.size(), before, "nothing stored");
+    // Without a direction it records (read with the default); the owner may declare.
+    let plain = score_line(A, "t1", 0.5);
+    s.client(&s.record)
+        .ingest("jsonl", &[], plain.as_bytes())
+        .expect("records");
+    let minted = s
+        .client(&s.admin)
+        .post_json(
+            "/v1/tokens",
+            &serde_json::json!({"can": ["record", "admin"], "session": "owner2"}),
+        )
+        .expect("mint");
+    let owner = s.client(minted["token"].as_str().expect("token"));
+    owner
+        .ingest("jsonl", &[], line.as_bytes())
+        .expect("the owner declares");
+}
