@@ -39,5 +39,5 @@ pub use error::{Error, Result};
 pub use owner::{Owner, ServeOptions};
 pub use server::{Listen, serve};
 pub use tokens::{
-    Capability, Minted, Scope, TokenSpec, authenticate, mint_token, revoke_token, tokens_in,
+    Capability, Minted, Scope, TokenSpec, authenticate, mint_token, now_ms, revoke_token, tokens_in,
 };

@@ -174,7 +174,7 @@ pub fn token(ctx: &Ctx, what: &TokenCommand) -> Result<u8> {
                 .as_deref()
                 .map(|e| {
                     parse_duration(e).map(|d| {
-                        ratchet_serve_now_ms()
+                        ratchet_serve::now_ms()
                             + i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2)
                     })
                 })
@@ -234,7 +234,7 @@ pub fn token(ctx: &Ctx, what: &TokenCommand) -> Result<u8> {
                         t.spec.session,
                         if t.revoked_seq.is_some() {
                             "revoked"
-                        } else if t.live(ratchet_serve_now_ms()) {
+                        } else if t.live(ratchet_serve::now_ms()) {
                             "live"
                         } else {
                             "expired"
@@ -245,12 +245,6 @@ pub fn token(ctx: &Ctx, what: &TokenCommand) -> Result<u8> {
             Ok(0)
         }
     }
-}
-
-fn ratchet_serve_now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2))
 }
 
 /// `90s`, `30m`, `12h`, `7d`.
