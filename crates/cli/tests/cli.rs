@@ -124,6 +124,19 @@ fn bad_input_exits_2_with_a_clear_message_and_stores_nothing() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("line 2: "), "{}", text(&o));
     assert!(text(&o).contains("full commit id"), "{}", text(&o));
+    // A number no JSON reader can hold would break every later read
+    // (`log --json` included): refused on the way in.
+    let o = ratchet(
+        d.path(),
+        &["--store", st, "append"],
+        "{\"kind\":\"note\",\"payload\":{\"x\":1e999}}\n",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("payload") && text(&o).contains("out of range"),
+        "{}",
+        text(&o)
+    );
 
     for (value, field) in [("NaN", "score.value"), ("inf", "score.value")] {
         let o = ratchet(

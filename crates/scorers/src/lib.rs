@@ -65,9 +65,10 @@ pub use batch::{BatchReport, KIND_OBSERVATION, record_observation, score_pending
 pub use error::{Error, Problem, Result};
 pub use holdout::{ProposerView, RubricSet};
 pub use ingest::{
-    CRITERION_NS, Environment, Format, IngestOptions, IngestReport, JSONL_FORMAT, PASS_RATE,
-    ScorerRecorded, decode_xml, ingest, ingest_criterion, ingest_jsonl, ingest_junit,
-    ingest_ledger, parse_criterion, parse_jsonl, parse_junit,
+    CRITERION_NS, Environment, Format, IngestOptions, IngestReport, JSONL_FORMAT,
+    MAX_INFLATED_BYTES, PASS_RATE, ReadReports, ScorerRecorded, decode_xml, ingest,
+    ingest_criterion, ingest_jsonl, ingest_junit, ingest_ledger, parse_criterion, parse_jsonl,
+    parse_junit, read_reports, store_reports,
 };
 pub use pins::{
     Pin, Pinned, append_pin, check_rubrics_pinned, pin_rubric, pinned_rubric_version, pins,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
-use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::extract::{DefaultBodyLimit, Extension, Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -238,30 +238,85 @@ pub(crate) fn router(owner: Shared) -> Router {
     let limit = owner.options.max_body_bytes;
     let mut r: Router<Shared> = Router::new();
     for route in ROUTES {
-        r = match (route.method, route.path) {
-            ("GET", "/v1/health") => r.route(route.path, get(health)),
-            ("GET", "/v1/openapi.json") => r.route(route.path, get(openapi_doc)),
-            ("POST", "/v1/events") => r.route(route.path, post(events)),
-            ("POST", "/v1/ingest/{format}") => r.route(route.path, post(ingest)),
-            ("POST", "/v1/decide") => r.route(route.path, post(decide)),
-            ("GET", "/v1/status") => r.route(route.path, get(status)),
-            ("GET", "/v1/decisions") => r.route(route.path, get(decisions)),
-            ("GET", "/v1/summary.md") => r.route(route.path, get(summary)),
-            ("GET", "/v1/report.html") => r.route(route.path, get(report)),
-            ("POST", "/v1/policies") => r.route(route.path, post(pin)),
-            ("GET", "/v1/tokens") => r.route(route.path, get(list_tokens)),
-            ("POST", "/v1/tokens") => r.route(route.path, post(mint)),
-            ("DELETE", "/v1/tokens/{id}") => r.route(route.path, delete(revoke)),
+        let handler = match (route.method, route.path) {
+            ("GET", "/v1/health") => get(health),
+            ("GET", "/v1/openapi.json") => get(openapi_doc),
+            ("POST", "/v1/events") => post(events),
+            ("POST", "/v1/ingest/{format}") => post(ingest),
+            ("POST", "/v1/decide") => post(decide),
+            ("GET", "/v1/status") => get(status),
+            ("GET", "/v1/decisions") => get(decisions),
+            ("GET", "/v1/summary.md") => get(summary),
+            ("GET", "/v1/report.html") => get(report),
+            ("POST", "/v1/policies") => post(pin),
+            ("GET", "/v1/tokens") => get(list_tokens),
+            ("POST", "/v1/tokens") => post(mint),
+            ("DELETE", "/v1/tokens/{id}") => delete(revoke),
             // A route in the table without a handler: answered as not found
             // (and caught by the test that calls every route).
-            _ => r,
+            _ => continue,
         };
+        // A route that needs a token authenticates from the headers alone,
+        // before its body is read: a caller without a valid token never
+        // gets the server to buffer an upload.
+        let handler = if route.scope.is_some() {
+            handler.route_layer(axum::middleware::from_fn_with_state(
+                owner.clone(),
+                authenticate,
+            ))
+        } else {
+            handler
+        };
+        r = r.route(route.path, handler);
     }
     r.fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
         .layer(axum::middleware::from_fn_with_state(owner.clone(), guard))
         .with_state(owner)
+}
+
+/// Authenticates the bearer token and counts the request against its
+/// rate; the handler finds the [`Capability`] in the request's extensions.
+/// A failed attempt closes the connection, and once failures come faster
+/// than [`crate::ServeOptions::failed_auth_per_second`] each is answered
+/// 429 after a second's pause: guessing is slow, valid tokens unaffected.
+async fn authenticate(State(owner): State<Shared>, mut request: Request, next: Next) -> Response {
+    let checked = match bearer(request.headers()) {
+        Ok(token) => {
+            let owner = owner.clone();
+            tokio::task::spawn_blocking(move || {
+                let who = owner.authenticate(&token)?;
+                owner.admit(&who)?;
+                Ok(who)
+            })
+            .await
+            .unwrap_or_else(|e| Err(Error::Internal(format!("the request's task failed: {e}"))))
+        }
+        Err(e) => Err(e),
+    };
+    match checked {
+        Ok(who) => {
+            request.extensions_mut().insert(who);
+            next.run(request).await
+        }
+        Err(e @ (Error::Unauthorized(_) | Error::Forbidden(_))) => {
+            let mut response = if owner.failed_authentication() {
+                e.into_response()
+            } else {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                Error::RateLimited(format!(
+                    "{e}; and too many failed authentications: slow down"
+                ))
+                .into_response()
+            };
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            response
+        }
+        Err(e) => e.into_response(),
+    }
 }
 
 /// Times every request out (a slow upload included) and logs it.
@@ -315,19 +370,15 @@ fn bearer(headers: &HeaderMap) -> Result<String> {
     }
 }
 
-/// Authenticates, admits, then runs `f` on a blocking thread.
-async fn with_token<F>(owner: Shared, headers: &HeaderMap, f: F) -> Result<Reply>
+/// Runs `f` for the authenticated caller on a blocking thread (SQLite and
+/// the verified view are synchronous).
+async fn with_token<F>(owner: Shared, who: Capability, f: F) -> Result<Reply>
 where
     F: FnOnce(&Owner, &Capability) -> Result<Reply> + Send + 'static,
 {
-    let token = bearer(headers)?;
-    tokio::task::spawn_blocking(move || {
-        let who = owner.authenticate(&token)?;
-        owner.admit(&who)?;
-        f(&owner, &who)
-    })
-    .await
-    .map_err(|e| Error::Internal(format!("the request's task failed: {e}")))?
+    tokio::task::spawn_blocking(move || f(&owner, &who))
+        .await
+        .map_err(|e| Error::Internal(format!("the request's task failed: {e}")))?
 }
 
 fn body_of(body: std::result::Result<Bytes, BytesRejection>) -> Result<Bytes> {
@@ -371,13 +422,13 @@ struct RequestId {
 
 async fn events(
     State(owner): State<Shared>,
-    headers: HeaderMap,
+    Extension(who): Extension<Capability>,
     query: std::result::Result<Query<RequestId>, QueryRejection>,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Reply> {
     let Query(q) = query.map_err(|e| Error::BadRequest(e.body_text()))?;
     let body = body_of(body)?;
-    with_token(owner, &headers, move |o, who| {
+    with_token(owner, who, move |o, who| {
         let text = std::str::from_utf8(&body)
             .map_err(|e| Error::BadRequest(format!("the body is not UTF-8: {e}")))?;
         let receipts = o.record_events(who, q.request_id.as_deref(), text)?;
@@ -392,14 +443,14 @@ async fn events(
 
 async fn ingest(
     State(owner): State<Shared>,
-    headers: HeaderMap,
+    Extension(who): Extension<Capability>,
     Path(format): Path<String>,
     query: std::result::Result<Query<IngestQuery>, QueryRejection>,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Reply> {
     let Query(q) = query.map_err(|e| Error::BadRequest(e.body_text()))?;
     let body = body_of(body)?;
-    with_token(owner, &headers, move |o, who| {
+    with_token(owner, who, move |o, who| {
         let report = o.ingest(who, &format, &q, &body)?;
         to_json(&serde_json::json!({
             "store_id": o.store_id()?,
@@ -413,11 +464,11 @@ async fn ingest(
 
 async fn decide(
     State(owner): State<Shared>,
-    headers: HeaderMap,
+    Extension(who): Extension<Capability>,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Reply> {
     let body = body_of(body)?;
-    with_token(owner, &headers, move |o, who| {
+    with_token(owner, who, move |o, who| {
         let request: DecideRequest = json_body(&body, "the decide request")?;
         let run = o.decide(who, &request)?;
         let mut doc = serde_json::to_value(&run.verdict)
@@ -432,8 +483,11 @@ async fn decide(
     .await
 }
 
-async fn status(State(owner): State<Shared>, headers: HeaderMap) -> Result<Reply> {
-    with_token(owner, &headers, |o, who| to_json(&o.status(who)?)).await
+async fn status(
+    State(owner): State<Shared>,
+    Extension(who): Extension<Capability>,
+) -> Result<Reply> {
+    with_token(owner, who, |o, who| to_json(&o.status(who)?)).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -444,19 +498,22 @@ struct Last {
 
 async fn decisions(
     State(owner): State<Shared>,
-    headers: HeaderMap,
+    Extension(who): Extension<Capability>,
     query: std::result::Result<Query<Last>, QueryRejection>,
 ) -> Result<Reply> {
     let Query(q) = query.map_err(|e| Error::BadRequest(e.body_text()))?;
-    with_token(owner, &headers, move |o, who| {
+    with_token(owner, who, move |o, who| {
         let events = o.decisions(who, q.last.unwrap_or(20))?;
         to_json(&serde_json::json!({ "store_id": o.store_id()?, "events": events }))
     })
     .await
 }
 
-async fn summary(State(owner): State<Shared>, headers: HeaderMap) -> Result<Reply> {
-    with_token(owner, &headers, |o, who| {
+async fn summary(
+    State(owner): State<Shared>,
+    Extension(who): Extension<Capability>,
+) -> Result<Reply> {
+    with_token(owner, who, |o, who| {
         Ok(Reply::Text(
             o.markdown(who)?,
             "text/markdown; charset=utf-8",
@@ -465,8 +522,11 @@ async fn summary(State(owner): State<Shared>, headers: HeaderMap) -> Result<Repl
     .await
 }
 
-async fn report(State(owner): State<Shared>, headers: HeaderMap) -> Result<Reply> {
-    with_token(owner, &headers, |o, who| {
+async fn report(
+    State(owner): State<Shared>,
+    Extension(who): Extension<Capability>,
+) -> Result<Reply> {
+    with_token(owner, who, |o, who| {
         Ok(Reply::Text(o.html(who)?, "text/html; charset=utf-8"))
     })
     .await
@@ -480,13 +540,13 @@ struct PinQuery {
 
 async fn pin(
     State(owner): State<Shared>,
-    headers: HeaderMap,
+    Extension(who): Extension<Capability>,
     query: std::result::Result<Query<PinQuery>, QueryRejection>,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Reply> {
     let Query(q) = query.map_err(|e| Error::BadRequest(e.body_text()))?;
     let body = body_of(body)?;
-    with_token(owner, &headers, move |o, who| {
+    with_token(owner, who, move |o, who| {
         let text = std::str::from_utf8(&body)
             .map_err(|e| Error::BadRequest(format!("the policy is not UTF-8: {e}")))?;
         let (pins, receipts) = o.pin(who, text, q.class.as_deref())?;
@@ -499,8 +559,11 @@ async fn pin(
     .await
 }
 
-async fn list_tokens(State(owner): State<Shared>, headers: HeaderMap) -> Result<Reply> {
-    with_token(owner, &headers, |o, who| {
+async fn list_tokens(
+    State(owner): State<Shared>,
+    Extension(who): Extension<Capability>,
+) -> Result<Reply> {
+    with_token(owner, who, |o, who| {
         let tokens: Vec<_> = o.list_tokens(who)?.into_values().collect();
         to_json(&serde_json::json!({ "store_id": o.store_id()?, "tokens": tokens }))
     })
@@ -509,11 +572,11 @@ async fn list_tokens(State(owner): State<Shared>, headers: HeaderMap) -> Result<
 
 async fn mint(
     State(owner): State<Shared>,
-    headers: HeaderMap,
+    Extension(who): Extension<Capability>,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Reply> {
     let body = body_of(body)?;
-    with_token(owner, &headers, move |o, who| {
+    with_token(owner, who, move |o, who| {
         let spec: TokenSpec = json_body(&body, "the token spec")?;
         let minted = o.mint(who, &spec)?;
         to_json(&serde_json::json!({
@@ -528,10 +591,10 @@ async fn mint(
 
 async fn revoke(
     State(owner): State<Shared>,
-    headers: HeaderMap,
+    Extension(who): Extension<Capability>,
     Path(id): Path<String>,
 ) -> Result<Reply> {
-    with_token(owner, &headers, move |o, who| {
+    with_token(owner, who, move |o, who| {
         let receipt = o.revoke(who, &id)?;
         to_json(&serde_json::json!({
             "store_id": o.store_id()?,

@@ -19,6 +19,15 @@ pub enum Error {
         /// The id asked for.
         id: String,
     },
+    /// The token was revoked already (by the event at `seq`): 409. Nothing
+    /// was appended; the token stays refused.
+    #[error("token {id} was revoked already, at seq {seq}")]
+    AlreadyRevoked {
+        /// The token's id.
+        id: String,
+        /// Seq of the revocation.
+        seq: u64,
+    },
     /// No such route: 404.
     #[error("{0}")]
     NotFound(String),
@@ -76,6 +85,7 @@ impl Error {
             Error::Forbidden(_) => (403, "forbidden"),
             Error::UnknownToken { .. } | Error::NotFound(_) => (404, "not_found"),
             Error::Timeout(_) => (408, "timeout"),
+            Error::AlreadyRevoked { .. } => (409, "already_revoked"),
             Error::TooLarge(_) => (413, "too_large"),
             Error::RateLimited(_) => (429, "rate_limited"),
             Error::StorageFull(_) => (507, "storage_full"),

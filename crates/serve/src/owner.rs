@@ -27,6 +27,13 @@ pub struct ServeOptions {
     pub request_timeout: Duration,
     /// The longest a client may take to send its request's headers.
     pub header_timeout: Duration,
+    /// Connections served at once; the next waits in the socket's backlog.
+    pub max_connections: usize,
+    /// Failed authentications per second, all clients together, before
+    /// each further failure is answered 429 after a pause.
+    pub failed_auth_per_second: f64,
+    /// Failed authentications allowed in a burst.
+    pub failed_auth_burst: f64,
 }
 
 impl Default for ServeOptions {
@@ -37,6 +44,9 @@ impl Default for ServeOptions {
             burst: 400.0,
             request_timeout: Duration::from_secs(30),
             header_timeout: Duration::from_secs(10),
+            max_connections: 256,
+            failed_auth_per_second: 10.0,
+            failed_auth_burst: 100.0,
         }
     }
 }
@@ -76,6 +86,7 @@ pub(crate) struct IngestQuery {
 pub struct Owner {
     ledger: Mutex<Ledger>,
     limits: Mutex<HashMap<String, Bucket>>,
+    failures: Mutex<Bucket>,
     spool: tempfile::TempDir,
     pub(crate) options: ServeOptions,
 }
@@ -84,6 +95,78 @@ pub struct Owner {
 struct Bucket {
     tokens: f64,
     at: Instant,
+}
+
+impl Bucket {
+    fn full(burst: f64) -> Bucket {
+        Bucket {
+            tokens: burst,
+            at: Instant::now(),
+        }
+    }
+
+    /// Takes one token if there is one (refilled at `rate` up to `burst`).
+    fn take(&mut self, rate: f64, burst: f64) -> bool {
+        let now = Instant::now();
+        self.tokens = (self.tokens + now.duration_since(self.at).as_secs_f64() * rate).min(burst);
+        self.at = now;
+        if self.tokens < 1.0 {
+            return false;
+        }
+        self.tokens -= 1.0;
+        true
+    }
+}
+
+/// The prefix of the server's spool directories, `<prefix><pid>-<random>`.
+const SPOOL_PREFIX: &str = "ratchet-serve-";
+
+/// A private (0700) spool directory for uploads, after removing those of
+/// servers that are gone (a `kill -9` leaves its spool behind).
+fn make_spool() -> Result<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
+    remove_stale_spools(&std::env::temp_dir());
+    tempfile::Builder::new()
+        .prefix(&format!("{SPOOL_PREFIX}{}-", std::process::id()))
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .map_err(|source| Error::Io {
+            what: "making the upload spool directory".into(),
+            source,
+        })
+}
+
+/// Removes the spool directories under `tmp` whose server process is no
+/// longer running (on Linux, no `/proc/<pid>`; elsewhere nothing is removed).
+fn remove_stale_spools(tmp: &std::path::Path) {
+    if !std::path::Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SPOOL_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let dead = !std::path::Path::new("/proc").join(pid.to_string()).exists();
+        if dead && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            match std::fs::remove_dir_all(entry.path()) {
+                Ok(()) => {
+                    tracing::info!(path = %entry.path().display(), "removed the spool of a server that is gone")
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, path = %entry.path().display(), "cannot remove a stale spool")
+                }
+            }
+        }
+    }
 }
 
 impl Owner {
@@ -95,16 +178,11 @@ impl Owner {
     /// an altered trace); [`Error::Io`] if the spool directory cannot be made.
     pub fn new(store: Store, options: ServeOptions) -> Result<Owner> {
         let ledger = Ledger::new(store, VerifyOptions::default())?;
-        let spool = tempfile::Builder::new()
-            .prefix("ratchet-serve-")
-            .tempdir()
-            .map_err(|source| Error::Io {
-                what: "making the upload spool directory".into(),
-                source,
-            })?;
+        let spool = make_spool()?;
         Ok(Owner {
             ledger: Mutex::new(ledger),
             limits: Mutex::new(HashMap::new()),
+            failures: Mutex::new(Bucket::full(options.failed_auth_burst)),
             spool,
             options,
         })
@@ -141,22 +219,30 @@ impl Owner {
             .limits
             .lock()
             .map_err(|_| Error::Internal("the rate table's lock was poisoned".into()))?;
-        let now = Instant::now();
         let (rate, burst) = (self.options.rate_per_second, self.options.burst);
-        let b = limits.entry(token.id.clone()).or_insert(Bucket {
-            tokens: burst,
-            at: now,
-        });
-        b.tokens = (b.tokens + now.duration_since(b.at).as_secs_f64() * rate).min(burst);
-        b.at = now;
-        if b.tokens < 1.0 {
+        let b = limits
+            .entry(token.id.clone())
+            .or_insert_with(|| Bucket::full(burst));
+        if !b.take(rate, burst) {
             return Err(Error::RateLimited(format!(
                 "token {} is over its rate of {rate} requests per second; retry later",
                 token.id
             )));
         }
-        b.tokens -= 1.0;
         Ok(())
+    }
+
+    /// Counts a failed authentication; `false` once failures are over
+    /// their rate (someone guessing tokens), when the caller slows down.
+    pub(crate) fn failed_authentication(&self) -> bool {
+        let (rate, burst) = (
+            self.options.failed_auth_per_second,
+            self.options.failed_auth_burst,
+        );
+        self.failures
+            .lock()
+            .map(|mut b| b.take(rate, burst))
+            .unwrap_or(false)
     }
 
     /// Appends plain events (the `ratchet append` line format) under the
@@ -267,26 +353,37 @@ impl Owner {
             idempotency_key,
             // Only the owner sets how a new scorer's scores are read.
             no_new_directions: !who.spec.can.contains(&Scope::Admin),
+            // An archive may inflate to a few times what the server would
+            // have accepted unpacked, no more.
+            max_inflated_bytes: Some(8 * self.options.max_body_bytes as u64),
             ..ratchet_scorers::IngestOptions::default()
         };
-        let mut ledger = self.lock()?;
-        // Declarations and the request id are looked up in the warm view;
-        // what is stored is folded into it.
-        let report = ratchet_scorers::ingest_ledger(
-            &mut ledger,
-            format,
-            std::slice::from_ref(&path),
-            &options,
-        );
         let shown = query.name.as_deref().unwrap_or("the upload");
-        let mut report = report.map_err(|e| match Error::from(e).classify() {
-            // The spool path is the server's business: the client is told
-            // about its own file.
+        // The spool path is the server's business: the client is told
+        // about its own file.
+        let hide = |e: ratchet_scorers::Error| match Error::from(e).classify() {
             Error::Scorers(e) => {
                 Error::BadRequest(e.to_string().replace(&path.display().to_string(), shown))
             }
             other => other,
-        })?;
+        };
+        // Read and parsed before the store's lock is taken: one large or
+        // hostile upload holds up no other client's request.
+        let reports = ratchet_scorers::read_reports(format, std::slice::from_ref(&path), &options)
+            .map_err(hide)?;
+        let reports = if query.request_id.is_some() {
+            reports
+        } else {
+            // Content alone would let one writer's upload stand for
+            // another's: the same evidence counts once per session.
+            let key = format!("serve:session:{}:{}", who.spec.session, reports.key());
+            reports.keyed(key)
+        };
+        let mut ledger = self.lock()?;
+        // Declarations and the request id are looked up in the warm view;
+        // what is stored is folded into it.
+        let mut report = ratchet_scorers::store_reports(&mut ledger, reports).map_err(hide)?;
+        drop(ledger);
         report.files = Vec::new();
         report.notes = report
             .notes
@@ -515,4 +612,35 @@ fn upload_name(format: ratchet_scorers::Format, given: Option<&str>) -> PathBuf 
         "upload"
     };
     PathBuf::from(format!("{base}.{}", ext.as_deref().unwrap_or(default)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_spool_is_private_and_a_dead_server_s_spool_is_removed() {
+        use std::os::unix::fs::PermissionsExt;
+        let spool = make_spool().expect("spool");
+        let mode = std::fs::metadata(spool.path())
+            .expect("metadata")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+        let tmp = tempfile::tempdir().expect("tempdir");
+        // pid_max is at most 2^22 on Linux: this pid never runs.
+        let dead = tmp.path().join(format!("{SPOOL_PREFIX}99999999-abc"));
+        let alive = tmp
+            .path()
+            .join(format!("{SPOOL_PREFIX}{}-abc", std::process::id()));
+        let other = tmp.path().join("ratchet-serve-notapid-abc");
+        for d in [&dead, &alive, &other] {
+            std::fs::create_dir(d).expect("dir");
+            std::fs::write(d.join("upload.json"), b"{}").expect("file");
+        }
+        remove_stale_spools(tmp.path());
+        assert!(!dead.exists(), "the spool of a server that is gone");
+        assert!(alive.exists(), "a running server's spool is kept");
+        assert!(other.exists(), "a directory not named as a spool is kept");
+    }
 }

@@ -79,7 +79,14 @@ pub async fn serve(
     let graceful = GracefulShutdown::new();
     let header_timeout = owner.options.header_timeout;
     tokio::pin!(shutdown);
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Box<dyn Conn>>(64);
+    // A connection is accepted only with a permit, held until it closes:
+    // past `max_connections` the next client waits in the backlog rather
+    // than costing the server memory.
+    let permits = Arc::new(tokio::sync::Semaphore::new(
+        owner.options.max_connections.max(1),
+    ));
+    let (tx, mut rx) =
+        tokio::sync::mpsc::channel::<(Box<dyn Conn>, tokio::sync::OwnedSemaphorePermit)>(1);
     let mut accepters = tokio::task::JoinSet::new();
     let mut unix_paths = Vec::new();
     for b in bound {
@@ -87,11 +94,15 @@ pub async fn serve(
         match b {
             Bound::Unix(l, path) => {
                 unix_paths.push(path);
+                let permits = permits.clone();
                 accepters.spawn(async move {
                     loop {
+                        let Ok(permit) = permits.clone().acquire_owned().await else {
+                            break;
+                        };
                         match l.accept().await {
                             Ok((s, _)) => {
-                                if tx.send(Box::new(s)).await.is_err() {
+                                if tx.send((Box::new(s), permit)).await.is_err() {
                                     break;
                                 }
                             }
@@ -104,12 +115,16 @@ pub async fn serve(
                 });
             }
             Bound::Tcp(l) => {
+                let permits = permits.clone();
                 accepters.spawn(async move {
                     loop {
+                        let Ok(permit) = permits.clone().acquire_owned().await else {
+                            break;
+                        };
                         match l.accept().await {
                             Ok((s, _)) => {
                                 let _ = s.set_nodelay(true);
-                                if tx.send(Box::new(s)).await.is_err() {
+                                if tx.send((Box::new(s), permit)).await.is_err() {
                                     break;
                                 }
                             }
@@ -127,7 +142,7 @@ pub async fn serve(
     loop {
         tokio::select! {
             conn = rx.recv() => {
-                let Some(conn) = conn else { break };
+                let Some((conn, permit)) = conn else { break };
                 let service = TowerToHyperService::new(app.clone());
                 let c = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
@@ -138,6 +153,7 @@ pub async fn serve(
                     if let Err(e) = watched.await {
                         tracing::debug!(error = %e, "connection ended");
                     }
+                    drop(permit);
                 });
             }
             () = &mut shutdown => break,

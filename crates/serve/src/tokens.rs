@@ -196,6 +196,7 @@ pub fn mint_token(store: &mut Store, spec: &TokenSpec) -> Result<Minted> {
 ///
 /// # Errors
 /// [`Error::UnknownToken`] if no such token was minted here;
+/// [`Error::AlreadyRevoked`] if it was revoked before (nothing appended);
 /// [`Error::Trace`] if the store cannot be read or written.
 pub fn revoke_token(store: &mut Store, id: &str) -> Result<Receipt> {
     let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
@@ -203,6 +204,12 @@ pub fn revoke_token(store: &mut Store, id: &str) -> Result<Receipt> {
     let Some(t) = tokens.get(id) else {
         return Err(Error::UnknownToken { id: id.to_string() });
     };
+    if let Some(seq) = t.revoked_seq {
+        return Err(Error::AlreadyRevoked {
+            id: id.to_string(),
+            seq,
+        });
+    }
     let draft = EventDraft::reserved(
         ReservedKind::Capability,
         &CapabilityEvent::Revoke { id: id.to_string() },

@@ -328,7 +328,9 @@ pub(crate) fn validate_payload(payload: &[u8], max_payload: usize) -> Result<()>
             limit: max_payload,
         });
     }
-    serde_json::from_slice::<serde::de::IgnoredAny>(payload)
+    // Parsed into values, not skipped over: skipping accepts a number no
+    // reader can hold (`1e999`), which every later read would fail on.
+    serde_json::from_slice::<serde_json::Value>(payload)
         .map(|_| ())
         .map_err(|e| Error::invalid("payload", format!("not valid JSON: {e}")))
 }
@@ -431,6 +433,20 @@ fn ser_payload<S: serde::Serializer>(p: &[u8], s: S) -> std::result::Result<S::O
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_payload_number_no_reader_can_hold_is_refused() {
+        for bad in ["1e999", "{\"x\": -1e400}", "[1, 2e308]"] {
+            match validate_payload(bad.as_bytes(), 1 << 20) {
+                Err(Error::InvalidInput { field, reason }) => {
+                    assert_eq!(field, "payload");
+                    assert!(reason.contains("out of range"), "{bad}: {reason}");
+                }
+                other => panic!("{bad}: expected InvalidInput, got {other:?}"),
+            }
+        }
+        validate_payload(b"{\"x\": 1.7976931348623157e308}", 1 << 20).expect("f64::MAX holds");
+    }
 
     #[test]
     fn commit_ids_must_be_full_hex() {

@@ -25,8 +25,7 @@ pub fn ingest(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
         rubrics: rubrics(&args.rubric)?,
         runner_label: args.label,
         direction: args.direction.map(Into::into),
-        idempotency_key: None,
-        no_new_directions: false,
+        ..ratchet_scorers::IngestOptions::default()
     };
     if let Some(client) = ctx.client()? {
         return crate::cmd::serve::ingest_remote(ctx, &client, format, &args.paths, &options);

@@ -112,8 +112,19 @@ pub fn log(
         None => store.events_matching(from, limit, filter)?,
     };
     if ctx.json {
-        return out::json(&serde_json::json!({ "store_id": store.id(), "events": events }))
-            .map(|_| 0);
+        /// Written straight from the events, payloads byte for byte (no
+        /// detour through `serde_json::Value`, which cannot hold every
+        /// number a payload stored by an older version may hold).
+        #[derive(serde::Serialize)]
+        struct Log<'a> {
+            store_id: &'a str,
+            events: &'a [ratchet_trace::Event],
+        }
+        return out::json(&Log {
+            store_id: store.id(),
+            events: &events,
+        })
+        .map(|_| 0);
     }
     let mut o = std::io::stdout().lock();
     writeln!(

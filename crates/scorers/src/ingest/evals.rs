@@ -49,7 +49,7 @@ fn inspect_value(v: &Value) -> Option<f64> {
 }
 
 /// A log's parts: its header (`eval`, `results`…) and its samples.
-fn inspect_parts(file: &Path, notes: &mut Notes) -> Result<(Value, Vec<Value>)> {
+fn inspect_parts(file: &Path, max_inflated: u64, notes: &mut Notes) -> Result<(Value, Vec<Value>)> {
     let is_archive = file.extension().is_some_and(|e| e == "eval");
     if !is_archive {
         let mut log: Value = serde_json::from_str(&super::strict_json(&read(file)?))
@@ -70,8 +70,11 @@ fn inspect_parts(file: &Path, notes: &mut Notes) -> Result<(Value, Vec<Value>)> 
             format!("not an Inspect .eval archive: {e}"),
         )
     })?;
-    let json_at = |archive: &mut zip::ZipArchive<std::io::Cursor<Vec<u8>>>, i: usize| {
-        let mut entry = archive
+    // What the entries inflate to is counted as they are read, whatever
+    // their headers claim: a small archive must not become gigabytes.
+    let mut left = max_inflated;
+    let mut json_at = |archive: &mut zip::ZipArchive<std::io::Cursor<Vec<u8>>>, i: usize| {
+        let entry = archive
             .by_index(i)
             .map_err(|e| malformed(file, format!("archive entry #{i}"), e.to_string()))?;
         let name = entry
@@ -80,8 +83,18 @@ fn inspect_parts(file: &Path, notes: &mut Notes) -> Result<(Value, Vec<Value>)> 
             .into_owned();
         let mut text = String::new();
         entry
+            .take(left.saturating_add(1))
             .read_to_string(&mut text)
             .map_err(|e| malformed(file, &name, format!("cannot be read: {e}")))?;
+        left = left.checked_sub(text.len() as u64).ok_or_else(|| {
+            malformed(
+                file,
+                &name,
+                format!(
+                    "the archive inflates past {max_inflated} bytes (a zip bomb, or a log larger than this reader accepts)"
+                ),
+            )
+        })?;
         serde_json::from_str::<Value>(&super::strict_json(&text))
             .map_err(|e| malformed(file, &name, format!("not JSON: {e}")))
             .map(|v| (name, v))
@@ -128,12 +141,15 @@ fn inspect_parts(file: &Path, notes: &mut Notes) -> Result<(Value, Vec<Value>)> 
 pub(super) fn inspect(
     files: &[PathBuf],
     commit: &CommitId,
-    _options: &IngestOptions,
+    options: &IngestOptions,
     notes: &mut Notes,
 ) -> Result<super::Evidence> {
     let mut evidence = Evidence::default();
+    let max_inflated = options
+        .max_inflated_bytes
+        .unwrap_or(super::MAX_INFLATED_BYTES);
     for file in files {
-        let (header, samples) = inspect_parts(file, notes)?;
+        let (header, samples) = inspect_parts(file, max_inflated, notes)?;
         let eval = &header["eval"];
         let task_name = eval["task"].as_str().unwrap_or("inspect");
         let task_name = task_name.rsplit('/').next().unwrap_or(task_name);

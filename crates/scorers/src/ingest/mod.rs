@@ -189,7 +189,15 @@ pub struct IngestOptions {
     /// `record` token). Directions a format fixes (times lower, pass rates
     /// higher) are declared as always.
     pub no_new_directions: bool,
+    /// The most an archive (an Inspect `.eval`) may inflate to, all its
+    /// entries together (`None`: [`MAX_INFLATED_BYTES`]). A server reading
+    /// uploads sets it in proportion to its body limit.
+    pub max_inflated_bytes: Option<u64>,
 }
+
+/// The most an archive's entries may inflate to unless
+/// [`IngestOptions::max_inflated_bytes`] says otherwise: 1 GiB.
+pub const MAX_INFLATED_BYTES: u64 = 1 << 30;
 
 /// What an ingestion stored.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -623,6 +631,55 @@ fn ingest_into<T: Target>(
     paths: &[PathBuf],
     options: &IngestOptions,
 ) -> Result<IngestReport> {
+    let reports = read_reports(format, paths, options)?;
+    store_read(store, reports)
+}
+
+/// Reports read and parsed into the events they will be, not yet stored:
+/// what [`read_reports`] returns and [`store_reports`] appends. Reading
+/// needs no store, so a long-lived owner parses an upload (an archive
+/// inflated, a large log walked) before it takes its ledger, and holds the
+/// ledger only to write.
+#[derive(Debug)]
+pub struct ReadReports {
+    format: Format,
+    files: Vec<PathBuf>,
+    evidence: Evidence,
+    key: String,
+    session: String,
+    notes: Notes,
+    no_new_directions: bool,
+    /// JSON Lines scored by rubrics: the rubrics that must be pinned.
+    rubrics: Option<RubricSet>,
+}
+
+impl ReadReports {
+    /// The key the evidence will be stored once under: the client's
+    /// [`IngestOptions::idempotency_key`], else one made from the evidence.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The same evidence stored once under `key` instead (a server keys
+    /// content per session, so one writer's upload never stands for
+    /// another's).
+    #[must_use]
+    pub fn keyed(mut self, key: String) -> Self {
+        self.key = key;
+        self
+    }
+}
+
+/// Reads and parses reports as [`ingest`] does, without a store.
+///
+/// # Errors
+/// As [`ingest`], but for what only the store can say (a direction
+/// conflict, an unpinned rubric), which [`store_reports`] reports.
+pub fn read_reports(
+    format: Format,
+    paths: &[PathBuf],
+    options: &IngestOptions,
+) -> Result<ReadReports> {
     let commit = options.commit.as_ref();
     if format.needs_commit() && commit.is_none() {
         return Err(Error::NeedsCommit {
@@ -631,10 +688,11 @@ fn ingest_into<T: Target>(
     }
     let files = files_of(format, paths)?;
     let mut notes = Notes::default();
+    let mut rubrics = None;
     let (evidence, key) = match format {
         Format::Junit => junit_evidence(&files, paths, commit, options, &mut notes)?,
         Format::Jsonl => {
-            store.rubrics_pinned(&options.rubrics)?;
+            rubrics = Some(options.rubrics.clone());
             let evidence = jsonl::evidence(&files, commit, &options.rubrics)?;
             let key = evidence_key(format, None, &evidence, &files)?;
             (evidence, key)
@@ -672,17 +730,44 @@ fn ingest_into<T: Target>(
             },
         ));
     }
-    let session = options.session.as_deref().unwrap_or(format.name());
-    let key = options.idempotency_key.clone().unwrap_or(key);
-    store_evidence(
-        store,
+    Ok(ReadReports {
         format,
         files,
-        &key,
         evidence,
-        session,
+        key: options.idempotency_key.clone().unwrap_or(key),
+        session: options
+            .session
+            .clone()
+            .unwrap_or_else(|| format.name().to_string()),
         notes,
-        options.no_new_directions,
+        no_new_directions: options.no_new_directions,
+        rubrics,
+    })
+}
+
+/// Stores what [`read_reports`] read into a warm ledger (refreshed first),
+/// as [`ingest_ledger`] would have.
+///
+/// # Errors
+/// As [`ingest_ledger`].
+pub fn store_reports(ledger: &mut Ledger, reports: ReadReports) -> Result<IngestReport> {
+    ledger.refresh()?;
+    store_read(ledger, reports)
+}
+
+fn store_read<T: Target>(store: &mut T, r: ReadReports) -> Result<IngestReport> {
+    if let Some(rubrics) = &r.rubrics {
+        store.rubrics_pinned(rubrics)?;
+    }
+    store_evidence(
+        store,
+        r.format,
+        r.files,
+        &r.key,
+        r.evidence,
+        &r.session,
+        r.notes,
+        r.no_new_directions,
     )
 }
 

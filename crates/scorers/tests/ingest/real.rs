@@ -468,3 +468,59 @@ fn json_lines_take_a_direction() {
         other => panic!("{other:?}"),
     }
 }
+
+/// An `.eval` archive whose one sample deflates 64 MiB of spaces into a few
+/// kilobytes: its headers may say anything, what counts is what it inflates
+/// to as it is read.
+fn zip_bomb(dir: &Path) -> PathBuf {
+    use std::io::Write;
+    let path = dir.join("bomb.eval");
+    let file = std::fs::File::create(&path).expect("create");
+    let mut zip = zip::ZipWriter::new(file);
+    let deflated = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .large_file(true);
+    zip.start_file("header.json", deflated).expect("entry");
+    zip.write_all(br#"{"eval": {"task": "bomb"}, "status": "success"}"#)
+        .expect("header");
+    zip.start_file("samples/1_epoch_1.json", deflated)
+        .expect("entry");
+    let spaces = vec![b' '; 1 << 20];
+    for _ in 0..64 {
+        zip.write_all(&spaces).expect("spaces");
+    }
+    zip.write_all(b"{}").expect("end");
+    zip.finish().expect("finish");
+    path
+}
+
+#[test]
+fn an_archive_that_inflates_past_the_limit_is_refused_and_nothing_is_stored() {
+    let (d, mut s) = store();
+    let bomb = zip_bomb(d.path());
+    let on_disk = std::fs::metadata(&bomb).expect("metadata").len();
+    assert!(on_disk < 1 << 20, "the bomb is small on disk: {on_disk}");
+    let head = s.head().expect("head");
+    let limited = IngestOptions {
+        max_inflated_bytes: Some(8 << 20),
+        ..options()
+    };
+    match ingest(
+        &mut s,
+        Format::Inspect,
+        std::slice::from_ref(&bomb),
+        &limited,
+    ) {
+        Err(Error::Malformed {
+            file,
+            location,
+            reason,
+        }) => {
+            assert_eq!(file, bomb);
+            assert_eq!(location, "samples/1_epoch_1.json");
+            assert!(reason.contains("inflates past 8388608 bytes"), "{reason}");
+        }
+        other => panic!("expected the archive refused as malformed, got {other:?}"),
+    }
+    assert_eq!(s.head().expect("head"), head, "nothing stored");
+}

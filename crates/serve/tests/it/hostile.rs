@@ -378,3 +378,160 @@ fn what_clients_send_loosely_is_read_as_meant_and_server_paths_stay_private() {
         2
     );
 }
+
+#[test]
+fn the_same_upload_from_two_sessions_counts_once_for_each() {
+    let s = Server::start(ServeOptions::default());
+    let minted = s
+        .client(&s.admin)
+        .post_json(
+            "/v1/tokens",
+            &serde_json::json!({"can": ["record"], "session": "cell-2"}),
+        )
+        .expect("mint");
+    let other = s.client(minted["token"].as_str().expect("token"));
+    let mine = s.client(&s.record);
+    let line = score_line(A, "t1", 0.5);
+    // Without a request id an upload is keyed by its content, per session:
+    // one writer sending first cannot make another's evidence "already
+    // recorded" and so keep it out of the other's session.
+    let upload = |c: &ratchet_serve::Client| {
+        c.request(
+            "POST",
+            "/v1/ingest/jsonl",
+            "application/octet-stream",
+            line.as_bytes(),
+        )
+        .expect("answer")
+        .ok_json()
+        .expect("ingested")
+    };
+    assert_eq!(upload(&other)["already_recorded"], false);
+    assert_eq!(upload(&mine)["already_recorded"], false);
+    assert_eq!(
+        upload(&mine)["already_recorded"],
+        true,
+        "a retry counts once"
+    );
+    let mut sessions: Vec<String> = s
+        .reopen()
+        .events_of_kinds(&["score"])
+        .expect("scores")
+        .into_iter()
+        .map(|e| e.session)
+        .collect();
+    sessions.sort();
+    assert_eq!(sessions, ["cell-1", "cell-2"]);
+}
+
+#[test]
+fn a_payload_number_no_reader_can_hold_is_refused_and_reads_keep_working() {
+    let s = Server::start(ServeOptions::default());
+    let before = s.size();
+    let r = s
+        .client(&s.record)
+        .request(
+            "POST",
+            "/v1/events",
+            "application/x-ndjson",
+            b"{\"kind\":\"note\",\"payload\":{\"x\":1e999}}\n",
+        )
+        .expect("answer");
+    let text = String::from_utf8_lossy(&r.body).into_owned();
+    assert_eq!(
+        (r.status, kind(&r).as_str()),
+        (400, "bad_request"),
+        "{text}"
+    );
+    assert!(
+        text.contains("payload") && text.contains("out of range"),
+        "{text}"
+    );
+    assert_eq!(s.size(), before);
+    let v = s
+        .client(&s.read)
+        .get_json("/v1/decisions")
+        .expect("reads work");
+    assert!(v["events"].is_array(), "{v}");
+}
+
+#[test]
+fn revoking_a_revoked_token_is_a_conflict_and_appends_nothing() {
+    let s = Server::start(ServeOptions::default());
+    let admin = s.client(&s.admin);
+    let path = format!("/v1/tokens/{}", s.record_id);
+    let first = admin
+        .request("DELETE", &path, "application/json", b"")
+        .expect("answer")
+        .ok_json()
+        .expect("revoked");
+    let seq = first["receipts"][0]["seq"].as_u64().expect("seq");
+    let before = s.size();
+    let r = admin
+        .request("DELETE", &path, "application/json", b"")
+        .expect("answer");
+    let text = String::from_utf8_lossy(&r.body).into_owned();
+    assert_eq!(
+        (r.status, kind(&r).as_str()),
+        (409, "already_revoked"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("at seq {seq}")), "{text}");
+    assert_eq!(s.size(), before);
+}
+
+/// An Inspect `.eval` archive whose one sample deflates 64 MiB of spaces.
+fn zip_bomb() -> Vec<u8> {
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let deflated = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .large_file(true);
+    zip.start_file("header.json", deflated).expect("entry");
+    zip.write_all(br#"{"eval": {"task": "bomb"}, "status": "success"}"#)
+        .expect("header");
+    zip.start_file("samples/1_epoch_1.json", deflated)
+        .expect("entry");
+    let spaces = vec![b' '; 1 << 20];
+    for _ in 0..64 {
+        zip.write_all(&spaces).expect("spaces");
+    }
+    zip.write_all(b"{}").expect("end");
+    zip.finish().expect("finish").into_inner()
+}
+
+#[test]
+fn an_upload_that_inflates_past_its_share_is_refused_and_the_server_keeps_serving() {
+    let s = Server::start(ServeOptions {
+        max_body_bytes: 1 << 20,
+        ..ServeOptions::default()
+    });
+    let before = s.size();
+    let bomb = zip_bomb();
+    assert!(
+        bomb.len() < 1 << 20,
+        "within the body limit: {}",
+        bomb.len()
+    );
+    let r = s
+        .client(&s.record)
+        .request(
+            "POST",
+            &format!("/v1/ingest/inspect?commit={A}&name=bomb.eval"),
+            "application/octet-stream",
+            &bomb,
+        )
+        .expect("answer");
+    let text = String::from_utf8_lossy(&r.body).into_owned();
+    assert_eq!(
+        (r.status, kind(&r).as_str()),
+        (400, "bad_request"),
+        "{text}"
+    );
+    assert!(text.contains("inflates past 8388608 bytes"), "{text}");
+    assert!(
+        text.contains("bomb.eval"),
+        "names the client's file: {text}"
+    );
+    assert_eq!(s.size(), before);
+    still_serving(&s);
+}

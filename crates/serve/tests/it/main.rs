@@ -4,6 +4,7 @@
 mod hostile;
 mod load;
 mod scopes;
+mod unauthenticated;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
