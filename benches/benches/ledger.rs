@@ -176,8 +176,8 @@ fn demo(c: &mut Criterion) {
         b.iter_batched(
             || tempfile::tempdir().expect("tempdir"),
             |dir| {
-                let summary = ratchet_orchestrate::demo::run_demo(
-                    &ratchet_orchestrate::demo::DemoOptions {
+                let summary = ratchet_demo::run_demo(
+                    &ratchet_demo::DemoOptions {
                         seed: 7,
                         proposals: 40,
                         dir: dir.path().to_path_buf(),

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use ratchet_benches::paired_store;
+use ratchet_demo::{DemoOptions, run_demo};
 use ratchet_gate::{Policy, Question};
-use ratchet_orchestrate::demo::{DemoOptions, run_demo};
 use ratchet_report::{ReportOptions, html};
 
 const POLICY: &str = r#"

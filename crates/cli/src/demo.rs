@@ -1,11 +1,11 @@
 //! `ratchet demo`: the whole law end to end (the library's
-//! `ratchet_orchestrate::demo::run_demo`), with a progress bar and a summary.
+//! `ratchet_demo::run_demo`), with a progress bar and a summary.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use ratchet_orchestrate::demo::{DemoOptions, DemoSummary, run_demo};
+use ratchet_demo::{DemoOptions, DemoSummary, run_demo};
 
 use crate::out;
 
@@ -61,8 +61,8 @@ pub fn run(out_dir: Option<PathBuf>, seed: u64, proposals: usize, json: bool) ->
             "report": report,
         }))?;
     } else {
-        print_summary(&summary, elapsed);
-        println!("  report:     {}  (open it in a browser)", report.display());
+        print_summary(&summary, elapsed)?;
+        outln!("  report:     {}  (open it in a browser)", report.display());
     }
     if !summary.chain_verified || !summary.tamper.caught() {
         bail!("the demo's store did not verify, or its edited copy was not caught");
@@ -70,25 +70,25 @@ pub fn run(out_dir: Option<PathBuf>, seed: u64, proposals: usize, json: bool) ->
     Ok(0)
 }
 
-fn print_summary(s: &DemoSummary, seconds: f64) {
-    println!(
+fn print_summary(s: &DemoSummary, seconds: f64) -> Result<()> {
+    outln!(
         "ratchet demo (seed {}): {} proposals judged in {seconds:.1} s",
         s.seed,
         s.proposals.len()
     );
-    println!(
+    outln!(
         "  promoted {}, rejected {}; {:.0} tasks scored per decision on average",
         s.promoted(),
         s.rejected(),
         s.mean_tasks()
     );
-    println!(
+    outln!(
         "  false promotes: {} of {} proposals no better than their baseline (α = {})",
         s.false_promotes(),
         s.null_proposals(),
         s.alpha
     );
-    println!(
+    outln!(
         "  false rejects:  {} of {} better proposals at or beyond the design effect (β = {}: θ ≥ {} on discordant pairs)",
         s.false_rejects_at_design(),
         s.good_at_design(),
@@ -96,7 +96,7 @@ fn print_summary(s: &DemoSummary, seconds: f64) {
         s.theta1
     );
     let (small, small_promoted) = s.below_design();
-    println!(
+    outln!(
         "  smaller gains:  {small_promoted} of {small} promoted (below the design effect: no error rate is promised)"
     );
     let caught: Vec<String> = s
@@ -104,7 +104,7 @@ fn print_summary(s: &DemoSummary, seconds: f64) {
         .iter()
         .filter_map(|r| r.detected_after.map(|n| n.to_string()))
         .collect();
-    println!(
+    outln!(
         "  latent regressions: {} fired, {} caught (after {} live requests), {} healed; false alarms {} over {} in-control live requests ({:.2} expected at the chart's ARL0 {})",
         s.regressions.len(),
         caught.len(),
@@ -130,8 +130,8 @@ fn print_summary(s: &DemoSummary, seconds: f64) {
             _ => format!("{:.3}", r.true_quality),
         })
         .collect();
-    println!("  quality ladder (true pass rate): {}", ladder.join(" → "));
-    println!(
+    outln!("  quality ladder (true pass rate): {}", ladder.join(" → "));
+    outln!(
         "  chain: {} events, verified: {}; one byte edited in a copy ({}): caught at seq {}",
         s.events,
         s.chain_verified,
@@ -140,6 +140,7 @@ fn print_summary(s: &DemoSummary, seconds: f64) {
             .fault_seq
             .map_or_else(|| "— not caught".into(), |q| q.to_string())
     );
-    println!("  repository: {}", s.repo.display());
-    println!("  store:      {}", s.store.display());
+    outln!("  repository: {}", s.repo.display());
+    outln!("  store:      {}", s.store.display());
+    Ok(())
 }

@@ -10,12 +10,35 @@
 //! decide — evidence missing or unknown, 5 cannot decide — the trace failed
 //! verification.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use ratchet_trace::{CommitId, Store, StoreOptions, WriterKey};
+
+/// `println!` that hands the write's error back instead of panicking: a
+/// closed pipe (`ratchet log | head`) ends the command quietly through
+/// `main`, which treats `BrokenPipe` as the reader having had enough.
+macro_rules! outln {
+    () => {
+        std::io::Write::write_all(&mut std::io::stdout().lock(), b"\n")?
+    };
+    ($($arg:tt)*) => {
+        std::io::Write::write_fmt(
+            &mut std::io::stdout().lock(),
+            format_args!("{}\n", format_args!($($arg)*)),
+        )?
+    };
+}
+
+/// `print!` as [`outln!`] is `println!`.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        std::io::Write::write_fmt(&mut std::io::stdout().lock(), format_args!($($arg)*))?
+    };
+}
 
 mod cmd;
 mod demo;
@@ -704,21 +727,6 @@ fn options(key_file: Option<&Path>) -> Result<StoreOptions> {
 }
 
 fn main() -> ExitCode {
-    // A closed pipe (`ratchet log | head`) ends the program quietly, as
-    // `println!` would otherwise panic on it.
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let text = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| info.payload().downcast_ref::<&str>().copied())
-            .unwrap_or("");
-        if text.contains("Broken pipe") {
-            std::process::exit(0);
-        }
-        default_hook(info);
-    }));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
@@ -742,7 +750,8 @@ fn main() -> ExitCode {
                     "error": { "message": message, "hint": hint },
                     "exit_code": EXIT_ERROR,
                 });
-                println!("{doc:#}");
+                // Nowhere left to say it if stdout is closed: the exit code says it.
+                let _ = writeln!(std::io::stdout().lock(), "{doc:#}");
             } else {
                 eprintln!("error: {message}");
                 if let Some(h) = hint {
@@ -785,22 +794,34 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         "error": { "message": message, "hint": hint, "kind": "usage" },
         "exit_code": EXIT_ERROR,
     });
-    println!("{doc:#}");
+    let _ = writeln!(std::io::stdout().lock(), "{doc:#}");
     ExitCode::from(EXIT_ERROR)
 }
 
-/// The error and its causes, each said once: library errors often carry
-/// their source in their own message, and anyhow's chain would repeat it.
+/// The error and its causes, each said once. The walk follows the context
+/// the CLI added down to the first error of a ratchet library and stops
+/// there: by the house rule a library error's message is whole — a variant
+/// wrapping another crate's error is `#[error(transparent)]`, and one that
+/// names an I/O or SQLite failure says it in its own words.
 fn error_text(e: &anyhow::Error) -> String {
-    let mut text = e.to_string();
-    for cause in e.chain().skip(1) {
-        let c = cause.to_string();
-        if !text.contains(&c) {
-            text.push_str(": ");
-            text.push_str(&c);
+    let mut parts = Vec::new();
+    for cause in e.chain() {
+        parts.push(cause.to_string());
+        if is_library_error(cause) {
+            break;
         }
     }
-    text
+    parts.join(": ")
+}
+
+fn is_library_error(e: &(dyn std::error::Error + 'static)) -> bool {
+    e.is::<ratchet_trace::Error>()
+        || e.is::<ratchet_gate::Error>()
+        || e.is::<ratchet_drift::Error>()
+        || e.is::<ratchet_scorers::Error>()
+        || e.is::<ratchet_orchestrate::Error>()
+        || e.is::<ratchet_report::Error>()
+        || e.is::<ratchet_serve::Error>()
 }
 
 /// What to type next: library errors speak in library terms; the flags

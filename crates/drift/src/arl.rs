@@ -15,7 +15,7 @@ use crate::detectors::Detector;
 use crate::error::{Error, Result, invalid};
 
 /// States used by default: enough to reproduce the published tables to
-/// their printed precision (see tests/tables.rs).
+/// their printed precision (see tests/it/tables.rs).
 pub const DEFAULT_STATES: usize = 200;
 
 fn phi(x: f64) -> f64 {

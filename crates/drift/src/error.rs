@@ -22,7 +22,7 @@ pub enum Error {
         reason: String,
     },
     /// The trace store failed.
-    #[error("trace store: {0}")]
+    #[error(transparent)]
     Trace(#[from] ratchet_trace::Error),
     /// A numerical routine failed.
     #[error("numerical failure in {what}: {reason}")]

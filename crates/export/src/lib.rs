@@ -39,10 +39,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     /// The store could not be read.
-    #[error("trace store: {0}")]
+    #[error(transparent)]
     Trace(#[from] ratchet_trace::Error),
     /// Polars failed to build or write a frame.
-    #[error("polars: {0}")]
+    #[error(transparent)]
     Polars(#[from] PolarsError),
     /// The output directory is not empty; nothing was written.
     #[error("{} is not empty; export into a new or empty directory", .0.display())]

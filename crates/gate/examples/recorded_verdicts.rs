@@ -2,7 +2,7 @@
 //! shape (each test kind, each stage, promote / reject / continue / missing
 //! evidence) recorded by the gate of the day it was run, so that a later
 //! gate can be checked to recompute them byte for byte
-//! (`tests/recorded.rs`). Run only to make a new fixture:
+//! (`tests/it/recorded.rs`). Run only to make a new fixture:
 //!
 //! ```text
 //! cargo run -p ratchet-gate --example recorded_verdicts -- <new dir>

@@ -16,7 +16,7 @@
 //! of `confseq` (`betting_strategies.lambda_predmix_eb`: prior mean ½,
 //! prior variance ¼, one pseudo-observation), truncated at `½/m` (or
 //! `½/(1 − m)` for bets against), as `confseq.betting.betting_mart` does by
-//! default; `tests/betting.rs` checks the capital against it to 1e-9.
+//! default; `tests/it/betting.rs` checks the capital against it to 1e-9.
 //!
 //! ```
 //! use ratchet_gate::{BettingTest, Decision, SequentialTest};

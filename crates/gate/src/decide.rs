@@ -8,7 +8,7 @@
 //! # Error rates as wired
 //!
 //! Every test kind is paired task by task (see [`TestKind`]). Measured by
-//! `tests/error_rates.rs` — `decide` itself on a fresh store per run,
+//! `tests/it/error_rates.rs` — `decide` itself on a fresh store per run,
 //! α = β = 0.05, seeded — with the promise each kind makes:
 //!
 //! | kind | world | runs | promoted | rejected | open | promise |

@@ -79,7 +79,7 @@ pub enum Error {
         class: String,
     },
     /// The trace store failed; `decide` fails closed.
-    #[error("trace store: {0}")]
+    #[error(transparent)]
     Trace(#[from] ratchet_trace::Error),
     /// A numerical routine failed to converge; the inputs are degenerate.
     #[error("numerical failure in {what}: {reason}")]

@@ -23,7 +23,7 @@
 //!   estimated from the (regularized) counts, the bounds are converted to
 //!   expected scores `P(win) + ½P(draw)` under it, then as logistic.
 //!
-//! `tests/fishtest.rs` reproduces vectors computed by fishtest's own code
+//! `tests/it/fishtest.rs` reproduces vectors computed by fishtest's own code
 //! for all three. For the expectation statistic, under each hypothesis the
 //! maximum-likelihood distribution with that mean is
 //! `p_i = p̂_i/(1 + x(a_i − s))`, x the root of
@@ -37,7 +37,7 @@
 //! β/(1−α), not α and β. Simulated with the overshoot correction (α = β =
 //! 0.05, trinomial, 40 Elo apart, 40 % draws, 20,000 runs each) it gave false
 //! promote 0.0525 and false reject 0.0527 against the bound 0.0526
-//! (tests/simulation.rs checks a smaller run on every build).
+//! (tests/it/simulation.rs checks a smaller run on every build).
 
 use serde::Serialize;
 

@@ -267,7 +267,7 @@ impl NonInferiority {
 ///
 /// Used one-sided here, at the same α: the one-sided miss probability is at
 /// most the two-sided one, so the one-sided use is conservative (checked by
-/// simulation in tests/simulation.rs).
+/// simulation in tests/it/simulation.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct ConfidenceSequence {
     alpha: f64,

@@ -251,7 +251,7 @@ impl SequentialTest for BernoulliSprt {
 /// `Λ_n = ((μ1−μ0)/σ̂²_n)·(Σx − n(μ0+μ1)/2)`, where σ̂²_n is the sample
 /// variance of all n observations (Welford). With σ estimated this is a
 /// generalized SPRT: its error rates hold only approximately and are checked
-/// by simulation (tests/simulation.rs). **Warm-up**: no decision is taken
+/// by simulation (tests/it/simulation.rs). **Warm-up**: no decision is taken
 /// before `warmup` observations (at least 2, default 20), because an early
 /// variance estimate can be arbitrarily small and would make a single lucky
 /// observation cross a boundary. Measured with 40,000 seeded runs (α = β =

@@ -31,7 +31,6 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod demo;
 mod deploy;
 mod merge;
 mod sandbox;
@@ -182,19 +181,19 @@ pub enum Error {
         source: std::io::Error,
     },
     /// The gate failed (not a verdict: a verdict is never an error).
-    #[error("gate: {0}")]
+    #[error(transparent)]
     Gate(#[from] ratchet_gate::Error),
     /// A scorer's direction could not be read.
-    #[error("scorers: {0}")]
+    #[error(transparent)]
     Scorers(#[from] ratchet_scorers::Error),
     /// A git operation failed.
-    #[error("git: {0}")]
+    #[error(transparent)]
     Git(#[from] git2::Error),
     /// The trace store failed.
-    #[error("trace store: {0}")]
+    #[error(transparent)]
     Trace(#[from] ratchet_trace::Error),
     /// Ranking or monitoring failed.
-    #[error("drift: {0}")]
+    #[error(transparent)]
     Drift(#[from] ratchet_drift::Error),
 }
 

@@ -49,13 +49,13 @@ use read::{Decision, Deployed, Episode, payload, short, utc};
 #[non_exhaustive]
 pub enum Error {
     /// The store could not be read.
-    #[error("trace store: {0}")]
+    #[error(transparent)]
     Trace(#[from] ratchet_trace::Error),
     /// A plot could not be drawn.
     #[error("plot: {0}")]
     Plot(String),
     /// A formatting failure (never expected: writing to a string).
-    #[error("formatting: {0}")]
+    #[error(transparent)]
     Fmt(#[from] std::fmt::Error),
 }
 

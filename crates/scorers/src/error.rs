@@ -91,7 +91,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// The trace store refused or failed.
-    #[error("trace store: {0}")]
+    #[error(transparent)]
     Trace(#[from] ratchet_trace::Error),
     /// A scorer was declared with another direction before: a scorer's
     /// direction is data, fixed when it first appears.

@@ -5,7 +5,7 @@
 //! ```text
 //! cargo run -p ratchet-trace --example write_fixture -- crates/trace/tests/fixtures/v1
 //! ```
-//! Later versions must open and verify what this wrote (tests/fixture.rs).
+//! Later versions must open and verify what this wrote (tests/it/fixture.rs).
 
 use ratchet_trace::{
     CommitId, EventDraft, MergeOptions, Score, Store, StoreOptions, TestRun, WriterKey,

@@ -95,7 +95,7 @@ CREATE INDEX test_runs_by_commit ON test_runs (commit_id, suite);
 ///   statement is refused (`store.rs` issues plain INSERTs only);
 /// * through any other SQLite client, a REPLACE that changes a row is an
 ///   edit like any other: verification recomputes every hash and projection
-///   row and reports it at its seq (`tests/tamper.rs`), and the gate fails
+///   row and reports it at its seq (`tests/it/tamper.rs`), and the gate fails
 ///   closed on it. A file writer could drop any trigger anyway, so the
 ///   guard never stood between an adversary and the file.
 ///

@@ -1,5 +1,6 @@
 //! Drift: `watch`, `heal`, `best`, `arl`.
 
+use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
@@ -24,7 +25,7 @@ pub fn watch(ctx: &Ctx, a: &WatchArgs) -> Result<u8> {
     let mut monitor = ratchet_orchestrate::start_watch(&mut ledger, &a.plan)?;
     let watch = monitor.watch();
     if !ctx.json {
-        println!(
+        outln!(
             "following {} {} after seq {}: {}, watching {}",
             a.plan.commit,
             a.plan.scorer,
@@ -46,7 +47,8 @@ pub fn watch(ctx: &Ctx, a: &WatchArgs) -> Result<u8> {
         } else if json {
             alarms.push(serde_json::json!({ "alarm": alarm, "recorded": appended }));
         } else {
-            println!(
+            let said = writeln!(
+                std::io::stdout().lock(),
                 "ALARM {} {}: {} shift at seq {} (change from seq {}), statistic {:.3} > {:.3}{}",
                 alarm.commit,
                 alarm.scorer,
@@ -61,6 +63,9 @@ pub fn watch(ctx: &Ctx, a: &WatchArgs) -> Result<u8> {
                     _ => "",
                 }
             );
+            if said.is_err() {
+                return ControlFlow::Break(());
+            }
         }
         ControlFlow::Continue(())
     })?;
@@ -73,9 +78,10 @@ pub fn watch(ctx: &Ctx, a: &WatchArgs) -> Result<u8> {
             }),
         )?;
     } else if !json {
-        println!(
+        outln!(
             "followed to seq {}: {} alarm(s)",
-            report.position, report.alarms
+            report.position,
+            report.alarms
         );
     }
     Ok(if report.alarms > 0 { EXIT_NEGATIVE } else { 0 })
@@ -95,16 +101,16 @@ pub fn heal(
         return Ok(0);
     }
     for (c, why) in &report.skipped {
-        println!("skipped {c}: {why}");
+        outln!("skipped {c}: {why}");
     }
     if let Some(why) = &report.stayed {
-        println!("staying on {}: {why}", report.alarmed);
+        outln!("staying on {}: {why}", report.alarmed);
     }
     match (&report.chosen, report.checked_out) {
-        (Some(c), true) => println!("healed: checked out {c} (was {})", report.alarmed),
-        (Some(c), false) => println!("dry run: would check out {c} (was {})", report.alarmed),
+        (Some(c), true) => outln!("healed: checked out {c} (was {})", report.alarmed),
+        (Some(c), false) => outln!("dry run: would check out {c} (was {})", report.alarmed),
         (None, _) if report.stayed.is_some() => {}
-        (None, _) => println!("no commit to heal to"),
+        (None, _) => outln!("no commit to heal to"),
     }
     Ok(0)
 }
@@ -142,7 +148,7 @@ pub fn best(
             }),
         )?;
     } else {
-        println!(
+        outln!(
             "{:<42} {:>7} {:>9} {:>9} {:>11}",
             "commit",
             "n",
@@ -155,9 +161,13 @@ pub fn best(
             }
         );
         for r in &ranking {
-            println!(
+            outln!(
                 "{:<42} {:>7} {:>9.4} {:>9.4} {:>11.4}",
-                r.commit, r.n, r.mean, r.sd, r.lower_bound
+                r.commit,
+                r.n,
+                r.mean,
+                r.sd,
+                r.lower_bound
             );
         }
     }
@@ -170,11 +180,11 @@ pub fn arl(ctx: &Ctx, chart: Chart) -> Result<u8> {
         out::json(&profile)?;
         return Ok(0);
     }
-    println!("{}", profile.chart);
-    println!("{:>8} {:>12} {:>12}", "shift σ", "ARL (chain)", "Siegmund");
+    outln!("{}", profile.chart);
+    outln!("{:>8} {:>12} {:>12}", "shift σ", "ARL (chain)", "Siegmund");
     for r in &profile.rows {
         let s = r.siegmund.map_or_else(|| "-".into(), |v| format!("{v:.2}"));
-        println!("{:>8.2} {:>12.2} {s:>12}", r.shift, r.arl);
+        outln!("{:>8.2} {:>12.2} {s:>12}", r.shift, r.arl);
     }
     Ok(0)
 }

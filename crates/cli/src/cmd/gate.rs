@@ -90,12 +90,12 @@ pub fn policy_pin(
         pins.push(serde_json::json!({"class": class, "policy_hash": c.hash(), "pin": pinned}));
         if !ctx.json {
             match &pinned {
-                ratchet_gate::Pinned::Appended { receipt } => println!(
+                ratchet_gate::Pinned::Appended { receipt } => outln!(
                     "pinned class {class}: policy {} (seq {})",
                     out::short(&c.hash()),
                     receipt.seq
                 ),
-                ratchet_gate::Pinned::AlreadyPinned { seq } => println!(
+                ratchet_gate::Pinned::AlreadyPinned { seq } => outln!(
                     "class {class} is already pinned to policy {} (seq {seq}): nothing appended",
                     out::short(&c.hash())
                 ),
@@ -172,17 +172,19 @@ pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
             explain_tests(ctx, a.key_file.as_deref(), &run.verdict)?;
         }
         if a.dry_run {
-            println!("(dry run: the verdict was not recorded)");
+            outln!("(dry run: the verdict was not recorded)");
         }
         if source == ratchet_gate::PolicySource::Unpinned {
-            println!(
+            outln!(
                 "(policy not pinned: the file decided; pin it with `ratchet policy pin` so that no edit beside the store can)"
             );
         }
         if let Some(p) = &run.promotion {
-            println!(
+            outln!(
                 "{} -> {} (promotion at seq {})",
-                p.reference, a.candidate, p.receipt.seq
+                p.reference,
+                a.candidate,
+                p.receipt.seq
             );
         }
     }
@@ -204,15 +206,15 @@ fn explain_tests(ctx: &Ctx, key_file: Option<&std::path::Path>, verdict: &Verdic
     suites.sort_unstable();
     suites.dedup();
     if suites.is_empty() {
-        println!("the candidate has no test run at all");
+        outln!("the candidate has no test run at all");
     } else {
-        println!(
+        outln!(
             "the candidate has runs of: {} (name one in required_suites, or record a report under the required name: `ratchet ingest junit … --suite NAME`)",
             suites.join(", ")
         );
     }
     for (seq, r) in runs.iter().filter(|(_, r)| !r.failures.is_empty()) {
-        println!(
+        outln!(
             "  {} at seq {seq}: {} failed: {}",
             r.suite,
             r.failed,
@@ -457,7 +459,7 @@ pub fn calibrate(
     if let (Some(baseline), Some(view)) = (from_store, view) {
         let w = ratchet_gate::baseline_world(view, class_policy, baseline)?;
         if !ctx.json {
-            println!(
+            outln!(
                 "measured from {} task(s) of {} version {}: p0 {:.4}, σ of a difference {}, draw ratio {}",
                 w.tasks,
                 w.scorer,

@@ -48,11 +48,11 @@ pub fn ingest(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
         return Ok(0);
     }
     if let Some(seq) = report.already_ingested_at {
-        println!(
+        outln!(
             "already ingested (ingest event at seq {seq}); nothing stored, nothing counted twice"
         );
     } else {
-        println!(
+        outln!(
             "recorded {} test run(s) and {} score(s) from {} file(s)",
             report.test_runs,
             report.scores,
@@ -62,7 +62,7 @@ pub fn ingest(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
             let direction = s
                 .direction
                 .map_or_else(|| "direction not declared".to_string(), |d| d.to_string());
-            println!(
+            outln!(
                 "  scorer {} ({direction}): {} score(s), version = {} {}",
                 s.scorer,
                 s.scores,
@@ -72,7 +72,7 @@ pub fn ingest(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
         }
     }
     for note in &report.notes {
-        println!("note: {note}");
+        outln!("note: {note}");
     }
     Ok(0)
 }
@@ -84,7 +84,7 @@ pub fn score(ctx: &Ctx, rubric_paths: &[PathBuf], key_file: Option<&Path>) -> Re
     if ctx.json {
         out::written(&store, &r.receipts, serde_json::json!({ "scoring": r }))?;
     } else {
-        println!(
+        outln!(
             "{} observation(s): {} scored now, {} already scored, {} with an unknown rubric, {} invalid",
             r.observations,
             r.scored,
@@ -93,7 +93,7 @@ pub fn score(ctx: &Ctx, rubric_paths: &[PathBuf], key_file: Option<&Path>) -> Re
             r.invalid.len()
         );
         for (seq, why) in &r.invalid {
-            println!("  seq {seq}: {why}");
+            outln!("  seq {seq}: {why}");
         }
     }
     Ok(0)
@@ -107,14 +107,14 @@ pub fn rubric_check(ctx: &Ctx, path: &Path) -> Result<u8> {
         }))?;
         return Ok(0);
     }
-    println!(
+    outln!(
         "rubric {} ok, version {}{}",
         r.name,
         r.version(),
         if r.holdout { " (holdout)" } else { "" }
     );
     for it in &r.items {
-        println!(
+        outln!(
             "  {:<24} {} weight {}{}",
             it.id,
             it.kind,
@@ -142,13 +142,13 @@ pub fn rubric_pin(ctx: &Ctx, path: &Path, key_file: Option<&Path>) -> Result<u8>
         return Ok(0);
     }
     match &pinned {
-        ratchet_scorers::Pinned::Appended { receipt } => println!(
+        ratchet_scorers::Pinned::Appended { receipt } => outln!(
             "pinned rubric {} at version {} (seq {})",
             r.name,
             r.version(),
             receipt.seq
         ),
-        ratchet_scorers::Pinned::AlreadyPinned { seq } => println!(
+        ratchet_scorers::Pinned::AlreadyPinned { seq } => outln!(
             "rubric {} is already pinned at version {} (seq {seq}): nothing appended",
             r.name,
             r.version()

@@ -1,6 +1,7 @@
 //! `serve` and `token`: the store's owner on a socket, and the capability
 //! tokens its clients hold.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -131,7 +132,8 @@ pub fn serve(ctx: &Ctx, a: &ServeArgs) -> Result<u8> {
                     tcp.concat()
                 )
             };
-            println!("{line}");
+            // A supervisor that closed our stdout does not stop the server.
+            let _ = writeln!(std::io::stdout().lock(), "{line}");
         },
         shutdown_signal(),
     ))?;
@@ -202,9 +204,9 @@ pub fn token(ctx: &Ctx, what: &TokenCommand) -> Result<u8> {
                     }),
                 )?;
             } else if let Some(p) = out_file {
-                println!("minted token {} into {}", minted.id, p.display());
+                outln!("minted token {} into {}", minted.id, p.display());
             } else {
-                println!("{}", minted.token);
+                outln!("{}", minted.token);
             }
             Ok(0)
         }
@@ -214,7 +216,7 @@ pub fn token(ctx: &Ctx, what: &TokenCommand) -> Result<u8> {
             if ctx.json {
                 out::written(&store, &[receipt], serde_json::json!({ "revoked": id }))?;
             } else {
-                println!("revoked token {id} (seq {})", receipt.seq);
+                outln!("revoked token {id} (seq {})", receipt.seq);
             }
             Ok(0)
         }
@@ -227,7 +229,7 @@ pub fn token(ctx: &Ctx, what: &TokenCommand) -> Result<u8> {
             } else {
                 for t in &tokens {
                     let can: Vec<&str> = t.spec.can.iter().map(|s| s.as_str()).collect();
-                    println!(
+                    outln!(
                         "{}  {:<24} {:<20} {}",
                         t.id,
                         can.join(","),
@@ -294,7 +296,7 @@ fn answer(
     if ctx.json {
         out::json(doc)
     } else {
-        println!("{}", words(doc));
+        outln!("{}", words(doc));
         Ok(())
     }
 }
@@ -411,7 +413,7 @@ pub fn ingest_remote(
         }))?;
     } else {
         for (p, d) in paths.iter().zip(&docs) {
-            println!(
+            outln!(
                 "{}: {} test run(s), {} score(s) recorded by the server",
                 p.display(),
                 d["ingest"]["test_runs"],

@@ -28,9 +28,9 @@ pub fn init(ctx: &Ctx, keyed: bool, key_file: Option<&Path>) -> Result<u8> {
             }),
         )?;
     } else {
-        println!("created store {} at {}", store.id(), store.dir().display());
+        outln!("created store {} at {}", store.id(), store.dir().display());
         if let Some(k) = store.writer_key_id() {
-            println!(
+            outln!(
                 "keyed: writer key id {k}; keep the key file secret and pass it with --key-file"
             );
         }
@@ -52,13 +52,13 @@ pub fn append(ctx: &Ctx, key_file: Option<&Path>) -> Result<u8> {
         out::written(&store, &receipts, serde_json::json!({}))?;
     } else {
         match (receipts.first(), receipts.last()) {
-            (Some(a), Some(b)) => println!(
+            (Some(a), Some(b)) => outln!(
                 "appended {} events: seq {}..={}",
                 receipts.len(),
                 a.seq,
                 b.seq
             ),
-            _ => println!("no events on stdin; nothing appended"),
+            _ => outln!("no events on stdin; nothing appended"),
         }
     }
     Ok(0)
@@ -76,7 +76,7 @@ pub fn record_score(
     if ctx.json {
         out::written(&store, std::slice::from_ref(&r), serde_json::json!({}))?;
     } else {
-        println!("recorded score at seq {} ({})", r.seq, r.id);
+        outln!("recorded score at seq {} ({})", r.seq, r.id);
     }
     Ok(0)
 }
@@ -157,17 +157,17 @@ pub fn status(ctx: &Ctx, key_file: Option<&Path>, repo: Option<&Path>) -> Result
     // A trace that does not verify exits 1 whatever the refs say (a ref
     // that disagrees is still shown); one that verifies exits 6 when a
     // ref disagrees with it.
-    let exit = |ctx: &Ctx| {
-        let refs = ref_exit(ctx, s.ref_faults.as_deref());
-        if s.verification.fault.is_some() {
+    let exit = |ctx: &Ctx| -> Result<u8> {
+        let refs = ref_exit(ctx, s.ref_faults.as_deref())?;
+        Ok(if s.verification.fault.is_some() {
             EXIT_NEGATIVE
         } else {
             refs
-        }
+        })
     };
     if ctx.json {
         out::json(&s)?;
-        return Ok(exit(ctx));
+        return exit(ctx);
     }
     let mut o = std::io::stdout().lock();
     writeln!(o, "store {} at {}", s.store_id, s.store_dir.display())?;
@@ -320,7 +320,7 @@ pub fn status(ctx: &Ctx, key_file: Option<&Path>, repo: Option<&Path>) -> Result
         )?;
     }
     drop(o);
-    Ok(exit(ctx))
+    exit(ctx)
 }
 
 pub fn verify_chain(
@@ -365,18 +365,18 @@ pub fn verify_chain(
             ref_faults: ref_faults.as_ref(),
         })?;
     } else if let Some(f) = &report.fault {
-        println!(
+        outln!(
             "TAMPERED: store {} fails verification at {f}",
             report.store_id
         );
     } else if report.macs_unchecked() {
-        println!(
+        outln!(
             "plain chain ok, MACs NOT checked: {} events, head {} (a keyed store: only --key-file shows that its writer wrote them)",
             report.size,
             report.head.to_hex()
         );
     } else {
-        println!(
+        outln!(
             "ok: {} events verified{}{}, head {}",
             report.size,
             if report.macs_checked {
@@ -395,25 +395,25 @@ pub fn verify_chain(
     if !report.is_valid() {
         return Ok(EXIT_NEGATIVE);
     }
-    Ok(ref_exit(ctx, ref_faults.as_deref()))
+    ref_exit(ctx, ref_faults.as_deref())
 }
 
 /// Prints each promotion ref that disagrees with the trace (words only)
 /// and gives the exit code: [`crate::EXIT_REF_FAULT`] if any does.
-fn ref_exit(ctx: &Ctx, faults: Option<&[ratchet_orchestrate::RefFault]>) -> u8 {
+fn ref_exit(ctx: &Ctx, faults: Option<&[ratchet_orchestrate::RefFault]>) -> Result<u8> {
     let faults = faults.unwrap_or_default();
     if !ctx.json {
         for f in faults {
-            println!(
+            outln!(
                 "REF FAULT: {f} (the trace is the record; the next `gate --record-promotion` of the class restores the ref)"
             );
         }
     }
-    if faults.is_empty() {
+    Ok(if faults.is_empty() {
         0
     } else {
         crate::EXIT_REF_FAULT
-    }
+    })
 }
 
 pub fn checkpoint(ctx: &Ctx, out_file: Option<&Path>) -> Result<u8> {
@@ -425,9 +425,9 @@ pub fn checkpoint(ctx: &Ctx, out_file: Option<&Path>) -> Result<u8> {
     if ctx.json {
         out::json(&cp)?;
     } else if out_file.is_none() {
-        print!("{cp}");
+        out!("{cp}");
     } else {
-        println!("checkpoint at size {} written", cp.size);
+        outln!("checkpoint at size {} written", cp.size);
     }
     Ok(0)
 }
@@ -449,7 +449,7 @@ pub fn merge_cells(
             .merge_cell(cell, &mo)
             .with_context(|| format!("merging cell {}", cell.display()))?;
         if !ctx.json {
-            println!(
+            outln!(
                 "{}: {} new events ingested ({} already present), cell merged through seq {}",
                 cell.display(),
                 r.ingested,
@@ -472,7 +472,7 @@ pub fn export(ctx: &Ctx, dir: &Path, key_file: Option<&Path>) -> Result<u8> {
     if ctx.json {
         out::json_in(store.id(), &report)?;
     } else {
-        println!(
+        outln!(
             "wrote {} score row(s) and {} event(s) in {} Parquet file(s) under {}",
             report.scores,
             report.events,
@@ -480,7 +480,7 @@ pub fn export(ctx: &Ctx, dir: &Path, key_file: Option<&Path>) -> Result<u8> {
             dir.display()
         );
         let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
-        println!("{}", ratchet_export::summary(&view)?);
+        outln!("{}", ratchet_export::summary(&view)?);
     }
     Ok(0)
 }
@@ -506,7 +506,7 @@ pub fn report(
         if ctx.json {
             out::json(&serde_json::json!({ "store_id": store.id(), "markdown": text }))?;
         } else {
-            print!("{text}");
+            out!("{text}");
         }
         return Ok(0);
     }
@@ -521,7 +521,7 @@ pub fn report(
             "store_id": store.id(), "report": out::absolute(out_path), "bytes": html.len()
         }))?;
     } else {
-        println!(
+        outln!(
             "report written to {} ({} KB)",
             out_path.display(),
             html.len() / 1024

@@ -152,13 +152,13 @@ pub fn verify(
         )?;
     } else {
         print_verification(&report)?;
-        println!("recorded as seq {}", receipt.seq);
+        outln!("recorded as seq {}", receipt.seq);
     }
     Ok(report.status().exit_code())
 }
 
-fn print_command(c: &CommandReport) {
-    println!(
+fn print_command(c: &CommandReport) -> Result<()> {
+    outln!(
         "  {} {}: {} in {:.0} ms (cpu {:.0} ms, peak {} KiB)",
         if c.passed { "ok  " } else { "FAIL" },
         shell_words::join(&c.argv),
@@ -171,14 +171,15 @@ fn print_command(c: &CommandReport) {
         for (name, tail) in [("stdout", &c.stdout_tail), ("stderr", &c.stderr_tail)] {
             let lines: Vec<&str> = tail.lines().collect();
             for l in &lines[lines.len().saturating_sub(10)..] {
-                println!("      {name}| {l}");
+                outln!("      {name}| {l}");
             }
         }
     }
+    Ok(())
 }
 
 fn print_verification(r: &VerificationReport) -> Result<()> {
-    println!(
+    outln!(
         "{} in the {} sandbox: {} files, snapshot {}",
         r.source,
         r.backend,
@@ -186,11 +187,11 @@ fn print_verification(r: &VerificationReport) -> Result<()> {
         &r.snapshot[..16]
     );
     for c in &r.commands {
-        print_command(c);
+        print_command(c)?;
     }
     if let Some(e) = &r.evaluation {
         for f in &e.ingested {
-            println!(
+            outln!(
                 "  ingested {} ({}): {} test runs, {} scores{}",
                 f.path.display(),
                 f.format,
@@ -204,7 +205,7 @@ fn print_verification(r: &VerificationReport) -> Result<()> {
         }
         crate::cmd::gate::print_verdict(&e.verdict)?;
     }
-    println!("{}", if r.passed { "PASSED" } else { "FAILED" });
+    outln!("{}", if r.passed { "PASSED" } else { "FAILED" });
     Ok(())
 }
 
@@ -231,7 +232,7 @@ pub fn merge(
         )?;
     } else {
         for o in &outcomes {
-            print_outcome(o);
+            print_outcome(o)?;
         }
     }
     Ok(if outcomes.iter().all(MergeOutcome::succeeded) {
@@ -241,7 +242,7 @@ pub fn merge(
     })
 }
 
-fn print_outcome(o: &MergeOutcome) {
+fn print_outcome(o: &MergeOutcome) -> Result<()> {
     match o {
         MergeOutcome::Landed {
             branch,
@@ -252,29 +253,29 @@ fn print_outcome(o: &MergeOutcome) {
             deploy,
             ..
         } => {
-            println!("{branch}: landed on {into} as {commit} (attempt {attempts})");
+            outln!("{branch}: landed on {into} as {commit} (attempt {attempts})");
             for c in &verification.commands {
-                print_command(c);
+                print_command(c)?;
             }
             if let Some(d) = deploy {
-                println!("  deploy:");
-                print_command(d);
+                outln!("  deploy:");
+                print_command(d)?;
             }
         }
         MergeOutcome::UpToDate { branch, into, .. } => {
-            println!("{branch}: {into} already contains it")
+            outln!("{branch}: {into} already contains it")
         }
         MergeOutcome::Conflict {
             branch,
             into,
             report,
         } => {
-            println!("{branch}: CONFLICT with {into}; nothing changed");
+            outln!("{branch}: CONFLICT with {into}; nothing changed");
             for f in &report.files {
-                println!("  {}", f.path);
+                outln!("  {}", f.path);
                 for h in &f.hunks {
                     for l in h.lines() {
-                        println!("    {l}");
+                        outln!("    {l}");
                     }
                 }
             }
@@ -285,13 +286,14 @@ fn print_outcome(o: &MergeOutcome) {
             commit,
             verification,
         } => {
-            println!(
+            outln!(
                 "{branch}: SEMANTIC CONFLICT — merges cleanly into {into} but the merge {commit} fails verification; nothing landed"
             );
             for c in &verification.commands {
-                print_command(c);
+                print_command(c)?;
             }
         }
-        MergeOutcome::Refused { branch, reason, .. } => println!("{branch}: REFUSED — {reason}"),
+        MergeOutcome::Refused { branch, reason, .. } => outln!("{branch}: REFUSED — {reason}"),
     }
+    Ok(())
 }

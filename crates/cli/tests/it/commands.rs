@@ -1,0 +1,1575 @@
+//! The `ratchet` binary, run as a user would: output, JSON and exit codes.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{ratchet, text};
+
+const C: &str = "0123456789abcdef0123456789abcdef01234567";
+
+#[test]
+fn store_end_to_end_with_exit_codes() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path();
+    std::fs::create_dir(p.join(".git")).expect("fake git root");
+    std::fs::create_dir(p.join("sub")).expect("subdir");
+    let sub = p.join("sub");
+
+    let o = ratchet(&sub, &["init"], "");
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        p.join(".ratchet/trace.db").is_file(),
+        "default store at the git root"
+    );
+
+    let lines = format!(
+        "{{\"kind\":\"note\",\"payload\":{{\"hello\":1}}}}\n\n{{\"kind\":\"score\",\"commit\":\"{C}\",\"session\":\"s\",\"payload\":{{\"task\":\"t1\",\"scorer\":\"acc\",\"scorer_version\":\"1\",\"value\":0.5}}}}\n"
+    );
+    let o = ratchet(&sub, &["append"], &lines);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("appended 2 events"), "{}", text(&o));
+
+    let o = ratchet(
+        &sub,
+        &[
+            "record-score",
+            "--commit",
+            C,
+            "--task",
+            "t2",
+            "--scorer",
+            "acc",
+            "--value",
+            "-0.25",
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+
+    let o = ratchet(&sub, &["--json", "log"], "");
+    assert!(o.status.success(), "{}", text(&o));
+    let events: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json log");
+    // Two appended, the declaration of `acc` (recorded when the scorer first
+    // appears through record-score), the score.
+    let events = &events["events"];
+    assert_eq!(events.as_array().map(Vec::len), Some(4));
+    assert_eq!(events[0]["payload"]["hello"], 1);
+    assert_eq!(events[2]["kind"], "scorer");
+    assert_eq!(events[2]["payload"]["direction"], "higher_is_better");
+
+    let o = ratchet(&sub, &["verify-chain"], "");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("ok: 4 events verified"), "{}", text(&o));
+
+    let cp = p.join("cp");
+    let o = ratchet(
+        &sub,
+        &["checkpoint", "--out", cp.to_str().expect("utf8")],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = ratchet(
+        &sub,
+        &["verify-chain", "--checkpoint", cp.to_str().expect("utf8")],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    // Tamper through raw SQL: exit 1, naming the seq.
+    let conn = rusqlite_free_edit(&p.join(".ratchet/trace.db"), b"\"hello\":1", b"\"hello\":2");
+    assert!(conn, "payload found in the file");
+    let o = ratchet(&sub, &["verify-chain"], "");
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("seq 1"), "{}", text(&o));
+    let o = ratchet(&sub, &["--json", "verify-chain"], "");
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["fault"]["seq"], 1);
+    assert_eq!(v["fault"]["kind"]["fault"], "hash_mismatch");
+}
+
+/// Edits bytes of the database file in place (no SQLite involved), after
+/// making sure no WAL holds newer pages.
+fn rusqlite_free_edit(db: &Path, from: &[u8], to: &[u8]) -> bool {
+    assert!(
+        !db.with_extension("db-wal").exists()
+            || std::fs::metadata(db.with_extension("db-wal"))
+                .map(|m| m.len())
+                .unwrap_or(0)
+                == 0
+    );
+    let mut bytes = std::fs::read(db).expect("read db");
+    let Some(at) = bytes.windows(from.len()).position(|w| w == from) else {
+        return false;
+    };
+    bytes[at..at + to.len()].copy_from_slice(to);
+    std::fs::write(db, bytes).expect("write db");
+    true
+}
+
+#[test]
+fn bad_input_exits_2_with_a_clear_message_and_stores_nothing() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let s = d.path().join("s");
+    let st = s.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st, "init"], "")
+            .status
+            .success()
+    );
+    let bad = "{\"kind\":\"note\",\"payload\":{}}\n{\"kind\":\"note\",\"commit\":\"abc\",\"payload\":{}}\n";
+    let o = ratchet(d.path(), &["--store", st, "append"], bad);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("line 2: "), "{}", text(&o));
+    assert!(text(&o).contains("full commit id"), "{}", text(&o));
+    // A number no JSON reader can hold would break every later read
+    // (`log --json` included): refused on the way in.
+    let o = ratchet(
+        d.path(),
+        &["--store", st, "append"],
+        "{\"kind\":\"note\",\"payload\":{\"x\":1e999}}\n",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("payload") && text(&o).contains("out of range"),
+        "{}",
+        text(&o)
+    );
+
+    for (value, field) in [("NaN", "score.value"), ("inf", "score.value")] {
+        let o = ratchet(
+            d.path(),
+            &[
+                "--store",
+                st,
+                "record-score",
+                "--commit",
+                C,
+                "--task",
+                "t",
+                "--scorer",
+                "a",
+                "--value",
+                value,
+            ],
+            "",
+        );
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(text(&o).contains(field), "{}", text(&o));
+    }
+    let o = ratchet(d.path(), &["--store", st, "--json", "log"], "");
+    let events: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(
+        events["events"].as_array().map(Vec::len),
+        Some(0),
+        "nothing stored"
+    );
+
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            d.path().join("none").to_str().expect("utf8"),
+            "log",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("ratchet init"), "{}", text(&o));
+
+    let cp = d.path().join("bad-cp");
+    std::fs::write(&cp, "not a checkpoint\n").expect("write");
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "verify-chain",
+            "--checkpoint",
+            cp.to_str().expect("utf8"),
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("line 1"), "{}", text(&o));
+}
+
+#[test]
+fn keyed_store_and_cell_merge() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let (home, cell, key) = (
+        d.path().join("home"),
+        d.path().join("cell"),
+        d.path().join("home.key"),
+    );
+    let (home_s, cell_s, key_s) = (
+        home.to_str().expect("utf8"),
+        cell.to_str().expect("utf8"),
+        key.to_str().expect("utf8"),
+    );
+    let o = ratchet(
+        d.path(),
+        &["--store", home_s, "init", "--keyed", "--key-file", key_s],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = ratchet(
+        d.path(),
+        &["--store", home_s, "init", "--keyed", "--key-file", key_s],
+        "",
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "refuses to overwrite the key: {}",
+        text(&o)
+    );
+
+    assert!(
+        ratchet(d.path(), &["--store", cell_s, "init"], "")
+            .status
+            .success()
+    );
+    let lines = "{\"kind\":\"note\",\"payload\":[1]}\n{\"kind\":\"note\",\"payload\":[2]}\n";
+    assert!(
+        ratchet(d.path(), &["--store", cell_s, "append"], lines)
+            .status
+            .success()
+    );
+
+    let o = ratchet(d.path(), &["--store", home_s, "merge-cells", cell_s], "");
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "keyed home needs its key: {}",
+        text(&o)
+    );
+    assert!(text(&o).contains("--key-file"), "{}", text(&o));
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            home_s,
+            "merge-cells",
+            cell_s,
+            "--key-file",
+            key_s,
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("2 new events"), "{}", text(&o));
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            home_s,
+            "--json",
+            "merge-cells",
+            cell_s,
+            "--key-file",
+            key_s,
+        ],
+        "",
+    );
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(r["cells"][0]["ingested"], 0, "idempotent");
+
+    let o = ratchet(
+        d.path(),
+        &["--store", home_s, "verify-chain", "--key-file", key_s],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("MACs checked"), "{}", text(&o));
+}
+
+#[test]
+fn demo_catches_its_tampering() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let o = ratchet(
+        d.path(),
+        &[
+            "--json",
+            "demo",
+            "--proposals",
+            "6",
+            "--dir",
+            d.path().join("demo").to_str().expect("utf8"),
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["caught"], true);
+    assert_eq!(
+        v["summary"]["tamper"]["fault_seq"],
+        v["summary"]["tamper"]["seq"]
+    );
+    assert_eq!(v["summary"]["chain_verified"], true);
+}
+
+const POLICY: &str = r#"
+[class.prompt]
+scorer = "accuracy"
+test = "bernoulli"
+alpha = 0.05
+beta = 0.05
+gap = 0.2
+max_n = 2000
+required_suites = ["unit"]
+"#;
+
+/// JSON Lines for `append`: per task, baseline passes every other task,
+/// candidate passes `cand_every` out of 10.
+fn scores_jsonl(base: &str, cand: &str, tasks: usize, cand_pass_per_10: usize) -> String {
+    let mut out = String::new();
+    for t in 0..tasks {
+        for (c, pass) in [(base, t % 2 == 0), (cand, t % 10 < cand_pass_per_10)] {
+            out.push_str(&format!(
+                "{{\"kind\":\"score\",\"commit\":\"{c}\",\"payload\":{{\"task\":\"t{t:04}\",\"scorer\":\"accuracy\",\"scorer_version\":\"1\",\"value\":{}}}}}\n",
+                u8::from(pass)
+            ));
+        }
+    }
+    out.push_str(&format!(
+        "{{\"kind\":\"test_run\",\"commit\":\"{cand}\",\"payload\":{{\"suite\":\"unit\",\"passed\":10,\"failed\":0,\"skipped\":0,\"duration_ms\":5.0}}}}\n"
+    ));
+    out
+}
+
+#[test]
+fn gate_exit_codes_promote_reject_continue_error() {
+    let base = "1111111111111111111111111111111111111111";
+    let good = "2222222222222222222222222222222222222222";
+    let same = "3333333333333333333333333333333333333333";
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st, "init"], "")
+            .status
+            .success()
+    );
+    std::fs::write(d.path().join("s/policy.toml"), POLICY).expect("policy");
+    let mut lines = scores_jsonl(base, good, 400, 9);
+    lines.push_str(
+        &scores_jsonl(base, same, 400, 5)
+            .lines()
+            .filter(|l| l.contains(same))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
+    lines.push('\n');
+    let o = ratchet(d.path(), &["--store", st, "append"], &lines);
+    assert!(o.status.success(), "{}", text(&o));
+
+    let gate = |cand: &str, extra: &[&str]| {
+        let mut args = vec![
+            "--store",
+            st,
+            "gate",
+            "--baseline",
+            base,
+            "--candidate",
+            cand,
+            "--class",
+            "prompt",
+        ];
+        args.extend_from_slice(extra);
+        ratchet(d.path(), &args, "")
+    };
+    let o = gate(good, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("PROMOTE"), "{}", text(&o));
+    let o = gate(same, &["--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json verdict");
+    assert_eq!(v["outcome"]["verdict"], "reject");
+    // A candidate with only a handful of tasks: continue.
+    let few = "4444444444444444444444444444444444444444";
+    let few_lines: Vec<String> = scores_jsonl(base, few, 400, 9)
+        .lines()
+        .filter(|l| l.contains(few))
+        .map(String::from)
+        .collect();
+    let (runs, scores): (Vec<String>, Vec<String>) =
+        few_lines.into_iter().partition(|l| l.contains("test_run"));
+    let input = scores
+        .into_iter()
+        .take(6)
+        .chain(runs)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let o = ratchet(d.path(), &["--store", st, "append"], &input);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = gate(few, &[]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    // Errors: unknown class, bad policy file.
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "gate",
+            "--baseline",
+            base,
+            "--candidate",
+            good,
+            "--class",
+            "agent",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("class.agent"), "{}", text(&o));
+    std::fs::write(
+        d.path().join("bad.toml"),
+        POLICY.replace("alpha = 0.05", "alpha = 2"),
+    )
+    .expect("bad policy");
+    let bad = d.path().join("bad.toml");
+    let o = gate(good, &["--policy", bad.to_str().expect("utf8")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("class.prompt.alpha"), "{}", text(&o));
+
+    // The verdicts are in the trace, and the trace still verifies.
+    let o = ratchet(d.path(), &["--store", st, "verify-chain"], "");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn calibrate_prints_the_operating_characteristic() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path().join("policy.toml");
+    std::fs::write(&p, POLICY).expect("policy");
+    let o = ratchet(
+        d.path(),
+        &[
+            "calibrate",
+            "--policy",
+            p.to_str().expect("utf8"),
+            "--class",
+            "prompt",
+            "--p0",
+            "0.5",
+            "--json",
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let rows = rows["rows"].as_array().expect("rows");
+    assert!(rows.len() >= 5);
+    // P(promote) rises with the true pass rate, ≤ α at p0, ≥ 1 − β at p1.
+    let p: Vec<f64> = rows
+        .iter()
+        .map(|r| r["p_promote"].as_f64().expect("p"))
+        .collect();
+    assert!(p.windows(2).all(|w| w[0] <= w[1]), "{p:?}");
+    let at = |rate: f64| {
+        rows.iter()
+            .find(|r| {
+                r["effect"]["unit"] == "pass_rate"
+                    && r["effect"]["rate"]
+                        .as_f64()
+                        .is_some_and(|x| (x - rate).abs() < 1e-9)
+            })
+            .map(|r| r["p_promote"].as_f64().expect("p"))
+    };
+    assert!(at(0.5).expect("row at p0") <= 0.05);
+    assert!(at(0.7).expect("row at p1") >= 0.95);
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=ratchet test",
+            "-c",
+            "user.email=test@example.invalid",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        o.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+fn quality_lines(commit: &str, mean: f64, n: usize, tag: &str) -> String {
+    (0..n)
+        .map(|i| {
+            let v = mean + ((i % 11) as f64 - 5.0) * 0.01;
+            format!("{{\"kind\":\"score\",\"commit\":\"{commit}\",\"payload\":{{\"task\":\"{tag}{i}\",\"scorer\":\"quality\",\"scorer_version\":\"1\",\"value\":{v}}}}}\n")
+        })
+        .collect()
+}
+
+#[test]
+fn watch_records_an_alarm_and_heal_checks_out_the_best_commit() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path();
+    git(p, &["init", "-q"]);
+    let mut commits = Vec::new();
+    for v in ["v1", "v2", "v3"] {
+        std::fs::write(p.join("prompt.txt"), v).expect("write");
+        git(p, &["add", "prompt.txt"]);
+        git(p, &["commit", "-q", "-m", v]);
+        commits.push(git(p, &["rev-parse", "HEAD"]));
+    }
+    assert!(ratchet(p, &["init"], "").status.success());
+    let mut lines = String::new();
+    for (c, mean) in commits.iter().zip([0.80, 0.85, 0.90]) {
+        lines.push_str(&quality_lines(c, mean, 100, "eval"));
+    }
+    assert!(ratchet(p, &["append"], &lines).status.success());
+    let o = ratchet(p, &["--json", "checkpoint"], "");
+    let from = serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("json")["size"]
+        .as_u64()
+        .expect("size");
+    let live = quality_lines(&commits[2], 0.90, 60, "live")
+        + &quality_lines(&commits[2], 0.70, 40, "drift");
+    assert!(ratchet(p, &["append"], &live).status.success());
+
+    let from_s = from.to_string();
+    let o = ratchet(
+        p,
+        &[
+            "watch",
+            "--commit",
+            &commits[2],
+            "--scorer",
+            "quality",
+            "--from",
+            &from_s,
+            "--record",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(1), "alarms exit 1: {}", text(&o));
+    assert!(
+        text(&o).contains("ALARM") && text(&o).contains("downward shift"),
+        "{}",
+        text(&o)
+    );
+
+    let o = ratchet(p, &["heal", "--dry-run"], "");
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("would check out {}", commits[1])),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.join("prompt.txt")).expect("read"),
+        "v3"
+    );
+
+    let o = ratchet(p, &["heal"], "");
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        std::fs::read_to_string(p.join("prompt.txt")).expect("read"),
+        "v2"
+    );
+    assert_eq!(git(p, &["rev-parse", "HEAD"]), commits[1]);
+
+    let o = ratchet(
+        p,
+        &[
+            "--json",
+            "best",
+            "--scorer",
+            "quality",
+            "--exclude",
+            &commits[2],
+        ],
+        "",
+    );
+    let ranking: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(ranking["ranking"][0]["commit"], commits[1].as_str());
+    let o = ratchet(p, &["verify-chain"], "");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn arl_prints_the_table_and_solves_limits() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let o = ratchet(d.path(), &["--json", "arl", "--k", "0.5", "--h", "4"], "");
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let arl0 = v["rows"][0]["arl"].as_f64().expect("arl");
+    assert!((arl0 - 168.0).abs() < 1.0, "{arl0}");
+    let o = ratchet(
+        d.path(),
+        &[
+            "--json",
+            "arl",
+            "--detector",
+            "ewma",
+            "--lambda",
+            "0.1",
+            "--target",
+            "500",
+        ],
+        "",
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert!(
+        (v["chart"]["l"].as_f64().expect("L") - 2.814).abs() < 0.002,
+        "{v}"
+    );
+    let o = ratchet(d.path(), &["arl", "--detector", "shewhart", "--h", "3"], "");
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn ingest_and_rubric_commands() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st, "init"], "")
+            .status
+            .success()
+    );
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scorers/tests/fixtures");
+    let junit = fixtures.join("pytest.xml");
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "ingest",
+            "junit",
+            junit.to_str().expect("utf8"),
+            "--commit",
+            C,
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("1 test run(s) and 1 score(s)"),
+        "{}",
+        text(&o)
+    );
+
+    let rubric = d.path().join("r.toml");
+    std::fs::write(
+        &rubric,
+        "name = \"answer\"\n[[item]]\nid = \"correct\"\ntype = \"boolean\"\nweight = 1.0\n",
+    )
+    .expect("write");
+    let o = ratchet(
+        d.path(),
+        &["rubric", "check", rubric.to_str().expect("utf8")],
+        "",
+    );
+    assert!(
+        o.status.success() && text(&o).contains("rubric answer ok"),
+        "{}",
+        text(&o)
+    );
+    let lines = d.path().join("obs.jsonl");
+    std::fs::write(
+        &lines,
+        "{\"task\":\"t\",\"rubric\":\"answer\",\"observation\":{\"correct\":false}}\n",
+    )
+    .expect("write");
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "ingest",
+            "jsonl",
+            lines.to_str().expect("utf8"),
+            "--commit",
+            C,
+            "--rubric",
+            rubric.to_str().expect("utf8"),
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+
+    let bad = d.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "name = \"x\"\n[[item]]\nid = \"a\"\ntype = \"count\"\nmax = 0\nweight = -1.0\n",
+    )
+    .expect("write");
+    let o = ratchet(
+        d.path(),
+        &["rubric", "check", bad.to_str().expect("utf8")],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).contains("max must be at least 1") && text(&o).contains("weight -1"),
+        "{}",
+        text(&o)
+    );
+    let o = ratchet(d.path(), &["--store", st, "verify-chain"], "");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn batch_score_and_criterion_ingest() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st, "init"], "")
+            .status
+            .success()
+    );
+    let rubric = d.path().join("r.toml");
+    std::fs::write(
+        &rubric,
+        "name = \"answer\"\n[[item]]\nid = \"correct\"\ntype = \"boolean\"\nweight = 1.0\n",
+    )
+    .expect("write");
+    let obs = format!(
+        "{{\"kind\":\"observation\",\"commit\":\"{C}\",\"payload\":{{\"task\":\"t1\",\"rubric\":\"answer\",\"observation\":{{\"correct\":true}}}}}}\n"
+    );
+    assert!(
+        ratchet(d.path(), &["--store", st, "append"], &obs)
+            .status
+            .success()
+    );
+    let r = rubric.to_str().expect("utf8");
+    let o = ratchet(d.path(), &["--store", st, "score", "--rubric", r], "");
+    assert!(
+        o.status.success() && text(&o).contains("1 scored now"),
+        "{}",
+        text(&o)
+    );
+    let o = ratchet(d.path(), &["--store", st, "score", "--rubric", r], "");
+    assert!(
+        text(&o).contains("0 scored now, 1 already scored"),
+        "{}",
+        text(&o)
+    );
+
+    let crit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scorers/tests/fixtures/criterion");
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "ingest",
+            "criterion",
+            crit.to_str().expect("utf8"),
+            "--commit",
+            C,
+            "--label",
+            "test",
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("runner fingerprint") && text(&o).contains("2 score(s)"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[cfg(feature = "parquet")]
+#[test]
+fn export_writes_parquet_partitions() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st, "init"], "")
+            .status
+            .success()
+    );
+    for t in ["t1", "t2"] {
+        let o = ratchet(
+            d.path(),
+            &[
+                "--store",
+                st,
+                "record-score",
+                "--commit",
+                C,
+                "--task",
+                t,
+                "--scorer",
+                "acc",
+                "--value",
+                "0.5",
+            ],
+            "",
+        );
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let out = d.path().join("pq");
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "--json",
+            "export",
+            "--parquet",
+            out.to_str().expect("utf8"),
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(r["scores"], 2);
+    assert!(
+        out.join(format!("scores/commit={C}/part-0.parquet"))
+            .is_file()
+    );
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "export",
+            "--parquet",
+            out.to_str().expect("utf8"),
+        ],
+        "",
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "refuses a non-empty directory: {}",
+        text(&o)
+    );
+}
+
+#[test]
+fn a_promotion_moves_its_ref() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path();
+    git(p, &["init", "-q"]);
+    let mut commits = Vec::new();
+    for v in ["base", "cand"] {
+        std::fs::write(p.join("prompt.txt"), v).expect("write");
+        git(p, &["add", "prompt.txt"]);
+        git(p, &["commit", "-q", "-m", v]);
+        commits.push(git(p, &["rev-parse", "HEAD"]));
+    }
+    assert!(ratchet(p, &["init"], "").status.success());
+    std::fs::write(p.join(".ratchet/policy.toml"), POLICY).expect("policy");
+    assert!(
+        ratchet(
+            p,
+            &["append"],
+            &scores_jsonl(&commits[0], &commits[1], 400, 9)
+        )
+        .status
+        .success()
+    );
+    let o = ratchet(
+        p,
+        &[
+            "gate",
+            "--baseline",
+            &commits[0],
+            "--candidate",
+            &commits[1],
+            "--class",
+            "prompt",
+            "--record-promotion",
+            ".",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(
+        git(p, &["rev-parse", "refs/ratchet/promoted/prompt"]),
+        commits[1]
+    );
+    let o = ratchet(
+        p,
+        &["--json", "log", "--from", "0", "--limit", "100000"],
+        "",
+    );
+    let events: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let kinds: Vec<&str> = events["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    assert_eq!(&kinds[kinds.len() - 2..], &["decision", "promotion"]);
+}
+
+#[test]
+fn gate_exit_codes_tell_missing_evidence_and_tampering_from_a_regression() {
+    let base = "1111111111111111111111111111111111111111";
+    let good = "2222222222222222222222222222222222222222";
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st_s = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st_s, "init"], "")
+            .status
+            .success()
+    );
+    std::fs::write(st.join("policy.toml"), POLICY).expect("policy");
+    let o = ratchet(
+        d.path(),
+        &["--store", st_s, "append"],
+        &scores_jsonl(base, good, 400, 9),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let gate = |extra: &[&str]| {
+        let mut args = vec![
+            "--store",
+            st_s,
+            "gate",
+            "--baseline",
+            base,
+            "--candidate",
+            good,
+            "--class",
+            "prompt",
+        ];
+        args.extend_from_slice(extra);
+        ratchet(d.path(), &args, "")
+    };
+    let head = |d: &Path| -> u64 {
+        let o = ratchet(d, &["--store", st_s, "--json", "checkpoint"], "");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        v["size"].as_u64().expect("size")
+    };
+    // A dry run decides without recording; the verdict reads in words.
+    let before = head(d.path());
+    let o = gate(&["--dry-run"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains("sequential test") && out.contains("boundaries"),
+        "{out}"
+    );
+    assert!(
+        out.contains("effect") && out.contains("not recorded"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("Sequential") && !out.contains("Guardrail("),
+        "no Debug names: {out}"
+    );
+    assert_eq!(head(d.path()), before, "nothing appended");
+    // A scorer nobody recorded: cannot decide (4), not a regression (1).
+    let typo = d.path().join("typo.toml");
+    std::fs::write(
+        &typo,
+        POLICY.replace("scorer = \"accuracy\"", "scorer = \"acuracy\""),
+    )
+    .expect("policy");
+    let o = gate(&["--policy", typo.to_str().expect("utf8"), "--json"]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(
+        (v["status"].as_str(), v["exit_code"].as_u64()),
+        (Some("missing_evidence"), Some(4))
+    );
+    assert_eq!(v["outcome"]["cause"], "missing_evidence");
+    // A trace that does not verify: 5.
+    {
+        let c = rusqlite::Connection::open(st.join("trace.db")).expect("open");
+        c.execute_batch(
+            "DROP TRIGGER scores_no_update; UPDATE scores SET value = 1.0 WHERE seq = 2;",
+        )
+        .expect("edit");
+    }
+    let o = gate(&["--json"]);
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["status"], "unverified_trace");
+}
+
+#[test]
+fn calibrate_from_the_store_measures_its_inputs() {
+    let base = "1111111111111111111111111111111111111111";
+    let good = "2222222222222222222222222222222222222222";
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st_s = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st_s, "init"], "")
+            .status
+            .success()
+    );
+    std::fs::write(st.join("policy.toml"), POLICY).expect("policy");
+    // The baseline passes every other task: p0 = 0.5.
+    let o = ratchet(
+        d.path(),
+        &["--store", st_s, "append"],
+        &scores_jsonl(base, good, 200, 9),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st_s,
+            "calibrate",
+            "--class",
+            "prompt",
+            "--from-store",
+            base,
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("measured from 200 task(s) of accuracy version 1: p0 0.5000"),
+        "{}",
+        text(&o)
+    );
+    // A tampered store is not calibrated from.
+    {
+        let c = rusqlite::Connection::open(st.join("trace.db")).expect("open");
+        c.execute_batch(
+            "DROP TRIGGER scores_no_update; UPDATE scores SET value = 1.0 WHERE seq = 3;",
+        )
+        .expect("edit");
+    }
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st_s,
+            "calibrate",
+            "--class",
+            "prompt",
+            "--from-store",
+            base,
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("verification failed"), "{}", text(&o));
+}
+
+#[test]
+fn watch_picks_the_bernoulli_chart_for_pass_fail_scores() {
+    let c = "3333333333333333333333333333333333333333";
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st_s = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st_s, "init"], "")
+            .status
+            .success()
+    );
+    // 300 measured pass/fail scores at about 0.8, then 200 live ones at 0.4.
+    let line = |t: usize, v: u8| {
+        format!(
+            "{{\"kind\":\"score\",\"commit\":\"{c}\",\"payload\":{{\"task\":\"t{t:04}\",\"scorer\":\"passed\",\"scorer_version\":\"1\",\"value\":{v}}}}}\n"
+        )
+    };
+    let measured: String = (0..300).map(|t| line(t, u8::from(t % 5 != 0))).collect();
+    let o = ratchet(d.path(), &["--store", st_s, "append"], &measured);
+    assert!(o.status.success(), "{}", text(&o));
+    let live: String = (300..500).map(|t| line(t, u8::from(t % 5 < 2))).collect();
+    assert!(
+        ratchet(d.path(), &["--store", st_s, "append"], &live)
+            .status
+            .success()
+    );
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store", st_s, "watch", "--commit", c, "--scorer", "passed", "--from", "300",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(1), "the drop alarms: {}", text(&o));
+    assert!(
+        text(&o).contains("Bernoulli"),
+        "auto picked the pass/fail chart: {}",
+        text(&o)
+    );
+}
+
+#[test]
+fn commits_are_typed_as_git_revisions_and_unknown_ones_are_refused() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path();
+    git(p, &["init", "-q"]);
+    std::fs::write(p.join("f"), "1").expect("write");
+    git(p, &["add", "f"]);
+    git(p, &["commit", "-q", "-m", "one"]);
+    std::fs::write(p.join("f"), "2").expect("write");
+    git(p, &["commit", "-q", "-am", "two"]);
+    let head = git(p, &["rev-parse", "HEAD"]);
+    let first = git(p, &["rev-parse", "HEAD~1"]);
+    assert!(ratchet(p, &["init"], "").status.success());
+    let score = |rev: &str, extra: &[&str]| {
+        let mut args = vec![
+            "record-score",
+            "--commit",
+            rev,
+            "--task",
+            "t",
+            "--scorer",
+            "acc",
+            "--value",
+            "0.5",
+        ];
+        args.extend_from_slice(extra);
+        ratchet(p, &args, "")
+    };
+    for rev in ["HEAD", &head[..7], "HEAD~1"] {
+        let o = score(rev, &[]);
+        assert!(o.status.success(), "{rev}: {}", text(&o));
+    }
+    let o = ratchet(p, &["--json", "log"], "");
+    let events: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let commits: Vec<&str> = events["events"]
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter(|e| e["kind"] == "score")
+        .filter_map(|e| e["commit"].as_str())
+        .collect();
+    assert_eq!(
+        commits,
+        [head.as_str(), head.as_str(), first.as_str()],
+        "stored as full ids"
+    );
+    // Unknown revisions and unknown full ids are errors, the latter with a way out.
+    let o = score("HEAD~7", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let unknown = "0123456789abcdef0123456789abcdef01234567";
+    let o = score(unknown, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--allow-unknown-commit"), "{}", text(&o));
+    assert!(score(unknown, &["--allow-unknown-commit"]).status.success());
+    // The same commit on both sides is refused before anything is read.
+    std::fs::write(p.join(".ratchet/policy.toml"), POLICY).expect("policy");
+    let o = ratchet(
+        p,
+        &[
+            "gate",
+            "--baseline",
+            "HEAD",
+            "--candidate",
+            &head,
+            "--class",
+            "prompt",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("same commit"), "{}", text(&o));
+    // Errors say each thing once.
+    let o = ratchet(p, &["verify-chain", "--key-file", "/nonexistent/key"], "");
+    let msg = text(&o);
+    assert_eq!(msg.matches("No such file or directory").count(), 1, "{msg}");
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st_s = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st_s, "init"], "")
+            .status
+            .success()
+    );
+    let lines: String = (0..3000)
+        .map(|i| format!("{{\"kind\":\"note\",\"payload\":{{\"i\":{i}}}}}\n"))
+        .collect();
+    assert!(
+        ratchet(d.path(), &["--store", st_s, "append"], &lines)
+            .status
+            .success()
+    );
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "set -o pipefail; '{}' --store '{st_s}' log --limit 3000 | head -n 1",
+            env!("CARGO_BIN_EXE_ratchet")
+        ))
+        .output()
+        .expect("bash");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// A test that reaches `max_n` undecided is its own answer — `truncated`,
+/// exit 6 — not a measured reject; and `calibrate` warns that such a
+/// `max_n` cannot reach 1 − β at the design effect.
+#[test]
+fn truncation_has_its_own_exit_code_and_calibrate_warns_of_it() {
+    let base = "1111111111111111111111111111111111111111";
+    let cand = "2222222222222222222222222222222222222222";
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st, "init"], "")
+            .status
+            .success()
+    );
+    let policy = "[class.short]\nscorer = \"accuracy\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 30\n";
+    std::fs::write(d.path().join("s/policy.toml"), policy).expect("policy");
+    // Equal pass rates: 30 tasks cannot decide either way.
+    let o = ratchet(
+        d.path(),
+        &["--store", st, "append"],
+        &scores_jsonl(base, cand, 60, 5),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "gate",
+            "--baseline",
+            base,
+            "--candidate",
+            cand,
+            "--class",
+            "short",
+            "--json",
+            "--dry-run",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(6), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json verdict");
+    assert_eq!(v["status"], "truncated", "{v}");
+    assert_eq!(v["outcome"]["cause"], "truncated", "{v}");
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "gate",
+            "--baseline",
+            base,
+            "--candidate",
+            cand,
+            "--class",
+            "short",
+            "--dry-run",
+        ],
+        "",
+    );
+    assert!(text(&o).contains("TRUNCATED"), "{}", text(&o));
+
+    let p = d.path().join("s/policy.toml");
+    let o = ratchet(
+        d.path(),
+        &[
+            "calibrate",
+            "--policy",
+            p.to_str().expect("utf8"),
+            "--class",
+            "short",
+            "--p0",
+            "0.5",
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains("P(truncated)") && out.contains("(design effect)"),
+        "{out}"
+    );
+    assert!(out.contains("warning: at the design effect"), "{out}");
+    assert!(out.contains("raise max_n"), "{out}");
+}
+
+/// `best` ranks by the scorer's own direction: for `latency_ms` (lower is
+/// better) the fastest commit comes first, by its upper bound. And `watch`
+/// refuses an `--arl0` Page–Hinkley cannot honour instead of ignoring it.
+#[test]
+fn best_follows_the_scorers_direction_and_page_hinkley_refuses_arl0() {
+    let fast = "1111111111111111111111111111111111111111";
+    let slow = "2222222222222222222222222222222222222222";
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st, "init"], "")
+            .status
+            .success()
+    );
+    let mut lines = String::new();
+    for t in 0..40 {
+        for (c, ms) in [
+            (fast, 100.0 + f64::from(t % 7)),
+            (slow, 300.0 + f64::from(t % 5)),
+        ] {
+            lines.push_str(&format!(
+                "{{\"kind\":\"score\",\"commit\":\"{c}\",\"payload\":{{\"task\":\"t{t:03}\",\"scorer\":\"latency_ms\",\"scorer_version\":\"1\",\"value\":{ms}}}}}\n"
+            ));
+        }
+    }
+    let o = ratchet(d.path(), &["--store", st, "append"], &lines);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = ratchet(
+        d.path(),
+        &["--store", st, "best", "--scorer", "latency_ms", "--json"],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["better"], "lower", "{v}");
+    assert_eq!(v["ranking"][0]["commit"], fast, "{v}");
+    let o = ratchet(
+        d.path(),
+        &["--store", st, "best", "--scorer", "latency_ms"],
+        "",
+    );
+    assert!(text(&o).contains("upper bound"), "{}", text(&o));
+
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "watch",
+            "--commit",
+            fast,
+            "--scorer",
+            "latency_ms",
+            "--from",
+            "0",
+            "--detector",
+            "page-hinkley",
+            "--arl0",
+            "500",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--arl0 cannot be honoured by Page–Hinkley"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// A control plane polling `ratchet gate` after every batch, with task
+/// names in no order and half the candidate's scores arriving a batch
+/// before the baseline's: each poll's sequence extends the last one's, so
+/// the first answer that is not "continue" is the answer the complete data
+/// give, and the observations counted never shrink between polls.
+#[test]
+fn polling_the_binary_extends_one_sequence() {
+    let base = "1111111111111111111111111111111111111111";
+    let cand = "2222222222222222222222222222222222222222";
+    let policy = "[class.c]\nscorer = \"accuracy\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.2\nmax_n = 5000\n";
+    for seed in 0..3u64 {
+        let d = tempfile::tempdir().expect("tempdir");
+        let st = d.path().join("s");
+        let st = st.to_str().expect("utf8");
+        assert!(
+            ratchet(d.path(), &["--store", st, "init"], "")
+                .status
+                .success()
+        );
+        std::fs::write(d.path().join("s/policy.toml"), policy).expect("policy");
+        let line = |c: &str, task: &str, v: u8| {
+            format!(
+                "{{\"kind\":\"score\",\"commit\":\"{c}\",\"payload\":{{\"task\":\"{task}\",\"scorer\":\"accuracy\",\"scorer_version\":\"1\",\"value\":{v}}}}}\n"
+            )
+        };
+        // A small deterministic generator (xorshift), seeded per run.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ (seed + 1);
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let gate = || {
+            let o = ratchet(
+                d.path(),
+                &[
+                    "--store",
+                    st,
+                    "gate",
+                    "--baseline",
+                    base,
+                    "--candidate",
+                    cand,
+                    "--class",
+                    "c",
+                    "--json",
+                    "--dry-run",
+                ],
+                "",
+            );
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json verdict");
+            let n = v["stages"]
+                .as_array()
+                .and_then(|s| s.iter().find(|s| s["stage"] == "sequential"))
+                .and_then(|s| s["details"]["n"].as_u64())
+                .unwrap_or(0);
+            (v["status"].as_str().unwrap_or("").to_string(), n)
+        };
+        let (mut first, mut last_n, mut held) = (None, 0, String::new());
+        for _batch in 0..30 {
+            let mut input = std::mem::take(&mut held);
+            for _ in 0..10 {
+                let task = format!("{:016x}", next());
+                let b = u8::from(next() % 10 < 5);
+                let c = u8::from(next() % 10 < 8);
+                if next() % 2 == 0 {
+                    input.push_str(&line(cand, &task, c));
+                    held.push_str(&line(base, &task, b));
+                } else {
+                    input.push_str(&line(base, &task, b));
+                    input.push_str(&line(cand, &task, c));
+                }
+            }
+            let o = ratchet(d.path(), &["--store", st, "append"], &input);
+            assert!(o.status.success(), "{}", text(&o));
+            let (status, n) = gate();
+            assert!(
+                n >= last_n,
+                "seed {seed}: the sequence shrank from {last_n} to {n}"
+            );
+            last_n = n;
+            if first.is_none() && status != "continue" {
+                first = Some((status, n));
+            }
+        }
+        let o = ratchet(d.path(), &["--store", st, "append"], &held);
+        assert!(o.status.success(), "{}", text(&o));
+        let (at_end, n_end) = gate();
+        let (status, n) = first.expect("decided within 300 tasks");
+        assert_eq!(
+            (status, n),
+            (at_end, n_end),
+            "seed {seed}: the first answer is the final one"
+        );
+    }
+}
+
+/// The README's path as a new user walks it: a policy requiring suite
+/// `unit`, scores appended, then a real runner's reports ingested. A report
+/// recorded under its runner's suite name is refused by name (the error says
+/// which suites the commit has); the same directory ingested with `--suite
+/// unit` is what the gate reads, and the failing test is named.
+#[test]
+fn real_reports_by_directory_meet_the_policy_s_required_suite() {
+    let base = "1111111111111111111111111111111111111111";
+    let cand = "2222222222222222222222222222222222222222";
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st = st.to_str().expect("utf8");
+    assert!(
+        ratchet(d.path(), &["--store", st, "init"], "")
+            .status
+            .success()
+    );
+    std::fs::write(d.path().join("s/policy.toml"), POLICY).expect("policy");
+    // Scores only: no test run yet.
+    let lines: String = scores_jsonl(base, cand, 400, 9)
+        .lines()
+        .filter(|l| !l.contains("test_run"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(
+        ratchet(d.path(), &["--store", st, "append"], &lines)
+            .status
+            .success()
+    );
+    let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scorers/tests/fixtures/real");
+    let gradle = real.join("junit-gradle");
+    let gradle = gradle.to_str().expect("utf8");
+    let ingest = |extra: &[&str]| {
+        let mut args = vec!["--store", st, "ingest", "junit", gradle, "--commit", cand];
+        args.extend_from_slice(extra);
+        ratchet(d.path(), &args, "")
+    };
+    let o = ingest(&[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("from 2 file(s)"), "{}", text(&o));
+    let gate = || {
+        ratchet(
+            d.path(),
+            &[
+                "--store",
+                st,
+                "gate",
+                "--baseline",
+                base,
+                "--candidate",
+                cand,
+                "--class",
+                "prompt",
+            ],
+            "",
+        )
+    };
+    let o = gate();
+    assert_eq!(o.status.code(), Some(4), "missing evidence: {}", text(&o));
+    assert!(
+        text(&o).contains("suite unit has no recorded run")
+            && text(&o).contains("AppTest")
+            && text(&o).contains("--suite"),
+        "the error names the suites recorded: {}",
+        text(&o)
+    );
+    // --json: one document with the store's id and the receipt.
+    let o = ingest(&["--suite", "unit", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert!(v["store_id"].is_string(), "{v}");
+    assert_eq!(v["ingest"]["test_runs"], 1);
+    assert_eq!(v["ingest"]["files"].as_array().map(Vec::len), Some(2));
+    let o = gate();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    // A failing Surefire report under the required name rejects, naming the test.
+    let failing = real.join("junit-surefire-failing");
+    let o = ratchet(
+        d.path(),
+        &[
+            "--store",
+            st,
+            "ingest",
+            "junit",
+            failing.to_str().expect("utf8"),
+            "--commit",
+            cand,
+            "--suite",
+            "unit",
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = gate();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("FailingTest"),
+        "the failed test is named: {}",
+        text(&o)
+    );
+}

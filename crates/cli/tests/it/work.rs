@@ -1,0 +1,142 @@
+//! `ratchet verify` and `ratchet merge` as a person runs them.
+
+use crate::common;
+
+use std::path::Path;
+
+use common::{ratchet, text};
+use git2::{Oid, Repository, RepositoryInitOptions, Signature};
+
+fn commit_files(repo: &Repository, refname: &str, files: &[(&str, &str)], msg: &str) -> Oid {
+    let parent = repo
+        .refname_to_id(refname)
+        .ok()
+        .map(|id| repo.find_commit(id).expect("parent"));
+    let mut builder = repo
+        .treebuilder(parent.as_ref().map(|p| p.tree().expect("tree")).as_ref())
+        .expect("treebuilder");
+    for (name, content) in files {
+        let blob = repo.blob(content.as_bytes()).expect("blob");
+        builder.insert(name, blob, 0o100644).expect("insert");
+    }
+    let tree = repo
+        .find_tree(builder.write().expect("tree"))
+        .expect("tree");
+    let sig = Signature::now("t", "t@example.invalid").expect("sig");
+    let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+    repo.commit(Some(refname), &sig, &sig, msg, &tree, &parents)
+        .expect("commit")
+}
+
+/// A repository on `main` (a.txt x=1, b.txt y=1) with branches `a` (x=2)
+/// and `b` (y=2), and a store in `.ratchet` (ignored).
+fn repo(dir: &Path) -> Repository {
+    let mut opts = RepositoryInitOptions::new();
+    opts.initial_head("main");
+    let repo = Repository::init_opts(dir, &opts).expect("init");
+    let base = commit_files(
+        &repo,
+        "refs/heads/main",
+        &[
+            ("a.txt", "x=1\n"),
+            ("b.txt", "y=1\n"),
+            (".gitignore", ".ratchet\n"),
+        ],
+        "base",
+    );
+    for (b, f, c) in [("a", "a.txt", "x=2\n"), ("b", "b.txt", "y=2\n")] {
+        repo.reference(&format!("refs/heads/{b}"), base, false, "branch")
+            .expect("branch");
+        commit_files(&repo, &format!("refs/heads/{b}"), &[(f, c)], b);
+    }
+    repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))
+        .expect("checkout");
+    assert!(ratchet(dir, &["init"], "").status.success());
+    repo
+}
+
+const BUILD: &str = r#"sh -c 'test "$(cat a.txt)$(cat b.txt)" != x=2y=2'"#;
+
+#[test]
+fn verify_reports_each_command_and_exits_as_the_gate_does() {
+    let d = tempfile::tempdir().expect("tempdir");
+    repo(d.path());
+    let ok = ratchet(d.path(), &["verify", "--cmd", "cat a.txt"], "");
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok));
+    assert!(
+        text(&ok).contains("ok   cat a.txt: exit 0"),
+        "{}",
+        text(&ok)
+    );
+    // The store directory is not part of what is verified.
+    let ls = ratchet(
+        d.path(),
+        &["verify", "--cmd", "sh -c 'test ! -e .ratchet'"],
+        "",
+    );
+    assert_eq!(ls.status.code(), Some(0), "{}", text(&ls));
+    let bad = ratchet(
+        d.path(),
+        &["verify", "branch-a-does-not-exist", "--cmd", "true"],
+        "",
+    );
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+    let fail = ratchet(
+        d.path(),
+        &[
+            "--json",
+            "verify",
+            "a",
+            "--cmd",
+            "sh -c 'echo boom >&2; exit 7'",
+        ],
+        "",
+    );
+    assert_eq!(fail.status.code(), Some(1), "{}", text(&fail));
+    let v: serde_json::Value = serde_json::from_slice(&fail.stdout).expect("one JSON document");
+    assert_eq!(v["verification"]["commands"][0]["exit"]["code"], 7);
+    assert_eq!(v["verification"]["commands"][0]["stderr_tail"], "boom\n");
+    assert_eq!(v["verification"]["passed"], false);
+    let unbalanced = ratchet(d.path(), &["verify", "--cmd", "sh -c 'oops"], "");
+    assert_eq!(unbalanced.status.code(), Some(2));
+    assert!(
+        text(&unbalanced).contains("unbalanced quotes"),
+        "{}",
+        text(&unbalanced)
+    );
+    let timeout = ratchet(
+        d.path(),
+        &["verify", "--timeout", "1", "--cmd", "sleep 30"],
+        "",
+    );
+    assert_eq!(timeout.status.code(), Some(1));
+    assert!(text(&timeout).contains("timed out"), "{}", text(&timeout));
+}
+
+#[test]
+fn merge_lands_what_passes_and_names_a_semantic_conflict() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let repo = repo(d.path());
+    let before = repo.refname_to_id("refs/heads/main").expect("main");
+    let out = ratchet(d.path(), &["merge", "a", "b", "--cmd", BUILD], "");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let t = text(&out);
+    assert!(t.contains("a: landed on main"), "{t}");
+    assert!(t.contains("b: SEMANTIC CONFLICT"), "{t}");
+    let tip = repo
+        .find_commit(repo.refname_to_id("refs/heads/main").expect("main"))
+        .expect("tip");
+    assert_eq!(tip.parent_id(0).expect("parent"), before);
+    let log = ratchet(d.path(), &["--json", "log", "--kind", "merge"], "");
+    let v: serde_json::Value = serde_json::from_slice(&log.stdout).expect("json");
+    assert_eq!(v["events"].as_array().map(Vec::len), Some(2), "{v}");
+    // A dirty work tree is refused with a hint.
+    std::fs::write(d.path().join("a.txt"), "by hand\n").expect("edit");
+    let dirty = ratchet(d.path(), &["merge", "b", "--cmd", "true"], "");
+    assert_eq!(dirty.status.code(), Some(2));
+    assert!(
+        text(&dirty).contains("uncommitted changes") && text(&dirty).contains("stash"),
+        "{}",
+        text(&dirty)
+    );
+}

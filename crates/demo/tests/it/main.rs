@@ -1,0 +1,3 @@
+//! The demo end to end: what `ratchet demo` shows is what the library did.
+
+mod demo;

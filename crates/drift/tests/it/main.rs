@@ -1,0 +1,7 @@
+//! The detectors against published ARL tables and seeded simulation, and
+//! the monitor as it is fed: one integration binary, one module per promise.
+
+mod alloc;
+mod bernoulli;
+mod monitor;
+mod tables;

@@ -1,0 +1,3 @@
+//! Export to Arrow and Parquet, read back by an independent reader.
+
+mod parquet;

@@ -1,0 +1,32 @@
+//! Helpers shared by the gate's attack suites (attacks, file_edits_of_the_evidence,
+//! cells_and_declarations). The documented hash layout is the trace crate's own test
+//! re-implementation, included rather than copied.
+#![allow(dead_code, unused_imports)]
+
+use rusqlite::Connection;
+
+#[path = "../../../../trace/tests/it/common/mod.rs"]
+mod trace_common;
+
+pub use trace_common::{documented_hash, genesis};
+
+/// Drops the append-only guards, runs `edit`, and puts them back byte for
+/// byte — what a careful attacker with file access does.
+pub fn with_guards_lifted(c: &Connection, edit: impl FnOnce(&Connection)) {
+    let guards: Vec<(String, String)> = c
+        .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name")
+        .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+        .expect("list the triggers");
+    assert!(
+        guards.iter().any(|(n, _)| n == "scores_no_update"),
+        "the guards exist: {guards:?}"
+    );
+    for (name, _) in &guards {
+        c.execute_batch(&format!("DROP TRIGGER \"{name}\";"))
+            .expect("drop a guard");
+    }
+    edit(c);
+    for (_, sql) in &guards {
+        c.execute_batch(sql).expect("re-create a guard");
+    }
+}

@@ -1,0 +1,16 @@
+//! The gate against its references (fishtest, published tables, seeded
+//! simulation) and its attackers: one integration binary, one module per
+//! promise.
+
+mod attacks;
+mod betting;
+mod cells_and_declarations;
+mod common;
+mod decide;
+mod error_rates;
+mod file_edits_of_the_evidence;
+mod fishtest;
+mod noninferiority;
+mod polled_by_the_evidence_writer;
+mod recorded;
+mod simulation;

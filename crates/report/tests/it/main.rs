@@ -1,0 +1,3 @@
+//! The HTML report and the Markdown summary, as a browser and a reader see them.
+
+mod report;
