@@ -7,6 +7,8 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use ratchet_demo::{DemoOptions, DemoSummary, run_demo};
 
+use crate::Ctx;
+use crate::flags::DemoFlags;
 use crate::out;
 
 pub fn run(out_dir: Option<PathBuf>, seed: u64, proposals: usize, json: bool) -> Result<u8> {
@@ -143,4 +145,14 @@ fn print_summary(s: &DemoSummary, seconds: f64) -> Result<()> {
     outln!("  repository: {}", s.repo.display());
     outln!("  store:      {}", s.store.display());
     Ok(())
+}
+
+/// `ratchet demo`: the flags checked and turned into the library's terms, then run.
+pub fn demo_command(ctx: &Ctx, flags: DemoFlags) -> Result<u8> {
+    let DemoFlags {
+        out,
+        seed,
+        proposals,
+    } = flags;
+    crate::demo::run(out, seed, proposals, ctx.json)
 }

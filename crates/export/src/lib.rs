@@ -58,6 +58,18 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// The trace store's error this one is, if it is one: a transparent
+    /// wrapper forwards its `source()` past the wrapped error, so the
+    /// chain alone does not show it.
+    pub fn trace_error(&self) -> Option<&ratchet_trace::Error> {
+        match self {
+            Error::Trace(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 fn frame_of_scores(rows: &[(u64, Score)]) -> Result<DataFrame> {
     let df = df!(
         "seq" => rows.iter().map(|(s, _)| *s).collect::<Vec<u64>>(),

@@ -91,6 +91,18 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// The trace store's error this one is, if it is one: a transparent
+    /// wrapper forwards its `source()` past the wrapped error, so the
+    /// chain alone does not show it.
+    pub fn trace_error(&self) -> Option<&ratchet_trace::Error> {
+        match self {
+            Error::Trace(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// A scorers error as the gate reports it: the store's own failures stay
 /// trace errors, anything else is evidence the gate cannot read.
 impl From<ratchet_scorers::Error> for Error {

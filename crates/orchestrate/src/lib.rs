@@ -197,6 +197,21 @@ pub enum Error {
     Drift(#[from] ratchet_drift::Error),
 }
 
+impl Error {
+    /// The trace store's error this one is, if it is one: a transparent
+    /// wrapper forwards its `source()` past the wrapped error, so the
+    /// chain alone does not show it.
+    pub fn trace_error(&self) -> Option<&ratchet_trace::Error> {
+        match self {
+            Error::Trace(e) => Some(e),
+            Error::Gate(e) => e.trace_error(),
+            Error::Scorers(e) => e.trace_error(),
+            Error::Drift(e) => e.trace_error(),
+            _ => None,
+        }
+    }
+}
+
 /// How to heal.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HealOptions {

@@ -137,3 +137,15 @@ pub enum Error {
         seq: u64,
     },
 }
+
+impl Error {
+    /// The trace store's error this one is, if it is one: a transparent
+    /// wrapper forwards its `source()` past the wrapped error, so the
+    /// chain alone does not show it.
+    pub fn trace_error(&self) -> Option<&ratchet_trace::Error> {
+        match self {
+            Error::Trace(e) => Some(e),
+            _ => None,
+        }
+    }
+}

@@ -73,6 +73,22 @@ pub enum Error {
     Internal(String),
 }
 
+impl Error {
+    /// The trace store's error this one is, if it is one: a transparent
+    /// wrapper forwards its `source()` past the wrapped error, so the
+    /// chain alone does not show it.
+    pub fn trace_error(&self) -> Option<&ratchet_trace::Error> {
+        match self {
+            Error::Trace(e) => Some(e),
+            Error::Scorers(e) => e.trace_error(),
+            Error::Orchestrate(e) => e.trace_error(),
+            Error::Gate(e) => e.trace_error(),
+            Error::Report(e) => e.trace_error(),
+            _ => None,
+        }
+    }
+}
+
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -93,7 +109,7 @@ impl Error {
             Error::Trace(e) => trace_status(e),
             // Input the libraries refused (a bad report, an unknown commit, an
             // unpinned class) is the caller's to fix, unless the store failed.
-            other => match find_trace_error(other) {
+            other => match other.trace_error() {
                 Some(e) => trace_status(e),
                 None => (400, "bad_request"),
             },
@@ -102,26 +118,13 @@ impl Error {
 
     /// `e` as a storage-full error when the store failed for lack of space.
     pub(crate) fn classify(self) -> Error {
-        let full = find_trace_error(&self).is_some_and(is_full);
+        let full = self.trace_error().is_some_and(is_full);
         if full {
             Error::StorageFull(self.to_string())
         } else {
             self
         }
     }
-}
-
-fn find_trace_error<'a>(
-    e: &'a (dyn std::error::Error + 'static),
-) -> Option<&'a ratchet_trace::Error> {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(c) = cur {
-        if let Some(t) = c.downcast_ref::<ratchet_trace::Error>() {
-            return Some(t);
-        }
-        cur = c.source();
-    }
-    None
 }
 
 fn trace_status(e: &ratchet_trace::Error) -> (u16, &'static str) {

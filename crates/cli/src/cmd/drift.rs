@@ -9,6 +9,7 @@ use ratchet_drift::{Chart, Follow};
 use ratchet_orchestrate::WatchPlan;
 use ratchet_trace::CommitId;
 
+use crate::flags::{ArlDetector, ArlFlags, BestFlags, DetectorArg, HealFlags, WatchFlags};
 use crate::{Ctx, EXIT_NEGATIVE, out};
 
 /// `watch`'s flags, typed.
@@ -187,4 +188,150 @@ pub fn arl(ctx: &Ctx, chart: Chart) -> Result<u8> {
         outln!("{:>8.2} {:>12.2} {s:>12}", r.shift, r.arl);
     }
     Ok(0)
+}
+
+/// `ratchet watch`: the flags checked and turned into the library's terms, then run.
+pub fn watch_command(ctx: &Ctx, flags: WatchFlags) -> Result<u8> {
+    let WatchFlags {
+        commit,
+        scorer,
+        from,
+        detector,
+        k,
+        ewma_lambda,
+        page_hinkley,
+        pass_shift,
+        h,
+        arl0,
+        two_sided,
+        min_n,
+        record,
+        follow,
+        interval_ms,
+        key_file,
+    } = flags;
+    if detector == DetectorArg::PageHinkley && arl0.is_some() {
+        anyhow::bail!(
+            "--arl0 cannot be honoured by Page–Hinkley: its statistic runs about the running mean, and no run-length computation for its threshold exists here; set its threshold with --page-hinkley DELTA LAMBDA (σ units), or use --detector cusum or ewma, whose limits are solved for --arl0"
+        );
+    }
+    let arl0 = arl0.unwrap_or(10_000.0);
+    // The sides that alarm: the harm only (symmetric, so either
+    // one-sided solution), or both.
+    let sides = if two_sided {
+        ratchet_drift::Watch::Both
+    } else {
+        ratchet_drift::Watch::Decreases
+    };
+    let cusum = match h {
+        Some(h) => ratchet_drift::Chart::Cusum { k, h },
+        None => ratchet_drift::Chart::cusum_for_arl0_watching(k, arl0, sides)?,
+    };
+    let bernoulli = ratchet_drift::Chart::Bernoulli {
+        shift: pass_shift,
+        arl0,
+    };
+    let chart = match detector {
+        DetectorArg::Ewma => Some(ratchet_drift::Chart::ewma_for_arl0_watching(
+            ewma_lambda,
+            arl0,
+            sides,
+        )?),
+        DetectorArg::PageHinkley => Some(ratchet_drift::Chart::PageHinkley {
+            delta: page_hinkley.first().copied().unwrap_or(0.5),
+            lambda: page_hinkley.get(1).copied().unwrap_or(50.0),
+        }),
+        DetectorArg::Bernoulli => Some(bernoulli),
+        DetectorArg::Cusum => Some(cusum),
+        // Settled on the verified trace: bernoulli for 0/1 streams.
+        DetectorArg::Auto if two_sided => Some(cusum),
+        DetectorArg::Auto => None,
+    };
+    crate::cmd::drift::watch(
+        ctx,
+        &crate::cmd::drift::WatchArgs {
+            plan: ratchet_orchestrate::WatchPlan {
+                commit: ctx.commit(&commit)?,
+                scorer,
+                from,
+                chart,
+                auto: (bernoulli, cusum),
+                two_sided,
+                min_n,
+            },
+            follow: ratchet_drift::Follow {
+                record,
+                keep_following: follow,
+                interval: std::time::Duration::from_millis(interval_ms),
+            },
+            key_file,
+        },
+    )
+}
+
+/// `ratchet heal`: the flags checked and turned into the library's terms, then run.
+pub fn heal_command(ctx: &Ctx, flags: HealFlags) -> Result<u8> {
+    let HealFlags {
+        commit,
+        repo,
+        min_n,
+        dry_run,
+        key_file,
+    } = flags;
+    let only = commit.map(|c| ctx.commit(&c)).transpose()?;
+    let options = ratchet_orchestrate::HealOptions {
+        min_n,
+        dry_run,
+        ..Default::default()
+    };
+    crate::cmd::drift::heal(ctx, &repo, only.as_ref(), &options, key_file.as_deref())
+}
+
+/// `ratchet best`: the flags checked and turned into the library's terms, then run.
+pub fn best_command(ctx: &Ctx, flags: BestFlags) -> Result<u8> {
+    let BestFlags {
+        scorer,
+        min_n,
+        confidence,
+        exclude,
+        key_file,
+    } = flags;
+    let exclude = exclude
+        .iter()
+        .map(|c| ctx.commit(c))
+        .collect::<Result<Vec<_>>>()?;
+    crate::cmd::drift::best(
+        ctx,
+        &scorer,
+        min_n,
+        confidence,
+        &exclude,
+        key_file.as_deref(),
+    )
+}
+
+/// `ratchet arl`: the flags checked and turned into the library's terms, then run.
+pub fn arl_command(ctx: &Ctx, flags: ArlFlags) -> Result<u8> {
+    let ArlFlags {
+        detector,
+        k,
+        h,
+        lambda,
+        width,
+        target,
+    } = flags;
+    use ratchet_drift::Chart;
+    let chart = match (detector, h, width, target) {
+        (ArlDetector::Cusum, Some(h), _, _) => Chart::Cusum { k, h },
+        (ArlDetector::Cusum, None, _, Some(t)) => Chart::cusum_for_arl0(k, t)?,
+        (ArlDetector::Ewma, _, Some(l), _) => Chart::Ewma { lambda, l },
+        (ArlDetector::Ewma, _, None, Some(t)) => Chart::ewma_for_arl0(lambda, t)?,
+        (ArlDetector::Cusum, None, _, None) => {
+            anyhow::bail!("give --h, or --target to solve for it")
+        }
+        (ArlDetector::Ewma, _, None, None) => {
+            anyhow::bail!("give --width, or --target to solve for it")
+        }
+    };
+    crate::cmd::drift::arl(ctx, chart)
 }

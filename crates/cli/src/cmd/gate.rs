@@ -10,6 +10,7 @@ use ratchet_gate::{
 };
 use ratchet_trace::{Checkpoint, CommitId};
 
+use crate::flags::{CalibrateFlags, GateFlags};
 use crate::{Ctx, out};
 
 /// `gate`'s flags, typed.
@@ -436,7 +437,7 @@ pub fn calibrate(
     let missing = |e: &anyhow::Error| {
         e.chain().any(|c| {
             matches!(
-                c.downcast_ref::<ratchet_trace::Error>(),
+                crate::trace_error_of(c),
                 Some(ratchet_trace::Error::StoreMissing { .. })
             )
         })
@@ -517,4 +518,77 @@ pub fn calibrate(
         writeln!(o, "warning: {w}")?;
     }
     Ok(0)
+}
+
+/// `ratchet gate`: the flags checked and turned into the library's terms, then run.
+pub fn gate_command(ctx: &Ctx, flags: GateFlags) -> Result<u8> {
+    let GateFlags {
+        baseline,
+        candidate,
+        class,
+        policy,
+        checkpoint,
+        record_promotion,
+        key_file,
+        dry_run,
+    } = flags;
+    if let Some(client) = ctx.client()? {
+        if policy.is_some() || record_promotion.is_some() || checkpoint.is_some() {
+            anyhow::bail!(
+                "with --server the gate decides under the class's pinned policy, in the server: --policy, --checkpoint and --record-promotion are for local stores"
+            );
+        }
+        return crate::cmd::serve::gate_remote(
+            ctx,
+            &client,
+            &class,
+            &ctx.commit(&baseline)?,
+            &ctx.commit(&candidate)?,
+            dry_run,
+        );
+    }
+    crate::cmd::gate::gate(
+        ctx,
+        &crate::cmd::gate::GateArgs {
+            baseline: ctx.commit(&baseline)?,
+            candidate: ctx.commit(&candidate)?,
+            class,
+            policy,
+            checkpoint,
+            record_promotion,
+            key_file,
+            dry_run,
+        },
+    )
+}
+
+/// `ratchet calibrate`: the flags checked and turned into the library's terms, then run.
+pub fn calibrate_command(ctx: &Ctx, flags: CalibrateFlags) -> Result<u8> {
+    let CalibrateFlags {
+        policy,
+        class,
+        p0,
+        sigma,
+        draw,
+        runs,
+        seed,
+        from_store,
+        key_file,
+    } = flags;
+    let assumptions = ratchet_gate::Assumptions {
+        p0,
+        sigma,
+        draw,
+        runs,
+        seed,
+    };
+    let baseline = from_store.map(|b| ctx.commit(&b)).transpose()?;
+    crate::cmd::gate::calibrate(
+        ctx,
+        policy,
+        &class,
+        assumptions,
+        baseline.as_ref(),
+        key_file.as_deref(),
+    )
 }

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use ratchet_scorers::{Rubric, RubricSet};
 
-use crate::{Ctx, IngestArgs, out};
+use crate::flags::IngestArgs;
+use crate::{Ctx, out};
 
 fn rubrics(paths: &[PathBuf]) -> Result<RubricSet> {
     Ok(RubricSet::new(

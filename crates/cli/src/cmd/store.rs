@@ -9,6 +9,9 @@ use ratchet_trace::{
     Checkpoint, EventFilter, MergeOptions, Score, Store, StoreOptions, VerifyOptions, WriterKey,
 };
 
+use crate::flags::{
+    LogFlags, MergeCellsFlags, RecordScoreFlags, ReportFlags, StatusFlags, VerifyChainFlags,
+};
 use crate::{Ctx, EXIT_NEGATIVE, out};
 
 pub fn init(ctx: &Ctx, keyed: bool, key_file: Option<&Path>) -> Result<u8> {
@@ -528,4 +531,120 @@ pub fn report(
         );
     }
     Ok(0)
+}
+
+/// `ratchet record-score`: the flags checked and turned into the library's terms, then run.
+pub fn record_score_command(ctx: &Ctx, flags: RecordScoreFlags) -> Result<u8> {
+    let RecordScoreFlags {
+        commit,
+        task,
+        scorer,
+        value,
+        scorer_version,
+        cost,
+        latency_ms,
+        holdout,
+        direction,
+        session,
+        key_file,
+    } = flags;
+    let score = ratchet_trace::Score {
+        commit: ctx.commit(&commit)?,
+        task,
+        scorer,
+        scorer_version,
+        value,
+        cost,
+        latency_ms,
+        holdout,
+    };
+    if let Some(client) = ctx.client()? {
+        return crate::cmd::serve::record_score_remote(
+            ctx,
+            &client,
+            &score,
+            direction.map(Into::into),
+        );
+    }
+    crate::cmd::store::record_score(
+        ctx,
+        &score,
+        &session,
+        direction.map(Into::into),
+        key_file.as_deref(),
+    )
+}
+
+/// `ratchet log`: the flags checked and turned into the library's terms, then run.
+pub fn log_command(ctx: &Ctx, flags: LogFlags) -> Result<u8> {
+    let LogFlags {
+        from,
+        limit,
+        last,
+        kind,
+        commit,
+        scorer,
+    } = flags;
+    let filter = ratchet_trace::EventFilter {
+        kind,
+        commit: commit.map(|c| ctx.commit(&c)).transpose()?,
+        scorer,
+    };
+    crate::cmd::store::log(ctx, from, limit, last, &filter)
+}
+
+/// `ratchet status`: the flags checked and turned into the library's terms, then run.
+pub fn status_command(ctx: &Ctx, flags: StatusFlags) -> Result<u8> {
+    let StatusFlags { key_file, repo } = flags;
+    if let Some(client) = ctx.client()? {
+        return crate::cmd::serve::status_remote(ctx, &client);
+    }
+    // The repository of the store, else of the current directory
+    // (a store kept outside the repository it promotes in).
+    let repo = repo
+        .or_else(|| ratchet_orchestrate::repository_of(&ctx.store_dir))
+        .or_else(|| {
+            std::env::current_dir()
+                .ok()
+                .and_then(|d| ratchet_orchestrate::repository_of(&d))
+        });
+    crate::cmd::store::status(ctx, key_file.as_deref(), repo.as_deref())
+}
+
+/// `ratchet verify-chain`: the flags checked and turned into the library's terms, then run.
+pub fn verify_chain_command(ctx: &Ctx, flags: VerifyChainFlags) -> Result<u8> {
+    let VerifyChainFlags {
+        checkpoint,
+        key_file,
+        without_macs,
+        repo,
+    } = flags;
+    crate::cmd::store::verify_chain(
+        ctx,
+        checkpoint.as_deref(),
+        key_file.as_deref(),
+        without_macs,
+        repo.as_deref(),
+    )
+}
+
+/// `ratchet merge-cells`: the flags checked and turned into the library's terms, then run.
+pub fn merge_cells_command(ctx: &Ctx, flags: MergeCellsFlags) -> Result<u8> {
+    let MergeCellsFlags {
+        cells,
+        key_file,
+        cell_key_file,
+    } = flags;
+    crate::cmd::store::merge_cells(ctx, &cells, key_file.as_deref(), cell_key_file.as_deref())
+}
+
+/// `ratchet report`: the flags checked and turned into the library's terms, then run.
+pub fn report_command(ctx: &Ctx, flags: ReportFlags) -> Result<u8> {
+    let ReportFlags {
+        out,
+        markdown,
+        scorer,
+        key_file,
+    } = flags;
+    crate::cmd::store::report(ctx, &out, markdown, scorer, key_file.as_deref())
 }

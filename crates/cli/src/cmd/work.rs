@@ -10,6 +10,7 @@ use ratchet_orchestrate::{
     ProcessSandbox, Sandbox, Source, VerificationReport, VerifySpec,
 };
 
+use crate::flags::{MergeFlags, VerifyFlags};
 use crate::{Ctx, EXIT_NEGATIVE, out};
 
 /// Which sandbox runs the commands.
@@ -296,4 +297,26 @@ fn print_outcome(o: &MergeOutcome) -> Result<()> {
         MergeOutcome::Refused { branch, reason, .. } => outln!("{branch}: REFUSED — {reason}"),
     }
     Ok(())
+}
+
+/// `ratchet verify`: the flags checked and turned into the library's terms, then run.
+pub fn verify_command(ctx: &Ctx, flags: VerifyFlags) -> Result<u8> {
+    let VerifyFlags {
+        source,
+        candidate,
+        run,
+    } = flags;
+    crate::cmd::work::verify(ctx, source.as_deref(), candidate.as_deref(), &run)
+}
+
+/// `ratchet merge`: the flags checked and turned into the library's terms, then run.
+pub fn merge_command(ctx: &Ctx, flags: MergeFlags) -> Result<u8> {
+    let MergeFlags {
+        branches,
+        into,
+        repo,
+        deploy,
+        run,
+    } = flags;
+    crate::cmd::work::merge(ctx, &repo, &branches, &into, deploy.as_deref(), &run)
 }
