@@ -15,7 +15,7 @@
 //! A store that refuses to open after an attack counts as a detection too.
 //! The comment above each test names the finding it pins.
 
-use crate::common;
+use crate::common::{self, CLASS, POLICY, SCORER, SUITE, TASKS, WRITER_SECRET};
 
 use std::path::{Path, PathBuf};
 
@@ -28,25 +28,6 @@ use ratchet_trace::{
 };
 use rusqlite::{Connection, params};
 
-const CLASS: &str = "prompt";
-const SCORER: &str = "accuracy";
-const SUITE: &str = "unit";
-const TASKS: usize = 300;
-
-const POLICY: &str = r#"
-[class.prompt]
-scorer = "accuracy"
-test = "paired"
-alpha = 0.05
-beta = 0.05
-elo0 = 0.0
-elo1 = 40.0
-max_n = 3000
-required_suites = ["unit"]
-"#;
-
-/// The writer's secret in keyed tests (fixed: the tests are seeded).
-const WRITER_SECRET: [u8; 32] = [0x5a; 32];
 /// The attacker's own secret, for attacks that re-MAC with a key of their own.
 const ATTACKER_SECRET: [u8; 32] = [0xa5; 32];
 

@@ -6,7 +6,7 @@
 //! promote, a suppressed failure, a bricked store, evidence counted twice —
 //! with verification reporting nothing).
 
-use crate::common;
+use crate::common::{self, CLASS, POLICY, SCORER, TASKS, base, cand, key};
 
 use std::path::PathBuf;
 
@@ -16,37 +16,9 @@ use ratchet_gate::{GateStatus, Outcome, Policy, Question, RejectCause, Stage, Ve
 use ratchet_scorers::{Direction, Rubric, RubricSet};
 use ratchet_trace::{
     AppendOnce, AsOf, CommitId, DB_FILE, EventDraft, MergeOptions, ReservedKind, Score, Store,
-    StoreOptions, TestRun, VerifyOptions, WriterKey,
+    StoreOptions, TestRun, VerifyOptions,
 };
 use rusqlite::{Connection, params};
-
-const CLASS: &str = "prompt";
-const SCORER: &str = "accuracy";
-const TASKS: usize = 300;
-
-const POLICY: &str = r#"
-[class.prompt]
-scorer = "accuracy"
-test = "paired"
-alpha = 0.05
-beta = 0.05
-elo0 = 0.0
-elo1 = 40.0
-max_n = 3000
-required_suites = ["unit"]
-"#;
-
-const WRITER_SECRET: [u8; 32] = [0x5a; 32];
-
-fn key() -> WriterKey {
-    WriterKey::from_secret(&WRITER_SECRET).expect("key")
-}
-fn base() -> CommitId {
-    CommitId::parse(&"ab".repeat(20)).expect("commit")
-}
-fn cand() -> CommitId {
-    CommitId::parse(&"cd".repeat(20)).expect("commit")
-}
 
 /// A keyed home store; the victim always holds the key.
 struct World {

@@ -4,7 +4,7 @@
 //! — verification names a fault and the gate does not promote — or has no
 //! effect. Each failed (the attack worked) before its fix.
 
-use crate::common;
+use crate::common::{self, CLASS, POLICY, SCORER, SUITE, TASKS, base, cand, key};
 
 use std::path::{Path, PathBuf};
 
@@ -13,40 +13,9 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 use ratchet_gate::{Outcome, Policy, Question, Stage, Verdict, decide_at};
 use ratchet_trace::{
     AsOf, Checkpoint, CommitId, DB_FILE, MergeOptions, Score, Store, StoreOptions, TestRun,
-    VerifyOptions, WriterKey,
+    VerifyOptions,
 };
 use rusqlite::{Connection, params};
-
-const CLASS: &str = "prompt";
-const SCORER: &str = "accuracy";
-const SUITE: &str = "unit";
-const TASKS: usize = 300;
-
-const POLICY: &str = r#"
-[class.prompt]
-scorer = "accuracy"
-test = "paired"
-alpha = 0.05
-beta = 0.05
-elo0 = 0.0
-elo1 = 40.0
-max_n = 3000
-required_suites = ["unit"]
-"#;
-
-const WRITER_SECRET: [u8; 32] = [0x5a; 32];
-
-fn key() -> WriterKey {
-    WriterKey::from_secret(&WRITER_SECRET).expect("key")
-}
-
-/// Commits with hex LETTERS in them (so that upper-casing changes them).
-fn base() -> CommitId {
-    CommitId::parse(&"ab".repeat(20)).expect("commit")
-}
-fn cand() -> CommitId {
-    CommitId::parse(&"cd".repeat(20)).expect("commit")
-}
 
 struct World {
     dir: tempfile::TempDir,
