@@ -150,11 +150,7 @@ fn reserved_kinds_cannot_be_appended_from_the_shell() {
     let d = tempfile::tempdir().expect("tempdir");
     let st = d.path().join("s");
     let st = st.to_str().expect("utf8");
-    assert!(
-        ratchet(d.path(), &["--store", st, "init"], "")
-            .status
-            .success()
-    );
+    common::init(d.path(), st);
     for kind in ["alarm", "decision", "checkout", "promotion", "ingest"] {
         let line = format!("{{\"kind\":\"{kind}\",\"commit\":\"{BASE}\",\"payload\":{{}}}}\n");
         let o = ratchet(d.path(), &["--store", st, "append"], &line);
@@ -176,11 +172,7 @@ fn a_keyed_cell_is_not_merged_without_its_key() {
     let d = tempfile::tempdir().expect("tempdir");
     let home = d.path().join("home");
     let home = home.to_str().expect("utf8");
-    assert!(
-        ratchet(d.path(), &["--store", home, "init"], "")
-            .status
-            .success()
-    );
+    common::init(d.path(), home);
     let cell = k.store.to_str().expect("utf8");
     let o = ratchet(d.path(), &["--store", home, "merge-cells", cell], "");
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
@@ -205,11 +197,7 @@ fn a_report_ingested_twice_counts_once_and_a_failure_is_not_laundered() {
     let d = tempfile::tempdir().expect("tempdir");
     let st = d.path().join("s");
     let st = st.to_str().expect("utf8");
-    assert!(
-        ratchet(d.path(), &["--store", st, "init"], "")
-            .status
-            .success()
-    );
+    common::init(d.path(), st);
     std::fs::write(d.path().join("s/policy.toml"), POLICY).expect("policy");
     let lines: String = winning_lines()
         .lines()
@@ -309,11 +297,7 @@ fn refused_after(edit: &str) {
     let d = tempfile::tempdir().expect("tempdir");
     let st = d.path().join("s");
     let st_s = st.to_str().expect("utf8");
-    assert!(
-        ratchet(d.path(), &["--store", st_s, "init"], "")
-            .status
-            .success()
-    );
+    common::init(d.path(), st_s);
     assert!(
         ratchet(d.path(), &["--store", st_s, "append"], &winning_lines())
             .status

@@ -114,11 +114,7 @@ fn bad_input_exits_2_with_a_clear_message_and_stores_nothing() {
     let d = tempfile::tempdir().expect("tempdir");
     let s = d.path().join("s");
     let st = s.to_str().expect("utf8");
-    assert!(
-        ratchet(d.path(), &["--store", st, "init"], "")
-            .status
-            .success()
-    );
+    common::init(d.path(), st);
     let bad = "{\"kind\":\"note\",\"payload\":{}}\n{\"kind\":\"note\",\"commit\":\"abc\",\"payload\":{}}\n";
     let o = ratchet(d.path(), &["--store", st, "append"], bad);
     assert_eq!(o.status.code(), Some(2));
@@ -227,11 +223,7 @@ fn keyed_store_and_cell_merge() {
         text(&o)
     );
 
-    assert!(
-        ratchet(d.path(), &["--store", cell_s, "init"], "")
-            .status
-            .success()
-    );
+    common::init(d.path(), cell_s);
     let lines = "{\"kind\":\"note\",\"payload\":[1]}\n{\"kind\":\"note\",\"payload\":[2]}\n";
     assert!(
         ratchet(d.path(), &["--store", cell_s, "append"], lines)
@@ -340,6 +332,29 @@ fn scores_jsonl(base: &str, cand: &str, tasks: usize, cand_pass_per_10: usize) -
     out
 }
 
+/// A store in a new temporary directory, `POLICY` beside it, holding the
+/// scores of [`scores_jsonl`] with these arguments (appended through the CLI).
+fn scored_store(
+    baseline: &str,
+    candidate: &str,
+    tasks: usize,
+    cand_pass_per_10: usize,
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s");
+    let st_s = st.to_str().expect("utf8");
+    let o = ratchet(d.path(), &["--store", st_s, "init"], "");
+    assert!(o.status.success(), "{}", text(&o));
+    std::fs::write(st.join("policy.toml"), POLICY).expect("policy");
+    let o = ratchet(
+        d.path(),
+        &["--store", st_s, "append"],
+        &scores_jsonl(baseline, candidate, tasks, cand_pass_per_10),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    (d, st)
+}
+
 #[test]
 fn gate_exit_codes_promote_reject_continue_error() {
     let base = "1111111111111111111111111111111111111111";
@@ -348,11 +363,7 @@ fn gate_exit_codes_promote_reject_continue_error() {
     let d = tempfile::tempdir().expect("tempdir");
     let st = d.path().join("s");
     let st = st.to_str().expect("utf8");
-    assert!(
-        ratchet(d.path(), &["--store", st, "init"], "")
-            .status
-            .success()
-    );
+    common::init(d.path(), st);
     std::fs::write(d.path().join("s/policy.toml"), POLICY).expect("policy");
     let mut lines = scores_jsonl(base, good, 400, 9);
     lines.push_str(
@@ -636,11 +647,7 @@ fn ingest_and_rubric_commands() {
     let d = tempfile::tempdir().expect("tempdir");
     let st = d.path().join("s");
     let st = st.to_str().expect("utf8");
-    assert!(
-        ratchet(d.path(), &["--store", st, "init"], "")
-            .status
-            .success()
-    );
+    common::init(d.path(), st);
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scorers/tests/fixtures");
     let junit = fixtures.join("pytest.xml");
     let o = ratchet(
@@ -728,11 +735,7 @@ fn batch_score_and_criterion_ingest() {
     let d = tempfile::tempdir().expect("tempdir");
     let st = d.path().join("s");
     let st = st.to_str().expect("utf8");
-    assert!(
-        ratchet(d.path(), &["--store", st, "init"], "")
-            .status
-            .success()
-    );
+    common::init(d.path(), st);
     let rubric = d.path().join("r.toml");
     std::fs::write(
         &rubric,
@@ -791,11 +794,7 @@ fn export_writes_parquet_partitions() {
     let d = tempfile::tempdir().expect("tempdir");
     let st = d.path().join("s");
     let st = st.to_str().expect("utf8");
-    assert!(
-        ratchet(d.path(), &["--store", st, "init"], "")
-            .status
-            .success()
-    );
+    common::init(d.path(), st);
     for t in ["t1", "t2"] {
         let o = ratchet(
             d.path(),
@@ -917,21 +916,8 @@ fn a_promotion_moves_its_ref() {
 fn gate_exit_codes_tell_missing_evidence_and_tampering_from_a_regression() {
     let base = "1111111111111111111111111111111111111111";
     let good = "2222222222222222222222222222222222222222";
-    let d = tempfile::tempdir().expect("tempdir");
-    let st = d.path().join("s");
+    let (d, st) = scored_store(base, good, 400, 9);
     let st_s = st.to_str().expect("utf8");
-    assert!(
-        ratchet(d.path(), &["--store", st_s, "init"], "")
-            .status
-            .success()
-    );
-    std::fs::write(st.join("policy.toml"), POLICY).expect("policy");
-    let o = ratchet(
-        d.path(),
-        &["--store", st_s, "append"],
-        &scores_jsonl(base, good, 400, 9),
-    );
-    assert!(o.status.success(), "{}", text(&o));
     let gate = |extra: &[&str]| {
         let mut args = vec![
             "--store",
@@ -1003,22 +989,9 @@ fn gate_exit_codes_tell_missing_evidence_and_tampering_from_a_regression() {
 fn calibrate_from_the_store_measures_its_inputs() {
     let base = "1111111111111111111111111111111111111111";
     let good = "2222222222222222222222222222222222222222";
-    let d = tempfile::tempdir().expect("tempdir");
-    let st = d.path().join("s");
-    let st_s = st.to_str().expect("utf8");
-    assert!(
-        ratchet(d.path(), &["--store", st_s, "init"], "")
-            .status
-            .success()
-    );
-    std::fs::write(st.join("policy.toml"), POLICY).expect("policy");
     // The baseline passes every other task: p0 = 0.5.
-    let o = ratchet(
-        d.path(),
-        &["--store", st_s, "append"],
-        &scores_jsonl(base, good, 200, 9),
-    );
-    assert!(o.status.success(), "{}", text(&o));
+    let (d, st) = scored_store(base, good, 200, 9);
+    let st_s = st.to_str().expect("utf8");
     let o = ratchet(
         d.path(),
         &[
@@ -1069,11 +1042,7 @@ fn watch_picks_the_bernoulli_chart_for_pass_fail_scores() {
     let d = tempfile::tempdir().expect("tempdir");
     let st = d.path().join("s");
     let st_s = st.to_str().expect("utf8");
-    assert!(
-        ratchet(d.path(), &["--store", st_s, "init"], "")
-            .status
-            .success()
-    );
+    common::init(d.path(), st_s);
     // 300 measured pass/fail scores at about 0.8, then 200 live ones at 0.4.
     let line = |t: usize, v: u8| {
         format!(
@@ -1186,11 +1155,7 @@ fn a_closed_pipe_ends_quietly() {
     let d = tempfile::tempdir().expect("tempdir");
     let st = d.path().join("s");
     let st_s = st.to_str().expect("utf8");
-    assert!(
-        ratchet(d.path(), &["--store", st_s, "init"], "")
-            .status
-            .success()
-    );
+    common::init(d.path(), st_s);
     let lines: String = (0..3000)
         .map(|i| format!("{{\"kind\":\"note\",\"payload\":{{\"i\":{i}}}}}\n"))
         .collect();
@@ -1225,11 +1190,7 @@ fn truncation_has_its_own_exit_code_and_calibrate_warns_of_it() {
     let d = tempfile::tempdir().expect("tempdir");
     let st = d.path().join("s");
     let st = st.to_str().expect("utf8");
-    assert!(
-        ratchet(d.path(), &["--store", st, "init"], "")
-            .status
-            .success()
-    );
+    common::init(d.path(), st);
     let policy = "[class.short]\nscorer = \"accuracy\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 30\n";
     std::fs::write(d.path().join("s/policy.toml"), policy).expect("policy");
     // Equal pass rates: 30 tasks cannot decide either way.
@@ -1312,11 +1273,7 @@ fn best_follows_the_scorers_direction_and_page_hinkley_refuses_arl0() {
     let d = tempfile::tempdir().expect("tempdir");
     let st = d.path().join("s");
     let st = st.to_str().expect("utf8");
-    assert!(
-        ratchet(d.path(), &["--store", st, "init"], "")
-            .status
-            .success()
-    );
+    common::init(d.path(), st);
     let mut lines = String::new();
     for t in 0..40 {
         for (c, ms) in [
@@ -1387,11 +1344,7 @@ fn polling_the_binary_extends_one_sequence() {
         let d = tempfile::tempdir().expect("tempdir");
         let st = d.path().join("s");
         let st = st.to_str().expect("utf8");
-        assert!(
-            ratchet(d.path(), &["--store", st, "init"], "")
-                .status
-                .success()
-        );
+        common::init(d.path(), st);
         std::fs::write(d.path().join("s/policy.toml"), policy).expect("policy");
         let line = |c: &str, task: &str, v: u8| {
             format!(
@@ -1483,11 +1436,7 @@ fn real_reports_by_directory_meet_the_policy_s_required_suite() {
     let d = tempfile::tempdir().expect("tempdir");
     let st = d.path().join("s");
     let st = st.to_str().expect("utf8");
-    assert!(
-        ratchet(d.path(), &["--store", st, "init"], "")
-            .status
-            .success()
-    );
+    common::init(d.path(), st);
     std::fs::write(d.path().join("s/policy.toml"), POLICY).expect("policy");
     // Scores only: no test run yet.
     let lines: String = scores_jsonl(base, cand, 400, 9)

@@ -263,11 +263,7 @@ fn log_refuses_a_mistyped_kind_and_shows_the_newest_with_last() {
     let d = tempfile::tempdir().expect("tempdir");
     let st = d.path().join("s");
     let st = st.to_str().expect("utf8");
-    assert!(
-        ratchet(d.path(), &["--store", st, "init"], "")
-            .status
-            .success()
-    );
+    common::init(d.path(), st);
     let c = "0123456789abcdef0123456789abcdef01234567";
     let lines: String = (0..60)
         .map(|i| format!("{{\"kind\":\"score\",\"commit\":\"{c}\",\"payload\":{{\"task\":\"t{i}\",\"scorer\":\"acc\",\"scorer_version\":\"1\",\"value\":1}}}}\n"))

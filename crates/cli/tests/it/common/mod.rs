@@ -34,3 +34,9 @@ pub fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
+
+/// `ratchet --store <store> init` in `cwd`, which must succeed.
+pub fn init(cwd: &Path, store: &str) {
+    let o = ratchet(cwd, &["--store", store, "init"], "");
+    assert!(o.status.success(), "init: {}", text(&o));
+}
