@@ -52,6 +52,7 @@
 mod betting;
 mod calibrate;
 mod decide;
+mod describe;
 mod error;
 mod gsprt;
 mod invariants;

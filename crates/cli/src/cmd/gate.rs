@@ -4,10 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use ratchet_gate::{
-    GuardrailResult, Outcome, RejectCause, Stage, StageDetails, StageReport, StageState,
-    TestFigures, Verdict,
-};
+use ratchet_gate::{Outcome, RejectCause, Stage, StageState, Verdict};
 use ratchet_trace::{Checkpoint, CommitId};
 
 use crate::flags::{CalibrateFlags, GateFlags};
@@ -235,140 +232,6 @@ fn stage_name(stage: &Stage) -> String {
     }
 }
 
-/// One line per stage: what was measured, and against what.
-fn describe_stage(s: &StageReport) -> String {
-    match &s.details {
-        StageDetails::Verification(d) => match &d.fault {
-            Some(f) => format!("fault: {f}"),
-            None => format!(
-                "{} events recomputed{}{}",
-                d.size,
-                if d.macs_checked {
-                    ", MACs checked"
-                } else if d.keyed {
-                    ", MACs NOT checked"
-                } else {
-                    ""
-                },
-                if d.checkpoint_checked {
-                    ", consistent with the checkpoint"
-                } else {
-                    ""
-                }
-            ),
-        },
-        StageDetails::Tests(d) if d.suites.is_empty() => "no required suite".into(),
-        StageDetails::Tests(d) => d
-            .suites
-            .iter()
-            .map(|x| {
-                let failed: u64 = x.runs.iter().map(|r| r.failed).sum();
-                format!(
-                    "{}: {} run(s), {failed} failed test(s)",
-                    x.suite,
-                    x.runs.len()
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
-        StageDetails::Invariants(d) => format!(
-            "{} invariant(s){}",
-            d.invariants.len(),
-            if d.canaries.is_some() {
-                ", canaries checked"
-            } else {
-                ""
-            }
-        ),
-        StageDetails::Sequential(d) => {
-            let (name, hypotheses) = match &d.test {
-                TestFigures::Bernoulli {
-                    theta0,
-                    theta1,
-                    candidate_only_passed,
-                    baseline_only_passed,
-                    both_or_neither,
-                    ..
-                } => (
-                    "bernoulli",
-                    format!(
-                        "discordant pairs, θ0 {theta0} vs θ1 {theta1}: candidate alone passed {candidate_only_passed}, baseline alone {baseline_only_passed}, both or neither {both_or_neither}"
-                    ),
-                ),
-                TestFigures::Gaussian { mu1, variance, .. } => (
-                    "gaussian",
-                    format!(
-                        "paired differences, mean 0 vs {mu1} (variance {})",
-                        variance.map_or("n/a".into(), |v| format!("{v:.4}"))
-                    ),
-                ),
-                TestFigures::Betting {
-                    range,
-                    gap,
-                    log_capital_promote,
-                    log_capital_reject,
-                    promote_bound,
-                    reject_bound,
-                    ..
-                } => (
-                    "betting",
-                    format!(
-                        "scores in [{}, {}], mean difference above 0 or below {gap}: ln capital for {log_capital_promote:.3} of {promote_bound:.3}, against {log_capital_reject:.3} of {reject_bound:.3}",
-                        range[0], range[1]
-                    ),
-                ),
-                TestFigures::Paired {
-                    elo0, elo1, counts, ..
-                } => (
-                    "paired",
-                    format!(
-                        "GSPRT, Elo {elo0} vs {elo1}: {}",
-                        counts
-                            .iter()
-                            .map(|(k, v)| format!("{k} {v}"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                ),
-            };
-            let effect = d.effect.map_or(String::new(), |e| {
-                format!(
-                    "; effect {:+.4} [{:+.4}, {:+.4}] (95 % {}, shown only)",
-                    e.estimate,
-                    e.ci_low,
-                    e.ci_high,
-                    e.interval.unwrap_or("fixed-sample interval")
-                )
-            });
-            format!(
-                "{name} ({hypotheses}); LLR {:.3} after {} observation(s), boundaries [{:.3}, {:.3}] as applied (Wald [{:.3}, {:.3}]){effect}",
-                d.llr, d.n, d.lower, d.upper, d.wald_lower, d.wald_upper
-            )
-        }
-        StageDetails::Guardrail(d) => {
-            // `excess` is how far the candidate is worse than the baseline
-            // allows (margin included): non-inferior means shown below 0.
-            let (method, excess, shown) = match d.result {
-                GuardrailResult::Welch(r) => ("welch", r.excess, format!("p = {:.4}", r.p_value)),
-                GuardrailResult::Sequence(r) => (
-                    "sequence",
-                    r.excess,
-                    format!("upper bound {:+.4}", r.upper_bound),
-                ),
-            };
-            format!(
-                "{method}: excess over the margin {excess:+.4} ({shown}); {}",
-                if s.passed == StageState::Passed {
-                    "non-inferior"
-                } else {
-                    "not shown non-inferior"
-                }
-            )
-        }
-        StageDetails::TooFewTasks(d) => format!("{} task(s) scored on both sides", d.tasks),
-    }
-}
-
 pub(crate) fn print_verdict(v: &Verdict) -> Result<()> {
     let mut o = std::io::stdout().lock();
     match &v.outcome {
@@ -408,7 +271,7 @@ pub(crate) fn print_verdict(v: &Verdict) -> Result<()> {
             o,
             "  {mark:<4}  {:<20} {}",
             stage_name(&s.stage),
-            describe_stage(s)
+            s.to_string()
         )?;
     }
     writeln!(

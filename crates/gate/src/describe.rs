@@ -1,0 +1,210 @@
+//! Each stage's figures in one line of words: what `ratchet gate` prints
+//! under each stage and what a report shows beside it.
+
+use std::fmt;
+
+use crate::decide::{
+    GuardrailDetails, GuardrailResult, InvariantsDetails, SequentialDetails, StageDetails,
+    StageReport, StageState, TestFigures, TestsDetails, VerificationDetails,
+};
+
+impl fmt::Display for StageReport {
+    /// What the stage computed, against what, in one line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.details {
+            StageDetails::Verification(d) => f.write_str(&verification(d)),
+            StageDetails::Tests(d) => f.write_str(&tests(d)),
+            StageDetails::Invariants(d) => f.write_str(&invariants(d)),
+            StageDetails::Sequential(d) => f.write_str(&sequential(d)),
+            StageDetails::Guardrail(d) => f.write_str(&guardrail(d, self.passed)),
+            StageDetails::TooFewTasks(d) => write!(f, "{} task(s) scored on both sides", d.tasks),
+        }
+    }
+}
+
+fn verification(d: &VerificationDetails) -> String {
+    match &d.fault {
+        Some(f) => format!("fault: {f}"),
+        None => format!(
+            "{} events recomputed{}{}",
+            d.size,
+            if d.macs_checked {
+                ", MACs checked"
+            } else if d.keyed {
+                ", MACs NOT checked"
+            } else {
+                ""
+            },
+            if d.checkpoint_checked {
+                ", consistent with the checkpoint"
+            } else {
+                ""
+            }
+        ),
+    }
+}
+
+fn tests(d: &TestsDetails) -> String {
+    if d.suites.is_empty() {
+        return "no required suite".into();
+    }
+    d.suites
+        .iter()
+        .map(|x| {
+            let failed: u64 = x.runs.iter().map(|r| r.failed).sum();
+            format!(
+                "{}: {} run(s), {failed} failed test(s)",
+                x.suite,
+                x.runs.len()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn invariants(d: &InvariantsDetails) -> String {
+    format!(
+        "{} invariant(s){}",
+        d.invariants.len(),
+        if d.canaries.is_some() {
+            ", canaries checked"
+        } else {
+            ""
+        }
+    )
+}
+
+fn sequential(d: &SequentialDetails) -> String {
+    let (name, hypotheses) = match &d.test {
+        TestFigures::Bernoulli {
+            theta0,
+            theta1,
+            candidate_only_passed,
+            baseline_only_passed,
+            both_or_neither,
+            ..
+        } => (
+            "bernoulli",
+            format!(
+                "discordant pairs, θ0 {theta0} vs θ1 {theta1}: candidate alone passed {candidate_only_passed}, baseline alone {baseline_only_passed}, both or neither {both_or_neither}"
+            ),
+        ),
+        TestFigures::Gaussian { mu1, variance, .. } => (
+            "gaussian",
+            format!(
+                "paired differences, mean 0 vs {mu1} (variance {})",
+                variance.map_or("n/a".into(), |v| format!("{v:.4}"))
+            ),
+        ),
+        TestFigures::Betting {
+            range,
+            gap,
+            log_capital_promote,
+            log_capital_reject,
+            promote_bound,
+            reject_bound,
+            ..
+        } => (
+            "betting",
+            format!(
+                "scores in [{}, {}], mean difference above 0 or below {gap}: ln capital for {log_capital_promote:.3} of {promote_bound:.3}, against {log_capital_reject:.3} of {reject_bound:.3}",
+                range[0], range[1]
+            ),
+        ),
+        TestFigures::Paired {
+            elo0, elo1, counts, ..
+        } => (
+            "paired",
+            format!(
+                "GSPRT, Elo {elo0} vs {elo1}: {}",
+                counts
+                    .iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+    };
+    let effect = d.effect.map_or(String::new(), |e| {
+        format!(
+            "; effect {:+.4} [{:+.4}, {:+.4}] (95 % {}, shown only)",
+            e.estimate,
+            e.ci_low,
+            e.ci_high,
+            e.interval.unwrap_or("fixed-sample interval")
+        )
+    });
+    format!(
+        "{name} ({hypotheses}); LLR {:.3} after {} observation(s), boundaries [{:.3}, {:.3}] as applied (Wald [{:.3}, {:.3}]){effect}",
+        d.llr, d.n, d.lower, d.upper, d.wald_lower, d.wald_upper
+    )
+}
+
+fn guardrail(d: &GuardrailDetails, passed: StageState) -> String {
+    // `excess` is how far the candidate is worse than the baseline
+    // allows (margin included): non-inferior means shown below 0.
+    let (method, excess, shown) = match d.result {
+        GuardrailResult::Welch(r) => ("welch", r.excess, format!("p = {:.4}", r.p_value)),
+        GuardrailResult::Sequence(r) => (
+            "sequence",
+            r.excess,
+            format!("upper bound {:+.4}", r.upper_bound),
+        ),
+    };
+    format!(
+        "{method}: excess over the margin {excess:+.4} ({shown}); {}",
+        if passed == StageState::Passed {
+            "non-inferior"
+        } else {
+            "not shown non-inferior"
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Stage;
+    use crate::decide::{SuiteReport, SuiteRun, TooFewTasks};
+
+    #[test]
+    fn each_stage_says_what_it_computed_in_one_line() {
+        let report = |stage: Stage, passed: StageState, details: StageDetails| StageReport {
+            stage,
+            passed,
+            details,
+        };
+        let tests = report(
+            Stage::Tests,
+            StageState::Failed,
+            StageDetails::Tests(TestsDetails {
+                suites: vec![SuiteReport {
+                    suite: "unit".into(),
+                    passed: false,
+                    runs: vec![SuiteRun {
+                        seq: 3,
+                        passed: 9,
+                        failed: 2,
+                        skipped: 0,
+                    }],
+                }],
+            }),
+        );
+        assert_eq!(tests.to_string(), "unit: 1 run(s), 2 failed test(s)");
+        let none = report(
+            Stage::Tests,
+            StageState::Passed,
+            StageDetails::Tests(TestsDetails { suites: Vec::new() }),
+        );
+        assert_eq!(none.to_string(), "no required suite");
+        let few = report(
+            Stage::Sequential,
+            StageState::Open,
+            StageDetails::TooFewTasks(TooFewTasks {
+                test: Some("paired"),
+                tasks: 4,
+            }),
+        );
+        assert_eq!(few.to_string(), "4 task(s) scored on both sides");
+    }
+}
