@@ -207,6 +207,22 @@ impl Store {
     /// `options`, the store is keyed: every event carries a MAC and appending
     /// needs the key.
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_trace::{Error, Store, StoreOptions};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = tempfile::tempdir()?;
+    /// let store = Store::create(dir.path().join(".ratchet"), StoreOptions::default())?;
+    /// assert_eq!(store.head()?.size, 0); // a new store holds no events
+    /// assert!(dir.path().join(".ratchet/trace.db").exists());
+    ///
+    /// // A second store is never made over the first.
+    /// let again = Store::create(dir.path().join(".ratchet"), StoreOptions::default());
+    /// assert!(matches!(again, Err(Error::StoreExists { .. })));
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// [`Error::StoreExists`] if `dir` already holds a store; [`Error::Io`] or
     /// [`Error::Sqlite`] if the files cannot be made.

@@ -48,6 +48,23 @@ impl Pending<'_> {
 impl Store {
     /// Appends one event.
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_trace::{EventDraft, Store};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = tempfile::tempdir()?;
+    /// let mut store = Store::create(dir.path(), Default::default())?;
+    /// let draft = EventDraft::json("note", &serde_json::json!({"msg": "hello"}))?.session("s1");
+    /// let receipt = store.append(draft)?;
+    /// assert_eq!(receipt.seq, 1); // seqs count from 1
+    ///
+    /// let event = store.event_by_seq(1)?.expect("stored");
+    /// assert_eq!((event.kind.as_str(), event.hash), ("note", receipt.hash));
+    /// assert_eq!(event.payload_json()?["msg"], "hello");
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// As [`Store::append_batch`].
     pub fn append(&mut self, draft: EventDraft) -> Result<Receipt> {
@@ -58,6 +75,24 @@ impl Store {
     }
 
     /// Appends events in one transaction: all of them or none.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_trace::{EventDraft, Store};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = tempfile::tempdir()?;
+    /// let mut store = Store::create(dir.path(), Default::default())?;
+    /// let drafts = (1..=3).map(|i| EventDraft::json("step", &i)).collect::<Result<Vec<_>, _>>()?;
+    /// let receipts = store.append_batch(drafts)?;
+    /// assert_eq!(receipts.iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2, 3]);
+    ///
+    /// // One bad draft (its payload is not JSON) and none of the batch is stored.
+    /// let bad = vec![EventDraft::json("step", &4)?, EventDraft::raw("step", "not json")];
+    /// assert!(store.append_batch(bad).is_err());
+    /// assert_eq!(store.head()?.size, 3);
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// [`Error::InvalidInput`] (the reason names the batch position) or

@@ -271,7 +271,7 @@ pub(crate) fn print_verdict(v: &Verdict) -> Result<()> {
             o,
             "  {mark:<4}  {:<20} {}",
             stage_name(&s.stage),
-            s.to_string()
+            s
         )?;
     }
     writeln!(
