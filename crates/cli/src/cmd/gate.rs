@@ -267,12 +267,7 @@ pub(crate) fn print_verdict(v: &Verdict) -> Result<()> {
             StageState::Failed => "FAIL",
             StageState::Open => "open",
         };
-        writeln!(
-            o,
-            "  {mark:<4}  {:<20} {}",
-            stage_name(&s.stage),
-            s
-        )?;
+        writeln!(o, "  {mark:<4}  {:<20} {}", stage_name(&s.stage), s)?;
     }
     writeln!(
         o,
@@ -353,13 +348,19 @@ pub fn calibrate(
         }))?;
         return Ok(0);
     }
+    write_calibration(&rows, warning.as_deref())?;
+    Ok(0)
+}
+
+/// The calibration table in words: one row per true effect.
+fn write_calibration(rows: &[ratchet_gate::CalibrationRow], warning: Option<&str>) -> Result<()> {
     let mut o = std::io::stdout().lock();
     writeln!(
         o,
         "{:<22} {:>10} {:>12} {:>9} {:>8} {:>8} {:>8}  method",
         "true effect", "P(promote)", "P(truncated)", "E[N]", "N10", "N50", "N90"
     )?;
-    for r in &rows {
+    for r in rows {
         writeln!(
             o,
             "{:<22} {:>10.4} {:>12.4} {:>9.1} {:>8} {:>8} {:>8}  {}{}",
@@ -380,7 +381,7 @@ pub fn calibrate(
     if let Some(w) = warning {
         writeln!(o, "warning: {w}")?;
     }
-    Ok(0)
+    Ok(())
 }
 
 /// `ratchet gate`: the flags checked and turned into the library's terms, then run.

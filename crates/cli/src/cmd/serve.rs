@@ -44,26 +44,7 @@ pub struct ServeArgs {
 #[derive(Debug, Subcommand)]
 pub enum TokenCommand {
     /// Mint a token; it is printed once and stored only as a hash.
-    Mint {
-        /// What it may do (repeat): record, decide, read, admin.
-        #[arg(long = "can", required = true)]
-        can: Vec<String>,
-        /// The session its events are recorded under.
-        #[arg(long)]
-        session: String,
-        /// The cell (fleet member, CI job) it speaks for.
-        #[arg(long)]
-        cell: Option<String>,
-        /// How long it lives: `90s`, `30m`, `12h`, `7d` (default: until revoked).
-        #[arg(long)]
-        expires: Option<String>,
-        /// Write the token to this file (mode 0600) instead of printing it.
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Writer key file (keyed stores).
-        #[arg(long)]
-        key_file: Option<PathBuf>,
-    },
+    Mint(MintFlags),
     /// Revoke a token by id: refused from the next request on.
     Revoke {
         /// The token's id (the part after `rtk_`, before the second `_`).
@@ -78,6 +59,29 @@ pub enum TokenCommand {
         #[arg(long)]
         key_file: Option<PathBuf>,
     },
+}
+
+/// The flags of `ratchet token mint`.
+#[derive(Debug, Args)]
+pub struct MintFlags {
+    /// What it may do (repeat): record, decide, read, admin.
+    #[arg(long = "can", required = true)]
+    pub can: Vec<String>,
+    /// The session its events are recorded under.
+    #[arg(long)]
+    pub session: String,
+    /// The cell (fleet member, CI job) it speaks for.
+    #[arg(long)]
+    pub cell: Option<String>,
+    /// How long it lives: `90s`, `30m`, `12h`, `7d` (default: until revoked).
+    #[arg(long)]
+    pub expires: Option<String>,
+    /// Write the token to this file (mode 0600) instead of printing it.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Writer key file (keyed stores).
+    #[arg(long)]
+    pub key_file: Option<PathBuf>,
 }
 
 pub fn serve(ctx: &Ctx, a: &ServeArgs) -> Result<u8> {
@@ -160,56 +164,7 @@ async fn shutdown_signal() {
 
 pub fn token(ctx: &Ctx, what: &TokenCommand) -> Result<u8> {
     match what {
-        TokenCommand::Mint {
-            can,
-            session,
-            cell,
-            expires,
-            out: out_file,
-            key_file,
-        } => {
-            let can = can
-                .iter()
-                .map(|c| c.parse::<Scope>())
-                .collect::<Result<Vec<_>, _>>()?;
-            let expires_at_ms = expires
-                .as_deref()
-                .map(|e| {
-                    parse_duration(e).map(|d| {
-                        ratchet_serve::now_ms()
-                            + i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2)
-                    })
-                })
-                .transpose()?;
-            let spec = TokenSpec {
-                can,
-                session: session.clone(),
-                cell: cell.clone(),
-                expires_at_ms,
-            };
-            let mut store = ctx.open(key_file.as_deref())?;
-            let minted = ratchet_serve::mint_token(&mut store, &spec)?;
-            if let Some(p) = out_file {
-                write_private(p, &minted.token)?;
-            }
-            if ctx.json {
-                out::written(
-                    &store,
-                    &[minted.receipt],
-                    serde_json::json!({
-                        "id": minted.id,
-                        "token": out_file.is_none().then_some(&minted.token),
-                        "token_file": out_file.as_deref().map(out::absolute),
-                        "spec": spec,
-                    }),
-                )?;
-            } else if let Some(p) = out_file {
-                outln!("minted token {} into {}", minted.id, p.display());
-            } else {
-                outln!("{}", minted.token);
-            }
-            Ok(0)
-        }
+        TokenCommand::Mint(flags) => mint(ctx, flags),
         TokenCommand::Revoke { id, key_file } => {
             let mut store = ctx.open(key_file.as_deref())?;
             let receipt = ratchet_serve::revoke_token(&mut store, id)?;
@@ -247,6 +202,59 @@ pub fn token(ctx: &Ctx, what: &TokenCommand) -> Result<u8> {
             Ok(0)
         }
     }
+}
+
+/// `ratchet token mint`: the scopes and lifetime read, the token minted
+/// into the store, its secret printed once or written to a 0600 file.
+fn mint(ctx: &Ctx, flags: &MintFlags) -> Result<u8> {
+    let MintFlags {
+        can,
+        session,
+        cell,
+        expires,
+        out: out_file,
+        key_file,
+    } = flags;
+    let can = can
+        .iter()
+        .map(|c| c.parse::<Scope>())
+        .collect::<Result<Vec<_>, _>>()?;
+    let expires_at_ms = expires
+        .as_deref()
+        .map(|e| {
+            parse_duration(e).map(|d| {
+                ratchet_serve::now_ms() + i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2)
+            })
+        })
+        .transpose()?;
+    let spec = TokenSpec {
+        can,
+        session: session.clone(),
+        cell: cell.clone(),
+        expires_at_ms,
+    };
+    let mut store = ctx.open(key_file.as_deref())?;
+    let minted = ratchet_serve::mint_token(&mut store, &spec)?;
+    if let Some(p) = out_file {
+        write_private(p, &minted.token)?;
+    }
+    if ctx.json {
+        out::written(
+            &store,
+            &[minted.receipt],
+            serde_json::json!({
+                "id": minted.id,
+                "token": out_file.is_none().then_some(&minted.token),
+                "token_file": out_file.as_deref().map(out::absolute),
+                "spec": spec,
+            }),
+        )?;
+    } else if let Some(p) = out_file {
+        outln!("minted token {} into {}", minted.id, p.display());
+    } else {
+        outln!("{}", minted.token);
+    }
+    Ok(0)
 }
 
 /// `90s`, `30m`, `12h`, `7d`.

@@ -173,6 +173,15 @@ pub fn status(ctx: &Ctx, key_file: Option<&Path>, repo: Option<&Path>) -> Result
         return exit(ctx);
     }
     let mut o = std::io::stdout().lock();
+    write_overview(&mut o, &s)?;
+    write_findings(&mut o, &s)?;
+    write_pins(&mut o, &s)?;
+    drop(o);
+    exit(ctx)
+}
+
+/// The store, its verification, and what it holds by kind, commit and scorer.
+fn write_overview(o: &mut impl Write, s: &ratchet_orchestrate::Status) -> Result<()> {
     writeln!(o, "store {} at {}", s.store_id, s.store_dir.display())?;
     let v = &s.verification;
     let verified = match &v.fault {
@@ -226,6 +235,11 @@ pub fn status(ctx: &Ctx, key_file: Option<&Path>, repo: Option<&Path>) -> Result
             versions.join(", ")
         )?;
     }
+    Ok(())
+}
+
+/// Failing test runs, the last decision and the last alarm.
+fn write_findings(o: &mut impl Write, s: &ratchet_orchestrate::Status) -> Result<()> {
     if !s.failing_runs.is_empty() {
         writeln!(o, "\nfailing test runs (newest {}):", s.failing_runs.len())?;
         for r in &s.failing_runs {
@@ -281,6 +295,11 @@ pub fn status(ctx: &Ctx, key_file: Option<&Path>, repo: Option<&Path>) -> Result
         )?,
         None => writeln!(o, "last alarm: none")?,
     }
+    Ok(())
+}
+
+/// What is pinned and deployed, and what is not (each a risk named).
+fn write_pins(o: &mut impl Write, s: &ratchet_orchestrate::Status) -> Result<()> {
     if s.pinned_policies.is_empty() {
         writeln!(
             o,
@@ -322,8 +341,7 @@ pub fn status(ctx: &Ctx, key_file: Option<&Path>, repo: Option<&Path>) -> Result
             "class {class}: policy not pinned (decided or promoted under a file; `ratchet policy pin FILE --class {class}`)"
         )?;
     }
-    drop(o);
-    exit(ctx)
+    Ok(())
 }
 
 pub fn verify_chain(
