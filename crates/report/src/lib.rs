@@ -33,6 +33,7 @@ mod markdown;
 mod read;
 mod svg;
 
+use ratchet_trace::ReservedKind;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
@@ -172,10 +173,15 @@ pub fn html_of(
     verification: &ratchet_trace::VerifyReport,
     options: &ReportOptions,
 ) -> Result<String> {
-    let events = view.events_of_kinds(&["decision", "promotion", "alarm", "checkout"]);
+    let events = view.events_of_kinds(&[
+        ReservedKind::Decision.as_str(),
+        ReservedKind::Promotion.as_str(),
+        ReservedKind::Alarm.as_str(),
+        ReservedKind::Checkout.as_str(),
+    ]);
     let decisions: Vec<Decision> = events
         .iter()
-        .filter(|e| e.kind == "decision" && e.origin.is_none())
+        .filter(|e| e.reserved_kind() == Some(ReservedKind::Decision) && e.origin.is_none())
         .map(|e| Decision {
             seq: e.seq,
             ts_ms: e.ts_ms,
@@ -815,13 +821,13 @@ impl Page<'_> {
     fn marks(&self) -> BTreeMap<String, svg::Marks> {
         let mut marks: BTreeMap<String, svg::Marks> = BTreeMap::new();
         for e in self.events.iter().filter(|e| e.origin.is_none()) {
-            match e.kind.as_str() {
-                "promotion" => {
+            match e.reserved_kind() {
+                Some(ReservedKind::Promotion) => {
                     if let Some(c) = &e.commit {
                         marks.entry(c.to_string()).or_default().promoted = true;
                     }
                 }
-                "checkout" => {
+                Some(ReservedKind::Checkout) => {
                     if let Some(to) = payload(e)["to"].as_str() {
                         marks.entry(to.to_string()).or_default().healed = true;
                     }
@@ -993,7 +999,7 @@ impl Page<'_> {
             .events
             .iter()
             .copied()
-            .filter(|e| e.kind == "alarm" && e.origin.is_none())
+            .filter(|e| e.reserved_kind() == Some(ReservedKind::Alarm) && e.origin.is_none())
             .collect();
         if alarms.is_empty() {
             writeln!(self.body, "<p>No alarm recorded.</p>")?;
@@ -1019,8 +1025,10 @@ impl Page<'_> {
                 .events
                 .iter()
                 .filter(|x| {
-                    (x.kind == "promotion" || x.kind == "checkout")
-                        && x.seq < seq
+                    matches!(
+                        x.reserved_kind(),
+                        Some(ReservedKind::Promotion | ReservedKind::Checkout)
+                    ) && x.seq < seq
                         && (x.commit.as_ref() == Some(&commit)
                             || payload(x)["to"].as_str() == Some(commit.as_str()))
                 })
@@ -1095,17 +1103,17 @@ impl Page<'_> {
         let t1 = self.view.events().last().map_or(0, |e| e.ts_ms);
         let mut marks: Vec<(f64, usize)> = Vec::new();
         for e in self.events.iter().filter(|e| e.origin.is_none()) {
-            let row = match e.kind.as_str() {
-                "promotion" => 0,
-                "decision" => {
+            let row = match e.reserved_kind() {
+                Some(ReservedKind::Promotion) => 0,
+                Some(ReservedKind::Decision) => {
                     let v = payload(e);
                     if v["outcome"]["verdict"] != "reject" {
                         continue;
                     }
                     1
                 }
-                "alarm" => 2,
-                "checkout" => 3,
+                Some(ReservedKind::Alarm) => 2,
+                Some(ReservedKind::Checkout) => 3,
                 _ => continue,
             };
             marks.push(((e.ts_ms - t0) as f64, row));

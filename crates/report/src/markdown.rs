@@ -1,5 +1,6 @@
 //! The Markdown summary for a pull request: what was decided, in words.
 
+use ratchet_trace::ReservedKind;
 use std::fmt::Write as _;
 
 use ratchet_trace::{AsOf, CommitId, Verified};
@@ -18,7 +19,7 @@ use crate::{Result, alpha_beta, decision_scorer, fmt_g};
 /// [`crate::Error::Fmt`] only (writing to a string).
 pub fn markdown(view: &Verified) -> Result<String> {
     let decisions: Vec<Decision> = view
-        .events_of_kinds(&["decision"])
+        .events_of_kinds(&[ReservedKind::Decision.as_str()])
         .into_iter()
         .filter(|e| e.origin.is_none())
         .map(|e| Decision {

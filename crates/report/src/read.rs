@@ -2,6 +2,7 @@
 //! their looks, what is deployed, what failed. Presentation only: every
 //! figure here is one a decision or an event recorded; nothing is decided.
 
+use ratchet_trace::ReservedKind;
 use std::collections::BTreeMap;
 
 use ratchet_trace::{Event, Verified};
@@ -167,13 +168,16 @@ pub(crate) struct Deployed {
 /// (a `checkout` event) moved away from that commit since.
 pub(crate) fn deployed(view: &Verified) -> BTreeMap<String, Deployed> {
     let mut out: BTreeMap<String, Deployed> = BTreeMap::new();
-    for e in view.events_of_kinds(&["promotion", "checkout"]) {
+    for e in view.events_of_kinds(&[
+        ReservedKind::Promotion.as_str(),
+        ReservedKind::Checkout.as_str(),
+    ]) {
         if e.origin.is_some() {
             continue;
         }
         let p = payload(e);
-        match e.kind.as_str() {
-            "promotion" => {
+        match e.reserved_kind() {
+            Some(ReservedKind::Promotion) => {
                 let (Some(class), Some(commit)) = (p["class"].as_str(), e.commit.as_ref()) else {
                     continue;
                 };

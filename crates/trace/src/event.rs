@@ -382,6 +382,12 @@ pub struct Event {
 }
 
 impl Event {
+    /// The reserved kind this event is, if it is one (`None` for a
+    /// caller's own kind): match on it rather than on kind strings.
+    pub fn reserved_kind(&self) -> Option<ReservedKind> {
+        ReservedKind::of(&self.kind)
+    }
+
     /// The payload parsed as JSON.
     ///
     /// # Errors
