@@ -178,7 +178,10 @@ fn hole1_uppercased_commit_hides_the_candidates_losses() {
     let mut store = w.open();
     w.assert_caught(&mut store, &cp);
     // `best` / heal / watch go through `Store::verified` first.
-    assert!(store.verified(&VerifyOptions::default()).is_err());
+    assert!(matches!(
+        store.verified(&VerifyOptions::default()),
+        Err(ratchet_trace::Error::Tampered { .. })
+    ));
 }
 
 // ---------------------------------------------------------------------------

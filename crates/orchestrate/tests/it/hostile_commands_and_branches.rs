@@ -203,7 +203,17 @@ fn ingestion_of_a_fifo_left_by_the_command_does_not_hang_the_verifier() {
         };
         let mut sandbox = namespace();
         let r = verify(&mut store, &mut sandbox, &Source::Files(&files), &spec);
-        let _ = tx.send(r.map(|(r, _)| r.passed).map_err(|e| e.to_string()));
+        let _ = tx.send(
+            r.map(|(r, _)| {
+                let notes: Vec<String> = r
+                    .evaluation
+                    .iter()
+                    .flat_map(|e| e.ingested.iter().filter_map(|f| f.note.clone()))
+                    .collect();
+                (r.passed, notes)
+            })
+            .map_err(|e| e.to_string()),
+        );
     });
     let got = rx.recv_timeout(Duration::from_secs(60));
     if got.is_err() {
@@ -224,6 +234,15 @@ fn ingestion_of_a_fifo_left_by_the_command_does_not_hang_the_verifier() {
         panic!(
             "verify() still blocked 60 s after its command ended: reading the FIFO the command left at the JUnit path"
         );
+    }
+    // It ended, and for the right reason: the FIFO was refused as a report
+    // (not read as an empty one), and nothing was promoted.
+    match got {
+        Ok(Ok((passed, notes))) => {
+            assert!(!passed, "no evidence, no promotion");
+            assert_eq!(notes, ["refused: is not a regular file"], "{notes:?}");
+        }
+        other => panic!("expected a finished verification, got {other:?}"),
     }
 }
 

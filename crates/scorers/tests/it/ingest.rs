@@ -362,6 +362,17 @@ fn one_score_is_recorded_with_its_scorer_declared_in_the_same_transaction() {
     assert!(matches!(e, Error::DirectionConflict { .. }), "{e:?}");
     // An invalid score declares nothing either.
     let bad = Score::new(commit(), "t1", "fresh", f64::NAN);
-    assert!(record_score(&mut store, &bad, "s", Some(Direction::HigherIsBetter)).is_err());
+    let e = record_score(&mut store, &bad, "s", Some(Direction::HigherIsBetter))
+        .expect_err("a NaN score is refused");
+    assert!(
+        matches!(
+            e,
+            Error::Trace(ratchet_trace::Error::InvalidInput {
+                field: "score.value",
+                ..
+            })
+        ),
+        "{e:?}"
+    );
     assert_eq!(store.head().expect("head"), head, "nothing stored");
 }

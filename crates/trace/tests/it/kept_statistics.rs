@@ -441,7 +441,10 @@ fn up_to_skips_the_summary_but_a_checkpoint_does_not() {
         with_cp.fault.map(|f| f.kind),
         Some(FaultKind::SummaryMismatch { .. })
     ));
-    assert!(s.verified(&VerifyOptions::default()).is_err());
+    assert!(matches!(
+        s.verified(&VerifyOptions::default()),
+        Err(ratchet_trace::Error::Tampered { .. })
+    ));
 }
 
 // ---------------------------------------------------------------------------
@@ -483,7 +486,11 @@ fn insert_or_replace_from_a_plain_client_is_found_or_refused() {
         let r = raw.execute(sql, []);
         drop(raw);
         if refused {
-            assert!(r.is_err(), "{sql}: refused by the meta guard");
+            let e = r.expect_err("refused by the meta guard");
+            assert!(
+                e.to_string().contains("ratchet: meta is append-only"),
+                "{sql}: {e}"
+            );
             assert!(s.verify().expect("verify").is_valid());
             continue;
         }
@@ -746,7 +753,10 @@ fn an_edit_after_verification_does_not_reach_the_view() {
         .expect("edit while the view lives");
     assert_eq!(v.commit_stats("acc", AsOf::Head), honest);
     assert!(s.verify().expect("verify").fault.is_some());
-    assert!(s.verified(&VerifyOptions::default()).is_err());
+    assert!(matches!(
+        s.verified(&VerifyOptions::default()),
+        Err(ratchet_trace::Error::Tampered { .. })
+    ));
 }
 
 #[test]

@@ -101,7 +101,13 @@ fn bad_input_is_refused_and_nothing_stored() {
         "{err}"
     );
     nan.value = f64::INFINITY;
-    assert!(s.record_score(&nan, "x").is_err());
+    assert!(matches!(
+        s.record_score(&nan, "x"),
+        Err(ratchet_trace::Error::InvalidInput {
+            field: "score.value",
+            ..
+        })
+    ));
 
     let err = CommitId::parse("abc123").expect_err("short commit");
     assert!(err.to_string().contains("full commit id"), "{err}");

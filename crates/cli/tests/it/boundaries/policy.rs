@@ -188,7 +188,12 @@ fn a_nan_in_the_policy_file_is_not_the_pinned_policy() {
     let o = w.cmd(&gate_args(&base, &cand, "tool"), "");
     assert_eq!(o.status.code(), Some(2), "CLI: {}", text(&o));
     assert!(text(&o).contains("pass_threshold"), "{}", text(&o));
-    assert!(ratchet_gate::Policy::from_path(&policy).is_err());
+    match ratchet_gate::Policy::from_path(&policy) {
+        Err(ratchet_gate::Error::PolicyFile { reason, .. }) => {
+            assert!(reason.contains("pass_threshold"), "{reason}");
+        }
+        other => panic!("expected the policy file refused, got {other:?}"),
+    }
 
     // A program that builds the policy itself and calls the library's decide.
     let mut store = w.open_keyed();
