@@ -499,7 +499,7 @@ pub enum Law {
     NameOrder = 1,
     /// Tasks in the baseline's trace order, each side's first score of a
     /// task, the sequence waiting at the first task the candidate lacks;
-    /// every look extends the same path (ARCHITECTURE.md, "the law as
+    /// every look extends the same path (docs/design.md, "the law as
     /// used"). The effect interval is always valid (a confidence sequence).
     BaselineOrder = 2,
 }
@@ -573,6 +573,30 @@ pub struct Question<'a> {
 
 /// Decides at the current head and appends the verdict as a `decision` event
 /// (unless the trace failed verification: then nothing is appended).
+///
+/// # Examples
+///
+/// ```
+/// use ratchet_gate::{GateStatus, Policy, Question, decide};
+/// use ratchet_trace::{CommitId, Score, Store};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// let mut store = Store::create(dir.path(), Default::default())?;
+/// let (a, b) = (CommitId::parse(&"a".repeat(40))?, CommitId::parse(&"b".repeat(40))?);
+/// let mut scores = Vec::new();
+/// for t in 0..40 {
+///     let noise = f64::from(t % 5) * 0.02; // the candidate is ~0.2 better on every task
+///     scores.push(Score::new(a.clone(), format!("task-{t}"), "quality", 0.5 + noise));
+///     scores.push(Score::new(b.clone(), format!("task-{t}"), "quality", 0.7 + 1.5 * noise));
+/// }
+/// store.record_scores(&scores, "eval")?;
+/// let policy = Policy::parse("[class.flow]\nscorer = \"quality\"\ntest = \"gaussian\"\nalpha = 0.05\nbeta = 0.05\ngap = 0.1\nmax_n = 1000\n")?;
+/// let q = Question { class: "flow", policy: policy.class("flow")?, baseline: &a, candidate: &b, checkpoint: None };
+/// let verdict = decide(&mut store, &q)?;
+/// assert_eq!(verdict.outcome.status(), GateStatus::Promote);
+/// assert_eq!(store.head()?.size, verdict.trace.size + 1); // the verdict is recorded
+/// # Ok(()) }
+/// ```
 ///
 /// # Errors
 /// [`Error::Trace`] if the store cannot be read or written. A trace that does

@@ -14,7 +14,7 @@ pub const APPLICATION_ID: i64 = 0x5241_5443;
 /// Version 2 dropped the per-row `BEFORE INSERT` guard on the events and
 /// projection tables and the unread index of merged events by origin, and
 /// added the per-commit statistics kept on append (`commit_stats`; see
-/// ARCHITECTURE.md, "Where we departed"); a version-1 store is upgraded
+/// docs/design.md, "Where we departed from the brief"); a version-1 store is upgraded
 /// in place the first time it is opened for writing, and read as it is
 /// when opened read-only.
 pub const SCHEMA_VERSION: i64 = 2;

@@ -1,5 +1,5 @@
 //! Red-team of the gate as it is polled ("Error rates, as the gate is
-//! really called"; ARCHITECTURE.md, "the law as used"): an agent that
+//! really called"; docs/design.md, "the law as used"): an agent that
 //! writes the candidate's evidence — any order, any task names, repeats,
 //! extra tasks, out-of-range values, other scorer versions — but never the
 //! baseline's. Every simulation is seeded.
