@@ -1061,9 +1061,7 @@ impl Verdict {
     /// `promote`, `reject`, `continue`, `missing_evidence` or `unverified_trace`.
     #[getter]
     fn status(&self) -> PyResult<String> {
-        let v = serde_json::to_value(self.inner.outcome.status())
-            .map_err(|e| RatchetError::new_err(e.to_string()))?;
-        Ok(v.as_str().unwrap_or_default().to_string())
+        Ok(self.inner.outcome.status().as_str().to_string())
     }
     /// The exit code `ratchet gate` would use.
     #[getter]
@@ -1387,32 +1385,9 @@ fn calibrate(
         .detach(|| ratchet_gate::calibration_table(class, &a, &mut || {}))
         .map_err(ToPyErr::py)?;
     // The effect as its unit and its value (a pass rate, a mean shift, an Elo).
-    let effects: Vec<serde_json::Value> = rows
-        .iter()
-        .map(|r| serde_json::to_value(r.effect).unwrap_or_default())
-        .collect();
-    let unit: Vec<String> = effects
-        .iter()
-        .map(|e| e["unit"].as_str().unwrap_or_default().to_string())
-        .collect();
-    let effect: Vec<f64> = effects
-        .iter()
-        .map(|e| {
-            ["rate", "shift", "elo"]
-                .iter()
-                .find_map(|k| e[*k].as_f64())
-                .unwrap_or(f64::NAN)
-        })
-        .collect();
-    let method: Vec<String> = rows
-        .iter()
-        .map(|r| {
-            serde_json::to_value(r.method)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default()
-        })
-        .collect();
+    let unit: Vec<&str> = rows.iter().map(|r| r.effect.unit()).collect();
+    let effect: Vec<f64> = rows.iter().map(|r| r.effect.value()).collect();
+    let method: Vec<&str> = rows.iter().map(|r| r.method.as_str()).collect();
     table(vec![
         ("effect_unit", Arc::new(StringArray::from_iter_values(unit))),
         ("effect", Arc::new(Float64Array::from_iter_values(effect))),

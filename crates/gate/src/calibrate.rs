@@ -246,6 +246,45 @@ where
 }
 
 #[cfg(test)]
+mod typed_words {
+    use super::*;
+
+    #[test]
+    fn the_words_are_the_serialized_forms() {
+        for m in [CalibrationMethod::Exact, CalibrationMethod::MonteCarlo] {
+            assert_eq!(serde_json::to_value(m).expect("json"), m.as_str());
+        }
+        for e in [
+            Effect::PassRate {
+                rate: 0.7,
+                theta: 0.6,
+            },
+            Effect::MeanShift { shift: -0.2 },
+        ] {
+            let v = serde_json::to_value(e).expect("json");
+            assert_eq!(v["unit"], e.unit());
+            let key = if e.unit() == "pass_rate" {
+                "rate"
+            } else {
+                "shift"
+            };
+            assert_eq!(v[key].as_f64(), Some(e.value()));
+        }
+        use crate::GateStatus as G;
+        for g in [
+            G::Promote,
+            G::Reject,
+            G::Continue,
+            G::MissingEvidence,
+            G::UnverifiedTrace,
+            G::Truncated,
+        ] {
+            assert_eq!(serde_json::to_value(g).expect("json"), g.as_str());
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::sprt::Boundaries;
@@ -379,6 +418,26 @@ pub enum Effect {
     },
 }
 
+impl Effect {
+    /// Its unit as serialized: `pass_rate`, `mean_shift` or `elo`.
+    pub fn unit(&self) -> &'static str {
+        match self {
+            Effect::PassRate { .. } => "pass_rate",
+            Effect::MeanShift { .. } => "mean_shift",
+            Effect::Elo { .. } => "elo",
+        }
+    }
+
+    /// Its size in that unit: the pass rate, the shift or the Elo difference.
+    pub fn value(&self) -> f64 {
+        match *self {
+            Effect::PassRate { rate, .. } => rate,
+            Effect::MeanShift { shift } => shift,
+            Effect::Elo { elo, .. } => elo,
+        }
+    }
+}
+
 impl std::fmt::Display for Effect {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -404,6 +463,16 @@ pub enum CalibrationMethod {
     Exact,
     /// Seeded Monte Carlo of the same state machine the gate runs.
     MonteCarlo,
+}
+
+impl CalibrationMethod {
+    /// The word as serialized: `exact` or `monte_carlo`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CalibrationMethod::Exact => "exact",
+            CalibrationMethod::MonteCarlo => "monte_carlo",
+        }
+    }
 }
 
 /// One row of a policy's calibration table: what its test does at one

@@ -130,6 +130,18 @@ pub enum GateStatus {
 }
 
 impl GateStatus {
+    /// The word as serialized (`promote`, `missing_evidence`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateStatus::Promote => "promote",
+            GateStatus::Reject => "reject",
+            GateStatus::Continue => "continue",
+            GateStatus::MissingEvidence => "missing_evidence",
+            GateStatus::UnverifiedTrace => "unverified_trace",
+            GateStatus::Truncated => "truncated",
+        }
+    }
+
     /// The exit code `ratchet gate` uses (2 is reserved for errors).
     pub fn exit_code(self) -> u8 {
         match self {
@@ -655,6 +667,8 @@ pub fn recompute_at(store: &Store, q: &Question<'_>, seq: u64, law: Law) -> Resu
 /// head it holds are read, checked and folded), then the law runs on the
 /// view alone. A refresh that finds a bad new event is a verdict on an
 /// unverified trace (nothing appended), as in [`decide`].
+///
+/// # Examples
 ///
 /// ```
 /// use ratchet_gate::{GateStatus, Policy, Question, decide_in};
