@@ -177,6 +177,17 @@ pub fn ewma_arl(lambda: f64, l: f64, shift: f64, states: usize) -> Result<f64> {
 /// The decision interval h of a two-sided CUSUM with reference `k` whose
 /// in-control ARL is `target` (bisection on the Markov-chain ARL).
 ///
+/// # Examples
+///
+/// ```
+/// use ratchet_drift::{DEFAULT_STATES, cusum_arl, cusum_h_for_arl0};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let h = cusum_h_for_arl0(0.5, 168.0, DEFAULT_STATES)?;
+/// assert!((h - 4.0).abs() < 0.02, "{h}"); // Montgomery: k = ½, h = 4 gives ARL0 ≈ 168
+/// assert!((cusum_arl(0.5, h, 0.0, false, DEFAULT_STATES)? - 168.0).abs() < 0.5);
+/// # Ok(()) }
+/// ```
+///
 /// # Errors
 /// [`Error::InvalidParameter`] for a target below 2 or above 10⁹.
 pub fn cusum_h_for_arl0(k: f64, target: f64, states: usize) -> Result<f64> {
@@ -201,6 +212,17 @@ pub fn cusum_h_for_arl0_one_sided(k: f64, target: f64, states: usize) -> Result<
 
 /// The width L of an EWMA chart with smoothing λ whose in-control ARL is
 /// `target` (steady-state limits).
+///
+/// # Examples
+///
+/// ```
+/// use ratchet_drift::{DEFAULT_STATES, ewma_arl, ewma_l_for_arl0};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let l = ewma_l_for_arl0(0.05, 500.0, DEFAULT_STATES)?;
+/// assert!((l - 2.615).abs() < 0.01, "{l}"); // Lucas & Saccucci: λ = 0.05 needs L ≈ 2.615
+/// assert!((ewma_arl(0.05, l, 0.0, DEFAULT_STATES)? - 500.0).abs() < 1.0);
+/// # Ok(()) }
+/// ```
 ///
 /// # Errors
 /// As [`cusum_h_for_arl0`].

@@ -48,6 +48,24 @@ impl BernoulliCusum {
     /// alarming when the statistic reaches `h` (in counts of the watched
     /// outcome, rounded to 1/[`Self::UNITS`]).
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_drift::{BernoulliCusum, Detector, Shift};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // Pass rate 0.9, watching for a drop to 0.7: each failure adds 1 − k.
+    /// let mut chart = BernoulliCusum::new(0.9, 0.7, 3.0)?;
+    /// let (k, h) = chart.parameters();
+    /// assert!(k > 0.0 && k < 1.0 && (h - 3.0).abs() < 1e-12);
+    /// let mut alarm = None;
+    /// for pass in [1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0] {
+    ///     alarm = alarm.or(chart.update(pass)?);
+    /// }
+    /// assert_eq!(alarm.map(|a| a.shift), Some(Shift::Down));
+    /// assert!(chart.update(0.5).is_err()); // only 0 or 1
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// [`Error::InvalidParameter`] unless `0 < p0, p1 < 1`, `p0 ≠ p1` and
     /// `0 < h ≤ 100`.
@@ -80,6 +98,18 @@ impl BernoulliCusum {
 
     /// The chart for `p0` → `p1` whose in-control ARL is the smallest at or
     /// above `target_arl0` (exact, see [`bernoulli_cusum_arl`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_drift::{BernoulliCusum, bernoulli_cusum_arl};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let chart = BernoulliCusum::for_arl0(0.9, 0.8, 500.0)?;
+    /// let in_control = bernoulli_cusum_arl(&chart, 0.9)?;
+    /// assert!(in_control >= 500.0); // the smallest h that reaches the target
+    /// assert!(bernoulli_cusum_arl(&chart, 0.8)? < in_control / 10.0); // the drop is caught fast
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// As [`BernoulliCusum::new`]; [`Error::InvalidParameter`] if no h up to

@@ -130,6 +130,23 @@ impl Cusum {
     /// A CUSUM with reference value `k` and decision interval `h` (both in σ)
     /// around the in-control mean `mu0` with standard deviation `sigma`.
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_drift::{Cusum, Detector, Shift};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut cusum = Cusum::new(0.80, 0.05, 0.5, 4.0)?; // mean 0.80, σ 0.05
+    /// let stream = [0.80, 0.80, 0.80, 0.80, 0.80, 0.90, 0.90, 0.90]; // +2σ from the 6th on
+    /// let mut alarms = Vec::new();
+    /// for x in stream {
+    ///     alarms.extend(cusum.update(x)?);
+    /// }
+    /// // C⁺ grows by 2 − k = 1.5 per shifted score and passes h = 4 at the third.
+    /// let alarm = alarms.first().expect("an alarm");
+    /// assert_eq!((alarm.n, alarm.shift, alarm.change_start), (8, Shift::Up, 6));
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// [`Error::InvalidParameter`] for σ ≤ 0, h ≤ 0, k < 0 or a non-finite μ0.
     pub fn new(mu0: f64, sigma: f64, k: f64, h: f64) -> Result<Self> {
@@ -160,6 +177,21 @@ impl Cusum {
     /// A CUSUM tuned to catch a mean shift of `shift` σ (k = shift/2) with the
     /// decision interval h that gives an in-control ARL of `target_arl0`
     /// (Markov-chain ARL, [`crate::cusum_h_for_arl0`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_drift::{Cusum, DEFAULT_STATES, cusum_arl};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // Catch a 1σ shift; a false alarm once in 500 in-control scores on average.
+    /// let cusum = Cusum::for_arl0(0.80, 0.05, 500.0, 1.0)?;
+    /// let (k, h) = cusum.parameters();
+    /// assert!((k - 0.5).abs() < 1e-12);
+    /// assert!(h > 5.0 && h < 5.2); // Montgomery's h = 5 gives ARL0 ≈ 465
+    /// let arl0 = cusum_arl(k, h, 0.0, false, DEFAULT_STATES)?;
+    /// assert!((arl0 - 500.0).abs() < 1.0);
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for a non-positive shift, a target outside
@@ -267,6 +299,23 @@ pub struct Ewma {
 impl Ewma {
     /// An EWMA chart with smoothing `lambda` and width `l` (in σ of z).
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_drift::{Detector, Ewma, EwmaLimits, Shift};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut ewma = Ewma::new(0.80, 0.05, 0.2, 3.0, EwmaLimits::TimeVarying)?;
+    /// assert!(ewma.limit(1) < ewma.limit(50)); // time-varying limits start tight
+    /// let mut alarm = None;
+    /// for x in [0.81, 0.79, 0.80, 0.70, 0.71, 0.70, 0.69, 0.70, 0.70, 0.71] {
+    ///     alarm = alarm.or(ewma.update(x)?);
+    /// }
+    /// let alarm = alarm.expect("a 2σ drop is caught");
+    /// assert_eq!(alarm.shift, Shift::Down);
+    /// assert!(ewma.value() < 0.75);
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// [`Error::InvalidParameter`] for λ outside (0, 1], L ≤ 0, σ ≤ 0 or a non-finite μ0.
     pub fn new(mu0: f64, sigma: f64, lambda: f64, l: f64, limits: EwmaLimits) -> Result<Self> {
@@ -296,6 +345,20 @@ impl Ewma {
     /// An EWMA chart with smoothing `lambda` whose width L gives an
     /// in-control ARL of `target_arl0` with steady-state limits
     /// ([`crate::ewma_l_for_arl0`]); `limits` chooses which limits it runs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_drift::{Ewma, EwmaLimits};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let ewma = Ewma::for_arl0(0.80, 0.05, 0.1, 500.0, EwmaLimits::SteadyState)?;
+    /// // Lucas & Saccucci's table: λ = 0.1, ARL0 500 needs L ≈ 2.814, so the
+    /// // limit is L·σ·√(λ/(2−λ)) around the mean.
+    /// let l = ewma.limit(1) / (0.05 * (0.1_f64 / 1.9).sqrt());
+    /// assert!((l - 2.814).abs() < 0.01, "{l}");
+    /// assert!(Ewma::for_arl0(0.80, 0.05, 1.5, 500.0, EwmaLimits::SteadyState).is_err()); // λ > 1
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// As [`Ewma::new`], and for a target outside [2, 1e9].
@@ -393,6 +456,23 @@ pub struct PageHinkley {
 
 impl PageHinkley {
     /// A test with tolerance `delta` (≥ 0) and threshold `lambda` (> 0).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_drift::{Detector, PageHinkley, Shift};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut ph = PageHinkley::new(0.005, 0.5)?;
+    /// let stream = std::iter::repeat_n(0.8, 50).chain(std::iter::repeat_n(0.6, 50));
+    /// let mut alarm = None;
+    /// for x in stream {
+    ///     alarm = alarm.or(ph.update(x)?);
+    /// }
+    /// let alarm = alarm.expect("the drop to 0.6 is caught");
+    /// assert_eq!(alarm.shift, Shift::Down);
+    /// assert!(alarm.n > 50 && alarm.change_start > 45);
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for δ < 0 or λ ≤ 0.

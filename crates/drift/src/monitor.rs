@@ -118,6 +118,18 @@ impl Chart {
     /// A CUSUM with reference `k` whose interval `h` gives an in-control
     /// ARL of `arl0` (Brook–Evans chain, [`DEFAULT_STATES`](crate::DEFAULT_STATES) states).
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_drift::{Chart, DEFAULT_STATES, cusum_arl};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let Chart::Cusum { k, h } = Chart::cusum_for_arl0(0.5, 370.0)? else { unreachable!() };
+    /// assert!((h - 4.77).abs() < 0.05, "{h}"); // Montgomery: h = 4.77 for ARL0 ≈ 370
+    /// assert!((cusum_arl(k, h, 0.0, false, DEFAULT_STATES)? - 370.0).abs() < 1.0);
+    /// assert!(Chart::cusum_for_arl0(0.5, 1.0).is_err()); // an ARL0 below 2 is refused
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// [`Error::InvalidParameter`] for `k` or `arl0` out of range.
     pub fn cusum_for_arl0(k: f64, arl0: f64) -> Result<Chart> {
@@ -160,6 +172,18 @@ impl Chart {
 
     /// An EWMA with smoothing `lambda` whose width `l` gives an in-control
     /// ARL of `arl0` (Lucas–Saccucci chain).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_drift::{Chart, DEFAULT_STATES, ewma_arl};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let Chart::Ewma { lambda, l } = Chart::ewma_for_arl0(0.2, 500.0)? else { unreachable!() };
+    /// assert!((l - 2.962).abs() < 0.01, "{l}"); // Lucas & Saccucci's table
+    /// assert!((ewma_arl(lambda, l, 0.0, DEFAULT_STATES)? - 500.0).abs() < 1.0);
+    /// assert!(ewma_arl(lambda, l, 1.0, DEFAULT_STATES)? < 15.0); // a 1σ shift is caught fast
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for `lambda` or `arl0` out of range.

@@ -196,6 +196,23 @@ impl BettingTest {
     /// (at a mean difference of `gap`), for differences in
     /// `[−width, width]`.
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_gate::{BettingTest, Decision, SequentialTest};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // Differences in [−1, 1]; H1 is a mean difference of at least 0.2.
+    /// let mut test = BettingTest::new(0.05, 0.1, 0.2, 1.0)?.with_truncation(10_000)?;
+    /// let mut decision = Decision::Continue;
+    /// for i in 0..10_000 {
+    ///     decision = test.update(if i % 2 == 0 { 0.5 } else { -0.5 })?; // no improvement
+    ///     if decision.is_final() { break; }
+    /// }
+    /// assert_eq!(decision, Decision::Reject); // shown below the gap
+    /// assert!(BettingTest::new(0.05, 0.1, 1.5, 1.0).is_err()); // a gap the range cannot hold
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// [`Error::InvalidParameter`] for α, β outside (0, 1), a width that is
     /// not positive, or a gap outside (0, width).

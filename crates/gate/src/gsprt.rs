@@ -210,6 +210,26 @@ pub struct PairedGsprt {
 impl PairedGsprt {
     /// A test of `elo.elo0` against `elo.elo1` on outcomes classified by `pairing`.
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_gate::{Boundaries, Decision, LogisticElo, PairedGsprt, Pairing, SequentialTest};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // fishtest-style: H0 0 Elo against H1 40 Elo, trinomial outcomes.
+    /// let elo = LogisticElo { elo0: 0.0, elo1: 40.0 };
+    /// let mut test = PairedGsprt::new(Pairing::Trinomial, elo, Boundaries::new(0.05, 0.05)?)?
+    ///     .with_truncation(5000)?;
+    /// let mut decision = Decision::Continue;
+    /// // Classes 0 = loss, 1 = draw, 2 = win (for the candidate): a mean score of 0.6.
+    /// for class in [2, 1, 0, 2, 1].into_iter().cycle().take(5000) {
+    ///     decision = test.update(class)?;
+    ///     if decision.is_final() { break; }
+    /// }
+    /// assert_eq!(decision, Decision::Promote);
+    /// assert_eq!(test.counts().len(), 3);
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// [`Error::InvalidParameter`] unless both Elo values are finite, within
     /// ±2000, and `elo1 > elo0`, and for BayesElo bounds on pentanomial

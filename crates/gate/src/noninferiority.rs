@@ -116,6 +116,25 @@ pub struct SequenceOutcome {
 impl NonInferiority {
     /// A test at level `alpha`.
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_gate::{Direction, Margin, NonInferiority, SampleStats};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // Cost: lower is better; the candidate may cost up to 10 % more.
+    /// let test = NonInferiority::new(Direction::LowerIsBetter, Margin::Relative(0.10), 0.05)?;
+    /// let base: Vec<f64> = (0..30).map(|i| 1.00 + 0.01 * f64::from(i % 5)).collect();
+    /// let cand: Vec<f64> = base.iter().map(|c| c + 0.03).collect(); // ~3 % dearer
+    ///
+    /// let welch = test.welch(&SampleStats::from_values(&base)?, &SampleStats::from_values(&cand)?)?;
+    /// assert!(welch.non_inferior && welch.excess < 0.0);
+    /// // The same tasks paired, valid at any number of looks:
+    /// assert!(test.sequential(&base, &cand, 30)?.non_inferior);
+    /// let dear: Vec<f64> = base.iter().map(|c| c * 1.5).collect();
+    /// assert!(!test.sequential(&base, &dear, 30)?.non_inferior);
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// [`Error::InvalidParameter`] for α outside (0, 1), a negative or
     /// non-finite margin, or a relative margin ≥ 1 when higher is better.

@@ -146,6 +146,24 @@ pub struct BernoulliSprt {
 impl BernoulliSprt {
     /// A test of `p0` against `p1`.
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_gate::{BernoulliSprt, Boundaries, Decision, SequentialTest};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // H0: pass rate 0.5 against H1: 0.7, at α = β = 0.05.
+    /// let mut test = BernoulliSprt::new(0.5, 0.7, Boundaries::new(0.05, 0.05)?)?;
+    /// // Each pass adds ln(0.7/0.5) to the LLR; the ninth crosses ln(0.95/0.05).
+    /// let mut decision = Decision::Continue;
+    /// while !decision.is_final() {
+    ///     decision = test.update(true)?;
+    /// }
+    /// assert_eq!((decision, test.n(), test.successes()), (Decision::Promote, 9, 9));
+    ///
+    /// assert!(BernoulliSprt::new(0.7, 0.5, Boundaries::new(0.05, 0.05)?).is_err()); // p1 ≤ p0
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// [`Error::InvalidParameter`] unless 0 < p0 < p1 < 1.
     pub fn new(p0: f64, p1: f64, bounds: Boundaries) -> Result<Self> {
@@ -277,6 +295,24 @@ impl GaussianSprt {
     pub const DEFAULT_WARMUP: u64 = 20;
 
     /// A test of `mu0` against `mu1`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_gate::{Boundaries, Decision, GaussianSprt, SequentialTest};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // Per-task differences: H0 mean 0 against H1 mean 0.1.
+    /// let mut test = GaussianSprt::new(0.0, 0.1, Boundaries::new(0.05, 0.05)?)?.with_truncation(500)?;
+    /// let mut decision = Decision::Continue;
+    /// for i in 0..500 {
+    ///     decision = test.update(-0.05 + 0.01 * f64::from(i % 3))?; // mean −0.04: worse
+    ///     if decision.is_final() { break; }
+    /// }
+    /// assert_eq!(decision, Decision::Reject);
+    /// // Nothing is decided before the variance has a warm-up's worth of data.
+    /// assert!(test.n() >= GaussianSprt::DEFAULT_WARMUP);
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] unless both are finite and `mu1 > mu0`.

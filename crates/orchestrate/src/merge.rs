@@ -201,6 +201,36 @@ fn branch_ref(name: &str) -> String {
 /// When `into` is checked out, its work tree must be clean and is updated
 /// after the landing. Holds the repository's [`MergeLock`] throughout.
 ///
+/// # Examples
+///
+/// ```
+/// use git2::{Commit, Repository, Signature};
+/// use ratchet_orchestrate::{MergeOutcome, MergeRequest, ProcessSandbox, VerifySpec, merge};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// let repo = Repository::init_bare(dir.path().join("repo.git"))?;
+/// let sig = Signature::now("dev", "dev@example.invalid")?;
+/// let commit_on = |refname: &str, file: &str, parents: &[&Commit<'_>]| -> Result<git2::Oid, git2::Error> {
+///     let mut tree = repo.treebuilder(parents.first().map(|p| p.tree()).transpose()?.as_ref())?;
+///     tree.insert(file, repo.blob(b"text\n")?, 0o100644)?;
+///     repo.commit(Some(refname), &sig, &sig, file, &repo.find_tree(tree.write()?)?, parents)
+/// };
+/// // `main` and `feature` each add a file to a common base.
+/// let base = repo.find_commit(commit_on("refs/heads/main", "a.txt", &[])?)?;
+/// commit_on("refs/heads/main", "b.txt", &[&base])?;
+/// commit_on("refs/heads/feature", "c.txt", &[&base])?;
+///
+/// let mut store = ratchet_trace::Store::create(dir.path().join("store"), Default::default())?;
+/// // The merge commit is verified as a whole before `main` moves to it.
+/// let both = vec!["sh".into(), "-c".into(), "test -f b.txt && test -f c.txt".into()];
+/// let check = VerifySpec { commands: vec![both], ..Default::default() };
+/// let request = MergeRequest::new("main", check);
+/// let outcome = merge(&dir.path().join("repo.git"), &mut store, &mut ProcessSandbox::new(), "feature", &request)?;
+/// let MergeOutcome::Landed { commit, .. } = &outcome else { panic!("{}", outcome.word()) };
+/// assert_eq!(repo.refname_to_id("refs/heads/main")?.to_string(), *commit);
+/// # Ok(()) }
+/// ```
+///
 /// # Errors
 /// [`Error::NoCommands`]/[`Error::EmptyCommand`] before anything;
 /// [`Error::UnknownCommit`] for a branch or `into` that does not exist;

@@ -331,6 +331,29 @@ pub(crate) fn load(source: &Source<'_>) -> Result<Loaded> {
 /// returned with its receipt. The sandbox is destroyed afterwards, whatever
 /// happened.
 ///
+/// # Examples
+///
+/// ```
+/// use ratchet_orchestrate::{FileMode, ProcessSandbox, Source, SourceFile, VerifySpec, verify};
+/// use ratchet_trace::Store;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// let mut store = Store::create(dir.path().join("store"), Default::default())?;
+/// let files = [SourceFile { path: "answer.txt".into(), bytes: b"42\n".to_vec(), mode: FileMode::Regular }];
+/// let sh = |script: &str| VerifySpec {
+///     commands: vec![vec!["sh".into(), "-c".into(), script.into()]],
+///     ..VerifySpec::default()
+/// };
+/// let (report, receipt) = verify(&mut store, &mut ProcessSandbox::new(), &Source::Files(&files), &sh("grep -qx 42 answer.txt"))?;
+/// assert!(report.passed && report.commands_passed);
+/// assert_eq!(receipt.seq, store.head()?.size); // recorded as a `verification` event
+///
+/// // A failing command is a report, not an error.
+/// let (report, _) = verify(&mut store, &mut ProcessSandbox::new(), &Source::Files(&files), &sh("grep -qx 43 answer.txt"))?;
+/// assert!(!report.passed);
+/// # Ok(()) }
+/// ```
+///
 /// # Errors
 /// [`Error::NoCommands`] or [`Error::EmptyCommand`] before anything runs;
 /// [`Error::MissingCandidate`] for an evaluation of a non-revision source

@@ -129,6 +129,24 @@ fn problem(item: &str, reason: impl Into<String>) -> Problem {
 impl Rubric {
     /// Parses a rubric from TOML (`[[item]]` tables) and validates it.
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_scorers::{Error, ItemKind, Rubric};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let rubric = Rubric::from_toml("name = \"answer\"\n\
+    ///     [[item]]\nid = \"correct\"\ntype = \"boolean\"\nweight = 2.0\n\
+    ///     [[item]]\nid = \"steps\"\ntype = \"count\"\nmax = 4\nweight = 1.0\n")?;
+    /// assert_eq!(rubric.items[1].kind, ItemKind::Count { max: 4 });
+    /// assert_eq!(rubric.version().len(), 64); // BLAKE3 hex of the canonical form
+    ///
+    /// // Every problem of a bad rubric is listed at once.
+    /// let bad = Rubric::from_toml("name = \"\"\n[[item]]\nid = \"a\"\ntype = \"count\"\nmax = 0\nweight = -1.0\n");
+    /// let Err(Error::InvalidRubric { problems }) = bad else { panic!("accepted") };
+    /// assert_eq!(problems.len(), 4); // no name, max 0, negative weight, no positive weight
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// [`Error::InvalidRubric`] listing every problem.
     pub fn from_toml(text: &str) -> Result<Rubric> {
@@ -140,6 +158,20 @@ impl Rubric {
     }
 
     /// Reads a rubric file: JSON when its name ends in `.json`, TOML otherwise.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_scorers::Rubric;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("tone.json");
+    /// std::fs::write(&path, r#"{"name": "tone", "item": [{"id": "polite", "type": "fraction", "weight": 1.0}]}"#)?;
+    /// let rubric = Rubric::from_path(&path)?;
+    /// assert_eq!(rubric.name, "tone");
+    /// assert_eq!(rubric.score_json(&serde_json::json!({"polite": 0.75}))?, 0.75);
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// [`Error::Io`] if the file cannot be read; [`Error::InvalidRubric`]
@@ -239,6 +271,24 @@ impl Rubric {
     /// Validates a judge's JSON object item by item, reporting every problem
     /// at once: missing items, wrong types, values out of range, unknown items.
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_scorers::{Error, Rubric};
+    /// use serde_json::json;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let rubric = Rubric::from_toml("name = \"answer\"\n[[item]]\nid = \"steps\"\ntype = \"count\"\nmax = 4\nweight = 1.0\n")?;
+    /// let observation = rubric.validate_observation(&json!({"steps": 3}))?;
+    /// assert_eq!(observation.values(), [0.75]); // normalized: 3 of 4
+    ///
+    /// let Err(Error::InvalidObservation { problems, .. }) =
+    ///     rubric.validate_observation(&json!({"steps": 9, "tone": "nice"}))
+    /// else { panic!("accepted") };
+    /// let items: Vec<&str> = problems.iter().map(|p| p.item.as_str()).collect();
+    /// assert_eq!(items, ["steps", "tone"]); // over the maximum; unknown item
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// [`Error::InvalidObservation`] listing every problem by item.
     pub fn validate_observation(&self, observation: &serde_json::Value) -> Result<Observation> {
@@ -296,6 +346,23 @@ impl Rubric {
     }
 
     /// The score of a validated observation (the formula in the module docs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_scorers::Rubric;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let rubric = Rubric::from_toml("name = \"answer\"\nmust_cap = 0.2\n\
+    ///     [[item]]\nid = \"correct\"\ntype = \"boolean\"\nweight = 2.0\nmust = true\n\
+    ///     [[item]]\nid = \"steps\"\ntype = \"count\"\nmax = 4\nweight = 2.0\n")?;
+    /// let filled = rubric.validate_observation(&serde_json::json!({"correct": true, "steps": 2}))?;
+    /// assert_eq!(rubric.score(&filled), 0.75); // (2·1 + 2·0.5) / 4
+    ///
+    /// // A `must` item not met caps the score at `must_cap`.
+    /// let wrong = rubric.validate_observation(&serde_json::json!({"correct": false, "steps": 4}))?;
+    /// assert_eq!(rubric.score(&wrong), 0.2);
+    /// # Ok(()) }
+    /// ```
     pub fn score(&self, observation: &Observation) -> f64 {
         let (mut num, mut den, mut min) = (0.0, 0.0, 1.0f64);
         let mut must_failed = false;

@@ -20,6 +20,8 @@ use crate::walk::{Walk, walk};
 
 /// A store and its [`Verified`] view, kept in step.
 ///
+/// # Examples
+///
 /// ```
 /// use ratchet_trace::{CommitId, Ledger, Score, Store, VerifyOptions};
 ///
@@ -51,6 +53,22 @@ pub struct Ledger {
 
 impl Ledger {
     /// Verifies the whole trace once and keeps what it read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_trace::{EventDraft, Ledger, Store, VerifyOptions};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = tempfile::tempdir()?;
+    /// let mut store = Store::create(dir.path(), Default::default())?;
+    /// store.append(EventDraft::json("note", &"before")?)?;
+    ///
+    /// let mut ledger = Ledger::new(store, VerifyOptions::default())?; // one full verification
+    /// assert_eq!(ledger.view().head().size, 1);
+    /// ledger.append(EventDraft::json("note", &"through the ledger")?)?; // folded as written
+    /// assert_eq!(ledger.view().head().size, 2);
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// As [`Store::verified`]: [`Error::Tampered`], [`Error::MacsUnchecked`].
@@ -120,6 +138,26 @@ impl Ledger {
     /// Reads the events appended after the view's head (by anyone), checks
     /// that they chain from the head held in memory — every hash, MAC and
     /// projection row — and folds them in. Returns how many were new.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_trace::{EventDraft, Ledger, Store, VerifyOptions};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = tempfile::tempdir()?;
+    /// let store = Store::create(dir.path(), Default::default())?;
+    /// let mut ledger = Ledger::new(store, VerifyOptions::default())?;
+    ///
+    /// // Another process appends to the same store.
+    /// let mut other = Store::open(dir.path(), Default::default())?;
+    /// other.append_batch([EventDraft::json("note", &1)?, EventDraft::json("note", &2)?])?;
+    ///
+    /// assert_eq!(ledger.view().head().size, 0); // not seen yet
+    /// assert_eq!(ledger.refresh()?, 2); // only the new events are read and checked
+    /// assert_eq!(ledger.view().head(), other.head()?);
+    /// assert_eq!(ledger.refresh()?, 0);
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// [`Error::Tampered`] at the first bad new event (a row at or below

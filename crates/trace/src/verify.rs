@@ -182,6 +182,26 @@ impl fmt::Display for Fault {
 /// inside any prefix without touching the stored hashes, so a prefix that is
 /// not recomputed is a prefix nobody checked (see ARCHITECTURE.md, threat
 /// model). A checkpoint adds the rollback check; it never replaces work.
+///
+/// # Examples
+///
+/// ```
+/// use ratchet_trace::{EventDraft, Store, VerifyOptions};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// let mut store = Store::create(dir.path(), Default::default())?;
+/// store.append(EventDraft::json("note", &1)?)?;
+/// let checkpoint = store.checkpoint()?; // held somewhere the store's writer cannot reach
+/// store.append(EventDraft::json("note", &2)?)?;
+///
+/// // The store still holds the checkpoint's events, and more.
+/// let report = store.verify_with(&VerifyOptions::default().checkpoint(checkpoint))?;
+/// assert!(report.is_valid() && report.checkpoint_checked);
+/// assert_eq!(report.size, 2);
+/// // The trace as it stood at seq 1.
+/// assert_eq!(store.verify_with(&VerifyOptions::default().up_to(1))?.size, 1);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct VerifyOptions {
     pub(crate) key: Option<WriterKey>,
@@ -292,6 +312,26 @@ impl Store {
     /// monitor, best commit, heal, report, export, batch scoring). The view
     /// holds no connection: bytes written to the file after this returns
     /// cannot reach it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_trace::{AsOf, CommitId, Error, Score, Store, StoreOptions, VerifyOptions, WriterKey};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = tempfile::tempdir()?;
+    /// let key = WriterKey::from_secret(&[7; 32])?;
+    /// let mut store = Store::create(dir.path(), StoreOptions::default().writer_key(key.clone()))?;
+    /// let c = CommitId::parse(&"c".repeat(40))?;
+    /// store.record_score(&Score::new(c.clone(), "t1", "accuracy", 0.9), "run")?;
+    ///
+    /// // Opened without its key, a keyed store's MACs cannot be checked: no view.
+    /// let reader = Store::open(dir.path(), StoreOptions::default())?;
+    /// assert!(matches!(reader.verified(&VerifyOptions::default()), Err(Error::MacsUnchecked { .. })));
+    ///
+    /// let view = reader.verified(&VerifyOptions::default().key(key))?;
+    /// assert_eq!(view.commit_stats_for(&c, "accuracy", AsOf::Head).map(|s| s.n), Some(1));
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     /// [`Error::Tampered`] with the first fault; [`Error::MacsUnchecked`] if

@@ -541,6 +541,8 @@ fn files_of(format: Format, paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
 /// them), all in one transaction with the declarations of the scorers'
 /// directions; once per evidence (see [`IngestReport::already_ingested_at`]).
 ///
+/// # Examples
+///
 /// ```
 /// use ratchet_scorers::{Format, IngestOptions, ingest};
 /// use ratchet_trace::{CommitId, Store, StoreOptions};
@@ -557,6 +559,29 @@ fn files_of(format: Format, paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
 /// let r = ingest(&mut store, Format::Junit, &[report], &options)?;
 /// assert_eq!((r.test_runs, r.scores), (1, 1));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// JSON Lines of scores, whose lines may name their own commit; the same
+/// evidence ingested again stores nothing:
+///
+/// ```
+/// use ratchet_scorers::{Format, IngestOptions, ingest};
+/// use ratchet_trace::Store;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// let mut store = Store::create(dir.path().join("store"), Default::default())?;
+/// let file = dir.path().join("scores.jsonl");
+/// let c = "c".repeat(40);
+/// std::fs::write(&file, format!(
+///     "{{\"task\": \"t1\", \"scorer\": \"accuracy\", \"value\": 0.5, \"commit\": \"{c}\"}}\n\
+///      {{\"task\": \"t2\", \"scorer\": \"accuracy\", \"value\": 1.0, \"commit\": \"{c}\"}}\n"))?;
+/// let first = ingest(&mut store, Format::Jsonl, &[file.clone()], &IngestOptions::default())?;
+/// assert_eq!((first.scores, first.already_ingested_at), (2, None));
+/// let size = store.head()?.size;
+/// let again = ingest(&mut store, Format::Jsonl, &[file], &IngestOptions::default())?;
+/// assert!(again.scores == 0 && again.already_ingested_at.is_some());
+/// assert_eq!(store.head()?.size, size);
+/// # Ok(()) }
 /// ```
 ///
 /// # Errors
