@@ -175,7 +175,7 @@ impl BettingCapital {
 ///   reaches `1/β` (so P(reject) ≤ β whenever it is ≥ `gap`);
 /// * truncated at `max_n` observations.
 ///
-/// Both capitals use PrPl-EB bets ([module docs](self)). When both reach
+/// Both capitals use PrPl-EB bets (the module docs of `betting`). When both reach
 /// their bound at one observation (a true effect between 0 and the gap),
 /// the test rejects: the gate fails closed.
 #[derive(Debug, Clone, PartialEq)]

@@ -714,7 +714,7 @@ fn untracked_in_the_way(repo: &Repository, commit: Oid) -> Result<Vec<String>> {
     Ok(found)
 }
 
-/// Checks `commit` out with a detached HEAD through [`safe_checkout`]: the
+/// Checks `commit` out with a detached HEAD through `safe_checkout`: the
 /// work tree first (against the current HEAD), then HEAD (moving HEAD first
 /// would make the safe checkout see every file as edited). Refuses a commit
 /// that tracks anything inside `store_dir`.
@@ -864,7 +864,7 @@ pub(crate) fn pending_checkout_path(repo: &Repository) -> PathBuf {
 }
 
 /// Completes a checkout the trace records but the work tree does not show:
-/// when a heal's marker ([`PendingCheckout`]) is still in the git
+/// when a heal's marker (`PendingCheckout`) is still in the git
 /// directory, the latest `checkout` event is the one it announced, and
 /// HEAD is still where it was (the checkout was recorded, then the process
 /// died or the checkout failed), it checks `to` out and records a

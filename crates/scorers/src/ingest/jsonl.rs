@@ -103,7 +103,7 @@ impl Line {
 /// error.
 ///
 /// # Errors
-/// [`Error::Malformed`] naming the file, the line and the problem (a line
+/// [`Error::Malformed`](crate::Error::Malformed) naming the file, the line and the problem (a line
 /// that is not JSON, an unknown or missing field, a missing commit, an
 /// unknown rubric, an observation that does not fit, a non-finite value,
 /// an empty file).
