@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use serde::Deserialize;
 
-use crate::owner::{DecideRequest, IngestQuery};
+use crate::owner::{DecideRequest, InFlight, IngestQuery};
 use crate::tokens::{Capability, Scope, TokenSpec};
 use crate::{Error, Owner, Result};
 
@@ -259,9 +259,9 @@ pub(crate) fn router(owner: Shared) -> Router {
         // A route that needs a token authenticates from the headers alone,
         // before its body is read: a caller without a valid token never
         // gets the server to buffer an upload.
-        let handler = if route.scope.is_some() {
+        let handler = if let Some(scope) = route.scope {
             handler.route_layer(axum::middleware::from_fn_with_state(
-                owner.clone(),
+                (owner.clone(), scope),
                 authenticate,
             ))
         } else {
@@ -281,7 +281,11 @@ pub(crate) fn router(owner: Shared) -> Router {
 /// A failed attempt closes the connection, and once failures come faster
 /// than [`crate::ServeOptions::failed_auth_per_second`] each is answered
 /// 429 after a second's pause: guessing is slow, valid tokens unaffected.
-async fn authenticate(State(owner): State<Shared>, mut request: Request, next: Next) -> Response {
+async fn authenticate(
+    State((owner, scope)): State<(Shared, Scope)>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     let checked = match bearer(request.headers()) {
         Ok(token) => {
             let owner = owner.clone();
@@ -297,6 +301,11 @@ async fn authenticate(State(owner): State<Shared>, mut request: Request, next: N
     };
     match checked {
         Ok(who) => {
+            // The route's scope, before its body is read (a valid token
+            // asking beyond its scope is not a failed authentication).
+            if let Err(e) = crate::owner::need(&who, scope) {
+                return e.into_response();
+            }
             request.extensions_mut().insert(who);
             next.run(request).await
         }
@@ -319,19 +328,26 @@ async fn authenticate(State(owner): State<Shared>, mut request: Request, next: N
     }
 }
 
-/// Times every request out (a slow upload included) and logs it.
-async fn guard(State(owner): State<Shared>, request: Request, next: Next) -> Response {
+/// Times every request out (a slow upload included) and logs it. A
+/// request whose write has begun is not cut short: its answer is the
+/// write's outcome, so a 408 always means nothing was stored.
+async fn guard(State(owner): State<Shared>, mut request: Request, next: Next) -> Response {
     let started = std::time::Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_string();
     let timeout = owner.options.request_timeout;
-    let response = match tokio::time::timeout(timeout, next.run(request)).await {
+    let in_flight = InFlight::default();
+    request.extensions_mut().insert(in_flight.clone());
+    let answer = next.run(request);
+    tokio::pin!(answer);
+    let response = match tokio::time::timeout(timeout, &mut answer).await {
         Ok(r) => r,
-        Err(_) => Error::Timeout(format!(
-            "the request took longer than {} s (a slow client?)",
+        Err(_) if in_flight.time_out() => Error::Timeout(format!(
+            "the request took longer than {} s (a slow client?); nothing was stored",
             timeout.as_secs()
         ))
         .into_response(),
+        Err(_) => answer.await,
     };
     tracing::info!(
         %method,
@@ -423,6 +439,7 @@ struct RequestId {
 async fn events(
     State(owner): State<Shared>,
     Extension(who): Extension<Capability>,
+    Extension(in_flight): Extension<InFlight>,
     query: std::result::Result<Query<RequestId>, QueryRejection>,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Reply> {
@@ -431,7 +448,7 @@ async fn events(
     with_token(owner, who, move |o, who| {
         let text = std::str::from_utf8(&body)
             .map_err(|e| Error::BadRequest(format!("the body is not UTF-8: {e}")))?;
-        let receipts = o.record_events(who, q.request_id.as_deref(), text)?;
+        let receipts = o.record_events(who, &in_flight, q.request_id.as_deref(), text)?;
         to_json(&serde_json::json!({
             "store_id": o.store_id()?,
             "receipts": receipts,
@@ -444,6 +461,7 @@ async fn events(
 async fn ingest(
     State(owner): State<Shared>,
     Extension(who): Extension<Capability>,
+    Extension(in_flight): Extension<InFlight>,
     Path(format): Path<String>,
     query: std::result::Result<Query<IngestQuery>, QueryRejection>,
     body: std::result::Result<Bytes, BytesRejection>,
@@ -451,7 +469,7 @@ async fn ingest(
     let Query(q) = query.map_err(|e| Error::BadRequest(e.body_text()))?;
     let body = body_of(body)?;
     with_token(owner, who, move |o, who| {
-        let report = o.ingest(who, &format, &q, &body)?;
+        let report = o.ingest(who, &in_flight, &format, &q, &body)?;
         to_json(&serde_json::json!({
             "store_id": o.store_id()?,
             "receipts": report.receipts,
@@ -465,12 +483,13 @@ async fn ingest(
 async fn decide(
     State(owner): State<Shared>,
     Extension(who): Extension<Capability>,
+    Extension(in_flight): Extension<InFlight>,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Reply> {
     let body = body_of(body)?;
     with_token(owner, who, move |o, who| {
         let request: DecideRequest = json_body(&body, "the decide request")?;
-        let run = o.decide(who, &request)?;
+        let run = o.decide(who, &in_flight, &request)?;
         let mut doc = serde_json::to_value(&run.verdict)
             .map_err(|e| Error::Internal(format!("serializing the verdict: {e}")))?;
         doc["status"] = serde_json::to_value(run.verdict.outcome.status())
@@ -541,6 +560,7 @@ struct PinQuery {
 async fn pin(
     State(owner): State<Shared>,
     Extension(who): Extension<Capability>,
+    Extension(in_flight): Extension<InFlight>,
     query: std::result::Result<Query<PinQuery>, QueryRejection>,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Reply> {
@@ -549,7 +569,7 @@ async fn pin(
     with_token(owner, who, move |o, who| {
         let text = std::str::from_utf8(&body)
             .map_err(|e| Error::BadRequest(format!("the policy is not UTF-8: {e}")))?;
-        let (pins, receipts) = o.pin(who, text, q.class.as_deref())?;
+        let (pins, receipts) = o.pin(who, &in_flight, text, q.class.as_deref())?;
         to_json(&serde_json::json!({
             "store_id": o.store_id()?,
             "receipts": receipts,
@@ -573,12 +593,13 @@ async fn list_tokens(
 async fn mint(
     State(owner): State<Shared>,
     Extension(who): Extension<Capability>,
+    Extension(in_flight): Extension<InFlight>,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Reply> {
     let body = body_of(body)?;
     with_token(owner, who, move |o, who| {
         let spec: TokenSpec = json_body(&body, "the token spec")?;
-        let minted = o.mint(who, &spec)?;
+        let minted = o.mint(who, &in_flight, &spec)?;
         to_json(&serde_json::json!({
             "store_id": o.store_id()?,
             "receipts": [minted.receipt],
@@ -592,10 +613,11 @@ async fn mint(
 async fn revoke(
     State(owner): State<Shared>,
     Extension(who): Extension<Capability>,
+    Extension(in_flight): Extension<InFlight>,
     Path(id): Path<String>,
 ) -> Result<Reply> {
     with_token(owner, who, move |o, who| {
-        let receipt = o.revoke(who, &id)?;
+        let receipt = o.revoke(who, &in_flight, &id)?;
         to_json(&serde_json::json!({
             "store_id": o.store_id()?,
             "receipts": [receipt],

@@ -34,6 +34,10 @@ pub struct ServeOptions {
     pub failed_auth_per_second: f64,
     /// Failed authentications allowed in a burst.
     pub failed_auth_burst: f64,
+    /// Uploads parsed at once (the rest wait their turn): what parsing
+    /// holds in memory is about the upload's inflated text, so this bounds
+    /// the server's memory to a few times `8 × max_body_bytes`.
+    pub max_parsing: usize,
 }
 
 impl Default for ServeOptions {
@@ -47,6 +51,7 @@ impl Default for ServeOptions {
             max_connections: 256,
             failed_auth_per_second: 10.0,
             failed_auth_burst: 100.0,
+            max_parsing: 2,
         }
     }
 }
@@ -81,12 +86,51 @@ pub(crate) struct IngestQuery {
     pub request_id: Option<String>,
 }
 
+/// Whether a request may still write: a request the server has already
+/// answered 408 must store nothing, and one whose write has begun is
+/// answered with that write's outcome, never 408 (the timeout waits for it).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct InFlight(std::sync::Arc<std::sync::atomic::AtomicU8>);
+
+impl InFlight {
+    const PENDING: u8 = 0;
+    const WRITING: u8 = 1;
+    const ANSWERED: u8 = 2;
+
+    /// Claims the right to write; `false` once the request was answered.
+    fn begin_write(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        self.0
+            .compare_exchange(
+                Self::PENDING,
+                Self::WRITING,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+    }
+
+    /// Answers the request as timed out; `false` if its write has begun.
+    pub(crate) fn time_out(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        self.0
+            .compare_exchange(
+                Self::PENDING,
+                Self::ANSWERED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+    }
+}
+
 /// The store's owner.
 #[derive(Debug)]
 pub struct Owner {
     ledger: Mutex<Ledger>,
     limits: Mutex<HashMap<String, Bucket>>,
     failures: Mutex<Bucket>,
+    parsing: Slots,
     spool: tempfile::TempDir,
     pub(crate) options: ServeOptions,
 }
@@ -115,6 +159,44 @@ impl Bucket {
         }
         self.tokens -= 1.0;
         true
+    }
+}
+
+/// A counting semaphore for blocking threads: `take` waits for a slot,
+/// the guard gives it back.
+#[derive(Debug)]
+struct Slots {
+    free: Mutex<usize>,
+    freed: std::sync::Condvar,
+}
+
+struct Slot<'a>(&'a Slots);
+
+impl Slots {
+    fn new(n: usize) -> Slots {
+        Slots {
+            free: Mutex::new(n),
+            freed: std::sync::Condvar::new(),
+        }
+    }
+
+    fn take(&self) -> Result<Slot<'_>> {
+        let poisoned = |_| Error::Internal("the parse slots' lock was poisoned".into());
+        let mut free = self.free.lock().map_err(poisoned)?;
+        while *free == 0 {
+            free = self.freed.wait(free).map_err(poisoned)?;
+        }
+        *free -= 1;
+        Ok(Slot(self))
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut free) = self.0.free.lock() {
+            *free += 1;
+            self.0.freed.notify_one();
+        }
     }
 }
 
@@ -183,9 +265,40 @@ impl Owner {
             ledger: Mutex::new(ledger),
             limits: Mutex::new(HashMap::new()),
             failures: Mutex::new(Bucket::full(options.failed_auth_burst)),
+            parsing: Slots::new(options.max_parsing.max(1)),
             spool,
             options,
         })
+    }
+
+    /// The store's lock for a write by `who`: the view refreshed, the token
+    /// checked again (revoked while its request was being read or waited
+    /// for the lock: refused), and the write claimed from the request's
+    /// timeout.
+    fn write_lock(
+        &self,
+        who: &Capability,
+        in_flight: &InFlight,
+    ) -> Result<std::sync::MutexGuard<'_, Ledger>> {
+        let mut ledger = self.lock()?;
+        ledger.refresh()?;
+        let now = tokens::now_ms();
+        match tokens::tokens_in(ledger.view())?.get(&who.id) {
+            Some(t) if t.live(now) => {}
+            _ => {
+                return Err(Error::Forbidden(format!(
+                    "token {} was revoked or expired while its request was in flight; nothing was stored",
+                    who.id
+                )));
+            }
+        }
+        if !in_flight.begin_write() {
+            return Err(Error::Timeout(
+                "the request was answered as timed out before its write began; nothing was stored"
+                    .into(),
+            ));
+        }
+        Ok(ledger)
     }
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, Ledger>> {
@@ -250,6 +363,7 @@ impl Owner {
     pub(crate) fn record_events(
         &self,
         who: &Capability,
+        in_flight: &InFlight,
         request_id: Option<&str>,
         text: &str,
     ) -> Result<Vec<Receipt>> {
@@ -267,10 +381,10 @@ impl Owner {
         if drafts.is_empty() {
             return Err(Error::BadRequest("no events in the body".into()));
         }
-        let mut ledger = self.lock()?;
+        let mut ledger = self.write_lock(who, in_flight)?;
         let receipts = match request_id {
             Some(id) => match ledger
-                .append_once(&request_key(who, "events", id, text.as_bytes())?, drafts)
+                .append_once(&request_key(who, "events", id, &[text.as_bytes()])?, drafts)
                 .map_err(Error::from)
                 .map_err(Error::classify)?
             {
@@ -290,6 +404,7 @@ impl Owner {
     pub(crate) fn ingest(
         &self,
         who: &Capability,
+        in_flight: &InFlight,
         format: &str,
         query: &IngestQuery,
         body: &[u8],
@@ -327,7 +442,18 @@ impl Owner {
         let idempotency_key = query
             .request_id
             .as_deref()
-            .map(|id| request_key(who, "ingest", id, body))
+            .map(|id| {
+                let described = serde_json::to_vec(&(
+                    format.name(),
+                    &query.commit,
+                    &query.suite,
+                    &query.direction,
+                    &query.label,
+                    &query.name,
+                ))
+                .map_err(|e| Error::Internal(e.to_string()))?;
+                request_key(who, "ingest", id, &[&described, body])
+            })
             .transpose()?;
         // The upload goes to the server's own spool directory under a name
         // it chooses (only the extension is the client's), is read by the
@@ -369,8 +495,10 @@ impl Owner {
         };
         // Read and parsed before the store's lock is taken: one large or
         // hostile upload holds up no other client's request.
+        let slot = self.parsing.take()?;
         let reports = ratchet_scorers::read_reports(format, std::slice::from_ref(&path), &options)
             .map_err(hide)?;
+        drop(slot);
         let reports = if query.request_id.is_some() {
             reports
         } else {
@@ -379,7 +507,7 @@ impl Owner {
             let key = format!("serve:session:{}:{}", who.spec.session, reports.key());
             reports.keyed(key)
         };
-        let mut ledger = self.lock()?;
+        let mut ledger = self.write_lock(who, in_flight)?;
         // Declarations and the request id are looked up in the warm view;
         // what is stored is folded into it.
         let mut report = ratchet_scorers::store_reports(&mut ledger, reports).map_err(hide)?;
@@ -397,6 +525,7 @@ impl Owner {
     pub(crate) fn decide(
         &self,
         who: &Capability,
+        in_flight: &InFlight,
         request: &DecideRequest,
     ) -> Result<ratchet_orchestrate::GateRun> {
         need(who, Scope::Decide)?;
@@ -405,7 +534,7 @@ impl Owner {
         };
         let baseline = parse("baseline", &request.baseline)?;
         let candidate = parse("candidate", &request.candidate)?;
-        let mut ledger = self.lock()?;
+        let mut ledger = self.write_lock(who, in_flight)?;
         ledger.refresh()?;
         // Only a pinned policy: no file beside the server decides.
         let (policy, _) = ratchet_gate::resolve_policy(Some(ledger.view()), &request.class, None)?;
@@ -485,19 +614,28 @@ impl Owner {
     }
 
     /// Mints a token (the caller needs `admin`).
-    pub(crate) fn mint(&self, who: &Capability, spec: &TokenSpec) -> Result<tokens::Minted> {
+    pub(crate) fn mint(
+        &self,
+        who: &Capability,
+        in_flight: &InFlight,
+        spec: &TokenSpec,
+    ) -> Result<tokens::Minted> {
         need(who, Scope::Admin)?;
-        let mut ledger = self.lock()?;
+        let mut ledger = self.write_lock(who, in_flight)?;
         let minted = tokens::mint_token(ledger.store_mut(), spec);
         ledger.refresh()?;
         minted
     }
 
     /// Revokes a token (the caller needs `admin`).
-    pub(crate) fn revoke(&self, who: &Capability, id: &str) -> Result<Receipt> {
+    pub(crate) fn revoke(
+        &self,
+        who: &Capability,
+        in_flight: &InFlight,
+        id: &str,
+    ) -> Result<Receipt> {
         need(who, Scope::Admin)?;
-        let mut ledger = self.lock()?;
-        ledger.refresh()?;
+        let mut ledger = self.write_lock(who, in_flight)?;
         if !tokens::tokens_in(ledger.view())?.contains_key(id) {
             return Err(Error::UnknownToken { id: id.to_string() });
         }
@@ -510,6 +648,7 @@ impl Owner {
     pub(crate) fn pin(
         &self,
         who: &Capability,
+        in_flight: &InFlight,
         text: &str,
         class: Option<&str>,
     ) -> Result<(Vec<serde_json::Value>, Vec<Receipt>)> {
@@ -522,7 +661,7 @@ impl Owner {
             }
             None => policy.class.keys().cloned().collect(),
         };
-        let mut ledger = self.lock()?;
+        let mut ledger = self.write_lock(who, in_flight)?;
         let mut pins = Vec::new();
         let mut receipts = Vec::new();
         for c in &classes {
@@ -548,7 +687,7 @@ impl Owner {
     }
 }
 
-fn need(who: &Capability, scope: Scope) -> Result<()> {
+pub(crate) fn need(who: &Capability, scope: Scope) -> Result<()> {
     if who.spec.can.contains(&scope) {
         Ok(())
     } else {
@@ -579,15 +718,23 @@ fn own_session(who: &Capability, named: &str) -> Result<()> {
 
 /// The idempotency key of a client's request id: per token (one client
 /// cannot make another's batch look already stored), per route, and per
-/// body — a retry sends the same bytes and counts once, while an id reused
-/// by mistake for other events stores them rather than dropping them.
-fn request_key(who: &Capability, route: &str, id: &str, body: &[u8]) -> Result<String> {
+/// request — its body and, for an upload, the format and every query
+/// parameter — so a retry sends the same and counts once, while an id
+/// reused by mistake for other evidence (another commit, another suite)
+/// stores it rather than dropping it.
+fn request_key(who: &Capability, route: &str, id: &str, parts: &[&[u8]]) -> Result<String> {
     if id.is_empty() || id.len() > 64 || !id.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(Error::BadRequest(
             "request_id must be 1 to 64 visible ASCII characters".into(),
         ));
     }
-    let digest = blake3::hash(body).to_hex();
+    // Every part length-prefixed: ("ab", "c") and ("a", "bc") differ.
+    let mut h = blake3::Hasher::new();
+    for part in parts {
+        h.update(&(part.len() as u64).to_le_bytes());
+        h.update(part);
+    }
+    let digest = h.finalize().to_hex();
     Ok(format!("serve:{}:{route}:{id}:{}", who.id, &digest[..16]))
 }
 
@@ -617,6 +764,79 @@ fn upload_name(format: ratchet_scorers::Format, given: Option<&str>) -> PathBuf 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn owner_and_record_token() -> (tempfile::TempDir, Owner, Capability, String) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut store = Store::create(dir.path().join("s"), Default::default()).expect("store");
+        let minted = tokens::mint_token(
+            &mut store,
+            &TokenSpec {
+                can: vec![Scope::Record],
+                session: "cell-1".into(),
+                cell: None,
+                expires_at_ms: None,
+            },
+        )
+        .expect("mint");
+        let owner = Owner::new(store, ServeOptions::default()).expect("owner");
+        let who = owner.authenticate(&minted.token).expect("authenticates");
+        (dir, owner, who, minted.id)
+    }
+
+    const LINE: &str = "{\"kind\":\"note\",\"payload\":{\"n\":1}}\n";
+
+    fn size(owner: &Owner) -> u64 {
+        owner.lock().expect("lock").view().head().size
+    }
+
+    #[test]
+    fn a_request_answered_as_timed_out_stores_nothing_and_one_writing_is_not_timed_out() {
+        let (_d, owner, who, _) = owner_and_record_token();
+        let before = size(&owner);
+        let late = InFlight::default();
+        assert!(late.time_out(), "answered 408 before its write began");
+        match owner.record_events(&who, &late, None, LINE) {
+            Err(Error::Timeout(m)) => assert!(m.contains("nothing was stored"), "{m}"),
+            other => panic!("expected a timeout, got {other:?}"),
+        }
+        assert_eq!(size(&owner), before);
+        let on_time = InFlight::default();
+        owner
+            .record_events(&who, &on_time, None, LINE)
+            .expect("stored");
+        assert!(
+            !on_time.time_out(),
+            "a request whose write began is answered with the write, not 408"
+        );
+        assert_eq!(size(&owner), before + 1);
+    }
+
+    #[test]
+    fn a_token_revoked_while_its_request_is_in_flight_writes_nothing() {
+        let (_d, owner, who, id) = owner_and_record_token();
+        // Authenticated (as from the headers), then revoked by the owner
+        // before the body was in.
+        tokens::revoke_token(owner.lock().expect("lock").store_mut(), &id).expect("revoke");
+        let before = owner
+            .lock()
+            .expect("lock")
+            .store()
+            .head()
+            .expect("head")
+            .size;
+        match owner.record_events(&who, &InFlight::default(), None, LINE) {
+            Err(Error::Forbidden(m)) => assert!(m.contains("revoked"), "{m}"),
+            other => panic!("expected the write refused, got {other:?}"),
+        }
+        let after = owner
+            .lock()
+            .expect("lock")
+            .store()
+            .head()
+            .expect("head")
+            .size;
+        assert_eq!(after, before, "nothing stored");
+    }
 
     #[test]
     fn the_spool_is_private_and_a_dead_server_s_spool_is_removed() {

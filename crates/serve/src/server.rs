@@ -49,17 +49,23 @@ pub async fn serve(
     ready: impl FnOnce(&[SocketAddr]),
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
+    // Every address checked before any is bound: a refused one leaves no
+    // socket file behind.
+    for l in listen {
+        if let Listen::Tcp(addr) = l
+            && !addr.ip().is_loopback()
+        {
+            return Err(Error::BadRequest(format!(
+                "{addr} is not a loopback address: the server speaks plain HTTP, so it listens on 127.0.0.1 or ::1 only (put a TLS proxy in front for anything else)"
+            )));
+        }
+    }
     let mut bound = Vec::new();
     let mut tcp_addrs = Vec::new();
     for l in listen {
         match l {
             Listen::Unix(path) => bound.push(Bound::Unix(bind_unix(path)?, path.clone())),
             Listen::Tcp(addr) => {
-                if !addr.ip().is_loopback() {
-                    return Err(Error::BadRequest(format!(
-                        "{addr} is not a loopback address: the server speaks plain HTTP, so it listens on 127.0.0.1 or ::1 only (put a TLS proxy in front for anything else)"
-                    )));
-                }
                 let t = tokio::net::TcpListener::bind(addr)
                     .await
                     .map_err(|source| Error::Io {

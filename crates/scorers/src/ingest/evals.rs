@@ -22,6 +22,9 @@ use crate::error::Result;
 
 const HIGHER: Option<(Direction, Declared)> = Some((Direction::HigherIsBetter, Declared::ByFormat));
 const LOWER: Option<(Direction, Declared)> = Some((Direction::LowerIsBetter, Declared::ByFormat));
+/// Higher is better for a name the file chooses: a convention, not a fact.
+const HIGHER_BY_CONVENTION: Option<(Direction, Declared)> =
+    Some((Direction::HigherIsBetter, Declared::ByConvention));
 
 /// A short, stable name for a configuration: the first 12 hex digits of
 /// BLAKE3 over its JSON.
@@ -52,13 +55,8 @@ fn inspect_value(v: &Value) -> Option<f64> {
 fn inspect_parts(file: &Path, max_inflated: u64, notes: &mut Notes) -> Result<(Value, Vec<Value>)> {
     let is_archive = file.extension().is_some_and(|e| e == "eval");
     if !is_archive {
-        let mut log: Value = serde_json::from_str(&super::strict_json(&read(file)?))
-            .map_err(|e| malformed(file, "JSON", format!("not an Inspect log: {e}")))?;
-        let samples = match log.get_mut("samples").map(Value::take) {
-            Some(Value::Array(samples)) => samples,
-            _ => Vec::new(),
-        };
-        return Ok((log, samples));
+        return super::inspect_log::log(&super::strict_json(&read(file)?))
+            .map_err(|e| malformed(file, "JSON", format!("not an Inspect log: {e}")));
     }
     // The `.eval` archive: `header.json` and one `samples/<id>_epoch_<n>.json`
     // per sample and epoch.
@@ -95,9 +93,7 @@ fn inspect_parts(file: &Path, max_inflated: u64, notes: &mut Notes) -> Result<(V
                 ),
             )
         })?;
-        serde_json::from_str::<Value>(&super::strict_json(&text))
-            .map_err(|e| malformed(file, &name, format!("not JSON: {e}")))
-            .map(|v| (name, v))
+        Ok::<_, crate::Error>((name, text))
     };
     let mut header = None;
     let mut samples = Vec::new();
@@ -112,9 +108,16 @@ fn inspect_parts(file: &Path, max_inflated: u64, notes: &mut Notes) -> Result<(V
     names.sort_by(|a, b| a.1.cmp(&b.1));
     for (i, name) in names {
         if name == "header.json" {
-            header = Some(json_at(&mut archive, i)?.1);
+            let (name, text) = json_at(&mut archive, i)?;
+            let (h, _) = super::inspect_log::log(&super::strict_json(&text))
+                .map_err(|e| malformed(file, &name, format!("not JSON: {e}")))?;
+            header = Some(h);
         } else if name.starts_with("samples/") && name.ends_with(".json") {
-            samples.push(json_at(&mut archive, i)?.1);
+            let (name, text) = json_at(&mut archive, i)?;
+            samples.push(
+                super::inspect_log::sample(&super::strict_json(&text))
+                    .map_err(|e| malformed(file, &name, format!("not JSON: {e}")))?,
+            );
         }
     }
     let header = match header {
@@ -221,13 +224,19 @@ pub(super) fn inspect(
                     Value::Object(parts) => {
                         for (key, part) in parts {
                             match inspect_value(part) {
-                                Some(x) => means.add(&task, &format!("{scorer}/{key}"), &version_of(&scorer), HIGHER, x),
+                                Some(x) => means.add(&task, &format!("{scorer}/{key}"), &version_of(&scorer), HIGHER_BY_CONVENTION, x),
                                 None => notes.say("not a number", format!("{}: a score value that is not a number ({part}) was not recorded", file.display())),
                             }
                         }
                     }
                     other => match inspect_value(other) {
-                        Some(x) => means.add(&task, &scorer, &version_of(&scorer), HIGHER, x),
+                        Some(x) => means.add(
+                            &task,
+                            &scorer,
+                            &version_of(&scorer),
+                            HIGHER_BY_CONVENTION,
+                            x,
+                        ),
                         None => notes.say(
                             "not a number",
                             format!(
@@ -571,7 +580,7 @@ pub(super) fn promptfoo(
                             "promptfoo_{}",
                             name.trim().replace(char::is_whitespace, "_")
                         );
-                        means.add(&task, &scorer, &version, HIGHER, x);
+                        means.add(&task, &scorer, &version, HIGHER_BY_CONVENTION, x);
                     }
                 }
             }

@@ -27,6 +27,7 @@ use crate::holdout::RubricSet;
 
 mod bench;
 mod evals;
+mod inspect_log;
 mod jsonl;
 mod junit;
 
@@ -286,6 +287,13 @@ pub(crate) enum Declared {
     /// [`IngestOptions::direction`]): an earlier, different declaration is
     /// an error.
     Explicitly,
+    /// By the format's convention for a name the file chooses (an Inspect
+    /// scorer, a promptfoo named score: higher is better). For an owner as
+    /// [`Declared::ByFormat`]; a writer who may not declare
+    /// ([`IngestOptions::no_new_directions`]) leaves a new one undeclared,
+    /// since whoever writes the file would choose the name and so the
+    /// direction.
+    ByConvention,
 }
 
 /// What a format's files hold, parsed and validated, before it is stored.
@@ -906,7 +914,7 @@ fn store_evidence<T: Target>(
                     seq,
                 });
             }
-            (Some((declared, seq)), Declared::ByFormat) => {
+            (Some((declared, seq)), Declared::ByFormat | Declared::ByConvention) => {
                 if declared != *direction {
                     notes.say(
                         "direction kept",
@@ -925,6 +933,14 @@ fn store_evidence<T: Target>(
                     scorer: scorer.clone(),
                     given: *direction,
                 });
+            }
+            (None, Declared::ByConvention) if no_new_directions => {
+                notes.say(
+                    "direction not declared",
+                    format!(
+                        "scorer {scorer:?} is new, and {format} only guesses its direction ({direction}): its scores are recorded, its direction is left for the store's owner to declare (or a policy's `direction`)"
+                    ),
+                );
             }
             (None, _) => {
                 drafts.push(crate::anchors::declaration_draft(scorer, *direction)?);

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use ratchet_serve::ServeOptions;
 
-use crate::{A, Server, kind, raw, score_line};
+use crate::{A, B, Server, kind, raw, score_line};
 
 fn still_serving(s: &Server) {
     let v = s
@@ -534,4 +534,29 @@ fn an_upload_that_inflates_past_its_share_is_refused_and_the_server_keeps_servin
     );
     assert_eq!(s.size(), before);
     still_serving(&s);
+}
+
+#[test]
+fn a_request_id_reused_for_other_evidence_stores_it() {
+    let s = Server::start(ServeOptions::default());
+    let rec = s.client(&s.record);
+    let report = r#"<testsuite name="unit" tests="1"><testcase name="a"/></testsuite>"#;
+    let upload = |commit: &str| {
+        rec.request(
+            "POST",
+            &format!("/v1/ingest/junit?commit={commit}&request_id=r1"),
+            "application/octet-stream",
+            report.as_bytes(),
+        )
+        .expect("answer")
+        .ok_json()
+        .expect("ingested")
+    };
+    assert_eq!(upload(A)["already_recorded"], false);
+    // The same id and body for another commit is other evidence.
+    assert_eq!(upload(B)["already_recorded"], false);
+    // The same request again is a retry.
+    assert_eq!(upload(B)["already_recorded"], true);
+    let runs = s.reopen().events_of_kinds(&["test_run"]).expect("runs");
+    assert_eq!(runs.len(), 2, "{runs:?}");
 }

@@ -295,3 +295,77 @@ fn a_record_token_cannot_choose_how_a_new_scorer_is_read() {
         .ingest("jsonl", &[], line.as_bytes())
         .expect("the owner declares");
 }
+
+/// An Inspect log whose one scorer the uploader named: its direction is
+/// only the format's convention (higher is better).
+fn inspect_log(scorer: &str) -> String {
+    format!(
+        r#"{{"status":"success","eval":{{"task":"t"}},"samples":[{{"id":"s1","scores":{{"{scorer}":{{"value":0.9}}}}}}]}}"#
+    )
+}
+
+#[test]
+fn a_record_token_cannot_declare_a_scorer_by_naming_it_in_a_report() {
+    let s = Server::start(ServeOptions::default());
+    // `hallucination_rate` is lower-is-better; a record token naming it in
+    // an Inspect log must not make the trace read it the other way up.
+    let r = s
+        .client(&s.record)
+        .request(
+            "POST",
+            &format!("/v1/ingest/inspect?commit={A}&name=log.json"),
+            "application/octet-stream",
+            inspect_log("hallucination_rate").as_bytes(),
+        )
+        .expect("answer")
+        .ok_json()
+        .expect("the scores are recorded");
+    assert_eq!(r["ingest"]["scores"], 1, "{r}");
+    let notes = r["ingest"]["notes"].to_string();
+    assert!(notes.contains("left for the store's owner"), "{notes}");
+    let store = s.reopen();
+    let declarations = store
+        .events_of_kinds(&[ratchet_trace::ReservedKind::Scorer.as_str()])
+        .expect("declarations");
+    assert!(
+        declarations.is_empty(),
+        "no declaration from a record token: {declarations:?}"
+    );
+    // The owner's upload of a new scorer declares it, as the CLI would.
+    let minted = s
+        .client(&s.admin)
+        .post_json(
+            "/v1/tokens",
+            &serde_json::json!({"can": ["record", "admin"], "session": "owner2"}),
+        )
+        .expect("mint");
+    s.client(minted["token"].as_str().expect("token"))
+        .ingest(
+            "inspect",
+            &[("commit", A), ("name", "log.json")],
+            inspect_log("accuracy").as_bytes(),
+        )
+        .expect("the owner records");
+    let declared = s
+        .reopen()
+        .events_of_kinds(&[ratchet_trace::ReservedKind::Scorer.as_str()])
+        .expect("declarations");
+    assert_eq!(declared.len(), 1, "{declared:?}");
+}
+
+#[test]
+fn a_record_token_asking_beyond_its_scope_is_refused_before_its_body_is_read() {
+    use std::io::{Read, Write};
+    let s = Server::start(ServeOptions::default());
+    let mut c = std::os::unix::net::UnixStream::connect(&s.socket).expect("connect");
+    c.set_read_timeout(Some(std::time::Duration::from_secs(120)))
+        .expect("timeout");
+    let head = format!(
+        "POST /v1/decide HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Length: 16000000\r\n\r\n",
+        s.record
+    );
+    c.write_all(head.as_bytes()).expect("headers");
+    let mut got = [0u8; 12];
+    c.read_exact(&mut got).expect("an answer without the body");
+    assert_eq!(&got, b"HTTP/1.1 403", "{}", String::from_utf8_lossy(&got));
+}

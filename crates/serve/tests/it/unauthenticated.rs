@@ -154,3 +154,34 @@ fn connections_past_the_cap_wait_until_one_closes() {
     );
     assert_eq!(status, 200, "{body}");
 }
+
+#[test]
+fn a_refused_tcp_address_leaves_no_socket_file_behind() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store =
+        ratchet_trace::Store::create(dir.path().join("s"), Default::default()).expect("store");
+    let owner = std::sync::Arc::new(
+        ratchet_serve::Owner::new(store, ServeOptions::default()).expect("owner"),
+    );
+    let socket = dir.path().join("s.sock");
+    let listen = [
+        ratchet_serve::Listen::Unix(socket.clone()),
+        ratchet_serve::Listen::Tcp("0.0.0.0:0".parse().expect("addr")),
+    ];
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let r = rt.block_on(ratchet_serve::serve(
+        owner,
+        &listen,
+        Duration::from_secs(1),
+        |_| {},
+        std::future::pending(),
+    ));
+    match r {
+        Err(ratchet_serve::Error::BadRequest(m)) => assert!(m.contains("loopback"), "{m}"),
+        other => panic!("expected the address refused, got {other:?}"),
+    }
+    assert!(!socket.exists(), "no socket file left behind");
+}
