@@ -200,6 +200,16 @@ def test_a_wrong_token_is_401(server: Server) -> None:
     assert e.value.status == 401
 
 
+def test_an_answer_given_before_the_body_was_in_is_read(server: Server) -> None:
+    # 8 MiB the server never reads: it refuses the token from the headers
+    # and closes while the client is still sending.
+    big = b" " * (8 << 20)
+    for where in (server.tcp, server.socket):
+        with pytest.raises(ServerError) as e:
+            Client(where, token="rtk_ffffffffffffffff_00").ingest("jsonl", big)
+        assert (e.value.status, e.value.kind) == (401, "unauthorized"), where
+
+
 def test_a_reserved_kind_is_refused_and_nothing_stored(server: Server) -> None:
     c = Client(server.socket, token_file=server.record)
     reader = Client(server.socket, token_file=server.reader)

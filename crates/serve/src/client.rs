@@ -161,13 +161,21 @@ impl Client {
             }
         };
         stream.timeouts(self.timeout).map_err(Failure::Connect)?;
-        let exchange = (|| {
-            stream.write_all(head.as_bytes())?;
-            stream.write_all(body)?;
-            stream.read_to_end(&mut raw)?;
-            parse_response(&raw)
-        })();
-        exchange.map_err(Failure::AfterSending)
+        // One write for the head and the body: a server that answers from
+        // the headers alone (a refused token, a rate limit) and closes
+        // finds the whole request already sent, most of the time.
+        let mut request = head.into_bytes();
+        request.extend_from_slice(body);
+        let sent = stream.write_all(&request);
+        // And when it closed before the body was all in, its answer is
+        // still there to read: an early answer is the answer.
+        let read = stream.read_to_end(&mut raw);
+        match parse_response(&raw) {
+            Ok(r) => Ok(r),
+            Err(unparsed) => Err(Failure::AfterSending(
+                sent.err().or(read.err()).unwrap_or(unparsed),
+            )),
+        }
     }
 
     /// `GET path` as JSON.

@@ -64,6 +64,19 @@ class ServerError(Exception):
         self.message = message
 
 
+def _early_answer(conn: http.client.HTTPConnection, method: str) -> Optional[tuple[int, str, bytes]]:
+    """The answer a server sent before it read the whole request, if one is
+    there to read on the connection."""
+    if conn.sock is None:
+        return None
+    try:
+        answer = http.client.HTTPResponse(conn.sock, method=method)
+        answer.begin()
+        return answer.status, answer.getheader("Content-Type", "") or "", answer.read()
+    except (OSError, http.client.HTTPException):
+        return None
+
+
 class UnixHTTPConnection(http.client.HTTPConnection):
     """An HTTP/1.1 connection over a Unix socket."""
 
@@ -184,7 +197,16 @@ class Client:
                     last = e
                     continue
                 try:
-                    conn.request(method, path, body=body, headers=headers)
+                    try:
+                        conn.request(method, path, body=body, headers=headers)
+                    except (BrokenPipeError, ConnectionResetError):
+                        # The server answered from the headers alone (a
+                        # refused token, a rate limit) and closed while the
+                        # body was still going out: its answer is the answer.
+                        early = _early_answer(conn, method)
+                        if early is None:
+                            raise
+                        return early
                     answer = conn.getresponse()
                     data = answer.read()
                 except _LOST as e:

@@ -185,3 +185,20 @@ fn a_refused_tcp_address_leaves_no_socket_file_behind() {
     }
     assert!(!socket.exists(), "no socket file left behind");
 }
+
+#[test]
+fn the_client_reads_an_answer_the_server_gave_before_the_body_was_in() {
+    let s = Server::start(ServeOptions::default());
+    // 8 MiB the server never reads: it answers from the headers and
+    // closes while the client is still writing.
+    let big = vec![b' '; 8 << 20];
+    let r = s
+        .client("rtk_0000000000000000_abcd")
+        .request("POST", "/v1/ingest/jsonl", "application/octet-stream", &big)
+        .expect("the early answer, not a broken pipe");
+    assert_eq!(
+        (r.status, kind(&r).as_str()),
+        (401, "unauthorized"),
+        "{r:?}"
+    );
+}
