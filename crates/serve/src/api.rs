@@ -407,6 +407,18 @@ fn body_of(body: std::result::Result<Bytes, BytesRejection>) -> Result<Bytes> {
     })
 }
 
+/// The query, or a 400 naming what in it was wrong.
+fn query_of<T>(query: std::result::Result<Query<T>, QueryRejection>) -> Result<T> {
+    query
+        .map(|Query(q)| q)
+        .map_err(|e| Error::BadRequest(e.body_text()))
+}
+
+/// The body as text, or a 400 naming `what` is not UTF-8.
+fn text_of<'a>(body: &'a [u8], what: &str) -> Result<&'a str> {
+    std::str::from_utf8(body).map_err(|e| Error::BadRequest(format!("{what} is not UTF-8: {e}")))
+}
+
 fn json_body<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T> {
     serde_json::from_slice(bytes).map_err(|e| Error::BadRequest(format!("{what}: {e}")))
 }
@@ -443,11 +455,10 @@ async fn events(
     query: std::result::Result<Query<RequestId>, QueryRejection>,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Reply> {
-    let Query(q) = query.map_err(|e| Error::BadRequest(e.body_text()))?;
+    let q = query_of(query)?;
     let body = body_of(body)?;
     with_token(owner, who, move |o, who| {
-        let text = std::str::from_utf8(&body)
-            .map_err(|e| Error::BadRequest(format!("the body is not UTF-8: {e}")))?;
+        let text = text_of(&body, "the body")?;
         let receipts = o.record_events(who, &in_flight, q.request_id.as_deref(), text)?;
         to_json(&serde_json::json!({
             "store_id": o.store_id()?,
@@ -466,7 +477,7 @@ async fn ingest(
     query: std::result::Result<Query<IngestQuery>, QueryRejection>,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Reply> {
-    let Query(q) = query.map_err(|e| Error::BadRequest(e.body_text()))?;
+    let q = query_of(query)?;
     let body = body_of(body)?;
     with_token(owner, who, move |o, who| {
         let report = o.ingest(who, &in_flight, &format, &q, &body)?;
@@ -520,7 +531,7 @@ async fn decisions(
     Extension(who): Extension<Capability>,
     query: std::result::Result<Query<Last>, QueryRejection>,
 ) -> Result<Reply> {
-    let Query(q) = query.map_err(|e| Error::BadRequest(e.body_text()))?;
+    let q = query_of(query)?;
     with_token(owner, who, move |o, who| {
         let events = o.decisions(who, q.last.unwrap_or(20))?;
         to_json(&serde_json::json!({ "store_id": o.store_id()?, "events": events }))
@@ -564,11 +575,10 @@ async fn pin(
     query: std::result::Result<Query<PinQuery>, QueryRejection>,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Reply> {
-    let Query(q) = query.map_err(|e| Error::BadRequest(e.body_text()))?;
+    let q = query_of(query)?;
     let body = body_of(body)?;
     with_token(owner, who, move |o, who| {
-        let text = std::str::from_utf8(&body)
-            .map_err(|e| Error::BadRequest(format!("the policy is not UTF-8: {e}")))?;
+        let text = text_of(&body, "the policy")?;
         let (pins, receipts) = o.pin(who, &in_flight, text, q.class.as_deref())?;
         to_json(&serde_json::json!({
             "store_id": o.store_id()?,
