@@ -36,7 +36,6 @@ use ratchet_trace::{
     AsOf, FaultKind, Store, StoreOptions, TestRun, Verified, VerifyOptions, WriterKey,
 };
 use rusqlite::Connection;
-use rusqlite::types::Value;
 
 /// The fix for the UTF-16 rewrites: a database that does not store text as
 /// UTF-8 is a fault of the store as a whole (seq 0), and is refused writes.
@@ -46,15 +45,6 @@ fn assert_refused_as_utf16(s: &Store) {
         matches!(&f, Some((0, FaultKind::SchemaAltered { what })) if what.contains("UTF-16")),
         "a UTF-16 database must not verify: {f:?}"
     );
-}
-
-fn remove_wal(dir: &Path) {
-    for ext in ["-wal", "-shm", "-journal"] {
-        let p = dir.join(format!("{}{ext}", ratchet_trace::DB_FILE));
-        if p.exists() {
-            std::fs::remove_file(p).expect("remove");
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -69,95 +59,6 @@ fn remove_wal(dir: &Path) {
 // by `commit_stats` at the head, which converts keys too) as its commit, but
 // no `WHERE commit_id = ?` / `IN (?, ?)` query ever finds it.
 // ---------------------------------------------------------------------------
-
-/// Copies the database at `dir` into a fresh UTF-16le database, object by
-/// object and row by row (same SQL text, same values), then lets `tweak`
-/// edit the copy, and puts the copy in place of `trace.db`.
-fn rewrite_as_utf16(dir: &Path, tweak: impl FnOnce(&Connection)) {
-    settle(dir);
-    let path = db_path(dir);
-    let tmp = dir.join("utf16.db");
-    {
-        let old = Connection::open(&path).expect("old");
-        let new = Connection::open(&tmp).expect("new");
-        new.execute_batch("PRAGMA encoding = 'UTF-16le';")
-            .expect("encoding");
-        let objects: Vec<(String, String, String)> = old
-            .prepare(
-                "SELECT type, name, sql FROM sqlite_schema WHERE sql IS NOT NULL ORDER BY rowid",
-            )
-            .and_then(|mut st| {
-                st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-                    .collect()
-            })
-            .expect("schema");
-        for (ty, _, sql) in objects.iter().filter(|o| o.0 != "trigger") {
-            new.execute_batch(sql)
-                .unwrap_or_else(|e| panic!("{ty}: {e}"));
-        }
-        for (_, table, _) in objects.iter().filter(|o| o.0 == "table") {
-            let mut st = old
-                .prepare(&format!("SELECT * FROM {table}"))
-                .expect("select");
-            let ncol = st.column_count();
-            let rows: Vec<Vec<Value>> = st
-                .query_map([], |r| (0..ncol).map(|i| r.get::<_, Value>(i)).collect())
-                .and_then(|rows| rows.collect())
-                .expect("rows");
-            let marks = vec!["?"; ncol].join(", ");
-            for row in rows {
-                new.execute(
-                    &format!("INSERT INTO {table} VALUES ({marks})"),
-                    rusqlite::params_from_iter(row),
-                )
-                .expect("insert");
-            }
-        }
-        // The edit goes in before the guards, which are then created as
-        // ratchet created them.
-        tweak(&new);
-        for (_, _, sql) in objects.iter().filter(|o| o.0 == "trigger") {
-            new.execute_batch(sql).expect("trigger");
-        }
-        let app: i64 = old
-            .pragma_query_value(None, "application_id", |r| r.get(0))
-            .expect("app");
-        let ver: i64 = old
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .expect("ver");
-        new.execute_batch(&format!(
-            "PRAGMA application_id = {app}; PRAGMA user_version = {ver};"
-        ))
-        .expect("header");
-    }
-    remove_wal(dir);
-    std::fs::rename(&tmp, &path).expect("replace trace.db");
-}
-
-fn utf16le(s: &str) -> Vec<u8> {
-    s.encode_utf16().flat_map(u16::to_le_bytes).collect()
-}
-
-fn from_utf16le(b: &[u8]) -> String {
-    assert_eq!(b.len() % 2, 0);
-    let units: Vec<u16> = b
-        .chunks(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .collect();
-    String::from_utf16(&units).expect("valid UTF-16")
-}
-
-/// The two texts to store in adjacent TEXT columns so that, once their
-/// serial types are changed by one byte each, the first column's bytes are
-/// `a` + one stray byte and the second's `b` + one stray byte.
-fn odd_split(a: &str, b: &str) -> (String, String) {
-    let mut full = utf16le(a);
-    full.push(0x41);
-    full.extend(utf16le(b));
-    full.push(0x20);
-    let cut = utf16le(a).len() + 2;
-    (from_utf16le(&full[..cut]), from_utf16le(&full[cut..]))
-}
 
 fn varint(mut v: u64) -> Vec<u8> {
     // SQLite's big-endian varint, up to 8 bytes of 7 bits (enough here).
@@ -891,37 +792,6 @@ fn extreme_scores_overflow_the_kept_statistics() {
     // The view's kept fold then equals its scan now (a later score exists).
     assert_eq!(bits(&v.commit_stats("acc", AsOf::Seq(2))), bits(&st));
     assert_eq!(fault(&s), None);
-}
-
-/// Rewrites the cell-pointer array of a one-page WITHOUT ROWID table.
-fn permute_leaf_cells(dir: &Path, table: &str, order: &[usize]) {
-    settle(dir);
-    let c = Connection::open(db_path(dir)).expect("raw");
-    let ps: i64 = c
-        .pragma_query_value(None, "page_size", |r| r.get(0))
-        .expect("ps");
-    let root: i64 = c
-        .query_row(
-            "SELECT rootpage FROM sqlite_schema WHERE name = ?1",
-            [table],
-            |r| r.get(0),
-        )
-        .expect("root");
-    drop(c);
-    let path = db_path(dir);
-    let mut bytes = std::fs::read(&path).expect("read db");
-    let base = (root as usize - 1) * ps as usize;
-    assert_eq!(bytes[base], 0x0a, "a leaf index page");
-    let n = u16::from_be_bytes([bytes[base + 3], bytes[base + 4]]) as usize;
-    assert_eq!(n, order.len());
-    let ptrs: Vec<[u8; 2]> = (0..n)
-        .map(|i| [bytes[base + 8 + 2 * i], bytes[base + 9 + 2 * i]])
-        .collect();
-    for (i, &from) in order.iter().enumerate() {
-        bytes[base + 8 + 2 * i] = ptrs[from][0];
-        bytes[base + 9 + 2 * i] = ptrs[from][1];
-    }
-    std::fs::write(&path, bytes).expect("write db");
 }
 
 /// Round 2 moved the reads off keyed seeks, but the *append* still seeks

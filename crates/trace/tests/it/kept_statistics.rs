@@ -16,44 +16,6 @@ use ratchet_trace::{
     VerifyOptions,
 };
 
-fn page_size_and_root(dir: &Path, table: &str) -> (usize, usize) {
-    let c = rusqlite::Connection::open(db_path(dir)).expect("raw open");
-    let ps: i64 = c
-        .pragma_query_value(None, "page_size", |r| r.get(0))
-        .expect("page size");
-    let root: i64 = c
-        .query_row(
-            "SELECT rootpage FROM sqlite_schema WHERE name = ?1",
-            [table],
-            |r| r.get(0),
-        )
-        .expect("root page");
-    (ps as usize, root as usize)
-}
-
-/// Rewrites the cell-pointer array of a one-page WITHOUT ROWID table (its
-/// root is a leaf index page): `order[i]` is the sorted position of the row
-/// to put at cell i. Only the order of the pointers changes — every cell,
-/// every byte of every row stays as SQLite wrote it.
-fn permute_leaf_cells(dir: &Path, table: &str, order: &[usize]) {
-    settle(dir);
-    let (ps, root) = page_size_and_root(dir, table);
-    let path = db_path(dir);
-    let mut bytes = std::fs::read(&path).expect("read db");
-    let base = (root - 1) * ps;
-    assert_eq!(bytes[base], 0x0a, "{table}'s root is a leaf index page");
-    let n = u16::from_be_bytes([bytes[base + 3], bytes[base + 4]]) as usize;
-    assert_eq!(n, order.len(), "cells on the page");
-    let ptrs: Vec<[u8; 2]> = (0..n)
-        .map(|i| [bytes[base + 8 + 2 * i], bytes[base + 9 + 2 * i]])
-        .collect();
-    for (i, &from) in order.iter().enumerate() {
-        bytes[base + 8 + 2 * i] = ptrs[from][0];
-        bytes[base + 9 + 2 * i] = ptrs[from][1];
-    }
-    std::fs::write(&path, bytes).expect("write db");
-}
-
 /// Commit 1 is clearly the best on `acc`; commit 2 is worse; a second
 /// scorer `zzz` sorts after `acc` in the table's key.
 fn two_commits_and_another_scorer(s: &mut Store) {
