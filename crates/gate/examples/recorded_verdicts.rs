@@ -10,7 +10,8 @@
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use ratchet_gate::{Policy, Question, decide};
-use ratchet_trace::{CommitId, Score, Store, StoreOptions, TestRun};
+use ratchet_testkit::commit;
+use ratchet_trace::{Score, Store, StoreOptions, TestRun};
 
 /// Every policy field in use somewhere, defaults and non-defaults.
 const POLICY: &str = r#"
@@ -101,10 +102,6 @@ beta = 0.05
 gap = 0.15
 max_n = 3000
 "#;
-
-fn commit(n: u8) -> CommitId {
-    CommitId::parse(&format!("{n:02x}").repeat(20)).expect("commit")
-}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::args()

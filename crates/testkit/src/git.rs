@@ -28,7 +28,8 @@ pub fn commit_files(
     files: &[(&str, Option<&str>)],
     msg: &str,
 ) -> Oid {
-    let entries: Vec<(&str, Option<&str>, i32)> = files.iter().map(|&(n, c)| (n, c, FILE)).collect();
+    let entries: Vec<(&str, Option<&str>, i32)> =
+        files.iter().map(|&(n, c)| (n, c, FILE)).collect();
     commit_entries(repo, refname, &entries, msg)
 }
 
@@ -78,8 +79,15 @@ pub fn commit_entries(
         .find_tree(index.write_tree_to(repo).expect("tree"))
         .expect("tree");
     let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
-    repo.commit(Some(refname), &signature(), &signature(), msg, &tree, &parents)
-        .expect("commit")
+    repo.commit(
+        Some(refname),
+        &signature(),
+        &signature(),
+        msg,
+        &tree,
+        &parents,
+    )
+    .expect("commit")
 }
 
 /// Points the new branch `name` at `at`.
@@ -115,4 +123,28 @@ pub fn repo_with_branches(
     }
     force_checkout_head(&repo);
     repo
+}
+
+/// Writes `content` to `file` in the work tree, stages it and commits it on
+/// HEAD (parented on HEAD's commit if there is one).
+pub fn commit_work_file(repo: &Repository, file: &str, content: &str, msg: &str) -> Oid {
+    let root = repo.workdir().expect("work tree");
+    std::fs::write(root.join(file), content).expect("write");
+    let mut index = repo.index().expect("index");
+    index.add_path(Path::new(file)).expect("add");
+    index.write().expect("write index");
+    let tree = repo
+        .find_tree(index.write_tree().expect("tree"))
+        .expect("find tree");
+    let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+    let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+    repo.commit(
+        Some("HEAD"),
+        &signature(),
+        &signature(),
+        msg,
+        &tree,
+        &parents,
+    )
+    .expect("commit")
 }

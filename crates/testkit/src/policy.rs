@@ -22,20 +22,19 @@ pub fn paired_class(name: &str, scorer: &str, max_n: u64, extra: &str) -> String
     )
 }
 
-/// `[class.<name>]`: a Bernoulli SPRT on `scorer`'s pass rate, detecting a
-/// difference of `gap`, at most `max_n` trials.
-pub fn bernoulli_class(name: &str, scorer: &str, gap: f64, max_n: u64, extra: &str) -> String {
+/// `[class.<name>]`: a `test` ("bernoulli", "gaussian", "betting") on
+/// `scorer` that detects a difference of `gap`, at most `max_n`
+/// observations.
+pub fn gap_class(
+    name: &str,
+    test: &str,
+    scorer: &str,
+    gap: f64,
+    max_n: u64,
+    extra: &str,
+) -> String {
     format!(
-        "\n[class.{name}]\nscorer = \"{scorer}\"\ntest = \"bernoulli\"\nalpha = 0.05\nbeta = 0.05\n\
-         gap = {gap:?}\nmax_n = {max_n}\n{extra}"
-    )
-}
-
-/// `[class.<name>]`: a Gaussian SPRT on `scorer`'s mean, detecting a
-/// difference of `gap`, at most `max_n` observations.
-pub fn gaussian_class(name: &str, scorer: &str, gap: f64, max_n: u64, extra: &str) -> String {
-    format!(
-        "\n[class.{name}]\nscorer = \"{scorer}\"\ntest = \"gaussian\"\nalpha = 0.05\nbeta = 0.05\n\
+        "\n[class.{name}]\nscorer = \"{scorer}\"\ntest = \"{test}\"\nalpha = 0.05\nbeta = 0.05\n\
          gap = {gap:?}\nmax_n = {max_n}\n{extra}"
     )
 }
@@ -43,7 +42,14 @@ pub fn gaussian_class(name: &str, scorer: &str, gap: f64, max_n: u64, extra: &st
 /// `[[class.<class>.guardrail]]`: `scorer` must not get worse (it is better
 /// `direction`, "lower" or "higher") by more than `margin` of `margin_kind`
 /// ("relative" or "absolute").
-pub fn guardrail(class: &str, scorer: &str, direction: &str, margin: f64, margin_kind: &str, extra: &str) -> String {
+pub fn guardrail(
+    class: &str,
+    scorer: &str,
+    direction: &str,
+    margin: f64,
+    margin_kind: &str,
+    extra: &str,
+) -> String {
     format!(
         "\n[[class.{class}.guardrail]]\nscorer = \"{scorer}\"\ndirection = \"{direction}\"\n\
          margin = {margin:?}\nmargin_kind = \"{margin_kind}\"\n{extra}"

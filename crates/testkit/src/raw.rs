@@ -217,7 +217,6 @@ pub fn replace_bytes(dir: &Path, from: &[u8], to: &[u8]) {
     std::fs::write(&path, bytes).expect("write db");
 }
 
-
 /// Deletes the WAL, shared-memory and journal files beside `trace.db`: the
 /// database is then exactly its main file.
 pub fn remove_wal(dir: &Path) {

@@ -98,4 +98,3 @@ pub fn odd_split(a: &str, b: &str) -> (String, String) {
     let cut = utf16le(a).len() + 2;
     (from_utf16le(&full[..cut]), from_utf16le(&full[cut..]))
 }
-

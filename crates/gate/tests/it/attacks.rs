@@ -15,7 +15,7 @@
 //! A store that refuses to open after an attack counts as a detection too.
 //! The comment above each test names the finding it pins.
 
-use crate::common::{self, CLASS, POLICY, SCORER, SUITE, TASKS, WRITER_SECRET};
+use crate::common::{self, CLASS, SCORER, SUITE, TASKS, WRITER_SECRET, commit, prompt_policy};
 
 use std::path::{Path, PathBuf};
 
@@ -30,10 +30,6 @@ use rusqlite::{Connection, params};
 
 /// The attacker's own secret, for attacks that re-MAC with a key of their own.
 const ATTACKER_SECRET: [u8; 32] = [0xa5; 32];
-
-fn commit(n: u8) -> CommitId {
-    CommitId::parse(&format!("{n:02x}").repeat(20)).expect("a valid commit id")
-}
 
 /// Every `Question` of this file is built here, so that the field carrying
 /// the checkpoint is named in one place only.
@@ -109,7 +105,7 @@ impl World {
         let w = World {
             dir,
             key,
-            policy: Policy::parse(POLICY).expect("the policy parses"),
+            policy: Policy::parse(&prompt_policy()).expect("the policy parses"),
             base: commit(1),
             cand: commit(2),
         };

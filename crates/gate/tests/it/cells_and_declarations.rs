@@ -6,7 +6,8 @@
 //! promote, a suppressed failure, a bricked store, evidence counted twice —
 //! with verification reporting nothing).
 
-use crate::common::{self, CLASS, POLICY, SCORER, TASKS, base, cand, key};
+use crate::common::{self, CLASS, SCORER, TASKS, base, cand, key, prompt_policy};
+use ratchet_testkit::paired_class;
 
 use std::path::PathBuf;
 
@@ -70,7 +71,7 @@ fn verdict_with(store: &mut Store, policy: &str) -> ratchet_gate::Result<Verdict
 }
 
 fn verdict(store: &mut Store) -> Verdict {
-    verdict_with(store, POLICY).expect("decide")
+    verdict_with(store, &prompt_policy()).expect("decide")
 }
 
 /// The events of `kind` in `store` that were merged in from a cell.
@@ -223,7 +224,7 @@ fn a_cell_cannot_flip_a_scorers_direction() {
     assert_eq!(v.outcome.status().exit_code(), 1);
 
     // And a policy that states the true direction decides, the same way.
-    let stated = POLICY.replace(
+    let stated = prompt_policy().replace(
         "test = \"paired\"",
         "test = \"paired\"\ndirection = \"higher\"",
     );
@@ -262,7 +263,7 @@ fn a_malformed_declaration_from_a_cell_cannot_brick_the_home() {
     assert_eq!(merged(&home, "scorer").len(), 1);
 
     // The gate still decides, as before the merge.
-    let v = verdict_with(&mut home, POLICY).expect("the gate still decides");
+    let v = verdict_with(&mut home, &prompt_policy()).expect("the gate still decides");
     assert_eq!(v.outcome, Outcome::Promote, "{v:#?}");
     // JSONL and JUnit ingestion still work.
     let jsonl = w.file(
@@ -397,17 +398,9 @@ fn cell_ingest_markers_cannot_suppress_alarm_recording() {
 // task: honestly Continue (no task ran twice), after re-ingestion Promote.
 // Now the key is the resolved scores.
 
-const PENTA: &str = r#"
-[class.prompt]
-scorer = "accuracy"
-test = "paired"
-pairing = "pentanomial"
-alpha = 0.05
-beta = 0.05
-elo0 = 0.0
-elo1 = 40.0
-max_n = 3000
-"#;
+fn penta() -> String {
+    paired_class("prompt", "accuracy", 3000, "pairing = \"pentanomial\"\n")
+}
 
 #[test]
 fn jsonl_reingested_with_a_commit_flag_is_not_counted_twice() {
@@ -423,7 +416,7 @@ fn jsonl_reingested_with_a_commit_flag_is_not_counted_twice() {
     let none = RubricSet::new(vec![]);
     let r1 = ratchet_scorers::ingest_jsonl(&mut home, &file, None, &none, "eval").expect("1");
     assert_eq!(r1.scores, 2 * TASKS);
-    let honest = verdict_with(&mut home, PENTA).expect("decide");
+    let honest = verdict_with(&mut home, &penta()).expect("decide");
     assert_eq!(honest.outcome.status(), GateStatus::Continue, "{honest:#?}");
 
     // Re-run by a script that always passes --commit.
@@ -436,7 +429,7 @@ fn jsonl_reingested_with_a_commit_flag_is_not_counted_twice() {
     assert_eq!(stored_scores(&home, &cand(), SCORER).len(), TASKS);
     assert_eq!(stored_scores(&home, &base(), SCORER).len(), TASKS);
     assert_verifies(&home);
-    let v = verdict_with(&mut home, PENTA).expect("decide");
+    let v = verdict_with(&mut home, &penta()).expect("decide");
     assert_eq!(v.outcome, honest.outcome, "{v:#?}");
     assert_eq!(v.outcome.status(), GateStatus::Continue, "{v:#?}");
 }
@@ -487,7 +480,7 @@ fn a_scorer_declared_lower_is_better_keeps_its_direction_through_jsonl_ingestion
     }
     let f2 = w.file("e2.jsonl", &text);
     ratchet_scorers::ingest_jsonl(&mut s2, &f2, None, &none, "eval").expect("ingest");
-    let pol = POLICY.replace("\"accuracy\"", "\"error_rate\"");
+    let pol = prompt_policy().replace("\"accuracy\"", "\"error_rate\"");
     let lower = pol.replace(
         "test = \"paired\"",
         "test = \"paired\"\ndirection = \"lower\"",
@@ -610,21 +603,10 @@ weight = 1.0
 must = true
 "#;
 
-const SAFETY_POLICY: &str = r#"
-[class.prompt]
-scorer = "accuracy"
-test = "paired"
-alpha = 0.05
-beta = 0.05
-elo0 = 0.0
-elo1 = 40.0
-max_n = 3000
-required_suites = ["unit"]
-
-[[class.prompt.invariant]]
-scorer = "safety"
-minimum = 1.0
-"#;
+/// [`prompt_policy`] with the safety rubric's score as an invariant.
+fn safety_policy() -> String {
+    prompt_policy() + "\n[[class.prompt.invariant]]\nscorer = \"safety\"\nminimum = 1.0\n"
+}
 
 fn safety_world() -> (World, Store, RubricSet, u64) {
     let (w, mut home) = World::new();
@@ -666,7 +648,7 @@ fn score_pending_refuses_a_forged_observation() {
     let honest_outcome = {
         let (_w, mut home, rubrics, _) = safety_world();
         ratchet_scorers::score_pending(&mut home, &rubrics).expect("score");
-        let v = verdict_with(&mut home, SAFETY_POLICY).expect("decide");
+        let v = verdict_with(&mut home, &safety_policy()).expect("decide");
         assert_eq!(stage(&v), Some(&Stage::Invariants), "{v:#?}");
         v.outcome
     };
@@ -727,7 +709,7 @@ fn score_pending_refuses_a_forged_observation() {
     assert_verifies(&victim);
     // Nothing was scored from the forgery: the safety evidence is missing.
     assert!(stored_scores(&victim, &cand(), "safety").is_empty());
-    let v = verdict_with(&mut victim, SAFETY_POLICY).expect("decide");
+    let v = verdict_with(&mut victim, &safety_policy()).expect("decide");
     assert_eq!(stage(&v), Some(&Stage::Invariants), "{v:#?}");
     assert_eq!(v.outcome.status(), GateStatus::MissingEvidence, "{v:#?}");
     // …and a re-run of `ratchet score` on the restored trace scores the true
@@ -736,7 +718,7 @@ fn score_pending_refuses_a_forged_observation() {
     let r = ratchet_scorers::score_pending(&mut victim, &rubrics).expect("score");
     assert_eq!((r.scored, r.already_scored), (4, 0), "{r:?}");
     assert_verifies(&victim);
-    let v = verdict_with(&mut victim, SAFETY_POLICY).expect("decide");
+    let v = verdict_with(&mut victim, &safety_policy()).expect("decide");
     assert_eq!(stage(&v), Some(&Stage::Invariants), "{v:#?}");
     assert_eq!(v.outcome, honest_outcome, "{v:#?}");
 }
@@ -777,7 +759,7 @@ fn a_cell_score_session_cannot_suppress_the_homes_observation() {
         "the failing observation was scored: {own:?}"
     );
     assert_verifies(&home);
-    let v = verdict_with(&mut home, SAFETY_POLICY).expect("decide");
+    let v = verdict_with(&mut home, &safety_policy()).expect("decide");
     assert_eq!(stage(&v), Some(&Stage::Invariants), "{v:#?}");
     assert_eq!(v.outcome.status(), GateStatus::Reject, "{v:#?}");
 }
@@ -839,7 +821,7 @@ fn an_invariant_fails_closed_on_a_candidate_that_skipped_half_the_tasks() {
         }
     }
     home.record_scores(&safety, "safety").expect("safety");
-    let v = verdict_with(&mut home, SAFETY_POLICY).expect("decide");
+    let v = verdict_with(&mut home, &safety_policy()).expect("decide");
     match &v.outcome {
         Outcome::Reject {
             stage,

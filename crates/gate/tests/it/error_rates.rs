@@ -26,33 +26,22 @@ use rand_distr::{Distribution, Normal};
 use ratchet_gate::{
     Outcome, Policy, Question, decide_at, exact_bernoulli, logistic_score, monte_carlo, verdict_in,
 };
+use ratchet_testkit::gap_class;
 use ratchet_trace::{CommitId, Durability, Ledger, Score, Store, StoreOptions, VerifyOptions};
 
-const POLICY: &str = r#"
-[class.pass]
-scorer = "s"
-test = "bernoulli"
-alpha = 0.05
-beta = 0.05
-gap = 0.2
-max_n = 100000
+/// One class per test kind, all on the scorer `s`, bounded far above any
+/// simulated run (the elo class's hypotheses are wider than the shared one).
+fn policy_text() -> String {
+    [
+        gap_class("pass", "bernoulli", "s", 0.2, 100_000, ""),
+        gap_class("cont", "gaussian", "s", 0.1, 100_000, ""),
+        gap_class("bounded", "betting", "s", 0.1, 100_000, ""),
+        ELO.to_string(),
+    ]
+    .concat()
+}
 
-[class.cont]
-scorer = "s"
-test = "gaussian"
-alpha = 0.05
-beta = 0.05
-gap = 0.1
-max_n = 100000
-
-[class.bounded]
-scorer = "s"
-test = "betting"
-alpha = 0.05
-beta = 0.05
-gap = 0.1
-max_n = 100000
-
+const ELO: &str = r#"
 [class.elo]
 scorer = "s"
 test = "paired"
@@ -96,7 +85,7 @@ fn simulate(
     seed: u64,
     mut draw: impl FnMut(&mut StdRng) -> (f64, f64),
 ) -> Tally {
-    let policy = Policy::parse(POLICY).expect("policy");
+    let policy = Policy::parse(&policy_text()).expect("policy");
     let class_policy = policy.class(class).expect("class");
     let (base, cand) = (
         CommitId::parse(&"aa".repeat(20)).expect("commit"),
@@ -147,7 +136,7 @@ fn bernoulli_pair(rng: &mut StdRng, p_base: f64, p_cand: f64) -> (f64, f64) {
 
 #[test]
 fn bernoulli_holds_alpha_at_the_null_and_beta_at_the_alternative() {
-    let policy = Policy::parse(POLICY).expect("policy");
+    let policy = Policy::parse(&policy_text()).expect("policy");
     let p = policy.class("pass").expect("class");
     let test = p.bernoulli_test().expect("test");
 
@@ -217,7 +206,7 @@ fn gaussian_holds_walds_bounds_at_the_null_and_the_alternative() {
     // calibrate's Monte Carlo of the same test (differences N(0, 0.2·√2),
     // capped at the same 300 tasks) predicts decide's rate: the two
     // estimates agree within three standard errors of their difference.
-    let policy = Policy::parse(POLICY).expect("policy");
+    let policy = Policy::parse(&policy_text()).expect("policy");
     let test = policy
         .class("cont")
         .expect("class")
@@ -300,7 +289,7 @@ fn simulate_polled(
     seed: u64,
     mut draw: impl FnMut(&mut StdRng) -> (f64, f64),
 ) -> Tally {
-    let policy = Policy::parse(POLICY).expect("policy");
+    let policy = Policy::parse(&policy_text()).expect("policy");
     let class_policy = policy.class(class).expect("class");
     let (base, cand) = (
         CommitId::parse(&"aa".repeat(20)).expect("commit"),

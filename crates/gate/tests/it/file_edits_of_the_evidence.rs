@@ -4,7 +4,7 @@
 //! — verification names a fault and the gate does not promote — or has no
 //! effect. Each failed (the attack worked) before its fix.
 
-use crate::common::{self, CLASS, POLICY, SCORER, SUITE, TASKS, base, cand, key};
+use crate::common::{self, CLASS, SCORER, SUITE, TASKS, base, cand, key, prompt_policy};
 
 use std::path::{Path, PathBuf};
 
@@ -27,7 +27,7 @@ impl World {
         let dir = tempfile::tempdir().expect("tempdir");
         let w = World {
             dir,
-            policy: Policy::parse(POLICY).expect("policy"),
+            policy: Policy::parse(&prompt_policy()).expect("policy"),
         };
         let store = Store::create(w.store_dir(), w.options()).expect("create");
         (w, store)
@@ -320,7 +320,7 @@ fn hole3_planted_row_makes_a_merge_drop_a_cell_event() {
         assert_eq!(r.ingested, 1);
         let wc = World {
             dir: ctrl,
-            policy: Policy::parse(POLICY).expect("red team step"),
+            policy: Policy::parse(&prompt_policy()).expect("red team step"),
         };
         let v = wc.verdict(&mut h, None);
         assert_eq!(outcome_stage(&v), Some(&Stage::Tests), "honest: {v:?}");
@@ -445,7 +445,7 @@ fn hole4_planted_ingest_marker_suppresses_a_failing_report() {
         assert_eq!(r.test_runs, 1);
         let wc = World {
             dir: ctrl,
-            policy: Policy::parse(POLICY).expect("red team step"),
+            policy: Policy::parse(&prompt_policy()).expect("red team step"),
         };
         let v = wc.verdict(&mut h, None);
         assert_eq!(outcome_stage(&v), Some(&Stage::Tests), "honest: {v:?}");

@@ -10,69 +10,39 @@ use ratchet_gate::{
     GateStatus, Outcome, Policy, Question, RejectCause, SequentialDetails, StageDetails, Verdict,
     verdict_in,
 };
+use ratchet_testkit::{commit, gap_class, guardrail};
 use ratchet_trace::{CommitId, Durability, Ledger, Score, Store, StoreOptions, VerifyOptions};
 
-const POLICY: &str = r#"
-[class.bounded]
-scorer = "s"
-test = "betting"
-alpha = 0.05
-beta = 0.05
-gap = 0.1
-max_n = 100000
-
-[class.short]
-scorer = "s"
-test = "betting"
-alpha = 0.05
-beta = 0.05
-gap = 0.1
-max_n = 5
-
-[class.cont]
-scorer = "s"
-test = "gaussian"
-alpha = 0.05
-beta = 0.05
-gap = 0.1
-max_n = 100000
-
-[class.guarded]
-scorer = "s"
-test = "betting"
-alpha = 0.05
-beta = 0.05
-gap = 0.1
-max_n = 100000
-
-[[class.guarded.guardrail]]
-scorer = "cost"
-direction = "lower"
-margin = 0.05
-margin_kind = "relative"
-method = "welch"
-
-[class.guarded_seq]
-scorer = "s"
-test = "betting"
-alpha = 0.05
-beta = 0.05
-gap = 0.1
-max_n = 100000
-
-[[class.guarded_seq.guardrail]]
-scorer = "cost"
-direction = "lower"
-margin = 0.05
-margin_kind = "relative"
-method = "sequence"
-"#;
+/// Betting classes (one stopped at five observations, two guarded on cost
+/// by each guardrail method) and a Gaussian one, all on the scorer `s`.
+fn policy_text() -> String {
+    let cost = |class: &str, method: &str| {
+        guardrail(
+            class,
+            "cost",
+            "lower",
+            0.05,
+            "relative",
+            &format!("method = \"{method}\"\n"),
+        )
+    };
+    [
+        gap_class("bounded", "betting", "s", 0.1, 100_000, ""),
+        gap_class("short", "betting", "s", 0.1, 5, ""),
+        gap_class("cont", "gaussian", "s", 0.1, 100_000, ""),
+        gap_class("guarded", "betting", "s", 0.1, 100_000, ""),
+        cost("guarded", "welch"),
+        gap_class("guarded_seq", "betting", "s", 0.1, 100_000, ""),
+        cost("guarded_seq", "sequence"),
+    ]
+    .concat()
+}
 
 fn base() -> CommitId {
-    CommitId::parse(&"aa".repeat(20)).expect("commit")
+    commit(0xaa)
 }
 fn cand() -> CommitId {
-    CommitId::parse(&"bb".repeat(20)).expect("commit")
+    commit(0xbb)
 }
 
 fn score(commit: &CommitId, task: &str, scorer: &str, version: &str, value: f64) -> Score {
@@ -112,7 +82,7 @@ fn sequential(v: &Verdict) -> Option<&SequentialDetails> {
 }
 
 fn policy() -> Policy {
-    Policy::parse(POLICY).expect("policy")
+    Policy::parse(&policy_text()).expect("policy")
 }
 
 // ---------------------------------------------------------------------------
