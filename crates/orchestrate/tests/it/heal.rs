@@ -1,38 +1,14 @@
 //! Healing against real temporary git repositories.
 
-use std::path::Path;
+use crate::common::{record_versions_and_a_fall, three_versions};
 
-use git2::{Repository, Signature};
+use git2::Repository;
 use ratchet_drift::{Alarm, Chart, Monitor, Ranking, Shift, TraceAlarm, Watch, best_commit};
 use ratchet_orchestrate::{
     Error, HealOptions, KIND_CHECKOUT, WatchPlan, check_recovery, heal, record_promotion,
     start_watch,
 };
 use ratchet_trace::{CommitId, Ledger, Score, Store, StoreOptions, VerifyOptions};
-
-/// Commits `content` to `file` on HEAD and returns the new commit id.
-fn commit_file(repo: &Repository, file: &str, content: &str, message: &str) -> CommitId {
-    let root = repo.workdir().expect("work tree");
-    std::fs::write(root.join(file), content).expect("write");
-    let mut index = repo.index().expect("index");
-    index.add_path(Path::new(file)).expect("add");
-    index.write().expect("write index");
-    let tree = repo
-        .find_tree(index.write_tree().expect("tree"))
-        .expect("find tree");
-    let sig = Signature::now("ratchet test", "test@example.invalid").expect("signature");
-    let parents: Vec<git2::Commit<'_>> = repo
-        .head()
-        .ok()
-        .and_then(|h| h.peel_to_commit().ok())
-        .into_iter()
-        .collect();
-    let parent_refs: Vec<&git2::Commit<'_>> = parents.iter().collect();
-    let oid = repo
-        .commit(Some("HEAD"), &sig, &sig, message, &tree, &parent_refs)
-        .expect("commit");
-    CommitId::parse(&oid.to_string()).expect("commit id")
-}
 
 struct Setup {
     dir: tempfile::TempDir,
@@ -46,39 +22,10 @@ struct Setup {
 /// live scores of v3 around 0.70.
 fn setup() -> Setup {
     let dir = tempfile::tempdir().expect("tempdir");
-    let repo = Repository::init(dir.path()).expect("init");
-    let commits: Vec<CommitId> = ["v1", "v2", "v3"]
-        .iter()
-        .map(|v| commit_file(&repo, "prompt.txt", v, v))
-        .collect();
+    let (repo, commits) = three_versions(dir.path());
     let mut store =
         Store::create(dir.path().join(".ratchet"), StoreOptions::default()).expect("store");
-    for (c, mean) in commits.iter().zip([0.80, 0.85, 0.90]) {
-        let scores: Vec<Score> = (0..100)
-            .map(|i| {
-                Score::new(
-                    c.clone(),
-                    format!("t{i}"),
-                    "quality",
-                    mean + (f64::from(i % 11) - 5.0) * 0.01,
-                )
-            })
-            .collect();
-        store.record_scores(&scores, "eval").expect("scores");
-    }
-    // v3 is deployed and its live scores fell to about 0.70: the harm an
-    // alarm on it reports (heal compares candidates with this estimate).
-    let live: Vec<Score> = (0..20)
-        .map(|i| {
-            Score::new(
-                commits[2].clone(),
-                format!("live{i}"),
-                "quality",
-                0.70 + (f64::from(i % 11) - 5.0) * 0.01,
-            )
-        })
-        .collect();
-    store.record_scores(&live, "live").expect("live scores");
+    record_versions_and_a_fall(&mut store, &commits);
     Setup {
         dir,
         repo,

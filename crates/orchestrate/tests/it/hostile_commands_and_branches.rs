@@ -10,19 +10,19 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use git2::{Oid, Repository, RepositoryInitOptions, Signature};
+use git2::{Oid, Repository};
 use ratchet_orchestrate::{
     Error, Evaluation, Limits, MergeOutcome, MergeRequest, NamespaceSandbox, ProcessSandbox,
     Sandbox, Source, SourceFile, VerifySpec, merge, verify,
 };
-use ratchet_trace::{CommitId, Score, Store, StoreOptions};
+use ratchet_testkit::git::{
+    FILE as F, branch, commit_entries as commit_files, force_checkout_head, init_on_main,
+};
+use ratchet_testkit::{commit as commit_id, gap_class};
+use ratchet_trace::{Score, Store, StoreOptions};
 
 fn argv(words: &[&str]) -> Vec<String> {
     words.iter().map(|w| w.to_string()).collect()
-}
-
-fn sig() -> Signature<'static> {
-    Signature::now("red team", "rt@example.invalid").expect("signature")
 }
 
 fn namespace() -> NamespaceSandbox {
@@ -31,59 +31,6 @@ fn namespace() -> NamespaceSandbox {
 
 fn new_store(dir: &Path) -> Store {
     Store::create(dir.join("store"), StoreOptions::default()).expect("store")
-}
-
-fn commit_id(n: u8) -> CommitId {
-    CommitId::parse(&format!("{n:02x}").repeat(20)).expect("commit")
-}
-
-/// Commits `files` (path, content, mode; `None` content deletes) on
-/// `refname`, parented on its tip. Paths may have one directory level.
-fn commit_files(
-    repo: &Repository,
-    refname: &str,
-    files: &[(&str, Option<&str>, i32)],
-    msg: &str,
-) -> Oid {
-    let parent = repo
-        .refname_to_id(refname)
-        .ok()
-        .map(|id| repo.find_commit(id).expect("parent"));
-    let mut index = git2::Index::new().expect("index");
-    if let Some(p) = &parent {
-        index
-            .read_tree(&p.tree().expect("tree"))
-            .expect("read tree");
-    }
-    for (name, content, mode) in files {
-        match content {
-            Some(c) => {
-                let blob = repo.blob(c.as_bytes()).expect("blob");
-                let entry = git2::IndexEntry {
-                    ctime: git2::IndexTime::new(0, 0),
-                    mtime: git2::IndexTime::new(0, 0),
-                    dev: 0,
-                    ino: 0,
-                    mode: *mode as u32,
-                    uid: 0,
-                    gid: 0,
-                    file_size: c.len() as u32,
-                    id: blob,
-                    flags: 0,
-                    flags_extended: 0,
-                    path: name.as_bytes().to_vec(),
-                };
-                index.add(&entry).expect("add");
-            }
-            None => index.remove_path(Path::new(name)).expect("remove"),
-        }
-    }
-    let tree = repo
-        .find_tree(index.write_tree_to(repo).expect("tree"))
-        .expect("tree");
-    let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
-    repo.commit(Some(refname), &sig(), &sig(), msg, &tree, &parents)
-        .expect("commit")
 }
 
 struct World {
@@ -104,21 +51,15 @@ impl World {
 /// `main` checked out with `files`; `branch` at main's tip.
 fn world(files: &[(&str, Option<&str>, i32)], branches: &[&str]) -> World {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut opts = RepositoryInitOptions::new();
-    opts.initial_head("main");
-    let repo = Repository::init_opts(dir.path().join("repo"), &opts).expect("init");
+    let repo = init_on_main(&dir.path().join("repo"));
     let base = commit_files(&repo, "refs/heads/main", files, "base");
     for b in branches {
-        repo.reference(&format!("refs/heads/{b}"), base, false, "branch")
-            .expect("branch");
+        branch(&repo, b, base);
     }
-    repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))
-        .expect("checkout");
+    force_checkout_head(&repo);
     let store = new_store(dir.path());
     World { dir, repo, store }
 }
-
-const F: i32 = 0o100644;
 
 fn request(commands: Vec<Vec<String>>) -> MergeRequest {
     MergeRequest::new(
@@ -166,15 +107,10 @@ fn namespace_command_cannot_remount_the_system_writable_and_write_the_host() {
 //    hangs the verifier forever.
 // ---------------------------------------------------------------------
 
-const POLICY_NO_SUITES: &str = r#"
-[class.tool]
-scorer = "accuracy"
-test = "bernoulli"
-alpha = 0.05
-beta = 0.05
-gap = 0.15
-max_n = 3000
-"#;
+/// The verify tests' Bernoulli class, without its required suite.
+fn policy_no_suites() -> String {
+    gap_class("tool", "bernoulli", "accuracy", 0.15, 3000, "")
+}
 
 const FIFO_NAME: &str = "redteam11-fifo.xml";
 
@@ -192,7 +128,7 @@ fn ingestion_of_a_fifo_left_by_the_command_does_not_hang_the_verifier() {
         let spec = VerifySpec {
             commands: vec![argv(&["mkfifo", FIFO_NAME])],
             evaluation: Some(Evaluation {
-                policy: Some(ratchet_gate::Policy::parse(POLICY_NO_SUITES).expect("policy")),
+                policy: Some(ratchet_gate::Policy::parse(&policy_no_suites()).expect("policy")),
                 class: "tool".into(),
                 baseline: commit_id(1),
                 candidate: Some(commit_id(2)),
@@ -294,7 +230,7 @@ fn a_command_cannot_record_evidence_about_the_baseline_and_flip_the_gate() {
     let spec = |src: &str, candidate: u8| VerifySpec {
         commands: vec![argv(&["cp", src, "scores.jsonl"])],
         evaluation: Some(Evaluation {
-            policy: Some(ratchet_gate::Policy::parse(POLICY_NO_SUITES).expect("policy")),
+            policy: Some(ratchet_gate::Policy::parse(&policy_no_suites()).expect("policy")),
             class: "tool".into(),
             baseline: baseline.clone(),
             candidate: Some(commit_id(candidate)),

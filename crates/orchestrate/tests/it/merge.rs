@@ -9,11 +9,12 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use git2::{Oid, Repository, RepositoryInitOptions, Signature};
+use git2::{Oid, Repository};
 use ratchet_orchestrate::{
     EnvPolicy, Error, MergeLock, MergeOutcome, MergeRequest, ProcessSandbox, VerifySpec, merge,
     merge_all,
 };
+use ratchet_testkit::git::{commit_files, repo_with_branches};
 use ratchet_trace::{Store, StoreOptions};
 
 const MODE: &str = "RATCHET_MERGE_CHILD";
@@ -55,44 +56,6 @@ fn child_entry() {
     }
 }
 
-fn sig() -> Signature<'static> {
-    Signature::now("ratchet test", "test@example.invalid").expect("signature")
-}
-
-/// Commits `files` (name, content or `None` to delete) on `refname`,
-/// parented on its tip if it has one.
-fn commit_files(
-    repo: &Repository,
-    refname: &str,
-    files: &[(&str, Option<&str>)],
-    msg: &str,
-) -> Oid {
-    let parent = repo
-        .refname_to_id(refname)
-        .ok()
-        .map(|id| repo.find_commit(id).expect("parent"));
-    let mut builder = repo
-        .treebuilder(parent.as_ref().map(|p| p.tree().expect("tree")).as_ref())
-        .expect("treebuilder");
-    for (name, content) in files {
-        match content {
-            Some(c) => {
-                let blob = repo.blob(c.as_bytes()).expect("blob");
-                builder.insert(name, blob, 0o100644).expect("insert");
-            }
-            None => {
-                builder.remove(name).expect("remove");
-            }
-        }
-    }
-    let tree = repo
-        .find_tree(builder.write().expect("tree"))
-        .expect("tree");
-    let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
-    repo.commit(Some(refname), &sig(), &sig(), msg, &tree, &parents)
-        .expect("commit")
-}
-
 struct World {
     dir: tempfile::TempDir,
     repo: Repository,
@@ -103,31 +66,15 @@ struct World {
 /// branch `a` sets x=2, branch `b` sets y=2, branch `c` sets x=3.
 fn world() -> World {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut opts = RepositoryInitOptions::new();
-    opts.initial_head("main");
-    let repo = Repository::init_opts(dir.path().join("repo"), &opts).expect("init");
-    let base = commit_files(
-        &repo,
-        "refs/heads/main",
+    let repo = repo_with_branches(
+        &dir.path().join("repo"),
         &[("a.txt", Some("x=1\n")), ("b.txt", Some("y=1\n"))],
-        "base",
+        &[
+            ("a", "a.txt", "x=2\n"),
+            ("b", "b.txt", "y=2\n"),
+            ("c", "a.txt", "x=3\n"),
+        ],
     );
-    for (branch, file, content) in [
-        ("a", "a.txt", "x=2\n"),
-        ("b", "b.txt", "y=2\n"),
-        ("c", "a.txt", "x=3\n"),
-    ] {
-        repo.reference(&format!("refs/heads/{branch}"), base, false, "branch")
-            .expect("branch");
-        commit_files(
-            &repo,
-            &format!("refs/heads/{branch}"),
-            &[(file, Some(content))],
-            branch,
-        );
-    }
-    repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))
-        .expect("checkout");
     let store = Store::create(dir.path().join("store"), StoreOptions::default()).expect("store");
     World { dir, repo, store }
 }

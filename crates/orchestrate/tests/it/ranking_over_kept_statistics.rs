@@ -10,12 +10,11 @@
 
 use std::path::Path;
 
-use ratchet_drift::{Ranking, best_commit};
-use ratchet_trace::{CommitId, Ledger, Score, Store, StoreOptions, VerifyOptions};
+use crate::common::{record_versions_and_a_fall, three_versions};
 
-fn commit(n: u8) -> CommitId {
-    CommitId::parse(&format!("{n:02x}").repeat(20)).expect("commit")
-}
+use ratchet_drift::{Ranking, best_commit};
+use ratchet_testkit::{commit, permute_leaf_cells};
+use ratchet_trace::{CommitId, Ledger, Score, Store, StoreOptions, VerifyOptions};
 
 /// Runs `sql` on the file the way a plain SQLite client would (no
 /// ratchet connection settings) and returns each result row's first column
@@ -54,28 +53,7 @@ fn settle(store: &Path) {
 
 /// Reorders the cell pointers of the one-page `commit_stats` table.
 fn permute_commit_stats_cells(store: &Path, order: &[usize]) {
-    settle(store);
-    let ps: usize = sqlite3(&db(store), "PRAGMA page_size;")
-        .parse()
-        .expect("page size");
-    let root: usize = sqlite3(
-        &db(store),
-        "SELECT rootpage FROM sqlite_schema WHERE name = 'commit_stats';",
-    )
-    .parse()
-    .expect("root");
-    let mut bytes = std::fs::read(db(store)).expect("read");
-    let base = (root - 1) * ps;
-    assert_eq!(bytes[base], 0x0a, "a leaf index page");
-    let n = u16::from_be_bytes([bytes[base + 3], bytes[base + 4]]) as usize;
-    assert_eq!(n, order.len());
-    let ptrs: Vec<[u8; 2]> = (0..n)
-        .map(|i| [bytes[base + 8 + 2 * i], bytes[base + 9 + 2 * i]])
-        .collect();
-    for (i, &from) in order.iter().enumerate() {
-        bytes[base + 8 + 2 * i..base + 10 + 2 * i].copy_from_slice(&ptrs[from]);
-    }
-    std::fs::write(db(store), bytes).expect("write");
+    permute_leaf_cells(store, "commit_stats", order);
 }
 
 const ACC: Ranking<'static> = Ranking {
@@ -196,30 +174,6 @@ fn break_ranking_tie_flipped_by_a_negative_zero_mean() {
     );
 }
 
-/// Commits `content` to `file` on HEAD and returns the new commit id.
-fn commit_file(repo: &git2::Repository, file: &str, content: &str) -> CommitId {
-    let root = repo.workdir().expect("work tree");
-    std::fs::write(root.join(file), content).expect("write");
-    let mut index = repo.index().expect("index");
-    index.add_path(Path::new(file)).expect("add");
-    index.write().expect("write index");
-    let tree = repo
-        .find_tree(index.write_tree().expect("tree"))
-        .expect("find tree");
-    let sig = git2::Signature::now("red team", "rt@example.invalid").expect("signature");
-    let parents: Vec<git2::Commit<'_>> = repo
-        .head()
-        .ok()
-        .and_then(|h| h.peel_to_commit().ok())
-        .into_iter()
-        .collect();
-    let parent_refs: Vec<&git2::Commit<'_>> = parents.iter().collect();
-    let oid = repo
-        .commit(Some("HEAD"), &sig, &sig, content, &tree, &parent_refs)
-        .expect("commit");
-    CommitId::parse(&oid.to_string()).expect("commit id")
-}
-
 /// End to end through `heal`: v1 (mean 0.80), v2 (0.85), v3 deployed and
 /// fallen to 0.70. Honestly heal checks out v2. With v2's `commit_stats`
 /// cell moved behind the `speed` scorer's row, heal verifies the trace
@@ -228,37 +182,10 @@ fn commit_file(repo: &git2::Repository, file: &str, content: &str) -> CommitId {
 #[test]
 fn break_heal_checks_out_a_worse_commit_after_a_misordered_page() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let repo = git2::Repository::init(tmp.path()).expect("init");
-    let commits: Vec<CommitId> = ["v1", "v2", "v3"]
-        .iter()
-        .map(|v| commit_file(&repo, "prompt.txt", v))
-        .collect();
+    let (_repo, commits) = three_versions(tmp.path());
     let dir = tmp.path().join(".ratchet");
     let mut store = Store::create(&dir, StoreOptions::default()).expect("store");
-    for (c, mean) in commits.iter().zip([0.80, 0.85, 0.90]) {
-        let scores: Vec<Score> = (0..100)
-            .map(|i| {
-                Score::new(
-                    c.clone(),
-                    format!("t{i}"),
-                    "quality",
-                    mean + (f64::from(i % 11) - 5.0) * 0.01,
-                )
-            })
-            .collect();
-        store.record_scores(&scores, "eval").expect("scores");
-    }
-    let live: Vec<Score> = (0..20)
-        .map(|i| {
-            Score::new(
-                commits[2].clone(),
-                format!("live{i}"),
-                "quality",
-                0.70 + (f64::from(i % 11) - 5.0) * 0.01,
-            )
-        })
-        .collect();
-    store.record_scores(&live, "live").expect("live");
+    record_versions_and_a_fall(&mut store, &commits);
     store
         .record_score(&Score::new(commits[2].clone(), "t0", "speed", 1.0), "s")
         .expect("another scorer");

@@ -19,120 +19,11 @@ use std::path::Path;
 
 use ratchet_drift::{Ranking, best_commit};
 use ratchet_gate::{GateStatus, Policy, Question};
+use ratchet_testkit::{
+    base, cand, db_path as db, odd_split, prompt_policy, rewrite_as_utf16, utf16le,
+};
 use ratchet_trace::{CommitId, Score, Store, StoreOptions, TestRun, VerifyOptions, WriterKey};
 use rusqlite::Connection;
-use rusqlite::types::Value;
-
-const POLICY: &str = r#"
-[class.prompt]
-scorer = "accuracy"
-test = "paired"
-alpha = 0.05
-beta = 0.05
-elo0 = 0.0
-elo1 = 40.0
-max_n = 3000
-required_suites = ["unit"]
-"#;
-
-fn base() -> CommitId {
-    CommitId::parse(&"ab".repeat(20)).expect("commit")
-}
-fn cand() -> CommitId {
-    CommitId::parse(&"cd".repeat(20)).expect("commit")
-}
-
-fn db(dir: &Path) -> std::path::PathBuf {
-    dir.join(ratchet_trace::DB_FILE)
-}
-
-/// Copies the database into a fresh UTF-16le one (same SQL text, same
-/// values), applies `tweak` before the guard triggers are created, and puts
-/// it in place of `trace.db`.
-fn rewrite_as_utf16(dir: &Path, tweak: impl FnOnce(&Connection)) {
-    let path = db(dir);
-    {
-        let c = Connection::open(&path).expect("raw");
-        c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-            .expect("checkpoint");
-        c.pragma_update(None, "journal_mode", "DELETE")
-            .expect("delete");
-    }
-    let tmp = dir.join("utf16.db");
-    {
-        let old = Connection::open(&path).expect("old");
-        let new = Connection::open(&tmp).expect("new");
-        new.execute_batch("PRAGMA encoding = 'UTF-16le';")
-            .expect("enc");
-        let objects: Vec<(String, String)> = old
-            .prepare("SELECT type, sql FROM sqlite_schema WHERE sql IS NOT NULL ORDER BY rowid")
-            .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
-            .expect("schema");
-        let tables: Vec<String> = old
-            .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY rowid")
-            .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
-            .expect("tables");
-        for (_, sql) in objects.iter().filter(|o| o.0 != "trigger") {
-            new.execute_batch(sql).expect("object");
-        }
-        for table in &tables {
-            let mut st = old
-                .prepare(&format!("SELECT * FROM {table}"))
-                .expect("select");
-            let n = st.column_count();
-            let rows: Vec<Vec<Value>> = st
-                .query_map([], |r| (0..n).map(|i| r.get::<_, Value>(i)).collect())
-                .and_then(|rows| rows.collect())
-                .expect("rows");
-            let marks = vec!["?"; n].join(", ");
-            for row in rows {
-                new.execute(
-                    &format!("INSERT INTO {table} VALUES ({marks})"),
-                    rusqlite::params_from_iter(row),
-                )
-                .expect("insert");
-            }
-        }
-        tweak(&new);
-        for (_, sql) in objects.iter().filter(|o| o.0 == "trigger") {
-            new.execute_batch(sql).expect("trigger");
-        }
-        for pragma in ["application_id", "user_version"] {
-            let v: i64 = old
-                .pragma_query_value(None, pragma, |r| r.get(0))
-                .expect("pragma");
-            new.execute_batch(&format!("PRAGMA {pragma} = {v};"))
-                .expect("set");
-        }
-    }
-    for ext in ["-wal", "-shm"] {
-        let _ = std::fs::remove_file(dir.join(format!("{}{ext}", ratchet_trace::DB_FILE)));
-    }
-    std::fs::rename(&tmp, &path).expect("replace");
-}
-
-fn utf16le(s: &str) -> Vec<u8> {
-    s.encode_utf16().flat_map(u16::to_le_bytes).collect()
-}
-
-/// Texts for two adjacent TEXT columns such that moving one byte from the
-/// first to the second leaves `a` + a stray byte and `b` + a stray byte.
-fn odd_split(a: &str, b: &str) -> (String, String) {
-    let mut full = utf16le(a);
-    full.push(0x41);
-    full.extend(utf16le(b));
-    full.push(0x20);
-    let cut = utf16le(a).len() + 2;
-    let dec = |b: &[u8]| {
-        String::from_utf16(
-            &b.chunks(2)
-                .map(|c| u16::from_le_bytes([c[0], c[1]]))
-                .collect::<Vec<_>>(),
-        )
-        .expect("utf16")
-    };
-    (dec(&full[..cut]), dec(&full[cut..]))
-}
 
 /// In the `test_runs` record (header: size, NULL rowid alias, commit_id,
 /// suite, …) holding `first`/`second`, moves one byte from `commit_id` to
@@ -171,7 +62,7 @@ fn shift_one_byte(path: &Path, first: &str, second: &str) {
 }
 
 fn decide(store: &mut Store, cp: &ratchet_trace::Checkpoint) -> ratchet_gate::Verdict {
-    let policy = Policy::parse(POLICY).expect("policy");
+    let policy = Policy::parse(&prompt_policy()).expect("policy");
     let (b, c) = (base(), cand());
     let q = Question {
         class: "prompt",

@@ -11,7 +11,8 @@ use ratchet_orchestrate::{
     EnvPolicy, Error, Evaluation, Exit, FileMode, Limits, NamespaceSandbox, ProcessSandbox,
     Sandbox, Source, SourceFile, VerifySpec, snapshot_hash, verify,
 };
-use ratchet_trace::{CommitId, Score, Store, StoreOptions};
+use ratchet_testkit::{REQUIRES_UNIT, commit, gap_class};
+use ratchet_trace::{Score, Store, StoreOptions};
 
 const MODE: &str = "RATCHET_SANDBOX_CHILD";
 const ARG: &str = "RATCHET_SANDBOX_ARG";
@@ -457,26 +458,16 @@ fn bad_requests_are_clear_errors() {
     assert!(!r.passed);
 }
 
-const POLICY: &str = r#"
-[class.tool]
-scorer = "accuracy"
-test = "bernoulli"
-alpha = 0.05
-beta = 0.05
-gap = 0.15
-max_n = 3000
-required_suites = ["unit"]
-"#;
+/// A Bernoulli class on `accuracy` that requires the `unit` suite.
+fn policy() -> String {
+    gap_class("tool", "bernoulli", "accuracy", 0.15, 3000, REQUIRES_UNIT)
+}
 
 const JUNIT: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <testsuites><testsuite name="unit" tests="2" failures="0" errors="0" skipped="0">
 <testcase name="a" classname="t"/><testcase name="b" classname="t"/>
 </testsuite></testsuites>
 "#;
-
-fn commit(n: u8) -> CommitId {
-    CommitId::parse(&format!("{n:02x}").repeat(20)).expect("commit")
-}
 
 #[test]
 fn a_policy_judges_what_the_commands_wrote_and_the_verdict_is_in_the_report() {
@@ -523,7 +514,7 @@ fn a_policy_judges_what_the_commands_wrote_and_the_verdict_is_in_the_report() {
             "mkdir -p out && cp fixtures/junit.xml out/ && cp fixtures/scores.jsonl out/",
         ])],
         evaluation: Some(Evaluation {
-            policy: Some(ratchet_gate::Policy::parse(POLICY).expect("policy")),
+            policy: Some(ratchet_gate::Policy::parse(&policy()).expect("policy")),
             class: "tool".into(),
             baseline: baseline.clone(),
             candidate: Some(candidate.clone()),
@@ -666,7 +657,7 @@ fn symlinks_and_modes_are_reproduced_and_never_followed_out() {
             "junit.xml",
         ])],
         evaluation: Some(Evaluation {
-            policy: Some(ratchet_gate::Policy::parse(POLICY).expect("policy")),
+            policy: Some(ratchet_gate::Policy::parse(&policy()).expect("policy")),
             class: "tool".into(),
             baseline,
             candidate: Some(commit(2)),
