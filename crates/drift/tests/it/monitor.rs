@@ -7,6 +7,7 @@ use ratchet_drift::{
     KIND_ALARM, Monitor, RankedCommit, Ranking, Shift, Watch, best_commit, deployment_start,
     latest_alarm, record_alarm, size_warmup, warmup_false_alarms,
 };
+use ratchet_testkit::commit;
 use ratchet_trace::{CommitId, Ledger, Score, Store, StoreOptions, Verified, VerifyOptions};
 
 /// The verified view of `store` as it stands: what every read decides on.
@@ -35,8 +36,25 @@ fn ranked(
     )
 }
 
-fn commit(n: u8) -> CommitId {
-    CommitId::parse(&format!("{n:02x}").repeat(20)).expect("commit")
+/// A store holding `n` quality scores of `c` drawn from N(`mean`, `sd`)
+/// as [`scores`] tagged `tag`, the generator (seeded `seed`) that drew
+/// them and goes on drawing, and the store's size after them.
+fn measured(
+    c: &CommitId,
+    mean: f64,
+    sd: f64,
+    n: usize,
+    tag: &str,
+    seed: u64,
+) -> (tempfile::TempDir, Store, StdRng, u64) {
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
+    let mut rng = StdRng::seed_from_u64(seed);
+    store
+        .record_scores(&scores(c, mean, sd, n, &mut rng, tag), "eval")
+        .expect("baseline");
+    let size = store.head().expect("head").size;
+    (d, store, rng, size)
 }
 
 fn scores(c: &CommitId, mean: f64, sd: f64, n: usize, rng: &mut StdRng, tag: &str) -> Vec<Score> {
@@ -55,14 +73,8 @@ fn scores(c: &CommitId, mean: f64, sd: f64, n: usize, rng: &mut StdRng, tag: &st
 
 #[test]
 fn the_monitor_catches_a_drop_and_dates_it() {
-    let d = tempfile::tempdir().expect("tempdir");
-    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
-    let mut rng = StdRng::seed_from_u64(3);
     let a = commit(1);
-    store
-        .record_scores(&scores(&a, 0.8, 0.05, 200, &mut rng, "measured"), "eval")
-        .expect("baseline");
-    let deployed_at = store.head().expect("head").size;
+    let (_d, store, mut rng, deployed_at) = measured(&a, 0.8, 0.05, 200, "measured", 3);
     let mut ledger = Ledger::new(store, VerifyOptions::default()).expect("verifies");
     // h = 8: in-control ARL in the tens of thousands, so 150 in-control
     // scores raise no false alarm, while a 2σ drop is caught in a few.
@@ -190,14 +202,8 @@ fn the_monitor_watches_the_harmful_direction_and_starts_at_the_deployment() {
 
 #[test]
 fn monitor_state_is_rebuilt_by_replaying_the_trace() {
-    let d = tempfile::tempdir().expect("tempdir");
-    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
-    let mut rng = StdRng::seed_from_u64(4);
     let (a, b) = (commit(1), commit(2));
-    store
-        .record_scores(&scores(&a, 0.8, 0.05, 100, &mut rng, "m"), "eval")
-        .expect("baseline");
-    let start = store.head().expect("head").size;
+    let (_d, mut store, mut rng, start) = measured(&a, 0.8, 0.05, 100, "m", 4);
     let mut incremental =
         Monitor::start(&view(&store), &a, "quality", start, 0.5, 5.0, 30).expect("monitor");
     for round in 0..5 {
@@ -304,14 +310,8 @@ fn estimated_parameters_raise_false_alarms_and_warmup_is_sized() {
 
 #[test]
 fn a_monitor_follows_one_scorer_version() {
-    let d = tempfile::tempdir().expect("tempdir");
-    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
-    let mut rng = StdRng::seed_from_u64(9);
     let a = commit(1);
-    store
-        .record_scores(&scores(&a, 0.8, 0.05, 200, &mut rng, "measured"), "eval")
-        .expect("baseline");
-    let start = store.head().expect("head").size;
+    let (_d, mut store, mut rng, start) = measured(&a, 0.8, 0.05, 200, "measured", 9);
     let mut monitor =
         Monitor::start(&view(&store), &a, "quality", start, 0.5, 5.0, 30).expect("monitor");
     assert_eq!(monitor.scorer_version(), "1");
@@ -401,14 +401,8 @@ fn a_pass_fail_stream_gets_the_bernoulli_chart() {
 #[test]
 fn follow_verifies_records_each_alarm_once_and_reports() {
     use ratchet_drift::{Chart, Follow, Watch};
-    let d = tempfile::tempdir().expect("tempdir");
-    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
-    let mut rng = StdRng::seed_from_u64(9);
     let a = commit(1);
-    store
-        .record_scores(&scores(&a, 0.8, 0.05, 100, &mut rng, "m"), "eval")
-        .expect("baseline");
-    let start = store.head().expect("head").size;
+    let (_d, mut store, mut rng, start) = measured(&a, 0.8, 0.05, 100, "m", 9);
     store
         .record_scores(&scores(&a, 0.6, 0.05, 60, &mut rng, "bad"), "live")
         .expect("drop");
@@ -550,14 +544,8 @@ fn mean_run_length(
     live: usize,
     seed: u64,
 ) -> (f64, usize) {
-    let d = tempfile::tempdir().expect("tempdir");
-    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
-    let mut rng = StdRng::seed_from_u64(seed);
     let a = commit(7);
-    store
-        .record_scores(&scores(&a, 0.0, 1.0, 20_000, &mut rng, "base"), "eval")
-        .expect("baseline");
-    let from = store.head().expect("head").size;
+    let (_d, mut store, mut rng, from) = measured(&a, 0.0, 1.0, 20_000, "base", seed);
     for chunk in 0..(live / 10_000) {
         store
             .record_scores(
