@@ -9,21 +9,16 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::{ratchet, text};
+use ratchet_testkit::{REQUIRES_UNIT, paired_class};
 
 const BASE: &str = "1111111111111111111111111111111111111111";
 const CAND: &str = "2222222222222222222222222222222222222222";
 
-const POLICY: &str = r#"
-[class.prompt]
-scorer = "accuracy"
-test = "paired"
-alpha = 0.05
-beta = 0.05
-elo0 = 0.0
-elo1 = 40.0
-max_n = 2000
-required_suites = ["unit"]
-"#;
+/// The gate's usual paired class on `accuracy`, the `unit` suite required,
+/// bounded at 2000 pairs.
+fn policy() -> String {
+    paired_class("prompt", "accuracy", 2000, REQUIRES_UNIT)
+}
 
 /// Scores where the candidate wins most tasks (an honest promote), and a
 /// green run of the required suite.
@@ -56,7 +51,7 @@ impl Keyed {
         let k = Keyed { dir, store, key };
         let o = k.run(&["init", "--keyed", "--key-file", k.key_s()], "");
         assert!(o.status.success(), "{}", text(&o));
-        std::fs::write(k.store.join("policy.toml"), POLICY).expect("policy");
+        std::fs::write(k.store.join("policy.toml"), policy()).expect("policy");
         let o = k.run(&["append", "--key-file", k.key_s()], &winning_lines());
         assert!(o.status.success(), "{}", text(&o));
         k
@@ -198,7 +193,7 @@ fn a_report_ingested_twice_counts_once_and_a_failure_is_not_laundered() {
     let st = d.path().join("s");
     let st = st.to_str().expect("utf8");
     common::init(d.path(), st);
-    std::fs::write(d.path().join("s/policy.toml"), POLICY).expect("policy");
+    std::fs::write(d.path().join("s/policy.toml"), policy()).expect("policy");
     let lines: String = winning_lines()
         .lines()
         .filter(|l| !l.contains("test_run"))

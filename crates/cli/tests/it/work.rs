@@ -5,52 +5,21 @@ use crate::common;
 use std::path::Path;
 
 use common::{ratchet, text};
-use git2::{Oid, Repository, RepositoryInitOptions, Signature};
-
-fn commit_files(repo: &Repository, refname: &str, files: &[(&str, &str)], msg: &str) -> Oid {
-    let parent = repo
-        .refname_to_id(refname)
-        .ok()
-        .map(|id| repo.find_commit(id).expect("parent"));
-    let mut builder = repo
-        .treebuilder(parent.as_ref().map(|p| p.tree().expect("tree")).as_ref())
-        .expect("treebuilder");
-    for (name, content) in files {
-        let blob = repo.blob(content.as_bytes()).expect("blob");
-        builder.insert(name, blob, 0o100644).expect("insert");
-    }
-    let tree = repo
-        .find_tree(builder.write().expect("tree"))
-        .expect("tree");
-    let sig = Signature::now("t", "t@example.invalid").expect("sig");
-    let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
-    repo.commit(Some(refname), &sig, &sig, msg, &tree, &parents)
-        .expect("commit")
-}
+use git2::Repository;
+use ratchet_testkit::git::repo_with_branches;
 
 /// A repository on `main` (a.txt x=1, b.txt y=1) with branches `a` (x=2)
 /// and `b` (y=2), and a store in `.ratchet` (ignored).
 fn repo(dir: &Path) -> Repository {
-    let mut opts = RepositoryInitOptions::new();
-    opts.initial_head("main");
-    let repo = Repository::init_opts(dir, &opts).expect("init");
-    let base = commit_files(
-        &repo,
-        "refs/heads/main",
+    let repo = repo_with_branches(
+        dir,
         &[
-            ("a.txt", "x=1\n"),
-            ("b.txt", "y=1\n"),
-            (".gitignore", ".ratchet\n"),
+            ("a.txt", Some("x=1\n")),
+            ("b.txt", Some("y=1\n")),
+            (".gitignore", Some(".ratchet\n")),
         ],
-        "base",
+        &[("a", "a.txt", "x=2\n"), ("b", "b.txt", "y=2\n")],
     );
-    for (b, f, c) in [("a", "a.txt", "x=2\n"), ("b", "b.txt", "y=2\n")] {
-        repo.reference(&format!("refs/heads/{b}"), base, false, "branch")
-            .expect("branch");
-        commit_files(&repo, &format!("refs/heads/{b}"), &[(f, c)], b);
-    }
-    repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))
-        .expect("checkout");
     assert!(ratchet(dir, &["init"], "").status.success());
     repo
 }
