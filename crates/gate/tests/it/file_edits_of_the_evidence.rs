@@ -225,6 +225,32 @@ fn graft_leftmost(db: &Path, root: u32, child: u32) {
     std::fs::write(db, bytes).expect("red team step");
 }
 
+/// Grafts the table `forged` (built on `c`) as the leftmost leaf of
+/// `victim`: `forged` is forgotten from the schema (its pages stay,
+/// referenced by nothing yet), the WAL is moved into the file, `c` is
+/// closed, and `victim`'s root page gets the cell that points at them.
+fn graft_forged_under(c: Connection, db: &Path, victim: &str) {
+    let root = |name: &str| -> u32 {
+        c.query_row(
+            "SELECT rootpage FROM sqlite_schema WHERE name = ?1",
+            [name],
+            |r| r.get(0),
+        )
+        .expect("red team step")
+    };
+    let (victim_root, forged_root) = (root(victim), root("forged"));
+    c.execute_batch(
+        "PRAGMA writable_schema = ON;
+         DELETE FROM sqlite_schema WHERE name = 'forged';
+         PRAGMA writable_schema = OFF;",
+    )
+    .expect("red team step");
+    c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .expect("red team step");
+    drop(c);
+    graft_leftmost(db, victim_root, forged_root);
+}
+
 #[test]
 fn hole2_grafted_leftmost_leaf_is_read_by_the_gate_but_never_verified() {
     let (w, mut store) = World::new();
@@ -259,26 +285,7 @@ fn hole2_grafted_leftmost_leaf_is_read_by_the_gate_but_never_verified() {
             seq += 1;
         }
     }
-    let root = |name: &str| -> u32 {
-        c.query_row(
-            "SELECT rootpage FROM sqlite_schema WHERE name = ?1",
-            [name],
-            |r| r.get(0),
-        )
-        .expect("red team step")
-    };
-    let (scores_root, forged_root) = (root("scores"), root("forged"));
-    // Forget the helper table (its pages stay, referenced by nothing yet).
-    c.execute_batch(
-        "PRAGMA writable_schema = ON;
-         DELETE FROM sqlite_schema WHERE name = 'forged';
-         PRAGMA writable_schema = OFF;",
-    )
-    .expect("red team step");
-    c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-        .expect("red team step");
-    drop(c);
-    graft_leftmost(&w.db(), scores_root, forged_root);
+    graft_forged_under(c, &w.db(), "scores");
 
     let mut store = w.open();
     w.assert_caught(&mut store, &cp);
@@ -530,25 +537,7 @@ fn hole2b_grafted_event_moves_a_cells_high_water_mark_for_good() {
         params![cell_id, &hash1.as_bytes()[..]],
     )
     .expect("red team step");
-    let root = |name: &str| -> u32 {
-        c.query_row(
-            "SELECT rootpage FROM sqlite_schema WHERE name = ?1",
-            [name],
-            |r| r.get(0),
-        )
-        .expect("red team step")
-    };
-    let (events_root, forged_root) = (root("events"), root("forged"));
-    c.execute_batch(
-        "PRAGMA writable_schema = ON;
-         DELETE FROM sqlite_schema WHERE name = 'forged';
-         PRAGMA writable_schema = OFF;",
-    )
-    .expect("red team step");
-    c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-        .expect("red team step");
-    drop(c);
-    graft_leftmost(&w.db(), events_root, forged_root);
+    graft_forged_under(c, &w.db(), "events");
 
     // The merge may be misled (it does not verify the home), but the
     // home's next verification sees the graft, and nothing decides from it.
