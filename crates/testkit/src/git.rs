@@ -75,19 +75,8 @@ pub fn commit_entries(
             None => index.remove_path(Path::new(name)).expect("remove"),
         }
     }
-    let tree = repo
-        .find_tree(index.write_tree_to(repo).expect("tree"))
-        .expect("tree");
-    let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
-    repo.commit(
-        Some(refname),
-        &signature(),
-        &signature(),
-        msg,
-        &tree,
-        &parents,
-    )
-    .expect("commit")
+    let tree = index.write_tree_to(repo).expect("tree");
+    commit_tree(repo, refname, tree, parent.as_ref(), msg)
 }
 
 /// Points the new branch `name` at `at`.
@@ -133,13 +122,23 @@ pub fn commit_work_file(repo: &Repository, file: &str, content: &str, msg: &str)
     let mut index = repo.index().expect("index");
     index.add_path(Path::new(file)).expect("add");
     index.write().expect("write index");
-    let tree = repo
-        .find_tree(index.write_tree().expect("tree"))
-        .expect("find tree");
+    let tree = index.write_tree().expect("tree");
     let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
-    let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+    commit_tree(repo, "HEAD", tree, parent.as_ref(), msg)
+}
+
+/// Commits `tree` on `refname` with `parent` (none: a root commit).
+fn commit_tree(
+    repo: &Repository,
+    refname: &str,
+    tree: Oid,
+    parent: Option<&git2::Commit<'_>>,
+    msg: &str,
+) -> Oid {
+    let tree = repo.find_tree(tree).expect("find tree");
+    let parents: Vec<&git2::Commit<'_>> = parent.into_iter().collect();
     repo.commit(
-        Some("HEAD"),
+        Some(refname),
         &signature(),
         &signature(),
         msg,
