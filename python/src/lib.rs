@@ -90,7 +90,8 @@ impl ToPyErr for ratchet_gate::Error {
             | ratchet_gate::Error::PolicyNotPinned { .. }
             | ratchet_gate::Error::NoPolicy { .. }
             | ratchet_gate::Error::InvalidParameter { .. }
-            | ratchet_gate::Error::InvalidObservation { .. } => {
+            | ratchet_gate::Error::InvalidObservation { .. }
+            | ratchet_gate::Error::UnreadableVerdict { .. } => {
                 InvalidInputError::new_err(self.to_string())
             }
             other => RatchetError::new_err(other.to_string()),
@@ -1045,7 +1046,12 @@ impl Policy {
 
     /// The hash of class `cls` (what its verdicts record as `policy_hash`).
     fn hash(&self, cls: &str) -> PyResult<String> {
-        Ok(self.inner.class(cls).map_err(ToPyErr::py)?.hash())
+        Ok(self
+            .inner
+            .class(cls)
+            .map_err(ToPyErr::py)?
+            .hash()
+            .to_string())
     }
 }
 
@@ -1076,17 +1082,26 @@ impl Verdict {
     /// The baseline commit.
     #[getter]
     fn baseline(&self) -> String {
-        self.inner.baseline.clone()
+        self.inner.baseline.to_string()
     }
     /// The candidate commit.
     #[getter]
     fn candidate(&self) -> String {
-        self.inner.candidate.clone()
+        self.inner.candidate.to_string()
     }
     /// Seq of the recorded `decision` event (None when nothing was recorded).
     #[getter]
     fn decision_seq(&self) -> Option<u64> {
         self.decision_seq
+    }
+    /// Reads a verdict back from its JSON (a `decision` event's payload,
+    /// or what `to_json` gave): `to_json` of the result is the same text.
+    #[staticmethod]
+    fn from_json(json: &str) -> PyResult<Verdict> {
+        Ok(Verdict {
+            inner: ratchet_gate::Verdict::from_json(json.as_bytes()).map_err(ToPyErr::py)?,
+            decision_seq: None,
+        })
     }
     /// The whole verdict as the `decision` event holds it (its canonical JSON).
     fn to_json(&self) -> PyResult<String> {
@@ -1153,7 +1168,7 @@ struct StageReport {
 
 impl StageReport {
     fn of(r: &ratchet_gate::StageReport) -> Self {
-        use ratchet_gate::{GuardrailResult, Stage, StageDetails, TestFigures};
+        use ratchet_gate::{GuardrailResult, Stage, StageDetails};
         let name = match &r.stage {
             Stage::TraceVerification => "trace verification".to_string(),
             Stage::Tests => "tests".to_string(),
@@ -1190,21 +1205,13 @@ impl StageReport {
                 s.n_of = s.n.map(|_| "tasks".into());
             }
             StageDetails::Sequential(d) => {
-                s.measure = Some(
-                    match &d.test {
-                        TestFigures::Bernoulli { effect_measure, .. }
-                        | TestFigures::Gaussian { effect_measure, .. }
-                        | TestFigures::Betting { effect_measure, .. }
-                        | TestFigures::Paired { effect_measure, .. } => *effect_measure,
-                    }
-                    .to_string(),
-                );
+                s.measure = Some(d.test.effect_measure().to_string());
                 match &d.effect {
                     Some(e) => {
                         s.estimate = Some(e.estimate);
                         s.ci_low = Some(e.ci_low);
                         s.ci_high = Some(e.ci_high);
-                        s.interval = e.interval.map(str::to_string);
+                        s.interval = e.interval.map(|i| i.as_str().to_string());
                         s.n = Some(count(e.n));
                     }
                     None => s.n = Some(count(d.tasks_available)),

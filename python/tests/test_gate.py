@@ -38,6 +38,11 @@ def test_decide_gives_a_typed_verdict_that_is_recorded(tmp_path: pathlib.Path) -
     assert d["candidate"] == CAND and d["outcome"]["verdict"] == "promote"
     assert "PROMOTE" in v._repr_html_()
     assert v.to_json() == dry.to_json(), "recomputed at the same head: the same verdict"
+    back = ratchet.Verdict.from_json(v.to_json())
+    assert back.to_json() == v.to_json() and back.candidate == CAND
+    assert [st.name for st in back.stages] == [st.name for st in v.stages]
+    with pytest.raises(ratchet.InvalidInputError, match="not a verdict"):
+        ratchet.Verdict.from_json(v.to_json().replace('"candidate":"' + CAND, '"candidate":"abc'))
 
 
 def test_a_pinned_class_decides_under_its_pin_and_refuses_another(tmp_path: pathlib.Path) -> None:

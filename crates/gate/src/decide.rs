@@ -29,10 +29,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 
 use ratchet_trace::{
-    AsOf, Checkpoint, CommitId, EventDraft, Ledger, Receipt, ReservedKind, ScorerRef, Store,
+    AsOf, Checkpoint, CommitId, EventDraft, Hash, Ledger, Receipt, ReservedKind, ScorerRef, Store,
     Verified, VerifyOptions,
 };
 
@@ -40,14 +42,14 @@ use crate::error::{Error, Result};
 use crate::gsprt::Pairing;
 use crate::invariants::{CanaryReport, MinimumReport};
 use crate::noninferiority::{Margin, SequenceOutcome, WelchOutcome};
-use crate::policy::{ClassPolicy, GuardrailMethod};
+use crate::policy::{ClassPolicy, GuardrailMethod, TestKind};
 use crate::sprt::Decision;
 
 /// Event kind of an appended verdict.
 pub const KIND_DECISION: &str = ReservedKind::Decision.as_str();
 
 /// A stage of the law, in the order they run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
     /// Recomputing the trace's hashes before anything else.
@@ -63,7 +65,7 @@ pub enum Stage {
 }
 
 /// The gate's answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum Outcome {
     /// Every stage passed and the sequential test crossed its upper boundary.
@@ -89,7 +91,7 @@ pub enum Outcome {
 
 /// Why a verdict rejects: CI must tell a regression from missing data and
 /// from tampering (each has its own exit code in the CLI).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RejectCause {
     /// The evidence was measured and speaks against the candidate: a failed
@@ -109,8 +111,20 @@ pub enum RejectCause {
     Truncated,
 }
 
+impl RejectCause {
+    /// The word recorded (`measured`, `missing_evidence`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RejectCause::Measured => "measured",
+            RejectCause::MissingEvidence => "missing_evidence",
+            RejectCause::UnverifiedTrace => "unverified_trace",
+            RejectCause::Truncated => "truncated",
+        }
+    }
+}
+
 /// The gate's answer in one word, with the CLI's exit code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GateStatus {
     /// Promote (exit 0).
@@ -204,13 +218,27 @@ impl StageState {
     }
 }
 
+impl From<Option<bool>> for StageState {
+    fn from(passed: Option<bool>) -> StageState {
+        passed.map_or(StageState::Open, StageState::from)
+    }
+}
+
 impl Serialize for StageState {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         self.as_option().serialize(s)
     }
 }
 
+impl<'de> Deserialize<'de> for StageState {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        Option::<bool>::deserialize(d).map(StageState::from)
+    }
+}
+
 /// One stage's figures: what it computed, against what, from which inputs.
+/// Deserialized by the stage it names: each stage's details have one shape
+/// (or, for the tests that need paired tasks, [`TooFewTasks`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StageReport {
     /// The stage.
@@ -225,7 +253,8 @@ pub struct StageReport {
 /// What a stage computed, one shape per stage. Serialized with every
 /// object's keys in sorted order: the canonical form recorded in the trace
 /// (stable under reordering fields here, and the form verdicts recorded
-/// before these types existed have).
+/// before these types existed have). Read back by [`StageReport`]'s
+/// deserializer, which picks the shape from the stage named beside it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum StageDetails {
@@ -241,6 +270,47 @@ pub enum StageDetails {
     Guardrail(GuardrailDetails),
     /// Too few tasks scored on both sides for the stage's test to run.
     TooFewTasks(TooFewTasks),
+}
+
+impl<'de> Deserialize<'de> for StageReport {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Raw {
+            stage: Stage,
+            passed: StageState,
+            details: serde_json::Value,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum OrTooFew<T> {
+            Ran(T),
+            TooFew(TooFewTasks),
+        }
+        fn shape<T: serde::de::DeserializeOwned, E: serde::de::Error>(
+            stage: &Stage,
+            details: serde_json::Value,
+            wrap: fn(T) -> StageDetails,
+        ) -> std::result::Result<StageDetails, E> {
+            match serde_json::from_value::<OrTooFew<T>>(details) {
+                Ok(OrTooFew::Ran(t)) => Ok(wrap(t)),
+                Ok(OrTooFew::TooFew(few)) => Ok(StageDetails::TooFewTasks(few)),
+                Err(e) => Err(E::custom(format!("the details of stage {stage:?}: {e}"))),
+            }
+        }
+        let raw = Raw::deserialize(d)?;
+        let details = match &raw.stage {
+            Stage::TraceVerification => shape(&raw.stage, raw.details, StageDetails::Verification)?,
+            Stage::Tests => shape(&raw.stage, raw.details, StageDetails::Tests)?,
+            Stage::Invariants => shape(&raw.stage, raw.details, StageDetails::Invariants)?,
+            Stage::Sequential => shape(&raw.stage, raw.details, StageDetails::Sequential)?,
+            Stage::Guardrail(_) => shape(&raw.stage, raw.details, StageDetails::Guardrail)?,
+        };
+        Ok(StageReport {
+            stage: raw.stage,
+            passed: raw.passed,
+            details,
+        })
+    }
 }
 
 /// Serializes `value` as JSON with the keys of every object sorted.
@@ -268,7 +338,7 @@ fn canonical<T: Serialize, S: serde::Serializer>(
 }
 
 /// What trace verification found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VerificationDetails {
     /// Events recomputed.
     pub size: u64,
@@ -283,14 +353,14 @@ pub struct VerificationDetails {
 }
 
 /// The required suites.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestsDetails {
     /// One per required suite, in the policy's order.
     pub suites: Vec<SuiteReport>,
 }
 
 /// One required suite: every recorded run of it for the candidate.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SuiteReport {
     /// The suite.
     pub suite: String,
@@ -301,7 +371,7 @@ pub struct SuiteReport {
 }
 
 /// One recorded run of a suite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SuiteRun {
     /// The run's trace seq.
     pub seq: u64,
@@ -314,7 +384,7 @@ pub struct SuiteRun {
 }
 
 /// Invariants and canaries.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InvariantsDetails {
     /// One per invariant, in the policy's order.
     pub invariants: Vec<MinimumReport>,
@@ -325,7 +395,7 @@ pub struct InvariantsDetails {
 }
 
 /// The sequential test's state when the verdict was taken.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SequentialDetails {
     /// The test's own figures.
     #[serde(flatten)]
@@ -357,15 +427,15 @@ pub struct SequentialDetails {
 }
 
 /// The figures particular to each kind of sequential test.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "test", rename_all = "snake_case")]
 pub enum TestFigures {
     /// The discordant-pair SPRT.
     Bernoulli {
         /// The design.
-        design: &'static str,
+        design: Cow<'static, str>,
         /// What the effect estimate measures.
-        effect_measure: &'static str,
+        effect_measure: Cow<'static, str>,
         /// θ under "no difference" (½).
         theta0: f64,
         /// θ under "better by the gap".
@@ -374,7 +444,7 @@ pub enum TestFigures {
         pass_threshold: f64,
         /// Whether the scores were judged negated (a lower-is-better
         /// scorer). Absent in verdicts of the first law.
-        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         lower_is_better: bool,
         /// Pairs where only the candidate passed.
         candidate_only_passed: u64,
@@ -386,9 +456,9 @@ pub enum TestFigures {
     /// The SPRT on paired differences.
     Gaussian {
         /// The design.
-        design: &'static str,
+        design: Cow<'static, str>,
         /// What the effect estimate measures.
-        effect_measure: &'static str,
+        effect_measure: Cow<'static, str>,
         /// Mean difference under the null.
         mu0: f64,
         /// Mean difference under the alternative (the gap).
@@ -399,9 +469,9 @@ pub enum TestFigures {
     /// The betting e-process on bounded paired differences.
     Betting {
         /// The design.
-        design: &'static str,
+        design: Cow<'static, str>,
         /// What the effect estimate measures.
-        effect_measure: &'static str,
+        effect_measure: Cow<'static, str>,
         /// The range every score lies in.
         range: [f64; 2],
         /// The mean difference a reject is measured against.
@@ -420,7 +490,7 @@ pub enum TestFigures {
         /// Trinomial or pentanomial.
         pairing: Pairing,
         /// What the effect estimate measures.
-        effect_measure: &'static str,
+        effect_measure: Cow<'static, str>,
         /// The unit of `elo0`/`elo1`.
         elo_model: crate::EloModel,
         /// Null hypothesis.
@@ -428,12 +498,34 @@ pub enum TestFigures {
         /// Alternative.
         elo1: f64,
         /// Outcome counts by class.
-        counts: BTreeMap<&'static str, u64>,
+        counts: BTreeMap<Cow<'static, str>, u64>,
     },
 }
 
+impl TestFigures {
+    /// The test these are the figures of.
+    pub fn test(&self) -> TestKind {
+        match self {
+            TestFigures::Bernoulli { .. } => TestKind::Bernoulli,
+            TestFigures::Gaussian { .. } => TestKind::Gaussian,
+            TestFigures::Betting { .. } => TestKind::Betting,
+            TestFigures::Paired { .. } => TestKind::Paired,
+        }
+    }
+
+    /// What the effect estimate beside these figures measures.
+    pub fn effect_measure(&self) -> &str {
+        match self {
+            TestFigures::Bernoulli { effect_measure, .. }
+            | TestFigures::Gaussian { effect_measure, .. }
+            | TestFigures::Betting { effect_measure, .. }
+            | TestFigures::Paired { effect_measure, .. } => effect_measure,
+        }
+    }
+}
+
 /// A guardrail's test and result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GuardrailDetails {
     /// The test.
     pub method: GuardrailMethod,
@@ -444,7 +536,7 @@ pub struct GuardrailDetails {
 }
 
 /// The result of a guardrail's test.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum GuardrailResult {
     /// Fixed-horizon Welch test.
@@ -454,45 +546,49 @@ pub enum GuardrailResult {
 }
 
 /// A stage that could not run its test: too few tasks on both sides.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TooFewTasks {
     /// The test that would have run (when it waits rather than fails).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub test: Option<&'static str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<TestKind>,
     /// Tasks scored on both sides.
     pub tasks: usize,
 }
 
 /// The trace head a verdict was computed at.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TraceHead {
     /// Events in the trace.
     pub size: u64,
-    /// Hash of the last event.
-    pub hash: String,
+    /// Hash of the last event (the genesis hash at size 0).
+    #[serde(with = "ratchet_trace::hex_hash")]
+    pub hash: Hash,
 }
 
-/// A verdict with everything needed to check it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A verdict with everything needed to check it. Read back from its
+/// recorded JSON by [`Verdict::from_json`], which gives the same bytes
+/// back through [`Verdict::to_json`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     /// The answer.
     pub outcome: Outcome,
     /// The artifact class.
     pub class: String,
-    /// Content hash of the class policy.
-    pub policy_hash: String,
+    /// Content hash of the class policy ([`ClassPolicy::hash`]).
+    #[serde(with = "ratchet_trace::hex_hash")]
+    pub policy_hash: Hash,
     /// The trace head it was computed at.
     pub trace: TraceHead,
     /// The baseline commit.
-    pub baseline: String,
+    pub baseline: CommitId,
     /// The candidate commit.
-    pub candidate: String,
+    pub candidate: CommitId,
     /// The version of each scorer read (one per scorer: versions never mix).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub scorer_versions: BTreeMap<String, String>,
     /// The law the verdict was computed under (absent in the JSON of
     /// [`Law::NameOrder`] verdicts, which predate the field).
-    #[serde(skip_serializing_if = "Law::is_first")]
+    #[serde(default = "Law::first", skip_serializing_if = "Law::is_first")]
     pub law: Law,
     /// Each stage that ran, in order.
     pub stages: Vec<StageReport>,
@@ -502,8 +598,8 @@ pub struct Verdict {
 /// sequence and summarised. A recorded verdict is recomputed under its own
 /// law ([`recompute_at`]), so an audit of an old decision still reproduces
 /// it byte for byte after the law improves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(into = "u32")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(into = "u32", try_from = "u32")]
 pub enum Law {
     /// The gate of 2026-11: tasks in name order, each side's mean over its
     /// runs, a fixed-sample effect interval. Re-running the test from a new
@@ -524,32 +620,45 @@ impl Law {
         *self == Law::NameOrder
     }
 
+    fn first() -> Law {
+        Law::NameOrder
+    }
+
     /// The law a recorded verdict's JSON names (`law`, absent: the first).
     ///
     /// # Errors
     /// [`Error::InvalidObservation`] if the payload is not a verdict's JSON
     /// or names a law this gate does not know.
     pub fn of_recorded(payload: &[u8]) -> Result<Law> {
-        let v: serde_json::Value =
-            serde_json::from_slice(payload).map_err(|e| Error::InvalidObservation {
-                reason: format!("a recorded verdict is not JSON: {e}"),
-            })?;
-        match v.get("law").map(serde_json::Value::as_u64) {
-            None => Ok(Law::NameOrder),
-            Some(Some(1)) => Ok(Law::NameOrder),
-            Some(Some(2)) => Ok(Law::BaselineOrder),
-            Some(other) => Err(Error::InvalidObservation {
-                reason: format!(
-                    "a recorded verdict names law {other:?}, which this gate does not know (it knows 1 and 2): recompute it with the ratchet that recorded it"
-                ),
-            }),
+        #[derive(Deserialize)]
+        struct Named {
+            #[serde(default = "Law::first")]
+            law: Law,
         }
+        serde_json::from_slice::<Named>(payload)
+            .map(|named| named.law)
+            .map_err(|e| Error::InvalidObservation {
+                reason: format!("a recorded verdict: {e}"),
+            })
     }
 }
 
 impl From<Law> for u32 {
     fn from(l: Law) -> u32 {
         l as u32
+    }
+}
+
+impl TryFrom<u32> for Law {
+    type Error = String;
+    fn try_from(n: u32) -> std::result::Result<Law, String> {
+        match n {
+            1 => Ok(Law::NameOrder),
+            2 => Ok(Law::BaselineOrder),
+            other => Err(format!(
+                "law {other} is not one this gate knows (it knows 1 and 2): recompute the verdict with the ratchet that recorded it"
+            )),
+        }
     }
 }
 
@@ -560,6 +669,55 @@ impl Verdict {
     /// [`Error::Serialize`] if a figure cannot be written as JSON.
     pub fn to_json(&self) -> Result<Vec<u8>> {
         serde_json::to_vec(self).map_err(|e| Error::Serialize {
+            reason: e.to_string(),
+        })
+    }
+
+    /// The report of `stage`, if it ran.
+    pub fn stage(&self, stage: &Stage) -> Option<&StageReport> {
+        self.stages.iter().find(|s| s.stage == *stage)
+    }
+
+    /// The sequential stage's figures, when its test ran (not when an
+    /// earlier stage stopped the verdict, nor with too few tasks).
+    pub fn sequential(&self) -> Option<&SequentialDetails> {
+        match &self.stage(&Stage::Sequential)?.details {
+            StageDetails::Sequential(fig) => Some(fig),
+            _ => None,
+        }
+    }
+
+    /// Reads a verdict back from its JSON (a `decision` event's payload),
+    /// under the law it names: `to_json` of the result gives the same
+    /// bytes back.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_gate::{GateStatus, Policy, Question, Verdict, decide};
+    /// use ratchet_trace::{CommitId, Store};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = tempfile::tempdir()?;
+    /// let mut store = Store::create(dir.path(), Default::default())?;
+    /// let (a, b) = (CommitId::parse(&"a".repeat(40))?, CommitId::parse(&"b".repeat(40))?);
+    /// let policy = Policy::parse("[class.c]\nscorer = \"acc\"\ntest = \"gaussian\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 500\n")?;
+    /// let q = Question { class: "c", policy: policy.class("c")?, baseline: &a, candidate: &b, checkpoint: None };
+    /// let verdict = decide(&mut store, &q)?;
+    ///
+    /// let recorded = store.head()?.size;
+    /// let event = store.event_by_seq(recorded)?.expect("the decision");
+    /// let read = Verdict::from_json(&event.payload)?;
+    /// assert_eq!(read, verdict);
+    /// assert_eq!(read.to_json()?, event.payload);
+    /// assert_eq!(read.candidate, b);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::UnreadableVerdict`] if the bytes are not a verdict's JSON
+    /// (the reason names the field), or name a law this gate does not know.
+    pub fn from_json(payload: &[u8]) -> Result<Verdict> {
+        serde_json::from_slice(payload).map_err(|e| Error::UnreadableVerdict {
             reason: e.to_string(),
         })
     }
@@ -746,14 +904,7 @@ pub fn verdict_in(ledger: &mut Ledger, q: &Question<'_>) -> Result<Verdict> {
     }
     let at = report.size;
     let view = (report.fault.is_none()).then(|| ledger.view());
-    verdict_of(
-        &report,
-        view,
-        q,
-        at,
-        report.head.to_hex().to_string(),
-        Law::CURRENT,
-    )
+    verdict_of(&report, view, q, at, report.head, Law::CURRENT)
 }
 
 /// The effect the sequential test saw, for a person to read: the mean of
@@ -763,7 +914,7 @@ pub fn verdict_in(ledger: &mut Ledger, q: &Question<'_>) -> Result<Verdict> {
 /// its level at any stop, the sequential test's included. Under
 /// [`Law::NameOrder`] it was a fixed-sample normal interval (`interval`
 /// absent), optimistic after optional stopping.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct EffectEstimate {
     /// Observations.
     pub n: usize,
@@ -774,8 +925,34 @@ pub struct EffectEstimate {
     /// Upper end of the 95 % interval.
     pub ci_high: f64,
     /// The always-valid interval's method (absent: fixed-sample).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub interval: Option<&'static str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<EffectInterval>,
+}
+
+/// Which always-valid interval an [`EffectEstimate`] is (recorded by its
+/// name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EffectInterval {
+    /// The betting confidence sequence, for effects bounded by the scores'
+    /// range.
+    #[serde(rename = "confidence sequence, betting (Waudby-Smith & Ramdas 2024)")]
+    Betting,
+    /// The asymptotic confidence sequence tuned to `max_n`, for unbounded
+    /// effects.
+    #[serde(rename = "confidence sequence, asymptotic (Waudby-Smith et al. 2024)")]
+    Asymptotic,
+}
+
+impl EffectInterval {
+    /// The name recorded.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EffectInterval::Betting => "confidence sequence, betting (Waudby-Smith & Ramdas 2024)",
+            EffectInterval::Asymptotic => {
+                "confidence sequence, asymptotic (Waudby-Smith et al. 2024)"
+            }
+        }
+    }
 }
 
 /// The verdict at `at` of a cold decision: one verification up to `at`
@@ -800,14 +977,7 @@ fn evaluate(store: &Store, q: &Question<'_>, at: u64, law: Law) -> Result<Verdic
             .event_by_seq(s)?
             .map_or_else(|| store.genesis(), |e| e.hash),
     };
-    verdict_of(
-        &report,
-        view.as_ref(),
-        q,
-        at,
-        head_hash.to_hex().to_string(),
-        law,
-    )
+    verdict_of(&report, view.as_ref(), q, at, head_hash, law)
 }
 
 fn verdict_of(
@@ -815,7 +985,7 @@ fn verdict_of(
     view: Option<&Verified>,
     q: &Question<'_>,
     at: u64,
-    head_hash: String,
+    head_hash: Hash,
     law: Law,
 ) -> Result<Verdict> {
     let mut v = Verdict {
@@ -826,8 +996,8 @@ fn verdict_of(
             size: at,
             hash: head_hash,
         },
-        baseline: q.baseline.to_string(),
-        candidate: q.candidate.to_string(),
+        baseline: q.baseline.clone(),
+        candidate: q.candidate.clone(),
         scorer_versions: BTreeMap::new(),
         law,
         stages: Vec::new(),

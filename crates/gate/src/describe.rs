@@ -4,8 +4,8 @@
 use std::fmt;
 
 use crate::decide::{
-    GuardrailDetails, GuardrailResult, InvariantsDetails, SequentialDetails, StageDetails,
-    StageReport, StageState, TestFigures, TestsDetails, VerificationDetails,
+    EffectInterval, GuardrailDetails, GuardrailResult, InvariantsDetails, SequentialDetails,
+    StageDetails, StageReport, StageState, TestFigures, TestsDetails, VerificationDetails,
 };
 
 impl fmt::Display for StageReport {
@@ -131,7 +131,8 @@ fn sequential(d: &SequentialDetails) -> String {
             e.estimate,
             e.ci_low,
             e.ci_high,
-            e.interval.unwrap_or("fixed-sample interval")
+            e.interval
+                .map_or("fixed-sample interval", EffectInterval::as_str)
         )
     });
     format!(
@@ -201,7 +202,7 @@ mod tests {
             Stage::Sequential,
             StageState::Open,
             StageDetails::TooFewTasks(TooFewTasks {
-                test: Some("paired"),
+                test: Some(crate::TestKind::Paired),
                 tasks: 4,
             }),
         );

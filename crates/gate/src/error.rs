@@ -46,6 +46,13 @@ pub enum Error {
         /// The trace's size.
         size: u64,
     },
+    /// Bytes that were to be a recorded verdict are not one (or name a law
+    /// this gate does not know).
+    #[error("not a verdict this gate can read: {reason}")]
+    UnreadableVerdict {
+        /// What serde_json said, naming the field.
+        reason: String,
+    },
     /// A verdict could not be written as JSON.
     #[error("cannot serialize the verdict: {reason}")]
     Serialize {

@@ -42,7 +42,7 @@ pub fn failure_rate_upper_bound(failures: u64, n: u64, confidence: f64) -> Resul
 }
 
 /// The outcome of one minimum-on-every-task invariant.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct MinimumReport {
     /// The scorer.
     pub scorer: String,
@@ -99,7 +99,7 @@ pub fn check_minimum(
 }
 
 /// The outcome of the canary check.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct CanaryReport {
     /// Canaries that ran and failed.
     pub failed: Vec<String>,

@@ -69,7 +69,7 @@ pub use calibrate::{
     power_warning, sample_game, wald_bernoulli,
 };
 pub use decide::{
-    BaselineWorld, EffectEstimate, GateStatus, GuardrailDetails, GuardrailResult,
+    BaselineWorld, EffectEstimate, EffectInterval, GateStatus, GuardrailDetails, GuardrailResult,
     InvariantsDetails, KIND_DECISION, Law, Outcome, Question, RejectCause, SequentialDetails,
     Stage, StageDetails, StageReport, StageState, SuiteReport, SuiteRun, TestFigures, TestsDetails,
     TooFewTasks, TraceHead, Verdict, VerificationDetails, baseline_world, decide, decide_at,

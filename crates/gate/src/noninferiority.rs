@@ -21,7 +21,7 @@ use crate::error::{Error, Result, invalid, open_unit};
 use ratchet_scorers::Direction;
 
 /// How far the candidate may fall behind.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Margin {
     /// In the metric's own unit.
@@ -84,7 +84,7 @@ pub struct NonInferiority {
 }
 
 /// The fixed-horizon Welch test's result.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct WelchOutcome {
     /// The estimated excess `D̂` (negative favours the candidate).
     pub excess: f64,
@@ -101,7 +101,7 @@ pub struct WelchOutcome {
 }
 
 /// The always-valid (confidence-sequence) test's result after n paired tasks.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct SequenceOutcome {
     /// Paired tasks used.
     pub n: u64,

@@ -40,7 +40,8 @@ pub struct PinnedPolicy {
     /// The policy.
     pub policy: ClassPolicy,
     /// Its content hash.
-    pub hash: String,
+    #[serde(with = "ratchet_trace::hex_hash")]
+    pub hash: ratchet_trace::Hash,
     /// Seq of the `policy` event.
     pub seq: u64,
 }
@@ -86,7 +87,7 @@ pub(crate) fn class_pins(
         {
             let parsed = ClassPolicy::from_pinned(class, policy.clone(), seq)?;
             let hash = parsed.hash();
-            if hash != *policy_hash {
+            if hash.to_hex().as_str() != policy_hash {
                 return Err(Error::Policy {
                     field: format!("class.{class}"),
                     reason: format!(
@@ -136,7 +137,7 @@ pub fn pin_policy(store: &mut Store, class: &str, policy: &ClassPolicy) -> Resul
         policy: serde_json::to_value(policy).map_err(|e| Error::Serialize {
             reason: e.to_string(),
         })?,
-        policy_hash: hash,
+        policy_hash: hash.to_string(),
     };
     Ok(ratchet_scorers::append_pin(store, &pin, in_force)?)
 }
@@ -192,8 +193,8 @@ pub(crate) fn not_pinned(class: &str, pinned: &PinnedPolicy, given: &ClassPolicy
     Error::PolicyNotPinned {
         class: class.to_string(),
         seq: pinned.seq,
-        pinned_hash: pinned.hash.clone(),
-        given_hash: given.hash(),
+        pinned_hash: pinned.hash.to_string(),
+        given_hash: given.hash().to_string(),
         fields: policy_differences(&pinned.policy, given),
     }
 }
@@ -235,7 +236,7 @@ pub fn resolve_policy(
             None => Err(Error::PolicyNotPinned {
                 class: class.to_string(),
                 seq: p.seq,
-                pinned_hash: p.hash.clone(),
+                pinned_hash: p.hash.to_string(),
                 given_hash: String::new(),
                 fields: vec![format!(
                     "class.{class} (the policy file does not define it)"

@@ -63,6 +63,19 @@ pub enum TestKind {
     Betting,
 }
 
+impl TestKind {
+    /// The name policy files and verdicts use (`bernoulli`, `gaussian`,
+    /// `paired`, `betting`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TestKind::Bernoulli => "bernoulli",
+            TestKind::Gaussian => "gaussian",
+            TestKind::Paired => "paired",
+            TestKind::Betting => "betting",
+        }
+    }
+}
+
 /// A direction as policy files write it: `"lower"` or `"higher"` (the
 /// words are also what the canonical form behind the policy hash holds, so
 /// the hash of a policy does not depend on how `Direction` names itself).
@@ -558,15 +571,28 @@ impl ClassPolicy {
     }
 
     /// The content hash of this class policy: BLAKE3 of its canonical JSON.
-    pub fn hash(&self) -> String {
+    pub fn hash(&self) -> ratchet_trace::Hash {
         let json = serde_json::to_vec(self).unwrap_or_default();
-        blake3::hash(&json).to_hex().to_string()
+        blake3::hash(&json)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_test_kinds_name_is_its_serialized_form() {
+        for kind in [
+            TestKind::Bernoulli,
+            TestKind::Gaussian,
+            TestKind::Paired,
+            TestKind::Betting,
+        ] {
+            let json = serde_json::to_string(&kind).expect("json");
+            assert_eq!(json, format!("\"{}\"", kind.as_str()));
+        }
+    }
 
     const GOOD: &str = r#"
 [class.prompt]
@@ -604,7 +630,7 @@ max_n = 1000
         let c = p.class("prompt").expect("class");
         assert_eq!(c.test, TestKind::Paired);
         assert_eq!(c.guardrails[0].method, GuardrailMethod::Welch);
-        assert_eq!(c.hash().len(), 64);
+        assert_eq!(c.hash().to_hex().len(), 64);
         assert_ne!(c.hash(), p.class("tool").expect("class").hash());
         let e = p.class("agent").expect_err("missing class");
         assert!(e.to_string().contains("\"prompt\""), "{e}");

@@ -71,7 +71,7 @@ impl Boundaries {
 }
 
 /// The state of a sequential test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     /// Between the boundaries: collect more evidence.
@@ -90,6 +90,16 @@ impl Decision {
     /// Whether the test has stopped.
     pub fn is_final(self) -> bool {
         self != Decision::Continue
+    }
+
+    /// The word recorded (`continue`, `promote`, `reject`, `truncated`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Continue => "continue",
+            Decision::Promote => "promote",
+            Decision::Reject => "reject",
+            Decision::Truncated => "truncated",
+        }
     }
 }
 

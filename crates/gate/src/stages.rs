@@ -2,14 +2,16 @@
 //! runs them. Each reads the trace as of `at`, pushes its [`StageReport`]
 //! and returns `Some(outcome)` to stop there, `None` to go on.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use ratchet_trace::{PairedScores, ScorerRef, Verified, VerifyReport};
 
 use crate::decide::{
-    EffectEstimate, GuardrailDetails, GuardrailResult, InvariantsDetails, Law, Outcome, Question,
-    RejectCause, SequentialDetails, Stage, StageDetails, StageReport, StageState, SuiteReport,
-    SuiteRun, TestFigures, TestsDetails, TooFewTasks, Verdict, VerificationDetails,
+    EffectEstimate, EffectInterval, GuardrailDetails, GuardrailResult, InvariantsDetails, Law,
+    Outcome, Question, RejectCause, SequentialDetails, Stage, StageDetails, StageReport,
+    StageState, SuiteReport, SuiteRun, TestFigures, TestsDetails, TooFewTasks, Verdict,
+    VerificationDetails,
 };
 use crate::error::{Error, Result};
 use crate::gsprt::Pairing;
@@ -548,17 +550,13 @@ fn effect_estimate(
             (
                 w * (2.0 * cs.low - 1.0),
                 w * (2.0 * cs.high - 1.0),
-                Some("confidence sequence, betting (Waudby-Smith & Ramdas 2024)"),
+                Some(EffectInterval::Betting),
             )
         }
         (_, None) => {
             let cs = crate::noninferiority::ConfidenceSequence::new(EFFECT_ALPHA, max_n)?;
             let half = cs.half_width(xs.len() as u64, var.sqrt());
-            (
-                mean - half,
-                mean + half,
-                Some("confidence sequence, asymptotic (Waudby-Smith et al. 2024)"),
-            )
+            (mean - half, mean + half, Some(EffectInterval::Asymptotic))
         }
     };
     Ok(Some(EffectEstimate {
@@ -629,7 +627,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
                 Stage::Sequential,
                 StageState::Failed,
                 StageDetails::TooFewTasks(TooFewTasks {
-                    test: Some("betting"),
+                    test: Some(TestKind::Betting),
                     tasks: base.len(),
                 }),
             );
@@ -657,7 +655,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
                     Stage::Sequential,
                     StageState::Open,
                     StageDetails::TooFewTasks(TooFewTasks {
-                        test: Some("gaussian"),
+                        test: Some(TestKind::Gaussian),
                         tasks: base.len(),
                     }),
                 );
@@ -676,7 +674,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
                     Stage::Sequential,
                     StageState::Failed,
                     StageDetails::TooFewTasks(TooFewTasks {
-                        test: Some("gaussian"),
+                        test: Some(TestKind::Gaussian),
                         tasks: base.len(),
                     }),
                 );
@@ -813,8 +811,8 @@ fn bernoulli(q: &Question<'_>, sign: f64, base: &[f64], cand: &[f64], law: Law) 
         bounds: (b.lower(), b.upper()),
         diffs,
         test: TestFigures::Bernoulli {
-            design: "discordant pairs",
-            effect_measure: "pass-rate difference (candidate − baseline)",
+            design: "discordant pairs".into(),
+            effect_measure: "pass-rate difference (candidate − baseline)".into(),
             theta0,
             theta1,
             pass_threshold: thr,
@@ -894,8 +892,8 @@ fn gaussian(q: &Question<'_>, base: &[f64], cand: &[f64]) -> Result<Run> {
         bounds: (b.lower(), b.upper()),
         diffs,
         test: TestFigures::Gaussian {
-            design: "paired differences",
-            effect_measure: "mean difference (candidate − baseline)",
+            design: "paired differences".into(),
+            effect_measure: "mean difference (candidate − baseline)".into(),
             mu0: 0.0,
             mu1: p.gap.unwrap_or_default(),
             variance: t.variance(),
@@ -917,8 +915,8 @@ fn betting(q: &Question<'_>, base: &[f64], cand: &[f64]) -> Result<Run> {
         bounds: (-t.reject_bound(), t.promote_bound()),
         diffs,
         test: TestFigures::Betting {
-            design: "paired differences, betting e-process (Waudby-Smith & Ramdas 2024)",
-            effect_measure: "mean difference (candidate − baseline)",
+            design: "paired differences, betting e-process (Waudby-Smith & Ramdas 2024)".into(),
+            effect_measure: "mean difference (candidate − baseline)".into(),
             range: p.score_range(),
             gap: t.gap(),
             log_capital_promote: t.log_capital_promote(),
@@ -1024,7 +1022,7 @@ fn paired(
     };
     let counts = labels
         .iter()
-        .copied()
+        .map(|&label| Cow::Borrowed(label))
         .zip(t.counts().iter().copied())
         .collect();
     Ok(Run {
@@ -1035,7 +1033,7 @@ fn paired(
         diffs,
         test: TestFigures::Paired {
             pairing: t.pairing(),
-            effect_measure: "score − ½ per game (wins count +½, losses −½)",
+            effect_measure: "score − ½ per game (wins count +½, losses −½)".into(),
             elo_model: elo.model,
             elo0: elo.elo0,
             elo1: elo.elo1,
@@ -1166,71 +1164,49 @@ fn guardrail(look: Look<'_>, g: &Guardrail, used: usize, stages: &mut Vec<StageR
 }
 
 /// The LLR after each discordant pair of a recorded bernoulli verdict
-/// (`verdict`, its JSON; `scorer` its class's primary scorer), recomputed
-/// from `view` by the gate's own reading:
-/// the pairs of its law in its order, on the judged scale (negated for a
-/// lower-is-better scorer), the SPRT's own increments. What a report
-/// draws; `None` for a verdict whose sequential stage is not bernoulli.
+/// (`scorer` its class's primary scorer), recomputed from `view` by the
+/// gate's own reading: the pairs of its law in its order, on the judged
+/// scale (negated for a lower-is-better scorer), the SPRT's own
+/// increments. What a report draws; `None` for a verdict whose sequential
+/// stage is not a bernoulli test that ran.
 ///
 /// # Errors
-/// [`Error::InvalidObservation`] for a verdict JSON that lacks what a
-/// bernoulli verdict records; [`Error::Trace`] for a trace error.
+/// [`Error::Trace`] for a trace error; [`Error::InvalidParameter`] for
+/// recorded θ's no SPRT takes.
 pub fn recorded_bernoulli_path(
     view: &Verified,
-    verdict: &serde_json::Value,
+    verdict: &Verdict,
     scorer: &str,
 ) -> Result<Option<Vec<f64>>> {
-    let Some(fig) = verdict["stages"].as_array().and_then(|stages| {
-        stages
-            .iter()
-            .find(|s| s["stage"] == "sequential")
-            .map(|s| &s["details"])
-    }) else {
+    let Some(fig) = verdict.sequential() else {
         return Ok(None);
     };
-    if fig["test"] != "bernoulli" {
+    let TestFigures::Bernoulli {
+        theta0,
+        theta1,
+        pass_threshold: thr,
+        lower_is_better,
+        ..
+    } = fig.test
+    else {
         return Ok(None);
-    }
-    let bad = |what: &str| Error::InvalidObservation {
-        reason: format!("a recorded bernoulli verdict lacks {what}"),
     };
-    let num = |k: &str| fig[k].as_f64().ok_or_else(|| bad(k));
-    let (theta0, theta1, thr) = (num("theta0")?, num("theta1")?, num("pass_threshold")?);
-    let n = fig["n"].as_u64().ok_or_else(|| bad("n"))?;
-    let commit = |k: &str| {
-        verdict[k]
-            .as_str()
-            .and_then(|c| ratchet_trace::CommitId::parse(c).ok())
-            .ok_or_else(|| bad(k))
-    };
-    let (baseline, candidate) = (commit("baseline")?, commit("candidate")?);
-    let at = verdict["trace"]["size"]
-        .as_u64()
-        .ok_or_else(|| bad("trace.size"))?;
-    let law = Law::of_recorded(verdict.to_string().as_bytes())?;
-    let versions: BTreeMap<String, String> = verdict["scorer_versions"]
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default();
+    let (n, at, law) = (fig.n, verdict.trace.size, verdict.law);
     let scorer = scorer.to_string();
-    // The orientation the gate judged on: recorded since the second law;
-    // before it, the scorer's declared (or default) direction.
-    let lower = match fig["lower_is_better"].as_bool() {
-        Some(l) => l,
-        None => {
-            ratchet_scorers::declared_direction(view, &scorer, at)?
-                .map(|(d, _)| d)
-                .unwrap_or_else(|| ratchet_scorers::direction_of(&scorer))
-                == crate::Direction::LowerIsBetter
-        }
+    // The orientation the gate judged on: recorded since the second law
+    // (`false` is written as nothing); before it, the scorer's declared
+    // (or default) direction.
+    let lower = if lower_is_better || law != Law::NameOrder {
+        lower_is_better
+    } else {
+        ratchet_scorers::declared_direction(view, &scorer, at)?
+            .map(|(d, _)| d)
+            .unwrap_or_else(|| ratchet_scorers::direction_of(&scorer))
+            == crate::Direction::LowerIsBetter
     };
     let sign = if lower { -1.0 } else { 1.0 };
-    let question_scorer = at_version(&versions, &scorer);
-    let scores = view.paired_scores(&baseline, &candidate, question_scorer, at);
+    let question_scorer = at_version(&verdict.scorer_versions, &scorer);
+    let scores = view.paired_scores(&verdict.baseline, &verdict.candidate, question_scorer, at);
     let (base, cand, _) = pairs_under(&scores, law);
     let mut t = crate::BernoulliSprt::new(theta0, theta1, crate::Boundaries::new(0.05, 0.05)?)?;
     let mut path = Vec::new();
@@ -1277,97 +1253,72 @@ pub struct RecordedPath {
     pub observation: &'static str,
 }
 
-/// The path of the sequential statistic of a recorded verdict (`verdict`,
-/// its JSON) taken under `policy`, recomputed from `view` as the trace
-/// stood at the verdict: the pairs of its law in its order, on the judged
-/// scale (negated for a lower-is-better scorer), fed to the test
-/// `policy` builds, stopping where the verdict stopped. `None` when the
-/// verdict's sequential stage ran no test (too few tasks, a score outside
-/// the betting range, an earlier stage stopped it).
+/// The path of the sequential statistic of a recorded verdict taken
+/// under `policy`, recomputed from `view` as the trace stood at the
+/// verdict: the pairs of its law in its order, on the judged scale
+/// (negated for a lower-is-better scorer), fed to the test `policy`
+/// builds, stopping where the verdict stopped. `None` when the verdict's
+/// sequential stage ran no test (too few tasks, a score outside the
+/// betting range, an earlier stage stopped it).
 ///
 /// # Errors
 /// [`Error::Policy`] if `policy` is not the one the verdict was taken
 /// under (its hash differs from the recorded `policy_hash`);
-/// [`Error::InvalidObservation`] for a verdict JSON that lacks what a
-/// verdict records; [`Error::Trace`] for a trace error.
+/// [`Error::Trace`] for a trace error.
 pub fn recorded_path(
     view: &Verified,
-    verdict: &serde_json::Value,
+    verdict: &Verdict,
     policy: &crate::ClassPolicy,
 ) -> Result<Option<RecordedPath>> {
-    let Some(fig) = verdict["stages"].as_array().and_then(|stages| {
-        stages
-            .iter()
-            .find(|s| s["stage"] == "sequential")
-            .map(|s| &s["details"])
-    }) else {
+    let Some(fig) = verdict.sequential() else {
         return Ok(None);
     };
-    let (Some(n), Some(lower), Some(upper)) = (
-        fig["n"].as_u64(),
-        fig["lower"].as_f64(),
-        fig["upper"].as_f64(),
-    ) else {
-        return Ok(None);
-    };
-    let bad = |what: &str| Error::InvalidObservation {
-        reason: format!("a recorded verdict lacks {what}"),
-    };
-    if verdict["policy_hash"].as_str() != Some(policy.hash().as_str()) {
+    let (n, lower, upper) = (fig.n, fig.lower, fig.upper);
+    if verdict.policy_hash != policy.hash() {
         return Err(Error::Policy {
             field: "policy_hash".into(),
             reason: format!(
                 "the verdict was taken under policy {}, not under the one given ({})",
-                verdict["policy_hash"],
+                verdict.policy_hash,
                 policy.hash()
             ),
         });
     }
-    let commit = |k: &str| {
-        verdict[k]
-            .as_str()
-            .and_then(|c| ratchet_trace::CommitId::parse(c).ok())
-            .ok_or_else(|| bad(k))
-    };
-    let (baseline, candidate) = (commit("baseline")?, commit("candidate")?);
-    let class = verdict["class"].as_str().ok_or_else(|| bad("class"))?;
-    let at = verdict["trace"]["size"]
-        .as_u64()
-        .ok_or_else(|| bad("trace.size"))?;
-    let law = Law::of_recorded(verdict.to_string().as_bytes())?;
-    let versions: BTreeMap<String, String> = verdict["scorer_versions"]
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default();
+    let (at, law, versions) = (verdict.trace.size, verdict.law, &verdict.scorer_versions);
     let q = Question {
-        class,
+        class: &verdict.class,
         policy,
-        baseline: &baseline,
-        candidate: &candidate,
+        baseline: &verdict.baseline,
+        candidate: &verdict.candidate,
         checkpoint: None,
     };
     let look = Look {
         view,
         q: &q,
         at,
-        versions: &versions,
+        versions,
         law,
     };
     let p = policy;
     // The orientation the gate judged on: recorded by bernoulli verdicts
     // since the second law (absent: higher is better); else the scorer's
     // direction as `sequential` read it.
-    let lower_better = match fig["lower_is_better"].as_bool() {
-        Some(l) => l,
-        None if p.test == TestKind::Bernoulli && law != Law::NameOrder => false,
-        None => lower_is_better(view, &q, &p.scorer, p.direction, at)?,
+    let recorded_lower = matches!(
+        fig.test,
+        TestFigures::Bernoulli {
+            lower_is_better: true,
+            ..
+        }
+    );
+    let lower_better = if recorded_lower {
+        true
+    } else if p.test == TestKind::Bernoulli && law != Law::NameOrder {
+        false
+    } else {
+        lower_is_better(view, &q, &p.scorer, p.direction, at)?
     };
     let sign = if lower_better { -1.0 } else { 1.0 };
-    let (base, cand, _) = paired_firsts(view, &q, at_version(&versions, &p.scorer), at, law);
+    let (base, cand, _) = paired_firsts(view, &q, at_version(versions, &p.scorer), at, law);
     let (base, cand): (Vec<f64>, Vec<f64>) = (
         base.into_iter().map(|x| sign * x).collect(),
         cand.into_iter().map(|x| sign * x).collect(),
@@ -1507,49 +1458,37 @@ mod tests {
                 checkpoint: None,
             };
             let v = crate::decide(&mut store, &q).expect("decide");
-            let json: serde_json::Value =
-                serde_json::from_slice(&v.to_json().expect("json")).expect("json");
             let view = store.verified(&VerifyOptions::default()).expect("view");
-            let path = recorded_path(&view, &json, class)
+            let path = recorded_path(&view, &v, class)
                 .expect("path")
                 .expect("a sequential test ran");
-            let fig = json["stages"]
-                .as_array()
-                .and_then(|s| s.iter().find(|s| s["stage"] == "sequential"))
-                .map(|s| &s["details"])
-                .expect("sequential stage");
-            assert_eq!(
-                path.promote.len() as u64,
-                fig["n"].as_u64().expect("n"),
-                "{kind}: {fig}"
-            );
+            let fig = v.sequential().expect("sequential stage");
+            assert_eq!(path.promote.len() as u64, fig.n, "{kind}: {fig:?}");
             let last = |xs: &[f64]| xs.last().copied().unwrap_or(f64::NAN);
             let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
-            match kind {
-                "betting" => {
+            match fig.test {
+                TestFigures::Betting {
+                    log_capital_promote,
+                    log_capital_reject,
+                    ..
+                } => {
                     let reject = path.reject.as_deref().expect("betting has two capitals");
-                    assert!(close(
-                        last(&path.promote),
-                        fig["log_capital_promote"].as_f64().expect("K+")
-                    ));
-                    assert!(close(
-                        last(reject),
-                        -fig["log_capital_reject"].as_f64().expect("K-")
-                    ));
+                    assert!(close(last(&path.promote), log_capital_promote));
+                    assert!(close(last(reject), -log_capital_reject));
                 }
                 _ => assert!(
-                    close(last(&path.promote), fig["llr"].as_f64().expect("llr")),
+                    close(last(&path.promote), fig.llr),
                     "{kind}: {:?} vs {}",
                     path.promote.last(),
-                    fig["llr"]
+                    fig.llr
                 ),
             }
-            assert!(close(path.upper, fig["upper"].as_f64().expect("upper")));
+            assert!(close(path.upper, fig.upper));
             assert_ne!(v.outcome.status(), crate::GateStatus::Continue, "{kind}");
             // Another class policy is not the one the verdict was taken under.
             let other = Policy::parse(&text.replace("beta = 0.1", "beta = 0.2")).expect("policy");
             assert!(matches!(
-                recorded_path(&view, &json, other.class("c").expect("class")),
+                recorded_path(&view, &v, other.class("c").expect("class")),
                 Err(Error::Policy { .. })
             ));
         }

@@ -345,8 +345,8 @@ pub fn dirty_paths(repo: &Repository) -> Result<Vec<String>> {
 /// measured evidence, each with the words a heal report gives for skipping
 /// it. A later promotion of the same commit lifts its reject; a reject for
 /// missing evidence is no finding about the commit and is not counted.
-fn gate_rejected(view: &Verified) -> Result<std::collections::BTreeMap<String, String>> {
-    let mut latest: std::collections::BTreeMap<String, (u64, DecisionSummary)> =
+fn gate_rejected(view: &Verified) -> Result<std::collections::BTreeMap<CommitId, String>> {
+    let mut latest: std::collections::BTreeMap<CommitId, (u64, DecisionSummary)> =
         std::collections::BTreeMap::new();
     for (e, d) in
         view.own_control_events::<DecisionSummary>(ratchet_trace::ReservedKind::Decision, u64::MAX)?
@@ -359,7 +359,8 @@ fn gate_rejected(view: &Verified) -> Result<std::collections::BTreeMap<String, S
     Ok(latest
         .into_iter()
         .filter(|(_, (_, d))| {
-            d.outcome.verdict == "reject" && d.outcome.cause.as_deref() == Some("measured")
+            d.outcome.verdict == "reject"
+                && d.outcome.cause == Some(ratchet_gate::RejectCause::Measured)
         })
         .map(|(c, (seq, d))| {
             (
@@ -446,7 +447,7 @@ pub fn heal(
         // The best measured commit is not always one the gate let through:
         // a candidate it rejected on measured evidence (a failing required
         // suite, a broken invariant, worse scores) is never healed to.
-        if let Some(why) = rejected.get(r.commit.as_str()) {
+        if let Some(why) = rejected.get(&r.commit) {
             skipped.push((r.commit.clone(), why.clone()));
             continue;
         }
@@ -979,7 +980,9 @@ pub struct PinSummary {
     pub seq: u64,
 }
 
-/// A recorded verdict, in brief.
+/// A recorded verdict, in brief: the fields every law's verdict has (read
+/// so that a verdict of a later law than this gate knows still shows in
+/// a status; [`ratchet_gate::Verdict::from_json`] reads the whole).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct DecisionSummary {
     /// Seq of the `decision` event.
@@ -988,9 +991,9 @@ pub struct DecisionSummary {
     /// The class.
     pub class: String,
     /// The baseline commit.
-    pub baseline: String,
+    pub baseline: CommitId,
     /// The candidate commit.
-    pub candidate: String,
+    pub candidate: CommitId,
     /// The outcome.
     pub outcome: OutcomeSummary,
 }
@@ -1000,9 +1003,9 @@ pub struct DecisionSummary {
 pub struct OutcomeSummary {
     /// `promote`, `reject` or `continue`.
     pub verdict: String,
-    /// For a reject: `measured`, `missing_evidence` or `unverified_trace`.
+    /// For a reject: why (`measured`, `missing_evidence`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cause: Option<String>,
+    pub cause: Option<ratchet_gate::RejectCause>,
 }
 
 /// The store's [`Status`]. A trace that fails verification is reported as
@@ -1101,7 +1104,7 @@ fn status_of(
                 (
                     class,
                     PinSummary {
-                        hash: p.hash,
+                        hash: p.hash.to_string(),
                         seq: p.seq,
                     },
                 )

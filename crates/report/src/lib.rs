@@ -37,6 +37,10 @@ use ratchet_trace::ReservedKind;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
+use ratchet_gate::{
+    GuardrailMethod, GuardrailResult, Margin, Outcome, Stage, StageDetails, StageState, SuiteRun,
+    TestFigures, TestKind,
+};
 use ratchet_trace::{AsOf, CommitId, Event, ScorerRef, Verified};
 use serde_json::Value;
 
@@ -157,6 +161,8 @@ struct Page<'v> {
     view: &'v Verified,
     options: &'v ReportOptions,
     decisions: &'v [Decision],
+    /// Decisions this gate cannot read (a later law's), by seq, and why.
+    unreadable: Vec<(u64, String)>,
     episodes: BTreeMap<String, Vec<Episode<'v>>>,
     deployed: BTreeMap<String, Deployed>,
     events: Vec<&'v Event>,
@@ -179,19 +185,12 @@ pub fn html_of(
         ReservedKind::Alarm.as_str(),
         ReservedKind::Checkout.as_str(),
     ]);
-    let decisions: Vec<Decision> = events
-        .iter()
-        .filter(|e| e.reserved_kind() == Some(ReservedKind::Decision) && e.origin.is_none())
-        .map(|e| Decision {
-            seq: e.seq,
-            ts_ms: e.ts_ms,
-            v: payload(e),
-        })
-        .collect();
+    let (decisions, unreadable) = Decision::read_all(&events);
     let mut page = Page {
         view,
         options,
         decisions: &decisions,
+        unreadable,
         episodes: read::episodes(&decisions),
         deployed: read::deployed(view),
         events,
@@ -230,7 +229,7 @@ fn latest_finals<'a, 'v>(
 /// trace (the pin in force at the decision, with the decision's hash).
 fn pinned_policy_of(view: &Verified, d: &Decision) -> Option<ratchet_gate::ClassPolicy> {
     let pin = ratchet_gate::pinned_policy(view, d.class(), d.at()).ok()??;
-    (d.v["policy_hash"].as_str() == Some(pin.hash.as_str())).then_some(pin.policy)
+    (d.v.policy_hash == pin.hash).then_some(pin.policy)
 }
 
 /// A decision's α and β: its pinned policy's, else read back from the
@@ -248,21 +247,18 @@ fn decision_scorer(view: &Verified, d: &Decision) -> Option<String> {
     if let Some(p) = pinned_policy_of(view, d) {
         return Some(p.scorer);
     }
-    let mut others: BTreeSet<String> = BTreeSet::new();
+    let mut others: BTreeSet<&str> = BTreeSet::new();
     for s in d.stages() {
-        if let Some(g) = s["stage"]["guardrail"].as_str() {
-            others.insert(g.to_string());
+        if let Stage::Guardrail(g) = &s.stage {
+            others.insert(g);
         }
-        for i in s["details"]["invariants"].as_array().into_iter().flatten() {
-            if let Some(name) = i["scorer"].as_str() {
-                others.insert(name.to_string());
-            }
+        if let StageDetails::Invariants(i) = &s.details {
+            others.extend(i.invariants.iter().map(|i| i.scorer.as_str()));
         }
     }
-    d.v["scorer_versions"]
-        .as_object()?
+    d.v.scorer_versions
         .keys()
-        .find(|k| !others.contains(*k))
+        .find(|k| !others.contains(k.as_str()))
         .cloned()
 }
 
@@ -274,16 +270,13 @@ struct Drawn {
     upper: f64,
     judged_from: u64,
     observation: &'static str,
-    test: String,
+    test: TestKind,
 }
 
 /// The recomputed path of a decision, or why there is none.
 fn path_of(view: &Verified, d: &Decision) -> std::result::Result<Drawn, String> {
-    let fig = d
-        .sequential()
-        .ok_or("its sequential test did not run")?
-        .clone();
-    let test = fig["test"].as_str().unwrap_or("?").to_string();
+    let fig = d.sequential().ok_or("its sequential test did not run")?;
+    let test = fig.test.test();
     if let Some(policy) = pinned_policy_of(view, d) {
         let p = ratchet_gate::recorded_path(view, &d.v, &policy)
             .map_err(|e| e.to_string())?
@@ -306,8 +299,8 @@ fn path_of(view: &Verified, d: &Decision) -> std::result::Result<Drawn, String> 
     Ok(Drawn {
         promote: path,
         reject: None,
-        lower: fig["lower"].as_f64().unwrap_or(f64::NAN),
-        upper: fig["upper"].as_f64().unwrap_or(f64::NAN),
+        lower: fig.lower,
+        upper: fig.upper,
         judged_from: 1,
         observation: "discordant pair",
         test,
@@ -315,20 +308,19 @@ fn path_of(view: &Verified, d: &Decision) -> std::result::Result<Drawn, String> 
 }
 
 fn verdict_words(d: &Decision) -> &'static str {
-    match (d.verdict(), d.v["outcome"]["cause"].as_str()) {
-        ("promote", _) => "PROMOTED",
-        ("reject", Some("truncated")) => "NOT PROMOTED (truncated)",
-        ("reject", _) => "REJECTED",
-        ("continue", _) => "STILL OPEN",
-        _ => "UNKNOWN VERDICT",
+    match &d.v.outcome {
+        Outcome::Promote => "PROMOTED",
+        Outcome::Reject { .. } if d.truncated() => "NOT PROMOTED (truncated)",
+        Outcome::Reject { .. } => "REJECTED",
+        Outcome::Continue { .. } => "STILL OPEN",
     }
 }
 
 fn css_class(d: &Decision) -> &'static str {
-    match d.verdict() {
-        "promote" => "promote",
-        "continue" => "open",
-        _ => "reject",
+    match &d.v.outcome {
+        Outcome::Promote => "promote",
+        Outcome::Continue { .. } => "open",
+        Outcome::Reject { .. } => "reject",
     }
 }
 
@@ -338,11 +330,12 @@ fn effect_text(d: &Decision) -> Option<String> {
     Some(format!("{est:+.3} (95 % CI {lo:+.3} to {hi:+.3})"))
 }
 
-fn state(passed: &Value) -> (&'static str, &'static str) {
+/// A stage's state as the page's CSS class.
+fn state(passed: StageState) -> &'static str {
     match passed {
-        Value::Bool(true) => ("pass", "pass"),
-        Value::Bool(false) => ("fail", "fail"),
-        _ => ("open", "open"),
+        StageState::Passed => "pass",
+        StageState::Failed => "fail",
+        StageState::Open => "open",
     }
 }
 
@@ -373,6 +366,13 @@ impl Page<'_> {
                 "<p class=bad>The chain does NOT verify: {}. Nothing below can be relied on.</p>",
                 esc(&f.to_string())
             )?,
+        }
+        for (seq, why) in &self.unreadable {
+            writeln!(
+                self.body,
+                "<p class=bad>The decision at seq {seq} is not shown: {} (a ratchet that knows its law reads it).</p>",
+                esc(why)
+            )?;
         }
         Ok(())
     }
@@ -415,8 +415,7 @@ impl Page<'_> {
                             effect_text(d).unwrap_or_default(),
                             esc(d
                                 .sequential()
-                                .and_then(|f| f["effect_measure"].as_str())
-                                .unwrap_or("candidate − baseline")),
+                                .map_or("candidate − baseline", |f| f.test.effect_measure())),
                             esc(iv)
                         )),
                         None => facts.push(format!(
@@ -474,13 +473,10 @@ impl Page<'_> {
                     "<p class=pending>In progress: <code>{}</code> against <code>{}</code> — continue{}.</p>",
                     esc(short(d.candidate())),
                     esc(short(d.baseline())),
-                    fig.and_then(|f| Some(format!(
+                    fig.map(|f| format!(
                         " after {} observations (statistic {:+.3}, boundaries {:+.3} and {:+.3})",
-                        f["n"].as_u64()?,
-                        f["llr"].as_f64()?,
-                        f["lower"].as_f64()?,
-                        f["upper"].as_f64()?
-                    )))
+                        f.n, f.llr, f.lower, f.upper
+                    ))
                     .unwrap_or_default()
                 )?;
             }
@@ -503,9 +499,9 @@ impl Page<'_> {
         let mut rows: Vec<[String; 7]> = Vec::new();
         let scorer = decision_scorer(self.view, d).unwrap_or_else(|| "primary".into());
         // Primary.
-        match (d.stage("sequential"), d.sequential()) {
+        match (d.stage(&Stage::Sequential), d.sequential()) {
             (Some(stage), Some(f)) => {
-                let (c, word) = state(&stage["passed"]);
+                let word = state(stage.passed);
                 let (est, iv) = match d.effect() {
                     Some((e, lo, hi, n, _)) => (
                         format!("{e:+.4} <small>on {n} tasks</small>"),
@@ -516,58 +512,56 @@ impl Page<'_> {
                 let ab = alpha_beta(self.view, d)
                     .map(|(a, b)| format!("; α {a}, β {b}", a = fmt_g(a), b = fmt_g(b)))
                     .unwrap_or_default();
-                let num = |k: &str| f[k].as_f64().unwrap_or(f64::NAN);
-                let decision = f["decision"].as_str().unwrap_or("");
+                let decision = f.decision.as_str();
                 // The betting test decides on two capitals, each against
                 // its own bound: its "llr" (their difference) is not what
                 // it judged.
-                let (criterion, result) = if f["test"] == "betting" {
-                    (
+                let (criterion, result) = match &f.test {
+                    TestFigures::Betting {
+                        log_capital_promote,
+                        log_capital_reject,
+                        promote_bound,
+                        reject_bound,
+                        ..
+                    } => (
                         format!(
-                            "promote when ln K⁺ ≥ ln(1/α) = {:.3}, reject when ln K⁻ ≥ ln(1/β) = {:.3}{ab}",
-                            num("promote_bound"),
-                            num("reject_bound")
+                            "promote when ln K⁺ ≥ ln(1/α) = {promote_bound:.3}, reject when ln K⁻ ≥ ln(1/β) = {reject_bound:.3}{ab}"
                         ),
                         format!(
-                            "{word}: {decision}, ln K⁺ {:.3}, ln K⁻ {:.3} after {} observations",
-                            num("log_capital_promote"),
-                            num("log_capital_reject"),
-                            f["n"]
+                            "{word}: {decision}, ln K⁺ {log_capital_promote:.3}, ln K⁻ {log_capital_reject:.3} after {} observations",
+                            f.n
                         ),
-                    )
-                } else {
-                    (
+                    ),
+                    _ => (
                         format!(
                             "promote at LLR ≥ {:.3}, reject at ≤ {:.3}{ab}",
-                            num("upper"),
-                            num("lower")
+                            f.upper, f.lower
                         ),
                         format!(
                             "{word}: {decision}, LLR {:+.3} after {} observations",
-                            num("llr"),
-                            f["n"]
+                            f.llr, f.n
                         ),
-                    )
+                    ),
                 };
                 rows.push([
                     esc(&scorer),
-                    format!("primary ({})", esc(f["test"].as_str().unwrap_or("?"))),
+                    format!("primary ({})", f.test.test().as_str()),
                     est,
                     iv,
                     criterion,
-                    c.into(),
+                    word.into(),
                     result,
                 ]);
             }
             (Some(stage), None) => {
-                let (c, word) = state(&stage["passed"]);
+                let word = state(stage.passed);
                 rows.push([
                     esc(&scorer),
                     "primary".into(),
                     "—".into(),
                     "—".into(),
                     "—".into(),
-                    c.into(),
+                    word.into(),
                     format!("{word}: {}", esc(d.reason().unwrap_or("no test ran"))),
                 ]);
             }
@@ -575,43 +569,38 @@ impl Page<'_> {
         }
         // Guardrails.
         let mut seen = BTreeSet::new();
-        for s in d.stages().filter(|s| s["stage"]["guardrail"].is_string()) {
-            let name = s["stage"]["guardrail"].as_str().unwrap_or("");
-            seen.insert(name.to_string());
-            let det = &s["details"];
-            let r = &det["result"];
-            let (c, word) = state(&s["passed"]);
-            let margin = det["margin"]
-                .as_object()
-                .and_then(|m| m.iter().next())
-                .map(|(k, v)| match (k.as_str(), v.as_f64()) {
-                    ("relative", Some(x)) => format!("{:.0} % of the baseline", x * 100.0),
-                    (_, Some(x)) => format!("{x} (absolute)"),
-                    _ => v.to_string(),
-                })
-                .unwrap_or_else(|| "—".into());
-            let (est, iv) = match (r["p_value"].as_f64(), r["upper_bound"].as_f64()) {
-                (Some(p), _) => (
-                    format!("excess D̂ {:+.4}", r["excess"].as_f64().unwrap_or(f64::NAN)),
-                    format!(
-                        "se {:.4}, one-sided p = {}",
-                        r["se"].as_f64().unwrap_or(f64::NAN),
-                        fmt_g(p)
-                    ),
+        for s in d.stages() {
+            let (Stage::Guardrail(name), StageDetails::Guardrail(det)) = (&s.stage, &s.details)
+            else {
+                continue;
+            };
+            seen.insert(name.clone());
+            let word = state(s.passed);
+            let margin = match det.margin {
+                Margin::Relative(x) => format!("{:.0} % of the baseline", x * 100.0),
+                Margin::Absolute(x) => format!("{x} (absolute)"),
+            };
+            let (est, iv) = match det.result {
+                GuardrailResult::Welch(w) => (
+                    format!("excess D̂ {:+.4}", w.excess),
+                    format!("se {:.4}, one-sided p = {}", w.se, fmt_g(w.p_value)),
                 ),
-                (None, Some(u)) => (
-                    format!("excess D̂ {:+.4}", r["excess"].as_f64().unwrap_or(f64::NAN)),
-                    format!("D ≤ {u:+.4} (always valid)"),
+                GuardrailResult::Sequence(q) => (
+                    format!("excess D̂ {:+.4}", q.excess),
+                    format!("D ≤ {:+.4} (always valid)", q.upper_bound),
                 ),
-                _ => ("—".into(), "—".into()),
+            };
+            let method = match det.method {
+                GuardrailMethod::Welch => "welch",
+                GuardrailMethod::Sequence => "sequence",
             };
             rows.push([
                 esc(name),
-                format!("guardrail ({})", esc(det["method"].as_str().unwrap_or("?"))),
+                format!("guardrail ({method})"),
                 est,
                 iv,
                 format!("worse by less than {}: D &lt; 0", esc(&margin)),
-                c.into(),
+                word.into(),
                 if word == "pass" {
                     "pass: non-inferior".into()
                 } else {
@@ -625,47 +614,44 @@ impl Page<'_> {
             }
         }
         // Invariants and canaries.
-        match d.stage("invariants") {
-            Some(s) => {
-                for i in s["details"]["invariants"].as_array().into_iter().flatten() {
-                    let holds = i["holds"].as_bool() == Some(true);
-                    let violations = i["violations"].as_array().map_or(0, Vec::len);
+        match d.stage(&Stage::Invariants).map(|s| &s.details) {
+            Some(StageDetails::Invariants(inv)) => {
+                for i in &inv.invariants {
                     rows.push([
-                        esc(i["scorer"].as_str().unwrap_or("")),
+                        esc(&i.scorer),
                         "invariant".into(),
-                        format!("{violations} violations on {} tasks", i["tasks"]),
+                        format!("{} violations on {} tasks", i.violations.len(), i.tasks),
                         format!(
                             "violation rate ≤ {:.3} ({:.0} %)",
-                            i["failure_rate_upper_bound"].as_f64().unwrap_or(f64::NAN),
-                            s["details"]["confidence"].as_f64().unwrap_or(0.95) * 100.0
+                            i.failure_rate_upper_bound,
+                            inv.confidence * 100.0
                         ),
-                        format!("≥ {} on every task", i["minimum"]),
-                        if holds { "pass" } else { "fail" }.into(),
-                        if holds {
+                        format!("≥ {} on every task", serde_json::Value::from(i.minimum)),
+                        if i.holds { "pass" } else { "fail" }.into(),
+                        if i.holds {
                             "pass: holds".into()
                         } else {
-                            format!("fail: violated on {}", esc(&i["violations"].to_string()))
+                            format!(
+                                "fail: violated on {}",
+                                esc(&serde_json::to_string(&i.violations).unwrap_or_default())
+                            )
                         },
                     ]);
                 }
-                let c = &s["details"]["canaries"];
-                if c.is_object() {
-                    let holds = c["holds"].as_bool() == Some(true);
+                if let Some(c) = &inv.canaries {
+                    let word = if c.holds { "pass" } else { "fail" };
                     rows.push([
                         "canaries".into(),
                         "invariant".into(),
-                        format!(
-                            "failed {}, missing {}",
-                            c["failed"].as_array().map_or(0, Vec::len),
-                            c["missing"].as_array().map_or(0, Vec::len)
-                        ),
+                        format!("failed {}, missing {}", c.failed.len(), c.missing.len()),
                         "—".into(),
                         "every canary passes".into(),
-                        if holds { "pass" } else { "fail" }.into(),
-                        if holds { "pass" } else { "fail" }.into(),
+                        word.into(),
+                        word.into(),
                     ]);
                 }
             }
+            Some(_) => {}
             None => {
                 for i in policy.iter().flat_map(|p| &p.invariants) {
                     rows.push(not_reached(&i.scorer, "invariant"));
@@ -673,19 +659,19 @@ impl Page<'_> {
             }
         }
         // Required tests.
-        if let Some(s) = d.stage("tests") {
-            for suite in s["details"]["suites"].as_array().into_iter().flatten() {
-                let runs = suite["runs"].as_array().map_or(&[][..], Vec::as_slice);
-                let sum = |k: &str| runs.iter().filter_map(|r| r[k].as_u64()).sum::<u64>();
-                let ok = suite["passed"].as_bool() == Some(true);
+        if let Some(StageDetails::Tests(tests)) = d.stage(&Stage::Tests).map(|s| &s.details) {
+            for suite in &tests.suites {
+                let runs = &suite.runs;
+                let sum = |count: fn(&SuiteRun) -> u64| runs.iter().map(count).sum::<u64>();
+                let ok = suite.passed;
                 rows.push([
-                    format!("suite {}", esc(suite["suite"].as_str().unwrap_or(""))),
+                    format!("suite {}", esc(&suite.suite)),
                     "required tests".into(),
                     format!(
                         "{} passed, {} failed, {} skipped",
-                        sum("passed"),
-                        sum("failed"),
-                        sum("skipped")
+                        sum(|r| r.passed),
+                        sum(|r| r.failed),
+                        sum(|r| r.skipped)
                     ),
                     format!(
                         "{} run{}",
@@ -953,19 +939,24 @@ impl Page<'_> {
             let looks: Vec<u64> = ep
                 .interim
                 .iter()
-                .filter_map(|i| i.sequential()?["n"].as_u64())
+                .filter_map(|i| Some(i.sequential()?.n))
                 .collect();
-            let what = match drawn.test.as_str() {
-                "bernoulli" => "Log-likelihood ratio of the discordant-pair SPRT".to_string(),
-                "gaussian" => "Log-likelihood ratio of the SPRT on paired differences (variance estimated; no decision during the warm-up)".to_string(),
-                "paired" => "Log-likelihood ratio of the GSPRT on game outcomes (fishtest's)".to_string(),
-                "betting" => "Log capitals of the betting e-process: ln K⁺ promotes at ln(1/α), −ln K⁻ rejects at −ln(1/β)".to_string(),
-                other => format!("Statistic of the {other} test"),
+            let what = match drawn.test {
+                TestKind::Bernoulli => "Log-likelihood ratio of the discordant-pair SPRT",
+                TestKind::Gaussian => {
+                    "Log-likelihood ratio of the SPRT on paired differences (variance estimated; no decision during the warm-up)"
+                }
+                TestKind::Paired => {
+                    "Log-likelihood ratio of the GSPRT on game outcomes (fishtest's)"
+                }
+                TestKind::Betting => {
+                    "Log capitals of the betting e-process: ln K⁺ promotes at ln(1/α), −ln K⁻ rejects at −ln(1/β)"
+                }
             };
             writeln!(
                 figures,
                 "<figure class=llr data-test=\"{}\">{}<figcaption>{what}, after each {}, recomputed from the trace as of seq {} by the gate's own test; {}.</figcaption></figure>",
-                esc(&drawn.test),
+                drawn.test.as_str(),
                 svg::llr_path(&svg::PathPlot {
                     title: &title,
                     observation: drawn.observation,
@@ -1269,8 +1260,7 @@ fn not_reached(metric: &str, role: &str) -> [String; 7] {
 
 fn n_of(d: &Decision) -> String {
     d.sequential()
-        .and_then(|f| f["n"].as_u64())
-        .map_or_else(|| "—".into(), |n| n.to_string())
+        .map_or_else(|| "—".into(), |f| f.n.to_string())
 }
 
 /// A number in its shortest honest form: 0.05, 0.0012, 3.4e-7.

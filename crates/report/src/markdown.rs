@@ -3,8 +3,8 @@
 use ratchet_trace::ReservedKind;
 use std::fmt::Write as _;
 
-use ratchet_trace::{AsOf, CommitId, Verified};
-use serde_json::Value;
+use ratchet_gate::StageState;
+use ratchet_trace::{AsOf, Verified};
 
 use crate::read::{self, Decision, short, stage_name, utc};
 use crate::{Result, alpha_beta, decision_scorer, fmt_g};
@@ -18,21 +18,20 @@ use crate::{Result, alpha_beta, decision_scorer, fmt_g};
 /// # Errors
 /// [`crate::Error::Fmt`] only (writing to a string).
 pub fn markdown(view: &Verified) -> Result<String> {
-    let decisions: Vec<Decision> = view
-        .events_of_kinds(&[ReservedKind::Decision.as_str()])
-        .into_iter()
-        .filter(|e| e.origin.is_none())
-        .map(|e| Decision {
-            seq: e.seq,
-            ts_ms: e.ts_ms,
-            v: read::payload(e),
-        })
-        .collect();
+    let (decisions, unreadable) =
+        Decision::read_all(&view.events_of_kinds(&[ReservedKind::Decision.as_str()]));
     let episodes = read::episodes(&decisions);
-    if episodes.is_empty() {
-        return Ok("**ratchet**: no decision recorded in this store.\n".into());
-    }
     let mut out = String::new();
+    for (seq, why) in &unreadable {
+        writeln!(
+            out,
+            "**ratchet**: the decision at seq {seq} is not shown: {why} (a ratchet that knows its law reads it).\n"
+        )?;
+    }
+    if episodes.is_empty() {
+        out.push_str("**ratchet**: no decision recorded in this store.\n");
+        return Ok(out);
+    }
     for (class, eps) in &episodes {
         let open = eps.last().filter(|e| !e.is_final()).map(|e| e.last);
         match eps.iter().rev().find(|e| e.is_final()) {
@@ -49,13 +48,10 @@ pub fn markdown(view: &Verified) -> Result<String> {
                 "Still open: candidate `{}` against `{}` — the gate said *continue*{} (seq {}).\n",
                 short(d.candidate()),
                 short(d.baseline()),
-                f.and_then(|f| Some(format!(
+                f.map(|f| format!(
                     " after {} observations, statistic {:+.3} between {:+.3} and {:+.3}",
-                    f["n"].as_u64()?,
-                    f["llr"].as_f64()?,
-                    f["lower"].as_f64()?,
-                    f["upper"].as_f64()?
-                )))
+                    f.n, f.llr, f.lower, f.upper
+                ))
                 .unwrap_or_default(),
                 d.seq
             )?;
@@ -71,10 +67,12 @@ fn decided(
     d: &Decision,
     looks: usize,
 ) -> Result<()> {
-    let verb = match (d.verdict(), d.v["outcome"]["cause"].as_str()) {
-        ("promote", _) => "promoted",
-        ("reject", Some("truncated")) => "did not promote (the test was truncated)",
-        _ => "rejected",
+    let verb = if d.promoted() {
+        "promoted"
+    } else if d.truncated() {
+        "did not promote (the test was truncated)"
+    } else {
+        "rejected"
     };
     writeln!(
         out,
@@ -89,7 +87,7 @@ fn decided(
         d.seq,
         utc(d.ts_ms),
         if looks == 1 { "" } else { "s" },
-        short(d.v["trace"]["hash"].as_str().unwrap_or(""))
+        short(d.v.trace.hash.to_hex().as_str())
     )?;
     let ab = alpha_beta(view, d)
         .map(|(a, b)| {
@@ -107,14 +105,12 @@ fn decided(
                 "It read **{tasks} tasks** scored on both sides (`{}`): the `{}` sequential test, under {ab}, stopped after {} observations at statistic {:+.3} (boundaries {:+.3} and {:+.3}).\n\
                  Effect: **{est:+.4}** — {} — 95 % interval {lo:+.4} to {hi:+.4} ({iv}).",
                 decision_scorer(view, d).unwrap_or_else(|| "?".into()),
-                f["test"].as_str().unwrap_or("?"),
-                f["n"],
-                f["llr"].as_f64().unwrap_or(f64::NAN),
-                f["lower"].as_f64().unwrap_or(f64::NAN),
-                f["upper"].as_f64().unwrap_or(f64::NAN),
-                f["effect_measure"]
-                    .as_str()
-                    .unwrap_or("candidate − baseline"),
+                f.test.test().as_str(),
+                f.n,
+                f.llr,
+                f.lower,
+                f.upper,
+                f.test.effect_measure(),
             )?;
         }
         _ => writeln!(
@@ -127,8 +123,8 @@ fn decided(
     }
     writeln!(out)?;
     // Failed tests, by name, of the candidate's recorded runs.
-    if let Ok(c) = CommitId::parse(d.candidate()) {
-        let runs = view.test_runs(&c, AsOf::Seq(d.at()));
+    {
+        let runs = view.test_runs(&d.v.candidate, AsOf::Seq(d.at()));
         let failing: Vec<_> = runs.iter().filter(|(_, r)| r.failed > 0).collect();
         if runs.is_empty() {
             writeln!(out, "Tests: no run recorded for the candidate.\n")?;
@@ -169,12 +165,12 @@ fn decided(
     }
     writeln!(out, "| stage | result |\n|---|---|")?;
     for s in d.stages() {
-        let result = match &s["passed"] {
-            Value::Bool(true) => "passed",
-            Value::Bool(false) => "**failed**",
-            _ => "not decided",
+        let result = match s.passed {
+            StageState::Passed => "passed",
+            StageState::Failed => "**failed**",
+            StageState::Open => "not decided",
         };
-        writeln!(out, "| {} | {result} |", stage_name(&s["stage"]))?;
+        writeln!(out, "| {} | {result} |", stage_name(&s.stage))?;
     }
     writeln!(out)?;
     Ok(())

@@ -5,6 +5,9 @@
 use ratchet_trace::ReservedKind;
 use std::collections::BTreeMap;
 
+use ratchet_gate::{
+    EffectInterval, Outcome, RejectCause, SequentialDetails, Stage, StageReport, Verdict,
+};
 use ratchet_trace::{Event, Verified};
 use serde_json::Value;
 
@@ -20,80 +23,113 @@ pub(crate) fn short(c: &str) -> &str {
 pub(crate) struct Decision {
     pub seq: u64,
     pub ts_ms: i64,
-    pub v: Value,
+    pub v: Verdict,
 }
 
 impl Decision {
-    pub fn verdict(&self) -> &str {
-        self.v["outcome"]["verdict"].as_str().unwrap_or("?")
+    /// The decision events of `events` this gate can read, and for each it
+    /// cannot (a verdict of a later law), its seq and why.
+    pub fn read_all(events: &[&Event]) -> (Vec<Decision>, Vec<(u64, String)>) {
+        let (mut read, mut unreadable) = (Vec::new(), Vec::new());
+        for e in events
+            .iter()
+            .filter(|e| e.reserved_kind() == Some(ReservedKind::Decision) && e.origin.is_none())
+        {
+            match Verdict::from_json(&e.payload) {
+                Ok(v) => read.push(Decision {
+                    seq: e.seq,
+                    ts_ms: e.ts_ms,
+                    v,
+                }),
+                Err(why) => unreadable.push((e.seq, why.to_string())),
+            }
+        }
+        (read, unreadable)
+    }
+
+    /// "promote", "reject" or "continue".
+    pub fn verdict(&self) -> &'static str {
+        match self.v.outcome {
+            Outcome::Promote => "promote",
+            Outcome::Reject { .. } => "reject",
+            Outcome::Continue { .. } => "continue",
+        }
     }
     pub fn is_final(&self) -> bool {
-        self.verdict() != "continue"
+        !matches!(self.v.outcome, Outcome::Continue { .. })
     }
     pub fn promoted(&self) -> bool {
-        self.verdict() == "promote"
+        self.v.outcome == Outcome::Promote
+    }
+    pub fn truncated(&self) -> bool {
+        matches!(
+            self.v.outcome,
+            Outcome::Reject {
+                cause: RejectCause::Truncated,
+                ..
+            }
+        )
     }
     pub fn class(&self) -> &str {
-        self.v["class"].as_str().unwrap_or("")
+        &self.v.class
     }
     pub fn candidate(&self) -> &str {
-        self.v["candidate"].as_str().unwrap_or("")
+        self.v.candidate.as_str()
     }
     pub fn baseline(&self) -> &str {
-        self.v["baseline"].as_str().unwrap_or("")
+        self.v.baseline.as_str()
     }
     /// The trace size the decision was taken at.
     pub fn at(&self) -> u64 {
-        self.v["trace"]["size"].as_u64().unwrap_or(self.seq)
+        self.v.trace.size
     }
     /// "promote", "reject at sequential", "reject at guardrail cost".
     pub fn outcome(&self) -> String {
-        let o = &self.v["outcome"];
-        let word = self.verdict();
-        let truncated = o["cause"] == "truncated";
-        match o.get("stage") {
-            Some(stage) if truncated => format!("truncated at {}", stage_name(stage)),
-            Some(stage) => format!("{word} at {}", stage_name(stage)),
-            None => word.to_string(),
+        match &self.v.outcome {
+            Outcome::Reject { stage, .. } if self.truncated() => {
+                format!("truncated at {}", stage_name(stage))
+            }
+            Outcome::Reject { stage, .. } => format!("reject at {}", stage_name(stage)),
+            _ => self.verdict().to_string(),
         }
     }
     pub fn reason(&self) -> Option<&str> {
-        self.v["outcome"]["reason"].as_str()
+        match &self.v.outcome {
+            Outcome::Promote => None,
+            Outcome::Reject { reason, .. } | Outcome::Continue { reason, .. } => Some(reason),
+        }
     }
-    pub fn stages(&self) -> impl Iterator<Item = &Value> {
-        self.v["stages"].as_array().into_iter().flatten()
+    pub fn stages(&self) -> impl Iterator<Item = &StageReport> {
+        self.v.stages.iter()
     }
-    pub fn stage(&self, name: &str) -> Option<&Value> {
-        self.stages().find(|s| s["stage"] == name)
+    pub fn stage(&self, stage: &Stage) -> Option<&StageReport> {
+        self.v.stage(stage)
     }
     /// The sequential stage's figures, when its test ran.
-    pub fn sequential(&self) -> Option<&Value> {
-        self.stage("sequential")
-            .map(|s| &s["details"])
-            .filter(|d| d.get("n").is_some())
+    pub fn sequential(&self) -> Option<&SequentialDetails> {
+        self.v.sequential()
     }
     /// (estimate, low, high, tasks, interval's name).
-    pub fn effect(&self) -> Option<(f64, f64, f64, u64, &str)> {
-        let e = &self.sequential()?["effect"];
+    pub fn effect(&self) -> Option<(f64, f64, f64, u64, &'static str)> {
+        let e = self.sequential()?.effect?;
         Some((
-            e["estimate"].as_f64()?,
-            e["ci_low"].as_f64()?,
-            e["ci_high"].as_f64()?,
-            e["n"].as_u64()?,
-            e["interval"].as_str().unwrap_or("normal interval"),
+            e.estimate,
+            e.ci_low,
+            e.ci_high,
+            e.n as u64,
+            e.interval.map_or("normal interval", EffectInterval::as_str),
         ))
     }
 }
 
-pub(crate) fn stage_name(stage: &Value) -> String {
+/// "trace verification", "sequential", "guardrail cost".
+pub(crate) fn stage_name(stage: &Stage) -> String {
     match stage {
-        Value::String(s) => s.replace('_', " "),
-        Value::Object(m) => m
-            .iter()
-            .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or("")))
-            .collect::<Vec<_>>()
-            .join(" "),
-        other => other.to_string(),
+        Stage::TraceVerification => "trace verification".into(),
+        Stage::Tests => "tests".into(),
+        Stage::Invariants => "invariants".into(),
+        Stage::Sequential => "sequential".into(),
+        Stage::Guardrail(scorer) => format!("guardrail {scorer}"),
     }
 }
 
@@ -235,11 +271,8 @@ pub(crate) fn utc(ts_ms: i64) -> String {
 
 /// α and β of a verdict's sequential test, from Wald's boundaries it
 /// recorded (`upper = ln((1−β)/α)`, `lower = ln(β/(1−α))`).
-pub(crate) fn alpha_beta(fig: &Value) -> Option<(f64, f64)> {
-    let (u, l) = (
-        fig["wald_upper"].as_f64()?.exp(),
-        fig["wald_lower"].as_f64()?.exp(),
-    );
+pub(crate) fn alpha_beta(fig: &SequentialDetails) -> Option<(f64, f64)> {
+    let (u, l) = (fig.wald_upper.exp(), fig.wald_lower.exp());
     let alpha = (1.0 - l) / (u - l);
     let beta = l * (1.0 - alpha);
     (alpha.is_finite() && beta.is_finite()).then_some((alpha, beta))
@@ -259,10 +292,26 @@ mod tests {
     #[test]
     fn alpha_and_beta_come_back_from_walds_boundaries() {
         let (a, b) = (0.05f64, 0.1f64);
-        let fig = serde_json::json!({
-            "wald_upper": ((1.0 - b) / a).ln(),
-            "wald_lower": (b / (1.0 - a)).ln(),
-        });
+        let fig = SequentialDetails {
+            test: ratchet_gate::TestFigures::Gaussian {
+                design: "paired differences".into(),
+                effect_measure: "mean difference".into(),
+                mu0: 0.0,
+                mu1: 0.1,
+                variance: None,
+            },
+            llr: 0.0,
+            n: 0,
+            lower: 0.0,
+            upper: 0.0,
+            wald_lower: (b / (1.0 - a)).ln(),
+            wald_upper: ((1.0 - b) / a).ln(),
+            effect: None,
+            max_n: 10,
+            decision: ratchet_gate::Decision::Continue,
+            tasks_available: 0,
+            stopped_at_missing_task: None,
+        };
         let (alpha, beta) = alpha_beta(&fig).expect("both");
         assert!((alpha - a).abs() < 1e-12 && (beta - b).abs() < 1e-12);
     }

@@ -672,7 +672,7 @@ impl Owner {
             if let ratchet_gate::Pinned::Appended { receipt } = &pinned {
                 receipts.push(*receipt);
             }
-            pins.push(serde_json::json!({ "class": c, "policy_hash": p.hash(), "pin": pinned }));
+            pins.push(serde_json::json!({ "class": c, "policy_hash": p.hash().to_string(), "pin": pinned }));
         }
         ledger.refresh()?;
         Ok((pins, receipts))

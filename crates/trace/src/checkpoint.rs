@@ -32,7 +32,7 @@ pub struct Checkpoint {
     /// Number of events covered.
     pub size: u64,
     /// Hash of event `size` (the genesis hash when `size` is 0).
-    #[serde(serialize_with = "crate::store::ser_hash")]
+    #[serde(serialize_with = "crate::hex_hash::serialize")]
     pub head: blake3::Hash,
 }
 

@@ -343,7 +343,7 @@ pub struct Origin {
     /// Its seq in that cell.
     pub seq: u64,
     /// Its hash in that cell's chain.
-    #[serde(serialize_with = "ser_hash")]
+    #[serde(serialize_with = "crate::hex_hash::serialize")]
     pub hash: blake3::Hash,
 }
 
@@ -371,10 +371,10 @@ pub struct Event {
     /// Where the event came from when it was merged from a cell.
     pub origin: Option<Origin>,
     /// Hash of the previous event (or the genesis hash).
-    #[serde(serialize_with = "ser_hash")]
+    #[serde(serialize_with = "crate::hex_hash::serialize")]
     pub prev_hash: blake3::Hash,
     /// This event's chain hash.
-    #[serde(serialize_with = "ser_hash")]
+    #[serde(serialize_with = "crate::hex_hash::serialize")]
     pub hash: blake3::Hash,
     /// Keyed MAC over `hash`, in a keyed store.
     #[serde(serialize_with = "ser_opt_hash")]
@@ -407,12 +407,8 @@ pub struct Receipt {
     #[serde(serialize_with = "ser_ulid")]
     pub id: Ulid,
     /// Its chain hash.
-    #[serde(serialize_with = "ser_hash")]
+    #[serde(serialize_with = "crate::hex_hash::serialize")]
     pub hash: blake3::Hash,
-}
-
-fn ser_hash<S: serde::Serializer>(h: &blake3::Hash, s: S) -> std::result::Result<S::Ok, S::Error> {
-    s.serialize_str(h.to_hex().as_str())
 }
 
 fn ser_opt_hash<S: serde::Serializer>(

@@ -89,6 +89,7 @@ mod checkpoint;
 mod encoding;
 mod error;
 mod event;
+pub mod hex_hash;
 mod ledger;
 mod merge;
 mod projection;

@@ -72,15 +72,8 @@ pub struct Head {
     /// Number of events (the seq of the last one).
     pub size: u64,
     /// Hash of the last event, or the genesis hash of an empty store.
-    #[serde(serialize_with = "crate::store::ser_hash")]
+    #[serde(serialize_with = "crate::hex_hash::serialize")]
     pub hash: blake3::Hash,
-}
-
-pub(crate) fn ser_hash<S: serde::Serializer>(
-    h: &blake3::Hash,
-    s: S,
-) -> std::result::Result<S::Ok, S::Error> {
-    s.serialize_str(h.to_hex().as_str())
 }
 
 /// Which events [`Store::events_matching`] returns: every condition set

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::checkpoint::Checkpoint;
 use crate::encoding::{WriterKey, genesis_hash};
@@ -15,7 +15,7 @@ use crate::view::Verified;
 use crate::walk::{Walk, walk};
 
 /// What verification found wrong, at which seq.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fault {
     /// The first seq at which the store is wrong.
     pub seq: u64,
@@ -24,7 +24,7 @@ pub struct Fault {
 }
 
 /// The kinds of damage verification detects.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "fault", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum FaultKind {
@@ -52,7 +52,8 @@ pub enum FaultKind {
     /// A column does not have the shape the schema promises.
     MalformedRow {
         /// The column.
-        column: &'static str,
+        #[serde(deserialize_with = "schema_name")]
+        column: SchemaName,
     },
     /// The payload of a reserved kind does not parse as that kind.
     InvalidPayload {
@@ -62,17 +63,20 @@ pub enum FaultKind {
     /// A projection row disagrees with its event.
     ProjectionMismatch {
         /// The projection table.
-        table: &'static str,
+        #[serde(deserialize_with = "schema_name")]
+        table: SchemaName,
     },
     /// An event of a reserved kind has no projection row.
     ProjectionMissing {
         /// The projection table.
-        table: &'static str,
+        #[serde(deserialize_with = "schema_name")]
+        table: SchemaName,
     },
     /// A projection row has no event of its kind at its seq.
     ProjectionOrphan {
         /// The projection table.
-        table: &'static str,
+        #[serde(deserialize_with = "schema_name")]
+        table: SchemaName,
     },
     /// The store holds fewer events than a checkpoint says it had: truncated
     /// or rolled back to an older copy.
@@ -104,7 +108,8 @@ pub enum FaultKind {
     /// can vouch for it. Reported at seq 0.
     OutsideChain {
         /// The table holding the row.
-        table: &'static str,
+        #[serde(deserialize_with = "schema_name")]
+        table: SchemaName,
         /// The row's seq.
         row_seq: i64,
     },
@@ -119,6 +124,48 @@ pub enum FaultKind {
         /// Its commit.
         commit: String,
     },
+}
+
+/// A table or column name a fault holds. (Spelled as an alias: serde
+/// would borrow a field it sees written `&str` from the input, and the
+/// name is read through [`schema_name`] instead.)
+type SchemaName = &'static str;
+
+/// The tables and columns a fault can name. A fault read back from JSON
+/// (a verdict's verification stage) names one of these; the names stay
+/// `&'static str` so that a fault is matched on the literal it was built
+/// from.
+const SCHEMA_NAMES: &[&str] = &[
+    "events",
+    "scores",
+    "test_runs",
+    "seq",
+    "id",
+    "ts_ms",
+    "cell",
+    "kind",
+    "session",
+    "commit_id",
+    "payload",
+    "origin_store",
+    "origin_seq",
+    "origin_hash",
+    "prev_hash",
+    "hash",
+    "mac",
+];
+
+fn schema_name<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<&'static str, D::Error> {
+    let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
+    SCHEMA_NAMES
+        .iter()
+        .copied()
+        .find(|known| *known == name)
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "{name:?} is not a table or column of the trace's schema"
+            ))
+        })
 }
 
 impl fmt::Display for Fault {
@@ -260,7 +307,7 @@ pub struct VerifyReport {
     /// Seq of the last event recomputed (the chain size if valid).
     pub size: u64,
     /// Hash of the last valid event.
-    #[serde(serialize_with = "crate::store::ser_hash")]
+    #[serde(serialize_with = "crate::hex_hash::serialize")]
     pub head: blake3::Hash,
     /// Whether the store declares a writer key (its events should carry MACs).
     pub keyed: bool,
@@ -439,5 +486,47 @@ impl Store {
             Some(f) => tracing::warn!(fault = %f, "chain verification failed"),
         }
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fault_reads_back_from_its_json() {
+        let faults = [
+            FaultKind::MalformedRow {
+                column: "origin_hash",
+            },
+            FaultKind::ProjectionOrphan { table: "test_runs" },
+            FaultKind::OutsideChain {
+                table: "scores",
+                row_seq: -3,
+            },
+            FaultKind::SchemaAltered {
+                what: "a trigger".into(),
+            },
+            FaultKind::Missing { next_present: 9 },
+        ];
+        for kind in faults {
+            let fault = Fault { seq: 4, kind };
+            let json = serde_json::to_string(&fault).expect("json");
+            let back: Fault = serde_json::from_str(&json).expect("reads back");
+            assert_eq!(back, fault, "{json}");
+        }
+    }
+
+    #[test]
+    fn a_fault_naming_no_column_of_the_schema_is_refused() {
+        let err = serde_json::from_str::<Fault>(
+            r#"{"seq":1,"kind":{"fault":"malformed_row","column":"nonsense"}}"#,
+        )
+        .expect_err("unknown column");
+        assert!(
+            err.to_string()
+                .contains("\"nonsense\" is not a table or column"),
+            "{err}"
+        );
     }
 }

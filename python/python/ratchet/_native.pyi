@@ -254,6 +254,9 @@ class Verdict:
     @property
     def stages(self) -> list[StageReport]:
         """Each stage that ran, in order."""
+    @staticmethod
+    def from_json(json: str) -> Verdict:
+        """Reads a verdict back from its JSON (a ``decision`` event's payload); raises InvalidInputError for text that is not one."""
     def to_json(self) -> str:
         """The whole verdict as the ``decision`` event holds it (its canonical JSON)."""
     def to_dict(self) -> dict[str, Any]:

@@ -85,17 +85,19 @@ pub fn policy_pin(
         if let ratchet_gate::Pinned::Appended { receipt } = &pinned {
             receipts.push(*receipt);
         }
-        pins.push(serde_json::json!({"class": class, "policy_hash": c.hash(), "pin": pinned}));
+        pins.push(
+            serde_json::json!({"class": class, "policy_hash": c.hash().to_string(), "pin": pinned}),
+        );
         if !ctx.json {
             match &pinned {
                 ratchet_gate::Pinned::Appended { receipt } => outln!(
                     "pinned class {class}: policy {} (seq {})",
-                    out::short(&c.hash()),
+                    out::short(&c.hash().to_hex()),
                     receipt.seq
                 ),
                 ratchet_gate::Pinned::AlreadyPinned { seq } => outln!(
                     "class {class} is already pinned to policy {} (seq {seq}): nothing appended",
-                    out::short(&c.hash())
+                    out::short(&c.hash().to_hex())
                 ),
             }
         }
@@ -194,12 +196,10 @@ pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
 /// byte for byte): the suites the candidate does have, and the tests its
 /// failing runs name.
 fn explain_tests(ctx: &Ctx, key_file: Option<&std::path::Path>, verdict: &Verdict) -> Result<()> {
-    let Ok(candidate) = ratchet_trace::CommitId::parse(&verdict.candidate) else {
-        return Ok(());
-    };
+    let candidate = &verdict.candidate;
     let store = ctx.open_read(key_file)?;
     let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
-    let runs = view.test_runs(&candidate, verdict.trace.size);
+    let runs = view.test_runs(candidate, verdict.trace.size);
     let mut suites: Vec<&str> = runs.iter().map(|(_, r)| r.suite.as_str()).collect();
     suites.sort_unstable();
     suites.dedup();
@@ -272,9 +272,9 @@ pub(crate) fn print_verdict(v: &Verdict) -> Result<()> {
     writeln!(
         o,
         "policy {} at trace size {} ({})",
-        out::short(&v.policy_hash),
+        out::short(&v.policy_hash.to_hex()),
         v.trace.size,
-        out::short(&v.trace.hash)
+        out::short(&v.trace.hash.to_hex())
     )?;
     Ok(())
 }

@@ -272,13 +272,12 @@ fn write_findings(o: &mut impl Write, s: &ratchet_orchestrate::Status) -> Result
             "\nlast decision: seq {}, {} for {} over {} ({}){}",
             d.seq,
             d.outcome.verdict,
-            out::short(&d.candidate),
-            out::short(&d.baseline),
+            out::short(d.candidate.as_str()),
+            out::short(d.baseline.as_str()),
             d.class,
             d.outcome
                 .cause
-                .as_deref()
-                .map(|c| format!(", {}", c.replace('_', " ")))
+                .map(|c| format!(", {}", c.as_str().replace('_', " ")))
                 .unwrap_or_default()
         )?,
         None => writeln!(o, "\nlast decision: none")?,

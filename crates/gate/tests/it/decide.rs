@@ -518,7 +518,7 @@ fn pentanomial_pairs_two_runs_per_task() {
     };
     assert_eq!(*pairing, ratchet_gate::Pairing::Pentanomial);
     assert_eq!(
-        counts.keys().copied().collect::<Vec<_>>(),
+        counts.keys().map(|k| k.as_ref()).collect::<Vec<_>>(),
         ["DD_or_WL", "LD", "LL", "WD", "WW"]
     );
 }
@@ -863,22 +863,25 @@ max_n = 3000
     };
     let v = decide(&mut store, &q).expect("decide");
     assert_eq!(v.outcome, Outcome::Promote, "{v:#?}");
-    let json: serde_json::Value =
-        serde_json::from_slice(&v.to_json().expect("json")).expect("json");
     let view = store.verified(&VerifyOptions::default()).expect("view");
-    let path = ratchet_gate::recorded_bernoulli_path(&view, &json, "latency_ms")
+    let path = ratchet_gate::recorded_bernoulli_path(&view, &v, "latency_ms")
         .expect("path")
         .expect("a bernoulli verdict");
-    let seq = json["stages"]
-        .as_array()
-        .and_then(|s| s.iter().find(|s| s["stage"] == "sequential"))
-        .map(|s| &s["details"])
-        .expect("sequential stage");
-    assert_eq!(path.len() as u64, seq["n"].as_u64().expect("n"), "{seq}");
-    let llr = seq["llr"].as_f64().expect("llr");
+    let seq = v.sequential().expect("sequential stage");
+    assert_eq!(path.len() as u64, seq.n, "{seq:?}");
+    let llr = seq.llr;
     assert!(
         (path.last().copied().unwrap_or(f64::NAN) - llr).abs() < 1e-9,
         "{path:?} vs {llr}"
     );
-    assert_eq!(seq["lower_is_better"], true);
+    assert!(
+        matches!(
+            seq.test,
+            ratchet_gate::TestFigures::Bernoulli {
+                lower_is_better: true,
+                ..
+            }
+        ),
+        "{seq:?}"
+    );
 }

@@ -14,3 +14,4 @@ mod noninferiority;
 mod polled_by_the_evidence_writer;
 mod recorded;
 mod simulation;
+mod verdict_json;

@@ -10,23 +10,8 @@
 //! the law changes, old verdicts recompute under the law they name
 //! ([`ratchet_gate::Law`]; these name none: the first).
 
-use ratchet_gate::{KIND_DECISION, Law, Policy, Question, decide_at, recompute_at};
-use ratchet_trace::{CommitId, Store, StoreOptions, VerifyOptions};
-use serde::Deserialize;
-
-#[derive(Deserialize)]
-struct Recorded {
-    class: String,
-    baseline: String,
-    candidate: String,
-    policy_hash: String,
-    trace: Head,
-}
-
-#[derive(Deserialize)]
-struct Head {
-    size: u64,
-}
+use ratchet_gate::{KIND_DECISION, Law, Policy, Question, Verdict, decide_at, recompute_at};
+use ratchet_trace::{Store, StoreOptions, VerifyOptions};
 
 #[test]
 fn every_recorded_verdict_recomputes_byte_for_byte() {
@@ -52,33 +37,38 @@ fn every_recorded_verdict_recomputes_byte_for_byte() {
     assert_eq!(decisions.len(), 14, "the fixture's verdicts");
     let mut statuses = std::collections::BTreeSet::new();
     for e in decisions {
-        let r: Recorded = serde_json::from_slice(&e.payload).expect("a verdict");
+        // Read back typed: the same bytes come out again.
+        let r = Verdict::from_json(&e.payload).expect("a verdict");
+        assert_eq!(
+            String::from_utf8_lossy(&r.to_json().expect("json")),
+            String::from_utf8_lossy(&e.payload),
+            "the verdict at seq {} reads back to other bytes",
+            e.seq
+        );
         let class = policy.class(&r.class).expect("class");
         assert_eq!(class.hash(), r.policy_hash, "policy hash of {}", r.class);
-        let (baseline, candidate) = (
-            CommitId::parse(&r.baseline).expect("baseline"),
-            CommitId::parse(&r.candidate).expect("candidate"),
-        );
         let q = Question {
             class: &r.class,
             policy: class,
-            baseline: &baseline,
-            candidate: &candidate,
+            baseline: &r.baseline,
+            candidate: &r.candidate,
             checkpoint: None,
         };
         let law = Law::of_recorded(&e.payload).expect("a law");
         assert_eq!(law, Law::NameOrder, "recorded before the law had a number");
+        assert_eq!(r.law, law);
         let again = recompute_at(&store, &q, r.trace.size, law).expect("recompute");
         let now = decide_at(&mut store, &q, r.trace.size).expect("the current law");
         assert_eq!(now.law, Law::CURRENT);
         statuses.insert(format!("{:?}", again.outcome.status()));
+        assert_eq!(again, r);
         assert_eq!(
             String::from_utf8_lossy(&again.to_json().expect("json")),
             String::from_utf8_lossy(&e.payload),
             "verdict at seq {} ({} {}) no longer recomputes",
             e.seq,
             r.class,
-            &r.candidate[..8]
+            &r.candidate.as_str()[..8]
         );
     }
     assert_eq!(

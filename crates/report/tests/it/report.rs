@@ -550,3 +550,44 @@ fn the_report_renders_in_headless_chromium_with_its_verdict_on_top() {
         lines_inside_their_charts(svg);
     }
 }
+
+/// A decision recorded by a later ratchet (a law this one does not know)
+/// is named as not shown, in both faces, and the rest still reports.
+#[test]
+fn a_decision_of_a_later_law_is_said_to_be_unread_not_dropped_silently() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut store = every_kind(d.path());
+    let head = store.head().expect("head").size;
+    let recorded = store
+        .events_after(0, usize::MAX)
+        .expect("events")
+        .into_iter()
+        .rfind(|e| e.kind == ratchet_gate::KIND_DECISION)
+        .expect("a decision");
+    let mut later: serde_json::Value = serde_json::from_slice(&recorded.payload).expect("json");
+    later["law"] = 9.into();
+    let receipt = store
+        .append(
+            ratchet_trace::EventDraft::reserved(ratchet_trace::ReservedKind::Decision, &later)
+                .expect("draft"),
+        )
+        .expect("a newer gate's decision");
+    assert_eq!(receipt.seq, head + 1);
+    let page = html(&mut store, &ReportOptions::default()).expect("report");
+    let note = format!("The decision at seq {} is not shown", receipt.seq);
+    assert!(page.contains(&note), "no note of the unread decision");
+    assert!(
+        page.contains("law 9 is not one this gate knows"),
+        "the reason"
+    );
+    assert!(
+        page.contains("id=\"banner-sprt\""),
+        "the rest still reports"
+    );
+    let view = store.verified(&VerifyOptions::default()).expect("verifies");
+    let md = markdown(&view).expect("markdown");
+    assert!(
+        md.contains(&format!("the decision at seq {} is not shown", receipt.seq)),
+        "{md}"
+    );
+}

@@ -220,7 +220,7 @@ fn the_server_decides_under_the_pinned_policy_and_records_the_verdict() {
         .expect("pinned");
     assert_eq!(
         pinned["pins"][0]["policy_hash"],
-        policy.class("prompt").expect("class").hash().as_str(),
+        policy.class("prompt").expect("class").hash().to_string(),
         "{pinned}"
     );
     let mut lines = String::new();
