@@ -37,12 +37,12 @@ use ratchet_trace::ReservedKind;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
+use ratchet_drift::{Alarm, Shift, TraceAlarm};
 use ratchet_gate::{
     GuardrailMethod, GuardrailResult, Margin, Outcome, Stage, StageDetails, StageState, SuiteRun,
     TestFigures, TestKind,
 };
 use ratchet_trace::{AsOf, CommitId, Event, ScorerRef, Verified};
-use serde_json::Value;
 
 pub use markdown::markdown;
 pub use svg::thin;
@@ -996,22 +996,25 @@ impl Page<'_> {
             writeln!(self.body, "<p>No alarm recorded.</p>")?;
         }
         for e in alarms.iter().rev().take(self.options.max_paths) {
-            let a = payload(e);
-            let (Some(commit), Some(scorer), Some(seq)) = (
-                a["commit"].as_str(),
-                a["scorer"].as_str(),
-                a["seq"].as_u64(),
-            ) else {
-                continue;
+            let a: TraceAlarm = match serde_json::from_slice(&e.payload) {
+                Ok(a) => a,
+                Err(why) => {
+                    writeln!(
+                        self.body,
+                        "<p class=note>The alarm at seq {} is not shown: {}.</p>",
+                        e.seq,
+                        esc(&why.to_string())
+                    )?;
+                    continue;
+                }
             };
-            let commit = CommitId::parse(commit)?;
-            let mu = a["baseline_mean"].as_f64().unwrap_or(0.0);
-            let sd = a["baseline_sd"].as_f64().unwrap_or(1.0).max(1e-12);
-            let al = &a["alarm"];
-            let limit = al["limit"].as_f64().unwrap_or(f64::NAN);
-            let recorded = al["statistic"].as_f64().unwrap_or(f64::NAN);
-            let down = al["shift"] != "up";
-            let detector = al["detector"].as_str().unwrap_or("?");
+            let (commit, scorer, seq) = (&a.commit, a.scorer.as_str(), a.seq);
+            let mu = a.baseline_mean;
+            let sd = a.baseline_sd.max(1e-12);
+            let al = &a.alarm;
+            let (limit, recorded) = (al.limit, al.statistic);
+            let down = al.shift != Shift::Up;
+            let detector = al.detector.as_ref();
             let start = self
                 .events
                 .iter()
@@ -1020,20 +1023,19 @@ impl Page<'_> {
                         x.reserved_kind(),
                         Some(ReservedKind::Promotion | ReservedKind::Checkout)
                     ) && x.seq < seq
-                        && (x.commit.as_ref() == Some(&commit)
+                        && (x.commit.as_ref() == Some(commit)
                             || payload(x)["to"].as_str() == Some(commit.as_str()))
                 })
                 .map(|x| x.seq)
                 .max()
                 .unwrap_or(0);
-            let version = a["scorer_version"].as_str().map(str::to_string);
-            let scorer_ref = match &version {
+            let scorer_ref = match &a.scorer_version {
                 Some(v) => ScorerRef::at_version(scorer, v),
                 None => ScorerRef::from(scorer),
             };
             let stream = self
                 .view
-                .score_stream(&commit, scorer_ref, start, usize::MAX);
+                .score_stream(commit, scorer_ref, start, usize::MAX);
             let end = seq + (seq - start) / 4;
             let shown: Vec<(f64, f64)> = stream
                 .iter()
@@ -1062,7 +1064,7 @@ impl Page<'_> {
                 "{scorer} under {} after seq {start}",
                 short(commit.as_str())
             );
-            let change = a["change_seq"].as_u64().map(|c| c as f64);
+            let change = Some(a.change_seq as f64);
             writeln!(
                 self.body,
                 "<figure class=cusum>{}<figcaption>Alarm at seq {seq} ({} UTC): {detector}, {} shift (in-control mean {mu:.3}, σ {sd:.3}); statistic {recorded:.3} reached the limit h = {limit:.3}; the change is estimated to start at seq {}. {how}{}</figcaption></figure>",
@@ -1080,7 +1082,7 @@ impl Page<'_> {
                 })?,
                 utc(e.ts_ms),
                 if down { "downward" } else { "upward" },
-                a["change_seq"],
+                a.change_seq,
                 k.map(|k| format!(" (reference k = {k:.3})"))
                     .unwrap_or_default()
             )?;
@@ -1097,8 +1099,14 @@ impl Page<'_> {
             let row = match e.reserved_kind() {
                 Some(ReservedKind::Promotion) => 0,
                 Some(ReservedKind::Decision) => {
-                    let v = payload(e);
-                    if v["outcome"]["verdict"] != "reject" {
+                    // Decisions are read in trace order: found by seq.
+                    let rejected = self
+                        .decisions
+                        .binary_search_by_key(&e.seq, |d| d.seq)
+                        .is_ok_and(|i| {
+                            matches!(self.decisions[i].v.outcome, Outcome::Reject { .. })
+                        });
+                    if !rejected {
                         continue;
                     }
                     1
@@ -1286,7 +1294,7 @@ fn detector_statistic(
     detector: &str,
     stream: &[(u64, f64)],
     seq: u64,
-    alarm: &Value,
+    alarm: &Alarm,
     down: bool,
     mu: f64,
     sd: f64,
@@ -1304,9 +1312,7 @@ fn detector_statistic(
         }
     };
     let none = |why| (Vec::new(), None, why);
-    let (Some(n), Some(cs)) = (alarm["n"].as_u64(), alarm["change_start"].as_u64()) else {
-        return none("The detector's statistic is not drawn: the alarm lacks its window.");
-    };
+    let (n, cs) = (alarm.n, alarm.change_start);
     let upto: Vec<&(u64, f64)> = stream.iter().filter(|(s, _)| *s <= seq).collect();
     let (Ok(n), Ok(cs)) = (usize::try_from(n), usize::try_from(cs)) else {
         return none("The detector's statistic is not drawn: its window is out of range.");
