@@ -313,6 +313,15 @@ impl<'de> Deserialize<'de> for StageReport {
     }
 }
 
+/// A figure as recorded: serde_json writes a number that is not finite
+/// (the infinite t of a Welch test on exact data) as `null`, which reads
+/// back as NaN — and NaN writes `null` again, so the bytes round-trip.
+pub(crate) fn recorded_f64<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
 /// Serializes `value` as JSON with the keys of every object sorted.
 fn canonical<T: Serialize, S: serde::Serializer>(
     value: &T,
@@ -391,6 +400,7 @@ pub struct InvariantsDetails {
     /// The canaries, if the policy has any.
     pub canaries: Option<CanaryReport>,
     /// Confidence of the failure-rate bounds.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub confidence: f64,
 }
 
@@ -401,16 +411,21 @@ pub struct SequentialDetails {
     #[serde(flatten)]
     pub test: TestFigures,
     /// Log-likelihood ratio.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub llr: f64,
     /// Observations used.
     pub n: u64,
     /// Lower boundary as applied (after any overshoot correction).
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub lower: f64,
     /// Upper boundary as applied.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub upper: f64,
     /// Wald's lower boundary.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub wald_lower: f64,
     /// Wald's upper boundary.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub wald_upper: f64,
     /// The effect seen, with a 95 % interval (shown, never used to decide).
     pub effect: Option<EffectEstimate>,
@@ -437,10 +452,13 @@ pub enum TestFigures {
         /// What the effect estimate measures.
         effect_measure: Cow<'static, str>,
         /// θ under "no difference" (½).
+        #[serde(deserialize_with = "crate::decide::recorded_f64")]
         theta0: f64,
         /// θ under "better by the gap".
+        #[serde(deserialize_with = "crate::decide::recorded_f64")]
         theta1: f64,
         /// Pass threshold, on the judged (sign-adjusted) scale.
+        #[serde(deserialize_with = "crate::decide::recorded_f64")]
         pass_threshold: f64,
         /// Whether the scores were judged negated (a lower-is-better
         /// scorer). Absent in verdicts of the first law.
@@ -460,8 +478,10 @@ pub enum TestFigures {
         /// What the effect estimate measures.
         effect_measure: Cow<'static, str>,
         /// Mean difference under the null.
+        #[serde(deserialize_with = "crate::decide::recorded_f64")]
         mu0: f64,
         /// Mean difference under the alternative (the gap).
+        #[serde(deserialize_with = "crate::decide::recorded_f64")]
         mu1: f64,
         /// Sample variance of the differences (`None` before two).
         variance: Option<f64>,
@@ -475,14 +495,19 @@ pub enum TestFigures {
         /// The range every score lies in.
         range: [f64; 2],
         /// The mean difference a reject is measured against.
+        #[serde(deserialize_with = "crate::decide::recorded_f64")]
         gap: f64,
         /// ln of the capital betting on an improvement.
+        #[serde(deserialize_with = "crate::decide::recorded_f64")]
         log_capital_promote: f64,
         /// ln of the capital betting on less than the gap.
+        #[serde(deserialize_with = "crate::decide::recorded_f64")]
         log_capital_reject: f64,
         /// ln(1/α): the promote capital's bound.
+        #[serde(deserialize_with = "crate::decide::recorded_f64")]
         promote_bound: f64,
         /// ln(1/β): the reject capital's bound.
+        #[serde(deserialize_with = "crate::decide::recorded_f64")]
         reject_bound: f64,
     },
     /// The GSPRT on game outcomes.
@@ -494,8 +519,10 @@ pub enum TestFigures {
         /// The unit of `elo0`/`elo1`.
         elo_model: crate::EloModel,
         /// Null hypothesis.
+        #[serde(deserialize_with = "crate::decide::recorded_f64")]
         elo0: f64,
         /// Alternative.
+        #[serde(deserialize_with = "crate::decide::recorded_f64")]
         elo1: f64,
         /// Outcome counts by class.
         counts: BTreeMap<Cow<'static, str>, u64>,
@@ -919,10 +946,13 @@ pub struct EffectEstimate {
     /// Observations.
     pub n: usize,
     /// Mean effect.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub estimate: f64,
     /// Lower end of the 95 % interval.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub ci_low: f64,
     /// Upper end of the 95 % interval.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub ci_high: f64,
     /// The always-valid interval's method (absent: fixed-sample).
     #[serde(default, skip_serializing_if = "Option::is_none")]

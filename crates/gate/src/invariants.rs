@@ -47,12 +47,14 @@ pub struct MinimumReport {
     /// The scorer.
     pub scorer: String,
     /// The minimum every task must reach.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub minimum: f64,
     /// Tasks scored.
     pub tasks: u64,
     /// Tasks below the minimum (or with a non-finite score), by name.
     pub violations: Vec<String>,
     /// Upper confidence bound on the rate of violating tasks.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub failure_rate_upper_bound: f64,
     /// Whether the invariant holds (no violation, at least one task).
     pub holds: bool,

@@ -87,14 +87,19 @@ pub struct NonInferiority {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct WelchOutcome {
     /// The estimated excess `D̂` (negative favours the candidate).
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub excess: f64,
     /// Its standard error.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub se: f64,
     /// `D̂ / se`.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub t: f64,
     /// Welch–Satterthwaite degrees of freedom.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub df: f64,
     /// One-sided p-value, `P(T_df ≤ t)` under `D = 0`.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub p_value: f64,
     /// Whether H0 is rejected at level α: the candidate is non-inferior.
     pub non_inferior: bool,
@@ -106,8 +111,10 @@ pub struct SequenceOutcome {
     /// Paired tasks used.
     pub n: u64,
     /// The estimated excess `D̂`.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub excess: f64,
     /// Upper end of the confidence sequence for `D` at this n.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub upper_bound: f64,
     /// Whether the upper bound is below 0: non-inferior, valid at any look.
     pub non_inferior: bool,

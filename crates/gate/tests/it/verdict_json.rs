@@ -4,7 +4,8 @@
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use ratchet_gate::{
-    Error, GateStatus, Law, Policy, Question, StageDetails, Verdict, decide, decide_at,
+    Error, GateStatus, GuardrailResult, Law, Policy, Question, StageDetails, Verdict, decide,
+    decide_at,
 };
 use ratchet_trace::{CommitId, Score, Store, StoreOptions, TestRun};
 
@@ -73,6 +74,19 @@ alpha = 0.05
 beta = 0.05
 max_n = 2000
 
+[class.exact]
+scorer = "acc"
+test = "gaussian"
+gap = 0.1
+alpha = 0.05
+beta = 0.05
+max_n = 2000
+[[class.exact.guardrail]]
+scorer = "flat"
+direction = "lower"
+margin = 0.10
+margin_kind = "relative"
+
 [class.few]
 scorer = "rare"
 test = "gaussian"
@@ -108,8 +122,31 @@ fn reads_back(v: &Verdict) -> Verdict {
         String::from_utf8_lossy(&back.to_json().expect("json")),
         String::from_utf8_lossy(&bytes)
     );
-    assert_eq!(&back, v);
+    // NaN is not equal to itself: a verdict holding a figure recorded as
+    // null (an exact Welch test's infinite t) is compared by its bytes
+    // above and its typed head here.
+    if exact_welch(v) {
+        assert_eq!(
+            (
+                &back.outcome,
+                &back.candidate,
+                &back.policy_hash,
+                &back.trace
+            ),
+            (&v.outcome, &v.candidate, &v.policy_hash, &v.trace)
+        );
+    } else {
+        assert_eq!(&back, v);
+    }
     back
+}
+
+/// Whether `v` has a Welch guardrail on exact data (an infinite t).
+fn exact_welch(v: &Verdict) -> bool {
+    v.stages.iter().any(|s| {
+        matches!(&s.details, StageDetails::Guardrail(g)
+            if matches!(g.result, GuardrailResult::Welch(w) if !w.t.is_finite()))
+    })
 }
 
 #[test]
@@ -125,6 +162,7 @@ fn every_shape_of_verdict_reads_back_to_the_same_bytes() {
         "betting",
         "paired",
         "lower",
+        "exact",
         "few",
         "untested",
     ];
@@ -142,6 +180,8 @@ fn every_shape_of_verdict_reads_back_to_the_same_bytes() {
                 scores.push(Score::new(commit.clone(), task.clone(), "acc", acc));
                 scores.push(Score::new(commit.clone(), task.clone(), "cost", cost));
                 scores.push(Score::new(commit.clone(), task.clone(), "safety", 1.0));
+                // Exact data: Welch's t is infinite, recorded as `null`.
+                scores.push(Score::new(commit.clone(), task.clone(), "flat", 2.0));
                 let latency = -100.0 * acc - 50.0 * rng.random::<f64>();
                 scores.push(Score::new(
                     commit.clone(),
@@ -178,6 +218,9 @@ fn every_shape_of_verdict_reads_back_to_the_same_bytes() {
             };
             let v = decide(&mut store, &q).expect("decide");
             let back = reads_back(&v);
+            if String::from_utf8_lossy(&v.to_json().expect("json")).contains("\"t\":null") {
+                shapes.insert("a figure recorded as null".to_string());
+            }
             assert_eq!(back.law, Law::CURRENT);
             shapes.insert(format!("{:?}", v.outcome.status()));
             for stage in &v.stages {
@@ -203,6 +246,7 @@ fn every_shape_of_verdict_reads_back_to_the_same_bytes() {
         "sequential",
         "guardrail",
         "too few tasks",
+        "a figure recorded as null",
         "Continue",
         "Promote",
         "MissingEvidence",
