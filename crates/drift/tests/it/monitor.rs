@@ -495,13 +495,14 @@ fn arl_profile_reproduces_the_published_cusum_row() {
     let solved = Chart::ewma_for_arl0(0.1, 500.0).expect("ewma");
     let e = arl_profile(solved).expect("profile");
     assert!((e.rows[0].arl - 500.0).abs() < 1.0, "{:?}", e.rows[0]);
-    assert!(
+    // Page–Hinkley has no Markov-chain ARL: refused by name.
+    assert!(matches!(
         arl_profile(Chart::PageHinkley {
             delta: 0.5,
             lambda: 50.0
-        })
-        .is_err()
-    );
+        }),
+        Err(ratchet_drift::Error::InvalidParameter { .. })
+    ));
 }
 
 /// Scores near ±f64::MAX overflow the store's kept statistics, which are

@@ -180,7 +180,10 @@ fn limits_are_solved_for_a_target_arl0() {
     let l = ewma_l_for_arl0(0.1, 500.0, DEFAULT_STATES).expect("L");
     assert!((l - 2.814).abs() < 0.002, "L = {l}");
     assert!(
-        cusum_h_for_arl0(0.5, 1.0, DEFAULT_STATES).is_err(),
+        matches!(
+            cusum_h_for_arl0(0.5, 1.0, DEFAULT_STATES),
+            Err(ratchet_drift::Error::InvalidParameter { name: "target", .. })
+        ),
         "an ARL0 below 2 is refused"
     );
 }
@@ -197,7 +200,10 @@ fn detectors_are_built_for_a_target_arl0() {
     let l = e.limit(1) / (0.2f64 / 1.8).sqrt();
     assert!((l - 2.962).abs() < 0.002, "L = {l}");
     assert!(
-        Cusum::for_arl0(0.0, 1.0, 500.0, 0.0).is_err(),
+        matches!(
+            Cusum::for_arl0(0.0, 1.0, 500.0, 0.0),
+            Err(ratchet_drift::Error::InvalidParameter { .. })
+        ),
         "a zero shift is refused"
     );
 }
