@@ -8,7 +8,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::{ratchet, text};
+use common::{assert_says, ratchet, ratchet_ok, text};
 use ratchet_testkit::{REQUIRES_UNIT, paired_class};
 
 const BASE: &str = "1111111111111111111111111111111111111111";
@@ -120,7 +120,7 @@ fn a_keyed_store_is_never_plainly_ok_without_its_key() {
     assert!(first.contains("MACs NOT checked"), "{first}");
     let o = k.run(&["verify-chain", "--key-file", k.key_s()], "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert!(text(&o).contains("MACs checked"), "{}", text(&o));
+    assert_says(&o, "MACs checked");
 }
 
 #[test]
@@ -137,23 +137,20 @@ fn the_gate_checks_macs_with_the_key_it_was_given() {
     assert_eq!(v["outcome"]["stage"], "trace_verification", "{v}");
     let o = k.run(&["verify-chain", "--key-file", k.key_s()], "");
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("seq 7"), "{}", text(&o));
+    assert_says(&o, "seq 7");
 }
 
 #[test]
 fn reserved_kinds_cannot_be_appended_from_the_shell() {
-    let d = tempfile::tempdir().expect("tempdir");
-    let st = d.path().join("s");
-    let st = st.to_str().expect("utf8");
-    common::init(d.path(), st);
+    let (d, st) = common::fresh_store();
+    let st = st.as_str();
     for kind in ["alarm", "decision", "checkout", "promotion", "ingest"] {
         let line = format!("{{\"kind\":\"{kind}\",\"commit\":\"{BASE}\",\"payload\":{{}}}}\n");
         let o = ratchet(d.path(), &["--store", st, "append"], &line);
         assert_eq!(o.status.code(), Some(2), "{kind}: {}", text(&o));
         assert!(text(&o).contains("reserved"), "{kind}: {}", text(&o));
     }
-    let o = ratchet(d.path(), &["--store", st, "--json", "log"], "");
-    assert!(o.status.success(), "{}", text(&o));
+    let o = ratchet_ok(d.path(), &["--store", st, "--json", "log"], "");
     assert!(
         !text(&o).contains("\"kind\""),
         "nothing stored: {}",
@@ -171,8 +168,8 @@ fn a_keyed_cell_is_not_merged_without_its_key() {
     let cell = k.store.to_str().expect("utf8");
     let o = ratchet(d.path(), &["--store", home, "merge-cells", cell], "");
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("keyed"), "{}", text(&o));
-    let o = ratchet(
+    assert_says(&o, "keyed");
+    ratchet_ok(
         d.path(),
         &[
             "--store",
@@ -184,15 +181,12 @@ fn a_keyed_cell_is_not_merged_without_its_key() {
         ],
         "",
     );
-    assert!(o.status.success(), "{}", text(&o));
 }
 
 #[test]
 fn a_report_ingested_twice_counts_once_and_a_failure_is_not_laundered() {
-    let d = tempfile::tempdir().expect("tempdir");
-    let st = d.path().join("s");
-    let st = st.to_str().expect("utf8");
-    common::init(d.path(), st);
+    let (d, st) = common::fresh_store();
+    let st = st.as_str();
     std::fs::write(d.path().join("s/policy.toml"), policy()).expect("policy");
     let lines: String = winning_lines()
         .lines()
@@ -241,7 +235,7 @@ fn a_report_ingested_twice_counts_once_and_a_failure_is_not_laundered() {
     assert!(o.status.success(), "{}", text(&o));
     let o = ingest(&green);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("already ingested"), "{}", text(&o));
+    assert_says(&o, "already ingested");
     let gate = || {
         ratchet(
             d.path(),

@@ -5,9 +5,14 @@ use crate::common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{ratchet, text};
+use common::{assert_says, ratchet, ratchet_ok, text};
 
 const C: &str = "0123456789abcdef0123456789abcdef01234567";
+
+/// A one-item boolean rubric named `answer`, shared by the rubric and
+/// batch-score tests.
+const ANSWER_RUBRIC: &str =
+    "name = \"answer\"\n[[item]]\nid = \"correct\"\ntype = \"boolean\"\nweight = 1.0\n";
 
 #[test]
 fn store_end_to_end_with_exit_codes() {
@@ -17,8 +22,7 @@ fn store_end_to_end_with_exit_codes() {
     std::fs::create_dir(p.join("sub")).expect("subdir");
     let sub = p.join("sub");
 
-    let o = ratchet(&sub, &["init"], "");
-    assert!(o.status.success(), "{}", text(&o));
+    ratchet_ok(&sub, &["init"], "");
     assert!(
         p.join(".ratchet/trace.db").is_file(),
         "default store at the git root"
@@ -27,11 +31,10 @@ fn store_end_to_end_with_exit_codes() {
     let lines = format!(
         "{{\"kind\":\"note\",\"payload\":{{\"hello\":1}}}}\n\n{{\"kind\":\"score\",\"commit\":\"{C}\",\"session\":\"s\",\"payload\":{{\"task\":\"t1\",\"scorer\":\"acc\",\"scorer_version\":\"1\",\"value\":0.5}}}}\n"
     );
-    let o = ratchet(&sub, &["append"], &lines);
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("appended 2 events"), "{}", text(&o));
+    let o = ratchet_ok(&sub, &["append"], &lines);
+    assert_says(&o, "appended 2 events");
 
-    let o = ratchet(
+    ratchet_ok(
         &sub,
         &[
             "record-score",
@@ -46,10 +49,8 @@ fn store_end_to_end_with_exit_codes() {
         ],
         "",
     );
-    assert!(o.status.success(), "{}", text(&o));
 
-    let o = ratchet(&sub, &["--json", "log"], "");
-    assert!(o.status.success(), "{}", text(&o));
+    let o = ratchet_ok(&sub, &["--json", "log"], "");
     let events: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json log");
     // Two appended, the declaration of `acc` (recorded when the scorer first
     // appears through record-score), the score.
@@ -61,15 +62,14 @@ fn store_end_to_end_with_exit_codes() {
 
     let o = ratchet(&sub, &["verify-chain"], "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert!(text(&o).contains("ok: 4 events verified"), "{}", text(&o));
+    assert_says(&o, "ok: 4 events verified");
 
     let cp = p.join("cp");
-    let o = ratchet(
+    ratchet_ok(
         &sub,
         &["checkpoint", "--out", cp.to_str().expect("utf8")],
         "",
     );
-    assert!(o.status.success(), "{}", text(&o));
     let o = ratchet(
         &sub,
         &["verify-chain", "--checkpoint", cp.to_str().expect("utf8")],
@@ -82,7 +82,7 @@ fn store_end_to_end_with_exit_codes() {
     assert!(conn, "payload found in the file");
     let o = ratchet(&sub, &["verify-chain"], "");
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("seq 1"), "{}", text(&o));
+    assert_says(&o, "seq 1");
     let o = ratchet(&sub, &["--json", "verify-chain"], "");
     assert_eq!(o.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
@@ -111,15 +111,13 @@ fn rusqlite_free_edit(db: &Path, from: &[u8], to: &[u8]) -> bool {
 
 #[test]
 fn bad_input_exits_2_with_a_clear_message_and_stores_nothing() {
-    let d = tempfile::tempdir().expect("tempdir");
-    let s = d.path().join("s");
-    let st = s.to_str().expect("utf8");
-    common::init(d.path(), st);
+    let (d, st) = common::fresh_store();
+    let st = st.as_str();
     let bad = "{\"kind\":\"note\",\"payload\":{}}\n{\"kind\":\"note\",\"commit\":\"abc\",\"payload\":{}}\n";
     let o = ratchet(d.path(), &["--store", st, "append"], bad);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("line 2: "), "{}", text(&o));
-    assert!(text(&o).contains("full commit id"), "{}", text(&o));
+    assert_says(&o, "line 2: ");
+    assert_says(&o, "full commit id");
     // A number no JSON reader can hold would break every later read
     // (`log --json` included): refused on the way in.
     let o = ratchet(
@@ -173,7 +171,7 @@ fn bad_input_exits_2_with_a_clear_message_and_stores_nothing() {
         "",
     );
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("ratchet init"), "{}", text(&o));
+    assert_says(&o, "ratchet init");
 
     let cp = d.path().join("bad-cp");
     std::fs::write(&cp, "not a checkpoint\n").expect("write");
@@ -189,7 +187,7 @@ fn bad_input_exits_2_with_a_clear_message_and_stores_nothing() {
         "",
     );
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("line 1"), "{}", text(&o));
+    assert_says(&o, "line 1");
 }
 
 #[test]
@@ -205,12 +203,11 @@ fn keyed_store_and_cell_merge() {
         cell.to_str().expect("utf8"),
         key.to_str().expect("utf8"),
     );
-    let o = ratchet(
+    ratchet_ok(
         d.path(),
         &["--store", home_s, "init", "--keyed", "--key-file", key_s],
         "",
     );
-    assert!(o.status.success(), "{}", text(&o));
     let o = ratchet(
         d.path(),
         &["--store", home_s, "init", "--keyed", "--key-file", key_s],
@@ -238,8 +235,8 @@ fn keyed_store_and_cell_merge() {
         "keyed home needs its key: {}",
         text(&o)
     );
-    assert!(text(&o).contains("--key-file"), "{}", text(&o));
-    let o = ratchet(
+    assert_says(&o, "--key-file");
+    let o = ratchet_ok(
         d.path(),
         &[
             "--store",
@@ -251,8 +248,7 @@ fn keyed_store_and_cell_merge() {
         ],
         "",
     );
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("2 new events"), "{}", text(&o));
+    assert_says(&o, "2 new events");
     let o = ratchet(
         d.path(),
         &[
@@ -275,13 +271,13 @@ fn keyed_store_and_cell_merge() {
         "",
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert!(text(&o).contains("MACs checked"), "{}", text(&o));
+    assert_says(&o, "MACs checked");
 }
 
 #[test]
 fn demo_catches_its_tampering() {
     let d = tempfile::tempdir().expect("tempdir");
-    let o = ratchet(
+    let o = ratchet_ok(
         d.path(),
         &[
             "--json",
@@ -293,7 +289,6 @@ fn demo_catches_its_tampering() {
         ],
         "",
     );
-    assert!(o.status.success(), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["caught"], true);
     assert_eq!(
@@ -343,15 +338,13 @@ fn scored_store(
     let d = tempfile::tempdir().expect("tempdir");
     let st = d.path().join("s");
     let st_s = st.to_str().expect("utf8");
-    let o = ratchet(d.path(), &["--store", st_s, "init"], "");
-    assert!(o.status.success(), "{}", text(&o));
+    ratchet_ok(d.path(), &["--store", st_s, "init"], "");
     std::fs::write(st.join("policy.toml"), POLICY).expect("policy");
-    let o = ratchet(
+    ratchet_ok(
         d.path(),
         &["--store", st_s, "append"],
         &scores_jsonl(baseline, candidate, tasks, cand_pass_per_10),
     );
-    assert!(o.status.success(), "{}", text(&o));
     (d, st)
 }
 
@@ -360,10 +353,8 @@ fn gate_exit_codes_promote_reject_continue_error() {
     let base = "1111111111111111111111111111111111111111";
     let good = "2222222222222222222222222222222222222222";
     let same = "3333333333333333333333333333333333333333";
-    let d = tempfile::tempdir().expect("tempdir");
-    let st = d.path().join("s");
-    let st = st.to_str().expect("utf8");
-    common::init(d.path(), st);
+    let (d, st) = common::fresh_store();
+    let st = st.as_str();
     std::fs::write(d.path().join("s/policy.toml"), POLICY).expect("policy");
     let mut lines = scores_jsonl(base, good, 400, 9);
     lines.push_str(
@@ -374,8 +365,7 @@ fn gate_exit_codes_promote_reject_continue_error() {
             .join("\n"),
     );
     lines.push('\n');
-    let o = ratchet(d.path(), &["--store", st, "append"], &lines);
-    assert!(o.status.success(), "{}", text(&o));
+    ratchet_ok(d.path(), &["--store", st, "append"], &lines);
 
     let gate = |cand: &str, extra: &[&str]| {
         let mut args = vec![
@@ -394,7 +384,7 @@ fn gate_exit_codes_promote_reject_continue_error() {
     };
     let o = gate(good, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert!(text(&o).contains("PROMOTE"), "{}", text(&o));
+    assert_says(&o, "PROMOTE");
     let o = gate(same, &["--json"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json verdict");
@@ -414,8 +404,7 @@ fn gate_exit_codes_promote_reject_continue_error() {
         .chain(runs)
         .collect::<Vec<_>>()
         .join("\n");
-    let o = ratchet(d.path(), &["--store", st, "append"], &input);
-    assert!(o.status.success(), "{}", text(&o));
+    ratchet_ok(d.path(), &["--store", st, "append"], &input);
     let o = gate(few, &[]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     // Errors: unknown class, bad policy file.
@@ -435,7 +424,7 @@ fn gate_exit_codes_promote_reject_continue_error() {
         "",
     );
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("class.agent"), "{}", text(&o));
+    assert_says(&o, "class.agent");
     std::fs::write(
         d.path().join("bad.toml"),
         POLICY.replace("alpha = 0.05", "alpha = 2"),
@@ -444,7 +433,7 @@ fn gate_exit_codes_promote_reject_continue_error() {
     let bad = d.path().join("bad.toml");
     let o = gate(good, &["--policy", bad.to_str().expect("utf8")]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("class.prompt.alpha"), "{}", text(&o));
+    assert_says(&o, "class.prompt.alpha");
 
     // The verdicts are in the trace, and the trace still verifies.
     let o = ratchet(d.path(), &["--store", st, "verify-chain"], "");
@@ -456,7 +445,7 @@ fn calibrate_prints_the_operating_characteristic() {
     let d = tempfile::tempdir().expect("tempdir");
     let p = d.path().join("policy.toml");
     std::fs::write(&p, POLICY).expect("policy");
-    let o = ratchet(
+    let o = ratchet_ok(
         d.path(),
         &[
             "calibrate",
@@ -470,7 +459,6 @@ fn calibrate_prints_the_operating_characteristic() {
         ],
         "",
     );
-    assert!(o.status.success(), "{}", text(&o));
     let rows: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     let rows = rows["rows"].as_array().expect("rows");
     assert!(rows.len() >= 5);
@@ -537,19 +525,19 @@ fn watch_records_an_alarm_and_heal_checks_out_the_best_commit() {
         git(p, &["commit", "-q", "-m", v]);
         commits.push(git(p, &["rev-parse", "HEAD"]));
     }
-    assert!(ratchet(p, &["init"], "").status.success());
+    ratchet_ok(p, &["init"], "");
     let mut lines = String::new();
     for (c, mean) in commits.iter().zip([0.80, 0.85, 0.90]) {
         lines.push_str(&quality_lines(c, mean, 100, "eval"));
     }
-    assert!(ratchet(p, &["append"], &lines).status.success());
+    ratchet_ok(p, &["append"], &lines);
     let o = ratchet(p, &["--json", "checkpoint"], "");
     let from = serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("json")["size"]
         .as_u64()
         .expect("size");
     let live = quality_lines(&commits[2], 0.90, 60, "live")
         + &quality_lines(&commits[2], 0.70, 40, "drift");
-    assert!(ratchet(p, &["append"], &live).status.success());
+    ratchet_ok(p, &["append"], &live);
 
     let from_s = from.to_string();
     let o = ratchet(
@@ -573,8 +561,7 @@ fn watch_records_an_alarm_and_heal_checks_out_the_best_commit() {
         text(&o)
     );
 
-    let o = ratchet(p, &["heal", "--dry-run"], "");
-    assert!(o.status.success(), "{}", text(&o));
+    let o = ratchet_ok(p, &["heal", "--dry-run"], "");
     assert!(
         text(&o).contains(&format!("would check out {}", commits[1])),
         "{}",
@@ -585,8 +572,7 @@ fn watch_records_an_alarm_and_heal_checks_out_the_best_commit() {
         "v3"
     );
 
-    let o = ratchet(p, &["heal"], "");
-    assert!(o.status.success(), "{}", text(&o));
+    ratchet_ok(p, &["heal"], "");
     assert_eq!(
         std::fs::read_to_string(p.join("prompt.txt")).expect("read"),
         "v2"
@@ -614,8 +600,7 @@ fn watch_records_an_alarm_and_heal_checks_out_the_best_commit() {
 #[test]
 fn arl_prints_the_table_and_solves_limits() {
     let d = tempfile::tempdir().expect("tempdir");
-    let o = ratchet(d.path(), &["--json", "arl", "--k", "0.5", "--h", "4"], "");
-    assert!(o.status.success(), "{}", text(&o));
+    let o = ratchet_ok(d.path(), &["--json", "arl", "--k", "0.5", "--h", "4"], "");
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     let arl0 = v["rows"][0]["arl"].as_f64().expect("arl");
     assert!((arl0 - 168.0).abs() < 1.0, "{arl0}");
@@ -644,13 +629,11 @@ fn arl_prints_the_table_and_solves_limits() {
 
 #[test]
 fn ingest_and_rubric_commands() {
-    let d = tempfile::tempdir().expect("tempdir");
-    let st = d.path().join("s");
-    let st = st.to_str().expect("utf8");
-    common::init(d.path(), st);
+    let (d, st) = common::fresh_store();
+    let st = st.as_str();
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scorers/tests/fixtures");
     let junit = fixtures.join("pytest.xml");
-    let o = ratchet(
+    let o = ratchet_ok(
         d.path(),
         &[
             "--store",
@@ -663,19 +646,10 @@ fn ingest_and_rubric_commands() {
         ],
         "",
     );
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(
-        text(&o).contains("1 test run(s) and 1 score(s)"),
-        "{}",
-        text(&o)
-    );
+    assert_says(&o, "1 test run(s) and 1 score(s)");
 
     let rubric = d.path().join("r.toml");
-    std::fs::write(
-        &rubric,
-        "name = \"answer\"\n[[item]]\nid = \"correct\"\ntype = \"boolean\"\nweight = 1.0\n",
-    )
-    .expect("write");
+    std::fs::write(&rubric, ANSWER_RUBRIC).expect("write");
     let o = ratchet(
         d.path(),
         &["rubric", "check", rubric.to_str().expect("utf8")],
@@ -692,7 +666,7 @@ fn ingest_and_rubric_commands() {
         "{\"task\":\"t\",\"rubric\":\"answer\",\"observation\":{\"correct\":false}}\n",
     )
     .expect("write");
-    let o = ratchet(
+    ratchet_ok(
         d.path(),
         &[
             "--store",
@@ -707,7 +681,6 @@ fn ingest_and_rubric_commands() {
         ],
         "",
     );
-    assert!(o.status.success(), "{}", text(&o));
 
     let bad = d.path().join("bad.toml");
     std::fs::write(
@@ -732,16 +705,10 @@ fn ingest_and_rubric_commands() {
 
 #[test]
 fn batch_score_and_criterion_ingest() {
-    let d = tempfile::tempdir().expect("tempdir");
-    let st = d.path().join("s");
-    let st = st.to_str().expect("utf8");
-    common::init(d.path(), st);
+    let (d, st) = common::fresh_store();
+    let st = st.as_str();
     let rubric = d.path().join("r.toml");
-    std::fs::write(
-        &rubric,
-        "name = \"answer\"\n[[item]]\nid = \"correct\"\ntype = \"boolean\"\nweight = 1.0\n",
-    )
-    .expect("write");
+    std::fs::write(&rubric, ANSWER_RUBRIC).expect("write");
     let obs = format!(
         "{{\"kind\":\"observation\",\"commit\":\"{C}\",\"payload\":{{\"task\":\"t1\",\"rubric\":\"answer\",\"observation\":{{\"correct\":true}}}}}}\n"
     );
@@ -758,14 +725,10 @@ fn batch_score_and_criterion_ingest() {
         text(&o)
     );
     let o = ratchet(d.path(), &["--store", st, "score", "--rubric", r], "");
-    assert!(
-        text(&o).contains("0 scored now, 1 already scored"),
-        "{}",
-        text(&o)
-    );
+    assert_says(&o, "0 scored now, 1 already scored");
 
     let crit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scorers/tests/fixtures/criterion");
-    let o = ratchet(
+    let o = ratchet_ok(
         d.path(),
         &[
             "--store",
@@ -780,7 +743,6 @@ fn batch_score_and_criterion_ingest() {
         ],
         "",
     );
-    assert!(o.status.success(), "{}", text(&o));
     assert!(
         text(&o).contains("runner fingerprint") && text(&o).contains("2 score(s)"),
         "{}",
@@ -791,12 +753,10 @@ fn batch_score_and_criterion_ingest() {
 #[cfg(feature = "parquet")]
 #[test]
 fn export_writes_parquet_partitions() {
-    let d = tempfile::tempdir().expect("tempdir");
-    let st = d.path().join("s");
-    let st = st.to_str().expect("utf8");
-    common::init(d.path(), st);
+    let (d, st) = common::fresh_store();
+    let st = st.as_str();
     for t in ["t1", "t2"] {
-        let o = ratchet(
+        ratchet_ok(
             d.path(),
             &[
                 "--store",
@@ -813,10 +773,9 @@ fn export_writes_parquet_partitions() {
             ],
             "",
         );
-        assert!(o.status.success(), "{}", text(&o));
     }
     let out = d.path().join("pq");
-    let o = ratchet(
+    let o = ratchet_ok(
         d.path(),
         &[
             "--store",
@@ -828,7 +787,6 @@ fn export_writes_parquet_partitions() {
         ],
         "",
     );
-    assert!(o.status.success(), "{}", text(&o));
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(r["scores"], 2);
     assert!(
@@ -866,7 +824,7 @@ fn a_promotion_moves_its_ref() {
         git(p, &["commit", "-q", "-m", v]);
         commits.push(git(p, &["rev-parse", "HEAD"]));
     }
-    assert!(ratchet(p, &["init"], "").status.success());
+    ratchet_ok(p, &["init"], "");
     std::fs::write(p.join(".ratchet/policy.toml"), POLICY).expect("policy");
     assert!(
         ratchet(
@@ -992,7 +950,7 @@ fn calibrate_from_the_store_measures_its_inputs() {
     // The baseline passes every other task: p0 = 0.5.
     let (d, st) = scored_store(base, good, 200, 9);
     let st_s = st.to_str().expect("utf8");
-    let o = ratchet(
+    let o = ratchet_ok(
         d.path(),
         &[
             "--store",
@@ -1005,11 +963,9 @@ fn calibrate_from_the_store_measures_its_inputs() {
         ],
         "",
     );
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(
-        text(&o).contains("measured from 200 task(s) of accuracy version 1: p0 0.5000"),
-        "{}",
-        text(&o)
+    assert_says(
+        &o,
+        "measured from 200 task(s) of accuracy version 1: p0 0.5000",
     );
     // A tampered store is not calibrated from.
     {
@@ -1033,7 +989,7 @@ fn calibrate_from_the_store_measures_its_inputs() {
         "",
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("verification failed"), "{}", text(&o));
+    assert_says(&o, "verification failed");
 }
 
 #[test]
@@ -1050,8 +1006,7 @@ fn watch_picks_the_bernoulli_chart_for_pass_fail_scores() {
         )
     };
     let measured: String = (0..300).map(|t| line(t, u8::from(t % 5 != 0))).collect();
-    let o = ratchet(d.path(), &["--store", st_s, "append"], &measured);
-    assert!(o.status.success(), "{}", text(&o));
+    ratchet_ok(d.path(), &["--store", st_s, "append"], &measured);
     let live: String = (300..500).map(|t| line(t, u8::from(t % 5 < 2))).collect();
     assert!(
         ratchet(d.path(), &["--store", st_s, "append"], &live)
@@ -1085,7 +1040,7 @@ fn commits_are_typed_as_git_revisions_and_unknown_ones_are_refused() {
     git(p, &["commit", "-q", "-am", "two"]);
     let head = git(p, &["rev-parse", "HEAD"]);
     let first = git(p, &["rev-parse", "HEAD~1"]);
-    assert!(ratchet(p, &["init"], "").status.success());
+    ratchet_ok(p, &["init"], "");
     let score = |rev: &str, extra: &[&str]| {
         let mut args = vec![
             "record-score",
@@ -1125,7 +1080,7 @@ fn commits_are_typed_as_git_revisions_and_unknown_ones_are_refused() {
     let unknown = "0123456789abcdef0123456789abcdef01234567";
     let o = score(unknown, &[]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("--allow-unknown-commit"), "{}", text(&o));
+    assert_says(&o, "--allow-unknown-commit");
     assert!(score(unknown, &["--allow-unknown-commit"]).status.success());
     // The same commit on both sides is refused before anything is read.
     std::fs::write(p.join(".ratchet/policy.toml"), POLICY).expect("policy");
@@ -1143,7 +1098,7 @@ fn commits_are_typed_as_git_revisions_and_unknown_ones_are_refused() {
         "",
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("same commit"), "{}", text(&o));
+    assert_says(&o, "same commit");
     // Errors say each thing once.
     let o = ratchet(p, &["verify-chain", "--key-file", "/nonexistent/key"], "");
     let msg = text(&o);
@@ -1187,19 +1142,16 @@ fn a_closed_pipe_ends_quietly() {
 fn truncation_has_its_own_exit_code_and_calibrate_warns_of_it() {
     let base = "1111111111111111111111111111111111111111";
     let cand = "2222222222222222222222222222222222222222";
-    let d = tempfile::tempdir().expect("tempdir");
-    let st = d.path().join("s");
-    let st = st.to_str().expect("utf8");
-    common::init(d.path(), st);
+    let (d, st) = common::fresh_store();
+    let st = st.as_str();
     let policy = "[class.short]\nscorer = \"accuracy\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 30\n";
     std::fs::write(d.path().join("s/policy.toml"), policy).expect("policy");
     // Equal pass rates: 30 tasks cannot decide either way.
-    let o = ratchet(
+    ratchet_ok(
         d.path(),
         &["--store", st, "append"],
         &scores_jsonl(base, cand, 60, 5),
     );
-    assert!(o.status.success(), "{}", text(&o));
     let o = ratchet(
         d.path(),
         &[
@@ -1237,10 +1189,10 @@ fn truncation_has_its_own_exit_code_and_calibrate_warns_of_it() {
         ],
         "",
     );
-    assert!(text(&o).contains("TRUNCATED"), "{}", text(&o));
+    assert_says(&o, "TRUNCATED");
 
     let p = d.path().join("s/policy.toml");
-    let o = ratchet(
+    let o = ratchet_ok(
         d.path(),
         &[
             "calibrate",
@@ -1253,7 +1205,6 @@ fn truncation_has_its_own_exit_code_and_calibrate_warns_of_it() {
         ],
         "",
     );
-    assert!(o.status.success(), "{}", text(&o));
     let out = text(&o);
     assert!(
         out.contains("P(truncated)") && out.contains("(design effect)"),
@@ -1270,10 +1221,8 @@ fn truncation_has_its_own_exit_code_and_calibrate_warns_of_it() {
 fn best_follows_the_scorers_direction_and_page_hinkley_refuses_arl0() {
     let fast = "1111111111111111111111111111111111111111";
     let slow = "2222222222222222222222222222222222222222";
-    let d = tempfile::tempdir().expect("tempdir");
-    let st = d.path().join("s");
-    let st = st.to_str().expect("utf8");
-    common::init(d.path(), st);
+    let (d, st) = common::fresh_store();
+    let st = st.as_str();
     let mut lines = String::new();
     for t in 0..40 {
         for (c, ms) in [
@@ -1285,14 +1234,12 @@ fn best_follows_the_scorers_direction_and_page_hinkley_refuses_arl0() {
             ));
         }
     }
-    let o = ratchet(d.path(), &["--store", st, "append"], &lines);
-    assert!(o.status.success(), "{}", text(&o));
-    let o = ratchet(
+    ratchet_ok(d.path(), &["--store", st, "append"], &lines);
+    let o = ratchet_ok(
         d.path(),
         &["--store", st, "best", "--scorer", "latency_ms", "--json"],
         "",
     );
-    assert!(o.status.success(), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["better"], "lower", "{v}");
     assert_eq!(v["ranking"][0]["commit"], fast, "{v}");
@@ -1301,7 +1248,7 @@ fn best_follows_the_scorers_direction_and_page_hinkley_refuses_arl0() {
         &["--store", st, "best", "--scorer", "latency_ms"],
         "",
     );
-    assert!(text(&o).contains("upper bound"), "{}", text(&o));
+    assert_says(&o, "upper bound");
 
     let o = ratchet(
         d.path(),
@@ -1323,11 +1270,7 @@ fn best_follows_the_scorers_direction_and_page_hinkley_refuses_arl0() {
         "",
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(
-        text(&o).contains("--arl0 cannot be honoured by Page–Hinkley"),
-        "{}",
-        text(&o)
-    );
+    assert_says(&o, "--arl0 cannot be honoured by Page–Hinkley");
 }
 
 /// A control plane polling `ratchet gate` after every batch, with task
@@ -1341,10 +1284,8 @@ fn polling_the_binary_extends_one_sequence() {
     let cand = "2222222222222222222222222222222222222222";
     let policy = "[class.c]\nscorer = \"accuracy\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.2\nmax_n = 5000\n";
     for seed in 0..3u64 {
-        let d = tempfile::tempdir().expect("tempdir");
-        let st = d.path().join("s");
-        let st = st.to_str().expect("utf8");
-        common::init(d.path(), st);
+        let (d, st) = common::fresh_store();
+        let st = st.as_str();
         std::fs::write(d.path().join("s/policy.toml"), policy).expect("policy");
         let line = |c: &str, task: &str, v: u8| {
             format!(
@@ -1400,8 +1341,7 @@ fn polling_the_binary_extends_one_sequence() {
                     input.push_str(&line(cand, &task, c));
                 }
             }
-            let o = ratchet(d.path(), &["--store", st, "append"], &input);
-            assert!(o.status.success(), "{}", text(&o));
+            ratchet_ok(d.path(), &["--store", st, "append"], &input);
             let (status, n) = gate();
             assert!(
                 n >= last_n,
@@ -1412,8 +1352,7 @@ fn polling_the_binary_extends_one_sequence() {
                 first = Some((status, n));
             }
         }
-        let o = ratchet(d.path(), &["--store", st, "append"], &held);
-        assert!(o.status.success(), "{}", text(&o));
+        ratchet_ok(d.path(), &["--store", st, "append"], &held);
         let (at_end, n_end) = gate();
         let (status, n) = first.expect("decided within 300 tasks");
         assert_eq!(
@@ -1433,10 +1372,8 @@ fn polling_the_binary_extends_one_sequence() {
 fn real_reports_by_directory_meet_the_policy_s_required_suite() {
     let base = "1111111111111111111111111111111111111111";
     let cand = "2222222222222222222222222222222222222222";
-    let d = tempfile::tempdir().expect("tempdir");
-    let st = d.path().join("s");
-    let st = st.to_str().expect("utf8");
-    common::init(d.path(), st);
+    let (d, st) = common::fresh_store();
+    let st = st.as_str();
     std::fs::write(d.path().join("s/policy.toml"), POLICY).expect("policy");
     // Scores only: no test run yet.
     let lines: String = scores_jsonl(base, cand, 400, 9)
@@ -1459,7 +1396,7 @@ fn real_reports_by_directory_meet_the_policy_s_required_suite() {
     };
     let o = ingest(&[]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("from 2 file(s)"), "{}", text(&o));
+    assert_says(&o, "from 2 file(s)");
     let gate = || {
         ratchet(
             d.path(),
@@ -1498,7 +1435,7 @@ fn real_reports_by_directory_meet_the_policy_s_required_suite() {
 
     // A failing Surefire report under the required name rejects, naming the test.
     let failing = real.join("junit-surefire-failing");
-    let o = ratchet(
+    ratchet_ok(
         d.path(),
         &[
             "--store",
@@ -1513,7 +1450,6 @@ fn real_reports_by_directory_meet_the_policy_s_required_suite() {
         ],
         "",
     );
-    assert!(o.status.success(), "{}", text(&o));
     let o = gate();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::{ratchet, text};
+use common::{assert_says, ratchet, ratchet_ok, text};
 
 const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
@@ -17,10 +17,9 @@ fn json(o: &std::process::Output) -> serde_json::Value {
 /// A store in `dir/s` with a few scores of two commits.
 fn store_with_scores(dir: &std::path::Path) -> String {
     let st = dir.join("s").to_string_lossy().into_owned();
-    let o = ratchet(dir, &["--store", &st, "init"], "");
-    assert!(o.status.success(), "{}", text(&o));
+    ratchet_ok(dir, &["--store", &st, "init"], "");
     for (commit, task, value) in [(A, "t1", "0.5"), (A, "t2", "0.7"), (B, "t1", "0.9")] {
-        let o = ratchet(
+        ratchet_ok(
             dir,
             &[
                 "--store",
@@ -37,7 +36,6 @@ fn store_with_scores(dir: &std::path::Path) -> String {
             ],
             "",
         );
-        assert!(o.status.success(), "{}", text(&o));
     }
     st
 }
@@ -97,8 +95,7 @@ fn errors_are_one_json_document_under_json_and_carry_a_hint() {
 fn status_and_log_filters() {
     let d = tempfile::tempdir().expect("tempdir");
     let st = store_with_scores(d.path());
-    let o = ratchet(d.path(), &["--store", &st, "--json", "status"], "");
-    assert!(o.status.success(), "{}", text(&o));
+    let o = ratchet_ok(d.path(), &["--store", &st, "--json", "status"], "");
     let v = json(&o);
     assert_eq!(v["verification"]["fault"], serde_json::Value::Null);
     assert_eq!(v["overview"]["commits"].as_array().map(Vec::len), Some(2));
@@ -116,8 +113,7 @@ fn status_and_log_filters() {
     let ids = |args: &[&str]| -> Vec<u64> {
         let mut all = vec!["--store", st.as_str(), "--json", "log"];
         all.extend_from_slice(args);
-        let o = ratchet(d.path(), &all, "");
-        assert!(o.status.success(), "{}", text(&o));
+        let o = ratchet_ok(d.path(), &all, "");
         json(&o)["events"]
             .as_array()
             .expect("events")
@@ -137,8 +133,7 @@ fn status_and_log_filters() {
 fn completions_are_printed_for_each_shell() {
     let d = tempfile::tempdir().expect("tempdir");
     for shell in ["bash", "zsh", "fish"] {
-        let o = ratchet(d.path(), &["completions", shell], "");
-        assert!(o.status.success(), "{}", text(&o));
+        let o = ratchet_ok(d.path(), &["completions", shell], "");
         let t = String::from_utf8_lossy(&o.stdout);
         assert!(
             t.contains("verify-chain") && t.contains("record-score"),
@@ -201,7 +196,7 @@ fn jsonl_and_junit_files_as_tools_write_them() {
     let mut bytes = b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n<testsuite name=\"Caf\xe9Test\" tests=\"2\" failures=\"1\" time=\"0.2\">\n".to_vec();
     bytes.extend_from_slice(b"<testcase name=\"a\" classname=\"C\" time=\"0.1\"/>\n<testcase name=\"b\" classname=\"C\" time=\"0.1\"><failure message=\"x\"/></testcase>\n</testsuite>\n");
     std::fs::write(&xml, bytes).expect("write");
-    let o = ratchet(
+    let o = ratchet_ok(
         d.path(),
         &[
             "--store",
@@ -214,12 +209,7 @@ fn jsonl_and_junit_files_as_tools_write_them() {
         ],
         "",
     );
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(
-        text(&o).contains("recorded 1 test run(s) and 1 score(s)"),
-        "{}",
-        text(&o)
-    );
+    assert_says(&o, "recorded 1 test run(s) and 1 score(s)");
 }
 
 #[test]
@@ -250,8 +240,8 @@ fn policy_errors_say_the_line_and_column() {
         "",
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("line 5, column"), "{}", text(&o));
-    assert!(text(&o).contains("policy.toml"), "{}", text(&o));
+    assert_says(&o, "line 5, column");
+    assert_says(&o, "policy.toml");
     assert!(!text(&o).contains("bytes"), "{}", text(&o));
 }
 
@@ -260,10 +250,8 @@ fn policy_errors_say_the_line_and_column() {
 /// an empty answer; `--last N` shows the newest.
 #[test]
 fn log_refuses_a_mistyped_kind_and_shows_the_newest_with_last() {
-    let d = tempfile::tempdir().expect("tempdir");
-    let st = d.path().join("s");
-    let st = st.to_str().expect("utf8");
-    common::init(d.path(), st);
+    let (d, st) = common::fresh_store();
+    let st = st.as_str();
     let c = "0123456789abcdef0123456789abcdef01234567";
     let lines: String = (0..60)
         .map(|i| format!("{{\"kind\":\"score\",\"commit\":\"{c}\",\"payload\":{{\"task\":\"t{i}\",\"scorer\":\"acc\",\"scorer_version\":\"1\",\"value\":1}}}}\n"))
@@ -282,12 +270,11 @@ fn log_refuses_a_mistyped_kind_and_shows_the_newest_with_last() {
     );
     let o = ratchet(d.path(), &["--store", st, "log", "--kind", "decision"], "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let o = ratchet(
+    let o = ratchet_ok(
         d.path(),
         &["--store", st, "--json", "log", "--last", "3"],
         "",
     );
-    assert!(o.status.success(), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     let seqs: Vec<u64> = v["events"]
         .as_array()
@@ -319,7 +306,7 @@ fn verify_with_a_report_but_no_class_is_refused_before_running() {
         "",
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("--class"), "{}", text(&o));
+    assert_says(&o, "--class");
     assert!(!marker.exists(), "nothing ran");
 }
 
@@ -353,8 +340,7 @@ fn a_mistyped_flag_under_json_is_a_json_error_naming_the_flag() {
     assert!(o.stdout.is_empty(), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--lsat"));
     // --help is help, --json or not.
-    let o = ratchet(d.path(), &["--json", "log", "--help"], "");
-    assert!(o.status.success(), "{}", text(&o));
+    let o = ratchet_ok(d.path(), &["--json", "log", "--help"], "");
     assert!(String::from_utf8_lossy(&o.stdout).contains("Usage"));
 }
 
@@ -438,40 +424,18 @@ fn every_writing_command_answers_with_the_same_receipt_shape() {
         "{\"task\":\"t1\",\"scorer\":\"acc\",\"value\":0.5}\n{\"task\":\"t2\",\"scorer\":\"acc\",\"value\":0.7}\n",
     )
     .expect("write");
-    let ingested = json(&ratchet(
-        d.path(),
-        &[
-            "--store",
-            st,
-            "--json",
-            "ingest",
-            "jsonl",
-            &lines.display().to_string(),
-            "--commit",
-            B,
-        ],
-        "",
-    ));
+    let lines = lines.display().to_string();
+    let ingest_args = [
+        "--store", st, "--json", "ingest", "jsonl", &lines, "--commit", B,
+    ];
+    let ingested = json(&ratchet(d.path(), &ingest_args, ""));
     // Two scores and the ingestion's own record.
     let n = ingested["receipts"].as_array().map_or(0, Vec::len);
     assert!(n >= 2, "{ingested}");
     assert_eq!(check(&ingested, n, "ingest"), id);
     assert_eq!(ingested["ingest"]["scores"], 2, "{ingested}");
     // Once more: nothing appended, the same shape.
-    let again = json(&ratchet(
-        d.path(),
-        &[
-            "--store",
-            st,
-            "--json",
-            "ingest",
-            "jsonl",
-            &lines.display().to_string(),
-            "--commit",
-            B,
-        ],
-        "",
-    ));
+    let again = json(&ratchet(d.path(), &ingest_args, ""));
     assert_eq!(check(&again, 0, "ingest again"), id);
     // Reading commands name the store too.
     let best = json(&ratchet(

@@ -35,8 +35,33 @@ pub fn text(o: &Output) -> String {
     )
 }
 
+/// Runs `ratchet args…` as [`ratchet`] does and asserts it succeeded, so the
+/// many steps that must simply work say so in one line.
+#[track_caller]
+pub fn ratchet_ok(cwd: &Path, args: &[&str], stdin: &str) -> Output {
+    let o = ratchet(cwd, args, stdin);
+    assert!(o.status.success(), "{}", text(&o));
+    o
+}
+
 /// `ratchet --store <store> init` in `cwd`, which must succeed.
 pub fn init(cwd: &Path, store: &str) {
     let o = ratchet(cwd, &["--store", store, "init"], "");
     assert!(o.status.success(), "init: {}", text(&o));
+}
+
+/// A new temporary directory holding an initialised store at `<dir>/s`, and
+/// that store's path as text: the start of most single-store CLI tests.
+pub fn fresh_store() -> (tempfile::TempDir, String) {
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s").to_str().expect("utf8").to_owned();
+    init(d.path(), &st);
+    (d, st)
+}
+
+/// Asserts that `o`'s output (either stream) contains `needle`, showing all
+/// of it when not: the check most CLI steps end with.
+#[track_caller]
+pub fn assert_says(o: &Output, needle: &str) {
+    assert!(text(o).contains(needle), "{}", text(o));
 }
