@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{ratchet, text};
+use common::{assert_says, ratchet, text};
 use ratchet_serve::{Client, Endpoint};
 
 const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
@@ -244,7 +244,7 @@ fn a_sandboxed_writer_records_and_asks_through_the_socket_alone() {
         ],
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("403"), "{}", text(&o));
+    assert_says(&o, "403");
     let o = sandboxed(
         &dec,
         &[
@@ -265,7 +265,7 @@ fn a_sandboxed_writer_records_and_asks_through_the_socket_alone() {
     stop(server);
     assert!(!w.socket().exists(), "a graceful stop removes its socket");
     let o = w.run(&["log", "--kind", "decision", "--json"], "");
-    assert!(text(&o).contains("promote"), "{}", text(&o));
+    assert_says(&o, "promote");
     w.verifies();
 }
 
