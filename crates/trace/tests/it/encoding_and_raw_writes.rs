@@ -199,9 +199,15 @@ fn break_utf16_store_hides_a_failed_test_run_from_the_gate() {
     shift_one_byte(&db_path(&dir), &c1, &s1);
 
     let s = Store::open(&dir, opts).expect("open the rewritten store");
+    let read = s.verified(&VerifyOptions::default().key(key).checkpoint(cp));
     assert!(
-        s.verified(&VerifyOptions::default().key(key).checkpoint(cp))
-            .is_err()
+        matches!(
+            &read,
+            Err(ratchet_trace::Error::Tampered { fault })
+                if matches!(fault.kind, FaultKind::SchemaAltered { .. })
+        ),
+        "{:?}",
+        read.err()
     );
     assert_refused_as_utf16(&s);
 }
@@ -683,10 +689,10 @@ fn nul_in_a_commit_stats_key_is_a_summary_fault() {
     }
     // And a name with NUL cannot be appended at all.
     let (_d, mut s) = new_store();
-    assert!(
-        s.record_score(&score(1, "t", "acc\u{0}1", 0.5), "s")
-            .is_err()
-    );
+    assert!(matches!(
+        s.record_score(&score(1, "t", "acc\u{0}1", 0.5), "s"),
+        Err(ratchet_trace::Error::InvalidInput { .. })
+    ));
 }
 
 /// A keyed version-1 cell (the committed fixture) merged into a version-2
@@ -760,9 +766,15 @@ fn a_plain_utf16_copy_is_refused_too() {
     let s = Store::open(&dir, opts).expect("open");
     // Refused even with nothing tweaked: ratchet only writes UTF-8 stores,
     // and a UTF-16 copy is an edit of the file like any other.
+    let read = s.verified(&VerifyOptions::default().key(key).checkpoint(cp));
     assert!(
-        s.verified(&VerifyOptions::default().key(key).checkpoint(cp))
-            .is_err()
+        matches!(
+            &read,
+            Err(ratchet_trace::Error::Tampered { fault })
+                if matches!(fault.kind, FaultKind::SchemaAltered { .. })
+        ),
+        "{:?}",
+        read.err()
     );
     assert_refused_as_utf16(&s);
     let _ = runs;
