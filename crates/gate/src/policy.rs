@@ -148,6 +148,16 @@ pub enum GuardrailMethod {
     Sequence,
 }
 
+impl GuardrailMethod {
+    /// The name policy files use (`welch`, `sequence`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GuardrailMethod::Welch => "welch",
+            GuardrailMethod::Sequence => "sequence",
+        }
+    }
+}
+
 /// A guardrail: a metric that must not get worse by more than a margin.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -582,7 +592,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_test_kinds_name_is_its_serialized_form() {
+    fn test_and_guardrail_method_names_are_their_serialized_forms() {
         for kind in [
             TestKind::Bernoulli,
             TestKind::Gaussian,
@@ -591,6 +601,10 @@ mod tests {
         ] {
             let json = serde_json::to_string(&kind).expect("json");
             assert_eq!(json, format!("\"{}\"", kind.as_str()));
+        }
+        for method in [GuardrailMethod::Welch, GuardrailMethod::Sequence] {
+            let json = serde_json::to_string(&method).expect("json");
+            assert_eq!(json, format!("\"{}\"", method.as_str()));
         }
     }
 

@@ -39,8 +39,8 @@ use std::fmt::Write as _;
 
 use ratchet_drift::{Alarm, Shift, TraceAlarm};
 use ratchet_gate::{
-    GuardrailMethod, GuardrailResult, Margin, Outcome, Stage, StageDetails, StageState, SuiteRun,
-    TestFigures, TestKind,
+    GuardrailResult, Margin, Outcome, Stage, StageDetails, StageState, SuiteRun, TestFigures,
+    TestKind,
 };
 use ratchet_trace::{AsOf, CommitId, Event, ScorerRef, Verified};
 
@@ -590,13 +590,9 @@ impl Page<'_> {
                     format!("D ≤ {:+.4} (always valid)", q.upper_bound),
                 ),
             };
-            let method = match det.method {
-                GuardrailMethod::Welch => "welch",
-                GuardrailMethod::Sequence => "sequence",
-            };
             rows.push([
                 esc(name),
-                format!("guardrail ({method})"),
+                format!("guardrail ({})", det.method.as_str()),
                 est,
                 iv,
                 format!("worse by less than {}: D &lt; 0", esc(&margin)),

@@ -47,6 +47,22 @@ fn assert_refused_as_utf16(s: &Store) {
     );
 }
 
+/// [`assert_refused_as_utf16`], after a deciding read with `opts` (the
+/// writer's key, a checkpoint held elsewhere) is refused as tampered.
+fn assert_read_refused_as_utf16(s: &Store, opts: &VerifyOptions) {
+    let read = s.verified(opts);
+    assert!(
+        matches!(
+            &read,
+            Err(ratchet_trace::Error::Tampered { fault })
+                if matches!(fault.kind, FaultKind::SchemaAltered { .. })
+        ),
+        "{:?}",
+        read.err()
+    );
+    assert_refused_as_utf16(s);
+}
+
 // ---------------------------------------------------------------------------
 // The UTF-16 store. A file writer may replace `trace.db` by a database with
 // the same rows in another text encoding (`PRAGMA encoding = 'UTF-16le'`):
@@ -199,17 +215,7 @@ fn break_utf16_store_hides_a_failed_test_run_from_the_gate() {
     shift_one_byte(&db_path(&dir), &c1, &s1);
 
     let s = Store::open(&dir, opts).expect("open the rewritten store");
-    let read = s.verified(&VerifyOptions::default().key(key).checkpoint(cp));
-    assert!(
-        matches!(
-            &read,
-            Err(ratchet_trace::Error::Tampered { fault })
-                if matches!(fault.kind, FaultKind::SchemaAltered { .. })
-        ),
-        "{:?}",
-        read.err()
-    );
-    assert_refused_as_utf16(&s);
+    assert_read_refused_as_utf16(&s, &VerifyOptions::default().key(key).checkpoint(cp));
 }
 
 /// The same rewrite hides one of commit 2's scores from every query that
@@ -766,17 +772,7 @@ fn a_plain_utf16_copy_is_refused_too() {
     let s = Store::open(&dir, opts).expect("open");
     // Refused even with nothing tweaked: ratchet only writes UTF-8 stores,
     // and a UTF-16 copy is an edit of the file like any other.
-    let read = s.verified(&VerifyOptions::default().key(key).checkpoint(cp));
-    assert!(
-        matches!(
-            &read,
-            Err(ratchet_trace::Error::Tampered { fault })
-                if matches!(fault.kind, FaultKind::SchemaAltered { .. })
-        ),
-        "{:?}",
-        read.err()
-    );
-    assert_refused_as_utf16(&s);
+    assert_read_refused_as_utf16(&s, &VerifyOptions::default().key(key).checkpoint(cp));
     let _ = runs;
 }
 
