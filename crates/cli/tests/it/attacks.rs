@@ -68,15 +68,7 @@ impl Keyed {
     }
 
     fn gate(&self, extra: &[&str]) -> Output {
-        let mut args = vec![
-            "gate",
-            "--baseline",
-            BASE,
-            "--candidate",
-            CAND,
-            "--class",
-            "prompt",
-        ];
+        let mut args = common::gate_args(BASE, CAND, "prompt");
         args.extend_from_slice(extra);
         self.run(&args, "")
     }
@@ -236,24 +228,7 @@ fn a_report_ingested_twice_counts_once_and_a_failure_is_not_laundered() {
     let o = ingest(&green);
     assert!(o.status.success(), "{}", text(&o));
     assert_says(&o, "already ingested");
-    let gate = || {
-        ratchet(
-            d.path(),
-            &[
-                "--store",
-                st,
-                "--json",
-                "gate",
-                "--baseline",
-                BASE,
-                "--candidate",
-                CAND,
-                "--class",
-                "prompt",
-            ],
-            "",
-        )
-    };
+    let gate = || common::gate(d.path(), st, BASE, CAND, "prompt", &["--json"]);
     assert_eq!(
         gate().status.code(),
         Some(0),

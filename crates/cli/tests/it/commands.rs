@@ -367,21 +367,7 @@ fn gate_exit_codes_promote_reject_continue_error() {
     lines.push('\n');
     ratchet_ok(d.path(), &["--store", st, "append"], &lines);
 
-    let gate = |cand: &str, extra: &[&str]| {
-        let mut args = vec![
-            "--store",
-            st,
-            "gate",
-            "--baseline",
-            base,
-            "--candidate",
-            cand,
-            "--class",
-            "prompt",
-        ];
-        args.extend_from_slice(extra);
-        ratchet(d.path(), &args, "")
-    };
+    let gate = |cand: &str, extra: &[&str]| common::gate(d.path(), st, base, cand, "prompt", extra);
     let o = gate(good, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_says(&o, "PROMOTE");
@@ -408,21 +394,7 @@ fn gate_exit_codes_promote_reject_continue_error() {
     let o = gate(few, &[]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     // Errors: unknown class, bad policy file.
-    let o = ratchet(
-        d.path(),
-        &[
-            "--store",
-            st,
-            "gate",
-            "--baseline",
-            base,
-            "--candidate",
-            good,
-            "--class",
-            "agent",
-        ],
-        "",
-    );
+    let o = common::gate(d.path(), st, base, good, "agent", &[]);
     assert_eq!(o.status.code(), Some(2));
     assert_says(&o, "class.agent");
     std::fs::write(
@@ -835,21 +807,9 @@ fn a_promotion_moves_its_ref() {
         .status
         .success()
     );
-    let o = ratchet(
-        p,
-        &[
-            "gate",
-            "--baseline",
-            &commits[0],
-            "--candidate",
-            &commits[1],
-            "--class",
-            "prompt",
-            "--record-promotion",
-            ".",
-        ],
-        "",
-    );
+    let mut args = common::gate_args(&commits[0], &commits[1], "prompt");
+    args.extend(["--record-promotion", "."]);
+    let o = ratchet(p, &args, "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(
         git(p, &["rev-parse", "refs/ratchet/promoted/prompt"]),
@@ -876,21 +836,7 @@ fn gate_exit_codes_tell_missing_evidence_and_tampering_from_a_regression() {
     let good = "2222222222222222222222222222222222222222";
     let (d, st) = scored_store(base, good, 400, 9);
     let st_s = st.to_str().expect("utf8");
-    let gate = |extra: &[&str]| {
-        let mut args = vec![
-            "--store",
-            st_s,
-            "gate",
-            "--baseline",
-            base,
-            "--candidate",
-            good,
-            "--class",
-            "prompt",
-        ];
-        args.extend_from_slice(extra);
-        ratchet(d.path(), &args, "")
-    };
+    let gate = |extra: &[&str]| common::gate(d.path(), st_s, base, good, "prompt", extra);
     let head = |d: &Path| -> u64 {
         let o = ratchet(d, &["--store", st_s, "--json", "checkpoint"], "");
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
@@ -1084,19 +1030,7 @@ fn commits_are_typed_as_git_revisions_and_unknown_ones_are_refused() {
     assert!(score(unknown, &["--allow-unknown-commit"]).status.success());
     // The same commit on both sides is refused before anything is read.
     std::fs::write(p.join(".ratchet/policy.toml"), POLICY).expect("policy");
-    let o = ratchet(
-        p,
-        &[
-            "gate",
-            "--baseline",
-            "HEAD",
-            "--candidate",
-            &head,
-            "--class",
-            "prompt",
-        ],
-        "",
-    );
+    let o = ratchet(p, &common::gate_args("HEAD", &head, "prompt"), "");
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert_says(&o, "same commit");
     // Errors say each thing once.
@@ -1152,43 +1086,12 @@ fn truncation_has_its_own_exit_code_and_calibrate_warns_of_it() {
         &["--store", st, "append"],
         &scores_jsonl(base, cand, 60, 5),
     );
-    let o = ratchet(
-        d.path(),
-        &[
-            "--store",
-            st,
-            "gate",
-            "--baseline",
-            base,
-            "--candidate",
-            cand,
-            "--class",
-            "short",
-            "--json",
-            "--dry-run",
-        ],
-        "",
-    );
+    let o = common::gate(d.path(), st, base, cand, "short", &["--json", "--dry-run"]);
     assert_eq!(o.status.code(), Some(6), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json verdict");
     assert_eq!(v["status"], "truncated", "{v}");
     assert_eq!(v["outcome"]["cause"], "truncated", "{v}");
-    let o = ratchet(
-        d.path(),
-        &[
-            "--store",
-            st,
-            "gate",
-            "--baseline",
-            base,
-            "--candidate",
-            cand,
-            "--class",
-            "short",
-            "--dry-run",
-        ],
-        "",
-    );
+    let o = common::gate(d.path(), st, base, cand, "short", &["--dry-run"]);
     assert_says(&o, "TRUNCATED");
 
     let p = d.path().join("s/policy.toml");
@@ -1301,23 +1204,7 @@ fn polling_the_binary_extends_one_sequence() {
             x
         };
         let gate = || {
-            let o = ratchet(
-                d.path(),
-                &[
-                    "--store",
-                    st,
-                    "gate",
-                    "--baseline",
-                    base,
-                    "--candidate",
-                    cand,
-                    "--class",
-                    "c",
-                    "--json",
-                    "--dry-run",
-                ],
-                "",
-            );
+            let o = common::gate(d.path(), st, base, cand, "c", &["--json", "--dry-run"]);
             let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json verdict");
             let n = v["stages"]
                 .as_array()
@@ -1397,23 +1284,7 @@ fn real_reports_by_directory_meet_the_policy_s_required_suite() {
     let o = ingest(&[]);
     assert!(o.status.success(), "{}", text(&o));
     assert_says(&o, "from 2 file(s)");
-    let gate = || {
-        ratchet(
-            d.path(),
-            &[
-                "--store",
-                st,
-                "gate",
-                "--baseline",
-                base,
-                "--candidate",
-                cand,
-                "--class",
-                "prompt",
-            ],
-            "",
-        )
-    };
+    let gate = || common::gate(d.path(), st, base, cand, "prompt", &[]);
     let o = gate();
     assert_eq!(o.status.code(), Some(4), "missing evidence: {}", text(&o));
     assert!(

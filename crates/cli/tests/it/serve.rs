@@ -231,32 +231,10 @@ fn a_sandboxed_writer_records_and_asks_through_the_socket_alone() {
     );
     assert!(o.status.success(), "{}", text(&o));
     // The record token cannot decide; the decide token can, and the verdict is recorded.
-    let o = sandboxed(
-        &rec,
-        &[
-            "gate",
-            "--class",
-            "prompt",
-            "--baseline",
-            A,
-            "--candidate",
-            B,
-        ],
-    );
+    let o = sandboxed(&rec, &common::gate_args(A, B, "prompt"));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert_says(&o, "403");
-    let o = sandboxed(
-        &dec,
-        &[
-            "gate",
-            "--class",
-            "prompt",
-            "--baseline",
-            A,
-            "--candidate",
-            B,
-        ],
-    );
+    let o = sandboxed(&dec, &common::gate_args(A, B, "prompt"));
     assert_eq!(o.status.code(), Some(0), "promote: {}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["status"], "promote", "{v:#}");

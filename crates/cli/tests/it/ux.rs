@@ -222,22 +222,13 @@ fn policy_errors_say_the_line_and_column() {
         "[class.c]\nscorer = \"acc\"\ntest = \"paired\"\nalpha = 0.05\nbeta = \n",
     )
     .expect("write");
-    let o = ratchet(
+    let o = common::gate(
         d.path(),
-        &[
-            "--store",
-            &st,
-            "gate",
-            "--baseline",
-            A,
-            "--candidate",
-            B,
-            "--class",
-            "c",
-            "--policy",
-            &policy.to_string_lossy(),
-        ],
-        "",
+        &st,
+        A,
+        B,
+        "c",
+        &["--policy", &policy.to_string_lossy()],
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert_says(&o, "line 5, column");

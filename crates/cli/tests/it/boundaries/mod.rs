@@ -22,7 +22,7 @@ mod refs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::{ratchet, text};
+use common::{gate_args, ratchet, text};
 use git2::{Oid, Repository, Signature};
 
 /// Higher is better, so a candidate that scores lower is rejected; one
@@ -297,18 +297,6 @@ fn score_lines(
             )
         })
         .collect()
-}
-
-fn gate_args<'a>(base: &'a str, cand: &'a str, class: &'a str) -> Vec<&'a str> {
-    vec![
-        "gate",
-        "--baseline",
-        base,
-        "--candidate",
-        cand,
-        "--class",
-        class,
-    ]
 }
 
 /// Two commits, the candidate honestly worse than the baseline on 200

@@ -65,3 +65,35 @@ pub fn fresh_store() -> (tempfile::TempDir, String) {
 pub fn assert_says(o: &Output, needle: &str) {
     assert!(text(o).contains(needle), "{}", text(o));
 }
+
+/// `gate --baseline <base> --candidate <cand> --class <class>`: the argument
+/// list of the one command that decides, as every CLI gate test starts it
+/// (extend it with the flags a test is about).
+pub fn gate_args<'a>(base: &'a str, cand: &'a str, class: &'a str) -> Vec<&'a str> {
+    vec![
+        "gate",
+        "--baseline",
+        base,
+        "--candidate",
+        cand,
+        "--class",
+        class,
+    ]
+}
+
+/// Runs `ratchet --store <store> gate --baseline <base> --candidate <cand>
+/// --class <class> extra…` in `cwd` with no input, as [`ratchet`] does: the
+/// gate over a store the test filled, the step most gate tests repeat.
+pub fn gate(
+    cwd: &Path,
+    store: &str,
+    base: &str,
+    cand: &str,
+    class: &str,
+    extra: &[&str],
+) -> Output {
+    let mut args = vec!["--store", store];
+    args.extend(gate_args(base, cand, class));
+    args.extend_from_slice(extra);
+    ratchet(cwd, &args, "")
+}
