@@ -180,16 +180,8 @@ fn a_report_ingested_twice_counts_once_and_a_failure_is_not_laundered() {
     let (d, st) = common::fresh_store();
     let st = st.as_str();
     std::fs::write(d.path().join("s/policy.toml"), policy()).expect("policy");
-    let lines: String = winning_lines()
-        .lines()
-        .filter(|l| !l.contains("test_run"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    assert!(
-        ratchet(d.path(), &["--store", st, "append"], &lines)
-            .status
-            .success()
-    );
+    let lines = common::without_test_runs(&winning_lines());
+    common::append(d.path(), st, &lines);
     let junit = |failures: usize| {
         let cases: String = (0..10)
             .map(|i| {
@@ -258,15 +250,10 @@ fn watch_best_and_heal_refuse_a_trace_that_does_not_verify() {
 }
 
 fn refused_after(edit: &str) {
-    let d = tempfile::tempdir().expect("tempdir");
+    let (d, st_s) = common::fresh_store();
     let st = d.path().join("s");
-    let st_s = st.to_str().expect("utf8");
-    common::init(d.path(), st_s);
-    assert!(
-        ratchet(d.path(), &["--store", st_s, "append"], &winning_lines())
-            .status
-            .success()
-    );
+    let st_s = st_s.as_str();
+    common::append(d.path(), st_s, &winning_lines());
     tamper(&st, edit);
     for args in [
         vec!["best", "--scorer", "accuracy", "--min-n", "5"],

@@ -222,11 +222,7 @@ fn keyed_store_and_cell_merge() {
 
     common::init(d.path(), cell_s);
     let lines = "{\"kind\":\"note\",\"payload\":[1]}\n{\"kind\":\"note\",\"payload\":[2]}\n";
-    assert!(
-        ratchet(d.path(), &["--store", cell_s, "append"], lines)
-            .status
-            .success()
-    );
+    common::append(d.path(), cell_s, lines);
 
     let o = ratchet(d.path(), &["--store", home_s, "merge-cells", cell_s], "");
     assert_eq!(
@@ -335,14 +331,13 @@ fn scored_store(
     tasks: usize,
     cand_pass_per_10: usize,
 ) -> (tempfile::TempDir, std::path::PathBuf) {
-    let d = tempfile::tempdir().expect("tempdir");
+    let (d, st_s) = common::fresh_store();
     let st = d.path().join("s");
-    let st_s = st.to_str().expect("utf8");
-    ratchet_ok(d.path(), &["--store", st_s, "init"], "");
+    let st_s = st_s.as_str();
     std::fs::write(st.join("policy.toml"), POLICY).expect("policy");
-    ratchet_ok(
+    common::append(
         d.path(),
-        &["--store", st_s, "append"],
+        st_s,
         &scores_jsonl(baseline, candidate, tasks, cand_pass_per_10),
     );
     (d, st)
@@ -365,7 +360,7 @@ fn gate_exit_codes_promote_reject_continue_error() {
             .join("\n"),
     );
     lines.push('\n');
-    ratchet_ok(d.path(), &["--store", st, "append"], &lines);
+    common::append(d.path(), st, &lines);
 
     let gate = |cand: &str, extra: &[&str]| common::gate(d.path(), st, base, cand, "prompt", extra);
     let o = gate(good, &[]);
@@ -390,7 +385,7 @@ fn gate_exit_codes_promote_reject_continue_error() {
         .chain(runs)
         .collect::<Vec<_>>()
         .join("\n");
-    ratchet_ok(d.path(), &["--store", st, "append"], &input);
+    common::append(d.path(), st, &input);
     let o = gate(few, &[]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     // Errors: unknown class, bad policy file.
@@ -684,11 +679,7 @@ fn batch_score_and_criterion_ingest() {
     let obs = format!(
         "{{\"kind\":\"observation\",\"commit\":\"{C}\",\"payload\":{{\"task\":\"t1\",\"rubric\":\"answer\",\"observation\":{{\"correct\":true}}}}}}\n"
     );
-    assert!(
-        ratchet(d.path(), &["--store", st, "append"], &obs)
-            .status
-            .success()
-    );
+    common::append(d.path(), st, &obs);
     let r = rubric.to_str().expect("utf8");
     let o = ratchet(d.path(), &["--store", st, "score", "--rubric", r], "");
     assert!(
@@ -830,6 +821,17 @@ fn a_promotion_moves_its_ref() {
     assert_eq!(&kinds[kinds.len() - 2..], &["decision", "promotion"]);
 }
 
+/// Overwrites the value of the score at `seq` in the store at `st` with 1.0,
+/// the guard trigger dropped first: an edit of recorded evidence behind the
+/// chain's back, which every decision over the store must then refuse.
+fn overwrite_score(st: &Path, seq: u64) {
+    let c = rusqlite::Connection::open(st.join("trace.db")).expect("open");
+    c.execute_batch(&format!(
+        "DROP TRIGGER scores_no_update; UPDATE scores SET value = 1.0 WHERE seq = {seq};"
+    ))
+    .expect("edit");
+}
+
 #[test]
 fn gate_exit_codes_tell_missing_evidence_and_tampering_from_a_regression() {
     let base = "1111111111111111111111111111111111111111";
@@ -876,13 +878,7 @@ fn gate_exit_codes_tell_missing_evidence_and_tampering_from_a_regression() {
     );
     assert_eq!(v["outcome"]["cause"], "missing_evidence");
     // A trace that does not verify: 5.
-    {
-        let c = rusqlite::Connection::open(st.join("trace.db")).expect("open");
-        c.execute_batch(
-            "DROP TRIGGER scores_no_update; UPDATE scores SET value = 1.0 WHERE seq = 2;",
-        )
-        .expect("edit");
-    }
+    overwrite_score(&st, 2);
     let o = gate(&["--json"]);
     assert_eq!(o.status.code(), Some(5), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
@@ -896,44 +892,31 @@ fn calibrate_from_the_store_measures_its_inputs() {
     // The baseline passes every other task: p0 = 0.5.
     let (d, st) = scored_store(base, good, 200, 9);
     let st_s = st.to_str().expect("utf8");
-    let o = ratchet_ok(
-        d.path(),
-        &[
-            "--store",
-            st_s,
-            "calibrate",
-            "--class",
-            "prompt",
-            "--from-store",
-            base,
-        ],
-        "",
-    );
+    // The one calibration this test runs twice: from the baseline's scores.
+    let calibrate = || {
+        ratchet(
+            d.path(),
+            &[
+                "--store",
+                st_s,
+                "calibrate",
+                "--class",
+                "prompt",
+                "--from-store",
+                base,
+            ],
+            "",
+        )
+    };
+    let o = calibrate();
+    assert!(o.status.success(), "{}", text(&o));
     assert_says(
         &o,
         "measured from 200 task(s) of accuracy version 1: p0 0.5000",
     );
     // A tampered store is not calibrated from.
-    {
-        let c = rusqlite::Connection::open(st.join("trace.db")).expect("open");
-        c.execute_batch(
-            "DROP TRIGGER scores_no_update; UPDATE scores SET value = 1.0 WHERE seq = 3;",
-        )
-        .expect("edit");
-    }
-    let o = ratchet(
-        d.path(),
-        &[
-            "--store",
-            st_s,
-            "calibrate",
-            "--class",
-            "prompt",
-            "--from-store",
-            base,
-        ],
-        "",
-    );
+    overwrite_score(&st, 3);
+    let o = calibrate();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert_says(&o, "verification failed");
 }
@@ -941,10 +924,8 @@ fn calibrate_from_the_store_measures_its_inputs() {
 #[test]
 fn watch_picks_the_bernoulli_chart_for_pass_fail_scores() {
     let c = "3333333333333333333333333333333333333333";
-    let d = tempfile::tempdir().expect("tempdir");
-    let st = d.path().join("s");
-    let st_s = st.to_str().expect("utf8");
-    common::init(d.path(), st_s);
+    let (d, st_s) = common::fresh_store();
+    let st_s = st_s.as_str();
     // 300 measured pass/fail scores at about 0.8, then 200 live ones at 0.4.
     let line = |t: usize, v: u8| {
         format!(
@@ -952,13 +933,9 @@ fn watch_picks_the_bernoulli_chart_for_pass_fail_scores() {
         )
     };
     let measured: String = (0..300).map(|t| line(t, u8::from(t % 5 != 0))).collect();
-    ratchet_ok(d.path(), &["--store", st_s, "append"], &measured);
+    common::append(d.path(), st_s, &measured);
     let live: String = (300..500).map(|t| line(t, u8::from(t % 5 < 2))).collect();
-    assert!(
-        ratchet(d.path(), &["--store", st_s, "append"], &live)
-            .status
-            .success()
-    );
+    common::append(d.path(), st_s, &live);
     let o = ratchet(
         d.path(),
         &[
@@ -1041,18 +1018,12 @@ fn commits_are_typed_as_git_revisions_and_unknown_ones_are_refused() {
 
 #[test]
 fn a_closed_pipe_ends_quietly() {
-    let d = tempfile::tempdir().expect("tempdir");
-    let st = d.path().join("s");
-    let st_s = st.to_str().expect("utf8");
-    common::init(d.path(), st_s);
+    let (d, st_s) = common::fresh_store();
+    let st_s = st_s.as_str();
     let lines: String = (0..3000)
         .map(|i| format!("{{\"kind\":\"note\",\"payload\":{{\"i\":{i}}}}}\n"))
         .collect();
-    assert!(
-        ratchet(d.path(), &["--store", st_s, "append"], &lines)
-            .status
-            .success()
-    );
+    common::append(d.path(), st_s, &lines);
     let o = Command::new("bash")
         .arg("-c")
         .arg(format!(
@@ -1081,11 +1052,7 @@ fn truncation_has_its_own_exit_code_and_calibrate_warns_of_it() {
     let policy = "[class.short]\nscorer = \"accuracy\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 30\n";
     std::fs::write(d.path().join("s/policy.toml"), policy).expect("policy");
     // Equal pass rates: 30 tasks cannot decide either way.
-    ratchet_ok(
-        d.path(),
-        &["--store", st, "append"],
-        &scores_jsonl(base, cand, 60, 5),
-    );
+    common::append(d.path(), st, &scores_jsonl(base, cand, 60, 5));
     let o = common::gate(d.path(), st, base, cand, "short", &["--json", "--dry-run"]);
     assert_eq!(o.status.code(), Some(6), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json verdict");
@@ -1137,7 +1104,7 @@ fn best_follows_the_scorers_direction_and_page_hinkley_refuses_arl0() {
             ));
         }
     }
-    ratchet_ok(d.path(), &["--store", st, "append"], &lines);
+    common::append(d.path(), st, &lines);
     let o = ratchet_ok(
         d.path(),
         &["--store", st, "best", "--scorer", "latency_ms", "--json"],
@@ -1228,7 +1195,7 @@ fn polling_the_binary_extends_one_sequence() {
                     input.push_str(&line(cand, &task, c));
                 }
             }
-            ratchet_ok(d.path(), &["--store", st, "append"], &input);
+            common::append(d.path(), st, &input);
             let (status, n) = gate();
             assert!(
                 n >= last_n,
@@ -1239,7 +1206,7 @@ fn polling_the_binary_extends_one_sequence() {
                 first = Some((status, n));
             }
         }
-        ratchet_ok(d.path(), &["--store", st, "append"], &held);
+        common::append(d.path(), st, &held);
         let (at_end, n_end) = gate();
         let (status, n) = first.expect("decided within 300 tasks");
         assert_eq!(
@@ -1263,16 +1230,8 @@ fn real_reports_by_directory_meet_the_policy_s_required_suite() {
     let st = st.as_str();
     std::fs::write(d.path().join("s/policy.toml"), POLICY).expect("policy");
     // Scores only: no test run yet.
-    let lines: String = scores_jsonl(base, cand, 400, 9)
-        .lines()
-        .filter(|l| !l.contains("test_run"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    assert!(
-        ratchet(d.path(), &["--store", st, "append"], &lines)
-            .status
-            .success()
-    );
+    let lines = common::without_test_runs(&scores_jsonl(base, cand, 400, 9));
+    common::append(d.path(), st, &lines);
     let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scorers/tests/fixtures/real");
     let gradle = real.join("junit-gradle");
     let gradle = gradle.to_str().expect("utf8");

@@ -247,11 +247,7 @@ fn log_refuses_a_mistyped_kind_and_shows_the_newest_with_last() {
     let lines: String = (0..60)
         .map(|i| format!("{{\"kind\":\"score\",\"commit\":\"{c}\",\"payload\":{{\"task\":\"t{i}\",\"scorer\":\"acc\",\"scorer_version\":\"1\",\"value\":1}}}}\n"))
         .collect();
-    assert!(
-        ratchet(d.path(), &["--store", st, "append"], &lines)
-            .status
-            .success()
-    );
+    common::append(d.path(), st, &lines);
     let o = ratchet(d.path(), &["--store", st, "log", "--kind", "decison"], "");
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(

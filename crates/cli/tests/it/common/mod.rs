@@ -97,3 +97,20 @@ pub fn gate(
     args.extend_from_slice(extra);
     ratchet(cwd, &args, "")
 }
+
+/// `ratchet --store <store> append` fed `lines` (JSON lines), which must
+/// succeed: how a test fills a store with the events it decides over.
+#[track_caller]
+pub fn append(cwd: &Path, store: &str, lines: &str) -> Output {
+    ratchet_ok(cwd, &["--store", store, "append"], lines)
+}
+
+/// The lines of `jsonl` that are not `test_run` events, each ending in a
+/// newline: scores without the suite run a policy may require.
+pub fn without_test_runs(jsonl: &str) -> String {
+    jsonl
+        .lines()
+        .filter(|l| !l.contains("test_run"))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
