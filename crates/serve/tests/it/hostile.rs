@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use ratchet_serve::ServeOptions;
 
-use crate::{A, B, Server, kind, raw, score_line};
+use crate::{A, B, Server, kind, raw, score_line, upload};
 
 fn still_serving(s: &Server) {
     let v = s
@@ -30,15 +30,7 @@ fn wrong_malformed_revoked_and_expired_tokens_are_refused_at_once() {
         ("rtk_0000000000000000_abcd", 401),
         (wrong_secret.as_str(), 401),
     ] {
-        let r = s
-            .client(token)
-            .request(
-                "POST",
-                "/v1/ingest/jsonl",
-                "application/octet-stream",
-                line.as_bytes(),
-            )
-            .expect("answer");
+        let r = upload(&s.client(token), "/v1/ingest/jsonl", line.as_bytes());
         assert_eq!(
             (r.status, kind(&r).as_str()),
             (status, "unauthorized"),
@@ -68,14 +60,11 @@ fn wrong_malformed_revoked_and_expired_tokens_are_refused_at_once() {
         .ok_json()
         .expect("revoked");
     let before = s.size();
-    let r = rec
-        .request(
-            "POST",
-            "/v1/ingest/jsonl",
-            "application/octet-stream",
-            score_line(A, "t2", 0.5).as_bytes(),
-        )
-        .expect("answer");
+    let r = upload(
+        &rec,
+        "/v1/ingest/jsonl",
+        score_line(A, "t2", 0.5).as_bytes(),
+    );
     assert_eq!((r.status, kind(&r).as_str()), (403, "forbidden"), "{r:?}");
     assert!(String::from_utf8_lossy(&r.body).contains("revoked"));
     assert_eq!(s.size(), before);
@@ -85,24 +74,12 @@ fn wrong_malformed_revoked_and_expired_tokens_are_refused_at_once() {
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
         .as_millis() as i64;
-    let minted = s
-        .client(&s.admin)
-        .post_json(
-            "/v1/tokens",
-            &serde_json::json!({"can": ["record"], "session": "brief", "expires_at_ms": now_ms + 500}),
-        )
-        .expect("mint");
+    let minted = s.mint_over_api(
+        serde_json::json!({"can": ["record"], "session": "brief", "expires_at_ms": now_ms + 500}),
+    );
     std::thread::sleep(Duration::from_millis(800));
     let token = minted["token"].as_str().expect("token");
-    let r = s
-        .client(token)
-        .request(
-            "POST",
-            "/v1/ingest/jsonl",
-            "application/octet-stream",
-            line.as_bytes(),
-        )
-        .expect("answer");
+    let r = upload(&s.client(token), "/v1/ingest/jsonl", line.as_bytes());
     assert_eq!((r.status, kind(&r).as_str()), (403, "forbidden"), "{r:?}");
     assert!(String::from_utf8_lossy(&r.body).contains("expired"));
     still_serving(&s);
@@ -162,14 +139,7 @@ fn malformed_bodies_are_clear_errors_and_store_nothing() {
         );
     }
     // A bad query parameter.
-    let r = rec
-        .request(
-            "POST",
-            "/v1/ingest/jsonl?colour=blue",
-            "application/octet-stream",
-            b"",
-        )
-        .expect("answer");
+    let r = upload(&rec, "/v1/ingest/jsonl?colour=blue", b"");
     assert_eq!(r.status, 400, "{r:?}");
     assert_eq!(s.size(), before, "nothing of any bad request was stored");
     still_serving(&s);
@@ -189,27 +159,17 @@ fn an_oversized_body_is_413_and_a_flood_is_429() {
         .map(|i| score_line(A, &format!("t{i}"), 0.5))
         .collect();
     assert!(big.len() > 4096);
-    let r = rec
-        .request(
-            "POST",
-            "/v1/ingest/jsonl",
-            "application/octet-stream",
-            big.as_bytes(),
-        )
-        .expect("answer");
+    let r = upload(&rec, "/v1/ingest/jsonl", big.as_bytes());
     assert_eq!((r.status, kind(&r).as_str()), (413, "too_large"), "{r:?}");
     assert_eq!(s.size(), before);
     // The burst is 3 (the 413 above was one): the third request after it is refused.
     let mut statuses = Vec::new();
     for i in 0..4 {
-        let r = rec
-            .request(
-                "POST",
-                "/v1/ingest/jsonl",
-                "application/octet-stream",
-                score_line(A, &format!("r{i}"), 0.5).as_bytes(),
-            )
-            .expect("answer");
+        let r = upload(
+            &rec,
+            "/v1/ingest/jsonl",
+            score_line(A, &format!("r{i}"), 0.5).as_bytes(),
+        );
         statuses.push(r.status);
         if r.status == 429 {
             assert_eq!(kind(&r), "rate_limited");
@@ -264,27 +224,21 @@ fn a_retried_request_id_is_stored_once() {
     let s = Server::start(ServeOptions::default());
     let rec = s.client(&s.record);
     let lines = format!("{}{}", score_line(A, "t1", 0.5), score_line(A, "t2", 0.7));
-    let first = rec
-        .request(
-            "POST",
-            "/v1/ingest/jsonl?request_id=batch-7",
-            "application/octet-stream",
-            lines.as_bytes(),
-        )
-        .expect("answer")
-        .ok_json()
-        .expect("first");
+    let first = upload(
+        &rec,
+        "/v1/ingest/jsonl?request_id=batch-7",
+        lines.as_bytes(),
+    )
+    .ok_json()
+    .expect("first");
     let size = s.size();
-    let again = rec
-        .request(
-            "POST",
-            "/v1/ingest/jsonl?request_id=batch-7",
-            "application/octet-stream",
-            lines.as_bytes(),
-        )
-        .expect("answer")
-        .ok_json()
-        .expect("retry");
+    let again = upload(
+        &rec,
+        "/v1/ingest/jsonl?request_id=batch-7",
+        lines.as_bytes(),
+    )
+    .ok_json()
+    .expect("retry");
     assert!(first["ingest"]["scores"] == 2, "{first}");
     assert!(again["ingest"]["already_ingested_at"].is_u64(), "{again}");
     assert_eq!(s.size(), size, "the retry stored nothing");
@@ -344,15 +298,11 @@ fn what_clients_send_loosely_is_read_as_meant_and_server_paths_stay_private() {
         .expect("answer");
     assert_eq!((r.status, kind(&r).as_str()), (400, "bad_request"), "{r:?}");
     // An ingestion error names the client's file, never the server's spool.
-    let r = s
-        .client(&s.record)
-        .request(
-            "POST",
-            &format!("/v1/ingest/junit?name=report.xml&commit={A}"),
-            "application/octet-stream",
-            b"<not-junit/>",
-        )
-        .expect("answer");
+    let r = upload(
+        &s.client(&s.record),
+        &format!("/v1/ingest/junit?name=report.xml&commit={A}"),
+        b"<not-junit/>",
+    );
     let text = String::from_utf8_lossy(&r.body);
     assert_eq!(r.status, 400, "{text}");
     assert!(
@@ -382,13 +332,7 @@ fn what_clients_send_loosely_is_read_as_meant_and_server_paths_stay_private() {
 #[test]
 fn the_same_upload_from_two_sessions_counts_once_for_each() {
     let s = Server::start(ServeOptions::default());
-    let minted = s
-        .client(&s.admin)
-        .post_json(
-            "/v1/tokens",
-            &serde_json::json!({"can": ["record"], "session": "cell-2"}),
-        )
-        .expect("mint");
+    let minted = s.mint_over_api(serde_json::json!({"can": ["record"], "session": "cell-2"}));
     let other = s.client(minted["token"].as_str().expect("token"));
     let mine = s.client(&s.record);
     let line = score_line(A, "t1", 0.5);
@@ -396,15 +340,9 @@ fn the_same_upload_from_two_sessions_counts_once_for_each() {
     // one writer sending first cannot make another's evidence "already
     // recorded" and so keep it out of the other's session.
     let upload = |c: &ratchet_serve::Client| {
-        c.request(
-            "POST",
-            "/v1/ingest/jsonl",
-            "application/octet-stream",
-            line.as_bytes(),
-        )
-        .expect("answer")
-        .ok_json()
-        .expect("ingested")
+        upload(c, "/v1/ingest/jsonl", line.as_bytes())
+            .ok_json()
+            .expect("ingested")
     };
     assert_eq!(upload(&other)["already_recorded"], false);
     assert_eq!(upload(&mine)["already_recorded"], false);
@@ -512,15 +450,11 @@ fn an_upload_that_inflates_past_its_share_is_refused_and_the_server_keeps_servin
         "within the body limit: {}",
         bomb.len()
     );
-    let r = s
-        .client(&s.record)
-        .request(
-            "POST",
-            &format!("/v1/ingest/inspect?commit={A}&name=bomb.eval"),
-            "application/octet-stream",
-            &bomb,
-        )
-        .expect("answer");
+    let r = upload(
+        &s.client(&s.record),
+        &format!("/v1/ingest/inspect?commit={A}&name=bomb.eval"),
+        &bomb,
+    );
     let text = String::from_utf8_lossy(&r.body).into_owned();
     assert_eq!(
         (r.status, kind(&r).as_str()),
@@ -542,13 +476,11 @@ fn a_request_id_reused_for_other_evidence_stores_it() {
     let rec = s.client(&s.record);
     let report = r#"<testsuite name="unit" tests="1"><testcase name="a"/></testsuite>"#;
     let upload = |commit: &str| {
-        rec.request(
-            "POST",
+        upload(
+            &rec,
             &format!("/v1/ingest/junit?commit={commit}&request_id=r1"),
-            "application/octet-stream",
             report.as_bytes(),
         )
-        .expect("answer")
         .ok_json()
         .expect("ingested")
     };

@@ -125,6 +125,15 @@ impl Server {
         Store::open_read_only(&self.store_dir, o).expect("open")
     }
 
+    /// Mints a token over the API as the admin, from `spec` (the body of
+    /// `POST /v1/tokens`), and returns the answer (`token`, `id`): the
+    /// credentials of a second writer or owner a test brings in.
+    pub fn mint_over_api(&self, spec: serde_json::Value) -> serde_json::Value {
+        self.client(&self.admin)
+            .post_json("/v1/tokens", &spec)
+            .expect("mint")
+    }
+
     pub fn size(&self) -> u64 {
         self.reopen().head().expect("head").size
     }
@@ -167,6 +176,14 @@ pub fn kind(r: &ratchet_serve::Response) -> String {
         .ok()
         .and_then(|v| v["error"]["kind"].as_str().map(str::to_string))
         .unwrap_or_else(|| format!("not a JSON error: {}", String::from_utf8_lossy(&r.body)))
+}
+
+/// POSTs `body` as raw bytes (`application/octet-stream`) to `path`, an
+/// ingest route, and returns the answer whatever its status: the upload a
+/// hand-written client makes, for tests that read a refusal or a retry.
+pub fn upload(c: &Client, path: &str, body: &[u8]) -> ratchet_serve::Response {
+    c.request("POST", path, "application/octet-stream", body)
+        .expect("answer")
 }
 
 pub fn score_line(commit: &str, task: &str, value: f64) -> String {

@@ -3,7 +3,7 @@
 
 use ratchet_serve::{ROUTES, ServeOptions};
 
-use crate::{A, B, Server, kind, score_line};
+use crate::{A, B, Server, kind, score_line, upload};
 
 #[test]
 fn a_record_token_records_under_its_own_session_only() {
@@ -263,15 +263,7 @@ fn a_record_token_cannot_choose_how_a_new_scorer_is_read() {
         "{{\"task\":\"t1\",\"scorer\":\"quality\",\"value\":0.5,\"commit\":\"{A}\",\"direction\":\"lower\"}}\n"
     );
     let before = s.size();
-    let r = s
-        .client(&s.record)
-        .request(
-            "POST",
-            "/v1/ingest/jsonl",
-            "application/octet-stream",
-            line.as_bytes(),
-        )
-        .expect("answer");
+    let r = upload(&s.client(&s.record), "/v1/ingest/jsonl", line.as_bytes());
     assert_eq!((r.status, kind(&r).as_str()), (400, "bad_request"), "{r:?}");
     assert!(
         String::from_utf8_lossy(&r.body).contains("may not declare"),
@@ -283,13 +275,8 @@ fn a_record_token_cannot_choose_how_a_new_scorer_is_read() {
     s.client(&s.record)
         .ingest("jsonl", &[], plain.as_bytes())
         .expect("records");
-    let minted = s
-        .client(&s.admin)
-        .post_json(
-            "/v1/tokens",
-            &serde_json::json!({"can": ["record", "admin"], "session": "owner2"}),
-        )
-        .expect("mint");
+    let minted =
+        s.mint_over_api(serde_json::json!({"can": ["record", "admin"], "session": "owner2"}));
     let owner = s.client(minted["token"].as_str().expect("token"));
     owner
         .ingest("jsonl", &[], line.as_bytes())
@@ -309,17 +296,13 @@ fn a_record_token_cannot_declare_a_scorer_by_naming_it_in_a_report() {
     let s = Server::start(ServeOptions::default());
     // `hallucination_rate` is lower-is-better; a record token naming it in
     // an Inspect log must not make the trace read it the other way up.
-    let r = s
-        .client(&s.record)
-        .request(
-            "POST",
-            &format!("/v1/ingest/inspect?commit={A}&name=log.json"),
-            "application/octet-stream",
-            inspect_log("hallucination_rate").as_bytes(),
-        )
-        .expect("answer")
-        .ok_json()
-        .expect("the scores are recorded");
+    let r = upload(
+        &s.client(&s.record),
+        &format!("/v1/ingest/inspect?commit={A}&name=log.json"),
+        inspect_log("hallucination_rate").as_bytes(),
+    )
+    .ok_json()
+    .expect("the scores are recorded");
     assert_eq!(r["ingest"]["scores"], 1, "{r}");
     let notes = r["ingest"]["notes"].to_string();
     assert!(notes.contains("left for the store's owner"), "{notes}");
@@ -332,13 +315,8 @@ fn a_record_token_cannot_declare_a_scorer_by_naming_it_in_a_report() {
         "no declaration from a record token: {declarations:?}"
     );
     // The owner's upload of a new scorer declares it, as the CLI would.
-    let minted = s
-        .client(&s.admin)
-        .post_json(
-            "/v1/tokens",
-            &serde_json::json!({"can": ["record", "admin"], "session": "owner2"}),
-        )
-        .expect("mint");
+    let minted =
+        s.mint_over_api(serde_json::json!({"can": ["record", "admin"], "session": "owner2"}));
     s.client(minted["token"].as_str().expect("token"))
         .ingest(
             "inspect",
