@@ -63,6 +63,60 @@ impl World {
         let head = store.head().expect("head").size;
         decide_at(store, &q, head).expect("decide")
     }
+    /// A new world whose keyed store holds [`TASKS`] seeded scores of each
+    /// commit (the baseline passing at `base_rate`, the candidate at
+    /// `cand_rate`) and the candidate's passing `unit` run: the honest store
+    /// most holes start from.
+    fn scored(base_rate: f64, cand_rate: f64, seed: u64) -> (World, Store) {
+        let (w, mut store) = World::new();
+        record_scores(&mut store, base_rate, cand_rate, seed);
+        store
+            .record_test_run(&run(40, 0), "ci")
+            .expect("red team step");
+        (w, store)
+    }
+    /// A CI cell at `<dir>/cell` (unkeyed, honest) that holds a failed `unit`
+    /// run of the candidate (37 passed, 3 failed): the evidence the merge
+    /// holes try to keep out of the home.
+    fn cell_with_a_failed_run(&self) -> (PathBuf, Store) {
+        let cell_dir = self.dir.path().join("cell");
+        let mut cell = Store::create(&cell_dir, StoreOptions::default()).expect("red team step");
+        cell.record_test_run(&run(37, 3), "ci-cell")
+            .expect("red team step");
+        (cell_dir, cell)
+    }
+    /// The honest control of an attack: a copy of the victim's store in a
+    /// new temporary directory, opened with its key, `act` done to it
+    /// honestly, then decided without a checkpoint.
+    fn honest_control(&self, act: impl FnOnce(&mut Store)) -> Verdict {
+        let ctrl = tempfile::tempdir().expect("red team step");
+        copy_dir(&self.store_dir(), &ctrl.path().join("store"));
+        let mut h = Store::open(ctrl.path().join("store"), self.options()).expect("red team step");
+        act(&mut h);
+        let wc = World {
+            dir: ctrl,
+            policy: Policy::parse(&prompt_policy()).expect("red team step"),
+        };
+        let v = wc.verdict(&mut h, None);
+        drop(h);
+        v
+    }
+    /// The attacker deletes the row planted at seq -1 (guards lifted),
+    /// covering their tracks once the victim has acted on it.
+    fn remove_planted_row(&self) {
+        let c = self.attacker();
+        with_guards_lifted(&c, |c| {
+            c.execute("DELETE FROM events WHERE seq = -1", [])
+                .expect("red team step");
+        });
+    }
+    /// The victim's store opened again, checkpointed, and decided at that
+    /// checkpoint: the verdict once an attack is over.
+    fn verdict_at_a_new_checkpoint(&self) -> Verdict {
+        let mut store = self.open();
+        let cp = store.checkpoint().expect("red team step");
+        self.verdict(&mut store, Some(&cp))
+    }
     /// Verification as `ratchet verify-chain --key-file K --checkpoint CP`
     /// does it must name a fault, and the gate must not promote.
     fn assert_caught(&self, store: &mut Store, cp: &Checkpoint) {
@@ -150,11 +204,7 @@ fn hole1_uppercased_commit_hides_a_failed_test_run() {
 
 #[test]
 fn hole1_uppercased_commit_hides_the_candidates_losses() {
-    let (w, mut store) = World::new();
-    record_scores(&mut store, 0.7, 0.4, 1);
-    store
-        .record_test_run(&run(40, 0), "ci")
-        .expect("red team step");
+    let (w, mut store) = World::scored(0.7, 0.4, 1);
     let cp = store.checkpoint().expect("red team step");
     let v = w.verdict(&mut store, Some(&cp));
     assert_eq!(outcome_stage(&v), Some(&Stage::Sequential), "honest: {v:?}");
@@ -253,11 +303,7 @@ fn graft_forged_under(c: Connection, db: &Path, victim: &str) {
 
 #[test]
 fn hole2_grafted_leftmost_leaf_is_read_by_the_gate_but_never_verified() {
-    let (w, mut store) = World::new();
-    record_scores(&mut store, 0.7, 0.4, 1);
-    store
-        .record_test_run(&run(40, 0), "ci")
-        .expect("red team step");
+    let (w, mut store) = World::scored(0.7, 0.4, 1);
     let cp = store.checkpoint().expect("red team step");
     let v = w.verdict(&mut store, Some(&cp));
     assert_eq!(outcome_stage(&v), Some(&Stage::Sequential), "honest: {v:?}");
@@ -305,34 +351,19 @@ fn hole2_grafted_leftmost_leaf_is_read_by_the_gate_but_never_verified() {
 
 #[test]
 fn hole3_planted_row_makes_a_merge_drop_a_cell_event() {
-    let (w, mut home) = World::new();
-    record_scores(&mut home, 0.4, 0.8, 7);
-    home.record_test_run(&run(40, 0), "ci")
-        .expect("red team step");
+    let (w, home) = World::scored(0.4, 0.8, 7);
     // A CI cell (unkeyed, honest) that holds a failed run of the candidate.
-    let cell_dir = w.dir.path().join("cell");
-    let mut cell = Store::create(&cell_dir, StoreOptions::default()).expect("red team step");
-    cell.record_test_run(&run(37, 3), "ci-cell")
-        .expect("red team step");
+    let (cell_dir, cell) = w.cell_with_a_failed_run();
     drop(cell);
 
     // Honest control: merged honestly, the gate rejects at Tests.
-    {
-        let ctrl = tempfile::tempdir().expect("red team step");
-        copy_dir(&w.store_dir(), &ctrl.path().join("store"));
-        let mut h = Store::open(ctrl.path().join("store"), w.options()).expect("red team step");
+    let v = w.honest_control(|h| {
         let r = h
             .merge_cell(&cell_dir, &MergeOptions::default())
             .expect("red team step");
         assert_eq!(r.ingested, 1);
-        let wc = World {
-            dir: ctrl,
-            policy: Policy::parse(&prompt_policy()).expect("red team step"),
-        };
-        let v = wc.verdict(&mut h, None);
-        assert_eq!(outcome_stage(&v), Some(&Stage::Tests), "honest: {v:?}");
-        drop(h);
-    }
+    });
+    assert_eq!(outcome_stage(&v), Some(&Stage::Tests), "honest: {v:?}");
     drop(home);
 
     // The attacker reads the cell's event and plants a copy at seq -1.
@@ -382,16 +413,9 @@ fn hole3_planted_row_makes_a_merge_drop_a_cell_event() {
     drop(home);
 
     // The attacker removes the planted row.
-    let c = w.attacker();
-    with_guards_lifted(&c, |c| {
-        c.execute("DELETE FROM events WHERE seq = -1", [])
-            .expect("red team step");
-    });
-    drop(c);
+    w.remove_planted_row();
 
-    let mut home = w.open();
-    let cp = home.checkpoint().expect("red team step");
-    let v = w.verdict(&mut home, Some(&cp));
+    let v = w.verdict_at_a_new_checkpoint();
     assert_eq!(
         outcome_stage(&v),
         Some(&Stage::Tests),
@@ -427,11 +451,7 @@ fn ingest_key(format: &str, commit: &CommitId, content: &[u8]) -> String {
 
 #[test]
 fn hole4_planted_ingest_marker_suppresses_a_failing_report() {
-    let (w, mut store) = World::new();
-    record_scores(&mut store, 0.4, 0.8, 7);
-    store
-        .record_test_run(&run(40, 0), "ci")
-        .expect("red team step");
+    let (w, store) = World::scored(0.4, 0.8, 7);
     drop(store);
 
     let xml = r#"<?xml version="1.0" encoding="UTF-8"?>
@@ -443,21 +463,11 @@ fn hole4_planted_ingest_marker_suppresses_a_failing_report() {
     std::fs::write(&report, xml).expect("red team step");
 
     // Honest control: ingested honestly, the gate rejects at Tests.
-    {
-        let ctrl = tempfile::tempdir().expect("red team step");
-        copy_dir(&w.store_dir(), &ctrl.path().join("store"));
-        let mut h = Store::open(ctrl.path().join("store"), w.options()).expect("red team step");
-        let r =
-            ratchet_scorers::ingest_junit(&mut h, &report, &cand(), "ci").expect("red team step");
+    let v = w.honest_control(|h| {
+        let r = ratchet_scorers::ingest_junit(h, &report, &cand(), "ci").expect("red team step");
         assert_eq!(r.test_runs, 1);
-        let wc = World {
-            dir: ctrl,
-            policy: Policy::parse(&prompt_policy()).expect("red team step"),
-        };
-        let v = wc.verdict(&mut h, None);
-        assert_eq!(outcome_stage(&v), Some(&Stage::Tests), "honest: {v:?}");
-        drop(h);
-    }
+    });
+    assert_eq!(outcome_stage(&v), Some(&Stage::Tests), "honest: {v:?}");
 
     let c = w.attacker();
     let session = format!("ingest:{}", ingest_key("junit", &cand(), xml.as_bytes()));
@@ -476,16 +486,9 @@ fn hole4_planted_ingest_marker_suppresses_a_failing_report() {
     assert_eq!((r.test_runs, r.already_ingested_at), (1, None), "{r:?}");
     drop(store);
 
-    let c = w.attacker();
-    with_guards_lifted(&c, |c| {
-        c.execute("DELETE FROM events WHERE seq = -1", [])
-            .expect("red team step");
-    });
-    drop(c);
+    w.remove_planted_row();
 
-    let mut store = w.open();
-    let cp = store.checkpoint().expect("red team step");
-    let v = w.verdict(&mut store, Some(&cp));
+    let v = w.verdict_at_a_new_checkpoint();
     assert_eq!(
         outcome_stage(&v),
         Some(&Stage::Tests),
@@ -504,15 +507,9 @@ fn hole4_planted_ingest_marker_suppresses_a_failing_report() {
 
 #[test]
 fn hole2b_grafted_event_moves_a_cells_high_water_mark_for_good() {
-    let (w, mut home) = World::new();
-    record_scores(&mut home, 0.4, 0.8, 7);
-    home.record_test_run(&run(40, 0), "ci")
-        .expect("red team step");
+    let (w, home) = World::scored(0.4, 0.8, 7);
     drop(home);
-    let cell_dir = w.dir.path().join("cell");
-    let mut cell = Store::create(&cell_dir, StoreOptions::default()).expect("red team step");
-    cell.record_test_run(&run(37, 3), "ci-cell")
-        .expect("red team step");
+    let (cell_dir, mut cell) = w.cell_with_a_failed_run();
     cell.record_test_run(&run(40, 0), "ci-cell")
         .expect("red team step");
     let cell_id = cell.id().to_string();
