@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use common::with_guards_lifted;
 use rand::{Rng, SeedableRng, rngs::StdRng};
-use ratchet_gate::{GateStatus, Outcome, Policy, Question, RejectCause, Stage, Verdict, decide_at};
+use ratchet_gate::{GateStatus, Outcome, Policy, RejectCause, Stage, Verdict, decide_at};
 use ratchet_scorers::{Direction, Rubric, RubricSet};
 use ratchet_trace::{
     AppendOnce, AsOf, CommitId, DB_FILE, EventDraft, MergeOptions, ReservedKind, Score, Store,
@@ -59,13 +59,7 @@ impl World {
 fn verdict_with(store: &mut Store, policy: &str) -> ratchet_gate::Result<Verdict> {
     let policy = Policy::parse(policy).expect("policy");
     let (b, c) = (base(), cand());
-    let q = Question {
-        class: CLASS,
-        policy: policy.class(CLASS).expect("class"),
-        baseline: &b,
-        candidate: &c,
-        checkpoint: None,
-    };
+    let q = common::question(CLASS, policy.class(CLASS).expect("class"), &b, &c);
     let head = store.head().expect("head").size;
     decide_at(store, &q, head)
 }

@@ -1,6 +1,7 @@
 //! `decide` over a real store: stage order, fail-closed behaviour, the
 //! appended decision, and byte-for-byte recomputation with `decide_at`.
 
+use crate::common;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use ratchet_gate::{
     GateStatus, KIND_DECISION, Outcome, Policy, Question, RejectCause, Stage, Verdict, decide,
@@ -117,8 +118,7 @@ fn unit_run(commit: &CommitId, failed: u64) -> TestRun {
 /// A store with `tasks` tasks scored for a baseline (pass rate 0.5) and a
 /// candidate (pass rate `cand_rate`), costs, safety, a green unit suite.
 fn world(tasks: usize, cand_rate: f64, cand_cost: f64, seed: u64) -> World {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut store = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+    let (dir, mut store) = ratchet_testkit::new_store();
     let mut rng = StdRng::seed_from_u64(seed);
     let (base, cand) = (commit(1), commit(2));
     let scores = task_scores(0..tasks, (&base, &cand), cand_rate, cand_cost, &mut rng);
@@ -137,36 +137,33 @@ fn world(tasks: usize, cand_rate: f64, cand_cost: f64, seed: u64) -> World {
 
 impl World {
     fn ask<'a>(&'a self, class: &'a str) -> Question<'a> {
-        Question {
+        common::question(
             class,
-            policy: self.policy.class(class).expect("class"),
-            baseline: &self.base,
-            candidate: &self.cand,
-            checkpoint: None,
-        }
+            self.policy.class(class).expect("class"),
+            &self.base,
+            &self.cand,
+        )
     }
 
     fn decide(&mut self, class: &str) -> Verdict {
         let policy = self.policy.clone();
-        let q = Question {
+        let q = common::question(
             class,
-            policy: policy.class(class).expect("class"),
-            baseline: &self.base,
-            candidate: &self.cand,
-            checkpoint: None,
-        };
+            policy.class(class).expect("class"),
+            &self.base,
+            &self.cand,
+        );
         decide(&mut self.store, &q).expect("decide")
     }
 
     /// The verdict of `class` as of trace size `seq`, appending nothing.
     fn recompute(&mut self, class: &str, seq: u64) -> ratchet_gate::Result<Verdict> {
-        let q = Question {
+        let q = common::question(
             class,
-            policy: self.policy.class(class).expect("class"),
-            baseline: &self.base,
-            candidate: &self.cand,
-            checkpoint: None,
-        };
+            self.policy.class(class).expect("class"),
+            &self.base,
+            &self.cand,
+        );
         decide_at(&mut self.store, &q, seq)
     }
 }
@@ -234,13 +231,12 @@ fn the_warm_gate_decides_as_the_cold_one_after_every_batch() {
     let mut ledger = Ledger::new(store, VerifyOptions::default()).expect("verifies once");
     let mut other = Store::open(&path, StoreOptions::default()).expect("a second handle");
     let policy = Policy::parse(POLICY).expect("policy");
-    let q = Question {
-        class: "prompt",
-        policy: policy.class("prompt").expect("class"),
-        baseline: &base,
-        candidate: &cand,
-        checkpoint: None,
-    };
+    let q = common::question(
+        "prompt",
+        policy.class("prompt").expect("class"),
+        &base,
+        &cand,
+    );
     // The cold verdict at `head`: a new handle, verified from genesis.
     let cold = |head: u64| {
         let mut fresh = Store::open(&path, StoreOptions::default()).expect("fresh store");
@@ -473,8 +469,7 @@ fn an_unknown_scorer_is_refused_not_ignored() {
 #[test]
 fn pentanomial_pairs_two_runs_per_task() {
     // Each task run twice on each side: the paired test counts pairs.
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut store = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+    let (_dir, mut store) = ratchet_testkit::new_store();
     let mut rng = StdRng::seed_from_u64(10);
     let (base, cand) = (commit(1), commit(2));
     let mut scores = Vec::new();
@@ -493,13 +488,7 @@ fn pentanomial_pairs_two_runs_per_task() {
     }
     store.record_scores(&scores, "sim").expect("scores");
     let policy = Policy::parse(POLICY).expect("policy");
-    let q = Question {
-        class: "twice",
-        policy: policy.class("twice").expect("class"),
-        baseline: &base,
-        candidate: &cand,
-        checkpoint: None,
-    };
+    let q = common::question("twice", policy.class("twice").expect("class"), &base, &cand);
     let v = decide(&mut store, &q).expect("decide");
     assert_eq!(v.outcome, Outcome::Promote, "{v:#?}");
     let seq = v
@@ -557,13 +546,7 @@ max_n = 3000
             }
         }
         store.record_scores(&scores, "bench").expect("scores");
-        let q = Question {
-            class: "speed",
-            policy: class,
-            baseline: &base,
-            candidate: &cand,
-            checkpoint: None,
-        };
+        let q = common::question("speed", class, &base, &cand);
         let v = decide(&mut store, &q).expect("decide");
         assert_eq!(
             v.outcome == Outcome::Promote,
@@ -577,8 +560,7 @@ max_n = 3000
 fn scorer_versions_are_never_mixed() {
     // A rubric changed: under v1 the candidate lost every task, under v2
     // (the newest) it wins every task. Pooled, the two would cancel out.
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut store = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+    let (_dir, mut store) = ratchet_testkit::new_store();
     let (base, cand) = (commit(1), commit(2));
     let mut scores = Vec::new();
     for (version, cand_value) in [("v1", 0.0), ("v2", 1.0)] {
@@ -604,13 +586,7 @@ max_n = 3000
 "#,
     )
     .expect("policy");
-    let q = Question {
-        class: "c",
-        policy: policy.class("c").expect("class"),
-        baseline: &base,
-        candidate: &cand,
-        checkpoint: None,
-    };
+    let q = common::question("c", policy.class("c").expect("class"), &base, &cand);
     let head = store.head().expect("head").size;
     let v = decide_at(&mut store, &q, head).expect("decide");
     assert_eq!(v.outcome, Outcome::Promote, "{v:#?}");
@@ -647,8 +623,7 @@ max_n = 3000
 
 #[test]
 fn directions_are_data_and_a_runner_change_is_never_a_regression() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut store = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+    let (_dir, mut store) = ratchet_testkit::new_store();
     let (base, cand, moved) = (commit(1), commit(2), commit(3));
     ratchet_scorers::declare_scorer(
         &mut store,
@@ -683,13 +658,12 @@ fn directions_are_data_and_a_runner_change_is_never_a_regression() {
     };
     let head = store.head().expect("head").size;
     let mut ask = |policy: &Policy, candidate: &CommitId| {
-        let q = Question {
-            class: "perf",
-            policy: policy.class("perf").expect("class"),
-            baseline: &base,
+        let q = common::question(
+            "perf",
+            policy.class("perf").expect("class"),
+            &base,
             candidate,
-            checkpoint: None,
-        };
+        );
         decide_at(&mut store, &q, head)
     };
     // No direction in the policy: the declared one (lower) holds, and the
@@ -737,13 +711,7 @@ fn a_pinned_class_decides_only_under_the_pin_in_force_at_its_seq() {
     let mut looser = first.clone();
     looser.alpha = 0.4;
     let head = w.store.head().expect("head");
-    let q = Question {
-        class: "tool",
-        policy: &looser,
-        baseline: &w.base,
-        candidate: &w.cand,
-        checkpoint: None,
-    };
+    let q = common::question("tool", &looser, &w.base, &w.cand);
     match decide(&mut w.store, &q) {
         Err(ratchet_gate::Error::PolicyNotPinned { fields, seq, .. }) => {
             assert_eq!(fields, vec!["alpha".to_string()]);
@@ -827,8 +795,7 @@ max_n = 3000
 "#;
     let policy = Policy::parse(text).expect("policy");
     let class = policy.class("fast").expect("class");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut store = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+    let (_dir, mut store) = ratchet_testkit::new_store();
     let mut rng = StdRng::seed_from_u64(12);
     let (base, cand) = (commit(1), commit(2));
     let mut scores = Vec::new();
@@ -854,13 +821,7 @@ max_n = 3000
         pair[1].task = name;
     }
     store.record_scores(&scores, "bench").expect("scores");
-    let q = Question {
-        class: "fast",
-        policy: class,
-        baseline: &base,
-        candidate: &cand,
-        checkpoint: None,
-    };
+    let q = common::question("fast", class, &base, &cand);
     let v = decide(&mut store, &q).expect("decide");
     assert_eq!(v.outcome, Outcome::Promote, "{v:#?}");
     let view = store.verified(&VerifyOptions::default()).expect("view");

@@ -4,11 +4,11 @@
 //! extra tasks, out-of-range values, other scorer versions — but never the
 //! baseline's. Every simulation is seeded.
 
+use crate::common;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use rand_distr::{Distribution, Normal};
 use ratchet_gate::{
-    GateStatus, Outcome, Policy, Question, RejectCause, SequentialDetails, StageDetails, Verdict,
-    verdict_in,
+    GateStatus, Outcome, Policy, RejectCause, SequentialDetails, StageDetails, Verdict, verdict_in,
 };
 use ratchet_testkit::{commit, gap_class, guardrail};
 use ratchet_trace::{CommitId, Durability, Ledger, Score, Store, StoreOptions, VerifyOptions};
@@ -64,13 +64,7 @@ fn ledger() -> (tempfile::TempDir, Ledger) {
 
 fn ask(ledger: &mut Ledger, policy: &Policy, class: &str) -> Verdict {
     let (b, c) = (base(), cand());
-    let q = Question {
-        class,
-        policy: policy.class(class).expect("class"),
-        baseline: &b,
-        candidate: &c,
-        checkpoint: None,
-    };
+    let q = common::question(class, policy.class(class).expect("class"), &b, &c);
     verdict_in(ledger, &q).expect("verdict")
 }
 

@@ -10,7 +10,8 @@
 //! the law changes, old verdicts recompute under the law they name
 //! ([`ratchet_gate::Law`]; these name none: the first).
 
-use ratchet_gate::{KIND_DECISION, Law, Policy, Question, Verdict, decide_at, recompute_at};
+use crate::common;
+use ratchet_gate::{KIND_DECISION, Law, Policy, Verdict, decide_at, recompute_at};
 use ratchet_trace::{Store, StoreOptions, VerifyOptions};
 
 #[test]
@@ -47,13 +48,7 @@ fn every_recorded_verdict_recomputes_byte_for_byte() {
         );
         let class = policy.class(&r.class).expect("class");
         assert_eq!(class.hash(), r.policy_hash, "policy hash of {}", r.class);
-        let q = Question {
-            class: &r.class,
-            policy: class,
-            baseline: &r.baseline,
-            candidate: &r.candidate,
-            checkpoint: None,
-        };
+        let q = common::question(&r.class, class, &r.baseline, &r.candidate);
         let law = Law::of_recorded(&e.payload).expect("a law");
         assert_eq!(law, Law::NameOrder, "recorded before the law had a number");
         assert_eq!(r.law, law);

@@ -2,12 +2,12 @@
 //! with `Verdict::from_json` and writes the same bytes again, and bytes
 //! that are not a verdict are refused with the field named.
 
+use crate::common;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use ratchet_gate::{
-    Error, GateStatus, GuardrailResult, Law, Policy, Question, StageDetails, Verdict, decide,
-    decide_at,
+    Error, GateStatus, GuardrailResult, Law, Policy, StageDetails, Verdict, decide, decide_at,
 };
-use ratchet_trace::{CommitId, Score, Store, StoreOptions, TestRun};
+use ratchet_trace::{CommitId, Score, TestRun};
 
 /// One class per test kind and guardrail method, with invariants and
 /// canaries; a class whose scorer has too few tasks; a class whose
@@ -151,8 +151,7 @@ fn exact_welch(v: &Verdict) -> bool {
 
 #[test]
 fn every_shape_of_verdict_reads_back_to_the_same_bytes() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut store = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+    let (_dir, mut store) = ratchet_testkit::new_store();
     let (base, cand) = (commit(1), commit(2));
     let mut rng = StdRng::seed_from_u64(25);
     let policy = Policy::parse(POLICY).expect("policy");
@@ -209,13 +208,7 @@ fn every_shape_of_verdict_reads_back_to_the_same_bytes() {
             store.record_test_run(&run, "ci").expect("run");
         }
         for class in classes {
-            let q = Question {
-                class,
-                policy: policy.class(class).expect("class"),
-                baseline: &base,
-                candidate: &cand,
-                checkpoint: None,
-            };
+            let q = common::question(class, policy.class(class).expect("class"), &base, &cand);
             let v = decide(&mut store, &q).expect("decide");
             let back = reads_back(&v);
             if String::from_utf8_lossy(&v.to_json().expect("json")).contains("\"t\":null") {
@@ -257,8 +250,7 @@ fn every_shape_of_verdict_reads_back_to_the_same_bytes() {
 
 #[test]
 fn a_verdict_of_a_trace_that_fails_verification_reads_back() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut store = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+    let (_dir, mut store) = ratchet_testkit::new_store();
     let (base, cand) = (commit(3), commit(4));
     let scores: Vec<Score> = (0..20)
         .flat_map(|t| {
@@ -277,13 +269,12 @@ fn a_verdict_of_a_trace_that_fails_verification_reads_back() {
     .expect("edit");
     drop(c);
     let policy = Policy::parse(POLICY).expect("policy");
-    let q = Question {
-        class: "gaussian",
-        policy: policy.class("gaussian").expect("class"),
-        baseline: &base,
-        candidate: &cand,
-        checkpoint: None,
-    };
+    let q = common::question(
+        "gaussian",
+        policy.class("gaussian").expect("class"),
+        &base,
+        &cand,
+    );
     let v = decide(&mut store, &q).expect("decide");
     assert_eq!(v.outcome.status(), GateStatus::UnverifiedTrace);
     let back = reads_back(&v);
@@ -295,17 +286,15 @@ fn a_verdict_of_a_trace_that_fails_verification_reads_back() {
 
 #[test]
 fn bytes_that_are_not_a_verdict_are_refused_naming_what_is_wrong() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut store = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+    let (_dir, mut store) = ratchet_testkit::new_store();
     let (base, cand) = (commit(5), commit(6));
     let policy = Policy::parse(POLICY).expect("policy");
-    let q = Question {
-        class: "gaussian",
-        policy: policy.class("gaussian").expect("class"),
-        baseline: &base,
-        candidate: &cand,
-        checkpoint: None,
-    };
+    let q = common::question(
+        "gaussian",
+        policy.class("gaussian").expect("class"),
+        &base,
+        &cand,
+    );
     let v = decide(&mut store, &q).expect("decide");
     let json: serde_json::Value = serde_json::from_slice(&v.to_json().expect("json")).expect("v");
     /// What is wrong, the edit that makes it so, what the error says.

@@ -15,3 +15,21 @@ pub const CLASS: &str = "prompt";
 pub const SCORER: &str = "accuracy";
 pub const SUITE: &str = "unit";
 pub const TASKS: usize = 300;
+
+/// The question "is `candidate` better than `baseline` under `policy` (the
+/// class `class`)?", asked of the store's head with no checkpoint held
+/// elsewhere: the question almost every gate test decides.
+pub fn question<'a>(
+    class: &'a str,
+    policy: &'a ratchet_gate::ClassPolicy,
+    baseline: &'a ratchet_trace::CommitId,
+    candidate: &'a ratchet_trace::CommitId,
+) -> ratchet_gate::Question<'a> {
+    ratchet_gate::Question {
+        class,
+        policy,
+        baseline,
+        candidate,
+        checkpoint: None,
+    }
+}
