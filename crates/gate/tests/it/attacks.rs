@@ -15,7 +15,7 @@
 //! A store that refuses to open after an attack counts as a detection too.
 //! The comment above each test names the finding it pins.
 
-use crate::common::{self, CLASS, SCORER, SUITE, TASKS, WRITER_SECRET, commit, prompt_policy};
+use crate::common::{self, CLASS, SCORER, SUITE, TASKS, commit, prompt_policy};
 
 use std::path::{Path, PathBuf};
 
@@ -119,6 +119,21 @@ impl World {
         w.record(&mut store, h, seed)
             .expect("record the honest trace");
         (w, store)
+    }
+
+    /// How most attacks begin: [`World::honest`], whose store verifies and
+    /// whose gate rejects at `stage` (both checked, the verdict returned),
+    /// the store then closed so the attacker has the file alone.
+    fn honestly_rejected(
+        h: Honest,
+        seed: u64,
+        key: Option<WriterKey>,
+        stage: Stage,
+    ) -> (World, Verdict) {
+        let (w, mut store) = World::honest(h, seed, key);
+        let honest = w.assert_honest_reject(&mut store, stage);
+        drop(store);
+        (w, honest)
     }
 
     /// Appends the honest trace `h` through the library.
@@ -424,9 +439,7 @@ fn rewrite_candidate_scores(c: &Connection, w: &World) {
 // with their exact text, so nothing but the rows themselves gives it away.
 #[test]
 fn scores_at_seq_zero_and_below_are_a_fault_not_evidence() {
-    let (w, mut store) = World::honest(WORSE, 1, None);
-    w.assert_honest_reject(&mut store, Stage::Sequential);
-    drop(store);
+    let (w, _) = World::honestly_rejected(WORSE, 1, None, Stage::Sequential);
 
     let c = w.attacker();
     let tasks = tasks(&c);
@@ -446,9 +459,7 @@ fn a_test_run_at_seq_zero_or_below_is_a_fault_not_a_green_suite() {
     let results = [0i64, -1]
         .into_iter()
         .map(|seq| {
-            let (w, mut store) = World::honest(UNTESTED, 2, None);
-            w.assert_honest_reject(&mut store, Stage::Tests);
-            drop(store);
+            let (w, _) = World::honestly_rejected(UNTESTED, 2, None, Stage::Tests);
 
             let c = w.attacker();
             with_guards_lifted(&c, |c| {
@@ -477,10 +488,7 @@ fn a_test_run_at_seq_zero_or_below_is_a_fault_not_a_green_suite() {
 #[test]
 fn a_keyed_store_rechained_without_the_key_is_caught() {
     let results = [false, true].into_iter().map(|null_macs| {
-        let key = WriterKey::from_secret(&WRITER_SECRET).expect("a key");
-        let (w, mut store) = World::honest(WORSE, 3, Some(key));
-        w.assert_honest_reject(&mut store, Stage::Sequential);
-        drop(store);
+        let (w, _) = World::honestly_rejected(WORSE, 3, Some(common::key()), Stage::Sequential);
 
         let c = w.attacker();
         let id = store_id(&c);
@@ -509,10 +517,7 @@ fn a_keyed_store_rechained_without_the_key_is_caught() {
 #[test]
 fn a_keyed_store_whose_key_id_is_removed_or_replaced_is_caught() {
     let results = [false, true].into_iter().map(|replace| {
-        let key = WriterKey::from_secret(&WRITER_SECRET).expect("a key");
-        let (w, mut store) = World::honest(WORSE, 4, Some(key));
-        w.assert_honest_reject(&mut store, Stage::Sequential);
-        drop(store);
+        let (w, _) = World::honestly_rejected(WORSE, 4, Some(common::key()), Stage::Sequential);
 
         let c = w.attacker();
         let id = store_id(&c);
@@ -553,10 +558,7 @@ fn a_keyed_store_whose_key_id_is_removed_or_replaced_is_caught() {
 // checked when the store is opened with its key.
 #[test]
 fn events_appended_to_a_keyed_store_without_the_key_are_caught() {
-    let key = WriterKey::from_secret(&WRITER_SECRET).expect("a key");
-    let (w, mut store) = World::honest(WORSE, 5, Some(key));
-    w.assert_honest_reject(&mut store, Stage::Sequential);
-    drop(store);
+    let (w, _) = World::honestly_rejected(WORSE, 5, Some(common::key()), Stage::Sequential);
 
     let c = w.attacker();
     let id = store_id(&c);
@@ -686,9 +688,7 @@ fn swap_index_root(c: &Connection, w: &World, erase: bool) {
 #[test]
 fn an_index_swapped_for_a_forged_tree_does_not_fool_the_gate() {
     let results = [false, true].into_iter().map(|erase| {
-        let (w, mut store) = World::honest(WORSE, 6, None);
-        let honest = w.assert_honest_reject(&mut store, Stage::Sequential);
-        drop(store);
+        let (w, honest) = World::honestly_rejected(WORSE, 6, None, Stage::Sequential);
 
         let c = w.attacker();
         swap_index_root(&c, &w, erase);
@@ -764,9 +764,7 @@ fn edits_inside_a_checkpointed_prefix_are_caught() {
 #[test]
 fn a_planted_trigger_is_a_fault() {
     // The honest answer, from an identical store without the trigger.
-    let (twin, mut store) = World::honest(WORSE, 8, None);
-    twin.assert_honest_reject(&mut store, Stage::Sequential);
-    drop(store);
+    let (_twin, _) = World::honestly_rejected(WORSE, 8, None, Stage::Sequential);
 
     let (w, store) = World::new(None);
     drop(store);
@@ -796,9 +794,7 @@ fn a_planted_trigger_is_a_fault() {
 // real ones. Nothing may be added to or renamed in the schema.
 #[test]
 fn a_view_in_place_of_the_scores_table_is_a_fault() {
-    let (w, mut store) = World::honest(WORSE, 9, None);
-    w.assert_honest_reject(&mut store, Stage::Sequential);
-    drop(store);
+    let (w, _) = World::honestly_rejected(WORSE, 9, None, Stage::Sequential);
 
     let c = w.attacker();
     let tasks = tasks(&c);
