@@ -7,22 +7,9 @@ use crate::common;
 
 use common::*;
 use ratchet_trace::{
-    AsOf, Error, EventDraft, FaultKind, MergeOptions, ReservedKind, Score, Store, StoreOptions,
-    TestRun, VerifyOptions, WriterKey,
+    AsOf, Error, EventDraft, FaultKind, MergeOptions, ReservedKind, Score, StoreOptions, TestRun,
+    VerifyOptions, WriterKey,
 };
-
-fn reopen(dir: &std::path::Path) -> Store {
-    Store::open(dir, StoreOptions::default()).expect("reopen")
-}
-
-fn fault_of(store: &Store) -> (u64, FaultKind) {
-    let f = store
-        .verify()
-        .expect("verify runs")
-        .fault
-        .expect("a fault is found");
-    (f.seq, f.kind)
-}
 
 #[test]
 fn a_planted_trigger_is_a_fault_and_stops_every_later_write() {
@@ -46,7 +33,7 @@ fn a_planted_trigger_is_a_fault_and_stops_every_later_write() {
         matches!(&err, Error::SchemaAltered { what } if what.contains("trigger evil was added")),
         "{err}"
     );
-    let (seq, kind) = fault_of(&reopen(s.dir()));
+    let (seq, kind) = first_fault(&reopen(s.dir()));
     assert_eq!(seq, 0, "the store as a whole");
     assert!(
         matches!(&kind, FaultKind::SchemaAltered { what } if what.contains("evil")),
@@ -75,7 +62,7 @@ fn every_kind_of_schema_change_is_named() {
             .expect("raw")
             .execute_batch(sql)
             .expect(sql);
-        let (seq, kind) = fault_of(&reopen(s.dir()));
+        let (seq, kind) = first_fault(&reopen(s.dir()));
         assert_eq!(seq, 0, "{sql}");
         assert!(
             matches!(&kind, FaultKind::SchemaAltered { what: w } if w.contains(what)),
@@ -99,7 +86,7 @@ fn an_altered_table_definition_is_caught() {
     )
     .expect("rewrite");
     drop(raw);
-    let (seq, kind) = fault_of(&reopen(s.dir()));
+    let (seq, kind) = first_fault(&reopen(s.dir()));
     assert_eq!(seq, 0);
     assert!(
         matches!(&kind, FaultKind::SchemaAltered { what } if what.contains("table scores was altered")),
@@ -117,7 +104,7 @@ fn metadata_added_by_hand_is_caught() {
             [],
         )
         .expect("insert");
-    let (seq, kind) = fault_of(&reopen(s.dir()));
+    let (seq, kind) = first_fault(&reopen(s.dir()));
     assert_eq!(seq, 0);
     assert!(
         matches!(&kind, FaultKind::SchemaAltered { what } if what.contains("trusted_prefix")),
@@ -152,7 +139,7 @@ fn rows_below_seq_one_are_outside_the_chain_in_every_table() {
         let (_d, mut s) = new_store();
         fill(&mut s, 4);
         attacker(s.dir()).execute(&sql, []).expect(&sql);
-        let (seq, kind) = fault_of(&reopen(s.dir()));
+        let (seq, kind) = first_fault(&reopen(s.dir()));
         assert_eq!(seq, 0, "{table}");
         assert!(
             matches!(kind, FaultKind::OutsideChain { table: t, .. } if t == table),
@@ -191,7 +178,7 @@ fn a_second_event_with_an_existing_id_is_caught() {
         drop(a);
         let s = reopen(s.dir());
         assert_eq!(
-            fault_of(&s),
+            first_fault(&s),
             (
                 9,
                 FaultKind::DuplicateId {
@@ -350,7 +337,7 @@ fn verification_uses_the_key_the_store_was_opened_with() {
     a.execute("UPDATE events SET mac = NULL WHERE seq = 4", [])
         .expect("strip");
     drop(a);
-    assert_eq!(fault_of(&s), (4, FaultKind::MacMissing));
+    assert_eq!(first_fault(&s), (4, FaultKind::MacMissing));
     // Opened without it: the plain chain is fine, and the report (and
     // `verified`) say the MACs were not checked.
     let plain = reopen(s.dir());

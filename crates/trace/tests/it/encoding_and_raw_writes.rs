@@ -802,15 +802,15 @@ fn extreme_scores_overflow_the_kept_statistics() {
     assert_eq!(fault(&s), None);
 }
 
-/// Round 2 moved the reads off keyed seeks, but the *append* still seeks
-/// (`read_row` before folding, the UPSERT's conflict probe). On a misordered
-/// `commit_stats` page an honest append misses the stored row, starts the
-/// fold from nothing and inserts a second row under the same key. What
-/// matters: verification then names it (a DoS, not a silent change), and
-/// `rebuild_commit_stats` repairs it.
-#[test]
-fn an_append_over_a_misordered_commit_stats_page_is_named_not_trusted() {
-    let (_d, mut s) = new_store();
+/// A closed store whose `commit_stats` page holds three rows (`acc` of
+/// commits 1 and 2 over ten tasks, `zzz` of commit 1), its directory and
+/// the scores it holds: the page the misordering attacks permute.
+fn three_commit_stats_rows() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    Vec<ratchet_trace::Score>,
+) {
+    let (d, mut s) = new_store();
     let mut scores = Vec::new();
     for i in 0..10 {
         scores.push(score(1, &format!("t{i}"), "acc", 0.9));
@@ -820,6 +820,18 @@ fn an_append_over_a_misordered_commit_stats_page_is_named_not_trusted() {
     s.record_scores(&scores, "s").expect("scores");
     let dir = s.dir().to_path_buf();
     drop(s);
+    (d, dir, scores)
+}
+
+/// Round 2 moved the reads off keyed seeks, but the *append* still seeks
+/// (`read_row` before folding, the UPSERT's conflict probe). On a misordered
+/// `commit_stats` page an honest append misses the stored row, starts the
+/// fold from nothing and inserts a second row under the same key. What
+/// matters: verification then names it (a DoS, not a silent change), and
+/// `rebuild_commit_stats` repairs it.
+#[test]
+fn an_append_over_a_misordered_commit_stats_page_is_named_not_trusted() {
+    let (_d, dir, scores) = three_commit_stats_rows();
     // [acc/c1, acc/c2, zzz/c1] → [acc/c2, zzz/c1, acc/c1].
     permute_leaf_cells(&dir, "commit_stats", &[1, 2, 0]);
     let mut s = reopen(&dir);
@@ -856,16 +868,7 @@ fn an_append_over_a_misordered_commit_stats_page_is_named_not_trusted() {
 #[test]
 fn a_duplicated_commit_stats_cell_is_a_fault() {
     for (keep, over) in [(0usize, 1usize), (2, 0), (1, 2)] {
-        let (_d, mut s) = new_store();
-        let mut scores = Vec::new();
-        for i in 0..10 {
-            scores.push(score(1, &format!("t{i}"), "acc", 0.9));
-            scores.push(score(2, &format!("t{i}"), "acc", 0.4));
-        }
-        scores.push(score(1, "t0", "zzz", 0.5));
-        s.record_scores(&scores, "s").expect("scores");
-        let dir = s.dir().to_path_buf();
-        drop(s);
+        let (_d, dir, _) = three_commit_stats_rows();
         let mut order = vec![0, 1, 2];
         order[over] = keep;
         permute_leaf_cells(&dir, "commit_stats", &order);

@@ -286,17 +286,11 @@ fn a_v2_store_marked_v1_is_a_fault_and_is_not_upgraded_over() {
     assert!(matches!(err, Error::SchemaAltered { .. }), "{err}");
 }
 
-/// A v2 store rewritten into an exact v1 schema (commit_stats dropped, v1
-/// guards and origin index back, user_version 1) is a genuine v1 store: it
-/// verifies, and a handle opened while it was v2 can no longer read the
-/// table (an error, not a stale answer); a writable open rebuilds the table
-/// from the verified scores.
-#[test]
-fn a_v2_store_rewritten_as_exact_v1_reads_honestly() {
-    let (_d, mut s) = new_store();
-    two_commits_and_another_scorer(&mut s);
-    let honest = view(&s).commit_stats("acc", AsOf::Head);
-    let raw = rusqlite::Connection::open(db_path(s.dir())).expect("raw");
+/// Rewrites the store at `dir` into an exact v1 schema through the file:
+/// `commit_stats` dropped, the v1 guards and the origin index put back,
+/// `user_version` 1. What the v1-store tests start from.
+fn rewrite_as_exact_v1(dir: &Path) {
+    let raw = rusqlite::Connection::open(db_path(dir)).expect("raw");
     raw.execute_batch(
         "DROP TABLE commit_stats;
          CREATE TRIGGER events_no_replace BEFORE INSERT ON events
@@ -312,7 +306,19 @@ CREATE INDEX events_by_origin ON events (origin_store, origin_seq) WHERE origin_
          PRAGMA user_version = 1;",
     )
     .expect("downgrade");
-    drop(raw);
+}
+
+/// A v2 store rewritten into an exact v1 schema (commit_stats dropped, v1
+/// guards and origin index back, user_version 1) is a genuine v1 store: it
+/// verifies, and a handle opened while it was v2 can no longer read the
+/// table (an error, not a stale answer); a writable open rebuilds the table
+/// from the verified scores.
+#[test]
+fn a_v2_store_rewritten_as_exact_v1_reads_honestly() {
+    let (_d, mut s) = new_store();
+    two_commits_and_another_scorer(&mut s);
+    let honest = view(&s).commit_stats("acc", AsOf::Head);
+    rewrite_as_exact_v1(s.dir());
     let r = s.verify().expect("verify");
     assert!(r.is_valid(), "an exact v1 store verifies: {r:?}");
     // The open handle, opened while the store was v2: its view is folded
@@ -335,23 +341,7 @@ CREATE INDEX events_by_origin ON events (origin_store, origin_seq) WHERE origin_
 fn upgrade_of_a_tampered_v1_store_does_not_launder_the_edit() {
     let (_d, mut s) = new_store();
     two_commits_and_another_scorer(&mut s);
-    let raw = rusqlite::Connection::open(db_path(s.dir())).expect("raw");
-    raw.execute_batch(
-        "DROP TABLE commit_stats;
-         CREATE TRIGGER events_no_replace BEFORE INSERT ON events
-WHEN EXISTS (SELECT 1 FROM events WHERE seq = NEW.seq)
-BEGIN SELECT RAISE(FAIL, 'ratchet: events is append-only; a row with this key exists'); END;
-CREATE TRIGGER scores_no_replace BEFORE INSERT ON scores
-WHEN EXISTS (SELECT 1 FROM scores WHERE seq = NEW.seq)
-BEGIN SELECT RAISE(FAIL, 'ratchet: scores is append-only; a row with this key exists'); END;
-CREATE TRIGGER test_runs_no_replace BEFORE INSERT ON test_runs
-WHEN EXISTS (SELECT 1 FROM test_runs WHERE seq = NEW.seq)
-BEGIN SELECT RAISE(FAIL, 'ratchet: test_runs is append-only; a row with this key exists'); END;
-CREATE INDEX events_by_origin ON events (origin_store, origin_seq) WHERE origin_store IS NOT NULL;
-         PRAGMA user_version = 1;",
-    )
-    .expect("downgrade");
-    drop(raw);
+    rewrite_as_exact_v1(s.dir());
     {
         let a = attacker(s.dir());
         a.execute("UPDATE scores SET value = 0.99 WHERE seq = 2", [])

@@ -5,15 +5,6 @@ use crate::common;
 use common::*;
 use ratchet_trace::{Checkpoint, Error, FaultKind, Store, StoreOptions, VerifyOptions, WriterKey};
 
-fn first_fault(store: &Store) -> (u64, FaultKind) {
-    let f = store
-        .verify()
-        .expect("verify runs")
-        .fault
-        .expect("a fault is found");
-    (f.seq, f.kind)
-}
-
 #[test]
 fn untouched_store_verifies() {
     let (_d, mut s) = new_store();

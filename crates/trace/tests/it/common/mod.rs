@@ -5,7 +5,18 @@
 
 pub use ratchet_testkit::*;
 
-use ratchet_trace::{EventDraft, Score, Store, TestRun};
+use ratchet_trace::{EventDraft, FaultKind, Score, Store, TestRun};
+
+/// The first fault a full verification of `store` finds, as (seq, kind),
+/// which there must be: what a test of a tampered store checks first.
+pub fn first_fault(store: &Store) -> (u64, FaultKind) {
+    let f = store
+        .verify()
+        .expect("verify runs")
+        .fault
+        .expect("a fault is found");
+    (f.seq, f.kind)
+}
 
 /// Appends `n` events cycling through notes, scores and test runs.
 pub fn fill(store: &mut Store, n: usize) {
