@@ -1,6 +1,6 @@
 //! Healing against real temporary git repositories.
 
-use crate::common::{record_versions_and_a_fall, three_versions};
+use crate::common::{self, record_versions_and_a_fall, three_versions};
 
 use git2::Repository;
 use ratchet_drift::{Alarm, Chart, Monitor, Ranking, Shift, TraceAlarm, Watch, best_commit};
@@ -86,16 +86,7 @@ fn heal_checks_out_the_best_other_commit_and_recovery_is_checked() {
 
     // Live scores of v2 after the heal, in control: recovered.
     let mut monitor: Monitor = monitor.expect("restarted monitor");
-    let live: Vec<Score> = (0..40)
-        .map(|i| {
-            Score::new(
-                s.commits[1].clone(),
-                format!("live{i}"),
-                "quality",
-                0.85 + (f64::from(i % 11) - 5.0) * 0.01,
-            )
-        })
-        .collect();
+    let live = common::around(&s.commits[1], "live", 0.85, 40);
     s.ledger.record_scores(&live, "live").expect("live");
     let r = check_recovery(&mut s.ledger, &mut monitor, seq, 30).expect("recovery");
     assert!(r.recovered, "{r:?}");
@@ -234,16 +225,7 @@ fn heal_stays_when_no_measured_commit_surely_beats_the_deployed_one() {
     let mut s = setup();
     // The deployed v3 dipped only to about 0.88 since the change: v2's lower
     // bound (about 0.85) does not beat that.
-    let dip: Vec<Score> = (0..30)
-        .map(|i| {
-            Score::new(
-                s.commits[2].clone(),
-                format!("dip{i}"),
-                "quality",
-                0.88 + (f64::from(i % 11) - 5.0) * 0.001,
-            )
-        })
-        .collect();
+    let dip = common::spread_about(&s.commits[2], "dip", 0.88, 0.001, 30);
     let first = s.ledger.record_scores(&dip, "live").expect("dip")[0].seq;
     let head = s.ledger.store().head().expect("head").size;
     let mut alarm = alarm_on(&s.commits[2], head);

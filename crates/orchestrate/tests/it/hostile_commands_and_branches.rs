@@ -6,24 +6,22 @@
 //! for a missing branch, checkout filters making the landed bytes differ
 //! from the verified ones, an ignored file overwritten by a landing).
 
+use crate::common::{argv, last_event, request, sandboxed_merge};
+
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use git2::{Oid, Repository};
 use ratchet_orchestrate::{
-    Error, Evaluation, Limits, MergeOutcome, MergeRequest, NamespaceSandbox, ProcessSandbox,
-    Sandbox, Source, SourceFile, VerifySpec, merge, verify,
+    Error, Evaluation, Limits, MergeOutcome, NamespaceSandbox, Sandbox, Source, SourceFile,
+    VerifySpec, verify,
 };
 use ratchet_testkit::git::{
     FILE as F, branch, commit_entries as commit_files, force_checkout_head, init_on_main,
 };
 use ratchet_testkit::{commit as commit_id, gap_class};
 use ratchet_trace::{Score, Store, StoreOptions};
-
-fn argv(words: &[&str]) -> Vec<String> {
-    words.iter().map(|w| w.to_string()).collect()
-}
 
 fn namespace() -> NamespaceSandbox {
     NamespaceSandbox::new().expect("bubblewrap must work here")
@@ -59,16 +57,6 @@ fn world(files: &[(&str, Option<&str>, i32)], branches: &[&str]) -> World {
     force_checkout_head(&repo);
     let store = new_store(dir.path());
     World { dir, repo, store }
-}
-
-fn request(commands: Vec<Vec<String>>) -> MergeRequest {
-    MergeRequest::new(
-        "main",
-        VerifySpec {
-            commands,
-            ..VerifySpec::default()
-        },
-    )
 }
 
 // ---------------------------------------------------------------------
@@ -283,10 +271,9 @@ fn a_failed_work_tree_update_does_not_leave_into_moved_and_unrecorded() {
     // timing is deterministic).
     let edit = format!("echo 'user edit' > {}", work.join("a.txt").display());
     let events_before = w.store.head().expect("head").size;
-    let got = merge(
+    let got = sandboxed_merge(
         &work,
         &mut w.store,
-        &mut ProcessSandbox::new(),
         "a",
         &request(vec![argv(&["sh", "-c", &edit])]),
     );
@@ -356,13 +343,7 @@ fn into_checked_out_dirty_in_another_worktree_is_not_moved() {
     // `main` is checked out in the main work tree, with an uncommitted edit.
     std::fs::write(w.work().join("b.txt"), "y=local edit\n").expect("edit");
     let before = w.tip();
-    let got = merge(
-        &wt,
-        &mut w.store,
-        &mut ProcessSandbox::new(),
-        "a",
-        &request(vec![argv(&["true"])]),
-    );
+    let got = sandboxed_merge(&wt, &mut w.store, "a", &request(vec![argv(&["true"])]));
     let status = std::process::Command::new("git")
         .args(["status", "--short"])
         .current_dir(w.work())
@@ -393,13 +374,7 @@ fn a_landing_does_not_overwrite_a_users_ignored_file() {
     let work = w.work();
     std::fs::write(work.join("local.env"), "TOKEN=my-secret\n").expect("user file");
     let before = w.tip();
-    let out = merge(
-        &work,
-        &mut w.store,
-        &mut ProcessSandbox::new(),
-        "evil",
-        &request(vec![argv(&["true"])]),
-    );
+    let out = sandboxed_merge(&work, &mut w.store, "evil", &request(vec![argv(&["true"])]));
     let now = std::fs::read_to_string(work.join("local.env")).expect("read");
     assert_eq!(
         now,
@@ -410,11 +385,7 @@ fn a_landing_does_not_overwrite_a_users_ignored_file() {
     // Refused and recorded, with main put back where it was.
     assert!(matches!(out, Ok(MergeOutcome::Refused { .. })), "{out:?}");
     assert_eq!(w.tip(), before);
-    let last = w
-        .store
-        .event_by_seq(w.store.head().expect("head").size)
-        .expect("read")
-        .expect("event");
+    let last = last_event(&w.store);
     assert_eq!(last.kind, "merge");
 }
 
@@ -441,10 +412,9 @@ fn a_branch_that_does_not_exist_is_an_unknown_commit() {
         .delete()
         .expect("delete");
     let work = w.work();
-    let got = merge(
+    let got = sandboxed_merge(
         &work,
         &mut w.store,
-        &mut ProcessSandbox::new(),
         "release",
         &request(vec![argv(&["true"])]),
     );
@@ -475,14 +445,7 @@ fn the_deployed_work_tree_is_what_was_verified() {
     let work = w.work();
     let mut req = request(vec![argv(&["sh", "run.sh"])]);
     req.deploy = Some(argv(&["sh", "run.sh"]));
-    let out = merge(
-        &work,
-        &mut w.store,
-        &mut ProcessSandbox::new(),
-        "evil",
-        &req,
-    )
-    .expect("merge");
+    let out = sandboxed_merge(&work, &mut w.store, "evil", &req).expect("merge");
     if let MergeOutcome::Landed {
         verification,
         deploy: Some(d),

@@ -4,6 +4,8 @@
 //! The test binary doubles as a helper process: `child_entry` does nothing
 //! unless `RATCHET_MERGE_CHILD` names a mode.
 
+use crate::common::{argv, last_event, request, sandboxed_merge};
+
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -11,8 +13,7 @@ use std::time::Duration;
 
 use git2::{Oid, Repository};
 use ratchet_orchestrate::{
-    EnvPolicy, Error, MergeLock, MergeOutcome, MergeRequest, ProcessSandbox, VerifySpec, merge,
-    merge_all,
+    EnvPolicy, Error, MergeLock, MergeOutcome, ProcessSandbox, merge, merge_all,
 };
 use ratchet_testkit::git::{commit_files, repo_with_branches};
 use ratchet_trace::{Store, StoreOptions};
@@ -85,10 +86,6 @@ fn check_out(repo: &Repository, refname: &str) {
         .expect("checkout");
 }
 
-fn argv(words: &[&str]) -> Vec<String> {
-    words.iter().map(|w| w.to_string()).collect()
-}
-
 /// Passes unless both changes are present: each branch alone is fine,
 /// the two together break "the build".
 fn build_check() -> Vec<String> {
@@ -97,16 +94,6 @@ fn build_check() -> Vec<String> {
         "-c",
         "test \"$(cat a.txt)$(cat b.txt)\" != \"x=2y=2\"",
     ])
-}
-
-fn request(commands: Vec<Vec<String>>) -> MergeRequest {
-    MergeRequest::new(
-        "main",
-        VerifySpec {
-            commands,
-            ..VerifySpec::default()
-        },
-    )
 }
 
 fn tip(repo: &Repository) -> Oid {
@@ -119,14 +106,8 @@ fn a_clean_merge_lands_exactly_one_commit_and_updates_the_work_tree() {
     let before = tip(&w.repo);
     let branch = w.repo.refname_to_id("refs/heads/a").expect("a");
     let repo_path = w.repo.workdir().expect("work tree").to_path_buf();
-    let out = merge(
-        &repo_path,
-        &mut w.store,
-        &mut ProcessSandbox::new(),
-        "a",
-        &request(vec![build_check()]),
-    )
-    .expect("merge");
+    let out = sandboxed_merge(&repo_path, &mut w.store, "a", &request(vec![build_check()]))
+        .expect("merge");
     let MergeOutcome::Landed {
         commit,
         previous,
@@ -153,22 +134,12 @@ fn a_clean_merge_lands_exactly_one_commit_and_updates_the_work_tree() {
         std::fs::read_to_string(repo_path.join("a.txt")).expect("read"),
         "x=2\n"
     );
-    let last = w
-        .store
-        .event_by_seq(w.store.head().expect("head").size)
-        .expect("read")
-        .expect("event");
+    let last = last_event(&w.store);
     assert_eq!(last.kind, "merge");
     assert_eq!(last.commit.map(|c| c.to_string()), Some(commit.clone()));
     // Merging it again: nothing to do, recorded too.
-    let again = merge(
-        &repo_path,
-        &mut w.store,
-        &mut ProcessSandbox::new(),
-        "a",
-        &request(vec![build_check()]),
-    )
-    .expect("merge");
+    let again = sandboxed_merge(&repo_path, &mut w.store, "a", &request(vec![build_check()]))
+        .expect("merge");
     assert!(matches!(again, MergeOutcome::UpToDate { .. }), "{again:#?}");
     assert_eq!(tip(&w.repo), after.id());
 }
@@ -177,19 +148,17 @@ fn a_clean_merge_lands_exactly_one_commit_and_updates_the_work_tree() {
 fn a_conflict_changes_nothing_and_reports_its_hunks() {
     let mut w = world();
     let repo_path = w.repo.workdir().expect("work tree").to_path_buf();
-    merge(
+    sandboxed_merge(
         &repo_path,
         &mut w.store,
-        &mut ProcessSandbox::new(),
         "a",
         &request(vec![argv(&["true"])]),
     )
     .expect("merge a");
     let before = tip(&w.repo);
-    let out = merge(
+    let out = sandboxed_merge(
         &repo_path,
         &mut w.store,
-        &mut ProcessSandbox::new(),
         "c",
         &request(vec![argv(&["true"])]),
     )
@@ -214,11 +183,7 @@ fn a_conflict_changes_nothing_and_reports_its_hunks() {
         std::fs::read_to_string(repo_path.join("a.txt")).expect("read"),
         "x=2\n"
     );
-    let last = w
-        .store
-        .event_by_seq(w.store.head().expect("head").size)
-        .expect("read")
-        .expect("event");
+    let last = last_event(&w.store);
     let payload: serde_json::Value = serde_json::from_slice(&last.payload).expect("json");
     assert_eq!(payload["outcome"], "conflict");
 }
@@ -384,14 +349,7 @@ fn when_main_moves_during_verification_the_merge_is_made_again_on_the_new_tip() 
     // The late commit lands on main behind the work tree's back; with main
     // checked out that is a stale (dirty) work tree, so `b` is checked out.
     check_out(&w.repo, "refs/heads/b");
-    let out = merge(
-        &repo_path,
-        &mut w.store,
-        &mut ProcessSandbox::new(),
-        "a",
-        &req,
-    )
-    .expect("merge");
+    let out = sandboxed_merge(&repo_path, &mut w.store, "a", &req).expect("merge");
     let MergeOutcome::Landed {
         attempts, previous, ..
     } = &out
@@ -421,14 +379,7 @@ fn when_main_moves_during_verification_the_merge_is_made_again_on_the_new_tip() 
     );
     req.attempts = 1;
     let before_late = tip(&w.repo);
-    let out = merge(
-        w.repo.path(),
-        &mut w.store,
-        &mut ProcessSandbox::new(),
-        "a",
-        &req,
-    )
-    .expect("merge");
+    let out = sandboxed_merge(w.repo.path(), &mut w.store, "a", &req).expect("merge");
     assert!(matches!(out, MergeOutcome::Refused { .. }), "{out:#?}");
     let now = w.repo.find_commit(tip(&w.repo)).expect("tip");
     assert_eq!(
@@ -449,26 +400,12 @@ fn the_deploy_hook_runs_once_after_a_landing_and_never_otherwise() {
         "-c",
         &format!("echo deployed >> {}", log.display()),
     ]));
-    let out = merge(
-        &repo_path,
-        &mut w.store,
-        &mut ProcessSandbox::new(),
-        "a",
-        &req,
-    )
-    .expect("merge");
+    let out = sandboxed_merge(&repo_path, &mut w.store, "a", &req).expect("merge");
     let MergeOutcome::Landed { deploy, .. } = &out else {
         panic!("{out:#?}")
     };
     assert!(deploy.as_ref().is_some_and(|d| d.passed));
-    let out = merge(
-        &repo_path,
-        &mut w.store,
-        &mut ProcessSandbox::new(),
-        "b",
-        &req,
-    )
-    .expect("merge");
+    let out = sandboxed_merge(&repo_path, &mut w.store, "b", &req).expect("merge");
     assert!(
         matches!(out, MergeOutcome::SemanticConflict { .. }),
         "{out:#?}"
@@ -482,20 +419,13 @@ fn bad_requests_are_clear_errors_and_change_nothing() {
     let repo_path = w.repo.workdir().expect("work tree").to_path_buf();
     let before = tip(&w.repo);
     assert!(matches!(
-        merge(
-            &repo_path,
-            &mut w.store,
-            &mut ProcessSandbox::new(),
-            "a",
-            &request(vec![])
-        ),
+        sandboxed_merge(&repo_path, &mut w.store, "a", &request(vec![])),
         Err(Error::NoCommands)
     ));
     assert!(matches!(
-        merge(
+        sandboxed_merge(
             &repo_path,
             &mut w.store,
-            &mut ProcessSandbox::new(),
             "no-such-branch",
             &request(vec![argv(&["true"])])
         ),
@@ -504,20 +434,13 @@ fn bad_requests_are_clear_errors_and_change_nothing() {
     let mut wrong_into = request(vec![argv(&["true"])]);
     wrong_into.into = "trunk".into();
     assert!(matches!(
-        merge(
-            &repo_path,
-            &mut w.store,
-            &mut ProcessSandbox::new(),
-            "a",
-            &wrong_into
-        ),
+        sandboxed_merge(&repo_path, &mut w.store, "a", &wrong_into),
         Err(Error::UnknownCommit { .. })
     ));
     std::fs::write(repo_path.join("a.txt"), "edited by hand\n").expect("edit");
-    match merge(
+    match sandboxed_merge(
         &repo_path,
         &mut w.store,
-        &mut ProcessSandbox::new(),
         "a",
         &request(vec![argv(&["true"])]),
     ) {

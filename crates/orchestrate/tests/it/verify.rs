@@ -4,6 +4,8 @@
 //! nothing unless `RATCHET_SANDBOX_CHILD` names a mode (the sandbox cleans
 //! the environment, so the mode is passed through `EnvPolicy::set`).
 
+use crate::common::argv;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -65,10 +67,6 @@ fn child_env(mode: &str, arg: &str) -> EnvPolicy {
     env.set.insert(MODE.into(), mode.into());
     env.set.insert(ARG.into(), arg.into());
     env
-}
-
-fn argv(words: &[&str]) -> Vec<String> {
-    words.iter().map(|w| w.to_string()).collect()
 }
 
 fn new_store() -> (tempfile::TempDir, Store) {
@@ -204,6 +202,25 @@ fn alive(pid: u32) -> bool {
     }
 }
 
+/// The pid a command's background process wrote to `path` (the process
+/// sandbox shares the filesystem with the test).
+fn written_pid(path: &Path) -> u32 {
+    std::fs::read_to_string(path)
+        .expect("the background process wrote its pid")
+        .trim()
+        .parse()
+        .expect("pid")
+}
+
+/// Waits while process `pid` is alive, for 30 s at most: reaping by init
+/// can lag on a loaded machine. The caller then asserts it is gone.
+fn wait_while_alive(pid: u32) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while alive(pid) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_hung_command_is_killed_at_its_timeout_with_its_grandchildren() {
     for sandbox in [
@@ -235,16 +252,8 @@ fn a_hung_command_is_killed_at_its_timeout_with_its_grandchildren() {
         // for a loaded machine).
         assert!(started.elapsed() < Duration::from_secs(60));
         if sandbox.backend() == "process" {
-            let pid: u32 = std::fs::read_to_string(&pid_path)
-                .expect("the grandchild wrote its pid")
-                .trim()
-                .parse()
-                .expect("pid");
-            // Reaping by init can lag on a loaded machine: wait for it.
-            let deadline = std::time::Instant::now() + Duration::from_secs(30);
-            while alive(pid) && std::time::Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            let pid = written_pid(&pid_path);
+            wait_while_alive(pid);
             assert!(!alive(pid), "the grandchild {pid} outlived the timeout");
         }
     }
@@ -265,15 +274,8 @@ fn a_command_that_exits_leaves_no_process_behind() {
         &EnvPolicy::default(),
     );
     assert!(r.passed, "{r:?}");
-    let pid: u32 = std::fs::read_to_string(&pid_path)
-        .expect("pid")
-        .trim()
-        .parse()
-        .expect("pid");
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while alive(pid) && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let pid = written_pid(&pid_path);
+    wait_while_alive(pid);
     assert!(!alive(pid), "a background process outlived its command");
 }
 

@@ -1,11 +1,49 @@
-//! The scene heal's tests share: a prompt at three versions, measured, the
-//! deployed one fallen.
+//! What the orchestration tests share: the scene heal's tests play (a
+//! prompt at three versions, measured, the deployed one fallen), and the
+//! merge tests' command lines, request and sandboxed merge.
 
 use std::path::Path;
 
 use git2::Repository;
+use ratchet_orchestrate::{MergeOutcome, MergeRequest, ProcessSandbox, VerifySpec, merge};
 use ratchet_testkit::git::commit_work_file;
-use ratchet_trace::{CommitId, Score, Store};
+use ratchet_trace::{CommitId, Event, Score, Store};
+
+/// A command line as the sandboxes take it (owned words).
+pub fn argv(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).collect()
+}
+
+/// A merge into `main` verified by `commands`, nothing else asked.
+pub fn request(commands: Vec<Vec<String>>) -> MergeRequest {
+    MergeRequest::new(
+        "main",
+        VerifySpec {
+            commands,
+            ..VerifySpec::default()
+        },
+    )
+}
+
+/// Merges `branch` into `main` of the repository at `repo_path`, verified
+/// per `req` in a new process sandbox and recorded in `store`: the one call
+/// each merge test makes.
+pub fn sandboxed_merge(
+    repo_path: &Path,
+    store: &mut Store,
+    branch: &str,
+    req: &MergeRequest,
+) -> ratchet_orchestrate::Result<MergeOutcome> {
+    merge(repo_path, store, &mut ProcessSandbox::new(), branch, req)
+}
+
+/// The newest event of `store`: what the last merge recorded.
+pub fn last_event(store: &Store) -> Event {
+    store
+        .event_by_seq(store.head().expect("head").size)
+        .expect("read")
+        .expect("event")
+}
 
 /// A repository at `dir` with three commits of `prompt.txt` ("v1", "v2",
 /// "v3"), HEAD at the last.
@@ -36,14 +74,21 @@ pub fn record_versions_and_a_fall(store: &mut Store, commits: &[CommitId]) {
 }
 
 /// `n` quality scores of `c` on tasks `<prefix>0…`, spread ±0.05 about `mean`.
-fn around(c: &CommitId, prefix: &str, mean: f64, n: u32) -> Vec<Score> {
+pub fn around(c: &CommitId, prefix: &str, mean: f64, n: u32) -> Vec<Score> {
+    spread_about(c, prefix, mean, 0.01, n)
+}
+
+/// `n` quality scores of `c` on tasks `<prefix>0…`, in steps of `step` from
+/// five steps below `mean` to five above: live or measured scores with a
+/// known mean and a known spread.
+pub fn spread_about(c: &CommitId, prefix: &str, mean: f64, step: f64, n: u32) -> Vec<Score> {
     (0..n)
         .map(|i| {
             Score::new(
                 c.clone(),
                 format!("{prefix}{i}"),
                 "quality",
-                mean + (f64::from(i % 11) - 5.0) * 0.01,
+                mean + (f64::from(i % 11) - 5.0) * step,
             )
         })
         .collect()
