@@ -249,18 +249,27 @@ elo1 = 40.0
 max_n = 1000
 "#;
 
+/// The gate's question of the scene's `commits`: is v3 better than v1 under
+/// `policy`'s `prompt` class (at the head)?
+fn v3_against_v1<'a>(
+    policy: &'a ratchet_gate::Policy,
+    commits: &'a [CommitId],
+) -> ratchet_gate::Question<'a> {
+    ratchet_gate::Question {
+        class: "prompt",
+        policy: policy.class("prompt").expect("class"),
+        baseline: &commits[0],
+        candidate: &commits[2],
+        checkpoint: None,
+    }
+}
+
 #[test]
 fn the_gate_promotes_naming_its_own_decision_and_refuses_a_commit_against_itself() {
     use ratchet_orchestrate::{GateOptions, gate};
     let mut s = setup();
     let policy = ratchet_gate::Policy::parse(POLICY).expect("policy");
-    let q = ratchet_gate::Question {
-        class: "prompt",
-        policy: policy.class("prompt").expect("class"),
-        baseline: &s.commits[0],
-        candidate: &s.commits[2],
-        checkpoint: None,
-    };
+    let q = v3_against_v1(&policy, &s.commits);
     // A dry run appends nothing and promotes nothing.
     let head = s.ledger.store().head().expect("head");
     let dry = gate(
@@ -367,13 +376,7 @@ fn status_counts_what_the_store_holds_and_names_the_last_decision_and_alarm() {
     assert!(before.last_decision.is_none() && before.last_alarm.is_none());
 
     let policy = ratchet_gate::Policy::parse(POLICY).expect("policy");
-    let q = ratchet_gate::Question {
-        class: "prompt",
-        policy: policy.class("prompt").expect("class"),
-        baseline: &s.commits[0],
-        candidate: &s.commits[2],
-        checkpoint: None,
-    };
+    let q = v3_against_v1(&policy, &s.commits);
     let run = gate(&mut s.ledger, &q, &GateOptions::default()).expect("gate");
     let head = s.ledger.store().head().expect("head").size;
     ratchet_drift::record_alarm(&mut s.ledger, &alarm_on(&s.commits[2], head)).expect("alarm");
