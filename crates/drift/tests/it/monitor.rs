@@ -413,16 +413,21 @@ fn follow_verifies_records_each_alarm_once_and_reports() {
     };
     let mut seen = Vec::new();
     let mut ledger = Ledger::new(store, VerifyOptions::default()).expect("verifies");
-    let mut monitor = Monitor::start_chart(
-        ledger.view(),
-        &a,
-        "quality",
-        start,
-        chart,
-        Watch::Decreases,
-        30,
-    )
-    .expect("monitor");
+    // A monitor of `a`'s quality from `start` on, watching for a fall: the
+    // same watch each follow below starts afresh.
+    let start_watching = |ledger: &Ledger| {
+        Monitor::start_chart(
+            ledger.view(),
+            &a,
+            "quality",
+            start,
+            chart,
+            Watch::Decreases,
+            30,
+        )
+        .expect("monitor")
+    };
+    let mut monitor = start_watching(&ledger);
     let report = monitor
         .follow(&mut ledger, &how, &mut |alarm, appended| {
             seen.push((alarm.seq, appended));
@@ -434,16 +439,7 @@ fn follow_verifies_records_each_alarm_once_and_reports() {
     assert!(seen.iter().all(|&(_, appended)| appended));
     assert_eq!(report.position, start + 60);
     // Following the same stretch again records nothing twice.
-    let mut again = Monitor::start_chart(
-        ledger.view(),
-        &a,
-        "quality",
-        start,
-        chart,
-        Watch::Decreases,
-        30,
-    )
-    .expect("monitor");
+    let mut again = start_watching(&ledger);
     let head = ledger.store().head().expect("head");
     let second = again
         .follow(&mut ledger, &how, &mut |_, appended| {
@@ -455,16 +451,7 @@ fn follow_verifies_records_each_alarm_once_and_reports() {
     assert_eq!(second.recorded, 0);
     assert_eq!(ledger.store().head().expect("head"), head);
     // The callback can stop the follow at the first alarm.
-    let mut third = Monitor::start_chart(
-        ledger.view(),
-        &a,
-        "quality",
-        start,
-        chart,
-        Watch::Decreases,
-        30,
-    )
-    .expect("monitor");
+    let mut third = start_watching(&ledger);
     let stopped = third
         .follow(
             &mut ledger,
