@@ -471,6 +471,22 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
 
+/// A git repository at `p` with one commit of `prompt.txt` per version
+/// (the version is both its content and its message) and a store
+/// initialised in it (`.ratchet`); the commits' ids, oldest first.
+fn prompt_versions(p: &Path, versions: &[&str]) -> Vec<String> {
+    git(p, &["init", "-q"]);
+    let mut commits = Vec::new();
+    for v in versions {
+        std::fs::write(p.join("prompt.txt"), v).expect("write");
+        git(p, &["add", "prompt.txt"]);
+        git(p, &["commit", "-q", "-m", v]);
+        commits.push(git(p, &["rev-parse", "HEAD"]));
+    }
+    ratchet_ok(p, &["init"], "");
+    commits
+}
+
 fn quality_lines(commit: &str, mean: f64, n: usize, tag: &str) -> String {
     (0..n)
         .map(|i| {
@@ -484,15 +500,7 @@ fn quality_lines(commit: &str, mean: f64, n: usize, tag: &str) -> String {
 fn watch_records_an_alarm_and_heal_checks_out_the_best_commit() {
     let d = tempfile::tempdir().expect("tempdir");
     let p = d.path();
-    git(p, &["init", "-q"]);
-    let mut commits = Vec::new();
-    for v in ["v1", "v2", "v3"] {
-        std::fs::write(p.join("prompt.txt"), v).expect("write");
-        git(p, &["add", "prompt.txt"]);
-        git(p, &["commit", "-q", "-m", v]);
-        commits.push(git(p, &["rev-parse", "HEAD"]));
-    }
-    ratchet_ok(p, &["init"], "");
+    let commits = prompt_versions(p, &["v1", "v2", "v3"]);
     let mut lines = String::new();
     for (c, mean) in commits.iter().zip([0.80, 0.85, 0.90]) {
         lines.push_str(&quality_lines(c, mean, 100, "eval"));
@@ -779,15 +787,7 @@ fn export_writes_parquet_partitions() {
 fn a_promotion_moves_its_ref() {
     let d = tempfile::tempdir().expect("tempdir");
     let p = d.path();
-    git(p, &["init", "-q"]);
-    let mut commits = Vec::new();
-    for v in ["base", "cand"] {
-        std::fs::write(p.join("prompt.txt"), v).expect("write");
-        git(p, &["add", "prompt.txt"]);
-        git(p, &["commit", "-q", "-m", v]);
-        commits.push(git(p, &["rev-parse", "HEAD"]));
-    }
-    ratchet_ok(p, &["init"], "");
+    let commits = prompt_versions(p, &["base", "cand"]);
     std::fs::write(p.join(".ratchet/policy.toml"), POLICY).expect("policy");
     assert!(
         ratchet(

@@ -220,23 +220,9 @@ fn heal_never_deletes_the_trace_that_head_tracks() {
         &v3,
         "v3 (same prompt)",
     );
-    let branch = w
-        .repo
-        .head()
-        .expect("head")
-        .name()
-        .expect("name")
-        .to_string();
+    let branch = w.head_name().expect("on a branch");
     w.point_ref(&branch, &v3b);
-    let tree = w
-        .repo
-        .find_commit(Oid::from_str(&v3b).expect("oid"))
-        .expect("c")
-        .tree()
-        .expect("t");
-    let mut index = w.repo.index().expect("index");
-    index.read_tree(&tree).expect("read tree");
-    index.write().expect("write index");
+    w.reset_index_to_head();
     // The alarm is on v3; the heal ranks v1 above the fallen v3.
     let o = w.cmd(&["heal", "--json"], "");
     let heal_text = text(&o);
@@ -323,13 +309,7 @@ fn a_completed_heal_is_not_redone_when_a_person_moves_head_back() {
     w.checkout_head();
     w.init();
     record_alarm(&w, &[(&v1, 0.85), (&v3, 0.90)], &v3);
-    let branch = w
-        .repo
-        .head()
-        .expect("head")
-        .name()
-        .expect("name")
-        .to_string();
+    let branch = w.head_name().expect("on a branch");
     let o = w.cmd(&["heal", "--json"], "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(w.head_commit(), v1, "healed");
