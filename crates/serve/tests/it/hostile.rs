@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use ratchet_serve::ServeOptions;
 
-use crate::{A, B, Server, kind, raw, score_line, upload};
+use crate::{A, B, Server, kind, post_events, raw, score_line, upload};
 
 fn still_serving(s: &Server) {
     let v = s
@@ -245,28 +245,16 @@ fn a_retried_request_id_is_stored_once() {
     // Plain events too.
     let ev = "{\"kind\":\"note\",\"payload\":{\"n\":1}}\n";
     for _ in 0..2 {
-        rec.request(
-            "POST",
-            "/v1/events?request_id=e-1",
-            "application/x-ndjson",
-            ev.as_bytes(),
-        )
-        .expect("answer")
-        .ok_json()
-        .expect("ok");
+        post_events(&rec, "/v1/events?request_id=e-1", ev.as_bytes())
+            .ok_json()
+            .expect("ok");
     }
     let notes = s.reopen().events_of_kinds(&["note"]).expect("read").len();
     assert_eq!(notes, 1);
     // Equal content under two ids counts twice (two real batches).
-    rec.request(
-        "POST",
-        "/v1/events?request_id=e-2",
-        "application/x-ndjson",
-        ev.as_bytes(),
-    )
-    .expect("answer")
-    .ok_json()
-    .expect("ok");
+    post_events(&rec, "/v1/events?request_id=e-2", ev.as_bytes())
+        .ok_json()
+        .expect("ok");
     assert_eq!(
         s.reopen().events_of_kinds(&["note"]).expect("read").len(),
         2
@@ -313,15 +301,9 @@ fn what_clients_send_loosely_is_read_as_meant_and_server_paths_stay_private() {
     let rec = s.client(&s.record);
     for n in 0..2 {
         let line = format!("{{\"kind\":\"note\",\"payload\":{{\"n\":{n}}}}}\n");
-        rec.request(
-            "POST",
-            "/v1/events?request_id=same",
-            "application/x-ndjson",
-            line.as_bytes(),
-        )
-        .expect("answer")
-        .ok_json()
-        .expect("ok");
+        post_events(&rec, "/v1/events?request_id=same", line.as_bytes())
+            .ok_json()
+            .expect("ok");
     }
     assert_eq!(
         s.reopen().events_of_kinds(&["note"]).expect("read").len(),
@@ -366,15 +348,11 @@ fn the_same_upload_from_two_sessions_counts_once_for_each() {
 fn a_payload_number_no_reader_can_hold_is_refused_and_reads_keep_working() {
     let s = Server::start(ServeOptions::default());
     let before = s.size();
-    let r = s
-        .client(&s.record)
-        .request(
-            "POST",
-            "/v1/events",
-            "application/x-ndjson",
-            b"{\"kind\":\"note\",\"payload\":{\"x\":1e999}}\n",
-        )
-        .expect("answer");
+    let r = post_events(
+        &s.client(&s.record),
+        "/v1/events",
+        b"{\"kind\":\"note\",\"payload\":{\"x\":1e999}}\n",
+    );
     let text = String::from_utf8_lossy(&r.body).into_owned();
     assert_eq!(
         (r.status, kind(&r).as_str()),

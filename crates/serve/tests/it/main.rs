@@ -186,6 +186,14 @@ pub fn upload(c: &Client, path: &str, body: &[u8]) -> ratchet_serve::Response {
         .expect("answer")
 }
 
+/// POSTs `body` (JSON lines of the append format) to `path`, an events
+/// route, and returns the answer whatever its status: a raw append, for
+/// tests that read a refusal or a retry.
+pub fn post_events(c: &Client, path: &str, body: &[u8]) -> ratchet_serve::Response {
+    c.request("POST", path, "application/x-ndjson", body)
+        .expect("answer")
+}
+
 pub fn score_line(commit: &str, task: &str, value: f64) -> String {
     format!(
         "{{\"task\":\"{task}\",\"scorer\":\"acc\",\"value\":{value},\"commit\":\"{commit}\"}}\n"

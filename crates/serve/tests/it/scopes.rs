@@ -3,7 +3,7 @@
 
 use ratchet_serve::{ROUTES, ServeOptions};
 
-use crate::{A, B, Server, kind, score_line, upload};
+use crate::{A, B, Server, kind, post_events, score_line, upload};
 
 #[test]
 fn a_record_token_records_under_its_own_session_only() {
@@ -26,27 +26,13 @@ fn a_record_token_records_under_its_own_session_only() {
 
     // A line naming another session is refused, and nothing is stored.
     let before = s.size();
-    let r = c
-        .request(
-            "POST",
-            "/v1/events",
-            "application/x-ndjson",
-            b"{\"kind\":\"note\",\"payload\":{}}\n{\"kind\":\"note\",\"session\":\"cell-2\",\"payload\":{}}\n",
-        )
-        .expect("answer");
+    let r = post_events(&c, "/v1/events", b"{\"kind\":\"note\",\"payload\":{}}\n{\"kind\":\"note\",\"session\":\"cell-2\",\"payload\":{}}\n");
     assert_eq!((r.status, kind(&r).as_str()), (403, "forbidden"), "{r:?}");
     assert!(String::from_utf8_lossy(&r.body).contains("cell-2"));
     // Reserved kinds: refused whole, naming their owner.
     for reserved in ["decision", "capability", "policy", "promotion", "scorer"] {
         let line = format!("{{\"kind\":\"{reserved}\",\"payload\":{{}}}}\n");
-        let r = c
-            .request(
-                "POST",
-                "/v1/events",
-                "application/x-ndjson",
-                line.as_bytes(),
-            )
-            .expect("answer");
+        let r = post_events(&c, "/v1/events", line.as_bytes());
         assert_eq!(
             (r.status, kind(&r).as_str()),
             (400, "bad_request"),
@@ -98,15 +84,11 @@ fn a_record_token_cannot_decide_read_mint_or_revoke() {
     // A read token reads, and cannot record.
     let r = s.client(&s.read).get_json("/v1/status").expect("status");
     assert!(r["store_id"].is_string(), "{r}");
-    let r = s
-        .client(&s.read)
-        .request(
-            "POST",
-            "/v1/events",
-            "application/x-ndjson",
-            b"{\"kind\":\"note\",\"payload\":{}}\n",
-        )
-        .expect("answer");
+    let r = post_events(
+        &s.client(&s.read),
+        "/v1/events",
+        b"{\"kind\":\"note\",\"payload\":{}}\n",
+    );
     assert_eq!(r.status, 403, "{r:?}");
 }
 
