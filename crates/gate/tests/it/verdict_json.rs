@@ -7,103 +7,62 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 use ratchet_gate::{
     Error, GateStatus, GuardrailResult, Law, Policy, StageDetails, Verdict, decide, decide_at,
 };
+use ratchet_testkit::{gap_class, guardrail};
 use ratchet_trace::{CommitId, Score, TestRun};
 
 /// One class per test kind and guardrail method, with invariants and
 /// canaries; a class whose scorer has too few tasks; a class whose
 /// required suite never ran.
-const POLICY: &str = r#"
-[class.bernoulli]
-scorer = "acc"
-test = "bernoulli"
-pass_threshold = 0.5
-gap = 0.3
-alpha = 0.05
-beta = 0.05
-max_n = 2000
-required_suites = ["unit"]
-[class.bernoulli.canaries]
-tasks = ["t00000", "t00001"]
-minimum = 0.0
-[[class.bernoulli.invariant]]
-scorer = "safety"
-minimum = 1.0
-
-[class.gaussian]
-scorer = "acc"
-test = "gaussian"
-gap = 0.1
-alpha = 0.05
-beta = 0.05
-max_n = 2000
-[[class.gaussian.guardrail]]
-scorer = "cost"
-direction = "lower"
-margin = 0.10
-margin_kind = "relative"
-
-[class.betting]
-scorer = "acc"
-test = "betting"
-gap = 0.1
-alpha = 0.05
-beta = 0.05
-max_n = 2000
-[[class.betting.guardrail]]
-scorer = "cost"
-direction = "lower"
-margin = 0.5
-margin_kind = "absolute"
-method = "sequence"
-
-[class.paired]
-scorer = "acc"
-test = "paired"
-elo0 = 0.0
-elo1 = 30.0
-alpha = 0.05
-beta = 0.05
-max_n = 2000
-
-[class.lower]
-scorer = "latency_ms"
-test = "bernoulli"
-pass_threshold = -100.0
-gap = 0.3
-alpha = 0.05
-beta = 0.05
-max_n = 2000
-
-[class.exact]
-scorer = "acc"
-test = "gaussian"
-gap = 0.1
-alpha = 0.05
-beta = 0.05
-max_n = 2000
-[[class.exact.guardrail]]
-scorer = "flat"
-direction = "lower"
-margin = 0.10
-margin_kind = "relative"
-
-[class.few]
-scorer = "rare"
-test = "gaussian"
-gap = 0.1
-alpha = 0.05
-beta = 0.05
-max_n = 2000
-
-[class.untested]
-scorer = "acc"
-test = "betting"
-gap = 0.1
-alpha = 0.05
-beta = 0.05
-max_n = 2000
-required_suites = ["integration"]
-"#;
+fn policy() -> Policy {
+    let text = [
+        gap_class(
+            "bernoulli",
+            "bernoulli",
+            "acc",
+            0.3,
+            2000,
+            "pass_threshold = 0.5\nrequired_suites = [\"unit\"]\n\
+             [class.bernoulli.canaries]\ntasks = [\"t00000\", \"t00001\"]\nminimum = 0.0\n\
+             [[class.bernoulli.invariant]]\nscorer = \"safety\"\nminimum = 1.0\n",
+        ),
+        gap_class("gaussian", "gaussian", "acc", 0.1, 2000, ""),
+        guardrail("gaussian", "cost", "lower", 0.10, "relative", ""),
+        gap_class("betting", "betting", "acc", 0.1, 2000, ""),
+        guardrail(
+            "betting",
+            "cost",
+            "lower",
+            0.5,
+            "absolute",
+            "method = \"sequence\"\n",
+        ),
+        // Elo 0 against 30 (not the 40 of `paired_class`).
+        "\n[class.paired]\nscorer = \"acc\"\ntest = \"paired\"\nelo0 = 0.0\nelo1 = 30.0\n\
+         alpha = 0.05\nbeta = 0.05\nmax_n = 2000\n"
+            .to_string(),
+        gap_class(
+            "lower",
+            "bernoulli",
+            "latency_ms",
+            0.3,
+            2000,
+            "pass_threshold = -100.0\n",
+        ),
+        gap_class("exact", "gaussian", "acc", 0.1, 2000, ""),
+        guardrail("exact", "flat", "lower", 0.10, "relative", ""),
+        gap_class("few", "gaussian", "rare", 0.1, 2000, ""),
+        gap_class(
+            "untested",
+            "betting",
+            "acc",
+            0.1,
+            2000,
+            "required_suites = [\"integration\"]\n",
+        ),
+    ]
+    .concat();
+    Policy::parse(&text).expect("policy")
+}
 
 fn commit(n: u8) -> CommitId {
     CommitId::parse(&format!("{n:02x}").repeat(20)).expect("commit")
@@ -154,7 +113,7 @@ fn every_shape_of_verdict_reads_back_to_the_same_bytes() {
     let (_dir, mut store) = ratchet_testkit::new_store();
     let (base, cand) = (commit(1), commit(2));
     let mut rng = StdRng::seed_from_u64(25);
-    let policy = Policy::parse(POLICY).expect("policy");
+    let policy = policy();
     let classes = [
         "bernoulli",
         "gaussian",
@@ -268,7 +227,7 @@ fn a_verdict_of_a_trace_that_fails_verification_reads_back() {
     )
     .expect("edit");
     drop(c);
-    let policy = Policy::parse(POLICY).expect("policy");
+    let policy = policy();
     let q = common::question(
         "gaussian",
         policy.class("gaussian").expect("class"),
@@ -288,7 +247,7 @@ fn a_verdict_of_a_trace_that_fails_verification_reads_back() {
 fn bytes_that_are_not_a_verdict_are_refused_naming_what_is_wrong() {
     let (_dir, mut store) = ratchet_testkit::new_store();
     let (base, cand) = (commit(5), commit(6));
-    let policy = Policy::parse(POLICY).expect("policy");
+    let policy = policy();
     let q = common::question(
         "gaussian",
         policy.class("gaussian").expect("class"),
