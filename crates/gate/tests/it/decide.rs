@@ -7,55 +7,29 @@ use ratchet_gate::{
     GateStatus, KIND_DECISION, Outcome, Policy, Question, RejectCause, Stage, Verdict, decide,
     decide_at, decide_in, verdict_in,
 };
+use ratchet_testkit::{REQUIRES_UNIT, gap_class, guardrail, paired_class};
 use ratchet_trace::{CommitId, Ledger, Score, Store, StoreOptions, TestRun, VerifyOptions};
 
-const POLICY: &str = r#"
-[class.prompt]
-scorer = "accuracy"
-test = "paired"
-alpha = 0.05
-beta = 0.05
-elo0 = 0.0
-elo1 = 40.0
-max_n = 3000
-required_suites = ["unit"]
+/// The classes most of these tests decide: `prompt`, a paired SPRT on
+/// `accuracy` with a cost guardrail, a safety invariant and the `unit`
+/// suite required; `twice`, the same test pentanomial; `tool` (bernoulli)
+/// and `flow` (gaussian).
+fn policy_text() -> String {
+    [
+        paired_class("prompt", "accuracy", 3000, REQUIRES_UNIT),
+        guardrail("prompt", "cost", "lower", 0.10, "relative", ""),
+        "\n[[class.prompt.invariant]]\nscorer = \"safety\"\nminimum = 1.0\n".to_string(),
+        paired_class("twice", "accuracy", 3000, "pairing = \"pentanomial\"\n"),
+        gap_class("tool", "bernoulli", "accuracy", 0.15, 3000, ""),
+        gap_class("flow", "gaussian", "quality", 0.1, 3000, ""),
+    ]
+    .concat()
+}
 
-[[class.prompt.guardrail]]
-scorer = "cost"
-direction = "lower"
-margin = 0.10
-margin_kind = "relative"
-
-[[class.prompt.invariant]]
-scorer = "safety"
-minimum = 1.0
-
-[class.twice]
-scorer = "accuracy"
-test = "paired"
-pairing = "pentanomial"
-alpha = 0.05
-beta = 0.05
-elo0 = 0.0
-elo1 = 40.0
-max_n = 3000
-
-[class.tool]
-scorer = "accuracy"
-test = "bernoulli"
-alpha = 0.05
-beta = 0.05
-gap = 0.15
-max_n = 3000
-
-[class.flow]
-scorer = "quality"
-test = "gaussian"
-alpha = 0.05
-beta = 0.05
-gap = 0.1
-max_n = 3000
-"#;
+/// [`policy_text`], parsed.
+fn policy() -> Policy {
+    Policy::parse(&policy_text()).expect("policy")
+}
 
 fn commit(n: u8) -> CommitId {
     CommitId::parse(&format!("{n:02x}").repeat(20)).expect("commit")
@@ -129,7 +103,7 @@ fn world(tasks: usize, cand_rate: f64, cand_cost: f64, seed: u64) -> World {
     World {
         _dir: dir,
         store,
-        policy: Policy::parse(POLICY).expect("policy"),
+        policy: policy(),
         base,
         cand,
     }
@@ -230,7 +204,7 @@ fn the_warm_gate_decides_as_the_cold_one_after_every_batch() {
         .expect("run");
     let mut ledger = Ledger::new(store, VerifyOptions::default()).expect("verifies once");
     let mut other = Store::open(&path, StoreOptions::default()).expect("a second handle");
-    let policy = Policy::parse(POLICY).expect("policy");
+    let policy = policy();
     let q = common::question(
         "prompt",
         policy.class("prompt").expect("class"),
@@ -443,7 +417,7 @@ fn bernoulli_and_gaussian_classes_decide_too() {
 #[test]
 fn an_unknown_scorer_is_refused_not_ignored() {
     let mut w = world(100, 0.75, 1.0, 9);
-    let text = POLICY.replace("scorer = \"safety\"", "scorer = \"safty\"");
+    let text = policy_text().replace("scorer = \"safety\"", "scorer = \"safty\"");
     w.policy =
         Policy::parse(&text).expect("policy parses: the scorer is checked against the trace");
     let v = w.decide("prompt");
@@ -487,7 +461,7 @@ fn pentanomial_pairs_two_runs_per_task() {
         }
     }
     store.record_scores(&scores, "sim").expect("scores");
-    let policy = Policy::parse(POLICY).expect("policy");
+    let policy = policy();
     let q = common::question("twice", policy.class("twice").expect("class"), &base, &cand);
     let v = decide(&mut store, &q).expect("decide");
     assert_eq!(v.outcome, Outcome::Promote, "{v:#?}");
@@ -516,16 +490,8 @@ fn pentanomial_pairs_two_runs_per_task() {
 fn lower_is_better_scorers_are_judged_downwards() {
     // latency_ms is an anchor that improves downwards: a faster candidate
     // is promoted without the policy saying so, a slower one rejected.
-    let text = r#"
-[class.speed]
-scorer = "latency_ms"
-test = "gaussian"
-alpha = 0.05
-beta = 0.05
-gap = 5.0
-max_n = 3000
-"#;
-    let policy = Policy::parse(text).expect("policy");
+    let text = gap_class("speed", "gaussian", "latency_ms", 5.0, 3000, "");
+    let policy = Policy::parse(&text).expect("policy");
     let class = policy.class("speed").expect("class");
     for (cand_mean, promote) in [(80.0, true), (120.0, false)] {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -573,19 +539,7 @@ fn scorer_versions_are_never_mixed() {
         }
     }
     store.record_scores(&scores, "eval").expect("scores");
-    let policy = Policy::parse(
-        r#"
-[class.c]
-scorer = "answer"
-test = "paired"
-alpha = 0.05
-beta = 0.05
-elo0 = 0.0
-elo1 = 40.0
-max_n = 3000
-"#,
-    )
-    .expect("policy");
+    let policy = Policy::parse(&paired_class("c", "answer", 3000, "")).expect("policy");
     let q = common::question("c", policy.class("c").expect("class"), &base, &cand);
     let head = store.head().expect("head").size;
     let v = decide_at(&mut store, &q, head).expect("decide");
@@ -651,11 +605,7 @@ fn directions_are_data_and_a_runner_change_is_never_a_regression() {
         }
     }
     store.record_scores(&scores, "bench").expect("scores");
-    let text = |direction: &str| {
-        format!(
-            "[class.perf]\nscorer = \"criterion_ns\"\ntest = \"paired\"\nalpha = 0.05\nbeta = 0.05\nelo0 = 0.0\nelo1 = 40.0\nmax_n = 3000\n{direction}"
-        )
-    };
+    let text = |direction: &str| paired_class("perf", "criterion_ns", 3000, direction);
     let head = store.head().expect("head").size;
     let mut ask = |policy: &Policy, candidate: &CommitId| {
         let q = common::question(
@@ -764,7 +714,7 @@ fn a_pinned_class_decides_only_under_the_pin_in_force_at_its_seq() {
 
 #[test]
 fn policy_differences_name_the_fields_as_files_do() {
-    let p = Policy::parse(POLICY).expect("policy");
+    let p = policy();
     let a = p.class("prompt").expect("class");
     let mut b = a.clone();
     b.guardrails[0].margin = 0.5;
@@ -783,17 +733,15 @@ fn policy_differences_name_the_fields_as_files_do() {
 /// loop on raw values against the sign-flipped threshold).
 #[test]
 fn the_recorded_llr_path_of_a_lower_is_better_bernoulli_verdict_is_the_gates() {
-    let text = r#"
-[class.fast]
-scorer = "latency_ms"
-test = "bernoulli"
-pass_threshold = 200.0
-alpha = 0.05
-beta = 0.05
-gap = 0.3
-max_n = 3000
-"#;
-    let policy = Policy::parse(text).expect("policy");
+    let text = gap_class(
+        "fast",
+        "bernoulli",
+        "latency_ms",
+        0.3,
+        3000,
+        "pass_threshold = 200.0\n",
+    );
+    let policy = Policy::parse(&text).expect("policy");
     let class = policy.class("fast").expect("class");
     let (_dir, mut store) = ratchet_testkit::new_store();
     let mut rng = StdRng::seed_from_u64(12);
