@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type, UInt64Type};
 use arrow_array::{
-    Array, ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, StructArray, UInt64Array,
+    Array, ArrayRef, Float64Array, RecordBatch, StringArray, StructArray, UInt64Array,
 };
 use arrow_schema::{ArrowError, DataType, Field, Schema};
 use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArrayMethods};
@@ -107,6 +107,15 @@ impl ToPyErr for ratchet_drift::Error {
             | ratchet_drift::Error::InvalidObservation { .. } => {
                 InvalidInputError::new_err(self.to_string())
             }
+            other => RatchetError::new_err(other.to_string()),
+        }
+    }
+}
+
+impl ToPyErr for ratchet_export::Error {
+    fn py(self) -> PyErr {
+        match self {
+            ratchet_export::Error::Trace(e) => e.py(),
             other => RatchetError::new_err(other.to_string()),
         }
     }
@@ -870,47 +879,12 @@ impl Store {
     /// task, scorer, scorer_version, value, cost, latency_ms, holdout (the
     /// first call verifies the trace; later ones read only what is new).
     fn scores(&self, py: Python<'_>) -> PyResult<Table> {
-        use arrow_array::builder::{BooleanBuilder, Float64Builder, StringBuilder, UInt64Builder};
-        // Built column by column from the rows as the store lends them: no
-        // row becomes owned strings on the way.
-        #[derive(Default)]
-        struct Columns {
-            seq: UInt64Builder,
-            commit: StringBuilder,
-            task: StringBuilder,
-            scorer: StringBuilder,
-            version: StringBuilder,
-            value: Float64Builder,
-            cost: Float64Builder,
-            latency: Float64Builder,
-            holdout: BooleanBuilder,
-        }
-        let mut c = self.warm(py, |l| {
-            let mut c = Columns::default();
-            l.view().each_score(0, &mut |r| {
-                c.seq.append_value(r.seq);
-                c.commit.append_value(r.commit);
-                c.task.append_value(r.task);
-                c.scorer.append_value(r.scorer);
-                c.version.append_value(r.scorer_version);
-                c.value.append_value(r.value);
-                c.cost.append_option(r.cost);
-                c.latency.append_option(r.latency_ms);
-                c.holdout.append_value(r.holdout);
-            });
-            Ok(c)
+        // The export's own batch: a notebook's table and an exported file
+        // hold the same columns, built by the same code.
+        let batch = self.warm(py, |l| {
+            ratchet_export::scores_batch(l.view()).map_err(ToPyErr::py)
         })?;
-        table(vec![
-            ("seq", Arc::new(c.seq.finish())),
-            ("commit", Arc::new(c.commit.finish())),
-            ("task", Arc::new(c.task.finish())),
-            ("scorer", Arc::new(c.scorer.finish())),
-            ("scorer_version", Arc::new(c.version.finish())),
-            ("value", Arc::new(c.value.finish())),
-            ("cost", Arc::new(c.cost.finish())),
-            ("latency_ms", Arc::new(c.latency.finish())),
-            ("holdout", Arc::new(c.holdout.finish())),
-        ])
+        Ok(Table { batch })
     }
 
     /// Every event as an Arrow table: seq, id, ts_ms, cell, session, kind,
@@ -922,35 +896,8 @@ impl Store {
                 .collect::<ratchet_trace::Result<Vec<_>>>()
                 .map_err(ToPyErr::py)
         })?;
-        let text = |f: &dyn Fn(&ratchet_trace::Event) -> String| -> ArrayRef {
-            Arc::new(StringArray::from_iter_values(rows.iter().map(f)))
-        };
-        table(vec![
-            (
-                "seq",
-                Arc::new(UInt64Array::from_iter_values(rows.iter().map(|e| e.seq))),
-            ),
-            ("id", text(&|e| e.id.to_string())),
-            (
-                "ts_ms",
-                Arc::new(Int64Array::from_iter_values(rows.iter().map(|e| e.ts_ms))),
-            ),
-            ("cell", text(&|e| e.cell.clone())),
-            ("session", text(&|e| e.session.clone())),
-            ("kind", text(&|e| e.kind.clone())),
-            (
-                "commit",
-                Arc::new(StringArray::from_iter(
-                    rows.iter()
-                        .map(|e| e.commit.as_ref().map(|c| c.to_string())),
-                )),
-            ),
-            (
-                "payload",
-                text(&|e| String::from_utf8_lossy(&e.payload).into_owned()),
-            ),
-            ("hash", text(&|e| e.hash.to_hex().to_string())),
-        ])
+        let batch = ratchet_export::events_batch(&rows).map_err(ToPyErr::py)?;
+        Ok(Table { batch })
     }
 
     /// Per-commit statistics of `scorer` (its newest version unless

@@ -54,10 +54,22 @@ def test_scores_equal_what_the_cli_exports(demo_store: pathlib.Path, tmp_path: p
         capture_output=True,
     )
     exported = pl.read_parquet(str(out / "scores" / "**" / "*.parquet")).sort("seq")
-    ours = pl.DataFrame(ratchet.Store.open(demo_store).scores()).sort("seq")
+    store = ratchet.Store.open(demo_store)
+    ours = pl.DataFrame(store.scores()).sort("seq")
     assert ours.height == exported.height
-    for col in ("seq", "task", "scorer", "value"):
-        assert ours[col].cast(exported[col].dtype).to_list() == exported[col].to_list(), col
+    # Every column, nulls included, in the notebook table's own types.
+    for col in ours.columns:
+        assert exported[col].cast(ours[col].dtype).to_list() == ours[col].to_list(), col
+    # pyarrow reads the same files; the events hold every event the store has.
+    import pyarrow.dataset as ds
+
+    scores = ds.dataset(str(out / "scores"), format="parquet").to_table()
+    assert scores.num_rows == ours.height
+    assert scores.schema.field("latency_ms").type == pa.float64()
+    events = ds.dataset(str(out / "events"), format="parquet").to_table().sort_by("seq")
+    listed = pa.table(store.events())
+    assert events.num_rows == listed.num_rows
+    assert events.column("hash").to_pylist() == listed.column("hash").to_pylist()
 
 
 def test_errors_are_typed_and_say_what_is_wrong(tmp_path: pathlib.Path) -> None:

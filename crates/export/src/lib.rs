@@ -1,35 +1,56 @@
 //! `ratchet-export`: the road past one machine — the store's scores and
-//! events as Polars DataFrames, and as Parquet partitioned by commit that
-//! DuckDB, Spark or Polars read directly
+//! events as Arrow record batches, and as Parquet partitioned by commit that
+//! DuckDB, Spark, Polars or pyarrow read directly
 //! (`SELECT … FROM 'dir/scores/*/*.parquet'`, hive-style `commit=…` folders).
 //!
-//! Polars is heavy to build, so it lives only in this crate: the core crates
-//! never compile it.
+//! The batches are the ones the Python package hands to notebooks (through
+//! the Arrow PyCapsule interface), so a notebook's table and an exported file
+//! hold the same columns, built by the same code.
 //!
 //! # Brief overview
 //!
-//! * [`scores_frame`] / [`events_frame`] — every score row / event.
-//! * [`summary`] — per commit × scorer: n, mean, sd, min, max.
+//! * [`scores_batch`] / [`events_batch`] — every score row / event.
+//! * [`summary`] — per commit × scorer × version: n, mean, sd, min, max
+//!   (the trace's own fold, [`ratchet_trace::Verified::commit_stats`]).
 //! * [`export_parquet`] — `dir/scores/commit=<id>/part-0.parquet` and
 //!   `dir/events/commit=<id|none>/part-0.parquet`.
 //!
-//! ```no_run
-//! let mut store = ratchet_trace::Store::open(".ratchet", ratchet_trace::StoreOptions::default())?;
-//! let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
-//! let summary = ratchet_export::summary(&view)?;
-//! println!("{summary}");
-//! ratchet_export::export_parquet(&mut store, std::path::Path::new("ratchet-parquet"))?;
+//! # Examples
+//!
+//! ```
+//! use ratchet_trace::{CommitId, Score, Store, StoreOptions, VerifyOptions};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let mut store = Store::create(dir.path().join("s"), StoreOptions::default())?;
+//! let commit = CommitId::parse(&"ab".repeat(20))?;
+//! store.record_scores(&[Score::new(commit, "t1", "accuracy", 1.0)], "eval")?;
+//!
+//! let view = store.verified(&VerifyOptions::default())?;
+//! assert_eq!(ratchet_export::scores_batch(&view)?.num_rows(), 1);
+//! println!("{}", ratchet_export::summary(&view));
+//!
+//! let written = ratchet_export::export_parquet(&mut store, &dir.path().join("parquet"))?;
+//! assert_eq!((written.scores, written.events), (1, 1));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use polars::prelude::*;
+use arrow_array::builder::{BooleanBuilder, Float64Builder, StringBuilder, UInt64Builder};
+use arrow_array::{
+    Array, ArrayRef, Int64Array, RecordBatch, StringArray, UInt32Array, UInt64Array,
+};
+use arrow_schema::{ArrowError, Field, Schema};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
 use serde::Serialize;
 
-use ratchet_trace::{Score, Store, Verified};
+use ratchet_trace::{Event, ScorerRef, Store, Verified};
 
 /// `Result` with this crate's [`Error`] as the default error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -41,9 +62,18 @@ pub enum Error {
     /// The store could not be read.
     #[error(transparent)]
     Trace(#[from] ratchet_trace::Error),
-    /// Polars failed to build or write a frame.
+    /// A record batch could not be built or cut.
     #[error(transparent)]
-    Polars(#[from] PolarsError),
+    Arrow(#[from] ArrowError),
+    /// A Parquet file could not be encoded or written.
+    #[error("cannot write the Parquet file {}: {source}", path.display())]
+    Parquet {
+        /// The file.
+        path: PathBuf,
+        /// The encoder's error.
+        #[source]
+        source: parquet::errors::ParquetError,
+    },
     /// The output directory is not empty; nothing was written.
     #[error("{} is not empty; export into a new or empty directory", .0.display())]
     NotEmpty(PathBuf),
@@ -70,74 +100,218 @@ impl Error {
     }
 }
 
-fn frame_of_scores(rows: &[(u64, Score)]) -> Result<DataFrame> {
-    let df = df!(
-        "seq" => rows.iter().map(|(s, _)| *s).collect::<Vec<u64>>(),
-        "commit" => rows.iter().map(|(_, s)| s.commit.to_string()).collect::<Vec<String>>(),
-        "task" => rows.iter().map(|(_, s)| s.task.clone()).collect::<Vec<String>>(),
-        "scorer" => rows.iter().map(|(_, s)| s.scorer.clone()).collect::<Vec<String>>(),
-        "scorer_version" => rows.iter().map(|(_, s)| s.scorer_version.clone()).collect::<Vec<String>>(),
-        "value" => rows.iter().map(|(_, s)| s.value).collect::<Vec<f64>>(),
-        "cost" => rows.iter().map(|(_, s)| s.cost).collect::<Vec<Option<f64>>>(),
-        "latency_ms" => rows.iter().map(|(_, s)| s.latency_ms).collect::<Vec<Option<f64>>>(),
-        "holdout" => rows.iter().map(|(_, s)| s.holdout).collect::<Vec<bool>>(),
-    )?;
-    Ok(df)
+/// A batch of `columns` (name, array, nullable).
+fn batch(columns: Vec<(&str, ArrayRef, bool)>) -> Result<RecordBatch> {
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|(name, a, nullable)| Field::new(*name, a.data_type().clone(), *nullable))
+        .collect();
+    let arrays = columns.into_iter().map(|(_, a, _)| a).collect();
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?)
 }
 
-/// Every score row of the store, in seq order.
+/// Every score row of the view, in seq order: seq, commit, task, scorer,
+/// scorer_version, value, cost and latency_ms (null when not recorded),
+/// holdout. Built column by column from the rows as the view lends them.
 ///
 /// # Errors
-/// [`Error::Trace`] or [`Error::Polars`].
-pub fn scores_frame(view: &Verified) -> Result<DataFrame> {
-    frame_of_scores(&view.scores())
+/// [`Error::Arrow`] only if a column outgrows Arrow's 32-bit string offsets
+/// (more than 2 GiB of text in one column).
+pub fn scores_batch(view: &Verified) -> Result<RecordBatch> {
+    #[derive(Default)]
+    struct Columns {
+        seq: UInt64Builder,
+        commit: StringBuilder,
+        task: StringBuilder,
+        scorer: StringBuilder,
+        version: StringBuilder,
+        value: Float64Builder,
+        cost: Float64Builder,
+        latency: Float64Builder,
+        holdout: BooleanBuilder,
+    }
+    let mut c = Columns::default();
+    view.each_score(0, &mut |r| {
+        c.seq.append_value(r.seq);
+        c.commit.append_value(r.commit);
+        c.task.append_value(r.task);
+        c.scorer.append_value(r.scorer);
+        c.version.append_value(r.scorer_version);
+        c.value.append_value(r.value);
+        c.cost.append_option(r.cost);
+        c.latency.append_option(r.latency_ms);
+        c.holdout.append_value(r.holdout);
+    });
+    batch(vec![
+        ("seq", Arc::new(c.seq.finish()), false),
+        ("commit", Arc::new(c.commit.finish()), false),
+        ("task", Arc::new(c.task.finish()), false),
+        ("scorer", Arc::new(c.scorer.finish()), false),
+        ("scorer_version", Arc::new(c.version.finish()), false),
+        ("value", Arc::new(c.value.finish()), false),
+        ("cost", Arc::new(c.cost.finish()), true),
+        ("latency_ms", Arc::new(c.latency.finish()), true),
+        ("holdout", Arc::new(c.holdout.finish()), false),
+    ])
 }
 
-/// Every event the view keeps whole, in seq order (every event for a view
-/// verified with [`ratchet_trace::VerifyOptions::keep_all_events`], else
-/// all but scores): seq, id, ts_ms, cell, session, kind, commit (null when
-/// none), payload (JSON text), hash (hex).
+/// `events` as a batch: seq, id, ts_ms, cell, session, kind, commit (null
+/// when none), payload (JSON text), hash (hex). Pass
+/// [`Verified::events`] of a view verified with
+/// [`ratchet_trace::VerifyOptions::keep_all_events`] for every event of the
+/// trace, or a listing ([`Store::tail`]) for what the file holds.
 ///
 /// # Errors
-/// [`Error::Trace`] or [`Error::Polars`].
-pub fn events_frame(view: &Verified) -> Result<DataFrame> {
-    let events = view.events();
-    let df = df!(
-        "seq" => events.iter().map(|e| e.seq).collect::<Vec<u64>>(),
-        "id" => events.iter().map(|e| e.id.to_string()).collect::<Vec<String>>(),
-        "ts_ms" => events.iter().map(|e| e.ts_ms).collect::<Vec<i64>>(),
-        "cell" => events.iter().map(|e| e.cell.clone()).collect::<Vec<String>>(),
-        "session" => events.iter().map(|e| e.session.clone()).collect::<Vec<String>>(),
-        "kind" => events.iter().map(|e| e.kind.clone()).collect::<Vec<String>>(),
-        "commit" => events.iter().map(|e| e.commit.as_ref().map(|c| c.to_string())).collect::<Vec<Option<String>>>(),
-        "payload" => events.iter().map(|e| String::from_utf8_lossy(&e.payload).into_owned()).collect::<Vec<String>>(),
-        "hash" => events.iter().map(|e| e.hash.to_hex().to_string()).collect::<Vec<String>>(),
-    )?;
-    Ok(df)
+/// [`Error::Arrow`] only if a column outgrows Arrow's 32-bit string offsets.
+pub fn events_batch(events: &[Event]) -> Result<RecordBatch> {
+    let text = |f: &dyn Fn(&Event) -> String| -> ArrayRef {
+        Arc::new(StringArray::from_iter_values(events.iter().map(f)))
+    };
+    batch(vec![
+        (
+            "seq",
+            Arc::new(UInt64Array::from_iter_values(events.iter().map(|e| e.seq))),
+            false,
+        ),
+        ("id", text(&|e| e.id.to_string()), false),
+        (
+            "ts_ms",
+            Arc::new(Int64Array::from_iter_values(events.iter().map(|e| e.ts_ms))),
+            false,
+        ),
+        ("cell", text(&|e| e.cell.clone()), false),
+        ("session", text(&|e| e.session.clone()), false),
+        ("kind", text(&|e| e.kind.clone()), false),
+        (
+            "commit",
+            Arc::new(StringArray::from_iter(
+                events
+                    .iter()
+                    .map(|e| e.commit.as_ref().map(|c| c.to_string())),
+            )),
+            true,
+        ),
+        (
+            "payload",
+            text(&|e| String::from_utf8_lossy(&e.payload).into_owned()),
+            false,
+        ),
+        ("hash", text(&|e| e.hash.to_hex().to_string()), false),
+    ])
 }
 
-/// Per commit × scorer × scorer version: `n`, `mean`, `sd` (sample),
-/// `min`, `max`, sorted by commit, scorer, version.
-///
-/// # Errors
-/// [`Error::Trace`] or [`Error::Polars`].
-pub fn summary(view: &Verified) -> Result<DataFrame> {
-    Ok(scores_frame(view)?
-        .lazy()
-        // One row per scorer version: versions are different scales.
-        .group_by([col("commit"), col("scorer"), col("scorer_version")])
-        .agg([
-            col("value").count().alias("n"),
-            col("value").mean().alias("mean"),
-            col("value").std(1).alias("sd"),
-            col("value").min().alias("min"),
-            col("value").max().alias("max"),
-        ])
-        .sort(
-            ["commit", "scorer", "scorer_version"],
-            SortMultipleOptions::default(),
-        )
-        .collect()?)
+/// One row of [`summary`]: a scorer version's values under one commit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SummaryRow {
+    /// The commit (canonical hex).
+    pub commit: String,
+    /// The scorer.
+    pub scorer: String,
+    /// The scorer's version.
+    pub scorer_version: String,
+    /// Score rows.
+    pub n: u64,
+    /// Mean value.
+    pub mean: f64,
+    /// Sample standard deviation (n − 1 denominator); `None` when n < 2.
+    pub sd: Option<f64>,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+}
+
+/// Per commit × scorer × scorer version (versions are different scales,
+/// so never pooled), sorted by commit, scorer, version; its `Display` is a
+/// table a terminal shows.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Summary {
+    /// The rows.
+    pub rows: Vec<SummaryRow>,
+}
+
+/// The view's scores summarised per commit × scorer × version, with the
+/// trace's own fold (Welford's update, the one the gate reads), so the
+/// figures are the gate's to the bit.
+pub fn summary(view: &Verified) -> Summary {
+    let mut scorers: BTreeSet<String> = BTreeSet::new();
+    view.each_score(0, &mut |r| {
+        if !scorers.contains(r.scorer) {
+            scorers.insert(r.scorer.to_string());
+        }
+    });
+    let mut rows = Vec::new();
+    for scorer in &scorers {
+        for version in view.scorer_versions(scorer, ratchet_trace::AsOf::Head) {
+            let at = ScorerRef::at_version(scorer, &version.version);
+            for s in view.commit_stats(at, ratchet_trace::AsOf::Head) {
+                rows.push(SummaryRow {
+                    commit: s.commit.to_string(),
+                    scorer: scorer.clone(),
+                    scorer_version: version.version.clone(),
+                    n: s.n,
+                    mean: s.mean,
+                    sd: s.variance.map(f64::sqrt),
+                    min: s.min,
+                    max: s.max,
+                });
+            }
+        }
+    }
+    rows.sort_by(|a, b| {
+        (&a.commit, &a.scorer, &a.scorer_version).cmp(&(&b.commit, &b.scorer, &b.scorer_version))
+    });
+    Summary { rows }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const HEAD: [&str; 8] = [
+            "commit", "scorer", "version", "n", "mean", "sd", "min", "max",
+        ];
+        let cells: Vec<[String; 8]> = self
+            .rows
+            .iter()
+            .map(|r| {
+                [
+                    // A commit's first 12 digits name it on a terminal; the
+                    // files and the JSON hold all 40.
+                    r.commit.chars().take(12).collect(),
+                    r.scorer.clone(),
+                    r.scorer_version.clone(),
+                    r.n.to_string(),
+                    format!("{:.4}", r.mean),
+                    r.sd.map_or_else(|| "-".to_string(), |sd| format!("{sd:.4}")),
+                    format!("{:.4}", r.min),
+                    format!("{:.4}", r.max),
+                ]
+            })
+            .collect();
+        let mut width = HEAD.map(str::len);
+        for row in &cells {
+            for (w, cell) in width.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let line = |f: &mut fmt::Formatter<'_>, row: [&str; 8]| -> fmt::Result {
+            for (i, (cell, w)) in row.iter().zip(width).enumerate() {
+                let sep = if i == 0 { "" } else { "  " };
+                // Text left, figures right.
+                if i < 3 {
+                    write!(f, "{sep}{cell:<w$}")?;
+                } else {
+                    write!(f, "{sep}{cell:>w$}")?;
+                }
+            }
+            writeln!(f)
+        };
+        line(f, HEAD)?;
+        for row in &cells {
+            line(f, row.each_ref().map(String::as_str))?;
+        }
+        write!(f, "({} row(s))", self.rows.len())
+    }
 }
 
 /// What an export wrote.
@@ -151,7 +325,7 @@ pub struct ExportReport {
     pub files: Vec<PathBuf>,
 }
 
-fn write_parquet(path: &Path, df: &mut DataFrame) -> Result<()> {
+fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|source| Error::Io {
             path: parent.to_path_buf(),
@@ -162,8 +336,51 @@ fn write_parquet(path: &Path, df: &mut DataFrame) -> Result<()> {
         path: path.to_path_buf(),
         source,
     })?;
-    ParquetWriter::new(file).finish(df)?;
+    let parquet = |source| Error::Parquet {
+        path: path.to_path_buf(),
+        source,
+    };
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .build();
+    let mut writer = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(parquet)?;
+    writer.write(batch).map_err(parquet)?;
+    writer.close().map_err(parquet)?;
     Ok(())
+}
+
+/// `batch`'s rows cut by the value of its string column `column` (null as
+/// `none`), in order of first appearance of each key; each part keeps the
+/// rows' order.
+fn partition_by(batch: &RecordBatch, column: &str) -> Result<Vec<(String, RecordBatch)>> {
+    let keys = batch
+        .column_by_name(column)
+        .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+        .ok_or_else(|| ArrowError::SchemaError(format!("no string column {column}")))?;
+    let mut rows: Vec<(String, Vec<u32>)> = Vec::new();
+    let mut slot: BTreeMap<&str, usize> = BTreeMap::new();
+    for i in 0..keys.len() {
+        let key = if keys.is_null(i) {
+            "none"
+        } else {
+            keys.value(i)
+        };
+        let at = *slot.entry(key).or_insert_with(|| {
+            rows.push((key.to_string(), Vec::new()));
+            rows.len() - 1
+        });
+        // Parquet's row groups and Arrow's indices are 32-bit here; a
+        // larger export is cut by the writer, not by this index.
+        rows[at].1.push(u32::try_from(i).map_err(|_| {
+            ArrowError::ComputeError(format!("more than {} rows in one export", u32::MAX))
+        })?);
+    }
+    rows.into_iter()
+        .map(|(key, ix)| {
+            let part = arrow_select::take::take_record_batch(batch, &UInt32Array::from(ix))?;
+            Ok((key, part))
+        })
+        .collect()
 }
 
 /// Writes the store's scores and events as Parquet partitioned by commit
@@ -177,9 +394,9 @@ fn write_parquet(path: &Path, df: &mut DataFrame) -> Result<()> {
 /// # Errors
 /// [`Error::Trace`] if the trace does not verify, or is keyed and was opened
 /// without its key; [`Error::NotEmpty`] before anything is written;
-/// [`Error::Trace`], [`Error::Polars`] or [`Error::Io`] while writing.
+/// [`Error::Parquet`] or [`Error::Io`] while writing.
 pub fn export_parquet(store: &mut Store, dir: &Path) -> Result<ExportReport> {
-    // Every event whole: the events frame holds the score events too.
+    // Every event whole: the events table holds the score events too.
     let view = store.verified(&ratchet_trace::VerifyOptions::default().keep_all_events())?;
     if dir.exists()
         && std::fs::read_dir(dir)
@@ -192,43 +409,25 @@ pub fn export_parquet(store: &mut Store, dir: &Path) -> Result<ExportReport> {
     {
         return Err(Error::NotEmpty(dir.to_path_buf()));
     }
-    let scores = view.scores();
-    let mut by_commit: BTreeMap<String, Vec<(u64, Score)>> = BTreeMap::new();
-    for row in &scores {
-        by_commit
-            .entry(row.1.commit.to_string())
-            .or_default()
-            .push(row.clone());
-    }
+    let scores = scores_batch(&view)?;
+    let events = events_batch(view.events())?;
     let mut files = Vec::new();
-    for (commit, rows) in &by_commit {
-        let path = dir
-            .join("scores")
-            .join(format!("commit={commit}"))
-            .join("part-0.parquet");
-        write_parquet(&path, &mut frame_of_scores(rows)?)?;
-        files.push(path);
-    }
-    let events = events_frame(&view)?;
-    let n_events = events.height();
-    let parts = events.partition_by_stable(["commit"], true)?;
-    for mut part in parts {
-        let key = part
-            .column("commit")?
-            .str()?
-            .get(0)
-            .map(str::to_string)
-            .unwrap_or_else(|| "none".to_string());
-        let path = dir
-            .join("events")
-            .join(format!("commit={key}"))
-            .join("part-0.parquet");
-        write_parquet(&path, &mut part)?;
-        files.push(path);
+    for (table, all) in [("scores", &scores), ("events", &events)] {
+        let mut parts = partition_by(all, "commit")?;
+        // Directories in commit order: a listing reads as the store sorts.
+        parts.sort_by(|a, b| a.0.cmp(&b.0));
+        for (key, part) in parts {
+            let path = dir
+                .join(table)
+                .join(format!("commit={key}"))
+                .join("part-0.parquet");
+            write_parquet(&path, &part)?;
+            files.push(path);
+        }
     }
     Ok(ExportReport {
-        scores: scores.len(),
-        events: n_events,
+        scores: scores.num_rows(),
+        events: events.num_rows(),
         files,
     })
 }
