@@ -294,16 +294,19 @@ fn demo_catches_its_tampering() {
     assert_eq!(v["summary"]["chain_verified"], true);
 }
 
-const POLICY: &str = r#"
-[class.prompt]
-scorer = "accuracy"
-test = "bernoulli"
-alpha = 0.05
-beta = 0.05
-gap = 0.2
-max_n = 2000
-required_suites = ["unit"]
-"#;
+/// The class the CLI's gate tests decide: `prompt`, a bernoulli test on
+/// `accuracy` that detects a difference of 0.2 (at most 2000 tasks), the
+/// `unit` suite required. The text of `policy.toml`.
+fn policy() -> String {
+    ratchet_testkit::gap_class(
+        "prompt",
+        "bernoulli",
+        "accuracy",
+        0.2,
+        2000,
+        ratchet_testkit::REQUIRES_UNIT,
+    )
+}
 
 /// JSON Lines for `append`: per task, baseline passes every other task,
 /// candidate passes `cand_every` out of 10.
@@ -323,7 +326,7 @@ fn scores_jsonl(base: &str, cand: &str, tasks: usize, cand_pass_per_10: usize) -
     out
 }
 
-/// A store in a new temporary directory, `POLICY` beside it, holding the
+/// A store in a new temporary directory, `policy()` beside it, holding the
 /// scores of [`scores_jsonl`] with these arguments (appended through the CLI).
 fn scored_store(
     baseline: &str,
@@ -334,7 +337,7 @@ fn scored_store(
     let (d, st_s) = common::fresh_store();
     let st = d.path().join("s");
     let st_s = st_s.as_str();
-    std::fs::write(st.join("policy.toml"), POLICY).expect("policy");
+    std::fs::write(st.join("policy.toml"), policy()).expect("policy");
     common::append(
         d.path(),
         st_s,
@@ -350,7 +353,7 @@ fn gate_exit_codes_promote_reject_continue_error() {
     let same = "3333333333333333333333333333333333333333";
     let (d, st) = common::fresh_store();
     let st = st.as_str();
-    std::fs::write(d.path().join("s/policy.toml"), POLICY).expect("policy");
+    std::fs::write(d.path().join("s/policy.toml"), policy()).expect("policy");
     let mut lines = scores_jsonl(base, good, 400, 9);
     lines.push_str(
         &scores_jsonl(base, same, 400, 5)
@@ -394,7 +397,7 @@ fn gate_exit_codes_promote_reject_continue_error() {
     assert_says(&o, "class.agent");
     std::fs::write(
         d.path().join("bad.toml"),
-        POLICY.replace("alpha = 0.05", "alpha = 2"),
+        policy().replace("alpha = 0.05", "alpha = 2"),
     )
     .expect("bad policy");
     let bad = d.path().join("bad.toml");
@@ -411,7 +414,7 @@ fn gate_exit_codes_promote_reject_continue_error() {
 fn calibrate_prints_the_operating_characteristic() {
     let d = tempfile::tempdir().expect("tempdir");
     let p = d.path().join("policy.toml");
-    std::fs::write(&p, POLICY).expect("policy");
+    std::fs::write(&p, policy()).expect("policy");
     let o = ratchet_ok(
         d.path(),
         &[
@@ -788,7 +791,7 @@ fn a_promotion_moves_its_ref() {
     let d = tempfile::tempdir().expect("tempdir");
     let p = d.path();
     let commits = prompt_versions(p, &["base", "cand"]);
-    std::fs::write(p.join(".ratchet/policy.toml"), POLICY).expect("policy");
+    std::fs::write(p.join(".ratchet/policy.toml"), policy()).expect("policy");
     assert!(
         ratchet(
             p,
@@ -866,7 +869,7 @@ fn gate_exit_codes_tell_missing_evidence_and_tampering_from_a_regression() {
     let typo = d.path().join("typo.toml");
     std::fs::write(
         &typo,
-        POLICY.replace("scorer = \"accuracy\"", "scorer = \"acuracy\""),
+        policy().replace("scorer = \"accuracy\"", "scorer = \"acuracy\""),
     )
     .expect("policy");
     let o = gate(&["--policy", typo.to_str().expect("utf8"), "--json"]);
@@ -1006,7 +1009,7 @@ fn commits_are_typed_as_git_revisions_and_unknown_ones_are_refused() {
     assert_says(&o, "--allow-unknown-commit");
     assert!(score(unknown, &["--allow-unknown-commit"]).status.success());
     // The same commit on both sides is refused before anything is read.
-    std::fs::write(p.join(".ratchet/policy.toml"), POLICY).expect("policy");
+    std::fs::write(p.join(".ratchet/policy.toml"), policy()).expect("policy");
     let o = ratchet(p, &common::gate_args("HEAD", &head, "prompt"), "");
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert_says(&o, "same commit");
@@ -1228,7 +1231,7 @@ fn real_reports_by_directory_meet_the_policy_s_required_suite() {
     let cand = "2222222222222222222222222222222222222222";
     let (d, st) = common::fresh_store();
     let st = st.as_str();
-    std::fs::write(d.path().join("s/policy.toml"), POLICY).expect("policy");
+    std::fs::write(d.path().join("s/policy.toml"), policy()).expect("policy");
     // Scores only: no test run yet.
     let lines = common::without_test_runs(&scores_jsonl(base, cand, 400, 9));
     common::append(d.path(), st, &lines);

@@ -238,16 +238,14 @@ fn heal_stays_when_no_measured_commit_surely_beats_the_deployed_one() {
     assert!((report.deployed_estimate.expect("estimate") - 0.88).abs() < 0.01);
 }
 
-const POLICY: &str = r#"
-[class.prompt]
-scorer = "quality"
-test = "paired"
-alpha = 0.05
-beta = 0.05
-elo0 = 0.0
-elo1 = 40.0
-max_n = 1000
-"#;
+/// The class the scene's gate decides: `prompt`, a paired SPRT on
+/// `quality` (elo 0 against 40, at most 1000 pairs).
+fn policy() -> ratchet_gate::Policy {
+    ratchet_gate::Policy::parse(&ratchet_testkit::paired_class(
+        "prompt", "quality", 1000, "",
+    ))
+    .expect("policy")
+}
 
 /// The gate's question of the scene's `commits`: is v3 better than v1 under
 /// `policy`'s `prompt` class (at the head)?
@@ -268,7 +266,7 @@ fn v3_against_v1<'a>(
 fn the_gate_promotes_naming_its_own_decision_and_refuses_a_commit_against_itself() {
     use ratchet_orchestrate::{GateOptions, gate};
     let mut s = setup();
-    let policy = ratchet_gate::Policy::parse(POLICY).expect("policy");
+    let policy = policy();
     let q = v3_against_v1(&policy, &s.commits);
     // A dry run appends nothing and promotes nothing.
     let head = s.ledger.store().head().expect("head");
@@ -375,7 +373,7 @@ fn status_counts_what_the_store_holds_and_names_the_last_decision_and_alarm() {
     assert_eq!(before.overview.kinds.get("score"), Some(&320));
     assert!(before.last_decision.is_none() && before.last_alarm.is_none());
 
-    let policy = ratchet_gate::Policy::parse(POLICY).expect("policy");
+    let policy = policy();
     let q = v3_against_v1(&policy, &s.commits);
     let run = gate(&mut s.ledger, &q, &GateOptions::default()).expect("gate");
     let head = s.ledger.store().head().expect("head").size;
@@ -493,7 +491,7 @@ fn commits_are_ranked_on_the_verified_view_warm_or_cold_alike() {
 fn heal_never_checks_out_a_commit_the_gate_rejected_and_says_why_it_skipped_it() {
     use ratchet_orchestrate::{GateOptions, gate, heal_latest};
     let mut s = setup();
-    let policy = ratchet_gate::Policy::parse(POLICY).expect("policy");
+    let policy = policy();
     // v2 (0.85) asked against the deployed v3 (0.90 on the same tasks): rejected.
     let run = gate(
         &mut s.ledger,
