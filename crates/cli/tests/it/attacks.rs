@@ -8,7 +8,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::{assert_says, ratchet, ratchet_ok, text};
+use common::{assert_says, ratchet, text};
 use ratchet_testkit::{REQUIRES_UNIT, paired_class};
 
 const BASE: &str = "1111111111111111111111111111111111111111";
@@ -142,7 +142,7 @@ fn reserved_kinds_cannot_be_appended_from_the_shell() {
         assert_eq!(o.status.code(), Some(2), "{kind}: {}", text(&o));
         assert!(text(&o).contains("reserved"), "{kind}: {}", text(&o));
     }
-    let o = ratchet_ok(d.path(), &["--store", st, "--json", "log"], "");
+    let o = common::in_store_ok(d.path(), st, &["--json", "log"]);
     assert!(
         !text(&o).contains("\"kind\""),
         "nothing stored: {}",
@@ -158,20 +158,13 @@ fn a_keyed_cell_is_not_merged_without_its_key() {
     let home = home.to_str().expect("utf8");
     common::init(d.path(), home);
     let cell = k.store.to_str().expect("utf8");
-    let o = ratchet(d.path(), &["--store", home, "merge-cells", cell], "");
+    let o = common::in_store(d.path(), home, &["merge-cells", cell]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert_says(&o, "keyed");
-    ratchet_ok(
+    common::in_store_ok(
         d.path(),
-        &[
-            "--store",
-            home,
-            "merge-cells",
-            cell,
-            "--cell-key-file",
-            k.key_s(),
-        ],
-        "",
+        home,
+        &["merge-cells", cell, "--cell-key-file", k.key_s()],
     );
 }
 
@@ -201,18 +194,16 @@ fn a_report_ingested_twice_counts_once_and_a_failure_is_not_laundered() {
     std::fs::write(&red, junit(2)).expect("red");
     std::fs::write(&green, junit(0)).expect("green");
     let ingest = |f: &Path| {
-        ratchet(
+        common::in_store(
             d.path(),
+            st,
             &[
-                "--store",
-                st,
                 "ingest",
                 "junit",
                 f.to_str().expect("utf8"),
                 "--commit",
                 CAND,
             ],
-            "",
         )
     };
     let o = ingest(&green);

@@ -133,11 +133,10 @@ fn bad_input_exits_2_with_a_clear_message_and_stores_nothing() {
     );
 
     for (value, field) in [("NaN", "score.value"), ("inf", "score.value")] {
-        let o = ratchet(
+        let o = common::in_store(
             d.path(),
+            st,
             &[
-                "--store",
-                st,
                 "record-score",
                 "--commit",
                 C,
@@ -148,12 +147,11 @@ fn bad_input_exits_2_with_a_clear_message_and_stores_nothing() {
                 "--value",
                 value,
             ],
-            "",
         );
         assert_eq!(o.status.code(), Some(2), "{}", text(&o));
         assert!(text(&o).contains(field), "{}", text(&o));
     }
-    let o = ratchet(d.path(), &["--store", st, "--json", "log"], "");
+    let o = common::in_store(d.path(), st, &["--json", "log"]);
     let events: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(
         events["events"].as_array().map(Vec::len),
@@ -161,30 +159,20 @@ fn bad_input_exits_2_with_a_clear_message_and_stores_nothing() {
         "nothing stored"
     );
 
-    let o = ratchet(
+    let o = common::in_store(
         d.path(),
-        &[
-            "--store",
-            d.path().join("none").to_str().expect("utf8"),
-            "log",
-        ],
-        "",
+        d.path().join("none").to_str().expect("utf8"),
+        &["log"],
     );
     assert_eq!(o.status.code(), Some(2));
     assert_says(&o, "ratchet init");
 
     let cp = d.path().join("bad-cp");
     std::fs::write(&cp, "not a checkpoint\n").expect("write");
-    let o = ratchet(
+    let o = common::in_store(
         d.path(),
-        &[
-            "--store",
-            st,
-            "verify-chain",
-            "--checkpoint",
-            cp.to_str().expect("utf8"),
-        ],
-        "",
+        st,
+        &["verify-chain", "--checkpoint", cp.to_str().expect("utf8")],
     );
     assert_eq!(o.status.code(), Some(2));
     assert_says(&o, "line 1");
@@ -203,16 +191,8 @@ fn keyed_store_and_cell_merge() {
         cell.to_str().expect("utf8"),
         key.to_str().expect("utf8"),
     );
-    ratchet_ok(
-        d.path(),
-        &["--store", home_s, "init", "--keyed", "--key-file", key_s],
-        "",
-    );
-    let o = ratchet(
-        d.path(),
-        &["--store", home_s, "init", "--keyed", "--key-file", key_s],
-        "",
-    );
+    common::in_store_ok(d.path(), home_s, &["init", "--keyed", "--key-file", key_s]);
+    let o = common::in_store(d.path(), home_s, &["init", "--keyed", "--key-file", key_s]);
     assert_eq!(
         o.status.code(),
         Some(2),
@@ -224,7 +204,7 @@ fn keyed_store_and_cell_merge() {
     let lines = "{\"kind\":\"note\",\"payload\":[1]}\n{\"kind\":\"note\",\"payload\":[2]}\n";
     common::append(d.path(), cell_s, lines);
 
-    let o = ratchet(d.path(), &["--store", home_s, "merge-cells", cell_s], "");
+    let o = common::in_store(d.path(), home_s, &["merge-cells", cell_s]);
     assert_eq!(
         o.status.code(),
         Some(2),
@@ -232,40 +212,21 @@ fn keyed_store_and_cell_merge() {
         text(&o)
     );
     assert_says(&o, "--key-file");
-    let o = ratchet_ok(
+    let o = common::in_store_ok(
         d.path(),
-        &[
-            "--store",
-            home_s,
-            "merge-cells",
-            cell_s,
-            "--key-file",
-            key_s,
-        ],
-        "",
+        home_s,
+        &["merge-cells", cell_s, "--key-file", key_s],
     );
     assert_says(&o, "2 new events");
-    let o = ratchet(
+    let o = common::in_store(
         d.path(),
-        &[
-            "--store",
-            home_s,
-            "--json",
-            "merge-cells",
-            cell_s,
-            "--key-file",
-            key_s,
-        ],
-        "",
+        home_s,
+        &["--json", "merge-cells", cell_s, "--key-file", key_s],
     );
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(r["cells"][0]["ingested"], 0, "idempotent");
 
-    let o = ratchet(
-        d.path(),
-        &["--store", home_s, "verify-chain", "--key-file", key_s],
-        "",
-    );
+    let o = common::in_store(d.path(), home_s, &["verify-chain", "--key-file", key_s]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_says(&o, "MACs checked");
 }
@@ -406,7 +367,7 @@ fn gate_exit_codes_promote_reject_continue_error() {
     assert_says(&o, "class.prompt.alpha");
 
     // The verdicts are in the trace, and the trace still verifies.
-    let o = ratchet(d.path(), &["--store", st, "verify-chain"], "");
+    let o = common::in_store(d.path(), st, &["verify-chain"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
 
@@ -611,18 +572,16 @@ fn ingest_and_rubric_commands() {
     let st = st.as_str();
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scorers/tests/fixtures");
     let junit = fixtures.join("pytest.xml");
-    let o = ratchet_ok(
+    let o = common::in_store_ok(
         d.path(),
+        st,
         &[
-            "--store",
-            st,
             "ingest",
             "junit",
             junit.to_str().expect("utf8"),
             "--commit",
             C,
         ],
-        "",
     );
     assert_says(&o, "1 test run(s) and 1 score(s)");
 
@@ -644,11 +603,10 @@ fn ingest_and_rubric_commands() {
         "{\"task\":\"t\",\"rubric\":\"answer\",\"observation\":{\"correct\":false}}\n",
     )
     .expect("write");
-    ratchet_ok(
+    common::in_store_ok(
         d.path(),
+        st,
         &[
-            "--store",
-            st,
             "ingest",
             "jsonl",
             lines.to_str().expect("utf8"),
@@ -657,7 +615,6 @@ fn ingest_and_rubric_commands() {
             "--rubric",
             rubric.to_str().expect("utf8"),
         ],
-        "",
     );
 
     let bad = d.path().join("bad.toml");
@@ -677,7 +634,7 @@ fn ingest_and_rubric_commands() {
         "{}",
         text(&o)
     );
-    let o = ratchet(d.path(), &["--store", st, "verify-chain"], "");
+    let o = common::in_store(d.path(), st, &["verify-chain"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
 
@@ -692,21 +649,20 @@ fn batch_score_and_criterion_ingest() {
     );
     common::append(d.path(), st, &obs);
     let r = rubric.to_str().expect("utf8");
-    let o = ratchet(d.path(), &["--store", st, "score", "--rubric", r], "");
+    let o = common::in_store(d.path(), st, &["score", "--rubric", r]);
     assert!(
         o.status.success() && text(&o).contains("1 scored now"),
         "{}",
         text(&o)
     );
-    let o = ratchet(d.path(), &["--store", st, "score", "--rubric", r], "");
+    let o = common::in_store(d.path(), st, &["score", "--rubric", r]);
     assert_says(&o, "0 scored now, 1 already scored");
 
     let crit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scorers/tests/fixtures/criterion");
-    let o = ratchet_ok(
+    let o = common::in_store_ok(
         d.path(),
+        st,
         &[
-            "--store",
-            st,
             "ingest",
             "criterion",
             crit.to_str().expect("utf8"),
@@ -715,7 +671,6 @@ fn batch_score_and_criterion_ingest() {
             "--label",
             "test",
         ],
-        "",
     );
     assert!(
         text(&o).contains("runner fingerprint") && text(&o).contains("2 score(s)"),
@@ -730,11 +685,10 @@ fn export_writes_parquet_partitions() {
     let (d, st) = common::fresh_store();
     let st = st.as_str();
     for t in ["t1", "t2"] {
-        ratchet_ok(
+        common::in_store_ok(
             d.path(),
+            st,
             &[
-                "--store",
-                st,
                 "record-score",
                 "--commit",
                 C,
@@ -745,21 +699,13 @@ fn export_writes_parquet_partitions() {
                 "--value",
                 "0.5",
             ],
-            "",
         );
     }
     let out = d.path().join("pq");
-    let o = ratchet_ok(
+    let o = common::in_store_ok(
         d.path(),
-        &[
-            "--store",
-            st,
-            "--json",
-            "export",
-            "--parquet",
-            out.to_str().expect("utf8"),
-        ],
-        "",
+        st,
+        &["--json", "export", "--parquet", out.to_str().expect("utf8")],
     );
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(r["scores"], 2);
@@ -767,16 +713,10 @@ fn export_writes_parquet_partitions() {
         out.join(format!("scores/commit={C}/part-0.parquet"))
             .is_file()
     );
-    let o = ratchet(
+    let o = common::in_store(
         d.path(),
-        &[
-            "--store",
-            st,
-            "export",
-            "--parquet",
-            out.to_str().expect("utf8"),
-        ],
-        "",
+        st,
+        &["export", "--parquet", out.to_str().expect("utf8")],
     );
     assert_eq!(
         o.status.code(),
@@ -843,7 +783,7 @@ fn gate_exit_codes_tell_missing_evidence_and_tampering_from_a_regression() {
     let st_s = st.to_str().expect("utf8");
     let gate = |extra: &[&str]| common::gate(d.path(), st_s, base, good, "prompt", extra);
     let head = |d: &Path| -> u64 {
-        let o = ratchet(d, &["--store", st_s, "--json", "checkpoint"], "");
+        let o = common::in_store(d, st_s, &["--json", "checkpoint"]);
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
         v["size"].as_u64().expect("size")
     };
@@ -897,18 +837,10 @@ fn calibrate_from_the_store_measures_its_inputs() {
     let st_s = st.to_str().expect("utf8");
     // The one calibration this test runs twice: from the baseline's scores.
     let calibrate = || {
-        ratchet(
+        common::in_store(
             d.path(),
-            &[
-                "--store",
-                st_s,
-                "calibrate",
-                "--class",
-                "prompt",
-                "--from-store",
-                base,
-            ],
-            "",
+            st_s,
+            &["calibrate", "--class", "prompt", "--from-store", base],
         )
     };
     let o = calibrate();
@@ -939,12 +871,12 @@ fn watch_picks_the_bernoulli_chart_for_pass_fail_scores() {
     common::append(d.path(), st_s, &measured);
     let live: String = (300..500).map(|t| line(t, u8::from(t % 5 < 2))).collect();
     common::append(d.path(), st_s, &live);
-    let o = ratchet(
+    let o = common::in_store(
         d.path(),
+        st_s,
         &[
-            "--store", st_s, "watch", "--commit", c, "--scorer", "passed", "--from", "300",
+            "watch", "--commit", c, "--scorer", "passed", "--from", "300",
         ],
-        "",
     );
     assert_eq!(o.status.code(), Some(1), "the drop alarms: {}", text(&o));
     assert!(
@@ -1108,26 +1040,17 @@ fn best_follows_the_scorers_direction_and_page_hinkley_refuses_arl0() {
         }
     }
     common::append(d.path(), st, &lines);
-    let o = ratchet_ok(
-        d.path(),
-        &["--store", st, "best", "--scorer", "latency_ms", "--json"],
-        "",
-    );
+    let o = common::in_store_ok(d.path(), st, &["best", "--scorer", "latency_ms", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["better"], "lower", "{v}");
     assert_eq!(v["ranking"][0]["commit"], fast, "{v}");
-    let o = ratchet(
-        d.path(),
-        &["--store", st, "best", "--scorer", "latency_ms"],
-        "",
-    );
+    let o = common::in_store(d.path(), st, &["best", "--scorer", "latency_ms"]);
     assert_says(&o, "upper bound");
 
-    let o = ratchet(
+    let o = common::in_store(
         d.path(),
+        st,
         &[
-            "--store",
-            st,
             "watch",
             "--commit",
             fast,
@@ -1140,7 +1063,6 @@ fn best_follows_the_scorers_direction_and_page_hinkley_refuses_arl0() {
             "--arl0",
             "500",
         ],
-        "",
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert_says(&o, "--arl0 cannot be honoured by Page–Hinkley");
@@ -1268,11 +1190,10 @@ fn real_reports_by_directory_meet_the_policy_s_required_suite() {
 
     // A failing Surefire report under the required name rejects, naming the test.
     let failing = real.join("junit-surefire-failing");
-    ratchet_ok(
+    common::in_store_ok(
         d.path(),
+        st,
         &[
-            "--store",
-            st,
             "ingest",
             "junit",
             failing.to_str().expect("utf8"),
@@ -1281,7 +1202,6 @@ fn real_reports_by_directory_meet_the_policy_s_required_suite() {
             "--suite",
             "unit",
         ],
-        "",
     );
     let o = gate();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));

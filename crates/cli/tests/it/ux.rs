@@ -17,13 +17,12 @@ fn json(o: &std::process::Output) -> serde_json::Value {
 /// A store in `dir/s` with a few scores of two commits.
 fn store_with_scores(dir: &std::path::Path) -> String {
     let st = dir.join("s").to_string_lossy().into_owned();
-    ratchet_ok(dir, &["--store", &st, "init"], "");
+    common::in_store_ok(dir, &st, &["init"]);
     for (commit, task, value) in [(A, "t1", "0.5"), (A, "t2", "0.7"), (B, "t1", "0.9")] {
-        ratchet_ok(
+        common::in_store_ok(
             dir,
+            &st,
             &[
-                "--store",
-                &st,
                 "record-score",
                 "--commit",
                 commit,
@@ -34,7 +33,6 @@ fn store_with_scores(dir: &std::path::Path) -> String {
                 "--value",
                 value,
             ],
-            "",
         );
     }
     st
@@ -65,7 +63,7 @@ fn help_shows_the_line_formats() {
 fn errors_are_one_json_document_under_json_and_carry_a_hint() {
     let d = tempfile::tempdir().expect("tempdir");
     let missing = d.path().join("nowhere").to_string_lossy().into_owned();
-    let o = ratchet(d.path(), &["--store", &missing, "--json", "status"], "");
+    let o = common::in_store(d.path(), &missing, &["--json", "status"]);
     assert_eq!(o.status.code(), Some(2));
     let v = json(&o);
     assert_eq!(v["exit_code"], 2);
@@ -82,7 +80,7 @@ fn errors_are_one_json_document_under_json_and_carry_a_hint() {
             .contains("ratchet init")
     );
     // In words: one message, and the hint on its own line.
-    let o = ratchet(d.path(), &["--store", &missing, "status"], "");
+    let o = common::in_store(d.path(), &missing, &["status"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.matches("no ratchet store").count(), 1, "{err}");
     assert!(
@@ -95,14 +93,14 @@ fn errors_are_one_json_document_under_json_and_carry_a_hint() {
 fn status_and_log_filters() {
     let d = tempfile::tempdir().expect("tempdir");
     let st = store_with_scores(d.path());
-    let o = ratchet_ok(d.path(), &["--store", &st, "--json", "status"], "");
+    let o = common::in_store_ok(d.path(), &st, &["--json", "status"]);
     let v = json(&o);
     assert_eq!(v["verification"]["fault"], serde_json::Value::Null);
     assert_eq!(v["overview"]["commits"].as_array().map(Vec::len), Some(2));
     assert_eq!(v["overview"]["scorers"][0]["scorer"], "acc");
     assert_eq!(v["directions"]["acc"], "higher_is_better");
     assert_eq!(v["store_id"], v["verification"]["store_id"]);
-    let o = ratchet(d.path(), &["--store", &st, "status"], "");
+    let o = common::in_store(d.path(), &st, &["status"]);
     let t = text(&o);
     assert!(
         t.contains("verifies") && t.contains("acc") && t.contains("higher is better"),
@@ -147,7 +145,7 @@ fn jsonl_and_junit_files_as_tools_write_them() {
     let d = tempfile::tempdir().expect("tempdir");
     let st = store_with_scores(d.path());
     let head = |d: &std::path::Path| {
-        json(&ratchet(d, &["--store", &st, "--json", "status"], ""))["overview"]["size"].clone()
+        json(&common::in_store(d, &st, &["--json", "status"]))["overview"]["size"].clone()
     };
     let before = head(d.path());
     for (body, says) in [
@@ -165,11 +163,7 @@ fn jsonl_and_junit_files_as_tools_write_them() {
     ] {
         let f = d.path().join("in.jsonl");
         std::fs::write(&f, &body).expect("write");
-        let o = ratchet(
-            d.path(),
-            &["--store", &st, "ingest", "jsonl", &f.to_string_lossy()],
-            "",
-        );
+        let o = common::in_store(d.path(), &st, &["ingest", "jsonl", &f.to_string_lossy()]);
         assert_eq!(o.status.code(), Some(2), "{body}: {}", text(&o));
         assert!(
             text(&o).contains(says) && text(&o).contains("in.jsonl"),
@@ -184,11 +178,7 @@ fn jsonl_and_junit_files_as_tools_write_them() {
         format!("\u{feff}{{\"task\":\"t9\",\"scorer\":\"acc\",\"value\":1,\"commit\":\"{A}\"}}\n"),
     )
     .expect("write");
-    let o = ratchet(
-        d.path(),
-        &["--store", &st, "ingest", "jsonl", &f.to_string_lossy()],
-        "",
-    );
+    let o = common::in_store(d.path(), &st, &["ingest", "jsonl", &f.to_string_lossy()]);
     assert!(o.status.success(), "BOM: {}", text(&o));
 
     // A Surefire report: a bare <testsuite> root, declared ISO-8859-1.
@@ -196,18 +186,10 @@ fn jsonl_and_junit_files_as_tools_write_them() {
     let mut bytes = b"<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n<testsuite name=\"Caf\xe9Test\" tests=\"2\" failures=\"1\" time=\"0.2\">\n".to_vec();
     bytes.extend_from_slice(b"<testcase name=\"a\" classname=\"C\" time=\"0.1\"/>\n<testcase name=\"b\" classname=\"C\" time=\"0.1\"><failure message=\"x\"/></testcase>\n</testsuite>\n");
     std::fs::write(&xml, bytes).expect("write");
-    let o = ratchet_ok(
+    let o = common::in_store_ok(
         d.path(),
-        &[
-            "--store",
-            &st,
-            "ingest",
-            "junit",
-            &xml.to_string_lossy(),
-            "--commit",
-            A,
-        ],
-        "",
+        &st,
+        &["ingest", "junit", &xml.to_string_lossy(), "--commit", A],
     );
     assert_says(&o, "recorded 1 test run(s) and 1 score(s)");
 }
@@ -248,20 +230,16 @@ fn log_refuses_a_mistyped_kind_and_shows_the_newest_with_last() {
         .map(|i| format!("{{\"kind\":\"score\",\"commit\":\"{c}\",\"payload\":{{\"task\":\"t{i}\",\"scorer\":\"acc\",\"scorer_version\":\"1\",\"value\":1}}}}\n"))
         .collect();
     common::append(d.path(), st, &lines);
-    let o = ratchet(d.path(), &["--store", st, "log", "--kind", "decison"], "");
+    let o = common::in_store(d.path(), st, &["log", "--kind", "decison"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         text(&o).contains("\"decison\"") && text(&o).contains("score"),
         "{}",
         text(&o)
     );
-    let o = ratchet(d.path(), &["--store", st, "log", "--kind", "decision"], "");
+    let o = common::in_store(d.path(), st, &["log", "--kind", "decision"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let o = ratchet_ok(
-        d.path(),
-        &["--store", st, "--json", "log", "--last", "3"],
-        "",
-    );
+    let o = common::in_store_ok(d.path(), st, &["--json", "log", "--last", "3"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     let seqs: Vec<u64> = v["events"]
         .as_array()
@@ -279,18 +257,10 @@ fn verify_with_a_report_but_no_class_is_refused_before_running() {
     let d = tempfile::tempdir().expect("tempdir");
     let marker = d.path().join("ran");
     let cmd = format!("touch {}", marker.display());
-    let o = ratchet(
+    let o = common::in_store(
         d.path(),
-        &[
-            "--store",
-            "s",
-            "verify",
-            "--cmd",
-            &cmd,
-            "--junit",
-            "report.xml",
-        ],
-        "",
+        "s",
+        &["verify", "--cmd", &cmd, "--junit", "report.xml"],
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert_says(&o, "--class");
@@ -301,11 +271,7 @@ fn verify_with_a_report_but_no_class_is_refused_before_running() {
 fn a_mistyped_flag_under_json_is_a_json_error_naming_the_flag() {
     let d = tempfile::tempdir().expect("tempdir");
     let st = store_with_scores(d.path());
-    let o = ratchet(
-        d.path(),
-        &["--store", &st, "--json", "log", "--lsat", "3"],
-        "",
-    );
+    let o = common::in_store(d.path(), &st, &["--json", "log", "--lsat", "3"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let v = json(&o);
     assert_eq!(v["exit_code"], 2);
@@ -378,7 +344,7 @@ fn every_writing_command_answers_with_the_same_receipt_shape() {
         }
         id.to_string()
     };
-    let init = json(&ratchet(d.path(), &["--store", st, "--json", "init"], ""));
+    let init = json(&common::in_store(d.path(), st, &["--json", "init"]));
     let id = check(&init, 0, "init");
     let appended = json(&ratchet(
         d.path(),
@@ -386,11 +352,10 @@ fn every_writing_command_answers_with_the_same_receipt_shape() {
         "{\"kind\":\"note\",\"payload\":{}}\n{\"kind\":\"note\",\"payload\":{\"n\":2}}\n",
     ));
     assert_eq!(check(&appended, 2, "append"), id);
-    let scored = json(&ratchet(
+    let scored = json(&common::in_store(
         d.path(),
+        st,
         &[
-            "--store",
-            st,
             "--json",
             "record-score",
             "--commit",
@@ -402,7 +367,6 @@ fn every_writing_command_answers_with_the_same_receipt_shape() {
             "--value",
             "1",
         ],
-        "",
     ));
     assert!(check(&scored, 1, "record-score") == id);
     let lines = d.path().join("s.jsonl");
@@ -425,12 +389,10 @@ fn every_writing_command_answers_with_the_same_receipt_shape() {
     let again = json(&ratchet(d.path(), &ingest_args, ""));
     assert_eq!(check(&again, 0, "ingest again"), id);
     // Reading commands name the store too.
-    let best = json(&ratchet(
+    let best = json(&common::in_store(
         d.path(),
-        &[
-            "--store", st, "--json", "best", "--scorer", "acc", "--min-n", "2",
-        ],
-        "",
+        st,
+        &["--json", "best", "--scorer", "acc", "--min-n", "2"],
     ));
     assert_eq!(best["store_id"], id.as_str(), "{best}");
 }
@@ -441,18 +403,10 @@ fn an_error_and_its_cause_are_each_said_once() {
     let st = store_with_scores(d.path());
     // A file ingestion cannot read: the scorers' I/O error, wrapped by
     // nothing but the CLI's own words, names the OS's reason once.
-    let o = ratchet(
+    let o = common::in_store(
         d.path(),
-        &[
-            "--store",
-            &st,
-            "ingest",
-            "junit",
-            "--commit",
-            A,
-            "missing.xml",
-        ],
-        "",
+        &st,
+        &["ingest", "junit", "--commit", A, "missing.xml"],
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let said = text(&o);
@@ -464,7 +418,7 @@ fn an_error_and_its_cause_are_each_said_once() {
     assert!(said.contains("missing.xml"), "{said}");
     // A store that is not there, through the gate's and the orchestrator's
     // transparent wrappers: one message, no "trace store: " prefixes.
-    let o = ratchet(d.path(), &["--store", "nowhere", "--json", "status"], "");
+    let o = common::in_store(d.path(), "nowhere", &["--json", "status"]);
     let doc = json(&o);
     let message = doc["error"]["message"].as_str().expect("message");
     assert!(!message.contains("trace store: "), "{message}");

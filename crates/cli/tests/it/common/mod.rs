@@ -92,10 +92,9 @@ pub fn gate(
     class: &str,
     extra: &[&str],
 ) -> Output {
-    let mut args = vec!["--store", store];
-    args.extend(gate_args(base, cand, class));
+    let mut args = gate_args(base, cand, class);
     args.extend_from_slice(extra);
-    ratchet(cwd, &args, "")
+    in_store(cwd, store, &args)
 }
 
 /// `ratchet --store <store> append` fed `lines` (JSON lines), which must
@@ -113,4 +112,20 @@ pub fn without_test_runs(jsonl: &str) -> String {
         .filter(|l| !l.contains("test_run"))
         .map(|l| format!("{l}\n"))
         .collect()
+}
+
+/// Runs `ratchet --store <store> args…` in `cwd` with no input, as
+/// [`ratchet`] does: a command over the store a test made.
+pub fn in_store(cwd: &Path, store: &str, args: &[&str]) -> Output {
+    let mut all = vec!["--store", store];
+    all.extend_from_slice(args);
+    ratchet(cwd, &all, "")
+}
+
+/// [`in_store`], asserting the command succeeded.
+#[track_caller]
+pub fn in_store_ok(cwd: &Path, store: &str, args: &[&str]) -> Output {
+    let o = in_store(cwd, store, args);
+    assert!(o.status.success(), "{}", text(&o));
+    o
 }
