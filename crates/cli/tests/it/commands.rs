@@ -732,14 +732,10 @@ fn a_promotion_moves_its_ref() {
     let p = d.path();
     let commits = prompt_versions(p, &["base", "cand"]);
     std::fs::write(p.join(".ratchet/policy.toml"), policy()).expect("policy");
-    assert!(
-        ratchet(
-            p,
-            &["append"],
-            &scores_jsonl(&commits[0], &commits[1], 400, 9)
-        )
-        .status
-        .success()
+    ratchet_ok(
+        p,
+        &["append"],
+        &scores_jsonl(&commits[0], &commits[1], 400, 9),
     );
     let mut args = common::gate_args(&commits[0], &commits[1], "prompt");
     args.extend(["--record-promotion", "."]);

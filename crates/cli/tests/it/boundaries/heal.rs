@@ -18,6 +18,19 @@ pub(crate) fn heal_world(v2_files: &[Entry<'_>]) -> (World, [String; 3]) {
     (w, [v1, v2, v3])
 }
 
+/// Heals to `healed` (exit 0, one `checkout` recorded), then, as a person
+/// deciding otherwise, attaches HEAD to `branch` again and checks it out at
+/// `back`: a completed heal undone by hand, what a stale marker attacks.
+pub(crate) fn heal_then_return_to(w: &World, branch: &str, healed: &str, back: &str) {
+    let o = w.cmd(&["heal", "--json"], "");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(w.head_commit(), healed, "healed");
+    assert_eq!(w.events("checkout").len(), 1);
+    w.repo.set_head(branch).expect("attach");
+    w.checkout_head();
+    assert_eq!(w.head_commit(), back);
+}
+
 fn heal_skips_a_commit_tracking(path: &str) {
     let (w, [v1, v2, _]) = heal_world(&[
         ("prompt.txt", b"v2", BLOB),
@@ -310,14 +323,8 @@ fn a_completed_heal_is_not_redone_when_a_person_moves_head_back() {
     w.init();
     record_alarm(&w, &[(&v1, 0.85), (&v3, 0.90)], &v3);
     let branch = w.head_name().expect("on a branch");
-    let o = w.cmd(&["heal", "--json"], "");
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert_eq!(w.head_commit(), v1, "healed");
-    assert_eq!(w.events("checkout").len(), 1);
     // A person's decision: back to the branch (v3).
-    w.repo.set_head(&branch).expect("attach");
-    w.checkout_head();
-    assert_eq!(w.head_commit(), v3);
+    heal_then_return_to(&w, &branch, &v1, &v3);
     let o = w.cmd(&["heal", "--json"], "");
     let head = w.repo.head().expect("head");
     assert!(

@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use super::heal::heal_then_return_to;
 use super::*;
 use crate::common::text;
 
@@ -279,13 +280,7 @@ fn a_merge_in_another_work_tree_does_not_take_over_an_interrupted_landing() {
 fn a_replayed_checkout_marker_does_not_redo_a_completed_heal() {
     let (w, [_, v2, v3]) = heal_world(|_| vec![blob("prompt.txt", b"v2")]);
     let branch = w.head_name().expect("on a branch");
-    let o = w.cmd(&["heal", "--json"], "");
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert_eq!(w.head_commit(), v2, "healed");
-    assert_eq!(w.events("checkout").len(), 1);
-    w.repo.set_head(&branch).expect("attach");
-    w.checkout_head();
-    assert_eq!(w.head_commit(), v3);
+    heal_then_return_to(&w, &branch, &v2, &v3);
     std::fs::write(
         w.repo.commondir().join("ratchet-checkout.pending"),
         serde_json::json!({"after_seq": 0, "head_was": v3, "to": v2}).to_string(),
