@@ -11,14 +11,22 @@ pub fn db_path(store_dir: &Path) -> PathBuf {
     store_dir.join(ratchet_trace::DB_FILE)
 }
 
+/// A plain SQLite connection to the database file of the store at
+/// `store_dir`, waiting up to 30 s for a lock, the guards left as they are:
+/// the attacker's tool before they decide what to lift.
+pub fn raw_connection(store_dir: &Path) -> Connection {
+    let c = Connection::open(db_path(store_dir)).expect("raw open");
+    c.busy_timeout(std::time::Duration::from_secs(30))
+        .expect("busy");
+    c
+}
+
 /// A raw connection with the append-only triggers dropped: what someone with
 /// write access to the file can do. A careful attacker covers their tracks:
 /// the triggers are put back, byte for byte, when the connection is dropped
 /// (verification checks the schema, so leaving them dropped is itself caught).
 pub fn attacker(store_dir: &Path) -> Attacker {
-    let c = Connection::open(db_path(store_dir)).expect("raw open");
-    c.busy_timeout(std::time::Duration::from_secs(30))
-        .expect("busy");
+    let c = raw_connection(store_dir);
     let triggers = lift_guards(&c);
     Attacker {
         conn: c,

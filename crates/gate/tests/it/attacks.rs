@@ -188,9 +188,7 @@ impl World {
 
     /// A raw connection to the database file: the attacker's tool.
     fn attacker(&self) -> Connection {
-        let c = Connection::open(self.db()).expect("open the database file");
-        c.busy_timeout(std::time::Duration::from_secs(30))
-            .expect("busy timeout");
+        let c = ratchet_testkit::raw_connection(&self.store_dir());
         // Per connection, not stored: the attacker does not need durability.
         c.execute_batch("PRAGMA synchronous = OFF;")
             .expect("synchronous");

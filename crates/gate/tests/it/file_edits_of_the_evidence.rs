@@ -46,10 +46,7 @@ impl World {
         Store::open(self.store_dir(), self.options()).expect("open")
     }
     fn attacker(&self) -> Connection {
-        let c = Connection::open(self.db()).expect("open db");
-        c.busy_timeout(std::time::Duration::from_secs(30))
-            .expect("red team step");
-        c
+        ratchet_testkit::raw_connection(&self.store_dir())
     }
     fn verdict(&self, store: &mut Store, cp: Option<&Checkpoint>) -> Verdict {
         let (b, c) = (base(), cand());

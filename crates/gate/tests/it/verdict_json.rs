@@ -8,7 +8,7 @@ use ratchet_gate::{
     Error, GateStatus, GuardrailResult, Law, Policy, StageDetails, Verdict, decide, decide_at,
 };
 use ratchet_testkit::{gap_class, guardrail};
-use ratchet_trace::{CommitId, Score, TestRun};
+use ratchet_trace::{CommitId, Score, Store, TestRun};
 
 /// One class per test kind and guardrail method, with invariants and
 /// canaries; a class whose scorer has too few tasks; a class whose
@@ -207,6 +207,19 @@ fn every_shape_of_verdict_reads_back_to_the_same_bytes() {
     }
 }
 
+/// The verdict of the `gaussian` class of [`policy`] on `cand` against
+/// `base` at the store's head, recorded.
+fn decide_gaussian(store: &mut Store, base: &CommitId, cand: &CommitId) -> Verdict {
+    let policy = policy();
+    let q = common::question(
+        "gaussian",
+        policy.class("gaussian").expect("class"),
+        base,
+        cand,
+    );
+    decide(store, &q).expect("decide")
+}
+
 #[test]
 fn a_verdict_of_a_trace_that_fails_verification_reads_back() {
     let (_dir, mut store) = ratchet_testkit::new_store();
@@ -227,14 +240,7 @@ fn a_verdict_of_a_trace_that_fails_verification_reads_back() {
     )
     .expect("edit");
     drop(c);
-    let policy = policy();
-    let q = common::question(
-        "gaussian",
-        policy.class("gaussian").expect("class"),
-        &base,
-        &cand,
-    );
-    let v = decide(&mut store, &q).expect("decide");
+    let v = decide_gaussian(&mut store, &base, &cand);
     assert_eq!(v.outcome.status(), GateStatus::UnverifiedTrace);
     let back = reads_back(&v);
     let StageDetails::Verification(found) = &back.stages[0].details else {
@@ -247,14 +253,7 @@ fn a_verdict_of_a_trace_that_fails_verification_reads_back() {
 fn bytes_that_are_not_a_verdict_are_refused_naming_what_is_wrong() {
     let (_dir, mut store) = ratchet_testkit::new_store();
     let (base, cand) = (commit(5), commit(6));
-    let policy = policy();
-    let q = common::question(
-        "gaussian",
-        policy.class("gaussian").expect("class"),
-        &base,
-        &cand,
-    );
-    let v = decide(&mut store, &q).expect("decide");
+    let v = decide_gaussian(&mut store, &base, &cand);
     let json: serde_json::Value = serde_json::from_slice(&v.to_json().expect("json")).expect("v");
     /// What is wrong, the edit that makes it so, what the error says.
     type Edit = (&'static str, fn(&mut serde_json::Value), &'static str);
