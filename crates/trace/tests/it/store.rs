@@ -82,6 +82,16 @@ fn newer_schema_is_refused_with_versions_named() {
     );
 }
 
+/// Asserts that `err` is `Error::InvalidInput` naming `field`, showing it
+/// when not: how each refused input below is checked.
+#[track_caller]
+fn assert_invalid_input(err: &Error, field: &str) {
+    assert!(
+        matches!(err, Error::InvalidInput { field: f, .. } if *f == field),
+        "{err}"
+    );
+}
+
 #[test]
 fn bad_input_is_refused_and_nothing_stored() {
     let (_d, mut s) = new_store();
@@ -90,16 +100,7 @@ fn bad_input_is_refused_and_nothing_stored() {
     let c = commit(1);
     let mut nan = Score::new(c.clone(), "t", "acc", f64::NAN);
     let err = s.record_score(&nan, "x").expect_err("nan");
-    assert!(
-        matches!(
-            err,
-            Error::InvalidInput {
-                field: "score.value",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_invalid_input(&err, "score.value");
     nan.value = f64::INFINITY;
     assert!(matches!(
         s.record_score(&nan, "x"),
@@ -115,16 +116,7 @@ fn bad_input_is_refused_and_nothing_stored() {
     let err = s
         .append(EventDraft::raw("note", "{\"unterminated\": "))
         .expect_err("json");
-    assert!(
-        matches!(
-            err,
-            Error::InvalidInput {
-                field: "payload",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_invalid_input(&err, "payload");
 
     let big = format!("\"{}\"", "x".repeat(DEFAULT_MAX_INLINE_PAYLOAD));
     let err = s.append(EventDraft::raw("note", big)).expect_err("too big");
@@ -151,16 +143,7 @@ fn bad_input_is_refused_and_nothing_stored() {
             r#"{"task":"t","scorer":"s","scorer_version":"1","value":1}"#,
         ))
         .expect_err("no commit");
-    assert!(
-        matches!(
-            err,
-            Error::InvalidInput {
-                field: "commit",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_invalid_input(&err, "commit");
     let err = s
         .append(
             EventDraft::raw(
@@ -170,16 +153,7 @@ fn bad_input_is_refused_and_nothing_stored() {
             .commit(c),
         )
         .expect_err("string value");
-    assert!(
-        matches!(
-            err,
-            Error::InvalidInput {
-                field: "payload",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_invalid_input(&err, "payload");
 
     assert_eq!(
         s.events_after(0, 100).expect("read"),
