@@ -14,6 +14,12 @@ use ratchet_trace::{CommitId, Score, Store, TestRun};
 /// canaries; a class whose scorer has too few tasks; a class whose
 /// required suite never ran.
 fn policy() -> Policy {
+    /// The betting guardrail's method: a confidence sequence.
+    const SEQUENCE: &str = "method = \"sequence\"\n";
+    /// The pass threshold of the `lower` class (on `latency_ms`).
+    const PASS_THRESHOLD: &str = "pass_threshold = -100.0\n";
+    /// A required suite that never runs in these tests.
+    const INTEGRATION: &str = "required_suites = [\"integration\"]\n";
     let text = [
         gap_class(
             "bernoulli",
@@ -28,14 +34,7 @@ fn policy() -> Policy {
         gap_class("gaussian", "gaussian", "acc", 0.1, 2000, ""),
         guardrail("gaussian", "cost", "lower", 0.10, "relative", ""),
         gap_class("betting", "betting", "acc", 0.1, 2000, ""),
-        guardrail(
-            "betting",
-            "cost",
-            "lower",
-            0.5,
-            "absolute",
-            "method = \"sequence\"\n",
-        ),
+        guardrail("betting", "cost", "lower", 0.5, "absolute", SEQUENCE),
         // Elo 0 against 30 (not the 40 of `paired_class`).
         "\n[class.paired]\nscorer = \"acc\"\ntest = \"paired\"\nelo0 = 0.0\nelo1 = 30.0\n\
          alpha = 0.05\nbeta = 0.05\nmax_n = 2000\n"
@@ -46,19 +45,12 @@ fn policy() -> Policy {
             "latency_ms",
             0.3,
             2000,
-            "pass_threshold = -100.0\n",
+            PASS_THRESHOLD,
         ),
         gap_class("exact", "gaussian", "acc", 0.1, 2000, ""),
         guardrail("exact", "flat", "lower", 0.10, "relative", ""),
         gap_class("few", "gaussian", "rare", 0.1, 2000, ""),
-        gap_class(
-            "untested",
-            "betting",
-            "acc",
-            0.1,
-            2000,
-            "required_suites = [\"integration\"]\n",
-        ),
+        gap_class("untested", "betting", "acc", 0.1, 2000, INTEGRATION),
     ]
     .concat();
     Policy::parse(&text).expect("policy")
