@@ -169,6 +169,21 @@ fn shift_one_byte(db: &Path, first: &str, second: &str) {
     std::fs::write(db, bytes).expect("write db");
 }
 
+/// The UTF-16 re-spelling of one row: the store at `dir` rewritten as
+/// UTF-16 with two adjacent text columns of the row at `seq` set by `sql`
+/// (`?1`, `?2` the texts, `?3` the seq) to `texts` split at odd lengths
+/// ([`odd_split`]), then one byte moved back from the first to the second
+/// in the file ([`shift_one_byte`]): the row reads as it was, but a query
+/// comparing either column's bytes no longer finds it.
+fn respell_as_utf16(dir: &Path, sql: &str, (first, second): (&str, &str), seq: u64) {
+    let (a, b) = odd_split(first, second);
+    rewrite_as_utf16(dir, |c| {
+        c.execute(sql, rusqlite::params![a, b, seq as i64])
+            .expect("tweak");
+    });
+    shift_one_byte(&db_path(dir), &a, &b);
+}
+
 /// A keyed store with a checkpoint held elsewhere: the strongest setup.
 /// Commit 2's `unit` suite failed once (seq 1) and passed on a rerun
 /// (seq 2): the gate must reject it ("every recorded run counts").
@@ -203,16 +218,12 @@ fn break_utf16_store_hides_a_failed_test_run_from_the_gate() {
         assert_eq!(view(&s).test_runs(&commit(2), AsOf::Head).len(), 2);
         s.checkpoint().expect("checkpoint")
     };
-    let hex = commit(2).as_str().to_string();
-    let (c1, s1) = odd_split(&hex, "unit");
-    rewrite_as_utf16(&dir, |c| {
-        c.execute(
-            "UPDATE test_runs SET commit_id = ?1, suite = ?2 WHERE seq = 1",
-            [&c1, &s1],
-        )
-        .expect("tweak");
-    });
-    shift_one_byte(&db_path(&dir), &c1, &s1);
+    respell_as_utf16(
+        &dir,
+        "UPDATE test_runs SET commit_id = ?1, suite = ?2 WHERE seq = ?3",
+        (commit(2).as_str(), "unit"),
+        1,
+    );
 
     let s = Store::open(&dir, opts).expect("open the rewritten store");
     assert_read_refused_as_utf16(&s, &VerifyOptions::default().key(key).checkpoint(cp));
@@ -249,16 +260,12 @@ fn break_utf16_store_hides_a_score_from_every_scan_by_commit() {
     );
     drop(s);
 
-    let hex = commit(2).as_str().to_string();
-    let (c1, t1) = odd_split(&hex, "t0");
-    rewrite_as_utf16(&dir, |c| {
-        c.execute(
-            "UPDATE scores SET commit_id = ?1, task = ?2 WHERE seq = ?3",
-            rusqlite::params![c1, t1, size as i64],
-        )
-        .expect("tweak");
-    });
-    shift_one_byte(&db_path(&dir), &c1, &t1);
+    respell_as_utf16(
+        &dir,
+        "UPDATE scores SET commit_id = ?1, task = ?2 WHERE seq = ?3",
+        (commit(2).as_str(), "t0"),
+        size,
+    );
 
     let s = reopen(&dir);
     assert_refused_as_utf16(&s);
@@ -482,15 +489,12 @@ fn break_utf16_store_hides_a_scorer_declaration() {
     assert_eq!(s.events_of_kinds(&["scorer"]).expect("kinds").len(), 1);
     assert_eq!(view(&s).events_of_kinds(&["scorer"]).len(), 1);
     drop(s);
-    let (se, k) = odd_split("declare", "scorer");
-    rewrite_as_utf16(&dir, |c| {
-        c.execute(
-            "UPDATE events SET session = ?1, kind = ?2 WHERE seq = 1",
-            [&se, &k],
-        )
-        .expect("tweak");
-    });
-    shift_one_byte(&db_path(&dir), &se, &k);
+    respell_as_utf16(
+        &dir,
+        "UPDATE events SET session = ?1, kind = ?2 WHERE seq = ?3",
+        ("declare", "scorer"),
+        1,
+    );
     let s = reopen(&dir);
     assert_refused_as_utf16(&s);
 }
@@ -505,15 +509,12 @@ fn break_utf16_store_makes_a_report_count_twice() {
     s.append_once("junit:abc", report()).expect("first");
     let dir = s.dir().to_path_buf();
     drop(s);
-    let (se, k) = odd_split("ingest:junit:abc", "ingest");
-    rewrite_as_utf16(&dir, |c| {
-        c.execute(
-            "UPDATE events SET session = ?1, kind = ?2 WHERE seq = 2",
-            [&se, &k],
-        )
-        .expect("tweak");
-    });
-    shift_one_byte(&db_path(&dir), &se, &k);
+    respell_as_utf16(
+        &dir,
+        "UPDATE events SET session = ?1, kind = ?2 WHERE seq = ?3",
+        ("ingest:junit:abc", "ingest"),
+        2,
+    );
     let s = reopen(&dir);
     assert_refused_as_utf16(&s);
 }
