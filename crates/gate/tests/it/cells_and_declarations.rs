@@ -112,6 +112,15 @@ fn stage(v: &Verdict) -> Option<&Stage> {
     }
 }
 
+/// Asserts the gate rejects the candidate of `store` at the tests stage:
+/// the failed run in it is acted on.
+#[track_caller]
+fn assert_rejected_at_tests(store: &mut Store) {
+    let v = verdict(store);
+    assert_eq!(stage(&v), Some(&Stage::Tests), "{v:#?}");
+    assert_eq!(v.outcome.status(), GateStatus::Reject, "{v:#?}");
+}
+
 fn scores(base_rate: f64, cand_rate: f64, seed: u64, scorer: &str) -> Vec<Score> {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut out = Vec::new();
@@ -280,9 +289,7 @@ fn a_malformed_declaration_from_a_cell_cannot_brick_the_home() {
     assert_eq!((r.test_runs, r.already_ingested_at), (1, None), "{r:?}");
     assert_verifies(&home);
     // …and the failure it carries is acted on.
-    let v = verdict(&mut home);
-    assert_eq!(stage(&v), Some(&Stage::Tests), "{v:#?}");
-    assert_eq!(v.outcome.status(), GateStatus::Reject, "{v:#?}");
+    assert_rejected_at_tests(&mut home);
 }
 
 // ---------------------------------------------------------------------------
@@ -331,9 +338,7 @@ fn a_cell_ingest_marker_cannot_launder_a_failing_junit_report() {
     assert!(runs.iter().any(|(_, t)| t.failed == 1), "{runs:?}");
     assert_verifies(&home);
     // Rejected at the same stage as the control.
-    let v = verdict(&mut home);
-    assert_eq!(stage(&v), Some(&Stage::Tests), "{v:#?}");
-    assert_eq!(v.outcome.status(), GateStatus::Reject, "{v:#?}");
+    assert_rejected_at_tests(&mut home);
     // A second ingestion by the home is still recognized as its own.
     let again = ratchet_scorers::ingest_junit(&mut home, &report, &cand(), "ci").expect("again");
     assert_eq!(again.test_runs, 0, "{again:?}");
@@ -551,9 +556,7 @@ fn a_failure_in_a_nested_junit_suite_rejects_the_candidate() {
     assert_eq!((run.suite.as_str(), run.passed, run.failed), ("unit", 1, 1));
     assert_eq!(run.failures, vec!["unit.Inner.b".to_string()]);
     assert_verifies(&home);
-    let v = verdict(&mut home);
-    assert_eq!(stage(&v), Some(&Stage::Tests), "{v:#?}");
-    assert_eq!(v.outcome.status(), GateStatus::Reject, "{v:#?}");
+    assert_rejected_at_tests(&mut home);
 }
 
 /// HOLE F' (pinned): a Surefire rerun (`<flakyFailure>`: failed, then passed
@@ -574,9 +577,7 @@ fn a_flaky_failure_in_one_report_counts_as_a_failure() {
     let runs = view(&home).test_runs(&cand(), AsOf::Head);
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!((runs[0].1.passed, runs[0].1.failed), (1, 1), "{runs:?}");
-    let v = verdict(&mut home);
-    assert_eq!(stage(&v), Some(&Stage::Tests), "{v:#?}");
-    assert_eq!(v.outcome.status(), GateStatus::Reject, "{v:#?}");
+    assert_rejected_at_tests(&mut home);
 }
 
 // ---------------------------------------------------------------------------
