@@ -87,6 +87,21 @@ fn exec_in(
     r
 }
 
+/// The misbehaving child (this test binary's [`child_entry`]) run once in
+/// `sandbox` in `mode` with `arg`, under the default limits.
+fn run_child(
+    sandbox: &mut dyn Sandbox,
+    mode: &str,
+    arg: &str,
+) -> ratchet_orchestrate::CommandReport {
+    exec_in(
+        sandbox,
+        &child_argv(),
+        &Limits::default(),
+        &child_env(mode, arg),
+    )
+}
+
 fn namespace() -> NamespaceSandbox {
     NamespaceSandbox::new()
         .expect("bubblewrap is installed by scripts/test; the namespace sandbox must work here")
@@ -297,12 +312,7 @@ fn a_memory_hog_is_stopped_by_its_limit_and_runs_without_it() {
         capped.stderr_tail.contains("memory allocation"),
         "{capped:?}"
     );
-    let free = exec_in(
-        &mut sandbox,
-        &child_argv(),
-        &Limits::default(),
-        &child_env("hog", ""),
-    );
+    let free = run_child(&mut sandbox, "hog", "");
     assert!(free.passed, "{free:?}");
     assert!(
         free.peak_rss_kib > 900 * 1024,
@@ -315,18 +325,8 @@ fn a_memory_hog_is_stopped_by_its_limit_and_runs_without_it() {
 fn the_namespace_sandbox_reports_the_command_s_cpu_and_memory_not_bwrap_s() {
     // The same 1 GiB allocation, outside and inside the namespaces: what is
     // reported is the command's (bwrap alone uses a few ms and ~2 MB).
-    let outside = exec_in(
-        &mut ProcessSandbox::new(),
-        &child_argv(),
-        &Limits::default(),
-        &child_env("hog", ""),
-    );
-    let inside = exec_in(
-        &mut namespace(),
-        &child_argv(),
-        &Limits::default(),
-        &child_env("hog", ""),
-    );
+    let outside = run_child(&mut ProcessSandbox::new(), "hog", "");
+    let inside = run_child(&mut namespace(), "hog", "");
     assert!(outside.passed && inside.passed, "{outside:?} {inside:?}");
     assert!(
         inside.peak_rss_kib > 900 * 1024,
@@ -355,43 +355,23 @@ fn the_namespace_sandbox_has_no_network_and_writes_only_its_directory() {
     let target_s = target.display().to_string();
 
     let mut process = ProcessSandbox::new();
-    let net = exec_in(
-        &mut process,
-        &child_argv(),
-        &Limits::default(),
-        &child_env("connect", &port),
-    );
+    let net = run_child(&mut process, "connect", &port);
     assert!(
         net.passed && net.stdout_tail.contains("connected"),
         "{net:?}"
     );
-    let wrote = exec_in(
-        &mut process,
-        &child_argv(),
-        &Limits::default(),
-        &child_env("write", &target_s),
-    );
+    let wrote = run_child(&mut process, "write", &target_s);
     assert!(wrote.passed && target.exists(), "{wrote:?}");
     std::fs::remove_file(&target).expect("rm");
 
     let mut ns = namespace();
-    let net = exec_in(
-        &mut ns,
-        &child_argv(),
-        &Limits::default(),
-        &child_env("connect", &port),
-    );
+    let net = run_child(&mut ns, "connect", &port);
     // It ran, and failed where it reached out (not before).
     assert!(
         !net.passed && net.stderr_tail.contains("connect"),
         "{net:?}"
     );
-    let wrote = exec_in(
-        &mut ns,
-        &child_argv(),
-        &Limits::default(),
-        &child_env("write", &target_s),
-    );
+    let wrote = run_child(&mut ns, "write", &target_s);
     assert!(
         !wrote.passed && wrote.stderr_tail.contains("write outside"),
         "{wrote:?}"
