@@ -134,6 +134,11 @@ impl Server {
             .expect("mint")
     }
 
+    /// How many events of `kind` the store holds, as a second reader sees it.
+    pub fn count_of(&self, kind: &str) -> usize {
+        self.reopen().events_of_kinds(&[kind]).expect("read").len()
+    }
+
     pub fn size(&self) -> u64 {
         self.reopen().head().expect("head").size
     }
