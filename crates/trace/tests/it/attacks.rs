@@ -96,14 +96,10 @@ fn an_altered_table_definition_is_caught() {
 
 #[test]
 fn metadata_added_by_hand_is_caught() {
-    let (_d, mut s) = new_store();
-    fill(&mut s, 3);
-    attacker(s.dir())
-        .execute(
-            "INSERT INTO meta (key, value) VALUES ('trusted_prefix', '3')",
-            [],
-        )
-        .expect("insert");
+    let (_d, s) = filled_then_edited(
+        3,
+        "INSERT INTO meta (key, value) VALUES ('trusted_prefix', '3')",
+    );
     let (seq, kind) = first_fault(&reopen(s.dir()));
     assert_eq!(seq, 0);
     assert!(
@@ -136,9 +132,7 @@ fn rows_below_seq_one_are_outside_the_chain_in_every_table() {
                 .to_string(),
         ),
     ] {
-        let (_d, mut s) = new_store();
-        fill(&mut s, 4);
-        attacker(s.dir()).execute(&sql, []).expect(&sql);
+        let (_d, s) = filled_then_edited(4, &sql);
         let (seq, kind) = first_fault(&reopen(s.dir()));
         assert_eq!(seq, 0, "{table}");
         assert!(

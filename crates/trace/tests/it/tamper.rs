@@ -101,14 +101,10 @@ fn insert_or_replace_from_a_plain_client_is_caught_at_its_seq() {
 
 #[test]
 fn edited_payload_by_raw_sql_is_caught() {
-    let (_d, mut s) = new_store();
-    fill(&mut s, 20);
-    attacker(s.dir())
-        .execute(
-            "UPDATE events SET payload = CAST('{\"i\":9}' AS BLOB) WHERE seq = 10",
-            [],
-        )
-        .expect("edit");
+    let (_d, s) = filled_then_edited(
+        20,
+        "UPDATE events SET payload = CAST('{\"i\":9}' AS BLOB) WHERE seq = 10",
+    );
     assert_eq!(first_fault(&s), (10, FaultKind::HashMismatch));
 }
 
@@ -123,14 +119,10 @@ fn each_edited_column_is_caught() {
         ("id", "randomblob(16)"),
         ("hash", "randomblob(32)"),
     ] {
-        let (_d, mut s) = new_store();
-        fill(&mut s, 9);
-        attacker(s.dir())
-            .execute(
-                &format!("UPDATE events SET {col} = {value} WHERE seq = 5"),
-                [],
-            )
-            .expect("edit");
+        let (_d, s) = filled_then_edited(
+            9,
+            &format!("UPDATE events SET {col} = {value} WHERE seq = 5"),
+        );
         // seq 5 is a score: it has a commit and a projection row.
         let (seq, kind) = first_fault(&s);
         assert_eq!(seq, 5, "{col}: {kind:?}");
@@ -159,11 +151,10 @@ fn byte_edited_in_the_file_itself_is_caught() {
 
 #[test]
 fn deleted_row_is_caught() {
-    let (_d, mut s) = new_store();
-    fill(&mut s, 20);
-    attacker(s.dir())
-        .execute_batch("DELETE FROM events WHERE seq = 7; DELETE FROM scores WHERE seq = 7;")
-        .expect("delete");
+    let (_d, s) = filled_then_edited(
+        20,
+        "DELETE FROM events WHERE seq = 7; DELETE FROM scores WHERE seq = 7;",
+    );
     assert_eq!(first_fault(&s), (7, FaultKind::Missing { next_present: 8 }));
 }
 
@@ -410,9 +401,7 @@ fn edited_projection_rows_are_caught() {
         ),
     ];
     for (sql, seq, kind) in cases {
-        let (_d, mut s) = new_store();
-        fill(&mut s, 12);
-        attacker(s.dir()).execute(sql, []).expect(sql);
+        let (_d, s) = filled_then_edited(12, sql);
         assert_eq!(first_fault(&s), (seq, kind), "{sql}");
     }
 }
@@ -526,11 +515,7 @@ fn faults_deep_in_large_stores_are_found_at_their_seq() {
 
 #[test]
 fn verification_up_to_a_seq_ignores_what_came_later() {
-    let (_d, mut s) = new_store();
-    fill(&mut s, 30);
-    attacker(s.dir())
-        .execute("UPDATE events SET ts_ms = 1 WHERE seq = 25", [])
-        .expect("edit");
+    let (_d, s) = filled_then_edited(30, "UPDATE events SET ts_ms = 1 WHERE seq = 25");
     let r = s
         .verify_with(&VerifyOptions::default().up_to(20))
         .expect("verify");

@@ -18,6 +18,16 @@ pub fn first_fault(store: &Store) -> (u64, FaultKind) {
     (f.seq, f.kind)
 }
 
+/// A new store holding `n` events of [`fill`], then `sql` (statements) run on its
+/// file by the attacker (guards lifted, put back): where most tampering
+/// tests start.
+pub fn filled_then_edited(n: usize, sql: &str) -> (tempfile::TempDir, Store) {
+    let (d, mut s) = new_store();
+    fill(&mut s, n);
+    attacker(s.dir()).execute_batch(sql).expect(sql);
+    (d, s)
+}
+
 /// Appends `n` events cycling through notes, scores and test runs.
 pub fn fill(store: &mut Store, n: usize) {
     let drafts: Vec<EventDraft> = (0..n).map(mixed_draft).collect();
