@@ -14,7 +14,9 @@ mod utf16;
 #[cfg(feature = "git")]
 pub mod git;
 
-pub use policy::{REQUIRES_UNIT, gap_class, guardrail, paired_class, prompt_policy};
+pub use policy::{
+    REQUIRES_UNIT, gap_class, guardrail, paired_class, paired_class_to, prompt_policy,
+};
 pub use raw::{
     Attacker, attacker, db_path, documented_hash, genesis, page_size_and_root, permute_leaf_cells,
     raw_connection, recompute_chain, refold_commit_stats, remove_wal, replace_bytes, settle,

@@ -16,9 +16,14 @@ pub fn prompt_policy() -> String {
 /// `[class.<name>]`: a paired SPRT on `scorer`, elo 0 against 40, at most
 /// `max_n` pairs.
 pub fn paired_class(name: &str, scorer: &str, max_n: u64, extra: &str) -> String {
+    paired_class_to(name, scorer, 40.0, max_n, extra)
+}
+
+/// [`paired_class`] with elo 0 against `elo1`.
+pub fn paired_class_to(name: &str, scorer: &str, elo1: f64, max_n: u64, extra: &str) -> String {
     format!(
         "\n[class.{name}]\nscorer = \"{scorer}\"\ntest = \"paired\"\nalpha = 0.05\nbeta = 0.05\n\
-         elo0 = 0.0\nelo1 = 40.0\nmax_n = {max_n}\n{extra}"
+         elo0 = 0.0\nelo1 = {elo1:?}\nmax_n = {max_n}\n{extra}"
     )
 }
 

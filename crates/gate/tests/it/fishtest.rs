@@ -6,6 +6,7 @@
 use ratchet_gate::{
     Boundaries, EloBounds, EloModel, PairedGsprt, Pairing, SequentialTest, llr_counts,
 };
+use ratchet_testkit::paired_class_to;
 
 #[derive(serde::Deserialize)]
 struct Case {
@@ -99,42 +100,18 @@ fn bayes_elo_needs_trinomial_outcomes() {
     assert!(err.to_string().contains("trinomial"), "{err}");
 }
 
+/// Normalized elo over pentanomial counts (the pairing normalized elo needs).
+const NORMALIZED_PENTANOMIAL: &str = "elo_model = \"normalized\"\npairing = \"pentanomial\"\n";
+
 #[test]
 fn policies_name_the_unit_of_their_bounds() {
-    let policy = ratchet_gate::Policy::parse(
-        r#"
-[class.n]
-scorer = "s"
-test = "paired"
-alpha = 0.05
-beta = 0.05
-elo0 = 0.0
-elo1 = 2.0
-elo_model = "normalized"
-pairing = "pentanomial"
-max_n = 100000
-
-[class.b]
-scorer = "s"
-test = "paired"
-alpha = 0.05
-beta = 0.05
-elo0 = 0.0
-elo1 = 5.0
-elo_model = "bayes_elo"
-max_n = 100000
-
-[class.l]
-scorer = "s"
-test = "paired"
-alpha = 0.05
-beta = 0.05
-elo0 = 0.0
-elo1 = 5.0
-max_n = 100000
-"#,
-    )
-    .expect("policy");
+    let text = [
+        paired_class_to("n", "s", 2.0, 100000, NORMALIZED_PENTANOMIAL),
+        paired_class_to("b", "s", 5.0, 100000, "elo_model = \"bayes_elo\"\n"),
+        paired_class_to("l", "s", 5.0, 100000, ""),
+    ]
+    .concat();
+    let policy = ratchet_gate::Policy::parse(&text).expect("policy");
     let unit = |c: &str| {
         policy
             .class(c)
@@ -154,20 +131,13 @@ max_n = 100000
             .expect("json")
             .contains("elo_model")
     );
-    let err = ratchet_gate::Policy::parse(
-        r#"
-[class.x]
-scorer = "s"
-test = "paired"
-alpha = 0.05
-beta = 0.05
-elo0 = 0.0
-elo1 = 5.0
-elo_model = "bayes_elo"
-pairing = "pentanomial"
-max_n = 100
-"#,
-    )
+    let err = ratchet_gate::Policy::parse(&paired_class_to(
+        "x",
+        "s",
+        5.0,
+        100,
+        "elo_model = \"bayes_elo\"\npairing = \"pentanomial\"\n",
+    ))
     .expect_err("refused");
     assert!(err.to_string().contains("class.x.elo_model"), "{err}");
 }

@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 use ratchet_gate::{
     Error, GateStatus, GuardrailResult, Law, Policy, StageDetails, Verdict, decide, decide_at,
 };
-use ratchet_testkit::{gap_class, guardrail};
+use ratchet_testkit::{gap_class, guardrail, paired_class_to};
 use ratchet_trace::{CommitId, Score, Store, TestRun};
 
 /// One class per test kind and guardrail method, with invariants and
@@ -35,10 +35,7 @@ fn policy() -> Policy {
         guardrail("gaussian", "cost", "lower", 0.10, "relative", ""),
         gap_class("betting", "betting", "acc", 0.1, 2000, ""),
         guardrail("betting", "cost", "lower", 0.5, "absolute", SEQUENCE),
-        // Elo 0 against 30 (not the 40 of `paired_class`).
-        "\n[class.paired]\nscorer = \"acc\"\ntest = \"paired\"\nelo0 = 0.0\nelo1 = 30.0\n\
-         alpha = 0.05\nbeta = 0.05\nmax_n = 2000\n"
-            .to_string(),
+        paired_class_to("paired", "acc", 30.0, 2000, ""),
         gap_class(
             "lower",
             "bernoulli",
