@@ -299,13 +299,21 @@ fn score_lines(
         .collect()
 }
 
+/// A new world whose repository holds two commits of `file`, "v1" then
+/// "v2", with HEAD checked out at the second; their ids (base, candidate).
+/// No store yet.
+fn two_versions(file: &str) -> (World, String, String) {
+    let w = World::new();
+    let base = w.commit(&[(file, b"v1")], "v1");
+    let cand = w.commit(&[(file, b"v2")], "v2");
+    w.checkout_head();
+    (w, base, cand)
+}
+
 /// Two commits, the candidate honestly worse than the baseline on 200
 /// tasks, a keyed store with the policy file beside it.
 fn gate_world() -> (World, String, String) {
-    let w = World::new();
-    let base = w.commit(&[("prompt.txt", b"v1")], "v1");
-    let cand = w.commit(&[("prompt.txt", b"v2")], "v2");
-    w.checkout_head();
+    let (w, base, cand) = two_versions("prompt.txt");
     w.init();
     std::fs::write(w.store().join("policy.toml"), POLICY).expect("policy");
     record_honest_scores(&w, &base, &cand);

@@ -149,10 +149,7 @@ max_n = 500
 "#;
 
 fn bernoulli_world() -> (World, String, String) {
-    let w = World::new();
-    let base = w.commit_entries(&[("tool.txt", b"v1", BLOB)], "v1");
-    let cand = w.commit_entries(&[("tool.txt", b"v2", BLOB)], "v2");
-    w.checkout_head();
+    let (w, base, cand) = two_versions("tool.txt");
     w.init();
     let policy = w.store().join("policy.toml");
     std::fs::write(&policy, BERNOULLI).expect("policy");

@@ -188,10 +188,7 @@ fn a_dangling_symbolic_promotion_ref_of_an_unpromoted_class_is_a_fault() {
 /// HELD: libgit2's glob `*` matches across `/`, so the moved ref is named.
 #[test]
 fn a_moved_ref_of_a_class_with_a_slash_is_a_fault() {
-    let w = World::new();
-    let base = w.commit_entries(&[("prompt.txt", b"v1", BLOB)], "v1");
-    let cand = w.commit_entries(&[("prompt.txt", b"v2", BLOB)], "v2");
-    w.checkout_head();
+    let (w, base, cand) = two_versions("prompt.txt");
     w.init();
     let policy = w.store().join("policy.toml");
     std::fs::write(
@@ -255,10 +252,7 @@ fn a_restoration_that_cannot_be_made_is_not_recorded_as_made() {
 /// directory — none — compares no ref, and exits 0.
 #[test]
 fn status_in_the_repository_compares_its_promotion_refs_with_an_outside_store() {
-    let w = World::new();
-    let base = w.commit_entries(&[("prompt.txt", b"v1", BLOB)], "v1");
-    let cand = w.commit_entries(&[("prompt.txt", b"v2", BLOB)], "v2");
-    w.checkout_head();
+    let (w, base, cand) = two_versions("prompt.txt");
     let store = w.dir.path().join("store");
     let store_s = store.to_str().expect("utf8").to_string();
     let o = w.run(
