@@ -199,6 +199,26 @@ pub fn post_events(c: &Client, path: &str, body: &[u8]) -> ratchet_serve::Respon
         .expect("answer")
 }
 
+/// Asserts that `r` is a refusal with `status` and the error `kind_`,
+/// whose message says `says`; `what` names the request when it is not.
+#[track_caller]
+pub fn assert_refused(
+    r: &ratchet_serve::Response,
+    (status, kind_): (u16, &str),
+    says: &str,
+    what: &str,
+) {
+    assert_eq!(
+        (r.status, kind(r).as_str()),
+        (status, kind_),
+        "{what}: {r:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&r.body).contains(says),
+        "{what}: the error says {says:?}: {r:?}"
+    );
+}
+
 pub fn score_line(commit: &str, task: &str, value: f64) -> String {
     format!(
         "{{\"task\":\"{task}\",\"scorer\":\"acc\",\"value\":{value},\"commit\":\"{commit}\"}}\n"
