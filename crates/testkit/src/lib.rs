@@ -15,7 +15,8 @@ mod utf16;
 pub mod git;
 
 pub use policy::{
-    REQUIRES_UNIT, gap_class, guardrail, paired_class, paired_class_to, prompt_policy,
+    REQUIRES_UNIT, gap_class, gap_class_with_beta, guardrail, paired_class, paired_class_to,
+    prompt_policy,
 };
 pub use raw::{
     Attacker, attacker, db_path, documented_hash, genesis, page_size_and_root, permute_leaf_cells,

@@ -1,6 +1,6 @@
 //! The gate's policy tables as the tests write them: one function a test
 //! kind, taking what the tests vary (the class, the scorer, the sizes) and
-//! fixing what they share (α = β = 0.05). `extra` is more lines of the same
+//! fixing what they share (α = β = 0.05 unless a test says otherwise). `extra` is more lines of the same
 //! table (`pairing = "pentanomial"`, [`REQUIRES_UNIT`], …).
 
 /// The line that makes a class require a green run of the `unit` suite.
@@ -38,8 +38,22 @@ pub fn gap_class(
     max_n: u64,
     extra: &str,
 ) -> String {
+    gap_class_with_beta(name, test, scorer, 0.05, gap, max_n, extra)
+}
+
+/// [`gap_class`] with its own `beta` (the chance of missing a real
+/// difference of `gap`).
+pub fn gap_class_with_beta(
+    name: &str,
+    test: &str,
+    scorer: &str,
+    beta: f64,
+    gap: f64,
+    max_n: u64,
+    extra: &str,
+) -> String {
     format!(
-        "\n[class.{name}]\nscorer = \"{scorer}\"\ntest = \"{test}\"\nalpha = 0.05\nbeta = 0.05\n\
+        "\n[class.{name}]\nscorer = \"{scorer}\"\ntest = \"{test}\"\nalpha = 0.05\nbeta = {beta:?}\n\
          gap = {gap:?}\nmax_n = {max_n}\n{extra}"
     )
 }

@@ -172,13 +172,13 @@ fn heal_never_deletes_a_store_file_that_head_tracks() {
     let v1 = prompt_commit(&w, b"v1", &[], "v1");
     w.checkout_head();
     w.init();
-    std::fs::write(w.store().join("policy.toml"), POLICY).expect("policy");
+    std::fs::write(w.store().join("policy.toml"), policy_text()).expect("policy");
     // v3 tracks the policy file beside the store, byte for byte.
     let v3 = w.commit_entries(
         &[
             ("prompt.txt", b"v3", BLOB),
             (".gitignore", b"local.cfg\n", BLOB),
-            (".ratchet/policy.toml", POLICY.as_bytes(), BLOB),
+            (".ratchet/policy.toml", policy_text().as_bytes(), BLOB),
         ],
         "v3: track the policy",
     );
@@ -191,7 +191,7 @@ fn heal_never_deletes_a_store_file_that_head_tracks() {
     let after = std::fs::read_to_string(&policy).ok();
     assert_eq!(
         after.as_deref(),
-        Some(POLICY),
+        Some(policy_text().as_str()),
         "heal (exit {:?}, HEAD now {}, v1 {v1}) deleted or changed {} in the store directory: {}",
         o.status.code(),
         w.head_commit(),

@@ -157,11 +157,11 @@ fn a_landing_never_deletes_a_store_file_that_into_tracks() {
     w.repo.set_head("refs/heads/main").expect("head");
     w.checkout_head();
     w.init();
-    std::fs::write(w.store().join("policy.toml"), POLICY).expect("policy");
+    std::fs::write(w.store().join("policy.toml"), policy_text()).expect("policy");
     let tracked = w.commit_entries(
         &[
             ("base.txt", b"base\n", BLOB),
-            (".ratchet/policy.toml", POLICY.as_bytes(), BLOB),
+            (".ratchet/policy.toml", policy_text().as_bytes(), BLOB),
         ],
         "version the policy",
     );
@@ -179,7 +179,7 @@ fn a_landing_never_deletes_a_store_file_that_into_tracks() {
     let after = std::fs::read_to_string(w.store().join("policy.toml")).ok();
     assert_eq!(
         after.as_deref(),
-        Some(POLICY),
+        Some(policy_text().as_str()),
         "merge exit {:?}: {}",
         o.status.code(),
         text(&o)

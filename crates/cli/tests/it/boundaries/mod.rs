@@ -25,17 +25,13 @@ use std::process::Output;
 use common::{gate_args, ratchet, text};
 use git2::{Oid, Repository, Signature};
 
-/// Higher is better, so a candidate that scores lower is rejected; one
-/// line `direction = "lower"` would flip that.
-const POLICY: &str = r#"
-[class.prompt]
-scorer = "accuracy"
-test = "gaussian"
-alpha = 0.05
-beta = 0.1
-gap = 0.05
-max_n = 2000
-"#;
+/// The text of `policy.toml` in these tests: class `prompt`, a gaussian
+/// test on `accuracy` (β = 0.1, a gap of 0.05). Higher is better, so a
+/// candidate that scores lower is rejected; one line `direction = "lower"`
+/// would flip that.
+fn policy_text() -> String {
+    ratchet_testkit::gap_class_with_beta("prompt", "gaussian", "accuracy", 0.1, 0.05, 2000, "")
+}
 
 /// A repository whose commits are built from trees, with a keyed store at
 /// `.ratchet` of its root.
@@ -315,7 +311,7 @@ fn two_versions(file: &str) -> (World, String, String) {
 fn gate_world() -> (World, String, String) {
     let (w, base, cand) = two_versions("prompt.txt");
     w.init();
-    std::fs::write(w.store().join("policy.toml"), POLICY).expect("policy");
+    std::fs::write(w.store().join("policy.toml"), policy_text()).expect("policy");
     record_honest_scores(&w, &base, &cand);
     (w, base, cand)
 }

@@ -138,7 +138,7 @@ fn a_ref_above_the_promotion_ref_blocks_it_before_anything_is_recorded() {
     let cand = w.commit_entries(&[("prompt.txt", b"v2", BLOB)], "v2");
     w.checkout_head();
     w.init();
-    std::fs::write(w.store().join("policy.toml"), POLICY).expect("policy");
+    std::fs::write(w.store().join("policy.toml"), policy_text()).expect("policy");
     let mut lines = score_lines(&base, "accuracy", 0..200, |t| {
         0.80 + f64::from(t % 7) * 0.01
     });
@@ -307,11 +307,11 @@ fn a_head_that_tracks_the_store_is_named_as_the_reason_heal_cannot_move() {
     let v1 = w.commit_entries(&[("prompt.txt", b"v1", BLOB)], "v1");
     w.checkout_head();
     w.init();
-    std::fs::write(w.store().join("policy.toml"), POLICY).expect("policy");
+    std::fs::write(w.store().join("policy.toml"), policy_text()).expect("policy");
     let v3 = w.commit_entries(
         &[
             ("prompt.txt", b"v3", BLOB),
-            (".ratchet/policy.toml", POLICY.as_bytes(), BLOB),
+            (".ratchet/policy.toml", policy_text().as_bytes(), BLOB),
         ],
         "v3: track the policy",
     );
@@ -331,6 +331,6 @@ fn a_head_that_tracks_the_store_is_named_as_the_reason_heal_cannot_move() {
         std::fs::read_to_string(w.store().join("policy.toml"))
             .ok()
             .as_deref(),
-        Some(POLICY)
+        Some(policy_text().as_str())
     );
 }

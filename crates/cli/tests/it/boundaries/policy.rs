@@ -13,7 +13,11 @@ fn an_edited_policy_file_cannot_flip_a_pinned_verdict() {
     let o = w.cmd(&["status"], "");
     assert!(text(&o).contains("policy not pinned"), "{}", text(&o));
     // Before pinning, the one-line edit flips the honest reject: the hole.
-    std::fs::write(&policy_path, format!("{POLICY}direction = \"lower\"\n")).expect("edit");
+    std::fs::write(
+        &policy_path,
+        format!("{}direction = \"lower\"\n", policy_text()),
+    )
+    .expect("edit");
     let o = gate(&w, &base, &cand, &["--dry-run"]);
     assert_eq!(
         o.status.code(),
@@ -21,7 +25,7 @@ fn an_edited_policy_file_cannot_flip_a_pinned_verdict() {
         "unpinned, the edit promotes: {}",
         text(&o)
     );
-    std::fs::write(&policy_path, POLICY).expect("restore");
+    std::fs::write(&policy_path, policy_text()).expect("restore");
 
     // The owner pins the policy, and keeps a checkpoint elsewhere.
     let o = w.cmd(&["policy", "pin", policy_path.to_str().expect("utf8")], "");
@@ -37,19 +41,26 @@ fn an_edited_policy_file_cannot_flip_a_pinned_verdict() {
     // Each edit an attacker can make beside the store is refused, naming
     // the fields, and records nothing.
     let edits = [
-        (format!("{POLICY}direction = \"lower\"\n"), "direction"),
-        (POLICY.replace("alpha = 0.05", "alpha = 0.4"), "alpha"),
         (
-            POLICY.replace("test = \"gaussian\"", "test = \"bernoulli\""),
+            format!("{}direction = \"lower\"\n", policy_text()),
+            "direction",
+        ),
+        (
+            policy_text().replace("alpha = 0.05", "alpha = 0.4"),
+            "alpha",
+        ),
+        (
+            policy_text().replace("test = \"gaussian\"", "test = \"bernoulli\""),
             "test",
         ),
         (
-            POLICY.replace("scorer = \"accuracy\"", "scorer = \"other\""),
+            policy_text().replace("scorer = \"accuracy\"", "scorer = \"other\""),
             "scorer",
         ),
         (
             format!(
-                "{POLICY}required_suites = []\n[[class.prompt.invariant]]\nscorer = \"accuracy\"\nminimum = 0.0\n"
+                "{}required_suites = []\n[[class.prompt.invariant]]\nscorer = \"accuracy\"\nminimum = 0.0\n",
+                policy_text()
             ),
             "invariant",
         ),
@@ -138,21 +149,15 @@ weight = 1.0
 
 /// Pass/fail, paired: the baseline passes every task, the candidate fails
 /// 60 of 100, so the pinned policy rejects the candidate.
-const BERNOULLI: &str = r#"
-[class.tool]
-scorer = "pass"
-test = "bernoulli"
-alpha = 0.05
-beta = 0.1
-gap = 0.3
-max_n = 500
-"#;
+fn bernoulli_text() -> String {
+    ratchet_testkit::gap_class_with_beta("tool", "bernoulli", "pass", 0.1, 0.3, 500, "")
+}
 
 fn bernoulli_world() -> (World, String, String) {
     let (w, base, cand) = two_versions("tool.txt");
     w.init();
     let policy = w.store().join("policy.toml");
-    std::fs::write(&policy, BERNOULLI).expect("policy");
+    std::fs::write(&policy, bernoulli_text()).expect("policy");
     let mut lines = score_lines(&base, "pass", 0..100, |_| 1.0);
     lines.push_str(&score_lines(&cand, "pass", 0..100, |t| {
         if t % 5 < 3 { 0.0 } else { 1.0 }
@@ -179,7 +184,11 @@ fn a_nan_in_the_policy_file_is_not_the_pinned_policy() {
 
     // The attacker adds one line to the policy file beside the store.
     let policy = w.store().join("policy.toml");
-    std::fs::write(&policy, format!("{BERNOULLI}pass_threshold = nan\n")).expect("edit");
+    std::fs::write(
+        &policy,
+        format!("{}pass_threshold = nan\n", bernoulli_text()),
+    )
+    .expect("edit");
 
     // The file is refused: a policy's numbers are finite.
     let o = w.cmd(&gate_args(&base, &cand, "tool"), "");
@@ -239,10 +248,10 @@ fn calibrate_of_a_pinned_class_never_uses_an_edited_file() {
     w.checkout_head();
     w.init();
     let policy = w.store().join("policy.toml");
-    std::fs::write(&policy, POLICY).expect("policy");
+    std::fs::write(&policy, policy_text()).expect("policy");
     let o = w.cmd(&["policy", "pin", policy.to_str().expect("utf8")], "");
     assert!(o.status.success(), "{}", text(&o));
-    let edited = POLICY.replace("gap = 0.05", "gap = 0.9");
+    let edited = policy_text().replace("gap = 0.05", "gap = 0.9");
     std::fs::write(&policy, &edited).expect("edit");
     // With the store intact the edited file is refused: held.
     let o = w.cmd(&["calibrate", "--class", "prompt", "--runs", "50"], "");
@@ -264,7 +273,7 @@ fn calibrate_of_a_pinned_class_never_uses_an_edited_file() {
 #[test]
 fn a_cells_pin_does_not_count_in_the_home() {
     let (w, base, cand) = super::refs::promoted_world();
-    let edited = POLICY.replace("gap = 0.05", "gap = 0.9");
+    let edited = policy_text().replace("gap = 0.05", "gap = 0.9");
     let cell = w.dir.path().join("cell");
     let cell_s = cell.to_str().expect("utf8").to_string();
     let o = ratchet(&w.root(), &["--store", &cell_s, "init"], "");

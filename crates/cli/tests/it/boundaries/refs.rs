@@ -193,7 +193,7 @@ fn a_moved_ref_of_a_class_with_a_slash_is_a_fault() {
     let policy = w.store().join("policy.toml");
     std::fs::write(
         &policy,
-        POLICY.replace("[class.prompt]", "[class.\"team/prompt\"]"),
+        policy_text().replace("[class.prompt]", "[class.\"team/prompt\"]"),
     )
     .expect("policy");
     record_honest_scores(&w, &base, &cand);
@@ -267,7 +267,7 @@ fn status_in_the_repository_compares_its_promotion_refs_with_an_outside_store() 
         "",
     );
     assert!(o.status.success(), "{}", text(&o));
-    std::fs::write(store.join("policy.toml"), POLICY).expect("policy");
+    std::fs::write(store.join("policy.toml"), policy_text()).expect("policy");
     let mut lines = score_lines(&base, "accuracy", 0..200, |t| {
         0.80 + f64::from(t % 7) * 0.01
     });
