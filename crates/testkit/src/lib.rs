@@ -20,8 +20,8 @@ pub use policy::{
 };
 pub use raw::{
     Attacker, attacker, db_path, documented_hash, genesis, page_size_and_root, permute_leaf_cells,
-    raw_connection, recompute_chain, refold_commit_stats, remove_wal, replace_bytes, settle,
-    with_guards_lifted,
+    raw_connection, recompute_chain, refold_commit_stats, remove_wal, replace_bytes, root_page,
+    settle, with_guards_lifted,
 };
 pub use store::{
     WRITER_SECRET, base, cand, commit, fault, new_store, new_store_with, refused, reopen, score,

@@ -236,20 +236,23 @@ pub fn remove_wal(dir: &Path) {
     }
 }
 
+/// The root page of the table or index `name` in the schema `c` reads.
+pub fn root_page(c: &Connection, name: &str) -> i64 {
+    c.query_row(
+        "SELECT rootpage FROM sqlite_schema WHERE name = ?1",
+        [name],
+        |r| r.get(0),
+    )
+    .expect("root page")
+}
+
 /// The page size of the store's database and the root page of `table`.
 pub fn page_size_and_root(dir: &Path, table: &str) -> (usize, usize) {
     let c = Connection::open(db_path(dir)).expect("raw open");
     let ps: i64 = c
         .pragma_query_value(None, "page_size", |r| r.get(0))
         .expect("page size");
-    let root: i64 = c
-        .query_row(
-            "SELECT rootpage FROM sqlite_schema WHERE name = ?1",
-            [table],
-            |r| r.get(0),
-        )
-        .expect("root page");
-    (ps as usize, root as usize)
+    (ps as usize, root_page(&c, table) as usize)
 }
 
 /// Rewrites the cell-pointer array of a one-page WITHOUT ROWID table (its

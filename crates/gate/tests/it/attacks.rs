@@ -639,15 +639,10 @@ fn swap_index_root(c: &Connection, w: &World, erase: bool) {
     .expect("forge the copy");
     c.execute_batch("CREATE INDEX evil_idx ON evil (scorer, commit_id, task, value);")
         .expect("index the copy");
-    let root = |name: &str| -> i64 {
-        c.query_row(
-            "SELECT rootpage FROM sqlite_master WHERE name = ?1",
-            [name],
-            |r| r.get(0),
-        )
-        .expect("a root page")
-    };
-    let (real, evil) = (root("scores_by_scorer_commit"), root("evil_idx"));
+    let (real, evil) = (
+        ratchet_testkit::root_page(c, "scores_by_scorer_commit"),
+        ratchet_testkit::root_page(c, "evil_idx"),
+    );
     let version: i64 = c
         .query_row("PRAGMA schema_version", [], |r| r.get(0))
         .expect("schema version");

@@ -278,12 +278,7 @@ fn graft_leftmost(db: &Path, root: u32, child: u32) {
 /// closed, and `victim`'s root page gets the cell that points at them.
 fn graft_forged_under(c: Connection, db: &Path, victim: &str) {
     let root = |name: &str| -> u32 {
-        c.query_row(
-            "SELECT rootpage FROM sqlite_schema WHERE name = ?1",
-            [name],
-            |r| r.get(0),
-        )
-        .expect("red team step")
+        u32::try_from(ratchet_testkit::root_page(&c, name)).expect("a page number")
     };
     let (victim_root, forged_root) = (root(victim), root("forged"));
     c.execute_batch(

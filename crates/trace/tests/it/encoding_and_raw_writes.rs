@@ -35,7 +35,6 @@ use common::*;
 use ratchet_trace::{
     AsOf, FaultKind, Store, StoreOptions, TestRun, Verified, VerifyOptions, WriterKey,
 };
-use rusqlite::Connection;
 
 /// The fix for the UTF-16 rewrites: a database that does not store text as
 /// UTF-8 is a fault of the store as a whole (seq 0), and is refused writes.
@@ -644,21 +643,10 @@ fn reordered_cells_of_a_scores_page_are_a_fault() {
     let dir = s.dir().to_path_buf();
     drop(s);
     settle(&dir);
-    let c = Connection::open(db_path(&dir)).expect("raw");
-    let ps: i64 = c
-        .pragma_query_value(None, "page_size", |r| r.get(0))
-        .expect("ps");
-    let root: i64 = c
-        .query_row(
-            "SELECT rootpage FROM sqlite_schema WHERE name = 'scores'",
-            [],
-            |r| r.get(0),
-        )
-        .expect("root");
-    drop(c);
+    let (ps, root) = page_size_and_root(&dir, "scores");
     let path = db_path(&dir);
     let mut bytes = std::fs::read(&path).expect("read");
-    let base = (root as usize - 1) * ps as usize;
+    let base = (root - 1) * ps;
     assert_eq!(bytes[base], 0x0d, "a leaf table page");
     bytes.swap(base + 8, base + 10);
     bytes.swap(base + 9, base + 11);
