@@ -3,7 +3,7 @@
 use crate::common::{self, record_versions_and_a_fall, three_versions};
 
 use git2::Repository;
-use ratchet_drift::{Alarm, Chart, Monitor, Ranking, Shift, TraceAlarm, Watch, best_commit};
+use ratchet_drift::{Alarm, Chart, Monitor, Shift, TraceAlarm, Watch, best_commit};
 use ratchet_orchestrate::{
     Error, HealOptions, KIND_CHECKOUT, WatchPlan, check_recovery, heal, record_promotion,
     start_watch,
@@ -436,17 +436,6 @@ fn a_watch_starts_at_the_deployment_with_the_declared_harm_and_sees_a_drop() {
     assert_eq!(m.position(), at);
 }
 
-fn ranking<'a>(min_n: u64, exclude: &'a [CommitId]) -> Ranking<'a> {
-    Ranking {
-        scorer: "quality",
-        version: None,
-        min_n,
-        confidence: 0.95,
-        exclude,
-        lower_is_better: false,
-    }
-}
-
 #[test]
 fn commits_are_ranked_on_the_verified_view_warm_or_cold_alike() {
     let s = setup();
@@ -456,11 +445,15 @@ fn commits_are_ranked_on_the_verified_view_warm_or_cold_alike() {
         .store()
         .verified(&VerifyOptions::default())
         .expect("verifies");
-    let direct = best_commit(&cold, &ranking(30, &[])).expect("rank");
-    let ranked = best_commit(s.ledger.view(), &ranking(30, &[])).expect("rank");
+    let direct = best_commit(&cold, &common::ranking("quality", 30, &[])).expect("rank");
+    let ranked = best_commit(s.ledger.view(), &common::ranking("quality", 30, &[])).expect("rank");
     assert_eq!(ranked, direct);
     assert_eq!(ranked.len(), 3);
-    let without = best_commit(s.ledger.view(), &ranking(30, &s.commits[..1])).expect("rank");
+    let without = best_commit(
+        s.ledger.view(),
+        &common::ranking("quality", 30, &s.commits[..1]),
+    )
+    .expect("rank");
     assert_eq!(without.len(), 2);
     assert!(without.iter().all(|r| r.commit != s.commits[0]));
     // A keyed store opened without its key cannot have its MACs checked:

@@ -10,9 +10,9 @@
 
 use std::path::Path;
 
-use crate::common::{record_versions_and_a_fall, three_versions};
+use crate::common::{ranking, record_versions_and_a_fall, three_versions};
 
-use ratchet_drift::{Ranking, best_commit};
+use ratchet_drift::best_commit;
 use ratchet_testkit::{commit, permute_leaf_cells};
 use ratchet_trace::{CommitId, Ledger, Score, Store, StoreOptions, VerifyOptions};
 
@@ -56,22 +56,13 @@ fn permute_commit_stats_cells(store: &Path, order: &[usize]) {
     permute_leaf_cells(store, "commit_stats", order);
 }
 
-const ACC: Ranking<'static> = Ranking {
-    scorer: "acc",
-    version: None,
-    min_n: 2,
-    confidence: 0.95,
-    exclude: &[],
-    lower_is_better: false,
-};
-
 /// The ranking `ratchet best` shows: `best_commit` on the view a full
 /// verification folds.
 fn ranked(store: &Store) -> Vec<CommitId> {
     let view = store
         .verified(&VerifyOptions::default())
         .expect("the trace verifies");
-    best_commit(&view, &ACC)
+    best_commit(&view, &ranking("acc", 2, &[]))
         .expect("ranks")
         .into_iter()
         .map(|r| r.commit)

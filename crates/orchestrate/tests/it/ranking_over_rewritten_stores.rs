@@ -17,7 +17,7 @@
 
 use std::path::Path;
 
-use ratchet_drift::{Ranking, best_commit};
+use ratchet_drift::best_commit;
 use ratchet_gate::{GateStatus, Policy, Question};
 use ratchet_testkit::{
     base, cand, db_path as db, odd_split, prompt_policy, rewrite_as_utf16, utf16le,
@@ -220,16 +220,8 @@ fn a_raw_write_racing_verification_never_reaches_the_ranking() {
     let store = Store::open(&dir, StoreOptions::default()).expect("open");
     let rank = |store: &Store| -> Option<Vec<CommitId>> {
         let view = store.verified(&VerifyOptions::default()).ok()?;
-        let ranking = Ranking {
-            scorer: "acc",
-            version: None,
-            min_n: 2,
-            confidence: 0.95,
-            exclude: &[],
-            lower_is_better: false,
-        };
         Some(
-            best_commit(&view, &ranking)
+            best_commit(&view, &crate::common::ranking("acc", 2, &[]))
                 .expect("ranks")
                 .into_iter()
                 .map(|r| r.commit)

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use git2::Repository;
+use ratchet_drift::Ranking;
 use ratchet_orchestrate::{MergeOutcome, MergeRequest, ProcessSandbox, VerifySpec, merge};
 use ratchet_testkit::git::commit_work_file;
 use ratchet_trace::{CommitId, Event, Score, Store};
@@ -92,4 +93,18 @@ pub fn spread_about(c: &CommitId, prefix: &str, mean: f64, step: f64, n: u32) ->
             )
         })
         .collect()
+}
+
+/// The ranking heal asks for: the commits by `scorer` (any version, higher
+/// is better) with at least `min_n` scores, at 95 % confidence, none of
+/// `exclude`.
+pub fn ranking<'a>(scorer: &'a str, min_n: u64, exclude: &'a [CommitId]) -> Ranking<'a> {
+    Ranking {
+        scorer,
+        version: None,
+        min_n,
+        confidence: 0.95,
+        exclude,
+        lower_is_better: false,
+    }
 }
