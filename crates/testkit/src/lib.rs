@@ -25,6 +25,6 @@ pub use raw::{
 };
 pub use store::{
     WRITER_SECRET, base, cand, commit, fault, new_store, new_store_with, refused, reopen, score,
-    view, writer_key,
+    unit_run, view, writer_key,
 };
 pub use utf16::{from_utf16le, odd_split, rewrite_as_utf16, utf16le};

@@ -2,7 +2,9 @@
 
 use std::path::Path;
 
-use ratchet_trace::{CommitId, FaultKind, Score, Store, StoreOptions, Verified, VerifyOptions};
+use ratchet_trace::{
+    CommitId, FaultKind, Score, Store, StoreOptions, TestRun, Verified, VerifyOptions,
+};
 
 /// The commit whose 20 bytes are all `n` (`commit(0xab)` is `abab…ab`).
 pub fn commit(n: u8) -> CommitId {
@@ -23,6 +25,21 @@ pub fn cand() -> CommitId {
 /// A score of `commit(c)` on `task` by `scorer` (version "1").
 pub fn score(c: u8, task: &str, scorer: &str, value: f64) -> Score {
     Score::new(commit(c), task, scorer, value)
+}
+
+/// A run of the `unit` suite for `commit`: `passed` and `failed` tests,
+/// none skipped, 9 ms, no failure named. The run the gate's required suite
+/// reads.
+pub fn unit_run(commit: &CommitId, passed: u64, failed: u64) -> TestRun {
+    TestRun {
+        commit: commit.clone(),
+        suite: "unit".into(),
+        passed,
+        failed,
+        skipped: 0,
+        duration_ms: 9.0,
+        failures: Vec::new(),
+    }
 }
 
 /// A store at `store` in a fresh temporary directory.

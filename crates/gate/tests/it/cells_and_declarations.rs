@@ -134,16 +134,9 @@ fn scores(base_rate: f64, cand_rate: f64, seed: u64, scorer: &str) -> Vec<Score>
     out
 }
 
+/// The candidate's green `unit` run (40 passed).
 fn green_unit() -> TestRun {
-    TestRun {
-        commit: cand(),
-        suite: "unit".into(),
-        passed: 40,
-        failed: 0,
-        skipped: 0,
-        duration_ms: 9.0,
-        failures: Vec::new(),
-    }
+    ratchet_testkit::unit_run(&cand(), 40, 0)
 }
 
 /// ratchet-scorers' ingestion key, re-implemented (ingest.rs `ingest_key`;

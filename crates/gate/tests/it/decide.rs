@@ -76,17 +76,9 @@ fn task_scores(
     scores
 }
 
-/// A run of the unit suite for `commit`, with `failed` failures.
+/// A run of the unit suite for `commit` (40 passed), with `failed` failures.
 fn unit_run(commit: &CommitId, failed: u64) -> TestRun {
-    TestRun {
-        commit: commit.clone(),
-        suite: "unit".into(),
-        passed: 40,
-        failed,
-        skipped: 0,
-        duration_ms: 9.0,
-        failures: Vec::new(),
-    }
+    ratchet_testkit::unit_run(commit, 40, failed)
 }
 
 /// A store with `tasks` tasks scored for a baseline (pass rate 0.5) and a

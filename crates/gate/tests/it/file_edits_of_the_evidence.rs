@@ -4,7 +4,7 @@
 //! — verification names a fault and the gate does not promote — or has no
 //! effect. Each failed (the attack worked) before its fix.
 
-use crate::common::{self, CLASS, SCORER, SUITE, TASKS, base, cand, key, prompt_policy};
+use crate::common::{self, CLASS, SCORER, TASKS, base, cand, key, prompt_policy};
 
 use std::path::{Path, PathBuf};
 
@@ -143,16 +143,9 @@ fn record_scores(store: &mut Store, base_rate: f64, cand_rate: f64, seed: u64) {
     store.record_scores(&scores, "eval").expect("scores");
 }
 
+/// A run of the required suite (`unit`) for the candidate.
 fn run(passed: u64, failed: u64) -> TestRun {
-    TestRun {
-        commit: cand(),
-        suite: SUITE.into(),
-        passed,
-        failed,
-        skipped: 0,
-        duration_ms: 9.0,
-        failures: Vec::new(),
-    }
+    ratchet_testkit::unit_run(&cand(), passed, failed)
 }
 
 fn outcome_stage(v: &Verdict) -> Option<&Stage> {

@@ -22,7 +22,7 @@ use ratchet_gate::{GateStatus, Policy, Question};
 use ratchet_testkit::{
     base, cand, db_path as db, odd_split, prompt_policy, rewrite_as_utf16, utf16le,
 };
-use ratchet_trace::{CommitId, Score, Store, StoreOptions, TestRun, VerifyOptions, WriterKey};
+use ratchet_trace::{CommitId, Score, Store, StoreOptions, VerifyOptions, WriterKey};
 use rusqlite::Connection;
 
 /// In the `test_runs` record (header: size, NULL rowid alias, commit_id,
@@ -84,19 +84,8 @@ fn break_utf16_rewrite_turns_a_failed_suite_into_a_promote() {
     let opts = StoreOptions::default().writer_key(key.clone());
     let mut s = Store::create(&dir, opts.clone()).expect("create");
     for failed in [2, 0] {
-        s.record_test_run(
-            &TestRun {
-                commit: cand(),
-                suite: "unit".into(),
-                passed: 40,
-                failed,
-                skipped: 0,
-                duration_ms: 9.0,
-                failures: Vec::new(),
-            },
-            "ci",
-        )
-        .expect("run");
+        s.record_test_run(&ratchet_testkit::unit_run(&cand(), 40, failed), "ci")
+            .expect("run");
     }
     let mut scores = Vec::new();
     for t in 0..300 {
