@@ -26,31 +26,21 @@ use rand_distr::{Distribution, Normal};
 use ratchet_gate::{
     Outcome, Policy, Question, decide_at, exact_bernoulli, logistic_score, monte_carlo, verdict_in,
 };
-use ratchet_testkit::gap_class;
+use ratchet_testkit::{gap_class, paired_class_to};
 use ratchet_trace::{CommitId, Durability, Ledger, Score, Store, StoreOptions, VerifyOptions};
 
 /// One class per test kind, all on the scorer `s`, bounded far above any
-/// simulated run (the elo class's hypotheses are wider than the shared one).
+/// simulated run (the elo class's hypotheses, 0 against 80, are wider than
+/// the shared one).
 fn policy_text() -> String {
     [
         gap_class("pass", "bernoulli", "s", 0.2, 100_000, ""),
         gap_class("cont", "gaussian", "s", 0.1, 100_000, ""),
         gap_class("bounded", "betting", "s", 0.1, 100_000, ""),
-        ELO.to_string(),
+        paired_class_to("elo", "s", 80.0, 100_000, ""),
     ]
     .concat()
 }
-
-const ELO: &str = r#"
-[class.elo]
-scorer = "s"
-test = "paired"
-alpha = 0.05
-beta = 0.05
-elo0 = 0.0
-elo1 = 80.0
-max_n = 100000
-"#;
 
 const ALPHA: f64 = 0.05;
 const BETA: f64 = 0.05;
@@ -76,6 +66,46 @@ fn tolerance(bound: f64, runs: usize) -> f64 {
     3.0 * (bound * (1.0 - bound) / runs as f64).sqrt()
 }
 
+/// What every simulated run of a test shares: the policy and the two
+/// commits it compares.
+struct Scene {
+    policy: Policy,
+    base: CommitId,
+    cand: CommitId,
+}
+
+impl Scene {
+    fn new() -> Self {
+        Scene {
+            policy: Policy::parse(&policy_text()).expect("policy"),
+            base: CommitId::parse(&"aa".repeat(20)).expect("commit"),
+            cand: CommitId::parse(&"bb".repeat(20)).expect("commit"),
+        }
+    }
+
+    /// The gate's question for `class`: the candidate against the baseline.
+    fn question<'a>(&'a self, class: &'a str) -> Question<'a> {
+        crate::common::question(
+            class,
+            self.policy.class(class).expect("class"),
+            &self.base,
+            &self.cand,
+        )
+    }
+}
+
+/// A fresh store for one simulated run (synchronous=NORMAL: a run measures
+/// the gate, not power-loss durability).
+fn run_store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::create(
+        dir.path().join("s"),
+        StoreOptions::default().durability(Durability::Normal),
+    )
+    .expect("store");
+    (dir, store)
+}
+
 /// `runs` gate decisions, each on a fresh store holding `tasks` tasks whose
 /// (baseline, candidate) scores come from `draw`.
 fn simulate(
@@ -85,21 +115,13 @@ fn simulate(
     seed: u64,
     mut draw: impl FnMut(&mut StdRng) -> (f64, f64),
 ) -> Tally {
-    let policy = Policy::parse(&policy_text()).expect("policy");
-    let class_policy = policy.class(class).expect("class");
-    let (base, cand) = (
-        CommitId::parse(&"aa".repeat(20)).expect("commit"),
-        CommitId::parse(&"bb".repeat(20)).expect("commit"),
-    );
+    let scene = Scene::new();
+    let q = scene.question(class);
+    let (base, cand) = (q.baseline, q.candidate);
     let mut rng = StdRng::seed_from_u64(seed);
     let mut tally = Tally::default();
     for _ in 0..runs {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let mut store = Store::create(
-            dir.path().join("s"),
-            StoreOptions::default().durability(Durability::Normal),
-        )
-        .expect("store");
+        let (_dir, mut store) = run_store();
         let mut scores = Vec::with_capacity(2 * tasks);
         for t in 0..tasks {
             let (b, c) = draw(&mut rng);
@@ -108,13 +130,6 @@ fn simulate(
             scores.push(Score::new(cand.clone(), task, "s", c));
         }
         store.record_scores(&scores, "sim").expect("scores");
-        let q = Question {
-            class,
-            policy: class_policy,
-            baseline: &base,
-            candidate: &cand,
-            checkpoint: None,
-        };
         let head = store.head().expect("head").size;
         match decide_at(&mut store, &q, head).expect("decide").outcome {
             Outcome::Promote => tally.promote += 1,
@@ -289,29 +304,14 @@ fn simulate_polled(
     seed: u64,
     mut draw: impl FnMut(&mut StdRng) -> (f64, f64),
 ) -> Tally {
-    let policy = Policy::parse(&policy_text()).expect("policy");
-    let class_policy = policy.class(class).expect("class");
-    let (base, cand) = (
-        CommitId::parse(&"aa".repeat(20)).expect("commit"),
-        CommitId::parse(&"bb".repeat(20)).expect("commit"),
-    );
+    let scene = Scene::new();
+    let q = scene.question(class);
+    let (base, cand) = (q.baseline, q.candidate);
     let mut rng = StdRng::seed_from_u64(seed);
     let mut tally = Tally::default();
     for _ in 0..runs {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = Store::create(
-            dir.path().join("s"),
-            StoreOptions::default().durability(Durability::Normal),
-        )
-        .expect("store");
+        let (_dir, store) = run_store();
         let mut ledger = Ledger::new(store, VerifyOptions::default()).expect("ledger");
-        let q = Question {
-            class,
-            policy: class_policy,
-            baseline: &base,
-            candidate: &cand,
-            checkpoint: None,
-        };
         let mut held_back: Vec<Score> = Vec::new();
         let mut outcome = None;
         for start in (0..tasks).step_by(batch) {
