@@ -77,6 +77,13 @@ pub enum Error {
     /// The output directory is not empty; nothing was written.
     #[error("{} is not empty; export into a new or empty directory", .0.display())]
     NotEmpty(PathBuf),
+    /// An event's payload is not UTF-8 text, so the payload column cannot
+    /// hold it as stored; nothing was written.
+    #[error("the payload of event {seq} is not UTF-8 text; nothing exported")]
+    NotText {
+        /// The event's seq.
+        seq: u64,
+    },
     /// A file could not be written.
     #[error("cannot write {}: {source}", path.display())]
     Io {
@@ -162,7 +169,8 @@ pub fn scores_batch(view: &Verified) -> Result<RecordBatch> {
 /// trace, or a listing ([`Store::tail`]) for what the file holds.
 ///
 /// # Errors
-/// [`Error::Arrow`] only if a column outgrows Arrow's 32-bit string offsets.
+/// [`Error::NotText`] if a payload is not UTF-8; [`Error::Arrow`] only if
+/// a column outgrows Arrow's 32-bit string offsets.
 pub fn events_batch(events: &[Event]) -> Result<RecordBatch> {
     let text = |f: &dyn Fn(&Event) -> String| -> ArrayRef {
         Arc::new(StringArray::from_iter_values(events.iter().map(f)))
@@ -191,13 +199,22 @@ pub fn events_batch(events: &[Event]) -> Result<RecordBatch> {
             )),
             true,
         ),
-        (
-            "payload",
-            text(&|e| String::from_utf8_lossy(&e.payload).into_owned()),
-            false,
-        ),
+        ("payload", payloads(events)?, false),
         ("hash", text(&|e| e.hash.to_hex().to_string()), false),
     ])
+}
+
+/// The payloads as text, byte for byte: a payload that is not UTF-8 (the
+/// store checks JSON when appending, not when merging a cell's events) is
+/// refused, never written with its bytes replaced.
+fn payloads(events: &[Event]) -> Result<ArrayRef> {
+    let bytes = events.iter().map(|e| e.payload.len()).sum();
+    let mut b = StringBuilder::with_capacity(events.len(), bytes);
+    for e in events {
+        let text = std::str::from_utf8(&e.payload).map_err(|_| Error::NotText { seq: e.seq })?;
+        b.append_value(text);
+    }
+    Ok(Arc::new(b.finish()))
 }
 
 /// One row of [`summary`]: a scorer version's values under one commit.
@@ -270,14 +287,21 @@ impl fmt::Display for Summary {
         const HEAD: [&str; 8] = [
             "commit", "scorer", "version", "n", "mean", "sd", "min", "max",
         ];
+        // A commit's first 12 digits name it on a terminal (the files and
+        // the JSON hold all 40), or more where two commits of the table
+        // share them, as git abbreviates.
+        let commits: BTreeSet<&str> = self.rows.iter().map(|r| r.commit.as_str()).collect();
+        let digits = commits
+            .iter()
+            .zip(commits.iter().skip(1))
+            .map(|(a, b)| a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count() + 1)
+            .fold(12, usize::max);
         let cells: Vec<[String; 8]> = self
             .rows
             .iter()
             .map(|r| {
                 [
-                    // A commit's first 12 digits name it on a terminal; the
-                    // files and the JSON hold all 40.
-                    r.commit.chars().take(12).collect(),
+                    r.commit.chars().take(digits).collect(),
                     r.scorer.clone(),
                     r.scorer_version.clone(),
                     r.n.to_string(),
@@ -393,11 +417,18 @@ fn partition_by(batch: &RecordBatch, column: &str) -> Result<Vec<(String, Record
 ///
 /// # Errors
 /// [`Error::Trace`] if the trace does not verify, or is keyed and was opened
-/// without its key; [`Error::NotEmpty`] before anything is written;
-/// [`Error::Parquet`] or [`Error::Io`] while writing.
+/// without its key; [`Error::NotEmpty`] or [`Error::NotText`] before
+/// anything is written; [`Error::Parquet`] or [`Error::Io`] while writing.
 pub fn export_parquet(store: &mut Store, dir: &Path) -> Result<ExportReport> {
     // Every event whole: the events table holds the score events too.
     let view = store.verified(&ratchet_trace::VerifyOptions::default().keep_all_events())?;
+    // The empty path is the current directory (where `dir.join` writes),
+    // though `exists` says no: checked as `.`, never written past the check.
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
     if dir.exists()
         && std::fs::read_dir(dir)
             .map_err(|source| Error::Io {
