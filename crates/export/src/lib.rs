@@ -282,6 +282,17 @@ pub fn summary(view: &Verified) -> Summary {
     Summary { rows }
 }
 
+/// A figure for the table: four decimals, or four significant digits in
+/// exponent form where four decimals would be a screen wide (past 1e9) or
+/// read as zero (below 1e-4).
+fn figure(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() || (1e-4..1e9).contains(&x.abs()) {
+        format!("{x:.4}")
+    } else {
+        format!("{x:.3e}")
+    }
+}
+
 impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const HEAD: [&str; 8] = [
@@ -305,10 +316,10 @@ impl fmt::Display for Summary {
                     r.scorer.clone(),
                     r.scorer_version.clone(),
                     r.n.to_string(),
-                    format!("{:.4}", r.mean),
-                    r.sd.map_or_else(|| "-".to_string(), |sd| format!("{sd:.4}")),
-                    format!("{:.4}", r.min),
-                    format!("{:.4}", r.max),
+                    figure(r.mean),
+                    r.sd.map_or_else(|| "-".to_string(), figure),
+                    figure(r.min),
+                    figure(r.max),
                 ]
             })
             .collect();

@@ -1091,3 +1091,38 @@ fn a_payload_that_is_not_utf8_is_refused_not_rewritten() {
         7
     );
 }
+
+/// Figures of any finite size keep the table a terminal's width, and a
+/// small value is not shown as zero.
+#[test]
+fn the_table_stays_readable_for_extreme_figures() {
+    let (_d, mut s) = new_store();
+    let mut scores = vec![
+        Score::new(commit(1), "a", "acc", f64::MAX),
+        Score::new(commit(1), "b", "acc", f64::MAX / 2.0),
+        Score::new(commit(2), "a", "acc", f64::MIN),
+        Score::new(commit(3), "a", "acc", 1e-7),
+        Score::new(commit(3), "b", "acc", 3e-7),
+        Score::new(commit(4), "a", "acc", 5e-324),
+    ];
+    scores.push(Score::new(commit(5), "a", "acc", 0.25));
+    s.record_scores(&scores, "eval").expect("scores");
+    let summary = check_summary(&full_view(&s));
+    let text = summary.to_string();
+    for line in text.lines() {
+        assert!(line.chars().count() <= 120, "{} wide: {line}", line.len());
+    }
+    let small = text
+        .lines()
+        .find(|l| l.starts_with(&commit(3).as_str()[..12]))
+        .expect("commit 3's row");
+    assert!(
+        !small.contains("0.0000 "),
+        "2e-7 is not zero on a terminal: {small}"
+    );
+    let plain = text
+        .lines()
+        .find(|l| l.starts_with(&commit(5).as_str()[..12]))
+        .expect("commit 5's row");
+    assert!(plain.contains("0.2500"), "{plain}");
+}
