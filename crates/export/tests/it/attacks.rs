@@ -603,6 +603,35 @@ fn commits_sharing_a_short_prefix_are_told_apart_in_the_table() {
     for (label, c) in labels.iter().zip([&a, &b]) {
         assert!(c.as_str().starts_with(label), "{label} names {c}: {text}");
     }
+
+    // A SHA-256 commit whose first 40 digits are a SHA-1 commit: two
+    // partitions, two names.
+    let (d, mut s) = new_store();
+    let sha1 = CommitId::parse(&"ab".repeat(20)).expect("sha1");
+    let sha256 = CommitId::parse(&"ab".repeat(32)).expect("sha256");
+    s.record_scores(
+        &[
+            Score::new(sha1.clone(), "t", "acc", 0.0),
+            Score::new(sha256.clone(), "t", "acc", 1.0),
+        ],
+        "eval",
+    )
+    .expect("scores");
+    let (_out, _report, back) = export_new(&mut s, d.path());
+    assert_eq!(
+        back.score_parts.keys().cloned().collect::<Vec<_>>(),
+        vec![sha1.to_string(), sha256.to_string()]
+    );
+    let summary = check_summary(&full_view(&s));
+    let text = summary.to_string();
+    let labels: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .take(2)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(labels.len(), 2, "{text}");
+    assert_ne!(labels[0], labels[1], "{text}");
 }
 
 // ---- merged cells ---------------------------------------------------------
@@ -737,6 +766,7 @@ fn refuses_without_writing(store: &mut Store, base: &Path) -> Vec<ratchet_trace:
 
 /// [`refuses_without_writing`], whatever the error.
 fn refuses_any(store: &mut Store, base: &Path) -> Vec<Error> {
+    std::fs::create_dir_all(base).expect("base");
     let missing = base.join("missing");
     let empty = base.join("empty");
     std::fs::create_dir(&empty).expect("empty dir");
@@ -836,6 +866,18 @@ fn a_keyed_store_opened_without_its_key_exports_nothing() {
         );
     }
     drop(plain);
+    // The wrong key: every MAC fails, nothing is written.
+    let wrong = ratchet_trace::WriterKey::from_secret(&[0x11; 32]).expect("key");
+    let mut wrong = Store::open(&dir, StoreOptions::default().writer_key(wrong)).expect("opens");
+    for e in refuses_without_writing(&mut wrong, &d.path().join("wrong")) {
+        match e {
+            ratchet_trace::Error::Tampered { fault } => {
+                assert!(matches!(fault.kind, FaultKind::MacMismatch), "{fault:?}")
+            }
+            other => panic!("not tampered: {other}"),
+        }
+    }
+    drop(wrong);
     let mut ro = Store::open_read_only(&dir, StoreOptions::default()).expect("opens read-only");
     let out = d.path().join("ro");
     let e = ratchet_export::export_parquet(&mut ro, &out).expect_err("refused");
