@@ -84,6 +84,17 @@ pub enum Error {
         /// The event's seq.
         seq: u64,
     },
+    /// A text column would hold more than the 2 GiB of text one Arrow
+    /// column can (32-bit offsets): a store of tens of millions of rows.
+    /// Nothing was written.
+    #[error(
+        "the {column} column would hold more than 2 GiB of text, past what one Arrow column \
+         holds; nothing exported"
+    )]
+    TooMuchText {
+        /// The column.
+        column: &'static str,
+    },
     /// A file could not be written.
     #[error("cannot write {}: {source}", path.display())]
     Io {
@@ -117,33 +128,95 @@ fn batch(columns: Vec<(&str, ArrayRef, bool)>) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?)
 }
 
+/// The most bytes one Arrow text column holds (its offsets are 32-bit).
+const TEXT_COLUMN_BYTES: usize = i32::MAX as usize;
+
+/// A text column that stops growing, and says so, where Arrow's builder
+/// would panic: a store of tens of millions of events outgrows a column.
+struct Text {
+    name: &'static str,
+    builder: StringBuilder,
+    bytes: usize,
+    limit: usize,
+    full: bool,
+}
+
+impl Text {
+    fn new(name: &'static str) -> Self {
+        Text::with_limit(name, TEXT_COLUMN_BYTES)
+    }
+
+    fn with_limit(name: &'static str, limit: usize) -> Self {
+        Text {
+            name,
+            builder: StringBuilder::new(),
+            bytes: 0,
+            limit,
+            full: false,
+        }
+    }
+
+    fn push(&mut self, value: &str) {
+        if self.full || self.bytes + value.len() > self.limit {
+            self.full = true;
+        } else {
+            self.bytes += value.len();
+            self.builder.append_value(value);
+        }
+    }
+
+    fn push_option(&mut self, value: Option<&str>) {
+        match value {
+            Some(v) => self.push(v),
+            None if !self.full => self.builder.append_null(),
+            None => {}
+        }
+    }
+
+    fn finish(mut self) -> Result<ArrayRef> {
+        if self.full {
+            return Err(Error::TooMuchText { column: self.name });
+        }
+        Ok(Arc::new(self.builder.finish()))
+    }
+}
+
 /// Every score row of the view, in seq order: seq, commit, task, scorer,
 /// scorer_version, value, cost and latency_ms (null when not recorded),
 /// holdout. Built column by column from the rows as the view lends them.
 ///
 /// # Errors
-/// [`Error::Arrow`] only if a column outgrows Arrow's 32-bit string offsets
-/// (more than 2 GiB of text in one column).
+/// [`Error::TooMuchText`] if a column would hold more than 2 GiB of text
+/// (Arrow's 32-bit offsets): tens of millions of scores.
 pub fn scores_batch(view: &Verified) -> Result<RecordBatch> {
-    #[derive(Default)]
     struct Columns {
         seq: UInt64Builder,
-        commit: StringBuilder,
-        task: StringBuilder,
-        scorer: StringBuilder,
-        version: StringBuilder,
+        commit: Text,
+        task: Text,
+        scorer: Text,
+        version: Text,
         value: Float64Builder,
         cost: Float64Builder,
         latency: Float64Builder,
         holdout: BooleanBuilder,
     }
-    let mut c = Columns::default();
+    let mut c = Columns {
+        seq: UInt64Builder::new(),
+        commit: Text::new("commit"),
+        task: Text::new("task"),
+        scorer: Text::new("scorer"),
+        version: Text::new("scorer_version"),
+        value: Float64Builder::new(),
+        cost: Float64Builder::new(),
+        latency: Float64Builder::new(),
+        holdout: BooleanBuilder::new(),
+    };
     view.each_score(0, &mut |r| {
         c.seq.append_value(r.seq);
-        c.commit.append_value(r.commit);
-        c.task.append_value(r.task);
-        c.scorer.append_value(r.scorer);
-        c.version.append_value(r.scorer_version);
+        c.commit.push(r.commit);
+        c.task.push(r.task);
+        c.scorer.push(r.scorer);
+        c.version.push(r.scorer_version);
         c.value.append_value(r.value);
         c.cost.append_option(r.cost);
         c.latency.append_option(r.latency_ms);
@@ -151,10 +224,10 @@ pub fn scores_batch(view: &Verified) -> Result<RecordBatch> {
     });
     batch(vec![
         ("seq", Arc::new(c.seq.finish()), false),
-        ("commit", Arc::new(c.commit.finish()), false),
-        ("task", Arc::new(c.task.finish()), false),
-        ("scorer", Arc::new(c.scorer.finish()), false),
-        ("scorer_version", Arc::new(c.version.finish()), false),
+        ("commit", c.commit.finish()?, false),
+        ("task", c.task.finish()?, false),
+        ("scorer", c.scorer.finish()?, false),
+        ("scorer_version", c.version.finish()?, false),
         ("value", Arc::new(c.value.finish()), false),
         ("cost", Arc::new(c.cost.finish()), true),
         ("latency_ms", Arc::new(c.latency.finish()), true),
@@ -169,11 +242,15 @@ pub fn scores_batch(view: &Verified) -> Result<RecordBatch> {
 /// trace, or a listing ([`Store::tail`]) for what the file holds.
 ///
 /// # Errors
-/// [`Error::NotText`] if a payload is not UTF-8; [`Error::Arrow`] only if
-/// a column outgrows Arrow's 32-bit string offsets.
+/// [`Error::NotText`] if a payload is not UTF-8; [`Error::TooMuchText`] if
+/// a column would hold more than 2 GiB of text (Arrow's 32-bit offsets).
 pub fn events_batch(events: &[Event]) -> Result<RecordBatch> {
-    let text = |f: &dyn Fn(&Event) -> String| -> ArrayRef {
-        Arc::new(StringArray::from_iter_values(events.iter().map(f)))
+    let text = |name: &'static str, f: &dyn Fn(&Event) -> String| -> Result<ArrayRef> {
+        let mut column = Text::new(name);
+        for e in events {
+            column.push(&f(e));
+        }
+        column.finish()
     };
     batch(vec![
         (
@@ -181,26 +258,32 @@ pub fn events_batch(events: &[Event]) -> Result<RecordBatch> {
             Arc::new(UInt64Array::from_iter_values(events.iter().map(|e| e.seq))),
             false,
         ),
-        ("id", text(&|e| e.id.to_string()), false),
+        ("id", text("id", &|e| e.id.to_string())?, false),
         (
             "ts_ms",
             Arc::new(Int64Array::from_iter_values(events.iter().map(|e| e.ts_ms))),
             false,
         ),
-        ("cell", text(&|e| e.cell.clone()), false),
-        ("session", text(&|e| e.session.clone()), false),
-        ("kind", text(&|e| e.kind.clone()), false),
+        ("cell", text("cell", &|e| e.cell.clone())?, false),
+        ("session", text("session", &|e| e.session.clone())?, false),
+        ("kind", text("kind", &|e| e.kind.clone())?, false),
         (
             "commit",
-            Arc::new(StringArray::from_iter(
-                events
-                    .iter()
-                    .map(|e| e.commit.as_ref().map(|c| c.to_string())),
-            )),
+            {
+                let mut column = Text::new("commit");
+                for e in events {
+                    column.push_option(e.commit.as_ref().map(|c| c.as_str()));
+                }
+                column.finish()?
+            },
             true,
         ),
         ("payload", payloads(events)?, false),
-        ("hash", text(&|e| e.hash.to_hex().to_string()), false),
+        (
+            "hash",
+            text("hash", &|e| e.hash.to_hex().to_string())?,
+            false,
+        ),
     ])
 }
 
@@ -208,13 +291,11 @@ pub fn events_batch(events: &[Event]) -> Result<RecordBatch> {
 /// store checks JSON when appending, not when merging a cell's events) is
 /// refused, never written with its bytes replaced.
 fn payloads(events: &[Event]) -> Result<ArrayRef> {
-    let bytes = events.iter().map(|e| e.payload.len()).sum();
-    let mut b = StringBuilder::with_capacity(events.len(), bytes);
+    let mut column = Text::new("payload");
     for e in events {
-        let text = std::str::from_utf8(&e.payload).map_err(|_| Error::NotText { seq: e.seq })?;
-        b.append_value(text);
+        column.push(std::str::from_utf8(&e.payload).map_err(|_| Error::NotText { seq: e.seq })?);
     }
-    Ok(Arc::new(b.finish()))
+    column.finish()
 }
 
 /// One row of [`summary`]: a scorer version's values under one commit.
@@ -472,4 +553,27 @@ pub fn export_parquet(store: &mut Store, dir: &Path) -> Result<ExportReport> {
         events: events.num_rows(),
         files,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_text_column_past_its_limit_is_an_error_not_a_panic() {
+        let mut column = Text::with_limit("task", 10);
+        column.push("0123456789");
+        column.push_option(None);
+        assert_eq!(column.bytes, 10, "exactly at the limit fits");
+        let mut at_limit = Text::with_limit("task", 10);
+        at_limit.push("0123456789");
+        assert!(at_limit.finish().is_ok());
+        column.push("x");
+        column.push_option(None);
+        column.push("");
+        assert!(matches!(
+            column.finish(),
+            Err(Error::TooMuchText { column: "task" })
+        ));
+    }
 }
