@@ -21,6 +21,15 @@ const MERGE_CACHE_KIB: i64 = -65536;
 /// SQLite's default page cache, restored after a merge.
 const DEFAULT_CACHE_KIB: i64 = -2000;
 
+/// An event of a cell passes what the home's own append checks of any
+/// draft: a kind without control characters, and a payload that is JSON
+/// whose numbers a reader can hold. (The size limit is the cell's own;
+/// reserved kinds are merged as evidence, never acted on.)
+fn admissible(batch: &Batch, r: &OwnedRow) -> Result<()> {
+    crate::event::validate_name("kind", batch.str(r.kind))?;
+    crate::event::validate_payload(batch.bytes(r.payload), usize::MAX)
+}
+
 /// Settings of [`Store::merge_cell`].
 #[derive(Debug, Clone, Default)]
 pub struct MergeOptions {
@@ -232,6 +241,17 @@ impl Store {
                 };
                 match existing {
                     None => {
+                        // What the home would have refused at append, it
+                        // refuses at merge: an honest cell cannot hold it
+                        // (its own append checked), so only a cell edited
+                        // and re-linked can, and every reader of the home
+                        // would trip over it later (the export, `log`).
+                        admissible(batch, r).map_err(|e| {
+                            Error::invalid(
+                                "merge",
+                                format!("event {} of cell {cell_id} cannot be stored: {e}", r.seq),
+                            )
+                        })?;
                         // The cell's own projection row, which verification
                         // checks against the payload (a mismatch rolls back).
                         let projection =

@@ -1095,14 +1095,13 @@ fn the_warm_tables_are_the_cold_export_batches() {
     }
 }
 
-/// Bytes that are not UTF-8 in a payload: an unkeyed cell whose plain chain
-/// was re-linked after the edit verifies, and a merge copies its events as
-/// they are, so a keyed home then holds them under valid MACs. The payload
-/// column is text: the export refuses (naming the event) rather than
-/// replace the bytes, and writes nothing.
+/// Bytes that are not UTF-8 in a payload: an unkeyed store whose plain
+/// chain was re-linked after the edit verifies (a home refuses to merge it:
+/// the trace's merge tests). The payload column is text: the export refuses
+/// (naming the event) rather than replace the bytes, and writes nothing.
 #[test]
 fn a_payload_that_is_not_utf8_is_refused_not_rewritten() {
-    let (_c, cell_dir) = filled(StoreOptions::default());
+    let (c, cell_dir) = filled(StoreOptions::default());
     let cell_id = ratchet_testkit::reopen(&cell_dir).id().to_string();
     {
         let a = attacker(&cell_dir);
@@ -1110,19 +1109,25 @@ fn a_payload_that_is_not_utf8_is_refused_not_rewritten() {
             .expect("edit");
         ratchet_testkit::recompute_chain(&a, &cell_id, 1);
     }
-    let (d, mut home) = new_store_with(StoreOptions::default().writer_key(writer_key()));
-    home.merge_cell(&cell_dir, &MergeOptions::default())
-        .expect("the cell verifies");
-    let seq = full_view(&home)
+    let (_h, mut home) = new_store_with(StoreOptions::default().writer_key(writer_key()));
+    let e = home
+        .merge_cell(&cell_dir, &MergeOptions::default())
+        .expect_err("no home stores what no append would");
+    assert!(
+        matches!(e, ratchet_trace::Error::InvalidInput { field: "merge", .. }),
+        "{e}"
+    );
+    let mut cell = ratchet_testkit::reopen(&cell_dir);
+    let seq = full_view(&cell)
         .events()
         .iter()
         .find(|e| e.kind == "note")
         .map(|e| e.seq)
-        .expect("the note was merged");
-    for e in refuses_any(&mut home, d.path()) {
+        .expect("the note");
+    for e in refuses_any(&mut cell, &c.path().join("out")) {
         assert!(matches!(e, Error::NotText { seq: s } if s == seq), "{e:?}");
     }
-    let view = full_view(&home);
+    let view = full_view(&cell);
     let e = ratchet_export::events_batch(view.events()).expect_err("not text");
     assert!(matches!(e, Error::NotText { .. }), "{e:?}");
     // The scores are text the store parsed: they still make a batch.

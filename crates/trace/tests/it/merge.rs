@@ -194,6 +194,37 @@ fn same_id_with_different_content_is_equivocation() {
     assert_eq!(home.head().expect("head"), before, "nothing ingested");
 }
 
+/// A cell edited and re-linked so that it verifies, holding what no append
+/// would have stored: a payload that is not JSON (bytes that are not even
+/// UTF-8), or a number no reader can hold. The home refuses it, naming the
+/// event, and ingests nothing of the cell.
+#[test]
+fn a_relinked_cell_holding_what_no_append_stores_is_refused() {
+    for payload in [&b"{\"a\":\"\xff\"}"[..], b"{\"x\": 1e999}", b"not json"] {
+        let (_h, mut home) = new_store();
+        let (_c, mut cell) = new_store();
+        fill(&mut cell, 4); // seq 1 and 4 are notes
+        let a = attacker(cell.dir());
+        a.execute("UPDATE events SET payload = ?1 WHERE seq = 4", [payload])
+            .expect("edit");
+        recompute_chain(&a, cell.id(), 4);
+        drop(a);
+        assert!(
+            cell.verify().expect("verify").is_valid(),
+            "the re-linked cell verifies"
+        );
+        let before = home.head().expect("head");
+        let err = home
+            .merge_cell(cell.dir(), &MergeOptions::default())
+            .expect_err("refused");
+        assert!(
+            matches!(&err, Error::InvalidInput { field: "merge", reason } if reason.contains("event 4 of cell")),
+            "{err}"
+        );
+        assert_eq!(home.head().expect("head"), before, "nothing ingested");
+    }
+}
+
 #[test]
 fn merging_a_store_into_itself_is_refused() {
     let (_h, mut home) = new_store();
