@@ -333,20 +333,14 @@ pub struct Summary {
 /// trace's own fold (Welford's update, the one the gate reads), so the
 /// figures are the gate's to the bit.
 pub fn summary(view: &Verified) -> Summary {
-    let mut scorers: BTreeSet<String> = BTreeSet::new();
-    view.each_score(0, &mut |r| {
-        if !scorers.contains(r.scorer) {
-            scorers.insert(r.scorer.to_string());
-        }
-    });
     let mut rows = Vec::new();
-    for scorer in &scorers {
-        for version in view.scorer_versions(scorer, ratchet_trace::AsOf::Head) {
-            let at = ScorerRef::at_version(scorer, &version.version);
+    for scorer in view.overview().scorers {
+        for version in &scorer.versions {
+            let at = ScorerRef::at_version(&scorer.scorer, &version.version);
             for s in view.commit_stats(at, ratchet_trace::AsOf::Head) {
                 rows.push(SummaryRow {
                     commit: s.commit.to_string(),
-                    scorer: scorer.clone(),
+                    scorer: scorer.scorer.clone(),
                     scorer_version: version.version.clone(),
                     n: s.n,
                     mean: s.mean,
@@ -439,6 +433,10 @@ pub struct ExportReport {
     pub events: usize,
     /// Parquet files written.
     pub files: Vec<PathBuf>,
+    /// The exported scores summarised ([`summary`] of the view the export
+    /// verified), for a caller that shows both without verifying again.
+    #[serde(skip)]
+    pub summary: Summary,
 }
 
 fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
@@ -466,35 +464,32 @@ fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<()> {
 }
 
 /// `batch`'s rows cut by the value of its string column `column` (null as
-/// `none`), in order of first appearance of each key; each part keeps the
-/// rows' order.
+/// `none`), in key order (directories list as the store sorts commits);
+/// each part keeps the rows' order.
 fn partition_by(batch: &RecordBatch, column: &str) -> Result<Vec<(String, RecordBatch)>> {
     let keys = batch
         .column_by_name(column)
         .and_then(|c| c.as_any().downcast_ref::<StringArray>())
         .ok_or_else(|| ArrowError::SchemaError(format!("no string column {column}")))?;
-    let mut rows: Vec<(String, Vec<u32>)> = Vec::new();
-    let mut slot: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut rows: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
     for i in 0..keys.len() {
         let key = if keys.is_null(i) {
             "none"
         } else {
             keys.value(i)
         };
-        let at = *slot.entry(key).or_insert_with(|| {
-            rows.push((key.to_string(), Vec::new()));
-            rows.len() - 1
-        });
         // Parquet's row groups and Arrow's indices are 32-bit here; a
         // larger export is cut by the writer, not by this index.
-        rows[at].1.push(u32::try_from(i).map_err(|_| {
-            ArrowError::ComputeError(format!("more than {} rows in one export", u32::MAX))
-        })?);
+        rows.entry(key)
+            .or_default()
+            .push(u32::try_from(i).map_err(|_| {
+                ArrowError::ComputeError(format!("more than {} rows in one export", u32::MAX))
+            })?);
     }
     rows.into_iter()
         .map(|(key, ix)| {
             let part = arrow_select::take::take_record_batch(batch, &UInt32Array::from(ix))?;
-            Ok((key, part))
+            Ok((key.to_string(), part))
         })
         .collect()
 }
@@ -536,10 +531,7 @@ pub fn export_parquet(store: &mut Store, dir: &Path) -> Result<ExportReport> {
     let events = events_batch(view.events())?;
     let mut files = Vec::new();
     for (table, all) in [("scores", &scores), ("events", &events)] {
-        let mut parts = partition_by(all, "commit")?;
-        // Directories in commit order: a listing reads as the store sorts.
-        parts.sort_by(|a, b| a.0.cmp(&b.0));
-        for (key, part) in parts {
+        for (key, part) in partition_by(all, "commit")? {
             let path = dir
                 .join(table)
                 .join(format!("commit={key}"))
@@ -552,6 +544,7 @@ pub fn export_parquet(store: &mut Store, dir: &Path) -> Result<ExportReport> {
         scores: scores.num_rows(),
         events: events.num_rows(),
         files,
+        summary: summary(&view),
     })
 }
 

@@ -499,8 +499,7 @@ pub fn export(ctx: &Ctx, dir: &Path, key_file: Option<&Path>) -> Result<u8> {
             report.files.len(),
             dir.display()
         );
-        let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
-        outln!("{}", ratchet_export::summary(&view));
+        outln!("{}", report.summary);
     }
     Ok(0)
 }
