@@ -1279,6 +1279,7 @@ fn decide(
             baseline: &b,
             candidate: &c,
             checkpoint: None,
+            allow_unpinned: false,
         };
         match warm {
             Some(l) if record => ratchet_gate::decide_in(l, &q),

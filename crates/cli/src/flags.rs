@@ -450,6 +450,11 @@ pub struct GateFlags {
     /// Decide without appending the verdict to the trace.
     #[arg(long, conflicts_with = "record_promotion")]
     pub dry_run: bool,
+    /// On a keyed store, decide a class that is not pinned, from the policy
+    /// file (an experiment: the verdict records `unpinned`). Without it a
+    /// keyed store refuses an unpinned class.
+    #[arg(long)]
+    pub allow_unpinned: bool,
 }
 
 /// The flags of `ratchet calibrate`.

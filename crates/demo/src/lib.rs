@@ -570,6 +570,7 @@ pub fn run_demo(
                 baseline: &baseline,
                 candidate: &candidate,
                 checkpoint: None,
+                allow_unpinned: false,
             };
             let (verdict, _) = ratchet_gate::decide_in(&mut w.ledger, &q)?;
             let status = verdict.outcome.status();

@@ -164,6 +164,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 baseline: &base,
                 candidate: cand,
                 checkpoint: None,
+                allow_unpinned: false,
             };
             let v = decide(&mut store, &q)?;
             println!("{class} {}: {:?}", &cand.as_str()[..4], v.outcome.status());

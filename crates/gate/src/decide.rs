@@ -617,6 +617,16 @@ pub struct Verdict {
     /// [`Law::NameOrder`] verdicts, which predate the field).
     #[serde(default = "Law::first", skip_serializing_if = "Law::is_first")]
     pub law: Law,
+    /// Evidence the verdict did not read because its producer is not one
+    /// the class trusts for that side ([`ClassPolicy::trust`]), counted
+    /// per side and producer (absent when nothing was set aside).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set_aside: Vec<ratchet_trace::SetAside>,
+    /// Decided under a policy not pinned in the trace (since
+    /// [`Law::Attributed`]; on a keyed store only when the caller allowed
+    /// it, [`Question::allow_unpinned`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unpinned: bool,
     /// Each stage that ran, in order.
     pub stages: Vec<StageReport>,
 }
@@ -637,11 +647,19 @@ pub enum Law {
     /// every look extends the same path (docs/design.md, "the law as
     /// used"). The effect interval is always valid (a confidence sequence).
     BaselineOrder = 2,
+    /// [`Law::BaselineOrder`] reading only the evidence of producers the
+    /// class trusts, per side ([`ClassPolicy::trust`]; default: the key
+    /// holder's): the first *trusted* score of a task is read, the
+    /// baseline's order is its trusted evidence's, required suites and
+    /// invariants count only trusted runs and scores, and a scorer's
+    /// direction is the policy's, else one declared no later than the
+    /// class's pin — evidence recorded after the pin cannot declare it.
+    Attributed = 3,
 }
 
 impl Law {
     /// The law new verdicts are computed under.
-    pub const CURRENT: Law = Law::BaselineOrder;
+    pub const CURRENT: Law = Law::Attributed;
 
     fn is_first(&self) -> bool {
         *self == Law::NameOrder
@@ -682,8 +700,9 @@ impl TryFrom<u32> for Law {
         match n {
             1 => Ok(Law::NameOrder),
             2 => Ok(Law::BaselineOrder),
+            3 => Ok(Law::Attributed),
             other => Err(format!(
-                "law {other} is not one this gate knows (it knows 1 and 2): recompute the verdict with the ratchet that recorded it"
+                "law {other} is not one this gate knows (it knows 1 to 3): recompute the verdict with the ratchet that recorded it"
             )),
         }
     }
@@ -728,7 +747,7 @@ impl Verdict {
     /// let mut store = Store::create(dir.path(), Default::default())?;
     /// let (a, b) = (CommitId::parse(&"a".repeat(40))?, CommitId::parse(&"b".repeat(40))?);
     /// let policy = Policy::parse("[class.c]\nscorer = \"acc\"\ntest = \"gaussian\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 500\n")?;
-    /// let q = Question { class: "c", policy: policy.class("c")?, baseline: &a, candidate: &b, checkpoint: None };
+    /// let q = Question { class: "c", policy: policy.class("c")?, baseline: &a, candidate: &b, checkpoint: None, allow_unpinned: false };
     /// let verdict = decide(&mut store, &q)?;
     ///
     /// let recorded = store.head()?.size;
@@ -766,6 +785,11 @@ pub struct Question<'a> {
     /// must still hold its events, ending in its head (catches truncation and
     /// rollback to an older copy). It never lets verification skip anything.
     pub checkpoint: Option<&'a Checkpoint>,
+    /// Decide a class that is not pinned in a **keyed** store from the
+    /// policy given (an experiment; the verdict records `unpinned`).
+    /// Without it such a question is refused ([`Error::Unpinned`]): on a
+    /// keyed store the pin is what makes a policy the key holder's.
+    pub allow_unpinned: bool,
 }
 
 /// Decides at the current head and appends the verdict as a `decision` event
@@ -788,7 +812,7 @@ pub struct Question<'a> {
 /// }
 /// store.record_scores(&scores, "eval")?;
 /// let policy = Policy::parse("[class.flow]\nscorer = \"quality\"\ntest = \"gaussian\"\nalpha = 0.05\nbeta = 0.05\ngap = 0.1\nmax_n = 1000\n")?;
-/// let q = Question { class: "flow", policy: policy.class("flow")?, baseline: &a, candidate: &b, checkpoint: None };
+/// let q = Question { class: "flow", policy: policy.class("flow")?, baseline: &a, candidate: &b, checkpoint: None, allow_unpinned: false };
 /// let verdict = decide(&mut store, &q)?;
 /// assert_eq!(verdict.outcome.status(), GateStatus::Promote);
 /// assert_eq!(store.head()?.size, verdict.trace.size + 1); // the verdict is recorded
@@ -863,7 +887,7 @@ pub fn recompute_at(store: &Store, q: &Question<'_>, seq: u64, law: Law) -> Resu
 /// let mut ledger = Ledger::new(Store::create(dir.path(), Default::default())?, VerifyOptions::default())?;
 /// let (a, b) = (CommitId::parse(&"a".repeat(40))?, CommitId::parse(&"b".repeat(40))?);
 /// let policy = Policy::parse("[class.c]\nscorer = \"acc\"\ntest = \"gaussian\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 500\n")?;
-/// let q = Question { class: "c", policy: policy.class("c")?, baseline: &a, candidate: &b, checkpoint: None };
+/// let q = Question { class: "c", policy: policy.class("c")?, baseline: &a, candidate: &b, checkpoint: None, allow_unpinned: false };
 /// let (verdict, receipt) = decide_in(&mut ledger, &q)?;
 /// assert_ne!(verdict.outcome.status(), GateStatus::Promote); // no evidence yet
 /// assert_eq!(receipt.map(|r| r.seq), Some(ledger.view().head().size));
@@ -1030,6 +1054,8 @@ fn verdict_of(
         candidate: q.candidate.clone(),
         scorer_versions: BTreeMap::new(),
         law,
+        set_aside: Vec::new(),
+        unpinned: false,
         stages: Vec::new(),
     };
     v.outcome = crate::stages::evaluate(report, view, q, at, &mut v)?;

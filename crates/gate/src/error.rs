@@ -77,6 +77,16 @@ pub enum Error {
         /// The fields that differ.
         fields: Vec<String>,
     },
+    /// A keyed store was asked to decide a class that is not pinned in its
+    /// trace: the policy file beside the store is writable by anyone who
+    /// can write the directory, so it is not the key holder's word.
+    #[error(
+        "class {class} is not pinned in this keyed store: a policy file beside the store can be edited by anyone who can write its directory. Pin it (`ratchet policy pin FILE --class {class} --key-file KEY`), or pass --allow-unpinned for an experiment (the verdict records that it was unpinned)"
+    )]
+    Unpinned {
+        /// The class.
+        class: String,
+    },
     /// A class is neither pinned in the trace nor given by a policy file.
     #[error(
         "class {class} is not pinned in the trace and no policy file was given: give one, or pin one (`ratchet policy pin FILE`)"

@@ -92,6 +92,7 @@ pub use pin::{
 };
 pub use policy::{
     Canaries, ClassPolicy, Guardrail, GuardrailMethod, Invariant, MarginKind, Policy, TestKind,
+    Trust,
 };
 pub use ratchet_scorers::{Direction, Pinned};
 pub use sprt::{BernoulliSprt, Boundaries, Decision, GaussianSprt, SequentialTest};

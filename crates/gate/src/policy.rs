@@ -174,6 +174,10 @@ pub struct Guardrail {
     /// The test.
     #[serde(default = "default_method")]
     pub method: GuardrailMethod,
+    /// Pins the version of the guardrail's scorer read (not serialized
+    /// when absent: a policy without it hashes as it did before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scorer_version: Option<String>,
 }
 
 fn default_method() -> GuardrailMethod {
@@ -188,6 +192,74 @@ pub struct Invariant {
     pub scorer: String,
     /// The minimum (safety: 1.0).
     pub minimum: f64,
+    /// Pins the version of the invariant's scorer read (not serialized
+    /// when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scorer_version: Option<String>,
+}
+
+/// Whose evidence a class reads, per side: a list of producers, each
+/// `"key_holder"` (the store's own writer, under any session no token was
+/// minted for), `"session:NAME"` (every event of this store under session
+/// NAME, a token's included), `"cell:STORE_ID"` (events merged from that
+/// cell) or `"everyone"`. A side left out reads the key holder's evidence
+/// only, the default of a class without `[class.NAME.trust]`.
+///
+/// ```toml
+/// [class.prompt.trust]
+/// baseline = ["key_holder"]
+/// candidate = ["key_holder", "session:cell-7"]
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trust {
+    /// Producers whose evidence about the baseline counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Vec<String>>,
+    /// Producers whose evidence about the candidate counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate: Option<Vec<String>>,
+}
+
+impl Trust {
+    /// The sources one list names (`None`: the key holder's).
+    ///
+    /// # Errors
+    /// [`Error::Policy`] naming the entry that is not a producer.
+    pub fn sources(list: Option<&[String]>, field: &str) -> Result<ratchet_trace::Sources> {
+        use ratchet_trace::Sources;
+        let Some(list) = list else {
+            return Ok(Sources::key_holder());
+        };
+        let mut sources = Sources::none();
+        for (i, entry) in list.iter().enumerate() {
+            let named = |prefix: &str| {
+                entry
+                    .strip_prefix(prefix)
+                    .filter(|rest| !rest.is_empty() && !rest.chars().any(char::is_control))
+            };
+            sources = if entry == "key_holder" {
+                sources.with_key_holder()
+            } else if entry == "everyone" {
+                Sources::everyone()
+            } else if let Some(session) = named("session:") {
+                sources.session(session)
+            } else if let Some(cell) = named("cell:") {
+                sources.cell(cell)
+            } else {
+                return Err(bad(
+                    format!("{field}[{i}]"),
+                    format!(
+                        "{entry:?} is not a producer: write \"key_holder\", \"session:NAME\", \"cell:STORE_ID\" or \"everyone\""
+                    ),
+                ));
+            };
+            if sources.is_everyone() {
+                break;
+            }
+        }
+        Ok(sources)
+    }
 }
 
 /// Canary tasks that must pass.
@@ -278,6 +350,10 @@ pub struct ClassPolicy {
     /// Canary tasks.
     #[serde(default)]
     pub canaries: Option<Canaries>,
+    /// Whose evidence counts, per side (absent: the key holder's only).
+    /// Not serialized when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust: Option<Trust>,
 }
 
 /// A policy file: classes by name.
@@ -379,7 +455,7 @@ impl ClassPolicy {
         Ok(policy)
     }
 
-    fn validate(&self, name: &str) -> Result<()> {
+    pub(crate) fn validate(&self, name: &str) -> Result<()> {
         let f = |k: &str| format!("class.{name}.{k}");
         if self.scorer.trim().is_empty() {
             return Err(bad(f("scorer"), "must name a scorer"));
@@ -497,6 +573,7 @@ impl ClassPolicy {
                 ));
             }
         }
+        self.sources(name)?;
         if let Some(c) = &self.canaries {
             if c.tasks.is_empty() {
                 return Err(bad(f("canaries.tasks"), "lists no task"));
@@ -506,6 +583,25 @@ impl ClassPolicy {
             }
         }
         Ok(())
+    }
+
+    /// The producers whose evidence this class reads about the baseline
+    /// and about the candidate ([`Trust`]).
+    ///
+    /// # Errors
+    /// [`Error::Policy`] naming an entry that is not a producer.
+    pub fn sources(&self, class: &str) -> Result<[ratchet_trace::Sources; 2]> {
+        let trust = self.trust.clone().unwrap_or_default();
+        Ok([
+            Trust::sources(
+                trust.baseline.as_deref(),
+                &format!("class.{class}.trust.baseline"),
+            )?,
+            Trust::sources(
+                trust.candidate.as_deref(),
+                &format!("class.{class}.trust.candidate"),
+            )?,
+        ])
     }
 
     /// Wald's boundaries for this class's α and β.

@@ -3,9 +3,10 @@
 //! and returns `Some(outcome)` to stop there, `None` to go on.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use ratchet_trace::{PairedScores, ScorerRef, Verified, VerifyReport};
+use ratchet_trace::{PairedScores, ScorerRef, SetAside, Side, Sources, Verified, VerifyReport};
 
 use crate::decide::{
     EffectEstimate, EffectInterval, GuardrailDetails, GuardrailResult, InvariantsDetails, Law,
@@ -46,36 +47,86 @@ pub(crate) fn evaluate(
     // under its pin and nothing else (a file edited beside the store is
     // refused), and a pinned rubric's version is the one read.
     let pins = ratchet_scorers::pins(view, at)?;
-    if let Some(pinned) = crate::pin::class_pins(&pins)?.remove(q.class)
+    let pin = crate::pin::class_pins(&pins)?.remove(q.class);
+    if let Some(pinned) = &pin
         && !pinned.admits(q.policy)
     {
-        return Err(crate::pin::not_pinned(q.class, &pinned, q.policy));
-    }
-    if let Some(o) = required_tests(view, q, at, &mut v.stages)? {
-        return Ok(o);
+        return Err(crate::pin::not_pinned(q.class, pinned, q.policy));
     }
     let law = v.law;
-    if let Some(o) = choose_versions(view, q, at, &pins, law, &mut v.scorer_versions)? {
-        return Ok(o);
+    let attributed = law >= Law::Attributed;
+    if attributed && pin.is_none() {
+        // On a keyed store the pin is what makes a policy the key
+        // holder's; a file beside the store is anyone's who can write it.
+        if checked.keyed && !q.allow_unpinned {
+            return Err(Error::Unpinned {
+                class: q.class.to_string(),
+            });
+        }
+        v.unpinned = true;
     }
-    let versions = &v.scorer_versions;
-    if let Some(o) = invariants(view, q, at, versions, &mut v.stages)? {
-        return Ok(o);
-    }
+    // Whose evidence counts: since the third law, the producers the class
+    // trusts per side; before it, everyone's (so old verdicts recompute).
+    let sources = if attributed {
+        q.policy.sources(q.class)?
+    } else {
+        [Sources::everyone(), Sources::everyone()]
+    };
+    // A scorer's direction is fixed by the key holder: the policy's, else
+    // a declaration this store made no later than the class's pin.
+    let declared_until = match (&pin, attributed) {
+        (Some(p), true) => p.seq,
+        _ => at,
+    };
+    let set_aside = RefCell::new(Vec::new());
     let look = Look {
         view,
         q,
         at,
-        versions,
-        law: v.law,
+        versions: &BTreeMap::new(),
+        law,
+        sources: &sources,
+        declared_until,
+        set_aside: &set_aside,
     };
-    if let Some(o) = sequential(look, &mut v.stages)? {
-        return Ok(o);
+    let mut versions = BTreeMap::new();
+    let outcome = stages_in_order(look, &pins, &mut versions, &mut v.stages);
+    v.scorer_versions = versions;
+    v.set_aside = set_aside.into_inner();
+    Ok(outcome?.unwrap_or(Outcome::Promote))
+}
+
+/// Required tests → versions → invariants → sequential → guardrails.
+fn stages_in_order(
+    look: Look<'_>,
+    pins: &[(u64, ratchet_scorers::Pin)],
+    versions: &mut BTreeMap<String, String>,
+    stages: &mut Vec<StageReport>,
+) -> Step {
+    if let Some(o) = required_tests(look, stages)? {
+        return Ok(Some(o));
     }
+    if let Some(o) = choose_versions(look, pins, versions)? {
+        return Ok(Some(o));
+    }
+    let look = Look {
+        versions: &*versions,
+        ..look
+    };
+    if let Some(o) = invariants(look, stages)? {
+        return Ok(Some(o));
+    }
+    if let Some(o) = sequential(look, stages)? {
+        return Ok(Some(o));
+    }
+    guardrails(look, stages)
+}
+
+/// Stage 4, every guardrail after the sequential test has passed.
+fn guardrails(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
     // The tasks the primary scorer pairs (at least those the sequential
     // test read): a guardrail must have the candidate's score on each.
-    let used = v
-        .stages
+    let used = stages
         .iter()
         .find_map(|r| match &r.details {
             StageDetails::Sequential(d) => Some(
@@ -86,16 +137,18 @@ pub(crate) fn evaluate(
             _ => None,
         })
         .unwrap_or(0);
-    for g in &q.policy.guardrails {
-        if let Some(o) = guardrail(look, g, used, &mut v.stages)? {
-            return Ok(o);
+    for g in &look.q.policy.guardrails {
+        if let Some(o) = guardrail(look, g, used, stages)? {
+            return Ok(Some(o));
         }
     }
-    Ok(Outcome::Promote)
+    Ok(None)
 }
 
-/// What the sequential and guardrail stages read: the view as of `at`, the
-/// scorer versions chosen, and the law that puts the evidence in order.
+/// What the stages read: the view as of `at`, the scorer versions chosen,
+/// the law that puts the evidence in order, whose evidence counts per side
+/// (and where what was set aside is counted), and the last seq at which a
+/// scorer's declared direction counts.
 #[derive(Clone, Copy)]
 struct Look<'a> {
     view: &'a Verified,
@@ -103,6 +156,32 @@ struct Look<'a> {
     at: u64,
     versions: &'a BTreeMap<String, String>,
     law: Law,
+    sources: &'a [Sources; 2],
+    declared_until: u64,
+    set_aside: &'a RefCell<Vec<SetAside>>,
+}
+
+impl Look<'_> {
+    /// Counts `aside` into the verdict's set-aside evidence.
+    fn set_aside(&self, aside: Vec<SetAside>) {
+        if !aside.is_empty() {
+            ratchet_trace::merge_set_aside(&mut self.set_aside.borrow_mut(), aside);
+        }
+    }
+
+    /// The scores of `scorer` under both commits, from the producers each
+    /// side trusts (what was set aside is counted).
+    fn paired(&self, scorer: ScorerRef<'_>) -> PairedScores<'_> {
+        let (scores, aside) = self.view.paired_scores_from(
+            self.q.baseline,
+            self.q.candidate,
+            scorer,
+            self.at,
+            [&self.sources[0], &self.sources[1]],
+        );
+        self.set_aside(aside);
+        scores
+    }
 }
 
 fn reject(stage: Stage, cause: RejectCause, reason: impl Into<String>) -> Step {
@@ -163,13 +242,14 @@ fn unverified(reason: impl Into<String>) -> Outcome {
 /// Stage 1, required test suites: every recorded run of each counts. A failure is
 /// not erased by a later green run (re-running until green would launder a
 /// flaky or broken suite), and a run of no test is not a pass.
-fn required_tests(
-    view: &Verified,
-    q: &Question<'_>,
-    at: u64,
-    stages: &mut Vec<StageReport>,
-) -> Step {
-    let runs = view.test_runs(q.candidate, at);
+fn required_tests(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
+    let q = look.q;
+    let (runs, aside) =
+        look.view
+            .test_runs_from(q.candidate, look.at, &look.sources[1], Side::Candidate);
+    if !q.policy.required_suites.is_empty() {
+        look.set_aside(aside);
+    }
     let mut suites = Vec::new();
     let mut failure: Option<(RejectCause, String)> = None;
     for suite in &q.policy.required_suites {
@@ -229,13 +309,13 @@ fn required_tests(
 /// version both commits have scores of (else the newest at all, which then
 /// finds no pairs and fails closed).
 fn choose_versions(
-    view: &Verified,
-    q: &Question<'_>,
-    at: u64,
+    look: Look<'_>,
     pins: &[(u64, ratchet_scorers::Pin)],
-    law: Law,
     versions: &mut BTreeMap<String, String>,
 ) -> Step {
+    let Look {
+        view, q, at, law, ..
+    } = look;
     let p = q.policy;
     let named = std::iter::once((Stage::Sequential, p.scorer.as_str()))
         .chain(
@@ -266,11 +346,23 @@ fn choose_versions(
         }
         // The policy's own version pin, else a rubric pinned in the trace.
         let rubric_pin = ratchet_scorers::rubric_pin_in(pins, scorer).map(|(v, _)| v.to_string());
-        let pinned = p
-            .scorer_version
-            .clone()
-            .filter(|_| scorer == p.scorer)
-            .or(rubric_pin);
+        let stated = if scorer == p.scorer {
+            p.scorer_version.clone()
+        } else if law >= Law::Attributed {
+            p.guardrails
+                .iter()
+                .filter(|g| g.scorer == scorer)
+                .find_map(|g| g.scorer_version.clone())
+                .or_else(|| {
+                    p.invariants
+                        .iter()
+                        .filter(|i| i.scorer == scorer)
+                        .find_map(|i| i.scorer_version.clone())
+                })
+        } else {
+            None
+        };
+        let pinned = stated.or(rubric_pin);
         let version = match pinned.as_deref() {
             Some(pin) => {
                 if !view.has_scorer(ScorerRef::at_version(scorer, pin), at) {
@@ -287,6 +379,20 @@ fn choose_versions(
             // version either side had, so a candidate re-running one task
             // under another version switched the sequence read.) A
             // candidate without scores of it leaves the test waiting.
+            // Since the third law: the newest version among the baseline's
+            // *trusted* evidence, so nobody the class does not trust can
+            // switch the version read by recording under a new one.
+            None if law >= Law::Attributed => {
+                match view.newest_version_from(scorer, q.baseline, at, &look.sources[0]) {
+                    Some(v) => v,
+                    None => view
+                        .scorer_versions(scorer, at)
+                        .into_iter()
+                        .next()
+                        .map(|sv| sv.version)
+                        .unwrap_or_default(),
+                }
+            }
             None => {
                 let other = if law == Law::NameOrder {
                     q.candidate
@@ -318,23 +424,13 @@ fn at_version<'a>(versions: &'a BTreeMap<String, String>, scorer: &'a str) -> Sc
 }
 
 /// Stage 2, invariants and canaries, on the candidate's own scores.
-fn invariants(
-    view: &Verified,
-    q: &Question<'_>,
-    at: u64,
-    versions: &BTreeMap<String, String>,
-    stages: &mut Vec<StageReport>,
-) -> Step {
+fn invariants(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
+    let Look { q, versions, .. } = look;
     let p = q.policy;
     let mut reports = Vec::new();
     let mut failure: Option<(RejectCause, String)> = None;
     for inv in &p.invariants {
-        let tasks = view.paired_scores(
-            q.baseline,
-            q.candidate,
-            at_version(versions, &inv.scorer),
-            at,
-        );
+        let tasks = look.paired(at_version(versions, &inv.scorer));
         // An invariant holds on every task: a task the baseline was checked
         // on and the candidate was not is missing evidence, not a pass.
         let uncovered: Vec<&str> = tasks
@@ -388,7 +484,7 @@ fn invariants(
     let mut canaries = None;
     if let Some(c) = &p.canaries {
         let scorer = c.scorer.as_deref().unwrap_or(&p.scorer);
-        let scores = view.paired_scores(q.baseline, q.candidate, at_version(versions, scorer), at);
+        let scores = look.paired(at_version(versions, scorer));
         let r = check_canaries(&c.tasks, |task| {
             scores
                 .find(task)
@@ -435,17 +531,8 @@ fn invariants(
 /// later only extends the sequence, so every look at the gate continues the
 /// same path and polling is one sequential test, not many. Tasks only the
 /// candidate ran are not pairs. Returns the two sides and the first gap.
-fn paired_firsts(
-    view: &Verified,
-    q: &Question<'_>,
-    scorer: ScorerRef<'_>,
-    at: u64,
-    law: Law,
-) -> (Vec<f64>, Vec<f64>, Option<String>) {
-    pairs_under(
-        &view.paired_scores(q.baseline, q.candidate, scorer, at),
-        law,
-    )
+fn paired_firsts(look: Look<'_>, scorer: ScorerRef<'_>) -> (Vec<f64>, Vec<f64>, Option<String>) {
+    pairs_under(&look.paired(scorer), look.law)
 }
 
 /// The pairs `law` reads from `scores` (see [`paired_firsts`]).
@@ -496,15 +583,10 @@ fn name_order_means(scores: &PairedScores<'_>) -> (Vec<f64>, Vec<f64>, Option<St
 ///
 /// # Errors
 /// [`Error::Policy`] when the policy contradicts the trace's declaration.
-fn lower_is_better(
-    view: &Verified,
-    q: &Question<'_>,
-    scorer: &str,
-    stated: Option<crate::Direction>,
-    at: u64,
-) -> Result<bool> {
+fn lower_is_better(look: Look<'_>, scorer: &str, stated: Option<crate::Direction>) -> Result<bool> {
     use crate::Direction;
-    let declared = ratchet_scorers::declared_direction(view, scorer, at)?;
+    let (view, q) = (look.view, look.q);
+    let declared = ratchet_scorers::declared_direction(view, scorer, look.declared_until)?;
     Ok(match (declared, stated) {
         (Some((d, seq)), Some(b)) if d != b => {
             return Err(Error::Policy {
@@ -587,19 +669,15 @@ struct Run {
 /// on negated values, so "better" always means "larger" here.
 fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
     let Look {
-        view,
-        q,
-        at,
-        versions,
-        law,
+        q, versions, law, ..
     } = look;
     let p = q.policy;
-    let sign = if lower_is_better(view, q, &p.scorer, p.direction, at)? {
+    let sign = if lower_is_better(look, &p.scorer, p.direction)? {
         -1.0
     } else {
         1.0
     };
-    let (base, cand, mut gap) = paired_firsts(view, q, at_version(versions, &p.scorer), at, law);
+    let (base, cand, mut gap) = paired_firsts(look, at_version(versions, &p.scorer));
     if base.is_empty() {
         push(
             stages,
@@ -949,11 +1027,7 @@ fn game_classes(
     waits_at: &mut Option<String>,
 ) -> Vec<usize> {
     let Look {
-        view,
-        q,
-        at,
-        versions,
-        law,
+        q, versions, law, ..
     } = look;
     let p = q.policy;
     match pairing {
@@ -967,8 +1041,7 @@ fn game_classes(
         // not yet run twice (the path only ever extends).
         Pairing::Pentanomial => {
             let mut classes = Vec::new();
-            let scores =
-                view.paired_scores(q.baseline, q.candidate, at_version(versions, &p.scorer), at);
+            let scores = look.paired(at_version(versions, &p.scorer));
             let mut tasks: Vec<_> = scores.iter().collect();
             if law == Law::NameOrder {
                 // The first law: name order, tasks lacking two runs skipped.
@@ -1046,11 +1119,7 @@ fn paired(
 /// (intersection–union over all guardrails).
 fn guardrail(look: Look<'_>, g: &Guardrail, used: usize, stages: &mut Vec<StageReport>) -> Step {
     let Look {
-        view,
-        q,
-        at,
-        versions,
-        law,
+        q, versions, law, ..
     } = look;
     let p = q.policy;
     let margin = match g.margin_kind {
@@ -1058,9 +1127,9 @@ fn guardrail(look: Look<'_>, g: &Guardrail, used: usize, stages: &mut Vec<StageR
         MarginKind::Relative => Margin::Relative(g.margin),
     };
     // The guardrail's direction must agree with the scorer's declared one.
-    lower_is_better(view, q, &g.scorer, Some(g.direction), at)?;
+    lower_is_better(look, &g.scorer, Some(g.direction))?;
     let test = NonInferiority::new(g.direction, margin, p.alpha)?;
-    let (gb, gc, gap) = paired_firsts(view, q, at_version(versions, &g.scorer), at, law);
+    let (gb, gc, gap) = paired_firsts(look, at_version(versions, &g.scorer));
     let stage = Stage::Guardrail(g.scorer.clone());
     // A guardrail is judged on at least the tasks the primary scorer
     // pairs, in the same order: a task among them the candidate has no
@@ -1192,6 +1261,19 @@ pub fn recorded_bernoulli_path(
         return Ok(None);
     };
     let (n, at, law) = (fig.n, verdict.trace.size, verdict.law);
+    // Since the third law the pairs are the trusted producers' only, as
+    // the class's pinned policy names them; a verdict taken under a policy
+    // that is not the pin in force then is not redrawn from here.
+    let sources = if law >= Law::Attributed {
+        match crate::pin::pinned_policy(view, &verdict.class, at)? {
+            Some(p) if p.hash == verdict.policy_hash => p.policy.sources(&verdict.class)?,
+            // A verdict that set nothing aside read everyone's evidence.
+            _ if verdict.set_aside.is_empty() => [Sources::everyone(), Sources::everyone()],
+            _ => return Ok(None),
+        }
+    } else {
+        [Sources::everyone(), Sources::everyone()]
+    };
     let scorer = scorer.to_string();
     // The orientation the gate judged on: recorded since the second law
     // (`false` is written as nothing); before it, the scorer's declared
@@ -1206,7 +1288,13 @@ pub fn recorded_bernoulli_path(
     };
     let sign = if lower { -1.0 } else { 1.0 };
     let question_scorer = at_version(&verdict.scorer_versions, &scorer);
-    let scores = view.paired_scores(&verdict.baseline, &verdict.candidate, question_scorer, at);
+    let (scores, _) = view.paired_scores_from(
+        &verdict.baseline,
+        &verdict.candidate,
+        question_scorer,
+        at,
+        [&sources[0], &sources[1]],
+    );
     let (base, cand, _) = pairs_under(&scores, law);
     let mut t = crate::BernoulliSprt::new(theta0, theta1, crate::Boundaries::new(0.05, 0.05)?)?;
     let mut path = Vec::new();
@@ -1291,13 +1379,24 @@ pub fn recorded_path(
         baseline: &verdict.baseline,
         candidate: &verdict.candidate,
         checkpoint: None,
+        allow_unpinned: true,
     };
+    let (sources, declared_until) = if law >= Law::Attributed {
+        let pin = crate::pin::pinned_policy(view, &verdict.class, at)?;
+        (policy.sources(&verdict.class)?, pin.map_or(at, |p| p.seq))
+    } else {
+        ([Sources::everyone(), Sources::everyone()], at)
+    };
+    let set_aside = RefCell::new(Vec::new());
     let look = Look {
         view,
         q: &q,
         at,
         versions,
         law,
+        sources: &sources,
+        declared_until,
+        set_aside: &set_aside,
     };
     let p = policy;
     // The orientation the gate judged on: recorded by bernoulli verdicts
@@ -1315,10 +1414,10 @@ pub fn recorded_path(
     } else if p.test == TestKind::Bernoulli && law != Law::NameOrder {
         false
     } else {
-        lower_is_better(view, &q, &p.scorer, p.direction, at)?
+        lower_is_better(look, &p.scorer, p.direction)?
     };
     let sign = if lower_better { -1.0 } else { 1.0 };
-    let (base, cand, _) = paired_firsts(view, &q, at_version(versions, &p.scorer), at, law);
+    let (base, cand, _) = paired_firsts(look, at_version(versions, &p.scorer));
     let (base, cand): (Vec<f64>, Vec<f64>) = (
         base.into_iter().map(|x| sign * x).collect(),
         cand.into_iter().map(|x| sign * x).collect(),
@@ -1456,6 +1555,7 @@ mod tests {
                 baseline: &base,
                 candidate: &cand,
                 checkpoint: None,
+                allow_unpinned: false,
             };
             let v = crate::decide(&mut store, &q).expect("decide");
             let view = store.verified(&VerifyOptions::default()).expect("view");

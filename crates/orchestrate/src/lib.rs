@@ -95,6 +95,16 @@ pub enum Error {
         /// Why it does not resolve.
         reason: String,
     },
+    /// The trace failed verification before the class's policy could be
+    /// read from it (a pin cannot be read from an altered trace): nothing
+    /// was decided.
+    #[error(
+        "cannot decide: the trace failed verification ({fault}); nothing of an altered trace is read, pins included. Find the fault with `ratchet verify-chain`, restore the store from a good copy"
+    )]
+    UnverifiedTrace {
+        /// The first fault verification found.
+        fault: ratchet_trace::Fault,
+    },
     /// Baseline and candidate are the same commit: there is nothing to compare.
     #[error("baseline and candidate are the same commit ({commit}): nothing to compare")]
     SameCommit {
@@ -341,37 +351,40 @@ pub fn dirty_paths(repo: &Repository) -> Result<Vec<String>> {
         .collect())
 }
 
-/// The candidates whose latest final decision (in any class) is a reject on
-/// measured evidence, each with the words a heal report gives for skipping
-/// it. A later promotion of the same commit lifts its reject; a reject for
-/// missing evidence is no finding about the commit and is not counted.
+/// The candidates the gate rejected on measured evidence (a failing
+/// required suite, a broken invariant, worse scores, a guardrail) in some
+/// class and that class has not promoted since, each with the words a heal
+/// report gives for skipping it. Only a promotion *in the class that
+/// rejected it* lifts a reject: a decision in another class, a reject for
+/// missing evidence, a truncation or a "continue" is no finding that the
+/// commit got better, so none of them does (a `decide` token asking about
+/// the commit in another class cannot launder it for heal).
 fn gate_rejected(view: &Verified) -> Result<std::collections::BTreeMap<CommitId, String>> {
-    let mut latest: std::collections::BTreeMap<CommitId, (u64, DecisionSummary)> =
+    use ratchet_gate::RejectCause;
+    // Per (candidate, class): the seq of a measured reject not lifted since.
+    let mut open: std::collections::BTreeMap<(CommitId, String), u64> =
         std::collections::BTreeMap::new();
     for (e, d) in
         view.own_control_events::<DecisionSummary>(ratchet_trace::ReservedKind::Decision, u64::MAX)?
     {
-        if d.outcome.verdict == "continue" {
-            continue;
+        let key = (d.candidate.clone(), d.class.clone());
+        match (d.outcome.verdict.as_str(), d.outcome.cause) {
+            ("promote", _) => {
+                open.remove(&key);
+            }
+            ("reject", Some(RejectCause::Measured)) => {
+                open.entry(key).or_insert(e.seq);
+            }
+            _ => {}
         }
-        latest.insert(d.candidate.clone(), (e.seq, d));
     }
-    Ok(latest
-        .into_iter()
-        .filter(|(_, (_, d))| {
-            d.outcome.verdict == "reject"
-                && d.outcome.cause == Some(ratchet_gate::RejectCause::Measured)
-        })
-        .map(|(c, (seq, d))| {
-            (
-                c,
-                format!(
-                    "the gate rejected it (class {}, decision at seq {seq})",
-                    d.class
-                ),
-            )
-        })
-        .collect())
+    let mut out = std::collections::BTreeMap::new();
+    for ((commit, class), seq) in open {
+        out.entry(commit).or_insert_with(|| {
+            format!("the gate rejected it (class {class}, decision at seq {seq})")
+        });
+    }
+    Ok(out)
 }
 
 /// `Error::Io` for `path`, as a `map_err` argument.
@@ -711,6 +724,9 @@ pub struct GateRequest<'a> {
     pub candidate: &'a CommitId,
     /// A checkpoint held where the store's writers cannot reach.
     pub checkpoint: Option<&'a ratchet_trace::Checkpoint>,
+    /// Decide an unpinned class of a keyed store from the file
+    /// ([`Question::allow_unpinned`]).
+    pub allow_unpinned: bool,
 }
 
 /// [`gate`] for a one-shot command: one verification of `store` folds the
@@ -730,15 +746,24 @@ pub fn gate_once(
     if let Some(cp) = request.checkpoint {
         verify = verify.checkpoint(cp.clone());
     }
-    let (_, view) = store.verify_and_fold(&verify)?;
+    let (report, view) = store.verify_and_fold(&verify)?;
+    // A trace that does not verify is said to be so before anything is
+    // read from it: the pin a policy is checked against is part of it.
     let (policy, source) =
-        ratchet_gate::resolve_policy(view.as_ref(), request.class, request.policy_file)?;
+        match ratchet_gate::resolve_policy(view.as_ref(), request.class, request.policy_file) {
+            Ok(resolved) => resolved,
+            Err(e) => match (view.is_none(), report.fault) {
+                (true, Some(fault)) => return Err(Error::UnverifiedTrace { fault }),
+                _ => return Err(e.into()),
+            },
+        };
     let q = Question {
         class: request.class,
         policy: &policy,
         baseline: request.baseline,
         candidate: request.candidate,
         checkpoint: request.checkpoint,
+        allow_unpinned: request.allow_unpinned,
     };
     let run = match view {
         Some(view) => {

@@ -538,16 +538,20 @@ fn evaluate(
                 continue;
             }
         }
-        let got = match format {
-            "junit" => ratchet_scorers::ingest_junit(store, &copy, candidate, &session),
-            _ => ratchet_scorers::ingest_jsonl(
-                store,
-                &copy,
-                Some(candidate),
-                &ratchet_scorers::RubricSet::default(),
-                &session,
-            ),
+        // What the commands wrote is evidence about the candidate, under
+        // this verification's session, and declares nothing: a branch's
+        // evaluation may not say how a scorer is read.
+        let options = ratchet_scorers::IngestOptions {
+            commit: Some(candidate.clone()),
+            session: Some(session.clone()),
+            no_new_directions: true,
+            ..ratchet_scorers::IngestOptions::default()
         };
+        let format = match format {
+            "junit" => ratchet_scorers::Format::Junit,
+            _ => ratchet_scorers::Format::Jsonl,
+        };
+        let got = ratchet_scorers::ingest(store, format, std::slice::from_ref(&copy), &options);
         match got {
             Ok(r) => {
                 row.test_runs = r.test_runs;
@@ -561,6 +565,11 @@ fn evaluate(
             Err(ratchet_scorers::Error::Malformed {
                 location, reason, ..
             }) => row.note = Some(format!("refused: {location}: {reason}")),
+            // A file declaring a direction (`"direction"` on a line) is
+            // refused whole: the commands may not say how a scorer is read.
+            Err(e @ ratchet_scorers::Error::MayNotDeclare { .. }) => {
+                row.note = Some(format!("refused: {e}"));
+            }
             Err(other) => return Err(other.into()),
         }
         ingested.push(row);
@@ -571,6 +580,7 @@ fn evaluate(
         baseline: &e.baseline,
         candidate,
         checkpoint: None,
+        allow_unpinned: false,
     };
     let (verdict, receipt) = ratchet_gate::decide_recorded(store, &q)?;
     Ok(EvaluationReport {

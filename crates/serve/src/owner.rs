@@ -544,6 +544,7 @@ impl Owner {
             baseline: &baseline,
             candidate: &candidate,
             checkpoint: None,
+            allow_unpinned: false,
         };
         ratchet_orchestrate::gate(
             &mut ledger,

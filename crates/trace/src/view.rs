@@ -20,6 +20,9 @@ use crate::summary::Welford;
 use crate::verify::VerifyReport;
 
 mod query;
+mod sources;
+
+pub use sources::{Producer, SetAside, Side, Sources, merge_set_aside};
 
 /// How much of the trace a query reads: all the view holds, or the trace
 /// as it stood when it held `seq` events — what a decision recorded then
@@ -441,7 +444,9 @@ pub struct Verified {
     provenance_index: HashMap<Provenance, u32>,
     by_scorer: HashMap<u32, Vec<u32>>,
     extras: HashMap<u64, (Option<f64>, Option<f64>)>,
-    test_runs: Vec<(u64, TestRun)>,
+    /// Each test run with its seq and its provenance (an index into
+    /// `provenances`): whose run it is decides whether a class reads it.
+    test_runs: Vec<(u64, TestRun, u32)>,
     events: Vec<Event>,
     keep_all: bool,
     kinds: BTreeMap<String, u64>,
@@ -538,7 +543,13 @@ impl Verified {
                 if let Some(counts) = self.commit_counts.get_mut(c as usize) {
                     counts.1 += 1;
                 }
-                self.test_runs.push((seq, t));
+                let origin = event
+                    .origin
+                    .as_ref()
+                    .map_or(OWN, |o| self.names.intern(&o.store));
+                let session = self.names.intern(&event.session);
+                let provenance = self.provenance(session, origin, false);
+                self.test_runs.push((seq, t, provenance));
                 self.events.push(event);
             }
             None => self.events.push(event),
@@ -583,20 +594,7 @@ impl Verified {
         if s.cost.is_some() || s.latency_ms.is_some() {
             self.extras.insert(seq, (s.cost, s.latency_ms));
         }
-        let provenance = Provenance {
-            session,
-            origin,
-            holdout: s.holdout,
-        };
-        let provenance = match self.provenance_index.get(&provenance) {
-            Some(&i) => i,
-            None => {
-                let i = self.provenances.len() as u32;
-                self.provenances.push(provenance);
-                self.provenance_index.insert(provenance, i);
-                i
-            }
-        };
+        let provenance = self.provenance(session, origin, s.holdout);
         let series = &mut self.series[ix as usize];
         series.fold.push(s.value);
         series.entries.push(Entry {
@@ -606,6 +604,24 @@ impl Verified {
             provenance,
         });
         self.scores += 1;
+    }
+
+    /// The index of a provenance in `provenances`, added when new.
+    fn provenance(&mut self, session: u32, origin: u32, holdout: bool) -> u32 {
+        let provenance = Provenance {
+            session,
+            origin,
+            holdout,
+        };
+        match self.provenance_index.get(&provenance) {
+            Some(&i) => i,
+            None => {
+                let i = self.provenances.len() as u32;
+                self.provenances.push(provenance);
+                self.provenance_index.insert(provenance, i);
+                i
+            }
+        }
     }
 
     // ---- identity -------------------------------------------------------
@@ -667,7 +683,7 @@ impl Verified {
             + self.provenance_index.capacity() * 20
             + self.extras.capacity() * 48
             + events
-            + self.test_runs.capacity() * 96
+            + self.test_runs.capacity() * 104
     }
 }
 

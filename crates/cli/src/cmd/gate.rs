@@ -21,6 +21,7 @@ pub struct GateArgs {
     pub record_promotion: Option<PathBuf>,
     pub key_file: Option<PathBuf>,
     pub dry_run: bool,
+    pub allow_unpinned: bool,
 }
 
 /// The policy file a command was given, else `policy.toml` in the store
@@ -125,6 +126,7 @@ pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
             baseline: &a.baseline,
             candidate: &a.candidate,
             checkpoint: checkpoint.as_ref(),
+            allow_unpinned: a.allow_unpinned,
         },
         &ratchet_orchestrate::GateOptions {
             dry_run: a.dry_run,
@@ -133,6 +135,9 @@ pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
     );
     let (run, source) = match ran {
         Err(ratchet_orchestrate::Error::Gate(e)) => no_policy_named(ctx, &a.class, Err(e))?,
+        Err(e @ ratchet_orchestrate::Error::UnverifiedTrace { .. }) => {
+            return unverified_before_policy(ctx, &store_id, &e);
+        }
         other => other?,
     };
     let status = run.verdict.outcome.status();
@@ -187,6 +192,30 @@ pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
                 p.receipt.seq
             );
         }
+    }
+    Ok(status.exit_code())
+}
+
+/// A trace that failed verification before its class's policy could be
+/// read: the gate's exit code for an unverified trace (5), said first.
+fn unverified_before_policy(
+    ctx: &Ctx,
+    store_id: &str,
+    e: &ratchet_orchestrate::Error,
+) -> Result<u8> {
+    let status = ratchet_gate::GateStatus::UnverifiedTrace;
+    if ctx.json {
+        out::json_in(
+            store_id,
+            &serde_json::json!({
+                "status": status,
+                "exit_code": status.exit_code(),
+                "recorded": false,
+                "reason": e.to_string(),
+            }),
+        )?;
+    } else {
+        outln!("CANNOT DECIDE (trace failed verification): {e}");
     }
     Ok(status.exit_code())
 }
@@ -395,9 +424,11 @@ pub fn gate_command(ctx: &Ctx, flags: GateFlags) -> Result<u8> {
         record_promotion,
         key_file,
         dry_run,
+        allow_unpinned,
     } = flags;
     if let Some(client) = ctx.client()? {
-        if policy.is_some() || record_promotion.is_some() || checkpoint.is_some() {
+        if policy.is_some() || record_promotion.is_some() || checkpoint.is_some() || allow_unpinned
+        {
             anyhow::bail!(
                 "with --server the gate decides under the class's pinned policy, in the server: --policy, --checkpoint and --record-promotion are for local stores"
             );
@@ -422,6 +453,7 @@ pub fn gate_command(ctx: &Ctx, flags: GateFlags) -> Result<u8> {
             record_promotion,
             key_file,
             dry_run,
+            allow_unpinned,
         },
     )
 }

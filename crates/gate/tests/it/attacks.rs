@@ -45,6 +45,7 @@ fn question<'a>(
         baseline,
         candidate,
         checkpoint,
+        allow_unpinned: true,
     }
 }
 

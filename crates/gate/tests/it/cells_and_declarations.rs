@@ -6,7 +6,14 @@
 //! promote, a suppressed failure, a bricked store, evidence counted twice —
 //! with verification reporting nothing).
 
-use crate::common::{self, CLASS, SCORER, TASKS, base, cand, key, prompt_policy};
+use crate::common::{self, CLASS, SCORER, TASKS, base, cand, key};
+
+/// The prompt class reading everyone's evidence: these attacks are on the
+/// integrity of merged cells, whose evidence a class must trust by name
+/// (`cell:STORE_ID`) to read at all.
+fn prompt_policy() -> String {
+    common::prompt_policy() + "trust = { baseline = [\"everyone\"], candidate = [\"everyone\"] }\n"
+}
 use ratchet_testkit::paired_class;
 
 use std::path::PathBuf;
@@ -411,12 +418,16 @@ fn jsonl_reingested_with_a_commit_flag_is_not_counted_twice() {
     let honest = verdict_with(&mut home, &penta()).expect("decide");
     assert_eq!(honest.outcome.status(), GateStatus::Continue, "{honest:#?}");
 
-    // Re-run by a script that always passes --commit.
+    // Re-run by a script that always passes --commit: a file ingested for
+    // one commit holds evidence about that commit only, so the baseline's
+    // lines refuse it (by line), and nothing is stored again.
     let head = home.head().expect("head").size;
-    let r2 =
-        ratchet_scorers::ingest_jsonl(&mut home, &file, Some(&cand()), &none, "eval").expect("2");
-    assert!(r2.already_ingested_at.is_some(), "{r2:?}");
-    assert_eq!(r2.scores, 0, "not stored again: {r2:?}");
+    let refused = ratchet_scorers::ingest_jsonl(&mut home, &file, Some(&cand()), &none, "eval")
+        .expect_err("a line about the baseline refuses the file");
+    assert!(
+        refused.to_string().contains("line 1") && refused.to_string().contains("abababab"),
+        "{refused}"
+    );
     assert_eq!(home.head().expect("head").size, head, "nothing appended");
     assert_eq!(stored_scores(&home, &cand(), SCORER).len(), TASKS);
     assert_eq!(stored_scores(&home, &base(), SCORER).len(), TASKS);

@@ -4,7 +4,14 @@
 //! — verification names a fault and the gate does not promote — or has no
 //! effect. Each failed (the attack worked) before its fix.
 
-use crate::common::{self, CLASS, SCORER, TASKS, base, cand, key, prompt_policy};
+use crate::common::{self, CLASS, SCORER, TASKS, base, cand, key};
+
+/// The prompt class reading everyone's evidence: these attacks are on the
+/// integrity of merged cells, whose evidence a class must trust by name
+/// (`cell:STORE_ID`) to read at all.
+fn prompt_policy() -> String {
+    common::prompt_policy() + "trust = { baseline = [\"everyone\"], candidate = [\"everyone\"] }\n"
+}
 
 use std::path::{Path, PathBuf};
 
@@ -56,6 +63,7 @@ impl World {
             baseline: &b,
             candidate: &c,
             checkpoint: cp,
+            allow_unpinned: true,
         };
         let head = store.head().expect("head").size;
         decide_at(store, &q, head).expect("decide")

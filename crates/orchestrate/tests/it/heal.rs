@@ -259,6 +259,7 @@ fn v3_against_v1<'a>(
         baseline: &commits[0],
         candidate: &commits[2],
         checkpoint: None,
+        allow_unpinned: false,
     }
 }
 
@@ -494,6 +495,7 @@ fn heal_never_checks_out_a_commit_the_gate_rejected_and_says_why_it_skipped_it()
             baseline: &s.commits[2],
             candidate: &s.commits[1],
             checkpoint: None,
+            allow_unpinned: false,
         },
         &GateOptions::default(),
     )

@@ -70,6 +70,7 @@ fn decide(store: &mut Store, cp: &ratchet_trace::Checkpoint) -> ratchet_gate::Ve
         baseline: &b,
         candidate: &c,
         checkpoint: Some(cp),
+        allow_unpinned: false,
     };
     ratchet_gate::decide(store, &q).expect("decide")
 }

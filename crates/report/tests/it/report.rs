@@ -210,6 +210,7 @@ fn every_kind(dir: &Path) -> Store {
                 baseline: &base,
                 candidate,
                 checkpoint: None,
+                allow_unpinned: false,
             };
             let v = ratchet_gate::decide(&mut store, &q).expect("decide");
             done[i] = v.outcome.status() != ratchet_gate::GateStatus::Continue;

@@ -139,7 +139,24 @@ fn parse_lines(
         let line = Line::parse(raw).map_err(|reason| malformed(file, &at, reason))?;
         let resolve = |c: &Option<String>| -> Result<CommitId> {
             match (c, commit) {
-                (Some(text), _) => {
+                // A file ingested for one commit is evidence about that
+                // commit only: a line naming another is not the file's to
+                // give (a candidate's output scoring its baseline).
+                (Some(text), Some(given)) => {
+                    let named =
+                        CommitId::parse(text).map_err(|e| malformed(file, &at, e.to_string()))?;
+                    if named != *given {
+                        return Err(malformed(
+                            file,
+                            &at,
+                            format!(
+                                "the line scores commit {named}, but the file is ingested for commit {given}: a file ingested for one commit holds evidence about that commit only (drop the line's \"commit\", or ingest the file without --commit)"
+                            ),
+                        ));
+                    }
+                    Ok(named)
+                }
+                (Some(text), None) => {
                     CommitId::parse(text).map_err(|e| malformed(file, &at, e.to_string()))
                 }
                 (None, Some(c)) => Ok(c.clone()),

@@ -184,11 +184,12 @@ pub struct IngestOptions {
     /// from its content: a client-chosen request id, so that a retried
     /// upload counts once while two equal uploads both count.
     pub idempotency_key: Option<String>,
-    /// Refuse to declare a direction the caller chose (`--direction`, a
-    /// line's `"direction"`) for a scorer the trace has not declared: set
-    /// for writers who may record but not set how scores are read (a
-    /// `record` token). Directions a format fixes (times lower, pass rates
-    /// higher) are declared as always.
+    /// Declare nothing: a direction the caller chose (`--direction`, a
+    /// line's `"direction"`) for a scorer the trace has not declared is
+    /// refused, and a direction the format implies (times lower, pass
+    /// rates higher) is left undeclared with a note. Set for writers who
+    /// may record but not set how scores are read: a `record` token, the
+    /// output of a command `verify` ran (a branch's own evaluation).
     pub no_new_directions: bool,
     /// The most an archive (an Inspect `.eval`) may inflate to, all its
     /// entries together (`None`: [`MAX_INFLATED_BYTES`]). A server reading
@@ -939,6 +940,17 @@ fn store_evidence<T: Target>(
                     "direction not declared",
                     format!(
                         "scorer {scorer:?} is new, and {format} only guesses its direction ({direction}): its scores are recorded, its direction is left for the store's owner to declare (or a policy's `direction`)"
+                    ),
+                );
+            }
+            // A writer who may not declare declares nothing, not even what
+            // its format implies: how a scorer is read is the key holder's
+            // word (a policy, a declaration of its own).
+            (None, Declared::ByFormat) if no_new_directions => {
+                notes.say(
+                    "direction not declared",
+                    format!(
+                        "scorer {scorer:?} is new: {format} says it is {direction}, but this writer declares nothing; its scores are recorded, its direction is the policy's or the store owner's to declare"
                     ),
                 );
             }

@@ -4,10 +4,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::sources::merge_set_aside;
 use super::*;
 
 impl Verified {
-    fn series_of<'s>(
+    pub(super) fn series_of<'s>(
         &'s self,
         scorer: ScorerRef<'_>,
         commit: Option<&CommitId>,
@@ -40,8 +41,8 @@ impl Verified {
         let max = as_of.into().max_seq();
         self.test_runs
             .iter()
-            .filter(|(seq, r)| *seq <= max && &r.commit == commit)
-            .cloned()
+            .filter(|(seq, r, _)| *seq <= max && &r.commit == commit)
+            .map(|(seq, r, _)| (*seq, r.clone()))
             .collect()
     }
 
@@ -210,12 +211,62 @@ impl Verified {
         scorer: impl Into<ScorerRef<'s>>,
         as_of: impl Into<AsOf>,
     ) -> PairedScores<'_> {
-        const NONE: u32 = u32::MAX;
         let (scorer, max) = (scorer.into(), as_of.into().max_seq());
         let sides = [
             self.side_entries(self.commits.get(baseline.as_str()), scorer, max),
             self.side_entries(self.commits.get(candidate.as_str()), scorer, max),
         ];
+        self.pair(sides)
+    }
+
+    /// [`Verified::paired_scores`] reading only the evidence each side's
+    /// [`Sources`] admits (`sources[0]` the baseline's, `sources[1]` the
+    /// candidate's), with what it set aside. The first score of a task
+    /// from a trusted producer is the first one read: nobody untrusted can
+    /// pre-empt it, nor order the baseline's tasks.
+    pub fn paired_scores_from<'s>(
+        &self,
+        baseline: &CommitId,
+        candidate: &CommitId,
+        scorer: impl Into<ScorerRef<'s>>,
+        as_of: impl Into<AsOf>,
+        sources: [&Sources; 2],
+    ) -> (PairedScores<'_>, Vec<SetAside>) {
+        use std::borrow::Cow;
+        let (scorer, max) = (scorer.into(), as_of.into().max_seq());
+        let mut aside = Vec::new();
+        let mut sides: [Cow<'_, [Entry]>; 2] = [Cow::Borrowed(&[]), Cow::Borrowed(&[])];
+        for (i, (commit, side)) in [(baseline, Side::Baseline), (candidate, Side::Candidate)]
+            .into_iter()
+            .enumerate()
+        {
+            let entries = self.side_entries(self.commits.get(commit.as_str()), scorer, max);
+            if sources[i].is_everyone() {
+                sides[i] = entries;
+                continue;
+            }
+            let admitted = self.admitted(sources[i], max);
+            let mut counts: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+            let kept: Vec<Entry> = entries
+                .iter()
+                .filter(|e| {
+                    let ok = admitted.get(e.provenance);
+                    if !ok {
+                        counts.entry(e.provenance).or_default().0 += 1;
+                    }
+                    ok
+                })
+                .copied()
+                .collect();
+            merge_set_aside(&mut aside, self.set_aside_rows(side, &counts, max));
+            sides[i] = Cow::Owned(kept);
+        }
+        (self.pair(sides), aside)
+    }
+
+    /// Pairs two sides' entries by task (see [`PairedScores`]).
+    fn pair(&self, sides: [std::borrow::Cow<'_, [Entry]>; 2]) -> PairedScores<'_> {
+        const NONE: u32 = u32::MAX;
         // Rows are made in the order tasks are first met: every baseline
         // task (its trace order), then the candidate's new ones. A dense
         // slot per interned name keeps this free of hashing.

@@ -220,6 +220,7 @@ fn a_nan_in_the_policy_file_is_not_the_pinned_policy() {
         baseline: &base_id,
         candidate: &cand_id,
         checkpoint: None,
+        allow_unpinned: false,
     };
     let result = ratchet_gate::decide(&mut store, &q);
     match result {

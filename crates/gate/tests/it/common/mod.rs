@@ -18,7 +18,10 @@ pub const TASKS: usize = 300;
 
 /// The question "is `candidate` better than `baseline` under `policy` (the
 /// class `class`)?", asked of the store's head with no checkpoint held
-/// elsewhere: the question almost every gate test decides.
+/// elsewhere: the question almost every gate test decides. Its class may
+/// be unpinned on a keyed store (these tests are about the evidence; the
+/// pin's own promises are tested with [`ratchet_gate::Question`] built
+/// whole).
 pub fn question<'a>(
     class: &'a str,
     policy: &'a ratchet_gate::ClassPolicy,
@@ -31,5 +34,6 @@ pub fn question<'a>(
         baseline,
         candidate,
         checkpoint: None,
+        allow_unpinned: true,
     }
 }
