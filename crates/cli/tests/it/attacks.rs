@@ -69,6 +69,8 @@ impl Keyed {
 
     fn gate(&self, extra: &[&str]) -> Output {
         let mut args = common::gate_args(BASE, CAND, "prompt");
+        // (The class is unpinned: these attacks are on the file's bytes.)
+        args.push("--allow-unpinned");
         args.extend_from_slice(extra);
         self.run(&args, "")
     }

@@ -173,7 +173,8 @@ fn a_sandboxed_writer_records_and_asks_through_the_socket_alone() {
     let policy = w.path("policy.toml");
     std::fs::write(
         &policy,
-        "[class.prompt]\nscorer = \"acc\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 400\n",
+        "[class.prompt]\nscorer = \"acc\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 400\n\
+         trust = { baseline = [\"key_holder\", \"session:cell-1\"], candidate = [\"key_holder\", \"session:cell-1\"] }\n",
     )
     .expect("policy");
     let o = w.run(&["policy", "pin", &policy.display().to_string()], "");

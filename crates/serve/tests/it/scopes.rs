@@ -159,7 +159,11 @@ fn every_route_of_the_table_is_served_and_the_openapi_document_is_the_table() {
     assert_eq!(r.status, 405, "{r:?}");
 }
 
-const POLICY: &str = "[class.prompt]\nscorer = \"acc\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 400\n";
+/// The class the server decides: the record token's session is a producer
+/// it trusts for both sides (a token's evidence counts only when the
+/// pinned policy names its session).
+const POLICY: &str = "[class.prompt]\nscorer = \"acc\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 400\n\
+    trust = { baseline = [\"session:cell-1\"], candidate = [\"session:cell-1\"] }\n";
 
 #[test]
 fn the_server_decides_under_the_pinned_policy_and_records_the_verdict() {

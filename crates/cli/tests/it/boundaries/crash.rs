@@ -41,7 +41,7 @@ fn a_crash_at_any_step_of_a_promotion_is_recovered_by_the_next_command() {
         let repo_s = w.root().to_str().expect("utf8").to_string();
         // Promote the better commit (roles swapped: `base` wins).
         let mut args = gate_args(&cand, &base, "prompt");
-        args.extend(["--record-promotion", repo_s.as_str()]);
+        args.extend(["--record-promotion", repo_s.as_str(), "--allow-unpinned"]);
         crash(&w, step, &args);
         // The ref never moved ahead of the trace: either both say promoted,
         // or the trace does and status names the ref as a fault.

@@ -328,8 +328,10 @@ fn record_honest_scores(w: &World, base: &str, cand: &str) {
     assert!(o.status.success(), "{}", text(&o));
 }
 
+/// The gate on `w`'s keyed store, whose class may be unpinned.
 fn gate(w: &World, base: &str, cand: &str, extra: &[&str]) -> Output {
     let mut args = gate_args(base, cand, "prompt");
+    args.push("--allow-unpinned");
     args.extend_from_slice(extra);
     w.cmd(&args, "")
 }

@@ -18,6 +18,18 @@ fn an_edited_policy_file_cannot_flip_a_pinned_verdict() {
         format!("{}direction = \"lower\"\n", policy_text()),
     )
     .expect("edit");
+    // A keyed store refuses to decide an unpinned class from the file...
+    let mut args = gate_args(&base, &cand, "prompt");
+    args.push("--dry-run");
+    let o = w.cmd(&args, "");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("not pinned in this keyed store")
+            && text(&o).contains("--allow-unpinned"),
+        "{}",
+        text(&o)
+    );
+    // ...unless told it is an experiment: then the edit is the policy.
     let o = gate(&w, &base, &cand, &["--dry-run"]);
     assert_eq!(
         o.status.code(),

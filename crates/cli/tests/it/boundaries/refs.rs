@@ -72,11 +72,11 @@ pub(crate) fn promoted_world() -> (World, String, String) {
     assert!(o.status.success(), "{}", text(&o));
     let repo_s = w.root().to_str().expect("utf8").to_string();
     let mut args = gate_args(&cand, &base, "prompt");
-    args.extend(["--record-promotion", repo_s.as_str()]);
+    args.extend(["--record-promotion", repo_s.as_str(), "--allow-unpinned"]);
     let o = w.cmd(&args, "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let mut args = gate_args(&base, &cand, "prompt");
-    args.extend(["--record-promotion", repo_s.as_str()]);
+    args.extend(["--record-promotion", repo_s.as_str(), "--allow-unpinned"]);
     let o = w.cmd(&args, "");
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     w.save_checkpoint();
@@ -199,7 +199,7 @@ fn a_moved_ref_of_a_class_with_a_slash_is_a_fault() {
     record_honest_scores(&w, &base, &cand);
     let repo_s = w.root().to_str().expect("utf8").to_string();
     let mut args = gate_args(&cand, &base, "team/prompt");
-    args.extend(["--record-promotion", repo_s.as_str()]);
+    args.extend(["--record-promotion", repo_s.as_str(), "--allow-unpinned"]);
     let o = w.cmd(&args, "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     w.point_ref("refs/ratchet/promoted/team/prompt", &cand);
@@ -279,7 +279,7 @@ fn status_in_the_repository_compares_its_promotion_refs_with_an_outside_store() 
     let repo_s = w.root().to_str().expect("utf8").to_string();
     let mut args = vec!["--store", store_s.as_str()];
     args.extend(gate_args(&cand, &base, "prompt"));
-    args.extend(["--record-promotion", repo_s.as_str()]);
+    args.extend(["--record-promotion", repo_s.as_str(), "--allow-unpinned"]);
     let o = w.cmd(&args, "");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(w.promotion_ref().as_deref(), Some(base.as_str()));
