@@ -33,12 +33,23 @@ pub const PROMOTION_REF_PREFIX: &str = "refs/ratchet/promoted/";
 /// `RATCHET_CRASH_AT` names `step`: the crash tests' way to stop a command
 /// between two of its steps. Nothing is flushed or cleaned up (SQLite's
 /// committed transactions are durable; nothing else is in flight).
+///
+/// Only in builds with the `crash-hooks` feature (the test builds:
+/// `scripts/test` builds with `--all-features`). Without it this does
+/// nothing and the variable is never read: a release `ratchet` — `serve`
+/// above all — cannot be made to abort by whoever sets its environment.
+#[cfg(feature = "crash-hooks")]
 pub(crate) fn crash_point(step: &str) {
     if std::env::var_os("RATCHET_CRASH_AT").is_some_and(|v| v == step) {
         tracing::warn!(step, "RATCHET_CRASH_AT: aborting here");
         std::process::abort();
     }
 }
+
+/// Without the `crash-hooks` feature: nothing (see the hooked version).
+#[cfg(not(feature = "crash-hooks"))]
+#[inline(always)]
+pub(crate) fn crash_point(_step: &str) {}
 
 /// The payload of a `promotion` event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -932,4 +943,53 @@ pub fn recover_checkout(repo_path: &Path, ledger: &mut Ledger) -> Result<Option<
     remove()?;
     tracing::warn!(to = %record.to, seq, "completed a checkout the trace recorded");
     Ok(Some(receipt))
+}
+
+#[cfg(test)]
+mod crash_hook_tests {
+    /// The child's side of [`the_crash_hook_exists_only_with_its_feature`]:
+    /// reaches a crash point whose step `RATCHET_CRASH_AT` names (set by the
+    /// parent, never in a normal test run).
+    #[test]
+    fn crash_point_child_entry() {
+        if std::env::var_os("RATCHET_CRASH_HOOK_CHILD").is_none() {
+            return;
+        }
+        super::crash_point("test:step");
+        println!("CRASH-POINT-PASSED");
+    }
+
+    /// `RATCHET_CRASH_AT` naming a step aborts the process there with the
+    /// `crash-hooks` feature, and does nothing without it (a release build).
+    /// The step is reached in a child (this test binary), so the variable
+    /// is set in its environment only.
+    #[test]
+    fn the_crash_hook_exists_only_with_its_feature() {
+        let out = std::process::Command::new(std::env::current_exe().expect("test binary"))
+            .args([
+                "deploy::crash_hook_tests::crash_point_child_entry",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("RATCHET_CRASH_HOOK_CHILD", "1")
+            .env("RATCHET_CRASH_AT", "test:step")
+            .output()
+            .expect("run the child");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if cfg!(feature = "crash-hooks") {
+            assert_eq!(
+                out.status.code(),
+                None,
+                "with crash-hooks the step aborts: {stdout}"
+            );
+            assert!(!stdout.contains("CRASH-POINT-PASSED"), "{stdout}");
+        } else {
+            assert!(
+                out.status.success() && stdout.contains("CRASH-POINT-PASSED"),
+                "without crash-hooks RATCHET_CRASH_AT does nothing: {stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
 }

@@ -1,4 +1,11 @@
 //! The Markdown summary for a pull request: what was decided, in words.
+//!
+//! Every text in it that someone other than ratchet chose — class, suite,
+//! test, scorer and task names, reasons, anything read from the trace —
+//! goes through [`md`]: inside a code span it cannot close, or outside one
+//! with every Markdown metacharacter escaped and GitHub's mentions,
+//! references and autolinks broken. The comment links to nothing outside,
+//! shows no image and pings nobody, whatever the trace holds.
 
 use ratchet_trace::ReservedKind;
 use std::fmt::Write as _;
@@ -25,7 +32,8 @@ pub fn markdown(view: &Verified) -> Result<String> {
     for (seq, why) in &unreadable {
         writeln!(
             out,
-            "**ratchet**: the decision at seq {seq} is not shown: {why} (a ratchet that knows its law reads it).\n"
+            "**ratchet**: the decision at seq {seq} is not shown: {} (a ratchet that knows its law reads it).\n",
+            md(why, As::Text)
         )?;
     }
     if episodes.is_empty() {
@@ -38,16 +46,17 @@ pub fn markdown(view: &Verified) -> Result<String> {
             Some(ep) => decided(&mut out, view, class, ep.last, ep.interim.len() + 1)?,
             None => writeln!(
                 out,
-                "### ratchet gate: **NO FINAL DECISION** (class `{class}`)\n"
+                "### ratchet gate: **NO FINAL DECISION** (class {})\n",
+                md(class, As::Code)
             )?,
         }
         if let Some(d) = open {
             let f = d.sequential();
             writeln!(
                 out,
-                "Still open: candidate `{}` against `{}` — the gate said *continue*{} (seq {}).\n",
-                short(d.candidate()),
-                short(d.baseline()),
+                "Still open: candidate {} against {} — the gate said *continue*{} (seq {}).\n",
+                md(short(d.candidate()), As::Code),
+                md(short(d.baseline()), As::Code),
                 f.map(|f| format!(
                     " after {} observations, statistic {:+.3} between {:+.3} and {:+.3}",
                     f.n, f.llr, f.lower, f.upper
@@ -76,18 +85,19 @@ fn decided(
     };
     writeln!(
         out,
-        "### ratchet gate: **{}** (class `{class}`)\n",
-        d.outcome().to_uppercase()
+        "### ratchet gate: **{}** (class {})\n",
+        md(&d.outcome().to_uppercase(), As::Text),
+        md(class, As::Code)
     )?;
     writeln!(
         out,
-        "The gate **{verb}** candidate `{}` against baseline `{}` (decision at seq {}, {} UTC, after {looks} look{} at the gate; trace head `{}`).",
-        short(d.candidate()),
-        short(d.baseline()),
+        "The gate **{verb}** candidate {} against baseline {} (decision at seq {}, {} UTC, after {looks} look{} at the gate; trace head {}).",
+        md(short(d.candidate()), As::Code),
+        md(short(d.baseline()), As::Code),
         d.seq,
         utc(d.ts_ms),
         if looks == 1 { "" } else { "s" },
-        short(d.v.trace.hash.to_hex().as_str())
+        md(short(d.v.trace.hash.to_hex().as_str()), As::Code)
     )?;
     let ab = alpha_beta(view, d)
         .map(|(a, b)| {
@@ -102,15 +112,18 @@ fn decided(
         (Some(f), Some((est, lo, hi, tasks, iv))) => {
             writeln!(
                 out,
-                "It read **{tasks} tasks** scored on both sides (`{}`): the `{}` sequential test, under {ab}, stopped after {} observations at statistic {:+.3} (boundaries {:+.3} and {:+.3}).\n\
+                "It read **{tasks} tasks** scored on both sides ({}): the {} sequential test, under {ab}, stopped after {} observations at statistic {:+.3} (boundaries {:+.3} and {:+.3}).\n\
                  Effect: **{est:+.4}** — {} — 95 % interval {lo:+.4} to {hi:+.4} ({iv}).",
-                decision_scorer(view, d).unwrap_or_else(|| "?".into()),
-                f.test.test().as_str(),
+                md(
+                    &decision_scorer(view, d).unwrap_or_else(|| "?".into()),
+                    As::Code
+                ),
+                md(f.test.test().as_str(), As::Code),
                 f.n,
                 f.llr,
                 f.lower,
                 f.upper,
-                f.test.effect_measure(),
+                md(f.test.effect_measure(), As::Text),
             )?;
         }
         _ => writeln!(
@@ -119,7 +132,7 @@ fn decided(
         )?,
     }
     if let Some(r) = d.reason() {
-        writeln!(out, "Why: {r}.")?;
+        writeln!(out, "Why: {}.", md(r, As::Text))?;
     }
     writeln!(out)?;
     // Failed tests, by name, of the candidate's recorded runs.
@@ -143,15 +156,15 @@ fn decided(
                 } else {
                     r.failures
                         .iter()
-                        .map(|f| format!("`{}`", f.replace('`', "'")))
+                        .map(|f| md(f, As::Code))
                         .collect::<Vec<_>>()
                         .join(", ")
                 };
                 let unnamed = r.failed.saturating_sub(r.failures.len() as u64);
                 writeln!(
                     out,
-                    "* suite `{}` (run at seq {seq}): {} failed — {names}{}",
-                    r.suite,
+                    "* suite {} (run at seq {seq}): {} failed — {names}{}",
+                    md(&r.suite, As::Code),
                     r.failed,
                     if unnamed > 0 && !r.failures.is_empty() {
                         format!(" and {unnamed} more")
@@ -170,8 +183,126 @@ fn decided(
             StageState::Failed => "**failed**",
             StageState::Open => "not decided",
         };
-        writeln!(out, "| {} | {result} |", stage_name(&s.stage))?;
+        // A table cell: text mode (its `|` escaped), never a code span.
+        writeln!(
+            out,
+            "| {} | {result} |",
+            md(&stage_name(&s.stage), As::Text)
+        )?;
     }
     writeln!(out)?;
     Ok(())
+}
+
+/// How [`md`] puts a text into the Markdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum As {
+    /// In a code span of its own (shown verbatim, monospace). Not for a
+    /// table cell: GitHub splits cells at a `|` even inside a code span.
+    Code,
+    /// As plain text: every Markdown metacharacter escaped, GitHub's
+    /// mentions, references and autolinks broken. Fine anywhere, table
+    /// cells included.
+    Text,
+}
+
+/// A zero-width joiner: invisible, and no part of a user name, a domain
+/// or a scheme, so what it splits is no mention, reference or autolink.
+const ZWJ: char = '\u{200D}';
+
+/// The one way a text someone else chose enters the Markdown: neutralised,
+/// so that whatever it holds it renders as the characters it is — no link,
+/// image, HTML, autolink, @mention or #reference, no emphasis or heading,
+/// and it cannot end the line, the paragraph or the table cell it is in.
+///
+/// Both ways, first: a line ending, any other control character and the
+/// bidirectional overrides (U+202A–U+202E, U+2066–U+2069, marks, U+2028/9)
+/// become U+FFFD, so the text stays on its line and reads in the order it
+/// is stored.
+///
+/// [`As::Code`]: a code span whose fence is one backtick longer than the
+/// longest run of backticks inside (CommonMark ends a span only at a run
+/// of exactly its fence's length), padded with a space on each side
+/// (which CommonMark strips, so a backtick at either end cannot join the
+/// fence). Nothing inside a code span is Markdown, HTML, a mention or a
+/// link to GitHub.
+///
+/// [`As::Text`]: every ASCII punctuation character backslash-escaped
+/// (CommonMark lets any be, and then it is only itself: no `[`, `!`, `<`,
+/// `&`, `*`, `|`, … that means anything), and, because GitHub links after
+/// rendering, a zero-width joiner after each `@` and `#` (no @mention, no
+/// `owner/repo#1`, no e-mail autolink) and wherever an extended autolink
+/// would start (`://`, `www.`).
+pub(crate) fn md(text: &str, how: As) -> String {
+    let clean: String = text
+        .chars()
+        .map(|c| {
+            let bidi = matches!(c, '\u{200E}' | '\u{200F}' | '\u{061C}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+            if c.is_control() || bidi || matches!(c, '\u{2028}' | '\u{2029}') {
+                '\u{FFFD}'
+            } else {
+                c
+            }
+        })
+        .collect();
+    match how {
+        As::Code => {
+            let (mut longest, mut run) = (0, 0);
+            for c in clean.chars() {
+                run = if c == '`' { run + 1 } else { 0 };
+                longest = longest.max(run);
+            }
+            let fence = "`".repeat(longest + 1);
+            format!("{fence} {clean} {fence}")
+        }
+        As::Text => {
+            let mut out = String::with_capacity(clean.len() * 2);
+            let chars: Vec<char> = clean.chars().collect();
+            for (i, &c) in chars.iter().enumerate() {
+                if c == '.'
+                    && i >= 3
+                    && chars[i - 3..i].iter().all(|w| w.eq_ignore_ascii_case(&'w'))
+                {
+                    out.push(ZWJ);
+                }
+                if c.is_ascii_punctuation() {
+                    out.push('\\');
+                }
+                out.push(c);
+                if matches!(c, '@' | '#') || (c == ':' && chars.get(i + 1) == Some(&'/')) {
+                    out.push(ZWJ);
+                }
+            }
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{As, md};
+
+    #[test]
+    fn a_code_span_is_fenced_longer_than_any_backtick_run_inside() {
+        assert_eq!(md("acc", As::Code), "` acc `");
+        assert_eq!(md("a`b", As::Code), "`` a`b ``");
+        assert_eq!(md("``x```", As::Code), "```` ``x``` ````");
+        assert_eq!(md("`", As::Code), "`` ` ``");
+        assert_eq!(
+            md("a\nb\r\u{202E}c", As::Code),
+            "` a\u{FFFD}b\u{FFFD}\u{FFFD}c `"
+        );
+    }
+
+    #[test]
+    fn text_escapes_every_metacharacter_and_breaks_what_github_links() {
+        assert_eq!(md("![x](y)", As::Text), "\\!\\[x\\]\\(y\\)");
+        assert_eq!(md("<img>", As::Text), "\\<img\\>");
+        assert_eq!(md("a|b", As::Text), "a\\|b");
+        assert_eq!(md("@octocat", As::Text), "\\@\u{200D}octocat");
+        assert_eq!(md("o/r#1", As::Text), "o\\/r\\#\u{200D}1");
+        assert_eq!(md("https://e.x", As::Text), "https\\:\u{200D}\\/\\/e\\.x");
+        assert_eq!(md("WwW.e.x", As::Text), "WwW\u{200D}\\.e\\.x");
+        assert_eq!(md("plain words", As::Text), "plain words");
+    }
 }

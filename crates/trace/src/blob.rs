@@ -1,9 +1,10 @@
 //! Content-addressed blobs for payloads too big to inline: `blobs/ab/cdef…`,
-//! named by the BLAKE3 hash of their content, written atomically, verified on read.
+//! named by the BLAKE3 hash of their content, written atomically, verified on read;
+//! owner-only (files 0600, directories 0700 on Unix), as the rest of the store.
 
 use std::path::PathBuf;
 
-use crate::checkpoint::write_atomic;
+use crate::checkpoint::{create_private_dir, write_atomic};
 use crate::error::{Error, Result};
 use crate::store::Store;
 
@@ -24,8 +25,12 @@ impl Store {
         if path.is_file() {
             return Ok(hash);
         }
+        // `blobs/` and `blobs/ab/`, owner only (0700), as the store's directory.
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(Error::io(parent))?;
+            if let Some(blobs) = parent.parent() {
+                create_private_dir(blobs)?;
+            }
+            create_private_dir(parent)?;
         }
         write_atomic(&path, bytes)?;
         tracing::debug!(blob = %hash, bytes = bytes.len(), "blob stored");

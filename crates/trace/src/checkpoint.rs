@@ -118,7 +118,56 @@ impl Checkpoint {
     }
 }
 
+/// Creates the directory `dir` readable, writable and searchable by its
+/// owner only (0700 on Unix, whatever the umask), its missing parents as
+/// usual. A directory already there is left as it is: its owner chose its
+/// mode (a store shared on purpose stays shared).
+///
+/// # Errors
+/// [`Error::Io`] if a directory cannot be made, or `dir` is a file.
+pub(crate) fn create_private_dir(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(Error::io(parent))?;
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    match builder.create(dir) {
+        // Made meanwhile by another process: theirs, as it is.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        other => other.map_err(Error::io(dir)),
+    }
+}
+
+/// Opens `path` for writing, creating it readable and writable by its
+/// owner only (0600 on Unix, whatever the umask) when it is missing; with
+/// `new_only`, a file already there is an error (`AlreadyExists`). An
+/// existing file keeps its mode.
+pub(crate) fn open_private(path: &Path, new_only: bool) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true);
+    if new_only {
+        options.create_new(true);
+    } else {
+        options.create(true);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)
+}
+
 /// Writes `bytes` to `path` atomically (temp file, fsync, rename, fsync dir).
+/// A new file is readable by its owner only (0600 on Unix); a file replaced
+/// keeps the mode it had.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -134,7 +183,11 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     })?;
     let tmp = dir.join(format!(".{name}.{}.tmp", u64::from_le_bytes(nonce)));
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp).map_err(Error::io(&tmp))?;
+        let mut f = open_private(&tmp, true).map_err(Error::io(&tmp))?;
+        if let Ok(was) = std::fs::metadata(path) {
+            f.set_permissions(was.permissions())
+                .map_err(Error::io(&tmp))?;
+        }
         f.write_all(bytes).map_err(Error::io(&tmp))?;
         f.sync_all().map_err(Error::io(&tmp))?;
         std::fs::rename(&tmp, path).map_err(Error::io(path))?;

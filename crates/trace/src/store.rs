@@ -200,6 +200,10 @@ impl Store {
     /// `options`, the store is keyed: every event carries a MAC and appending
     /// needs the key.
     ///
+    /// On Unix what it makes is its owner's only, whatever the umask: the
+    /// directory 0700, the database (and SQLite's -wal and -shm beside it)
+    /// 0600; a directory that already exists keeps its mode.
+    ///
     /// # Examples
     ///
     /// ```
@@ -225,14 +229,24 @@ impl Store {
         if db.exists() {
             return Err(Error::StoreExists { path: dir });
         }
-        std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
+        // Owner only, whatever the umask: the directory 0700, its files 0600
+        // (SQLite gives the -wal, -shm and -journal files the database
+        // file's mode). A directory or file already there keeps its mode.
+        crate::checkpoint::create_private_dir(&dir)?;
         // A store usually lives inside the repository it measures: keep git
         // from ever seeing it as an uncommitted change (this file ignores
         // everything in the directory, itself included).
         let ignore = dir.join(".gitignore");
         if !ignore.exists() {
-            std::fs::write(&ignore, "*\n").map_err(Error::io(&ignore))?;
+            use std::io::Write as _;
+            crate::checkpoint::open_private(&ignore, false)
+                .and_then(|mut f| f.write_all(b"*\n"))
+                .map_err(Error::io(&ignore))?;
         }
+        // Made here (empty: SQLite takes an empty file for a new database)
+        // so that it is made 0600; one a concurrent creator made meanwhile
+        // is opened as it is, and the header check below finds it theirs.
+        crate::checkpoint::open_private(&db, false).map_err(Error::io(&db))?;
         let mut conn = Connection::open_with_flags(
             &db,
             OpenFlags::SQLITE_OPEN_READ_WRITE

@@ -1207,3 +1207,90 @@ fn real_reports_by_directory_meet_the_policy_s_required_suite() {
         text(&o)
     );
 }
+
+/// `ratchet init --keyed --key-file`, an append and `checkpoint --out` run
+/// under the usual umask 022 (which would make 0755 directories and 0644
+/// files): the store's directory is 0700, its database, `.gitignore`, the
+/// key file and the checkpoint 0600 — the trace and the key are their
+/// owner's only. A directory the user made beforehand keeps its mode.
+#[cfg(unix)]
+#[test]
+fn init_makes_the_store_and_its_key_owner_only_under_umask_022() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| {
+        std::fs::metadata(p)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    let under_umask = |cwd: &Path, args: &[&str], stdin: &str| {
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg("umask 022; exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_ratchet"))
+            .args(args)
+            .current_dir(cwd)
+            .env_remove("RATCHET_STORE")
+            .env_remove("RATCHET_SERVER")
+            .env_remove("RATCHET_TOKEN_FILE")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(stdin.as_bytes())
+            .expect("stdin");
+        let o = child.wait_with_output().expect("wait");
+        assert!(o.status.success(), "{args:?}: {}", text(&o));
+    };
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path();
+    let (store, key, cp) = (p.join("s"), p.join("writer.key"), p.join("cp"));
+    let [store_s, key_s, cp_s] = [&store, &key, &cp].map(|x| x.to_str().expect("utf8"));
+    under_umask(
+        p,
+        &["--store", store_s, "init", "--keyed", "--key-file", key_s],
+        "",
+    );
+    let line = format!("{{\"kind\":\"note\",\"commit\":\"{C}\",\"payload\":{{\"n\":1}}}}\n");
+    under_umask(
+        p,
+        &["--store", store_s, "append", "--key-file", key_s],
+        &line,
+    );
+    under_umask(p, &["--store", store_s, "checkpoint", "--out", cp_s], "");
+    for (path, want) in [
+        (store.clone(), 0o700),
+        (store.join("trace.db"), 0o600),
+        (store.join(".gitignore"), 0o600),
+        (key.clone(), 0o600),
+        (cp.clone(), 0o600),
+    ] {
+        assert_eq!(mode(&path), want, "{}: {:o}", path.display(), mode(&path));
+    }
+    // Nothing else in the store's directory is readable by others either
+    // (SQLite's -wal and -shm, while they exist, take the database's mode).
+    for entry in std::fs::read_dir(&store).expect("list") {
+        let path = entry.expect("entry").path();
+        assert_eq!(
+            mode(&path) & 0o077,
+            0,
+            "{}: {:o}",
+            path.display(),
+            mode(&path)
+        );
+    }
+    // A directory the user made (and chose to share) is not chmodded.
+    let shared = p.join("shared");
+    std::fs::create_dir(&shared).expect("mkdir");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    under_umask(p, &["--store", shared.to_str().expect("utf8"), "init"], "");
+    assert_eq!(mode(&shared), 0o755);
+    assert_eq!(mode(&shared.join("trace.db")), 0o600);
+}

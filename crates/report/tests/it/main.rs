@@ -1,3 +1,4 @@
 //! The HTML report and the Markdown summary, as a browser and a reader see them.
 
+mod markdown;
 mod report;

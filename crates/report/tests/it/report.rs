@@ -339,11 +339,14 @@ fn every_test_kind_gets_its_path_its_banner_and_its_results() {
     let md = markdown(&view).expect("markdown");
     assert_eq!(md.matches("### ratchet gate: **").count(), 5, "{md}");
     assert!(
-        md.contains("`parser::rejects_empty_input`, `io::reads_a_bom`"),
+        md.contains("` parser::rejects_empty_input `, ` io::reads_a_bom `"),
         "{md}"
     );
     assert!(md.contains("looks at the gate"), "{md}");
-    assert!(md.contains("**REJECT AT TESTS** (class `strict`)"), "{md}");
+    assert!(
+        md.contains("**REJECT AT TESTS** (class ` strict `)"),
+        "{md}"
+    );
 }
 
 #[test]

@@ -215,3 +215,138 @@ fn a_store_its_user_may_not_write_is_opened_read_only() {
         set_mode(&store_dir, 0o755);
     }
 }
+
+/// The directory the private-modes child works in (set only for the child).
+#[cfg(unix)]
+const PRIVATE_MODES_CHILD_DIR: &str = "RATCHET_PRIVATE_MODES_CHILD_DIR";
+
+/// The mode bits of `path` (permissions only).
+#[cfg(unix)]
+fn mode_of(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// Entry point of the child of
+/// [`what_a_store_makes_is_its_owners_only_whatever_the_umask`] (a no-op in
+/// a normal run): makes a keyed store, a blob and a checkpoint under the
+/// umask its parent set, and checks every mode while the store is open
+/// (its -wal and -shm files exist only then).
+#[cfg(unix)]
+#[test]
+fn private_modes_child_entry() {
+    let Ok(root) = std::env::var(PRIVATE_MODES_CHILD_DIR) else {
+        return;
+    };
+    let root = std::path::PathBuf::from(root);
+    // The umask the parent set is in force here: a plain file is 0644.
+    let plain = root.join("plain");
+    std::fs::write(&plain, b"").expect("plain");
+    assert_eq!(mode_of(&plain), 0o644, "the umask is 022");
+
+    let key_path = root.join("writer.key");
+    let key = WriterKey::create_file(&key_path).expect("key");
+    let dir = root.join("deep/store");
+    let mut store = Store::create(&dir, StoreOptions::default().writer_key(key)).expect("create");
+    fill(&mut store, 3);
+    let blob = store
+        .put_blob(b"a payload too big to inline")
+        .expect("blob");
+    let hex = blob.to_hex();
+    let checkpoint = root.join("elsewhere.checkpoint");
+    store
+        .checkpoint()
+        .expect("checkpoint")
+        .write_atomic(&checkpoint)
+        .expect("write");
+    let db = common::db_path(&dir);
+    let wal = dir.join(format!("{}-wal", ratchet_trace::DB_FILE));
+    let shm = dir.join(format!("{}-shm", ratchet_trace::DB_FILE));
+    assert!(wal.is_file() && shm.is_file(), "the store is in WAL mode");
+    let blobs = dir.join("blobs");
+    for (path, mode) in [
+        (dir.clone(), 0o700),
+        (db, 0o600),
+        (wal, 0o600),
+        (shm, 0o600),
+        (dir.join(".gitignore"), 0o600),
+        (blobs.clone(), 0o700),
+        (blobs.join(&hex[..2]), 0o700),
+        (blobs.join(&hex[..2]).join(&hex[2..]), 0o600),
+        (checkpoint.clone(), 0o600),
+        (key_path, 0o600),
+    ] {
+        assert_eq!(
+            mode_of(&path),
+            mode,
+            "{} is {:o}, not {mode:o}",
+            path.display(),
+            mode_of(&path)
+        );
+    }
+    // The parents made on the way are ordinary directories.
+    assert_eq!(mode_of(&root.join("deep")), 0o755);
+
+    // What exists keeps its mode: a directory its owner made (and shares),
+    // a checkpoint file replaced.
+    let shared = root.join("shared");
+    std::fs::create_dir(&shared).expect("shared");
+    Store::create(&shared, StoreOptions::default()).expect("create in a shared directory");
+    assert_eq!(
+        mode_of(&shared),
+        0o755,
+        "an existing directory is not chmodded"
+    );
+    assert_eq!(mode_of(&common::db_path(&shared)), 0o600);
+    std::fs::set_permissions(
+        &checkpoint,
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )
+    .expect("chmod");
+    fill(&mut store, 1);
+    store
+        .checkpoint()
+        .expect("checkpoint")
+        .write_atomic(&checkpoint)
+        .expect("rewrite");
+    assert_eq!(
+        mode_of(&checkpoint),
+        0o644,
+        "a replaced file keeps its mode"
+    );
+    println!("PRIVATE-MODES-OK");
+}
+
+/// A store's directory, database (with SQLite's -wal and -shm), blobs and
+/// their directories, the checkpoints ratchet writes and key files are
+/// made for their owner only — 0700 and 0600 — under the usual umask 022,
+/// which would make them 0755 and 0644. The umask is the process's, so
+/// the work is done in a child (this test binary) started under it.
+#[cfg(unix)]
+#[test]
+fn what_a_store_makes_is_its_owners_only_whatever_the_umask() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("umask 022; exec \"$0\" \"$@\"")
+        .arg(std::env::current_exe().expect("test binary"))
+        .args([
+            "files::private_modes_child_entry",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(PRIVATE_MODES_CHILD_DIR, root.path())
+        .output()
+        .expect("run the child");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("PRIVATE-MODES-OK"),
+        "child failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

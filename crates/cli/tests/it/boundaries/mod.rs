@@ -10,6 +10,9 @@ use crate::common;
 #[allow(unused_imports)]
 mod trace_common;
 
+// `RATCHET_CRASH_AT` is only in builds with the `crash-hooks` feature
+// (`cargo test --all-features`, as scripts/test runs).
+#[cfg(feature = "crash-hooks")]
 mod crash;
 mod heal;
 mod ids;

@@ -179,6 +179,7 @@ fn a_ref_above_the_promotion_ref_blocks_it_before_anything_is_recorded() {
 /// its marker to the next heal run in any other work tree (its store
 /// holds no such checkout: "stale"), and the main work tree is never
 /// brought to what its trace says.
+#[cfg(feature = "crash-hooks")]
 #[test]
 fn a_heal_in_another_work_tree_does_not_discard_this_work_trees_pending_checkout() {
     let (w, [_, v2, v3]) = heal_world(|_| vec![blob("prompt.txt", b"v2")]);
@@ -217,6 +218,7 @@ fn a_heal_in_another_work_tree_does_not_discard_this_work_trees_pending_checkout
 /// work tree whose branch is at the same commit as the interrupted
 /// landing's `previous` re-attaches ITS HEAD to the other work tree's
 /// branch (and the work tree the landing died in is left detached).
+#[cfg(feature = "crash-hooks")]
 #[test]
 fn a_merge_in_another_work_tree_does_not_take_over_an_interrupted_landing() {
     let w = World::with_key(false);
