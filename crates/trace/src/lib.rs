@@ -122,6 +122,6 @@ pub use store::{AppendOnce, DB_FILE, EventFilter, Head, Store, StoreOptions};
 pub use ulid::Ulid;
 pub use verify::{Fault, FaultKind, VerifyOptions, VerifyReport};
 pub use view::{
-    AsOf, CommitCounts, CommitStats, Overview, PairedScores, PairedTask, ScoreRow, ScorerCounts,
-    ScorerRef, ScorerVersion, Verified, own_control_events,
+    AsOf, CommitCounts, CommitStats, KEPT_CALLER_KINDS, Overview, PairedScores, PairedTask,
+    ScoreRow, ScorerCounts, ScorerRef, ScorerVersion, Verified, is_plain, own_control_events,
 };
