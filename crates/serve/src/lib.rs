@@ -18,6 +18,7 @@
 //! let mut store = ratchet_trace::Store::create(dir.path().join("s"), Default::default())?;
 //! let minted = mint_token(&mut store, &TokenSpec {
 //!     can: vec![Scope::Record], session: "cell-1".into(), cell: None, expires_at_ms: None,
+//!     quota: Default::default(),
 //! })?;
 //! assert!(minted.token.starts_with("rtk_"));
 //! let owner = Owner::new(store, ServeOptions::default())?;
@@ -34,10 +35,11 @@ mod server;
 mod tokens;
 
 pub use api::{ROUTES, Route, openapi};
-pub use client::{Client, Endpoint, Response};
+pub use client::{Client, Endpoint, Response, is_loopback};
 pub use error::{Error, Result};
-pub use owner::{Owner, ServeOptions};
+pub use owner::{Health, Owner, ServeOptions};
 pub use server::{Listen, serve};
 pub use tokens::{
-    Capability, Minted, Scope, TokenSpec, authenticate, mint_token, now_ms, revoke_token, tokens_in,
+    Capability, MAX_CELL_LEN, Minted, Quota, Scope, TokenSpec, authenticate, mint_token, now_ms,
+    revoke_token, tokens_in,
 };

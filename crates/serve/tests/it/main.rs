@@ -60,6 +60,7 @@ impl Server {
                     session: session.into(),
                     cell: None,
                     expires_at_ms: None,
+                    quota: Default::default(),
                 },
             )
             .expect("mint")
