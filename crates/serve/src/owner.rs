@@ -1182,7 +1182,7 @@ mod tests {
             !on_time.time_out(),
             "a request whose write began is answered with the write, not 408"
         );
-        assert_eq!(size(&owner), before + 1);
+        assert_eq!(size(&owner), before + 2, "the event and its batch's marker");
     }
 
     #[test]

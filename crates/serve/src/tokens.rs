@@ -320,3 +320,32 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_minted_before_quotas_reads_with_the_default_quota() {
+        let old = serde_json::json!({
+            "op": "mint", "id": "0123456789abcdef", "secret_hash": "00",
+            "can": ["record"], "session": "s", "cell": null, "expires_at_ms": null,
+        });
+        let parsed: CapabilityEvent = serde_json::from_value(old).expect("parses");
+        let CapabilityEvent::Mint { spec, .. } = parsed else {
+            panic!("a mint")
+        };
+        assert_eq!(spec.quota, Quota::DEFAULT);
+        let partial = serde_json::json!({
+            "op": "mint", "id": "0123456789abcdef", "secret_hash": "00",
+            "can": ["record"], "session": "s", "quota": { "max_events": 7 },
+        });
+        let CapabilityEvent::Mint { spec, .. } =
+            serde_json::from_value::<CapabilityEvent>(partial).expect("parses")
+        else {
+            panic!("a mint")
+        };
+        assert_eq!(spec.quota.max_events, 7);
+        assert_eq!(spec.quota.events_per_hour, Quota::DEFAULT.events_per_hour);
+    }
+}
