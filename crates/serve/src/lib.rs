@@ -8,6 +8,17 @@
 //! (the server MACs every event), cannot decide, pin or read unless its
 //! token says so, and records only under its own session.
 //!
+//! A record token's cost is bounded: quotas ([`Quota`]: events and bytes,
+//! in all and per hour) counted from each batch's `ingest` marker, whose
+//! key names the token, the bytes sent and the token's cell; bodies read
+//! only under one of [`ServeOptions::max_parsing`] permits (64 concurrent
+//! 4 MB uploads: 42–69 MB peak resident on a debug build, see
+//! benches/README.md, issue 35). [`Owner::reverify`] verifies the whole
+//! file again (every [`ServeOptions::reverify_every`]) against the head the
+//! server holds and [`ServeOptions::checkpoint`]; a fault refuses decisions
+//! and writes until restart. [`Client`] sends a token over TCP only to a
+//! loopback address ([`is_loopback`]).
+//!
 //! The routes are described once, in [`ROUTES`]; [`openapi`] renders them
 //! as an OpenAPI 3.1 document (served at `GET /v1/openapi.json`).
 //!

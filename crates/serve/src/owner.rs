@@ -672,6 +672,32 @@ impl Owner {
         text: &str,
     ) -> Result<Vec<Receipt>> {
         need(who, Scope::Record)?;
+        let bytes = text.len() as u64;
+        // Every batch goes under a key naming its token, its cell and its
+        // size: the marker is how the trace says who wrote it, and what the
+        // token's quota is counted from.
+        let key = match request_id {
+            Some(id) => request_key(who, bytes, "events", id, &[text.as_bytes()])?,
+            None => batch_key(who, bytes, "events", &format!("~{}", ulid::Ulid::new())),
+        };
+        // A batch past the quota as last counted is refused before a line
+        // is parsed (parsing is what a batch costs) — unless it is a retry
+        // of one stored already; the count is checked again, up to date,
+        // under the store's lock.
+        let lines = text.lines().filter(|l| !l.trim().is_empty()).count() as u64;
+        let early = self
+            .accounts
+            .lock()
+            .map_err(|_| Error::Internal("the quota table's lock was poisoned".into()))?
+            .check(who, lines, bytes, tokens::now_ms());
+        if let Err(e) = early {
+            let mut ledger = self.lock()?;
+            ledger.refresh()?;
+            if already_stored(&ledger, &key).is_some() {
+                return Ok(Vec::new());
+            }
+            return Err(e);
+        }
         let mut drafts = Vec::new();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
@@ -685,14 +711,6 @@ impl Owner {
         if drafts.is_empty() {
             return Err(Error::BadRequest("no events in the body".into()));
         }
-        let bytes = text.len() as u64;
-        // Every batch goes under a key naming its token, its cell and its
-        // size: the marker is how the trace says who wrote it, and what the
-        // token's quota is counted from.
-        let key = match request_id {
-            Some(id) => request_key(who, bytes, "events", id, &[text.as_bytes()])?,
-            None => batch_key(who, bytes, "events", &format!("~{}", ulid::Ulid::new())),
-        };
         let events = drafts.len() as u64;
         let mut ledger = self.write_lock(who, in_flight)?;
         // A retry of a batch already stored is answered as stored, whatever
