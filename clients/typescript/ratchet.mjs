@@ -109,6 +109,18 @@ function queryString(query) {
   return q.toString();
 }
 
+/**
+ * Whether `hostname` (as `URL.hostname` gives it) names this machine:
+ * 127.0.0.0/8, ::1 or localhost. Any other name may resolve anywhere.
+ * @param {string} hostname
+ */
+export function isLoopback(hostname) {
+  const h = hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
+  if (h === 'localhost') return true;
+  if (/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)) return true;
+  return h === '::1' || h === '0:0:0:0:0:0:0:1';
+}
+
 export class RatchetClient {
   /**
    * @param {string} baseUrl `http://127.0.0.1:PORT`
@@ -126,6 +138,20 @@ export class RatchetClient {
     this.attempts = Math.max(1, options.attempts ?? 5);
     /** @type {number} */
     this.backoffMs = options.backoffMs ?? 100;
+    this.refuseCleartext();
+  }
+
+  /** Throws if the token would go in clear text to another machine. */
+  refuseCleartext() {
+    if (!this.token) return;
+    const url = new URL(this.baseUrl);
+    if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
+      throw new Error(
+        `refusing to send the token in clear text to ${this.baseUrl}: plain HTTP carries a bearer token ` +
+          'only to a loopback address (127.0.0.0/8, ::1, localhost); reach a remote server through a tunnel ' +
+          "or TLS proxy that ends on this machine's loopback",
+      );
+    }
   }
 
   /**
@@ -142,7 +168,10 @@ export class RatchetClient {
     // connection the server closed while idle would fail a request that
     // cannot be retried.
     const headers = { accept: 'application/json', connection: 'close' };
-    if (auth && this.token) headers.authorization = `Bearer ${this.token}`;
+    if (auth && this.token) {
+      this.refuseCleartext();
+      headers.authorization = `Bearer ${this.token}`;
+    }
     if (body !== undefined) headers['content-type'] = contentType;
     let last;
     for (let attempt = 0; attempt < this.attempts; attempt++) {
@@ -321,7 +350,8 @@ export class RatchetClient {
   /**
    * @param {string[]} can record, decide, read, admin
    * @param {string} session
-   * @param {{ cell?: string, expiresAtMs?: number }} [options]
+   * @param {{ cell?: string, expiresAtMs?: number, maxEvents?: number, maxBytes?: number, eventsPerHour?: number, bytesPerHour?: number }} [options]
+   *   quotas default to the server's; a write past one is a ServerError 429 `over_quota`
    * @returns {Promise<{ token: string, id: string, receipts: Receipt[], store_id: string }>}
    */
   mintToken(can, session, options = {}) {
@@ -329,6 +359,13 @@ export class RatchetClient {
     const spec = { can, session };
     if (options.cell !== undefined) spec.cell = options.cell;
     if (options.expiresAtMs !== undefined) spec.expires_at_ms = options.expiresAtMs;
+    /** @type {Record<string, number>} */
+    const quota = {};
+    if (options.maxEvents !== undefined) quota.max_events = options.maxEvents;
+    if (options.maxBytes !== undefined) quota.max_bytes = options.maxBytes;
+    if (options.eventsPerHour !== undefined) quota.events_per_hour = options.eventsPerHour;
+    if (options.bytesPerHour !== undefined) quota.bytes_per_hour = options.bytesPerHour;
+    if (Object.keys(quota).length > 0) spec.quota = quota;
     return this.json('POST', '/v1/tokens', { body: JSON.stringify(spec), idempotent: false });
   }
 

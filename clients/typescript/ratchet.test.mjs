@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-import { RatchetClient, ServerError } from './ratchet.mjs';
+import { RatchetClient, ServerError, isLoopback } from './ratchet.mjs';
 
 const BIN = process.env.RATCHET_BIN || fileURLToPath(new URL('../../target/debug/ratchet', import.meta.url));
 // Generous: a debug binary on a loaded two-core machine.
@@ -170,6 +170,37 @@ test('a revoked token is refused at once', async () => {
   assert.equal((await c.appendEvents([{ kind: 'note', payload: {} }])).receipts.length, 1);
   await admin.revokeToken(minted.id);
   await refused(c.appendEvents([{ kind: 'note', payload: {} }]), 403, 'forbidden');
+});
+
+test('a token is never sent in clear text to another machine', async () => {
+  for (const [url, local] of [
+    ['http://127.0.0.1:8787', true],
+    ['http://127.9.8.7:1', true],
+    ['http://[::1]:8787', true],
+    ['http://localhost:8787', true],
+    ['http://10.0.0.1:8787', false],
+    ['http://example.com:8787', false],
+    ['http://localhost.example.com', false],
+    ['http://[::2]:8787', false],
+  ]) {
+    assert.equal(isLoopback(new URL(url).hostname), local, url);
+  }
+  assert.throws(() => new RatchetClient('http://10.255.255.1:9', 'rtk_x_y'), /refusing to send the token in clear text/);
+  // Without a token (health, openapi) nothing secret is sent: allowed.
+  new RatchetClient('http://10.255.255.1:9');
+  const c = new RatchetClient(base, tokens.record.token);
+  c.baseUrl = 'http://10.255.255.1:9';
+  await assert.rejects(c.appendEvents([{ kind: 'note', payload: {} }]), /refusing to send the token/);
+});
+
+test('a write past a minted quota is 429 over_quota and stores nothing', async () => {
+  const admin = client('admin');
+  const minted = await admin.mintToken(['record'], 'js-quota', { maxEvents: 2, cell: 'js-cell' });
+  const c = new RatchetClient(base, minted.token);
+  await c.appendEvents([{ kind: 'note', payload: { q: 1 } }, { kind: 'note', payload: { q: 2 } }]);
+  const size = (await client('reader').status()).overview.size;
+  await refused(c.appendEvents([{ kind: 'note', payload: { q: 3 } }]), 429, 'over_quota');
+  assert.equal((await client('reader').status()).overview.size, size);
 });
 
 test('an unknown route is 404', async () => {

@@ -408,3 +408,39 @@ def test_a_token_and_a_token_file_are_one_or_the_other(server: Server) -> None:
         Client(server.socket, token="rtk_a_b", token_file=server.record)
     with pytest.raises(ValueError):
         Client("https://127.0.0.1:1")
+
+
+def test_a_token_is_never_sent_in_clear_text_to_another_machine(server: Server) -> None:
+    is_loopback = sys.modules[Client.__module__].is_loopback
+    for host, local in [
+        ("127.0.0.1", True),
+        ("127.8.9.10", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("LOCALHOST.", True),
+        ("10.0.0.1", False),
+        ("example.com", False),
+        ("localhost.example.com", False),
+        ("::2", False),
+    ]:
+        assert is_loopback(host) == local, host
+    with pytest.raises(ValueError, match="refusing to send the token in clear text"):
+        Client("http://10.255.255.1:9", token="rtk_x_y")
+    with pytest.raises(ValueError, match="refusing to send the token"):
+        Client("example.com:8787", token_file=server.record)
+    # Without a token nothing secret is sent: allowed (health, openapi).
+    Client("http://10.255.255.1:9")
+
+
+def test_a_write_past_a_minted_quota_is_429_over_quota_and_stores_nothing(server: Server) -> None:
+    admin = Client(server.socket, token_file=server.admin)
+    minted = admin.mint_token("record", "py-quota", cell="py-cell", max_events=2)
+    c = Client(server.socket, token=minted["token"])
+    c.append([{"kind": "note", "payload": {"q": 1}}, {"kind": "note", "payload": {"q": 2}}])
+    reader = Client(server.socket, token_file=server.reader)
+    size = _size(reader)
+    with pytest.raises(ServerError) as e:
+        c.append([{"kind": "note", "payload": {"q": 3}}])
+    assert (e.value.status, e.value.kind) == (429, "over_quota")
+    assert "max_events" in e.value.message
+    assert _size(reader) == size

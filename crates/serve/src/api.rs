@@ -85,7 +85,7 @@ pub const ROUTES: &[Route] = &[
         method: "GET",
         path: "/v1/status",
         scope: Some(Scope::Read),
-        summary: "The store's status (as `ratchet status --json`), from the warm view.",
+        summary: "The store's status (as `ratchet status --json`), from the warm view, with `reverification` (the last full verification of the file: last_full_ms, checked_through, runs, fault — a fault refuses decisions and writes until restart) and `bodies_in_memory_peak`.",
         body: None,
         returns: JSON,
     },
@@ -210,7 +210,11 @@ enum Reply {
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let (status, kind) = self.status();
-        let body = serde_json::json!({ "error": { "kind": kind, "message": self.to_string() } });
+        let mut body =
+            serde_json::json!({ "error": { "kind": kind, "message": self.to_string() } });
+        if let Error::OverQuota { quota, .. } = &self {
+            body["error"]["quota"] = (*quota).into();
+        }
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         (status, axum::Json(body)).into_response()
     }
@@ -259,6 +263,18 @@ pub(crate) fn router(owner: Shared) -> Router {
         // A route that needs a token authenticates from the headers alone,
         // before its body is read: a caller without a valid token never
         // gets the server to buffer an upload.
+        // A route with a body reads it only under a parse permit: past
+        // `max_parsing` requests the rest wait with their bodies unread in
+        // their connections, so the bodies in memory are bounded by the
+        // permits, not by the connections.
+        let handler = if route.body.is_some() {
+            handler.route_layer(axum::middleware::from_fn_with_state(
+                owner.clone(),
+                parse_permit,
+            ))
+        } else {
+            handler
+        };
         let handler = if let Some(scope) = route.scope {
             handler.route_layer(axum::middleware::from_fn_with_state(
                 (owner.clone(), scope),
@@ -326,6 +342,18 @@ async fn authenticate(
         }
         Err(e) => e.into_response(),
     }
+}
+
+/// Holds one of the owner's parse permits while the request's body is
+/// read, parsed and stored (the handler runs inside): waiting here costs
+/// the server no body.
+async fn parse_permit(State(owner): State<Shared>, request: Request, next: Next) -> Response {
+    let Ok(permit) = owner.parsing.clone().acquire_owned().await else {
+        return Error::Internal("the parse permits are closed".into()).into_response();
+    };
+    let response = next.run(request).await;
+    drop(permit);
+    response
 }
 
 /// Times every request out (a slow upload included) and logs it. A
@@ -458,6 +486,7 @@ async fn events(
     let q = query_of(query)?;
     let body = body_of(body)?;
     with_token(owner, who, move |o, who| {
+        let _held = o.bodies.hold();
         let text = text_of(&body, "the body")?;
         let receipts = o.record_events(who, &in_flight, q.request_id.as_deref(), text)?;
         to_json(&serde_json::json!({
@@ -480,6 +509,7 @@ async fn ingest(
     let q = query_of(query)?;
     let body = body_of(body)?;
     with_token(owner, who, move |o, who| {
+        let _held = o.bodies.hold();
         let report = o.ingest(who, &in_flight, &format, &q, &body)?;
         to_json(&serde_json::json!({
             "store_id": o.store_id()?,
@@ -499,6 +529,7 @@ async fn decide(
 ) -> Result<Reply> {
     let body = body_of(body)?;
     with_token(owner, who, move |o, who| {
+        let _held = o.bodies.hold();
         let request: DecideRequest = json_body(&body, "the decide request")?;
         let run = o.decide(who, &in_flight, &request)?;
         let mut doc = serde_json::to_value(&run.verdict)
@@ -517,7 +548,15 @@ async fn status(
     State(owner): State<Shared>,
     Extension(who): Extension<Capability>,
 ) -> Result<Reply> {
-    with_token(owner, who, |o, who| to_json(&o.status(who)?)).await
+    with_token(owner, who, |o, who| {
+        let mut doc = serde_json::to_value(o.status(who)?)
+            .map_err(|e| Error::Internal(format!("serializing the status: {e}")))?;
+        doc["reverification"] = serde_json::to_value(o.health()?)
+            .map_err(|e| Error::Internal(format!("serializing the status: {e}")))?;
+        doc["bodies_in_memory_peak"] = o.bodies_peak().into();
+        Ok(Reply::Json(doc))
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize)]
@@ -578,6 +617,7 @@ async fn pin(
     let q = query_of(query)?;
     let body = body_of(body)?;
     with_token(owner, who, move |o, who| {
+        let _held = o.bodies.hold();
         let text = text_of(&body, "the policy")?;
         let (pins, receipts) = o.pin(who, &in_flight, text, q.class.as_deref())?;
         to_json(&serde_json::json!({
@@ -608,6 +648,7 @@ async fn mint(
 ) -> Result<Reply> {
     let body = body_of(body)?;
     with_token(owner, who, move |o, who| {
+        let _held = o.bodies.hold();
         let spec: TokenSpec = json_body(&body, "the token spec")?;
         let minted = o.mint(who, &in_flight, &spec)?;
         to_json(&serde_json::json!({

@@ -113,6 +113,14 @@ impl Client {
         content_type: &str,
         body: &[u8],
     ) -> Result<Response> {
+        if let Endpoint::Tcp(addr) = &self.endpoint
+            && !self.token.is_empty()
+            && !is_loopback(addr)
+        {
+            return Err(Error::BadRequest(format!(
+                "refusing to send the token in clear text to http://{addr}: plain HTTP carries a bearer token only to a loopback address (127.0.0.0/8, ::1, localhost) or over a Unix socket; reach a remote server through a tunnel or TLS proxy that ends on this machine's loopback"
+            )));
+        }
         let repeatable = method == "GET" || path_and_query.contains("request_id=");
         let mut last = None;
         for attempt in 0..self.attempts.max(1) {
@@ -241,6 +249,31 @@ impl Client {
         )?
         .ok_json()
     }
+}
+
+/// Whether `host:port` (or `[v6]:port`, or a bare host) names this
+/// machine: 127.0.0.0/8, ::1 or `localhost` (any case, with or without a
+/// trailing dot). Anything else — another name that may resolve anywhere
+/// included — is not.
+pub fn is_loopback(addr: &str) -> bool {
+    let host = if let Some(rest) = addr.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((h, _)) => h,
+            None => return false,
+        }
+    } else {
+        match addr.rsplit_once(':') {
+            // A bare IPv6 address has colons of its own.
+            Some((h, port)) if !h.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => h,
+            _ => addr,
+        }
+    };
+    let host = host.strip_suffix('.').unwrap_or(host);
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    host.parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Why one attempt failed: before anything was sent, or after.

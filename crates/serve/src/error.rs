@@ -37,6 +37,19 @@ pub enum Error {
     /// The token sent more requests than its rate allows: 429.
     #[error("{0}")]
     RateLimited(String),
+    /// A record token's quota (events or bytes, per hour or in total)
+    /// would be passed: nothing of the request was stored (429).
+    #[error("{message}")]
+    OverQuota {
+        /// Which quota: `max_events`, `max_bytes`, `events_per_hour`, `bytes_per_hour`.
+        quota: &'static str,
+        /// What is wrong and what to do.
+        message: String,
+    },
+    /// The served file failed its re-verification: decisions and writes
+    /// are refused until the server is restarted on a sound file (503).
+    #[error("{0}")]
+    Faulted(String),
     /// The request took longer than the server allows (a slow client): 408.
     #[error("{0}")]
     Timeout(String),
@@ -104,6 +117,8 @@ impl Error {
             Error::AlreadyRevoked { .. } => (409, "already_revoked"),
             Error::TooLarge(_) => (413, "too_large"),
             Error::RateLimited(_) => (429, "rate_limited"),
+            Error::OverQuota { .. } => (429, "over_quota"),
+            Error::Faulted(_) => (503, "faulted"),
             Error::StorageFull(_) => (507, "storage_full"),
             Error::Io { .. } | Error::Internal(_) => (500, "internal"),
             Error::Trace(e) => trace_status(e),

@@ -34,10 +34,20 @@ pub struct ServeOptions {
     pub failed_auth_per_second: f64,
     /// Failed authentications allowed in a burst.
     pub failed_auth_burst: f64,
-    /// Uploads parsed at once (the rest wait their turn): what parsing
-    /// holds in memory is about the upload's inflated text, so this bounds
-    /// the server's memory to a few times `8 × max_body_bytes`.
+    /// Uploads read and parsed at once: a request with a body waits for
+    /// one of these slots *before* its body is read off the socket, so at
+    /// most this many bodies are in memory at once (the rest wait, unread,
+    /// in their connections) and what parsing holds — about the upload's
+    /// inflated text — is bounded too: a few times `8 × max_body_bytes`
+    /// per slot.
     pub max_parsing: usize,
+    /// A checkpoint held elsewhere: the trace must still hold its events
+    /// at start and at each re-verification (a rollback of the file under
+    /// the server is a fault).
+    pub checkpoint: Option<ratchet_trace::Checkpoint>,
+    /// How often the whole file is verified again in the background
+    /// (`None`: never). A fault stops decisions and writes until restart.
+    pub reverify_every: Option<Duration>,
 }
 
 impl Default for ServeOptions {
@@ -52,6 +62,8 @@ impl Default for ServeOptions {
             failed_auth_per_second: 10.0,
             failed_auth_burst: 100.0,
             max_parsing: 2,
+            checkpoint: None,
+            reverify_every: Some(Duration::from_secs(600)),
         }
     }
 }
@@ -129,10 +141,29 @@ impl InFlight {
 pub struct Owner {
     ledger: Mutex<Ledger>,
     limits: Mutex<HashMap<String, Bucket>>,
+    accounts: Mutex<Accounts>,
     failures: Mutex<Bucket>,
-    parsing: Slots,
+    /// A permit per body read and parsed at once ([`ServeOptions::max_parsing`]).
+    pub(crate) parsing: std::sync::Arc<tokio::sync::Semaphore>,
+    pub(crate) bodies: Bodies,
+    health: Mutex<Health>,
     spool: tempfile::TempDir,
     pub(crate) options: ServeOptions,
+}
+
+/// The last full verification of the served file (`GET /v1/status`'s
+/// `reverification`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Health {
+    /// When the last full verification ended, in Unix milliseconds.
+    pub last_full_ms: Option<i64>,
+    /// The size of the trace it vouched for.
+    pub checked_through: u64,
+    /// Full verifications run (the one at start included).
+    pub runs: u64,
+    /// What it found wrong, if anything: decisions and writes are refused
+    /// from then on, until the server is restarted on a sound file.
+    pub fault: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -162,41 +193,28 @@ impl Bucket {
     }
 }
 
-/// A counting semaphore for blocking threads: `take` waits for a slot,
-/// the guard gives it back.
-#[derive(Debug)]
-struct Slots {
-    free: Mutex<usize>,
-    freed: std::sync::Condvar,
+/// Counts the request bodies held in memory, and the most held at once.
+#[derive(Debug, Default)]
+pub(crate) struct Bodies {
+    now: std::sync::atomic::AtomicUsize,
+    peak: std::sync::atomic::AtomicUsize,
 }
 
-struct Slot<'a>(&'a Slots);
+/// One body held in memory, until dropped.
+pub(crate) struct BodyHeld<'a>(&'a Bodies);
 
-impl Slots {
-    fn new(n: usize) -> Slots {
-        Slots {
-            free: Mutex::new(n),
-            freed: std::sync::Condvar::new(),
-        }
-    }
-
-    fn take(&self) -> Result<Slot<'_>> {
-        let poisoned = |_| Error::Internal("the parse slots' lock was poisoned".into());
-        let mut free = self.free.lock().map_err(poisoned)?;
-        while *free == 0 {
-            free = self.freed.wait(free).map_err(poisoned)?;
-        }
-        *free -= 1;
-        Ok(Slot(self))
+impl Bodies {
+    pub(crate) fn hold(&self) -> BodyHeld<'_> {
+        use std::sync::atomic::Ordering;
+        let n = self.now.fetch_add(1, Ordering::AcqRel) + 1;
+        self.peak.fetch_max(n, Ordering::AcqRel);
+        BodyHeld(self)
     }
 }
 
-impl Drop for Slot<'_> {
+impl Drop for BodyHeld<'_> {
     fn drop(&mut self) {
-        if let Ok(mut free) = self.0.free.lock() {
-            *free += 1;
-            self.0.freed.notify_one();
-        }
+        self.0.now.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
     }
 }
 
@@ -251,7 +269,168 @@ fn remove_stale_spools(tmp: &std::path::Path) {
     }
 }
 
+/// What each token stored, read from the batches' `ingest` markers in the
+/// verified view (so a restart, which verifies the trace again, finds the
+/// same totals), caught up incrementally: only markers past `upto` are read.
+#[derive(Debug, Default)]
+struct Accounts {
+    upto: u64,
+    by_token: HashMap<String, Usage>,
+}
+
+/// One token's usage: totals, and the last hour's batches (ts, events, bytes).
+#[derive(Debug, Default)]
+struct Usage {
+    events: u64,
+    bytes: u64,
+    recent: std::collections::VecDeque<(i64, u64, u64)>,
+}
+
+const HOUR_MS: i64 = 3_600_000;
+
+/// The prefix of every key the server writes a batch under; the marker's
+/// session is `ingest:` and the key.
+const BATCH_PREFIX: &str = "serve:";
+
+/// What a batch's `ingest` marker says of its author, read back from its
+/// session `ingest:serve:<token id>:<bytes>:<cell>:<route>:…` and its
+/// payload's `events`: `(token id, cell, events, bytes)`. `None` for a
+/// marker not written by this server's record routes (an owner's own
+/// ingestion, or a marker of a server older than quotas).
+pub(crate) fn batch_author(e: &ratchet_trace::Event) -> Option<(&str, &str, u64, u64)> {
+    if e.kind != ratchet_trace::ReservedKind::Ingest.as_str() || e.origin.is_some() {
+        return None;
+    }
+    let key = e
+        .session
+        .strip_prefix("ingest:")?
+        .strip_prefix(BATCH_PREFIX)?;
+    let mut parts = key.splitn(4, ':');
+    let id = parts.next()?;
+    let bytes: u64 = parts.next()?.parse().ok()?;
+    let cell = parts.next()?;
+    parts.next()?;
+    if id.len() != 16 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    #[derive(Deserialize)]
+    struct Marker {
+        events: u64,
+    }
+    let events = serde_json::from_slice::<Marker>(&e.payload).ok()?.events;
+    Some((id, cell, events, bytes))
+}
+
+impl Accounts {
+    fn catch_up(&mut self, view: &ratchet_trace::Verified) {
+        let events = view.events();
+        let start = events.partition_point(|e| e.seq <= self.upto);
+        for e in &events[start..] {
+            if let Some((id, _, n, bytes)) = batch_author(e) {
+                let u = self.by_token.entry(id.to_string()).or_default();
+                u.events = u.events.saturating_add(n);
+                u.bytes = u.bytes.saturating_add(bytes);
+                u.recent.push_back((e.ts_ms, n, bytes));
+            }
+        }
+        self.upto = view.head().size;
+    }
+
+    /// Refuses a batch of `events` and `bytes` by `who` that would pass
+    /// one of its quotas at `now`.
+    fn check(&mut self, who: &Capability, events: u64, bytes: u64, now: i64) -> Result<()> {
+        let q = who.spec.quota;
+        let u = self.by_token.entry(who.id.clone()).or_default();
+        while u
+            .recent
+            .front()
+            .is_some_and(|&(ts, _, _)| ts <= now - HOUR_MS)
+        {
+            u.recent.pop_front();
+        }
+        let (hour_events, hour_bytes) =
+            u.recent.iter().fold((0u64, 0u64), |(e, b), &(_, n, by)| {
+                (e.saturating_add(n), b.saturating_add(by))
+            });
+        let frees = |u: &Usage| {
+            u.recent.front().map_or(String::new(), |&(ts, _, _)| {
+                format!(
+                    "; the oldest batch of the hour leaves it in {} s",
+                    ((ts + HOUR_MS - now).max(0) + 999) / 1000
+                )
+            })
+        };
+        let over = |quota: &'static str,
+                    used: u64,
+                    adding: u64,
+                    limit: u64,
+                    what: &str,
+                    later: String| {
+            Error::OverQuota {
+                quota,
+                message: format!(
+                    "token {} is over its {quota} quota: it has stored {used} {what}, this request would add {adding}, the limit is {limit}; nothing was stored{later}",
+                    who.id
+                ),
+            }
+        };
+        let renew = "; the store's owner can mint a token with a larger quota (ratchet token mint --max-events/--max-bytes)".to_string();
+        if u.events.saturating_add(events) > q.max_events {
+            return Err(over(
+                "max_events",
+                u.events,
+                events,
+                q.max_events,
+                "events in all",
+                renew,
+            ));
+        }
+        if u.bytes.saturating_add(bytes) > q.max_bytes {
+            return Err(over(
+                "max_bytes",
+                u.bytes,
+                bytes,
+                q.max_bytes,
+                "bytes in all",
+                renew,
+            ));
+        }
+        if hour_events.saturating_add(events) > q.events_per_hour {
+            return Err(over(
+                "events_per_hour",
+                hour_events,
+                events,
+                q.events_per_hour,
+                "events in the last hour",
+                frees(u),
+            ));
+        }
+        if hour_bytes.saturating_add(bytes) > q.bytes_per_hour {
+            return Err(over(
+                "bytes_per_hour",
+                hour_bytes,
+                bytes,
+                q.bytes_per_hour,
+                "bytes in the last hour",
+                frees(u),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Owner {
+    /// Refuses a batch of `events` and `bytes` that would pass `who`'s
+    /// quota, counted from the trace as `ledger` holds it (refreshed).
+    fn charge(&self, ledger: &Ledger, who: &Capability, events: u64, bytes: u64) -> Result<()> {
+        let mut accounts = self
+            .accounts
+            .lock()
+            .map_err(|_| Error::Internal("the quota table's lock was poisoned".into()))?;
+        accounts.catch_up(ledger.view());
+        accounts.check(who, events, bytes, tokens::now_ms())
+    }
+
     /// Takes ownership of `store` (opened with its writer key, if keyed)
     /// and verifies it once.
     ///
@@ -259,16 +438,140 @@ impl Owner {
     /// [`Error::Trace`] if the trace does not verify (a server never serves
     /// an altered trace); [`Error::Io`] if the spool directory cannot be made.
     pub fn new(store: Store, options: ServeOptions) -> Result<Owner> {
-        let ledger = Ledger::new(store, VerifyOptions::default())?;
+        let mut verify = VerifyOptions::default();
+        if let Some(cp) = &options.checkpoint {
+            verify = verify.checkpoint(cp.clone());
+        }
+        let ledger = Ledger::new(store, verify)?;
+        let head = ledger.view().head().size;
         let spool = make_spool()?;
         Ok(Owner {
             ledger: Mutex::new(ledger),
             limits: Mutex::new(HashMap::new()),
+            accounts: Mutex::new(Accounts::default()),
             failures: Mutex::new(Bucket::full(options.failed_auth_burst)),
-            parsing: Slots::new(options.max_parsing.max(1)),
+            parsing: std::sync::Arc::new(tokio::sync::Semaphore::new(options.max_parsing.max(1))),
+            bodies: Bodies::default(),
+            health: Mutex::new(Health {
+                last_full_ms: Some(tokens::now_ms()),
+                checked_through: head,
+                runs: 1,
+                fault: None,
+            }),
             spool,
             options,
         })
+    }
+
+    /// The last full verification's outcome.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] if its lock is poisoned.
+    pub fn health(&self) -> Result<Health> {
+        self.health
+            .lock()
+            .map(|h| h.clone())
+            .map_err(|_| Error::Internal("the health record's lock was poisoned".into()))
+    }
+
+    /// Refuses when a re-verification found the file altered.
+    fn sound(&self) -> Result<()> {
+        match self.health()?.fault {
+            None => Ok(()),
+            Some(f) => Err(Error::Faulted(format!(
+                "the served trace failed its re-verification ({f}); decisions and writes are refused until the file is restored (or the damage investigated with `ratchet verify`) and the server restarted"
+            ))),
+        }
+    }
+
+    /// Verifies the whole file again, from a second read-only handle (the
+    /// store's lock is held only to read the head it holds): every event
+    /// re-hashed from genesis, and the file must still hold, at the size
+    /// the server has verified and served, the very head it holds (an
+    /// edit, a truncation or a rollback of the file under the server is a
+    /// fault) — and the `checkpoint` given at start. The outcome is kept
+    /// for `GET /v1/status`; a fault stops decisions and writes until
+    /// restart. Run by [`crate::serve`] every
+    /// [`ServeOptions::reverify_every`].
+    ///
+    /// # Errors
+    /// [`Error::Internal`] if a lock is poisoned. A file that cannot be
+    /// read is a fault, not an error.
+    pub fn reverify(&self) -> Result<Health> {
+        let (dir, store_id, held, checkpoint_ok) = {
+            let ledger = self.lock()?;
+            let checkpoint_ok = self
+                .options
+                .checkpoint
+                .as_ref()
+                .map(|cp| (cp.clone(), ledger.checkpoint_matches(cp)));
+            (
+                ledger.store().dir().to_path_buf(),
+                ledger.store().id().to_string(),
+                ledger.view().head(),
+                checkpoint_ok,
+            )
+        };
+        let held_cp = ratchet_trace::Checkpoint {
+            origin: store_id,
+            size: held.size,
+            head: held.hash,
+        };
+        let check = |cp: ratchet_trace::Checkpoint| -> Option<String> {
+            let store = match ratchet_trace::Store::open_read_only(
+                &dir,
+                ratchet_trace::StoreOptions::default(),
+            ) {
+                Ok(s) => s,
+                Err(e) => return Some(format!("the file cannot be opened: {e}")),
+            };
+            match store.verify_with(&VerifyOptions::default().checkpoint(cp)) {
+                Ok(r) => r.fault.map(|f| f.to_string()),
+                Err(e) => Some(e.to_string()),
+            }
+        };
+        let mut fault = check(held_cp).map(|f| {
+            format!(
+                "{f} (the server holds {} events ending in {})",
+                held.size,
+                held.hash.to_hex()
+            )
+        });
+        if fault.is_none()
+            && let Some((cp, matched)) = checkpoint_ok
+        {
+            fault = match matched {
+                Some(true) => None,
+                Some(false) => Some(format!(
+                    "the trace no longer holds the checkpoint's event {} ({})",
+                    cp.size,
+                    cp.head.to_hex()
+                )),
+                None => check(cp.clone()).map(|f| format!("checkpoint at {}: {f}", cp.size)),
+            };
+        }
+        let mut health = self
+            .health
+            .lock()
+            .map_err(|_| Error::Internal("the health record's lock was poisoned".into()))?;
+        health.runs += 1;
+        health.last_full_ms = Some(tokens::now_ms());
+        if fault.is_none() {
+            health.checked_through = held.size;
+        }
+        if let Some(f) = fault {
+            tracing::error!(fault = %f, "the served trace failed its re-verification: decisions and writes are refused until restart");
+            // The first fault stands: a later run does not clear it.
+            health.fault.get_or_insert(f);
+        }
+        Ok(health.clone())
+    }
+
+    /// The most request bodies held in memory at once since the server
+    /// started (at most [`ServeOptions::max_parsing`]: a body is read only
+    /// under a parse permit).
+    pub fn bodies_peak(&self) -> usize {
+        self.bodies.peak.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The store's lock for a write by `who`: the view refreshed, the token
@@ -280,6 +583,7 @@ impl Owner {
         who: &Capability,
         in_flight: &InFlight,
     ) -> Result<std::sync::MutexGuard<'_, Ledger>> {
+        self.sound()?;
         let mut ledger = self.lock()?;
         ledger.refresh()?;
         let now = tokens::now_ms();
@@ -368,6 +672,32 @@ impl Owner {
         text: &str,
     ) -> Result<Vec<Receipt>> {
         need(who, Scope::Record)?;
+        let bytes = text.len() as u64;
+        // Every batch goes under a key naming its token, its cell and its
+        // size: the marker is how the trace says who wrote it, and what the
+        // token's quota is counted from.
+        let key = match request_id {
+            Some(id) => request_key(who, bytes, "events", id, &[text.as_bytes()])?,
+            None => batch_key(who, bytes, "events", &format!("~{}", ulid::Ulid::new())),
+        };
+        // A batch past the quota as last counted is refused before a line
+        // is parsed (parsing is what a batch costs) — unless it is a retry
+        // of one stored already; the count is checked again, up to date,
+        // under the store's lock.
+        let lines = text.lines().filter(|l| !l.trim().is_empty()).count() as u64;
+        let early = self
+            .accounts
+            .lock()
+            .map_err(|_| Error::Internal("the quota table's lock was poisoned".into()))?
+            .check(who, lines, bytes, tokens::now_ms());
+        if let Err(e) = early {
+            let mut ledger = self.lock()?;
+            ledger.refresh()?;
+            if already_stored(&ledger, &key).is_some() {
+                return Ok(Vec::new());
+            }
+            return Err(e);
+        }
         let mut drafts = Vec::new();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
@@ -381,20 +711,21 @@ impl Owner {
         if drafts.is_empty() {
             return Err(Error::BadRequest("no events in the body".into()));
         }
+        let events = drafts.len() as u64;
         let mut ledger = self.write_lock(who, in_flight)?;
-        let receipts = match request_id {
-            Some(id) => match ledger
-                .append_once(&request_key(who, "events", id, &[text.as_bytes()])?, drafts)
-                .map_err(Error::from)
-                .map_err(Error::classify)?
-            {
-                ratchet_trace::AppendOnce::Appended(r) => r,
-                ratchet_trace::AppendOnce::AlreadyAppended { .. } => Vec::new(),
-            },
-            None => ledger
-                .append_batch(drafts)
-                .map_err(Error::from)
-                .map_err(Error::classify)?,
+        // A retry of a batch already stored is answered as stored, whatever
+        // the quota says now; anything new is charged first.
+        if already_stored(&ledger, &key).is_some() {
+            return Ok(Vec::new());
+        }
+        self.charge(&ledger, who, events, bytes)?;
+        let receipts = match ledger
+            .append_once(&key, drafts)
+            .map_err(Error::from)
+            .map_err(Error::classify)?
+        {
+            ratchet_trace::AppendOnce::Appended(r) => r,
+            ratchet_trace::AppendOnce::AlreadyAppended { .. } => Vec::new(),
         };
         Ok(receipts)
     }
@@ -452,7 +783,7 @@ impl Owner {
                     &query.name,
                 ))
                 .map_err(|e| Error::Internal(e.to_string()))?;
-                request_key(who, "ingest", id, &[&described, body])
+                request_key(who, body.len() as u64, "ingest", id, &[&described, body])
             })
             .transpose()?;
         // The upload goes to the server's own spool directory under a name
@@ -494,20 +825,31 @@ impl Owner {
             other => other,
         };
         // Read and parsed before the store's lock is taken: one large or
-        // hostile upload holds up no other client's request.
-        let slot = self.parsing.take()?;
+        // hostile upload holds up no other client's request. (The request
+        // holds a parse permit since before its body was read.)
         let reports = ratchet_scorers::read_reports(format, std::slice::from_ref(&path), &options)
             .map_err(hide)?;
-        drop(slot);
         let reports = if query.request_id.is_some() {
             reports
         } else {
             // Content alone would let one writer's upload stand for
-            // another's: the same evidence counts once per session.
-            let key = format!("serve:session:{}:{}", who.spec.session, reports.key());
+            // another's: the same evidence counts once per token (and
+            // upload size), and the key names its author.
+            let key = batch_key(
+                who,
+                body.len() as u64,
+                "ingest",
+                &format!("content:{}", reports.key()),
+            );
             reports.keyed(key)
         };
+        let events = reports.events_at_most();
         let mut ledger = self.write_lock(who, in_flight)?;
+        // A retry of what is stored is answered as stored, whatever the
+        // quota says now; anything new is charged first.
+        if already_stored(&ledger, reports.key()).is_none() {
+            self.charge(&ledger, who, events, body.len() as u64)?;
+        }
         // Declarations and the request id are looked up in the warm view;
         // what is stored is folded into it.
         let mut report = ratchet_scorers::store_reports(&mut ledger, reports).map_err(hide)?;
@@ -723,7 +1065,13 @@ fn own_session(who: &Capability, named: &str) -> Result<()> {
 /// parameter — so a retry sends the same and counts once, while an id
 /// reused by mistake for other evidence (another commit, another suite)
 /// stores it rather than dropping it.
-fn request_key(who: &Capability, route: &str, id: &str, parts: &[&[u8]]) -> Result<String> {
+fn request_key(
+    who: &Capability,
+    bytes: u64,
+    route: &str,
+    id: &str,
+    parts: &[&[u8]],
+) -> Result<String> {
     if id.is_empty() || id.len() > 64 || !id.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(Error::BadRequest(
             "request_id must be 1 to 64 visible ASCII characters".into(),
@@ -736,7 +1084,50 @@ fn request_key(who: &Capability, route: &str, id: &str, parts: &[&[u8]]) -> Resu
         h.update(part);
     }
     let digest = h.finalize().to_hex();
-    Ok(format!("serve:{}:{route}:{id}:{}", who.id, &digest[..16]))
+    Ok(batch_key(
+        who,
+        bytes,
+        route,
+        &format!("{id}:{}", &digest[..16]),
+    ))
+}
+
+/// The key a batch of `who` is stored under:
+/// `serve:<token id>:<bytes sent>:<cell>:<route>:<rest>` — its `ingest`
+/// marker (session `ingest:<key>`, payload `{key, events}`) then says
+/// which token wrote the batch, for which cell, how many events and how
+/// many bytes, without any change to the events' own layout.
+fn batch_key(who: &Capability, bytes: u64, route: &str, rest: &str) -> String {
+    // A cell is checked at mint (visible ASCII, no ':', at most 64); one
+    // minted before that check is stamped made safe.
+    let cell: String = who
+        .spec
+        .cell
+        .as_deref()
+        .unwrap_or("")
+        .chars()
+        .take(tokens::MAX_CELL_LEN)
+        .map(|c| {
+            if c.is_ascii_graphic() && c != ':' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{BATCH_PREFIX}{}:{bytes}:{cell}:{route}:{rest}", who.id)
+}
+
+/// The seq of the marker of a batch already stored under `key`, as the
+/// view holds it (the write transaction checks again for newer ones).
+fn already_stored(ledger: &Ledger, key: &str) -> Option<u64> {
+    let session = format!("ingest:{key}");
+    ledger
+        .view()
+        .events_of_kinds(&[ratchet_trace::ReservedKind::Ingest.as_str()])
+        .into_iter()
+        .find(|e| e.origin.is_none() && e.session == session)
+        .map(|e| e.seq)
 }
 
 /// The spooled file's name: the format's usual extension, or the one the
@@ -776,6 +1167,7 @@ mod tests {
                 session: "cell-1".into(),
                 cell: None,
                 expires_at_ms: None,
+                quota: Default::default(),
             },
         )
         .expect("mint");
@@ -809,7 +1201,7 @@ mod tests {
             !on_time.time_out(),
             "a request whose write began is answered with the write, not 408"
         );
-        assert_eq!(size(&owner), before + 1);
+        assert_eq!(size(&owner), before + 2, "the event and its batch's marker");
     }
 
     #[test]

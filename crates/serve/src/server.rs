@@ -145,6 +145,25 @@ pub async fn serve(
         }
     }
     drop(tx);
+    // The whole file verified again now and then, off the request path.
+    let reverifier = owner.options.reverify_every.map(|every| {
+        let owner = owner.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every.max(Duration::from_millis(10)));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            // The first tick is at once; the verification at start covered it.
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let o = owner.clone();
+                match tokio::task::spawn_blocking(move || o.reverify()).await {
+                    Ok(Ok(h)) => tracing::debug!(runs = h.runs, fault = ?h.fault, "re-verified"),
+                    Ok(Err(e)) => tracing::warn!(error = %e, "re-verification failed to run"),
+                    Err(e) => tracing::warn!(error = %e, "re-verification task failed"),
+                }
+            }
+        })
+    });
     loop {
         tokio::select! {
             conn = rx.recv() => {
@@ -166,6 +185,9 @@ pub async fn serve(
         }
     }
     accepters.abort_all();
+    if let Some(r) = reverifier {
+        r.abort();
+    }
     tracing::info!("shutting down: finishing requests in flight");
     if tokio::time::timeout(grace, graceful.shutdown())
         .await

@@ -58,6 +58,43 @@ impl std::str::FromStr for Scope {
     }
 }
 
+/// What a record token may store, counted from the trace (each batch's
+/// `ingest` marker names its token, its events and its bytes): events and
+/// bytes in total, and in any hour (a sliding window over the markers'
+/// timestamps). A request that would pass one stores nothing and is
+/// refused 429 `over_quota`, naming the quota. A token minted before
+/// quotas existed reads as minted with the defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Quota {
+    /// Events it may store in all (`ratchet token mint --max-events`).
+    pub max_events: u64,
+    /// Bytes it may send to be stored in all: event lines and uploads as
+    /// sent (`--max-bytes`).
+    pub max_bytes: u64,
+    /// Events it may store in any hour (`--events-per-hour`).
+    pub events_per_hour: u64,
+    /// Bytes it may send in any hour (`--bytes-per-hour`).
+    pub bytes_per_hour: u64,
+}
+
+impl Quota {
+    /// Defaults: 1,000,000 events and 1 GiB in all; 100,000 events and
+    /// 64 MiB in any hour.
+    pub const DEFAULT: Quota = Quota {
+        max_events: 1_000_000,
+        max_bytes: 1 << 30,
+        events_per_hour: 100_000,
+        bytes_per_hour: 64 << 20,
+    };
+}
+
+impl Default for Quota {
+    fn default() -> Self {
+        Quota::DEFAULT
+    }
+}
+
 /// What a token is minted for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -72,6 +109,9 @@ pub struct TokenSpec {
     /// When it stops working, in Unix milliseconds (`None`: until revoked).
     #[serde(default)]
     pub expires_at_ms: Option<i64>,
+    /// What it may store (a record token); the defaults when not given.
+    #[serde(default)]
+    pub quota: Quota,
 }
 
 /// The payload of a `capability` event.
@@ -125,6 +165,9 @@ pub struct Minted {
 
 const PREFIX: &str = "rtk_";
 
+/// The longest cell name a token may be minted with.
+pub const MAX_CELL_LEN: usize = 64;
+
 /// Every token minted in `view`'s own trace, by id.
 ///
 /// # Errors
@@ -174,6 +217,15 @@ pub fn mint_token(store: &mut Store, spec: &TokenSpec) -> Result<Minted> {
         return Err(Error::BadRequest(
             "expires_at_ms is in the past: the token would never work".into(),
         ));
+    }
+    if let Some(cell) = &spec.cell
+        && (cell.is_empty()
+            || cell.len() > MAX_CELL_LEN
+            || !cell.bytes().all(|b| b.is_ascii_graphic() && b != b':'))
+    {
+        return Err(Error::BadRequest(format!(
+            "cell {cell:?}: 1 to {MAX_CELL_LEN} visible ASCII characters without ':' (it is stamped on every batch the token writes)"
+        )));
     }
     let id = random_hex(8)?;
     let secret = random_hex(32)?;
@@ -267,4 +319,33 @@ pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_minted_before_quotas_reads_with_the_default_quota() {
+        let old = serde_json::json!({
+            "op": "mint", "id": "0123456789abcdef", "secret_hash": "00",
+            "can": ["record"], "session": "s", "cell": null, "expires_at_ms": null,
+        });
+        let parsed: CapabilityEvent = serde_json::from_value(old).expect("parses");
+        let CapabilityEvent::Mint { spec, .. } = parsed else {
+            panic!("a mint")
+        };
+        assert_eq!(spec.quota, Quota::DEFAULT);
+        let partial = serde_json::json!({
+            "op": "mint", "id": "0123456789abcdef", "secret_hash": "00",
+            "can": ["record"], "session": "s", "quota": { "max_events": 7 },
+        });
+        let CapabilityEvent::Mint { spec, .. } =
+            serde_json::from_value::<CapabilityEvent>(partial).expect("parses")
+        else {
+            panic!("a mint")
+        };
+        assert_eq!(spec.quota.max_events, 7);
+        assert_eq!(spec.quota.events_per_hour, Quota::DEFAULT.events_per_hour);
+    }
 }

@@ -280,9 +280,10 @@ impl VerifyOptions {
         self
     }
 
-    /// Keep every event whole in the [`Verified`] view, score events too
-    /// (by default a score is kept as its numbers only): for exports that
-    /// write every event out.
+    /// Keep every event whole in the [`Verified`] view, score events and a
+    /// caller's plain events too (by default a score is kept as its numbers
+    /// only, and a plain event — [`crate::is_plain`] — only counted): for
+    /// exports that write every event out.
     pub fn keep_all_events(mut self) -> Self {
         self.keep_all_events = true;
         self

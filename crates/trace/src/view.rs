@@ -401,9 +401,12 @@ impl Series {
 }
 
 /// The verified trace in memory: every score per scorer × version × commit
-/// in trace order, test runs, and every other event (control events,
-/// observations, notes) whole — built by verification from the bytes it
-/// checked, and the only input of a decision.
+/// in trace order, test runs, and the events a decision, report or
+/// monitor reads (control events, observations) whole — built by
+/// verification from the bytes it checked, and the only input of a
+/// decision. A caller's plain events (notes: see [`is_plain`]) are
+/// verified and counted but not held, unless every event was asked for
+/// ([`crate::VerifyOptions::keep_all_events`]).
 ///
 /// There is no way to build one but verifying ([`crate::Store::verified`],
 /// [`crate::Ledger`]), so a decision query on an unverified read does not
@@ -513,7 +516,22 @@ impl Verified {
                 self.report.size = r.seq;
                 self.report.head = blake3::Hash::from(r.stored);
             }
+            None if !self.keep_all && is_plain(b.str(r.kind)) => {
+                // Verified and counted; nothing of it is held (see [`is_plain`]).
+                self.count_kind(b.str(r.kind));
+                self.report.size = r.seq;
+                self.report.head = blake3::Hash::from(r.stored);
+            }
             other => self.fold(b.event(r), other),
+        }
+    }
+
+    fn count_kind(&mut self, kind: &str) {
+        match self.kinds.get_mut(kind) {
+            Some(n) => *n += 1,
+            None => {
+                self.kinds.insert(kind.to_string(), 1);
+            }
         }
     }
 
@@ -552,6 +570,7 @@ impl Verified {
                 self.test_runs.push((seq, t, provenance));
                 self.events.push(event);
             }
+            None if !self.keep_all && is_plain(&event.kind) => {}
             None => self.events.push(event),
         }
         self.report.size = seq;
@@ -685,6 +704,27 @@ impl Verified {
             + events
             + self.test_runs.capacity() * 104
     }
+}
+
+/// Caller kinds a reader of the view reads (besides scores and test runs,
+/// which are projected): kept whole like the reserved kinds.
+/// `observation` is what `ratchet_scorers::score_pending` scores.
+pub const KEPT_CALLER_KINDS: &[&str] = &["observation"];
+
+/// Whether the view leaves events of `kind` in the file: a caller's own
+/// kind (a note, a log line) that no decision, report or monitor reads —
+/// not reserved, not a score or test run, not one of
+/// [`KEPT_CALLER_KINDS`]. Such an event is verified like any other (its
+/// hash, its MAC, its place in the chain) and counted by kind in
+/// [`Verified::overview`], but nothing of it is held in memory: however
+/// many notes a writer sends, the warm view does not grow with them.
+/// A view made with [`crate::VerifyOptions::keep_all_events`] keeps them
+/// whole (an export reads them).
+pub fn is_plain(kind: &str) -> bool {
+    ReservedKind::of(kind).is_none()
+        && kind != crate::projection::KIND_SCORE
+        && kind != crate::projection::KIND_TEST_RUN
+        && !KEPT_CALLER_KINDS.contains(&kind)
 }
 
 /// The store's own events of `kind` among `events` (in seq order) at or

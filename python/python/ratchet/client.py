@@ -25,6 +25,7 @@ answer, whatever its status, is never retried: a non-2xx one raises
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import json
 import os
 import socket
@@ -45,6 +46,18 @@ _LOST = (ConnectionError, socket.timeout, http.client.RemoteDisconnected, http.c
 # Failures of connecting, when nothing was sent: retried for every request
 # (a socket file missing while the server restarts included).
 _NOT_CONNECTED = (ConnectionError, socket.timeout, FileNotFoundError)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine: 127.0.0.0/8, ::1 or
+    ``localhost``. Any other name may resolve anywhere, so it is not."""
+    h = host.strip("[]").rstrip(".")
+    if h.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(h).is_loopback
+    except ValueError:
+        return False
 
 
 class ServerError(Exception):
@@ -155,6 +168,13 @@ class Client:
             if not sep or not port.isdigit():
                 raise ValueError(f"{text!r}: http://HOST:PORT or a Unix socket path")
             self._tcp = (host.strip("[]"), int(port))
+            if self.token is not None and not is_loopback(self._tcp[0]):
+                raise ValueError(
+                    f"refusing to send the token in clear text to {text!r}: plain HTTP carries "
+                    "a bearer token only to a loopback address (127.0.0.0/8, ::1, localhost) "
+                    "or over a Unix socket; reach a remote server through a tunnel or TLS proxy "
+                    "that ends on this machine's loopback"
+                )
         self.server = text
 
     def __repr__(self) -> str:
@@ -182,6 +202,11 @@ class Client:
         the content type and the body of the answer."""
         headers = {"Connection": "close", "Accept": "application/json"}
         if auth and self.token is not None:
+            if self._tcp is not None and not is_loopback(self._tcp[0]):
+                raise ValueError(
+                    f"refusing to send the token in clear text to {self.server!r}: "
+                    "only to a loopback address or over a Unix socket"
+                )
             headers["Authorization"] = f"Bearer {self.token}"
         if body is not None:
             headers["Content-Type"] = content_type
@@ -394,16 +419,34 @@ class Client:
         session: str,
         cell: Optional[str] = None,
         expires_at_ms: Optional[int] = None,
+        max_events: Optional[int] = None,
+        max_bytes: Optional[int] = None,
+        events_per_hour: Optional[int] = None,
+        bytes_per_hour: Optional[int] = None,
     ) -> dict[str, Any]:
         """Mints a token of scopes ``can`` (record, decide, read, admin)
         recording under ``session``: token (the bearer string, shown only
-        here), id, receipts, store_id."""
+        here), id, receipts, store_id. The quotas (events and bytes, in all
+        and per hour) default to the server's; a write past one is refused
+        with :class:`ServerError` 429 ``over_quota``."""
         scopes = [can] if isinstance(can, str) else list(can)
         spec: dict[str, Any] = {"can": scopes, "session": session}
         if cell is not None:
             spec["cell"] = cell
         if expires_at_ms is not None:
             spec["expires_at_ms"] = int(expires_at_ms)
+        quota = {
+            k: int(v)
+            for k, v in (
+                ("max_events", max_events),
+                ("max_bytes", max_bytes),
+                ("events_per_hour", events_per_hour),
+                ("bytes_per_hour", bytes_per_hour),
+            )
+            if v is not None
+        }
+        if quota:
+            spec["quota"] = quota
         return self._json("POST", "/v1/tokens", json.dumps(spec).encode(), idempotent=False)
 
     def revoke_token(self, id: str) -> dict[str, Any]:

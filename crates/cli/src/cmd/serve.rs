@@ -38,6 +38,18 @@ pub struct ServeArgs {
     /// Seconds a request may take, its upload included (408 beyond it).
     #[arg(long, default_value_t = 30)]
     request_timeout: u64,
+    /// A checkpoint held elsewhere (`ratchet checkpoint --out`): the trace
+    /// must hold its events at start (else the server does not start) and
+    /// at every re-verification (else decisions and writes stop).
+    #[arg(long)]
+    checkpoint: Option<PathBuf>,
+    /// How often the whole file is verified again in the background
+    /// (`10m`, `1h`, `30s`; `off` never). A fault — an edited byte, a
+    /// rollback or truncation under the server, a checkpoint no longer
+    /// held — stops decisions and writes until restart; `GET /v1/status`
+    /// shows it under `reverification`.
+    #[arg(long, default_value = "10m")]
+    reverify_every: String,
 }
 
 /// `ratchet token …`.
@@ -76,6 +88,20 @@ pub struct MintFlags {
     /// How long it lives: `90s`, `30m`, `12h`, `7d` (default: until revoked).
     #[arg(long)]
     pub expires: Option<String>,
+    /// Events it may store in all (record tokens; default 1000000). A
+    /// request past any quota stores nothing and is answered 429 over_quota.
+    #[arg(long)]
+    pub max_events: Option<u64>,
+    /// Bytes it may send to be stored in all: event lines and uploads as
+    /// sent (default 1073741824, 1 GiB).
+    #[arg(long)]
+    pub max_bytes: Option<u64>,
+    /// Events it may store in any hour (default 100000).
+    #[arg(long)]
+    pub events_per_hour: Option<u64>,
+    /// Bytes it may send in any hour (default 67108864, 64 MiB).
+    #[arg(long)]
+    pub bytes_per_hour: Option<u64>,
     /// Write the token to this file (mode 0600) instead of printing it.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -91,7 +117,27 @@ pub fn serve(ctx: &Ctx, a: &ServeArgs) -> Result<u8> {
         p.push(".sock");
         PathBuf::from(p)
     });
+    let checkpoint = a
+        .checkpoint
+        .as_deref()
+        .map(|p| {
+            ratchet_trace::Checkpoint::read(p)
+                .with_context(|| format!("checkpoint {}", p.display()))
+        })
+        .transpose()?;
+    let reverify_every = match a.reverify_every.trim() {
+        "off" | "never" => None,
+        every => {
+            let d = parse_duration_of("--reverify-every", every)?;
+            if d.is_zero() {
+                anyhow::bail!("--reverify-every {every:?}: give a positive interval, or off");
+            }
+            Some(d)
+        }
+    };
     let options = ServeOptions {
+        checkpoint,
+        reverify_every,
         max_body_bytes: a.max_body_mb.saturating_mul(1 << 20),
         rate_per_second: a.rate,
         burst: a.burst,
@@ -109,8 +155,14 @@ pub fn serve(ctx: &Ctx, a: &ServeArgs) -> Result<u8> {
     if let Some(t) = a.tcp {
         listen.push(Listen::Tcp(t));
     }
+    // Few blocking threads: each thread that allocates under contention
+    // gets a malloc arena of its own that keeps what it once held, so a
+    // burst of parses on many threads would leave the server holding
+    // several times what the parse permits bound (measured: 64 concurrent
+    // 4 MB uploads, peak 465 MB on the default pool, see the README).
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .max_blocking_threads(4)
         .enable_all()
         .build()
         .context("starting the server's runtime")?;
@@ -212,6 +264,10 @@ fn mint(ctx: &Ctx, flags: &MintFlags) -> Result<u8> {
         session,
         cell,
         expires,
+        max_events,
+        max_bytes,
+        events_per_hour,
+        bytes_per_hour,
         out: out_file,
         key_file,
     } = flags;
@@ -232,6 +288,13 @@ fn mint(ctx: &Ctx, flags: &MintFlags) -> Result<u8> {
         session: session.clone(),
         cell: cell.clone(),
         expires_at_ms,
+        quota: ratchet_serve::Quota {
+            max_events: max_events.unwrap_or(ratchet_serve::Quota::DEFAULT.max_events),
+            max_bytes: max_bytes.unwrap_or(ratchet_serve::Quota::DEFAULT.max_bytes),
+            events_per_hour: events_per_hour
+                .unwrap_or(ratchet_serve::Quota::DEFAULT.events_per_hour),
+            bytes_per_hour: bytes_per_hour.unwrap_or(ratchet_serve::Quota::DEFAULT.bytes_per_hour),
+        },
     };
     let mut store = ctx.open(key_file.as_deref())?;
     let minted = ratchet_serve::mint_token(&mut store, &spec)?;
@@ -259,20 +322,28 @@ fn mint(ctx: &Ctx, flags: &MintFlags) -> Result<u8> {
 
 /// `90s`, `30m`, `12h`, `7d`.
 fn parse_duration(text: &str) -> Result<Duration> {
+    parse_duration_of("--expires", text)
+}
+
+/// `90s`, `30m`, `12h`, `7d` (and `500ms`) as a duration; `flag` names
+/// the flag in an error.
+fn parse_duration_of(flag: &str, text: &str) -> Result<Duration> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (n, unit) = t.split_at(split);
     let n: u64 = n
         .parse()
-        .map_err(|_| anyhow!("--expires {text:?}: a number and a unit (90s, 30m, 12h, 7d)"))?;
-    let secs = match unit {
-        "s" | "" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        "d" => n * 86_400,
-        _ => anyhow::bail!("--expires {text:?}: the unit is s, m, h or d"),
+        .map_err(|_| anyhow!("{flag} {text:?}: a number and a unit (90s, 30m, 12h, 7d)"))?;
+    let millis = match unit {
+        "ms" => Some(n),
+        "s" | "" => n.checked_mul(1000),
+        "m" => n.checked_mul(60_000),
+        "h" => n.checked_mul(3_600_000),
+        "d" => n.checked_mul(86_400_000),
+        _ => anyhow::bail!("{flag} {text:?}: the unit is ms, s, m, h or d"),
     };
-    Ok(Duration::from_secs(secs))
+    let millis = millis.ok_or_else(|| anyhow!("{flag} {text:?}: too long"))?;
+    Ok(Duration::from_millis(millis))
 }
 
 /// Writes a secret to a new file only its owner can read.

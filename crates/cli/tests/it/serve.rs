@@ -65,6 +65,10 @@ impl World {
     }
     /// Starts the server and waits for its ready line.
     fn serve(&self, wrap: &[&str]) -> Child {
+        self.serve_with(wrap, &[])
+    }
+    /// Starts the server with `extra` flags and waits for its ready line.
+    fn serve_with(&self, wrap: &[&str], extra: &[&str]) -> Child {
         let exe = env!("CARGO_BIN_EXE_ratchet");
         let socket = self.socket().display().to_string();
         let store = self.store();
@@ -83,12 +87,12 @@ impl World {
         let mut command = match wrap.split_first() {
             Some((first, rest)) => {
                 let mut c = Command::new(first);
-                c.args(rest).arg(exe).args(args);
+                c.args(rest).arg(exe).args(args).args(extra);
                 c
             }
             None => {
                 let mut c = Command::new(exe);
-                c.args(args);
+                c.args(args).args(extra);
                 c
             }
         };
@@ -463,4 +467,81 @@ fn a_writer_in_a_namespace_sandbox_sees_only_the_socket_and_its_token() {
     stop(server);
     assert_eq!(w.score_tasks().get("boxed"), Some(&1));
     w.verifies();
+}
+
+/// Issue 35 through the binary: `token mint --max-events --cell` bounds a
+/// writer across restarts and stamps its batches; `serve --checkpoint`
+/// refuses a file rolled back behind the checkpoint.
+#[test]
+fn a_minted_quota_holds_across_restarts_and_a_rolled_back_file_is_refused_at_start() {
+    let w = World::new();
+    let tok = w.path("q.tok");
+    let o = w.run(
+        &[
+            "token",
+            "mint",
+            "--can",
+            "record",
+            "--session",
+            "q",
+            "--cell",
+            "runner-1",
+            "--max-events",
+            "3",
+            "--out",
+            &tok.display().to_string(),
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let note = |i: usize| format!("{{\"kind\":\"note\",\"payload\":{{\"i\":{i}}}}}\n");
+    let server = w.serve(&[]);
+    let c = w.client(&tok);
+    c.record_events(&(note(1) + &note(2))).expect("two events");
+    stop(server);
+    // A copy of the store as it was, to roll back to.
+    let copy = w.path("store-then");
+    let o = Command::new("cp")
+        .args(["-a", &w.store(), &copy.display().to_string()])
+        .status()
+        .expect("cp");
+    assert!(o.success());
+
+    let server = w.serve(&[]);
+    let err = c
+        .record_events(&(note(3) + &note(4)))
+        .expect_err("past the quota");
+    assert!(
+        err.to_string().contains("max_events") && err.to_string().contains("nothing was stored"),
+        "{err}"
+    );
+    c.record_events(&note(3)).expect("up to the quota");
+    stop(server);
+    // The marker names the token's cell.
+    let o = w.run(&["log", "--kind", "ingest", "--json"], "");
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains(":runner-1:events:"), "{}", text(&o));
+
+    let cp = w.path("cp.txt");
+    let o = w.run(&["checkpoint", "--out", &cp.display().to_string()], "");
+    assert!(o.status.success(), "{}", text(&o));
+    let cp_s = cp.display().to_string();
+    let server = w.serve_with(&[], &["--checkpoint", &cp_s, "--reverify-every", "1s"]);
+    let err = c
+        .record_events(&note(5))
+        .expect_err("the quota holds after a restart");
+    assert!(err.to_string().contains("max_events"), "{err}");
+    stop(server);
+
+    // Rolled back behind the checkpoint: the server does not start.
+    std::fs::remove_dir_all(w.store()).expect("rm");
+    let o = Command::new("cp")
+        .args(["-a", &copy.display().to_string(), &w.store()])
+        .status()
+        .expect("cp");
+    assert!(o.success());
+    let socket = w.socket().display().to_string();
+    let o = w.run(&["serve", "--socket", &socket, "--checkpoint", &cp_s], "");
+    assert!(!o.status.success(), "a rolled-back store is not served");
+    assert_says(&o, "checkpoint");
 }

@@ -694,6 +694,14 @@ impl ReadReports {
         &self.key
     }
 
+    /// The most events storing this appends (runs, scores and a
+    /// declaration per new scorer; the batch's marker not counted): what a
+    /// server checks a writer's quota against before it stores anything.
+    pub fn events_at_most(&self) -> u64 {
+        (self.evidence.runs.len() + self.evidence.scores.len() + self.evidence.directions.len())
+            as u64
+    }
+
     /// The same evidence stored once under `key` instead (a server keys
     /// content per session, so one writer's upload never stands for
     /// another's).

@@ -1,6 +1,7 @@
 //! The server as its clients meet it: a real Unix socket, a real store,
 //! hostile requests. One integration binary; each module pins one promise.
 
+mod authorship;
 mod hostile;
 mod load;
 mod scopes;
@@ -60,6 +61,7 @@ impl Server {
                     session: session.into(),
                     cell: None,
                     expires_at_ms: None,
+                    quota: Default::default(),
                 },
             )
             .expect("mint")
@@ -70,31 +72,7 @@ impl Server {
         let admin = mint(vec![Scope::Admin, Scope::Read], "owner");
         let socket = dir.path().join("serve.sock");
         let owner = Arc::new(Owner::new(store, options).expect("owner"));
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let listen = vec![Listen::Unix(socket.clone())];
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("runtime");
-            let r = rt.block_on(ratchet_serve::serve(
-                owner,
-                &listen,
-                Duration::from_secs(5),
-                |_| {
-                    let _ = ready_tx.send(());
-                },
-                async {
-                    let _ = stop_rx.await;
-                },
-            ));
-            r.expect("serve");
-        });
-        ready_rx
-            .recv_timeout(Duration::from_secs(120))
-            .expect("the server came up");
+        let (stop_tx, thread) = spawn(owner, &socket);
         Server {
             dir,
             socket,
@@ -107,6 +85,30 @@ impl Server {
             record_id: record.id,
             stop: Some(stop_tx),
             thread: Some(thread),
+        }
+    }
+
+    /// Stops the server and starts a new one on the same store and socket
+    /// (what a restart after a crash or an upgrade is).
+    pub fn restart(&mut self, options: ServeOptions) {
+        self.stop_serving();
+        let mut o = StoreOptions::default();
+        if let Some(k) = &self.key_file {
+            o = o.writer_key(WriterKey::read_file(k).expect("key"));
+        }
+        let store = Store::open(&self.store_dir, o).expect("reopen");
+        let owner = Arc::new(Owner::new(store, options).expect("owner"));
+        let (stop, thread) = spawn(owner, &self.socket);
+        self.stop = Some(stop);
+        self.thread = Some(thread);
+    }
+
+    fn stop_serving(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 
@@ -146,13 +148,44 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.stop_serving();
     }
+}
+
+/// Serves `owner` on `socket` on a thread of its own; returns what stops it.
+fn spawn(
+    owner: Arc<Owner>,
+    socket: &Path,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    std::thread::JoinHandle<()>,
+) {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let listen = vec![Listen::Unix(socket.to_path_buf())];
+    let thread = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let r = rt.block_on(ratchet_serve::serve(
+            owner,
+            &listen,
+            Duration::from_secs(5),
+            |_| {
+                let _ = ready_tx.send(());
+            },
+            async {
+                let _ = stop_rx.await;
+            },
+        ));
+        r.expect("serve");
+    });
+    ready_rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the server came up");
+    (stop_tx, thread)
 }
 
 /// A raw HTTP/1.1 exchange over the socket: what a hand-rolled or hostile

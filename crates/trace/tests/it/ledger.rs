@@ -511,3 +511,52 @@ fn a_warm_append_once_finds_its_key_in_the_view_and_past_it() {
         .expect("verified");
     assert_same_view(ledger.view(), &cold);
 }
+
+/// What the warm view holds per event, by kind, stated in benches/README.md
+/// and bounded here: a caller's plain event (a note: a kind no decision
+/// reads) costs the view nothing per event beyond its kind's count (it is
+/// verified, counted, and left in the file); events a decision reads are
+/// kept whole. `keep_all_events` (what an export asks for) keeps them all.
+#[test]
+fn the_view_holds_nothing_per_plain_event_and_states_what_it_holds_per_kept_one() {
+    let n = 20_000usize;
+    let per_event = |kind: &str, keep_all: bool| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut store = Store::create(dir.path(), StoreOptions::default()).expect("store");
+        let empty = store
+            .verified(&VerifyOptions::default())
+            .expect("view")
+            .heap_bytes();
+        let drafts: Vec<EventDraft> = (0..n)
+            .map(|i| {
+                EventDraft::json(kind, &serde_json::json!({ "n": i }))
+                    .expect("draft")
+                    .session("cell-1")
+            })
+            .collect();
+        store.append_batch(drafts).expect("append");
+        let options = if keep_all {
+            VerifyOptions::default().keep_all_events()
+        } else {
+            VerifyOptions::default()
+        };
+        let mut ledger = Ledger::new(store, options).expect("ledger");
+        let cold = (ledger.view().heap_bytes() - empty) as f64 / n as f64;
+        // The warm path (folding what was just appended) holds the same.
+        let more: Vec<EventDraft> = (0..100)
+            .map(|i| EventDraft::json(kind, &serde_json::json!({ "m": i })).expect("draft"))
+            .collect();
+        ledger.append_batch(more).expect("append");
+        assert_eq!(ledger.view().overview().kinds[kind], n as u64 + 100);
+        cold
+    };
+    let note = per_event("note", false);
+    let note_all = per_event("note", true);
+    let observation = per_event("observation", false);
+    println!(
+        "view heap per event: note {note:.1} B, note with keep_all_events {note_all:.1} B, observation {observation:.1} B"
+    );
+    assert!(note < 1.0, "a note costs the view {note:.1} B");
+    assert!(observation > 100.0, "an observation is kept whole");
+    assert!(note_all > 100.0, "keep_all_events keeps notes whole");
+}

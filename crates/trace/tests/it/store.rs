@@ -578,7 +578,7 @@ fn a_verified_view_is_one_state_and_holds_no_lock() {
     assert_eq!(v.head().size, 10, "the view is fixed");
     assert!(v.report().is_valid());
     assert_eq!(v.overview().size, 10);
-    assert_eq!(v.events().len() as u64 + v.score_count(), 10);
+    assert_eq!(v.overview().kinds.values().sum::<u64>(), 10);
     assert_eq!(
         r.head().expect("head").size,
         15,
