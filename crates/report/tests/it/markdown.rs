@@ -113,6 +113,7 @@ fn hostile_store(dir: &std::path::Path) -> Store {
                 baseline: &base,
                 candidate,
                 checkpoint: None,
+                allow_unpinned: false,
             };
             let v = ratchet_gate::decide(&mut store, &q).expect("decide");
             done[i] = v.outcome.status() != ratchet_gate::GateStatus::Continue;
