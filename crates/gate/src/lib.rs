@@ -87,8 +87,8 @@ pub use noninferiority::{
     ConfidenceSequence, Margin, NonInferiority, SampleStats, SequenceOutcome, WelchOutcome,
 };
 pub use pin::{
-    PinnedPolicy, PolicySource, pin_policy, pinned_policies, pinned_policy, policy_differences,
-    resolve_policy,
+    PinnedPolicy, PolicySource, Reading, pin_policy, pinned_policies, pinned_policy,
+    policy_differences, readings, resolve_policy,
 };
 pub use policy::{
     Canaries, ClassPolicy, Guardrail, GuardrailMethod, Invariant, MarginKind, Policy, TestKind,

@@ -250,3 +250,55 @@ pub fn resolve_policy(
         }),
     }
 }
+
+/// How a pinned class will read one scorer: its direction and where that
+/// comes from, shown to the key holder when pinning (what the gate then
+/// reads, whatever evidence declares later).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reading {
+    /// The scorer.
+    pub scorer: String,
+    /// Which way it improves.
+    pub direction: ratchet_scorers::Direction,
+    /// `policy`, `declared at seq N` or `default for its name`.
+    pub from: String,
+}
+
+/// The direction of every scorer `policy` reads (primary, guardrails,
+/// invariants), as a decision of the class pinned at `at` reads it: the
+/// policy's, else the trace's own declaration at or before `at`, else the
+/// default for the name.
+///
+/// # Errors
+/// [`Error::Trace`] if a declaration does not parse.
+pub fn readings(view: &Verified, policy: &ClassPolicy, at: u64) -> Result<Vec<Reading>> {
+    let stated = std::iter::once((policy.scorer.as_str(), policy.direction))
+        .chain(
+            policy
+                .guardrails
+                .iter()
+                .map(|g| (g.scorer.as_str(), Some(g.direction))),
+        )
+        .chain(policy.invariants.iter().map(|i| (i.scorer.as_str(), None)));
+    let mut out: Vec<Reading> = Vec::new();
+    for (scorer, stated) in stated {
+        if out.iter().any(|r| r.scorer == scorer) {
+            continue;
+        }
+        let declared = ratchet_scorers::declared_direction(view, scorer, at)?;
+        let (direction, from) = match (stated, declared) {
+            (Some(d), _) => (d, "policy".to_string()),
+            (None, Some((d, seq))) => (d, format!("declared at seq {seq}")),
+            (None, None) => (
+                ratchet_scorers::direction_of(scorer),
+                "default for its name".to_string(),
+            ),
+        };
+        out.push(Reading {
+            scorer: scorer.to_string(),
+            direction,
+            from,
+        });
+    }
+    Ok(out)
+}

@@ -86,9 +86,16 @@ pub fn policy_pin(
         if let ratchet_gate::Pinned::Appended { receipt } = &pinned {
             receipts.push(*receipt);
         }
-        pins.push(
-            serde_json::json!({"class": class, "policy_hash": c.hash().to_string(), "pin": pinned}),
-        );
+        // How the class will read each scorer from now on, whatever later
+        // evidence declares: shown to the person pinning.
+        let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
+        let readings = ratchet_gate::readings(&view, c, pinned.seq())?;
+        pins.push(serde_json::json!({
+            "class": class,
+            "policy_hash": c.hash().to_string(),
+            "pin": pinned,
+            "readings": readings,
+        }));
         if !ctx.json {
             match &pinned {
                 ratchet_gate::Pinned::Appended { receipt } => outln!(
@@ -100,6 +107,9 @@ pub fn policy_pin(
                     "class {class} is already pinned to policy {} (seq {seq}): nothing appended",
                     out::short(&c.hash().to_hex())
                 ),
+            }
+            for r in &readings {
+                outln!("  {}: {} ({})", r.scorer, r.direction, r.from);
             }
         }
     }
@@ -297,6 +307,22 @@ pub(crate) fn print_verdict(v: &Verdict) -> Result<()> {
             StageState::Open => "open",
         };
         writeln!(o, "  {mark:<4}  {:<20} {}", stage_name(&s.stage), s)?;
+    }
+    // Evidence stored but not read: its producer is not one the class trusts.
+    for a in &v.set_aside {
+        let what = match (a.scores, a.test_runs) {
+            (0, runs) => format!("{runs} test run(s)"),
+            (scores, 0) => format!("{scores} score(s)"),
+            (scores, runs) => format!("{scores} score(s) and {runs} test run(s)"),
+        };
+        writeln!(
+            o,
+            "  set aside: {what} about the {} from {}: not a producer class {} trusts for the {} (its `trust`)",
+            a.side, a.producer, v.class, a.side
+        )?;
+    }
+    if v.unpinned {
+        writeln!(o, "  (decided under a policy not pinned in the trace)")?;
     }
     writeln!(
         o,

@@ -1,10 +1,12 @@
 //! The `ratchet` binary as its users run it: one integration binary, one
 //! module per promise — the commands end to end (`commands`), the habits
-//! of a CLI (`ux`), attacks through the files (`attacks`), the inputs of a
+//! of a CLI (`ux`), attacks through the files (`attacks`), whose evidence
+//! a class counts (`authority`), the inputs of a
 //! decision beside the trace (`boundaries`), the work commands (`work`)
 //! and the server with its clients (`serve`).
 
 mod attacks;
+mod authority;
 mod boundaries;
 mod commands;
 mod common;

@@ -361,3 +361,45 @@ fn a_dry_run_after_a_heal_says_nothing_to_heal_and_proposes_nothing() {
     }
     assert_eq!(w.head_commit(), v2, "a dry run moves nothing");
 }
+
+/// Issue 35, attack 4: a commit the gate rejected on measured evidence (a
+/// failing required suite) stays out of heal; a later decision about it in
+/// *another* class — one for missing evidence, as a `decide` token asking
+/// with no evidence gets — does not launder it back in.
+#[test]
+fn a_decision_in_another_class_never_lifts_a_measured_reject_for_heal() {
+    let (w, [v1, v2, v3]) = heal_world(&[("prompt.txt", b"v2", BLOB)]);
+    std::fs::write(
+        w.store().join("policy.toml"),
+        ratchet_testkit::gap_class("prompt", "gaussian", "quality", 0.1, 2000, "required_suites = [\"unit\"]\n")
+            + &ratchet_testkit::gap_class("other", "gaussian", "accuracy", 0.1, 2000, ""),
+    )
+    .expect("policy");
+    let failing = format!(
+        "{{\"kind\":\"test_run\",\"commit\":\"{v2}\",\"payload\":{{\"commit\":\"{v2}\",\"suite\":\"unit\",\"passed\":9,\"failed\":1,\"skipped\":0,\"duration_ms\":1.0,\"failures\":[\"t\"]}}}}\n"
+    );
+    let o = w.cmd(&["append"], &failing);
+    assert!(o.status.success(), "{}", text(&o));
+    let decide = |class: &str| {
+        let mut args = gate_args(&v3, &v2, class);
+        args.push("--allow-unpinned");
+        w.cmd(&args, "")
+    };
+    let o = decide("prompt");
+    assert_eq!(o.status.code(), Some(1), "measured reject: {}", text(&o));
+    let skipped_v2 = |w: &World| {
+        let o = w.cmd(&["heal", "--dry-run", "--json"], "");
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        assert_eq!(v["chosen"], v1.as_str(), "{v:#}");
+        assert!(
+            v["skipped"].to_string().contains(&v2) && v["skipped"].to_string().contains("class prompt"),
+            "{v:#}"
+        );
+    };
+    skipped_v2(&w);
+    // Another class decides v2 with no evidence of it: missing evidence.
+    let o = decide("other");
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    skipped_v2(&w);
+}
