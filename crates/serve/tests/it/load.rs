@@ -21,7 +21,7 @@ fn seconds() -> u64 {
 fn sixteen_concurrent_writers_lose_nothing_and_store_nothing_twice() {
     const CLIENTS: usize = 16;
     const PER_BATCH: usize = 10;
-    let s = Server::start(ServeOptions {
+    let s = Server::start_unmetered(ServeOptions {
         rate_per_second: 1e9,
         burst: 1e9,
         ..ServeOptions::default()

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ratchet_serve::{Client, Endpoint, Listen, Owner, Scope, ServeOptions, TokenSpec, mint_token};
+use ratchet_serve::{
+    Client, Endpoint, Listen, Owner, Quota, Scope, ServeOptions, TokenSpec, mint_token,
+};
 use ratchet_trace::{Store, StoreOptions, WriterKey};
 
 pub const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
@@ -37,14 +39,26 @@ pub struct Server {
 
 impl Server {
     pub fn start(options: ServeOptions) -> Server {
-        Server::start_with(options, false)
+        Server::start_with(options, false, Quota::DEFAULT)
     }
 
     pub fn start_keyed(options: ServeOptions) -> Server {
-        Server::start_with(options, true)
+        Server::start_with(options, true, Quota::DEFAULT)
     }
 
-    fn start_with(options: ServeOptions, keyed: bool) -> Server {
+    /// A server whose record token may store as much as a load test sends
+    /// (the default hourly quota is a few seconds of a fast machine's load).
+    pub fn start_unmetered(options: ServeOptions) -> Server {
+        let all = Quota {
+            max_events: u64::MAX,
+            max_bytes: u64::MAX,
+            events_per_hour: u64::MAX,
+            bytes_per_hour: u64::MAX,
+        };
+        Server::start_with(options, false, all)
+    }
+
+    fn start_with(options: ServeOptions, keyed: bool, record_quota: Quota) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
         let store_dir = dir.path().join("store");
         let key_file = keyed.then(|| dir.path().join("writer.key"));
@@ -53,7 +67,7 @@ impl Server {
             o = o.writer_key(WriterKey::create_file(k).expect("key"));
         }
         let mut store = Store::create(&store_dir, o).expect("store");
-        let mut mint = |can: Vec<Scope>, session: &str| {
+        let mut mint = |can: Vec<Scope>, session: &str, quota: Quota| {
             mint_token(
                 &mut store,
                 &TokenSpec {
@@ -61,15 +75,15 @@ impl Server {
                     session: session.into(),
                     cell: None,
                     expires_at_ms: None,
-                    quota: Default::default(),
+                    quota,
                 },
             )
             .expect("mint")
         };
-        let record = mint(vec![Scope::Record], "cell-1");
-        let decide = mint(vec![Scope::Decide, Scope::Read], "ci");
-        let read = mint(vec![Scope::Read], "viewer");
-        let admin = mint(vec![Scope::Admin, Scope::Read], "owner");
+        let record = mint(vec![Scope::Record], "cell-1", record_quota);
+        let decide = mint(vec![Scope::Decide, Scope::Read], "ci", Quota::DEFAULT);
+        let read = mint(vec![Scope::Read], "viewer", Quota::DEFAULT);
+        let admin = mint(vec![Scope::Admin, Scope::Read], "owner", Quota::DEFAULT);
         let socket = dir.path().join("serve.sock");
         let owner = Arc::new(Owner::new(store, options).expect("owner"));
         let (stop_tx, thread) = spawn(owner, &socket);
