@@ -175,11 +175,6 @@ fn a_token_cannot_switch_the_version_the_gate_reads_for_any_scorer() {
     assert_eq!(code, Some(1), "still the trusted reject: {v:#}");
     assert_eq!(v["outcome"], honest["outcome"], "{v:#}");
     assert_eq!(v["scorer_versions"]["acc"], "1", "{v:#}");
-    let aside = set_aside(&v);
-    assert!(
-        aside.contains("\"token\"") && aside.contains("evil") && aside.contains("\"scores\""),
-        "the verdict says what it set aside and whose: {aside}"
-    );
 
     // The guardrail: the candidate is better on acc, doubles cost (trusted);
     // the token's cost lines under version 2 say it costs less.
@@ -190,10 +185,34 @@ fn a_token_cannot_switch_the_version_the_gate_reads_for_any_scorer() {
         let task = format!("t{t:03}");
         trusted.push_str(&line(&b2, &task, "acc", "1", 0.3));
         trusted.push_str(&line(&c2, &task, "acc", "1", 0.9));
-        trusted.push_str(&line(&b2, &task, "cost", "1", 1.0 + f64::from(t % 3) * 0.01));
-        trusted.push_str(&line(&c2, &task, "cost", "1", 2.0 + f64::from(t % 5) * 0.01));
-        evil.push_str(&line(&b2, &task, "cost", "2", 2.0 + f64::from(t % 3) * 0.01));
-        evil.push_str(&line(&c2, &task, "cost", "2", 1.0 + f64::from(t % 5) * 0.01));
+        trusted.push_str(&line(
+            &b2,
+            &task,
+            "cost",
+            "1",
+            1.0 + f64::from(t % 3) * 0.01,
+        ));
+        trusted.push_str(&line(
+            &c2,
+            &task,
+            "cost",
+            "1",
+            2.0 + f64::from(t % 5) * 0.01,
+        ));
+        evil.push_str(&line(
+            &b2,
+            &task,
+            "cost",
+            "2",
+            2.0 + f64::from(t % 3) * 0.01,
+        ));
+        evil.push_str(&line(
+            &c2,
+            &task,
+            "cost",
+            "2",
+            1.0 + f64::from(t % 5) * 0.01,
+        ));
     }
     k.ingest("ci", &trusted);
     k.ingest("evil", &evil);
@@ -215,7 +234,7 @@ fn a_token_can_neither_pre_empt_the_first_score_nor_veto_a_commit() {
     let (b, c) = (commit(1), commit(2));
     let run = |commit: &str, failed: u32| {
         format!(
-            "{{\"kind\":\"test_run\",\"commit\":\"{commit}\",\"payload\":{{\"commit\":\"{commit}\",\"suite\":\"unit\",\"passed\":10,\"failed\":{failed},\"skipped\":0,\"duration_ms\":1.0,\"failures\":[]}}}}\n"
+            "{{\"kind\":\"test_run\",\"commit\":\"{commit}\",\"payload\":{{\"suite\":\"unit\",\"passed\":10,\"failed\":{failed},\"skipped\":0,\"duration_ms\":1.0,\"failures\":[]}}}}\n"
         )
     };
     // The token, first: a failing suite and a perfect score on every task.
@@ -333,7 +352,10 @@ fn a_writer_of_baseline_lines_cannot_choose_the_order_the_test_sees() {
                 .flat_map(|&t| {
                     let (bv, cv) = outcomes[t as usize];
                     let task = format!("t{t:03}");
-                    [line(&b, &task, "pass", "1", bv), line(&c, &task, "pass", "1", cv)]
+                    [
+                        line(&b, &task, "pass", "1", bv),
+                        line(&c, &task, "pass", "1", cv),
+                    ]
                 })
                 .collect();
             k.ingest("ci", &batch);
@@ -347,13 +369,18 @@ fn a_writer_of_baseline_lines_cannot_choose_the_order_the_test_sees() {
                         promotes[i] += 1;
                         stopped[i] = true;
                     }
-                    Some(3) => {}
+                    // Waiting (3), or at the first look no pair yet (4).
+                    Some(3 | 4) => {}
                     Some(1 | 6) => stopped[i] = true,
                     other => panic!("{other:?}: {v:#}"),
                 }
             }
         }
     }
+    eprintln!(
+        "false promotes: trusted {}/{RUNS}, everyone {}/{control_runs}",
+        promotes[0], promotes[1]
+    );
     // The attack is real: read as everyone's, the token's order promotes.
     assert!(
         promotes[1] >= control_runs - 1,
@@ -454,7 +481,8 @@ fn a_branch_that_verify_runs_cannot_declare_how_a_scorer_is_read() {
     );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(
-        v["evaluation"]["ingested"][0]["scores"], 5,
+        v["verification"]["evaluation"]["ingested"][0]["scores"],
+        5,
         "{}",
         text(&o)
     );

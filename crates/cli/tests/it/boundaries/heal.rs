@@ -371,12 +371,18 @@ fn a_decision_in_another_class_never_lifts_a_measured_reject_for_heal() {
     let (w, [v1, v2, v3]) = heal_world(&[("prompt.txt", b"v2", BLOB)]);
     std::fs::write(
         w.store().join("policy.toml"),
-        ratchet_testkit::gap_class("prompt", "gaussian", "quality", 0.1, 2000, "required_suites = [\"unit\"]\n")
-            + &ratchet_testkit::gap_class("other", "gaussian", "accuracy", 0.1, 2000, ""),
+        ratchet_testkit::gap_class(
+            "prompt",
+            "gaussian",
+            "quality",
+            0.1,
+            2000,
+            "required_suites = [\"unit\"]\n",
+        ) + &ratchet_testkit::gap_class("other", "gaussian", "accuracy", 0.1, 2000, ""),
     )
     .expect("policy");
     let failing = format!(
-        "{{\"kind\":\"test_run\",\"commit\":\"{v2}\",\"payload\":{{\"commit\":\"{v2}\",\"suite\":\"unit\",\"passed\":9,\"failed\":1,\"skipped\":0,\"duration_ms\":1.0,\"failures\":[\"t\"]}}}}\n"
+        "{{\"kind\":\"test_run\",\"commit\":\"{v2}\",\"payload\":{{\"suite\":\"unit\",\"passed\":9,\"failed\":1,\"skipped\":0,\"duration_ms\":1.0,\"failures\":[\"t\"]}}}}\n"
     );
     let o = w.cmd(&["append"], &failing);
     assert!(o.status.success(), "{}", text(&o));
@@ -393,7 +399,8 @@ fn a_decision_in_another_class_never_lifts_a_measured_reject_for_heal() {
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
         assert_eq!(v["chosen"], v1.as_str(), "{v:#}");
         assert!(
-            v["skipped"].to_string().contains(&v2) && v["skipped"].to_string().contains("class prompt"),
+            v["skipped"].to_string().contains(&v2)
+                && v["skipped"].to_string().contains("class prompt"),
             "{v:#}"
         );
     };
