@@ -484,3 +484,62 @@ fn a_decide_token_lifts_a_measured_reject_for_heal_by_choosing_a_weak_baseline()
         text(&o)
     );
 }
+
+/// HOLE (medium). Promise: an untrusted producer cannot "switch the
+/// scorer version read (for primary, guardrails, invariants)": "a version
+/// is the policy's …, else the newest in the baseline's trusted evidence".
+///
+/// When the baseline has no trusted score of an invariant's scorer (an
+/// invariant checked on candidates only — a new safety check), the
+/// version read falls back to the newest version *anyone* recorded
+/// (`scorer_versions`, every producer, every commit). One score of a new
+/// version from an untrusted token, about any commit, switches the
+/// version: the candidate's trusted, failing safety scores are no longer
+/// read, and a measured reject (a violated invariant, which keeps heal
+/// away from the commit) becomes "the candidate has no scores" — missing
+/// evidence, which heal does not honour.
+#[test]
+fn an_untrusted_token_switches_the_invariant_version_when_the_baseline_has_none() {
+    let w = World::new();
+    let base = w.commit(b"v1", "v1");
+    let cand = w.commit(b"v2", "v2");
+    w.checkout_head();
+    w.init();
+    let mut policy = accuracy_policy();
+    policy.push_str("\n[[class.prompt.invariant]]\nscorer = \"safety\"\nminimum = 1.0\n");
+    w.pin(&policy);
+    // The key holder's evidence: the candidate is more accurate, but
+    // unsafe on one task (version "1").
+    let mut lines = scores(&base, "accuracy", 0, 200, |t| 0.70 + f64::from(t % 5) * 0.01);
+    lines.push_str(&scores(&cand, "accuracy", 0, 200, |t| {
+        0.80 + f64::from(t % 7) * 0.01
+    }));
+    lines.push_str(&scores(&cand, "safety", 0, 50, |t| if t == 7 { 0.0 } else { 1.0 }));
+    w.ok(&["append"], &lines);
+    let gate = |w: &World| {
+        let o = w.cmd(
+            &["--json", "gate", "--baseline", &base, "--candidate", &cand, "--class", "prompt", "--dry-run"],
+            "",
+        );
+        verdict(&o)
+    };
+    let v = gate(&w);
+    assert_eq!(v["outcome"]["cause"], "measured", "control: {v:#}");
+    assert_eq!(v["scorer_versions"]["safety"], "1", "control: {v:#}");
+
+    // One safety score of a new version, from a token nobody trusts,
+    // about a commit that is neither side.
+    let token = w.mint("rec.tok", &["record"], "cell-7");
+    let server = w.serve();
+    let elsewhere = "e".repeat(40);
+    let o = w.remote(&token, &["append"], &scores(&elsewhere, "safety", 0, 1, |_| 1.0).replace("\"scorer_version\":\"1\"", "\"scorer_version\":\"2\""));
+    stop(server);
+    assert!(o.status.success(), "{}", text(&o));
+
+    let v = gate(&w);
+    assert_eq!(
+        v["scorer_versions"]["safety"], "1",
+        "an untrusted token chose the invariant's version read: {v:#}"
+    );
+    assert_eq!(v["outcome"]["cause"], "measured", "{v:#}");
+}
