@@ -203,7 +203,8 @@ fn stop(mut child: Child) {
     let _ = child.wait();
 }
 
-const RUBRIC: &str = "name = \"answer\"\n[[item]]\nid = \"correct\"\ntype = \"boolean\"\nweight = 1.0\n";
+const RUBRIC: &str =
+    "name = \"answer\"\n[[item]]\nid = \"correct\"\ntype = \"boolean\"\nweight = 1.0\n";
 
 /// Class `prompt` decided by rubric `answer` (a betting test), default
 /// trust: the key holder's evidence only, on both sides.
@@ -279,7 +280,16 @@ fn a_record_tokens_observations_are_laundered_into_key_holder_scores_by_ratchet_
     // Before the owner's batch scoring the class reads nothing of the
     // candidate: the token is not trusted.
     let o = w.cmd(
-        &["--json", "gate", "--baseline", &base, "--candidate", &cand, "--class", "prompt"],
+        &[
+            "--json",
+            "gate",
+            "--baseline",
+            &base,
+            "--candidate",
+            &cand,
+            "--class",
+            "prompt",
+        ],
         "",
     );
     assert_ne!(verdict(&o)["status"], "promote", "{}", text(&o));
@@ -290,7 +300,16 @@ fn a_record_tokens_observations_are_laundered_into_key_holder_scores_by_ratchet_
     // Promise: still nothing of the token's is read, so no promotion on
     // its word alone (and its evidence is counted in set_aside).
     let o = w.cmd(
-        &["--json", "gate", "--baseline", &base, "--candidate", &cand, "--class", "prompt"],
+        &[
+            "--json",
+            "gate",
+            "--baseline",
+            &base,
+            "--candidate",
+            &cand,
+            "--class",
+            "prompt",
+        ],
         "",
     );
     let v = verdict(&o);
@@ -323,7 +342,16 @@ fn a_merged_cells_observations_become_the_homes_key_holder_scores() {
     w.ok(&["merge-cells", &cell_s], "");
     w.ok(&["score", "--rubric", &rubric], "");
     let o = w.cmd(
-        &["--json", "gate", "--baseline", &base, "--candidate", &cand, "--class", "prompt"],
+        &[
+            "--json",
+            "gate",
+            "--baseline",
+            &base,
+            "--candidate",
+            &cand,
+            "--class",
+            "prompt",
+        ],
         "",
     );
     let v = verdict(&o);
@@ -379,7 +407,9 @@ fn an_untrusted_record_token_makes_heal_check_out_its_favourite_commit() {
 
     // The key holder's routine watch and heal.
     let o = w.cmd(
-        &["watch", "--commit", &v3, "--scorer", "quality", "--from", &from, "--record"],
+        &[
+            "watch", "--commit", &v3, "--scorer", "quality", "--from", &from, "--record",
+        ],
         "",
     );
     let alarmed = o.status.code() == Some(1);
@@ -425,7 +455,9 @@ fn a_decide_token_lifts_a_measured_reject_for_heal_by_choosing_a_weak_baseline()
     w.pin(&accuracy_policy());
     // accuracy: the baseline ≈ 0.83, the rejected commit ≈ 0.72, the weak
     // commit ≈ 0.50 (200 tasks each, the key holder's).
-    let mut lines = scores(&base, "accuracy", 0, 200, |t| 0.80 + f64::from(t % 7) * 0.01);
+    let mut lines = scores(&base, "accuracy", 0, 200, |t| {
+        0.80 + f64::from(t % 7) * 0.01
+    });
     lines.push_str(&scores(&rejected, "accuracy", 0, 200, |t| {
         0.70 + f64::from(t % 5) * 0.01
     }));
@@ -445,7 +477,16 @@ fn a_decide_token_lifts_a_measured_reject_for_heal_by_choosing_a_weak_baseline()
     w.ok(&["append"], &lines);
     // The gate rejects it on measured evidence against the baseline.
     let o = w.cmd(
-        &["--json", "gate", "--baseline", &base, "--candidate", &rejected, "--class", "prompt"],
+        &[
+            "--json",
+            "gate",
+            "--baseline",
+            &base,
+            "--candidate",
+            &rejected,
+            "--class",
+            "prompt",
+        ],
         "",
     );
     let v = verdict(&o);
@@ -454,23 +495,40 @@ fn a_decide_token_lifts_a_measured_reject_for_heal_by_choosing_a_weak_baseline()
     let from = w.size().to_string();
     w.ok(
         &["append"],
-        &scores(&deployed, "quality", 100, 60, |t| 0.60 + f64::from(t % 3) * 0.01),
+        &scores(&deployed, "quality", 100, 60, |t| {
+            0.60 + f64::from(t % 3) * 0.01
+        }),
     );
     let o = w.cmd(
-        &["watch", "--commit", &deployed, "--scorer", "quality", "--from", &from, "--record"],
+        &[
+            "watch", "--commit", &deployed, "--scorer", "quality", "--from", &from, "--record",
+        ],
         "",
     );
     assert_eq!(o.status.code(), Some(1), "an alarm: {}", text(&o));
     let o = w.ok(&["--json", "heal", "--dry-run"], "");
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-    assert_eq!(v["chosen"], base.as_str(), "control: the reject holds: {v:#}");
+    assert_eq!(
+        v["chosen"],
+        base.as_str(),
+        "control: the reject holds: {v:#}"
+    );
 
     // A decide token asks about the rejected commit against the weak one.
     let token = w.mint("dec.tok", &["decide"], "ci");
     let server = w.serve();
     let o = w.remote(
         &token,
-        &["--json", "gate", "--baseline", &weak, "--candidate", &rejected, "--class", "prompt"],
+        &[
+            "--json",
+            "gate",
+            "--baseline",
+            &weak,
+            "--candidate",
+            &rejected,
+            "--class",
+            "prompt",
+        ],
         "",
     );
     stop(server);
@@ -510,15 +568,29 @@ fn an_untrusted_token_switches_the_invariant_version_when_the_baseline_has_none(
     w.pin(&policy);
     // The key holder's evidence: the candidate is more accurate, but
     // unsafe on one task (version "1").
-    let mut lines = scores(&base, "accuracy", 0, 200, |t| 0.70 + f64::from(t % 5) * 0.01);
+    let mut lines = scores(&base, "accuracy", 0, 200, |t| {
+        0.70 + f64::from(t % 5) * 0.01
+    });
     lines.push_str(&scores(&cand, "accuracy", 0, 200, |t| {
         0.80 + f64::from(t % 7) * 0.01
     }));
-    lines.push_str(&scores(&cand, "safety", 0, 50, |t| if t == 7 { 0.0 } else { 1.0 }));
+    lines.push_str(&scores(&cand, "safety", 0, 50, |t| {
+        if t == 7 { 0.0 } else { 1.0 }
+    }));
     w.ok(&["append"], &lines);
     let gate = |w: &World| {
         let o = w.cmd(
-            &["--json", "gate", "--baseline", &base, "--candidate", &cand, "--class", "prompt", "--dry-run"],
+            &[
+                "--json",
+                "gate",
+                "--baseline",
+                &base,
+                "--candidate",
+                &cand,
+                "--class",
+                "prompt",
+                "--dry-run",
+            ],
             "",
         );
         verdict(&o)
@@ -532,7 +604,12 @@ fn an_untrusted_token_switches_the_invariant_version_when_the_baseline_has_none(
     let token = w.mint("rec.tok", &["record"], "cell-7");
     let server = w.serve();
     let elsewhere = "e".repeat(40);
-    let o = w.remote(&token, &["append"], &scores(&elsewhere, "safety", 0, 1, |_| 1.0).replace("\"scorer_version\":\"1\"", "\"scorer_version\":\"2\""));
+    let o = w.remote(
+        &token,
+        &["append"],
+        &scores(&elsewhere, "safety", 0, 1, |_| 1.0)
+            .replace("\"scorer_version\":\"1\"", "\"scorer_version\":\"2\""),
+    );
     stop(server);
     assert!(o.status.success(), "{}", text(&o));
 
@@ -542,4 +619,87 @@ fn an_untrusted_token_switches_the_invariant_version_when_the_baseline_has_none(
         "an untrusted token chose the invariant's version read: {v:#}"
     );
     assert_eq!(v["outcome"]["cause"], "measured", "{v:#}");
+}
+
+/// HOLE (low). `mint_token`'s contract: "[Error::BadRequest] for an empty
+/// scope list or an invalid session". An empty session is minted without
+/// a word — and since a producer is "a token's session" by session name
+/// (at any time, before or after the mint), every event the key holder
+/// wrote without a session (`ratchet append` lines that name none) turns
+/// into that token's: a class's default trust then sets the key holder's
+/// own evidence aside and cannot decide.
+#[test]
+fn a_token_minted_for_the_empty_session_is_refused() {
+    let (_d, store) = common::fresh_store();
+    let cwd = _d.path();
+    let a = "a".repeat(40);
+    let b = "b".repeat(40);
+    let lines: String = (0..150)
+        .flat_map(|i| {
+            [(a.as_str(), 0.5), (b.as_str(), 0.95)].map(|(c, v)| {
+                format!(
+                    "{{\"kind\":\"score\",\"commit\":\"{c}\",\"payload\":{{\"task\":\"t{i}\",\"scorer\":\"acc\",\"scorer_version\":\"1\",\"value\":{v}}}}}\n"
+                )
+            })
+        })
+        .collect();
+    common::ratchet_ok(
+        cwd,
+        &["--store", &store, "--allow-unknown-commit", "append"],
+        &lines,
+    );
+    let policy = cwd.join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[class.p]\nscorer = \"acc\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 400\n",
+    )
+    .expect("policy");
+    let policy = policy.display().to_string();
+    let gate = || {
+        let o = common::ratchet(
+            cwd,
+            &[
+                "--store",
+                &store,
+                "--allow-unknown-commit",
+                "--json",
+                "gate",
+                "--baseline",
+                &a,
+                "--candidate",
+                &b,
+                "--class",
+                "p",
+                "--policy",
+                &policy,
+                "--dry-run",
+            ],
+            "",
+        );
+        verdict(&o)
+    };
+    assert_eq!(gate()["status"], "promote", "control");
+    let out = cwd.join("t.tok").display().to_string();
+    let o = common::ratchet(
+        cwd,
+        &[
+            "--store",
+            &store,
+            "token",
+            "mint",
+            "--can",
+            "record",
+            "--session",
+            "",
+            "--out",
+            &out,
+        ],
+        "",
+    );
+    let v = gate();
+    assert!(
+        !o.status.success(),
+        "a token was minted for the empty session; the key holder's own evidence is now set aside: {}",
+        v["set_aside"]
+    );
 }
