@@ -10,6 +10,7 @@ mod authority;
 mod boundaries;
 mod commands;
 mod common;
+mod red_team_35;
 mod serve;
 mod ux;
 mod work;
