@@ -1185,6 +1185,20 @@ impl StageReport {
                 s.n = Some(count(d.tasks));
                 s.n_of = Some("pairs".into());
             }
+            // The slowest benchmark first: the one the stage turns on.
+            StageDetails::Benchmarks(d) => {
+                if let Some(first) = d.benchmarks.first() {
+                    s.measure = Some(format!(
+                        "ratio candidate / baseline of {} (above 1: slower)",
+                        first.benchmark
+                    ));
+                    s.estimate = Some(first.ratio);
+                    s.ci_low = Some(first.low);
+                    s.ci_high = Some(first.high);
+                    s.n = Some(count(first.n));
+                    s.n_of = Some("pairs".into());
+                }
+            }
         }
         s
     }

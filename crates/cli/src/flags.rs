@@ -554,6 +554,11 @@ pub struct WatchFlags {
     /// Writer key file (keyed stores, with --record).
     #[arg(long)]
     pub key_file: Option<PathBuf>,
+    /// Producers whose scores count (repeatable): `key_holder`,
+    /// `session:NAME`, `cell:STORE_ID` or `everyone` (default: the key
+    /// holder's own scores only, as a class without `trust` reads).
+    #[arg(long)]
+    pub trust: Vec<String>,
 }
 
 /// The flags of `ratchet heal`.
@@ -574,6 +579,11 @@ pub struct HealFlags {
     /// Writer key file (keyed stores).
     #[arg(long)]
     pub key_file: Option<PathBuf>,
+    /// Producers whose scores count (repeatable): `key_holder`,
+    /// `session:NAME`, `cell:STORE_ID` or `everyone` (default: the key
+    /// holder's own scores only, as a class without `trust` reads).
+    #[arg(long)]
+    pub trust: Vec<String>,
 }
 
 /// The flags of `ratchet best`.
@@ -594,6 +604,11 @@ pub struct BestFlags {
     /// Writer key file (a keyed store is only read with its key).
     #[arg(long)]
     pub key_file: Option<PathBuf>,
+    /// Producers whose scores count (repeatable): `key_holder`,
+    /// `session:NAME`, `cell:STORE_ID` or `everyone` (default: the key
+    /// holder's own scores only, as a class without `trust` reads).
+    #[arg(long)]
+    pub trust: Vec<String>,
 }
 
 /// The flags of `ratchet arl`.

@@ -733,6 +733,7 @@ fn live_phase(
         auto: (chart, chart),
         two_sided: false,
         min_n: LIVE_WARMUP as u64,
+        trust: ratchet_trace::Sources::key_holder(),
     };
     let mut monitor = ratchet_orchestrate::start_watch(&mut w.ledger, &plan)?;
     let first_live_seq = from + 1;

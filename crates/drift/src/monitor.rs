@@ -367,6 +367,9 @@ pub struct Monitor {
     position: u64,
     /// Seqs of the observations since the detector's last reset.
     seqs: Vec<u64>,
+    /// Whose scores it reads (default: everyone's; `watch` reads the key
+    /// holder's unless told otherwise, [`Monitor::reading`]).
+    sources: ratchet_trace::Sources,
 }
 
 impl Monitor {
@@ -449,7 +452,17 @@ impl Monitor {
             baseline_sd: sd,
             position: from_seq,
             seqs: Vec::new(),
+            sources: ratchet_trace::Sources::everyone(),
         })
+    }
+
+    /// This monitor reading only the scores `sources` admits from now on
+    /// (start it on a view restricted to the same sources,
+    /// [`Verified::restricted_to`], so its baseline is theirs too): no
+    /// producer it does not trust can raise an alarm.
+    pub fn reading(mut self, sources: ratchet_trace::Sources) -> Self {
+        self.sources = sources;
+        self
     }
 
     /// Which shifts alarm (default [`Watch::Decreases`]). A one-sided
@@ -512,11 +525,12 @@ impl Monitor {
     pub fn poll(&mut self, view: &Verified) -> Result<Vec<TraceAlarm>> {
         let mut alarms = Vec::new();
         loop {
-            let page = view.score_stream(
+            let page = view.score_stream_from(
                 &self.commit,
                 ScorerRef::at_version(&self.scorer, &self.version),
                 self.position,
                 PAGE,
+                &self.sources,
             );
             for &(seq, value) in &page {
                 self.seqs.push(seq);

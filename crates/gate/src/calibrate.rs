@@ -566,6 +566,12 @@ pub fn calibration_table(
 ) -> Result<Vec<CalibrationRow>> {
     let mut rows = Vec::new();
     match policy.test {
+        TestKind::Benchmarks => {
+            return Err(Error::InvalidParameter {
+                name: "test",
+                reason: "calibrate models one paired test; the benchmarks kind's error rates are measured per timing shape by the gate's seeded simulations (crates/gate/tests/it/benchmarks.rs)".into(),
+            });
+        }
         TestKind::Bernoulli => {
             // With the baseline passing a task with probability p0 and the
             // candidate with r, independently, a pair is discordant with

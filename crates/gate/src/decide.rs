@@ -270,6 +270,8 @@ pub enum StageDetails {
     Guardrail(GuardrailDetails),
     /// Too few tasks scored on both sides for the stage's test to run.
     TooFewTasks(TooFewTasks),
+    /// A `benchmarks` class's sequential stage: every benchmark's verdict.
+    Benchmarks(crate::bench_stage::BenchmarksDetails),
 }
 
 impl<'de> Deserialize<'de> for StageReport {
@@ -302,6 +304,10 @@ impl<'de> Deserialize<'de> for StageReport {
             Stage::TraceVerification => shape(&raw.stage, raw.details, StageDetails::Verification)?,
             Stage::Tests => shape(&raw.stage, raw.details, StageDetails::Tests)?,
             Stage::Invariants => shape(&raw.stage, raw.details, StageDetails::Invariants)?,
+            // A benchmarks class's table has its own shape (a `benchmarks` list).
+            Stage::Sequential if raw.details.get("benchmarks").is_some() => {
+                shape(&raw.stage, raw.details, StageDetails::Benchmarks)?
+            }
             Stage::Sequential => shape(&raw.stage, raw.details, StageDetails::Sequential)?,
             Stage::Guardrail(_) => shape(&raw.stage, raw.details, StageDetails::Guardrail)?,
         };

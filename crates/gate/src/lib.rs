@@ -49,6 +49,8 @@
 //! ```
 #![deny(missing_docs)]
 
+mod bench_stage;
+pub mod benchmarks;
 mod betting;
 mod calibrate;
 mod decide;
@@ -62,6 +64,7 @@ mod policy;
 mod sprt;
 mod stages;
 
+pub use bench_stage::{BenchmarkRow, BenchmarksDetails};
 pub use betting::{BettingCapital, BettingTest, ValidInterval, betting_interval};
 pub use calibrate::{
     Assumptions, CALIBRATION_ROWS, CalibrationMethod, CalibrationRow, Effect, MonteCarloEstimate,

@@ -61,6 +61,13 @@ pub enum TestKind {
     /// (at α), reject when shown below `gap` (at β). The default kind.
     #[default]
     Betting,
+    /// Benchmarks judged as benchmarks ([`crate::benchmarks`]): each
+    /// benchmark on its own samples (`samples` events), on the log ratio
+    /// candidate ÷ baseline; the class promotes when every benchmark is
+    /// shown not slower than `regression`, rejects when one is shown slower
+    /// than `equivalence` (family-wise α over the suite). `max_n` bounds
+    /// the pairs read per benchmark.
+    Benchmarks,
 }
 
 impl TestKind {
@@ -72,6 +79,7 @@ impl TestKind {
             TestKind::Gaussian => "gaussian",
             TestKind::Paired => "paired",
             TestKind::Betting => "betting",
+            TestKind::Benchmarks => "benchmarks",
         }
     }
 }
@@ -350,6 +358,14 @@ pub struct ClassPolicy {
     /// Canary tasks.
     #[serde(default)]
     pub canaries: Option<Canaries>,
+    /// Benchmarks: a slowdown of this fraction or more is a regression
+    /// (default 0.05). Not serialized when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regression: Option<f64>,
+    /// Benchmarks: changes within this fraction are noise (default 0.01,
+    /// below `regression`). Not serialized when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equivalence: Option<f64>,
     /// Whose evidence counts, per side (absent: the key holder's only).
     /// Not serialized when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -530,6 +546,18 @@ impl ClassPolicy {
                     return Err(bad(f("warmup"), "at least 2 observations are needed"));
                 }
             }
+            TestKind::Benchmarks => {
+                let (reg, eq) = self.benchmark_thresholds();
+                if !(reg.is_finite() && reg > 0.0) {
+                    return Err(bad(f("regression"), format!("{reg} must be a positive fraction (0.05: 5 % slower)")));
+                }
+                if !(eq.is_finite() && eq >= 0.0 && eq < reg) {
+                    return Err(bad(
+                        f("equivalence"),
+                        format!("{eq} must be at least 0 and below regression = {reg}"),
+                    ));
+                }
+            }
             TestKind::Paired => {
                 let e0 = self
                     .elo0
@@ -602,6 +630,12 @@ impl ClassPolicy {
                 &format!("class.{class}.trust.candidate"),
             )?,
         ])
+    }
+
+    /// The benchmark thresholds: `regression` (default 0.05) and
+    /// `equivalence` (default 0.01).
+    pub fn benchmark_thresholds(&self) -> (f64, f64) {
+        (self.regression.unwrap_or(0.05), self.equivalence.unwrap_or(0.01))
     }
 
     /// Wald's boundaries for this class's α and β.
@@ -694,6 +728,7 @@ mod tests {
             TestKind::Gaussian,
             TestKind::Paired,
             TestKind::Betting,
+            TestKind::Benchmarks,
         ] {
             let json = serde_json::to_string(&kind).expect("json");
             assert_eq!(json, format!("\"{}\"", kind.as_str()));

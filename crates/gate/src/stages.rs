@@ -25,7 +25,7 @@ use crate::sprt::{Decision, GaussianSprt, SequentialTest as _};
 const INVARIANT_CONFIDENCE: f64 = 0.95;
 
 /// What a stage says: `Some(outcome)` ends the verdict there.
-type Step = Result<Option<Outcome>>;
+pub(crate) type Step = Result<Option<Outcome>>;
 
 /// Runs every stage on a verdict whose identity (class, commits, head) is
 /// filled in, and returns the outcome.
@@ -150,20 +150,20 @@ fn guardrails(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
 /// (and where what was set aside is counted), and the last seq at which a
 /// scorer's declared direction counts.
 #[derive(Clone, Copy)]
-struct Look<'a> {
-    view: &'a Verified,
-    q: &'a Question<'a>,
-    at: u64,
-    versions: &'a BTreeMap<String, String>,
-    law: Law,
-    sources: &'a [Sources; 2],
-    declared_until: u64,
-    set_aside: &'a RefCell<Vec<SetAside>>,
+pub(crate) struct Look<'a> {
+    pub(crate) view: &'a Verified,
+    pub(crate) q: &'a Question<'a>,
+    pub(crate) at: u64,
+    pub(crate) versions: &'a BTreeMap<String, String>,
+    pub(crate) law: Law,
+    pub(crate) sources: &'a [Sources; 2],
+    pub(crate) declared_until: u64,
+    pub(crate) set_aside: &'a RefCell<Vec<SetAside>>,
 }
 
 impl Look<'_> {
     /// Counts `aside` into the verdict's set-aside evidence.
-    fn set_aside(&self, aside: Vec<SetAside>) {
+    pub(crate) fn set_aside(&self, aside: Vec<SetAside>) {
         if !aside.is_empty() {
             ratchet_trace::merge_set_aside(&mut self.set_aside.borrow_mut(), aside);
         }
@@ -184,7 +184,7 @@ impl Look<'_> {
     }
 }
 
-fn reject(stage: Stage, cause: RejectCause, reason: impl Into<String>) -> Step {
+pub(crate) fn reject(stage: Stage, cause: RejectCause, reason: impl Into<String>) -> Step {
     Ok(Some(Outcome::Reject {
         stage,
         cause,
@@ -192,7 +192,12 @@ fn reject(stage: Stage, cause: RejectCause, reason: impl Into<String>) -> Step {
     }))
 }
 
-fn push(stages: &mut Vec<StageReport>, stage: Stage, state: StageState, details: StageDetails) {
+pub(crate) fn push(
+    stages: &mut Vec<StageReport>,
+    stage: Stage,
+    state: StageState,
+    details: StageDetails,
+) {
     stages.push(StageReport {
         stage,
         passed: state,
@@ -382,9 +387,18 @@ fn choose_versions(
             // Since the third law: the newest version among the baseline's
             // *trusted* evidence, so nobody the class does not trust can
             // switch the version read by recording under a new one.
+            // (An invariant may be scored on candidates only: then the
+            // candidate's trusted evidence chooses; nobody untrusted ever.)
             None if law >= Law::Attributed => {
-                match view.newest_version_from(scorer, q.baseline, at, &look.sources[0]) {
+                let trusted = view
+                    .newest_version_from(scorer, q.baseline, at, &look.sources[0])
+                    .or_else(|| {
+                        view.newest_version_from(scorer, q.candidate, at, &look.sources[1])
+                    });
+                match trusted {
                     Some(v) => v,
+                    // No trusted score on either side: whatever is read
+                    // finds nothing trusted, and fails closed.
                     None => view
                         .scorer_versions(scorer, at)
                         .into_iter()
@@ -583,7 +597,7 @@ fn name_order_means(scores: &PairedScores<'_>) -> (Vec<f64>, Vec<f64>, Option<St
 ///
 /// # Errors
 /// [`Error::Policy`] when the policy contradicts the trace's declaration.
-fn lower_is_better(look: Look<'_>, scorer: &str, stated: Option<crate::Direction>) -> Result<bool> {
+pub(crate) fn lower_is_better(look: Look<'_>, scorer: &str, stated: Option<crate::Direction>) -> Result<bool> {
     use crate::Direction;
     let (view, q) = (look.view, look.q);
     let declared = ratchet_scorers::declared_direction(view, scorer, look.declared_until)?;
@@ -672,6 +686,9 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
         q, versions, law, ..
     } = look;
     let p = q.policy;
+    if p.test == TestKind::Benchmarks {
+        return crate::bench_stage::benchmarks(look, stages);
+    }
     let sign = if lower_is_better(look, &p.scorer, p.direction)? {
         -1.0
     } else {
@@ -762,6 +779,8 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
         }
         TestKind::Paired => paired(look, sign, &base, &cand, &mut gap)?,
         TestKind::Betting => betting(q, &base, &cand)?,
+        // Judged above, before any pair of summaries is read.
+        TestKind::Benchmarks => return Ok(None),
     };
     let Run {
         decision,
@@ -775,7 +794,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
     // pass-rate differences and game scores in [−1, 1], betting's in the
     // range's width.
     let effect_width = match p.test {
-        TestKind::Gaussian => None,
+        TestKind::Gaussian | TestKind::Benchmarks => None,
         TestKind::Betting => {
             let [lo, hi] = p.score_range();
             Some(hi - lo)
@@ -1426,6 +1445,8 @@ pub fn recorded_path(
     let mut reject = None;
     let mut judged_from = 1;
     let observation = match p.test {
+        // Each benchmark has its own path; no one statistic to draw.
+        TestKind::Benchmarks => return Ok(None),
         TestKind::Bernoulli => {
             // As `bernoulli`: only discordant pairs are observations.
             let thr = sign * p.pass_threshold.unwrap_or(1.0);

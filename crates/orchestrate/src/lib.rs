@@ -238,6 +238,11 @@ pub struct HealOptions {
     /// The scorer improves downwards (cost, latency): harm is an increase,
     /// and commits are ranked by their upper confidence bound.
     pub lower_is_better: bool,
+    /// Whose scores rank the commits and estimate the deployed one
+    /// (default: the key holder's): no other producer picks what heal
+    /// checks out.
+    #[serde(skip)]
+    pub trust: ratchet_trace::Sources,
 }
 
 impl Default for HealOptions {
@@ -249,6 +254,7 @@ impl Default for HealOptions {
             k: 0.5,
             h: 5.0,
             lower_is_better: false,
+            trust: ratchet_trace::Sources::key_holder(),
         }
     }
 }
@@ -353,29 +359,42 @@ pub fn dirty_paths(repo: &Repository) -> Result<Vec<String>> {
 
 /// The candidates the gate rejected on measured evidence (a failing
 /// required suite, a broken invariant, worse scores, a guardrail) in some
-/// class and that class has not promoted since, each with the words a heal
-/// report gives for skipping it. Only a promotion *in the class that
-/// rejected it* lifts a reject: a decision in another class, a reject for
-/// missing evidence, a truncation or a "continue" is no finding that the
-/// commit got better, so none of them does (a `decide` token asking about
-/// the commit in another class cannot launder it for heal).
+/// class and that class has not *deployed* since, each with the words a
+/// heal report gives for skipping it. Only a recorded promotion of the
+/// commit in the class that rejected it (`gate --record-promotion`, the key
+/// holder's act) lifts a reject: a decision in another class, a reject for
+/// missing evidence, a truncation, a "continue" — or a promote decision
+/// alone, which a `decide` token can obtain against a baseline of its
+/// choosing — is no finding that the commit got better.
 fn gate_rejected(view: &Verified) -> Result<std::collections::BTreeMap<CommitId, String>> {
     use ratchet_gate::RejectCause;
     // Per (candidate, class): the seq of a measured reject not lifted since.
     let mut open: std::collections::BTreeMap<(CommitId, String), u64> =
         std::collections::BTreeMap::new();
-    for (e, d) in
-        view.own_control_events::<DecisionSummary>(ratchet_trace::ReservedKind::Decision, u64::MAX)?
-    {
-        let key = (d.candidate.clone(), d.class.clone());
-        match (d.outcome.verdict.as_str(), d.outcome.cause) {
-            ("promote", _) => {
-                open.remove(&key);
-            }
-            ("reject", Some(RejectCause::Measured)) => {
-                open.entry(key).or_insert(e.seq);
-            }
-            _ => {}
+    let decisions = view
+        .own_control_events::<DecisionSummary>(ratchet_trace::ReservedKind::Decision, u64::MAX)?;
+    let promotions = view.own_control_events::<deploy::PromotionRecord>(
+        ratchet_trace::ReservedKind::Promotion,
+        u64::MAX,
+    )?;
+    let mut moves: Vec<(u64, Option<(CommitId, String)>, Option<(CommitId, String)>)> = Vec::new();
+    for (e, d) in decisions {
+        if d.outcome.verdict == "reject" && d.outcome.cause == Some(RejectCause::Measured) {
+            moves.push((e.seq, Some((d.candidate.clone(), d.class.clone())), None));
+        }
+    }
+    for (e, p) in promotions {
+        if let Some(c) = &e.commit {
+            moves.push((e.seq, None, Some((c.clone(), p.class.clone()))));
+        }
+    }
+    moves.sort_by_key(|m| m.0);
+    for (seq, rejected, deployed) in moves {
+        if let Some(key) = rejected {
+            open.entry(key).or_insert(seq);
+        }
+        if let Some(key) = deployed {
+            open.remove(&key);
         }
     }
     let mut out = std::collections::BTreeMap::new();
@@ -416,7 +435,8 @@ pub fn heal(
     // refreshed first.
     ledger.refresh()?;
     let (ranking, deployed, rejected) = {
-        let view = ledger.view();
+        let all = ledger.view();
+        let view = &all.restricted_to(&options.trust);
         let ranking = best_commit(
             view,
             &Ranking {
@@ -440,7 +460,7 @@ pub fn heal(
         );
         let deployed = (!since.is_empty())
             .then(|| since.iter().map(|(_, v)| v).sum::<f64>() / since.len() as f64);
-        (ranking, deployed, gate_rejected(view)?)
+        (ranking, deployed, gate_rejected(all)?)
     };
     let repo = Repository::discover(repo_path)?;
     let store_dir = ledger.store().dir().to_path_buf();
@@ -869,6 +889,8 @@ pub struct WatchPlan {
     pub two_sided: bool,
     /// Scores the in-control baseline needs before the start.
     pub min_n: u64,
+    /// Whose scores the watch reads (default in the CLI: the key holder's).
+    pub trust: ratchet_trace::Sources,
 }
 
 /// Starts a monitor as `ratchet watch` does: on a verified trace (one read
@@ -898,10 +920,13 @@ pub fn start_watch(ledger: &mut Ledger, plan: &WatchPlan) -> Result<Monitor> {
             }
         })?,
     };
+    // Only the producers the watch trusts (the key holder's by default):
+    // nobody else's scores make its baseline or raise its alarms.
+    let trusted = view.restricted_to(&plan.trust);
     let chart = match plan.chart {
         Some(c) => c,
         None => Chart::for_stream(
-            view,
+            &trusted,
             &plan.commit,
             &plan.scorer,
             from,
@@ -910,14 +935,15 @@ pub fn start_watch(ledger: &mut Ledger, plan: &WatchPlan) -> Result<Monitor> {
         )?,
     };
     Ok(Monitor::start_chart(
-        view,
+        &trusted,
         &plan.commit,
         &plan.scorer,
         from,
         chart,
         watch,
         plan.min_n,
-    )?)
+    )?
+    .reading(plan.trust.clone()))
 }
 
 /// What `ratchet status` shows: the store, whether it verifies, what it

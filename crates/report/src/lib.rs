@@ -948,6 +948,8 @@ impl Page<'_> {
                 TestKind::Betting => {
                     "Log capitals of the betting e-process: ln K⁺ promotes at ln(1/α), −ln K⁻ rejects at −ln(1/β)"
                 }
+                // `recorded_path` draws no path for a benchmarks class.
+                TestKind::Benchmarks => "Per-benchmark sign e-processes",
             };
             writeln!(
                 figures,

@@ -72,6 +72,13 @@ pub struct BatchReport {
     pub already_scored: u64,
     /// Observations whose rubric is not in the set (left for later).
     pub unknown_rubric: u64,
+    /// Observations another producer wrote — a capability token's session
+    /// or a merged cell — left unscored: a score this run appends is the
+    /// key holder's own evidence, so it is made only of the key holder's
+    /// own observations (a token's or a cell's would be laundered into
+    /// evidence every class trusts).
+    #[serde(default)]
+    pub not_the_key_holders: u64,
     /// Observations that do not fit their rubric: (seq, problems). Never scored.
     pub invalid: Vec<(u64, String)>,
     /// The scores appended, in order. Not in the serialized report: the
@@ -146,9 +153,17 @@ pub fn score_pending(store: &mut Store, rubrics: &RubricSet) -> Result<BatchRepo
             ));
         }
     });
+    let tokens = view.token_session_names(u64::MAX);
     for e in view.events_of_kinds(&[KIND_OBSERVATION]) {
         {
             report.observations += 1;
+            if !matches!(
+                ratchet_trace::Verified::producer_of_event(e, &tokens),
+                ratchet_trace::Producer::KeyHolder { .. }
+            ) {
+                report.not_the_key_holders += 1;
+                continue;
+            }
             match (
                 serde_json::from_slice::<ObservationPayload>(&e.payload),
                 e.commit.clone(),

@@ -227,6 +227,39 @@ pub fn mint_token(store: &mut Store, spec: &TokenSpec) -> Result<Minted> {
             "cell {cell:?}: 1 to {MAX_CELL_LEN} visible ASCII characters without ':' (it is stamped on every batch the token writes)"
         )));
     }
+    // A token's session names whose evidence is the token's: it must not
+    // be empty, collide with ratchet's own `prefix:` sessions, or take over
+    // a session the key holder already wrote under (that evidence would
+    // become the token's, and be set aside by every class).
+    let session = &spec.session;
+    if session.is_empty()
+        || session.len() > ratchet_trace::MAX_NAME_LEN
+        || session.contains(':')
+        || session.chars().any(char::is_control)
+    {
+        return Err(Error::BadRequest(format!(
+            "session {session:?}: a token's session is 1 to {} characters, no ':' (ratchet's own sessions use it) and no control characters",
+            ratchet_trace::MAX_NAME_LEN
+        )));
+    }
+    let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
+    let tokens = view.token_session_names(u64::MAX);
+    if !tokens.contains(session.as_str()) {
+        let mut used = view.events().iter().any(|e| {
+            e.origin.is_none()
+                && e.session == *session
+                && e.reserved_kind() != Some(ReservedKind::Capability)
+        });
+        view.each_score(0, &mut |r| {
+            used |= r.origin_store.is_none() && r.session == session.as_str();
+        });
+        if used {
+            return Err(Error::BadRequest(format!(
+                "session {session:?} already holds the key holder's own evidence: a token minted for it would make that evidence the token's. Choose another session"
+            )));
+        }
+    }
+    drop(view);
     let id = random_hex(8)?;
     let secret = random_hex(32)?;
     let event = CapabilityEvent::Mint {

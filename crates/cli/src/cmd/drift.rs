@@ -122,15 +122,18 @@ pub fn best(
     min_n: u64,
     confidence: f64,
     exclude: &[CommitId],
+    trust: &ratchet_trace::Sources,
     key_file: Option<&Path>,
 ) -> Result<u8> {
     let ledger = ctx.ledger_read(key_file)?;
+    // Only the producers trusted rank the commits.
+    let view = &ledger.view().restricted_to(trust);
     // The scorer's direction as the trace declares it (cost and latency
     // improve downwards): the best commit has the smallest upper bound then.
     let lower_is_better = ratchet_scorers::direction_in(ledger.view(), scorer)?
         == ratchet_scorers::Direction::LowerIsBetter;
     let ranking = ratchet_drift::best_commit(
-        ledger.view(),
+        view,
         &ratchet_drift::Ranking {
             scorer,
             version: None,
@@ -209,7 +212,9 @@ pub fn watch_command(ctx: &Ctx, flags: WatchFlags) -> Result<u8> {
         follow,
         interval_ms,
         key_file,
+        trust,
     } = flags;
+    let trust = trusted(&trust)?;
     if detector == DetectorArg::PageHinkley && arl0.is_some() {
         anyhow::bail!(
             "--arl0 cannot be honoured by Page–Hinkley: its statistic runs about the running mean, and no run-length computation for its threshold exists here; set its threshold with --page-hinkley DELTA LAMBDA (σ units), or use --detector cusum or ewma, whose limits are solved for --arl0"
@@ -258,6 +263,7 @@ pub fn watch_command(ctx: &Ctx, flags: WatchFlags) -> Result<u8> {
                 auto: (bernoulli, cusum),
                 two_sided,
                 min_n,
+                trust,
             },
             follow: ratchet_drift::Follow {
                 record,
@@ -277,11 +283,13 @@ pub fn heal_command(ctx: &Ctx, flags: HealFlags) -> Result<u8> {
         min_n,
         dry_run,
         key_file,
+        trust,
     } = flags;
     let only = commit.map(|c| ctx.commit(&c)).transpose()?;
     let options = ratchet_orchestrate::HealOptions {
         min_n,
         dry_run,
+        trust: trusted(&trust)?,
         ..Default::default()
     };
     crate::cmd::drift::heal(ctx, &repo, only.as_ref(), &options, key_file.as_deref())
@@ -295,6 +303,7 @@ pub fn best_command(ctx: &Ctx, flags: BestFlags) -> Result<u8> {
         confidence,
         exclude,
         key_file,
+        trust,
     } = flags;
     let exclude = exclude
         .iter()
@@ -306,8 +315,17 @@ pub fn best_command(ctx: &Ctx, flags: BestFlags) -> Result<u8> {
         min_n,
         confidence,
         &exclude,
+        &trusted(&trust)?,
         key_file.as_deref(),
     )
+}
+
+/// The producers `--trust` names (none: the key holder's own scores).
+fn trusted(list: &[String]) -> Result<ratchet_trace::Sources> {
+    Ok(ratchet_gate::Trust::sources(
+        (!list.is_empty()).then_some(list),
+        "--trust",
+    )?)
 }
 
 /// `ratchet arl`: the flags checked and turned into the library's terms, then run.

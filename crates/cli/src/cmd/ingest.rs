@@ -93,6 +93,12 @@ pub fn score(ctx: &Ctx, rubric_paths: &[PathBuf], key_file: Option<&Path>) -> Re
             r.unknown_rubric,
             r.invalid.len()
         );
+        if r.not_the_key_holders > 0 {
+            outln!(
+                "  {} observation(s) left unscored: written by a token's session or a merged cell, not by this store's key holder (a score made here would be the key holder's evidence)",
+                r.not_the_key_holders
+            );
+        }
         for (seq, why) in &r.invalid {
             outln!("  seq {seq}: {why}");
         }

@@ -172,6 +172,7 @@ fn every_shape_of_verdict_reads_back_to_the_same_bytes() {
                     StageDetails::Sequential(_) => "sequential",
                     StageDetails::Guardrail(_) => "guardrail",
                     StageDetails::TooFewTasks(_) => "too few tasks",
+                    StageDetails::Benchmarks(_) => "benchmarks",
                 };
                 shapes.insert(shape.to_string());
             }

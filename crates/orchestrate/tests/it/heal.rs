@@ -403,6 +403,7 @@ fn a_watch_starts_at_the_deployment_with_the_declared_harm_and_sees_a_drop() {
         ),
         two_sided: false,
         min_n: 30,
+        trust: ratchet_trace::Sources::key_holder(),
     };
     // Nothing says when v3 was deployed: the library says so in its terms.
     assert!(matches!(

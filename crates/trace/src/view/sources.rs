@@ -165,6 +165,9 @@ pub struct SetAside {
     /// Test runs set aside.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub test_runs: u64,
+    /// Other evidence events set aside (a benchmark's `samples`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub samples: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -173,22 +176,24 @@ fn is_zero(n: &u64) -> bool {
 
 /// Adds `other` into `into`, one entry per (side, producer), in order.
 pub fn merge_set_aside(into: &mut Vec<SetAside>, other: impl IntoIterator<Item = SetAside>) {
-    let mut by: BTreeMap<(Side, Producer), (u64, u64)> = into
+    let mut by: BTreeMap<(Side, Producer), (u64, u64, u64)> = into
         .drain(..)
-        .map(|s| ((s.side, s.producer), (s.scores, s.test_runs)))
+        .map(|s| ((s.side, s.producer), (s.scores, s.test_runs, s.samples)))
         .collect();
     for s in other {
         let slot = by.entry((s.side, s.producer)).or_default();
         slot.0 += s.scores;
         slot.1 += s.test_runs;
+        slot.2 += s.samples;
     }
     into.extend(
         by.into_iter()
-            .map(|((side, producer), (scores, test_runs))| SetAside {
+            .map(|((side, producer), (scores, test_runs, samples))| SetAside {
                 side,
                 producer,
                 scores,
                 test_runs,
+                samples,
             }),
     );
 }
@@ -206,12 +211,39 @@ impl Verified {
     /// The interned sessions capability tokens were minted (or revoked)
     /// for, in this store's own `capability` events at or before `max`.
     fn token_sessions(&self, max: u64) -> HashSet<u32> {
+        self.token_session_names(max)
+            .into_iter()
+            .filter_map(|s| self.names.get(s))
+            .collect()
+    }
+
+    /// The sessions capability tokens were minted (or revoked) for, in
+    /// this store's own `capability` events at or before `max`: whose
+    /// events are a token's ([`Producer::Token`]).
+    pub fn token_session_names(&self, max: u64) -> HashSet<&str> {
         self.events
             .iter()
             .take_while(|e| e.seq <= max)
             .filter(|e| e.reserved_kind() == Some(ReservedKind::Capability) && e.origin.is_none())
-            .filter_map(|e| self.names.get(&e.session))
+            .map(|e| e.session.as_str())
             .collect()
+    }
+
+    /// Who wrote `e`, given the token sessions by name
+    /// ([`Verified::token_session_names`]).
+    pub fn producer_of_event(e: &Event, tokens: &HashSet<&str>) -> Producer {
+        match &e.origin {
+            Some(o) => Producer::Cell {
+                store: o.store.clone(),
+                session: e.session.clone(),
+            },
+            None if tokens.contains(e.session.as_str()) => Producer::Token {
+                session: e.session.clone(),
+            },
+            None => Producer::KeyHolder {
+                session: e.session.clone(),
+            },
+        }
     }
 
     fn producer_of(&self, provenance: u32, tokens: &HashSet<u32>) -> Producer {
@@ -265,6 +297,7 @@ impl Verified {
                 producer: self.producer_of(p, &tokens),
                 scores,
                 test_runs,
+                samples: 0,
             }),
         );
         out
@@ -273,27 +306,10 @@ impl Verified {
     /// Who wrote the event at `seq` (a score's or a test run's), if the
     /// view holds it.
     pub fn producer_at(&self, seq: u64) -> Option<Producer> {
-        let tokens = self.token_sessions(seq);
         if let Some(e) = self.event_at(seq) {
-            return Some(match &e.origin {
-                Some(o) => Producer::Cell {
-                    store: o.store.clone(),
-                    session: e.session.clone(),
-                },
-                None if self
-                    .names
-                    .get(&e.session)
-                    .is_some_and(|s| tokens.contains(&s)) =>
-                {
-                    Producer::Token {
-                        session: e.session.clone(),
-                    }
-                }
-                None => Producer::KeyHolder {
-                    session: e.session.clone(),
-                },
-            });
+            return Some(Verified::producer_of_event(e, &self.token_session_names(seq)));
         }
+        let tokens = self.token_sessions(seq);
         self.series.iter().find_map(|s| {
             let i = s.entries.binary_search_by_key(&seq, |e| e.seq).ok()?;
             Some(self.producer_of(s.entries[i].provenance, &tokens))
@@ -353,5 +369,104 @@ impl Verified {
             })
             .max()
             .map(|(_, v)| self.names.name(v).to_string())
+    }
+}
+
+impl Verified {
+    /// The kept events of `kind` about `commit` as of `as_of` whose
+    /// producer `sources` admits, in seq order, and how many it set aside
+    /// (counted as `samples` about `side`): how a decision reads evidence
+    /// that is neither a score nor a test run (a benchmark's samples).
+    pub fn events_from(
+        &self,
+        kind: &str,
+        commit: &CommitId,
+        as_of: impl Into<AsOf>,
+        sources: &Sources,
+        side: Side,
+    ) -> (Vec<&Event>, Vec<SetAside>) {
+        let max = as_of.into().max_seq();
+        let tokens = self.token_session_names(max);
+        let mut kept = Vec::new();
+        let mut aside: BTreeMap<Producer, u64> = BTreeMap::new();
+        for e in self.events.iter().take_while(|e| e.seq <= max) {
+            if e.kind != kind || e.commit.as_ref() != Some(commit) {
+                continue;
+            }
+            let producer = Verified::producer_of_event(e, &tokens);
+            if sources.admits(&producer) {
+                kept.push(e);
+            } else {
+                *aside.entry(producer).or_default() += 1;
+            }
+        }
+        let aside = aside
+            .into_iter()
+            .map(|(producer, samples)| SetAside {
+                side,
+                producer,
+                scores: 0,
+                test_runs: 0,
+                samples,
+            })
+            .collect();
+        (kept, aside)
+    }
+}
+
+impl Verified {
+    /// This view with only the scores and test runs `sources` admits (as
+    /// of the head): what a reader that is not a class — `watch`, `best`,
+    /// `heal` — reads so that no producer it does not trust can raise an
+    /// alarm or pick the commit heal checks out. Control events and every
+    /// other kept event stay; each series' running statistics are folded
+    /// again from the scores left.
+    pub fn restricted_to(&self, sources: &Sources) -> Verified {
+        if sources.is_everyone() {
+            return self.clone();
+        }
+        let admitted = self.admitted(sources, u64::MAX);
+        let mut out = self.clone();
+        let mut kept = 0u64;
+        for s in &mut out.series {
+            s.entries.retain(|e| admitted.get(e.provenance));
+            let mut fold = crate::summary::Welford::default();
+            for e in &s.entries {
+                fold.push(e.value);
+            }
+            s.fold = fold;
+            kept += s.entries.len() as u64;
+        }
+        out.test_runs.retain(|(_, _, p)| admitted.get(*p));
+        out.scores = kept;
+        out
+    }
+
+    /// [`Verified::score_stream`] reading only the scores `sources` admits.
+    pub fn score_stream_from<'s>(
+        &self,
+        commit: &CommitId,
+        scorer: impl Into<ScorerRef<'s>>,
+        after_seq: u64,
+        limit: usize,
+        sources: &Sources,
+    ) -> Vec<(u64, f64)> {
+        if sources.is_everyone() {
+            return self.score_stream(commit, scorer, after_seq, limit);
+        }
+        let admitted = self.admitted(sources, u64::MAX);
+        let mut out: Vec<(u64, f64)> = Vec::new();
+        for s in self.series_of(scorer.into(), Some(commit)) {
+            let from = s.entries.partition_point(|e| e.seq <= after_seq);
+            out.extend(
+                s.entries[from..]
+                    .iter()
+                    .filter(|e| admitted.get(e.provenance))
+                    .map(|e| (e.seq, e.value)),
+            );
+        }
+        out.sort_unstable_by_key(|e| e.0);
+        out.truncate(limit);
+        out
     }
 }

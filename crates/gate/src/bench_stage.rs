@@ -1,0 +1,310 @@
+//! The sequential stage of a `benchmarks` class: every benchmark judged on
+//! its own samples ([`crate::benchmarks`]), read from the trusted
+//! producers' `samples` events of the scorer's chosen version.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use ratchet_trace::{CommitId, Side};
+
+use crate::benchmarks::{BenchVerdict, Thresholds, judge, median};
+use crate::decide::{Outcome, RejectCause, Stage, StageDetails, StageReport, StageState};
+use crate::error::Result;
+use crate::stages::{Look, Step, lower_is_better, push, reject};
+
+/// The event kind of a benchmark's samples (`ratchet_scorers::KIND_SAMPLES`).
+const KIND_SAMPLES: &str = "samples";
+
+/// A `samples` payload as the gate reads it: one run of one benchmark.
+#[derive(Debug, Deserialize)]
+struct SamplesPayload {
+    benchmark: String,
+    scorer: String,
+    scorer_version: String,
+    values: Vec<f64>,
+    #[serde(default)]
+    round: Option<u64>,
+}
+
+/// One benchmark in a verdict's table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BenchmarkRow {
+    /// The benchmark.
+    pub benchmark: String,
+    /// The baseline's median sample, in the scorer's unit.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
+    pub baseline: f64,
+    /// The candidate's median sample (NaN: none yet).
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
+    pub candidate: f64,
+    /// Candidate ÷ baseline as the pairs show it (above 1: slower).
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
+    pub ratio: f64,
+    /// Lower bound of the ratio, at the family's level α/m.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
+    pub low: f64,
+    /// Upper bound of the ratio, at level α.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
+    pub high: f64,
+    /// Pairs read.
+    pub n: usize,
+    /// What it came to.
+    pub verdict: BenchVerdict,
+}
+
+/// The figures of a `benchmarks` class's sequential stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BenchmarksDetails {
+    /// Pairs are rounds of `ratchet bench` (drift cancelled), or else the
+    /// i-th sample of each side measured apart (unpaired).
+    pub paired: bool,
+    /// A slowdown of this fraction is a regression.
+    pub regression: f64,
+    /// Changes within this fraction are noise.
+    pub equivalence: f64,
+    /// How false "slower" flags are bounded across the suite.
+    pub family: String,
+    /// Every benchmark, regressions first.
+    pub benchmarks: Vec<BenchmarkRow>,
+}
+
+/// One side's runs of each benchmark: (round, values) in seq order.
+type Runs = BTreeMap<String, Vec<(Option<u64>, Vec<f64>)>>;
+
+/// The runs of `commit` at `version` from the producers `side` trusts.
+fn runs_of(look: Look<'_>, commit: &CommitId, side: Side, version: Option<&str>) -> Result<Runs> {
+    let sources = match side {
+        Side::Baseline => &look.sources[0],
+        Side::Candidate => &look.sources[1],
+    };
+    let (events, aside) = look
+        .view
+        .events_from(KIND_SAMPLES, commit, look.at, sources, side);
+    look.set_aside(aside);
+    let mut out: Runs = BTreeMap::new();
+    for e in events {
+        let s: SamplesPayload = serde_json::from_slice(&e.payload).map_err(|err| {
+            crate::Error::InvalidObservation {
+                reason: format!("the samples event at seq {} does not parse: {err}", e.seq),
+            }
+        })?;
+        if s.scorer != look.q.policy.scorer || version.is_some_and(|v| v != s.scorer_version) {
+            continue;
+        }
+        out.entry(s.benchmark)
+            .or_default()
+            .push((s.round, s.values));
+    }
+    Ok(out)
+}
+
+/// The pairs' log-ratios of one benchmark, positive when the candidate is
+/// worse, and whether they are paired by round.
+fn log_ratios(
+    base: &[(Option<u64>, Vec<f64>)],
+    cand: &[(Option<u64>, Vec<f64>)],
+    lower_is_better: bool,
+    max_n: usize,
+) -> (Vec<f64>, bool) {
+    let sign = if lower_is_better { 1.0 } else { -1.0 };
+    let by_round = |runs: &[(Option<u64>, Vec<f64>)]| {
+        let mut rounds: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+        for (round, values) in runs {
+            if let Some(r) = round {
+                rounds.entry(*r).or_default().extend(values);
+            }
+        }
+        rounds
+    };
+    let all_rounds = |runs: &[(Option<u64>, Vec<f64>)]| runs.iter().all(|(r, _)| r.is_some());
+    if all_rounds(base) && all_rounds(cand) {
+        let (b, c) = (by_round(base), by_round(cand));
+        let d: Vec<f64> = b
+            .iter()
+            .filter_map(|(r, bv)| {
+                let cv = c.get(r)?;
+                Some(sign * (median(cv).ln() - median(bv).ln()))
+            })
+            .take(max_n)
+            .collect();
+        if !d.is_empty() {
+            return (d, true);
+        }
+    }
+    let flat = |runs: &[(Option<u64>, Vec<f64>)]| -> Vec<f64> {
+        runs.iter().flat_map(|(_, v)| v.iter().copied()).collect()
+    };
+    let (b, c) = (flat(base), flat(cand));
+    let d = b
+        .iter()
+        .zip(&c)
+        .map(|(x, y)| sign * (y.ln() - x.ln()))
+        .take(max_n)
+        .collect();
+    (d, false)
+}
+
+/// Stage 3 of a `benchmarks` class.
+pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
+    let q = look.q;
+    let p = q.policy;
+    let lower = lower_is_better(look, &p.scorer, p.direction)?;
+    let version = look.versions.get(&p.scorer).map(String::as_str);
+    let base = runs_of(look, q.baseline, Side::Baseline, version)?;
+    let cand = runs_of(look, q.candidate, Side::Candidate, version)?;
+    if base.is_empty() {
+        return reject(
+            Stage::Sequential,
+            RejectCause::MissingEvidence,
+            format!(
+                "the baseline has no samples of {} (ingest the benchmark tool's output for it; every importer keeps its samples)",
+                p.scorer
+            ),
+        );
+    }
+    let (regression, equivalence) = p.benchmark_thresholds();
+    let thresholds = Thresholds {
+        alpha: p.alpha,
+        regression,
+        equivalence,
+        benchmarks: base.len(),
+    };
+    let max_n = usize::try_from(p.max_n).unwrap_or(usize::MAX);
+    let mut rows = Vec::new();
+    let mut all_paired = true;
+    let mut missing = Vec::new();
+    for (name, b) in &base {
+        let positive = |runs: &[(Option<u64>, Vec<f64>)]| {
+            runs.iter()
+                .flat_map(|(_, v)| v)
+                .all(|x| x.is_finite() && *x > 0.0)
+        };
+        let c = cand.get(name).map(Vec::as_slice).unwrap_or(&[]);
+        if !positive(b) || !positive(c) {
+            return reject(
+                Stage::Sequential,
+                RejectCause::MissingEvidence,
+                format!(
+                    "benchmark {name}: a sample is not a positive number, so no ratio of it can be judged"
+                ),
+            );
+        }
+        if c.is_empty() {
+            missing.push(name.clone());
+        }
+        let (d, paired) = log_ratios(b, c, lower, max_n);
+        all_paired &= paired;
+        let j = judge(&d, &thresholds);
+        let flat = |runs: &[(Option<u64>, Vec<f64>)]| -> Vec<f64> {
+            runs.iter().flat_map(|(_, v)| v.iter().copied()).collect()
+        };
+        rows.push(BenchmarkRow {
+            benchmark: name.clone(),
+            baseline: median(&flat(b)),
+            candidate: median(&flat(c)),
+            ratio: if lower { j.ratio } else { 1.0 / j.ratio },
+            low: if lower { j.low } else { 1.0 / j.high },
+            high: if lower { j.high } else { 1.0 / j.low },
+            n: j.n,
+            verdict: j.verdict,
+        });
+    }
+    // Regressions first, then what is still open, then the rest.
+    let rank = |v: BenchVerdict| match v {
+        BenchVerdict::Slower => 0,
+        BenchVerdict::Undecided => 1,
+        BenchVerdict::NotSlower => 2,
+        BenchVerdict::Unchanged => 3,
+        BenchVerdict::Faster => 4,
+    };
+    rows.sort_by(|a, b| {
+        rank(a.verdict)
+            .cmp(&rank(b.verdict))
+            .then(b.ratio.total_cmp(&a.ratio))
+    });
+    let slower: Vec<String> = rows
+        .iter()
+        .filter(|r| r.verdict == BenchVerdict::Slower)
+        .map(|r| format!("{} ×{:.3} [{:.3}, {:.3}]", r.benchmark, r.ratio, r.low, r.high))
+        .collect();
+    let undecided: Vec<&BenchmarkRow> = rows.iter().filter(|r| !r.verdict.not_slower()).collect();
+    let state = if !slower.is_empty() || !missing.is_empty() {
+        StageState::Failed
+    } else if undecided.is_empty() {
+        StageState::Passed
+    } else {
+        StageState::Open
+    };
+    let truncated = !undecided.is_empty() && undecided.iter().all(|r| r.n >= max_n);
+    push(
+        stages,
+        Stage::Sequential,
+        if truncated { StageState::Failed } else { state },
+        StageDetails::Benchmarks(BenchmarksDetails {
+            paired: all_paired,
+            regression,
+            equivalence,
+            family: format!(
+                "bonferroni: each \"slower\"/\"faster\" flag at α/{} (family-wise α = {})",
+                base.len(),
+                p.alpha
+            ),
+            benchmarks: rows.clone(),
+        }),
+    );
+    if !slower.is_empty() {
+        return reject(
+            Stage::Sequential,
+            RejectCause::Measured,
+            format!(
+                "{} of {} benchmark(s) shown slower than {:.1} % ({}): {}",
+                slower.len(),
+                rows.len(),
+                equivalence * 100.0,
+                if all_paired { "paired by round" } else { "unpaired samples" },
+                slower.join("; ")
+            ),
+        );
+    }
+    if !missing.is_empty() {
+        return reject(
+            Stage::Sequential,
+            RejectCause::MissingEvidence,
+            format!(
+                "the candidate has no samples of {} benchmark(s) the baseline has (first: {})",
+                missing.len(),
+                missing[0]
+            ),
+        );
+    }
+    if undecided.is_empty() {
+        return Ok(None);
+    }
+    if truncated {
+        return reject(
+            Stage::Sequential,
+            RejectCause::Truncated,
+            format!(
+                "{} benchmark(s) not shown within {:.1} % after {} pairs each (first: {})",
+                undecided.len(),
+                regression * 100.0,
+                max_n,
+                undecided[0].benchmark
+            ),
+        );
+    }
+    Ok(Some(Outcome::Continue {
+        expected_more: 1,
+        reason: format!(
+            "{} of {} benchmark(s) undecided (first: {}, ×{:.3} over {} pair(s)); more rounds decide them",
+            undecided.len(),
+            rows.len(),
+            undecided[0].benchmark,
+            undecided[0].ratio,
+            undecided[0].n
+        ),
+    }))
+}
