@@ -84,12 +84,7 @@ impl Samples {
         if self.values.is_empty() {
             return Err(invalid("samples.values", "must hold at least one value"));
         }
-        if let Some((i, v)) = self
-            .values
-            .iter()
-            .enumerate()
-            .find(|(_, v)| !v.is_finite())
-        {
+        if let Some((i, v)) = self.values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
             return Err(invalid(
                 "samples.values",
                 format!("value {i} ({v}) is not a finite number"),

@@ -877,7 +877,10 @@ pub(super) fn go_bench(
             }
         }
         means.into_runs(&mut evidence, commit, file, |scorer| {
-            units.get(scorer).cloned().unwrap_or_else(|| scorer.to_string())
+            units
+                .get(scorer)
+                .cloned()
+                .unwrap_or_else(|| scorer.to_string())
         })?;
     }
     Ok(evidence)
