@@ -506,13 +506,23 @@ fn storage_cost_per_sample() {
     for (i, file) in files.iter().enumerate() {
         let dir = d.path().join(format!("store-{i}"));
         let mut s = Store::create(&dir, StoreOptions::default()).expect("store");
-        let r = ingest(&mut s, Format::Hyperfine, std::slice::from_ref(file), &options())
-            .expect("ingests");
+        let r = ingest(
+            &mut s,
+            Format::Hyperfine,
+            std::slice::from_ref(file),
+            &options(),
+        )
+        .expect("ingests");
         let view = s.verified(&VerifyOptions::default()).expect("verifies");
         let n: usize = view
             .events_of_kinds(&[KIND_SAMPLES])
             .into_iter()
-            .map(|e| Samples::from_payload(&e.payload).expect("parses").values.len())
+            .map(|e| {
+                Samples::from_payload(&e.payload)
+                    .expect("parses")
+                    .values
+                    .len()
+            })
             .sum();
         drop(view);
         drop(s);
