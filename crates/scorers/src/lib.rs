@@ -16,7 +16,8 @@
 //!   scores; criterion, Bencher's BMF, hyperfine, Google Benchmark,
 //!   pytest-benchmark, `go test -bench` → timing scores under a version
 //!   that fingerprints the runner ([`Environment`]), so runners are never
-//!   compared; Inspect AI, lm-evaluation-harness and promptfoo → one score
+//!   compared, each beside its run's every measurement ([`Samples`], a
+//!   `samples` event); Inspect AI, lm-evaluation-harness and promptfoo → one score
 //!   per sample and metric; JSON Lines of scores or rubric observations.
 //!   Each all-or-nothing, once per evidence.
 //! * Deterministic anchors ([`Anchor`]): pass rate, build status, cost,
@@ -56,6 +57,7 @@ mod holdout;
 mod ingest;
 mod pins;
 mod rubric;
+mod samples;
 
 pub use anchors::{
     Anchor, Direction, ScorerDeclaration, cost_and_latency, declare_scorer, declared_direction,
@@ -75,3 +77,4 @@ pub use pins::{
     rubric_pin_in,
 };
 pub use rubric::{Aggregation, Item, ItemKind, Observation, Rubric};
+pub use samples::{KIND_SAMPLES, Samples};

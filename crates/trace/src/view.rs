@@ -708,8 +708,10 @@ impl Verified {
 
 /// Caller kinds a reader of the view reads (besides scores and test runs,
 /// which are projected): kept whole like the reserved kinds.
-/// `observation` is what `ratchet_scorers::score_pending` scores.
-pub const KEPT_CALLER_KINDS: &[&str] = &["observation"];
+/// `observation` is what `ratchet_scorers::score_pending` scores;
+/// `samples` is every measurement of a benchmark run
+/// (`ratchet_scorers::Samples`), which a per-benchmark comparison reads.
+pub const KEPT_CALLER_KINDS: &[&str] = &["observation", "samples"];
 
 /// Whether the view leaves events of `kind` in the file: a caller's own
 /// kind (a note, a log line) that no decision, report or monitor reads —

@@ -7,6 +7,15 @@
 //! Go write it), else the machine ingesting it. Timings from different
 //! runners are never paired: a change of runner starts a new segment,
 //! never a regression.
+//!
+//! Beside each summary score, the run's every measurement is kept as a
+//! [`Samples`](crate::Samples) event in the score's unit: hyperfine's
+//! `times`, criterion's `sample.json` (time over iterations, per sample),
+//! pytest-benchmark's `stats.data`, Google Benchmark's repetitions, each
+//! `go test -bench -count` line. Where the tool gave one number (a Google
+//! Benchmark run without repetitions, a BMF metric) it is the one sample;
+//! where the list is missing or unusable, the summary stands as the one
+//! sample and a note says why.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -94,6 +103,49 @@ struct CriterionEstimates {
     slope: Option<CriterionEstimate>,
 }
 
+/// criterion's `sample.json`: the iterations and total time of each
+/// sample, as `{"iters": [...], "times": [...]}` (with `sampling_mode`
+/// since 0.3.4) or, in 0.3.0, as `[[iters...], [times...]]`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum CriterionSample {
+    Named { iters: Vec<f64>, times: Vec<f64> },
+    Pair(Vec<f64>, Vec<f64>),
+}
+
+/// The time per iteration of each of criterion's samples (`times[i] /
+/// iters[i]`, nanoseconds), or why there are none.
+fn criterion_samples(file: &Path) -> std::result::Result<Vec<f64>, String> {
+    if !file.is_file() {
+        return Err("has no sample.json".into());
+    }
+    let text = read(file).map_err(|e| e.to_string())?;
+    let (iters, times) = match serde_json::from_str::<CriterionSample>(&text) {
+        Ok(CriterionSample::Named { iters, times } | CriterionSample::Pair(iters, times)) => {
+            (iters, times)
+        }
+        Err(e) => return Err(format!("sample.json is not criterion's samples: {e}")),
+    };
+    if iters.len() != times.len() || iters.is_empty() {
+        return Err(format!(
+            "sample.json has {} iteration counts for {} times",
+            iters.len(),
+            times.len()
+        ));
+    }
+    let mut per_iteration = Vec::with_capacity(times.len());
+    for (n, t) in iters.iter().zip(&times) {
+        let v = t / n;
+        if !(n.is_finite() && *n > 0.0 && v.is_finite() && v >= 0.0) {
+            return Err(format!(
+                "sample.json has a sample of {t} ns over {n} iterations"
+            ));
+        }
+        per_iteration.push(v);
+    }
+    Ok(per_iteration)
+}
+
 /// Reads criterion's result files under `dir` (its `target/criterion`):
 /// one score per benchmark (`<id>/new/benchmark.json` and `estimates.json`),
 /// task = the benchmark's full id, value = the time in nanoseconds criterion
@@ -103,6 +155,21 @@ struct CriterionEstimates {
 /// [`Error::Io`] if the directory cannot be read, [`Error::Malformed`]
 /// naming the file and the problem, or when no benchmark is found.
 pub fn parse_criterion(dir: &Path, commit: &CommitId, env: &Environment) -> Result<Vec<Score>> {
+    Ok(criterion_runs(dir, commit, env, &mut Notes::default())?
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect())
+}
+
+/// [`parse_criterion`], each score with its samples: the time per
+/// iteration of each sample in `sample.json` (nanoseconds), else (a note
+/// says why) the score's own value.
+fn criterion_runs(
+    dir: &Path,
+    commit: &CommitId,
+    env: &Environment,
+    notes: &mut Notes,
+) -> Result<Vec<(Score, Vec<f64>)>> {
     let mut found = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -157,7 +224,17 @@ pub fn parse_criterion(dir: &Path, commit: &CommitId, env: &Environment) -> Resu
         s.scorer_version = env.fingerprint();
         s.to_draft()
             .map_err(|e| malformed(&est_file, "score", e.to_string()))?;
-        scores.push(s);
+        let samples = criterion_samples(&new.join("sample.json")).unwrap_or_else(|why| {
+            notes.say(
+                "no samples",
+                format!(
+                    "{}: {why}; its samples are its estimate alone",
+                    new.display()
+                ),
+            );
+            vec![ns]
+        });
+        scores.push((s, samples));
     }
     Ok(scores)
 }
@@ -196,20 +273,31 @@ fn measured(file: &Path, at: &str, value: f64) -> Result<f64> {
     }
 }
 
-/// criterion's output directories.
+/// criterion's output directories, fingerprinted as `env`.
 pub(super) fn criterion(
     dirs: &[PathBuf],
     commit: &CommitId,
-    options: &IngestOptions,
+    env: &Environment,
+    notes: &mut Notes,
 ) -> Result<Evidence> {
-    let env = Environment::current(&options.runner_label);
     let mut evidence = Evidence::default();
     for dir in dirs {
-        for s in parse_criterion(dir, commit, &env)? {
-            evidence.push(s, LOWER, dir, "score")?;
+        for (s, samples) in criterion_runs(dir, commit, env, notes)? {
+            evidence.push_run(s, LOWER, dir, "score", "ns", samples)?;
         }
     }
     Ok(evidence)
+}
+
+/// A tool's list of measurements, if it is one: an array of numbers, each
+/// finite and not negative, at least one.
+fn measurements(list: &serde_json::Value) -> Option<Vec<f64>> {
+    let values: Vec<f64> = list
+        .as_array()?
+        .iter()
+        .map(|v| v.as_f64().filter(|x| x.is_finite() && *x >= 0.0))
+        .collect::<Option<_>>()?;
+    (!values.is_empty()).then_some(values)
 }
 
 /// Bencher's built-in measures whose direction is known; a custom measure
@@ -220,6 +308,18 @@ fn bmf_direction(measure: &str) -> Option<(Direction, Declared)> {
         "latency" | "file-size" | "build-time" | "instructions" | "cycles" | "l1-accesses"
         | "l2-accesses" | "ram-accesses" | "total-accesses" | "estimated-cycles" => LOWER,
         _ => None,
+    }
+}
+
+/// The unit of a Bencher measure: its built-ins' units, else the
+/// measure's own name.
+fn bmf_unit(measure: &str) -> &str {
+    match measure {
+        "latency" => "ns",
+        "throughput" => "ops/s",
+        "file-size" => "B",
+        "build-time" => "s",
+        other => other,
     }
 }
 
@@ -272,11 +372,13 @@ pub(super) fn bmf(
                     continue;
                 }
                 let value = measured(file, &at, metric.value)?;
-                evidence.push(
+                evidence.push_run(
                     score(commit, &bench, &scorer, value, &version),
                     direction,
                     file,
                     &at,
+                    bmf_unit(&scorer),
+                    vec![value],
                 )?;
             }
         }
@@ -297,14 +399,17 @@ struct HyperfineResult {
     command: String,
     mean: f64,
     #[serde(default)]
+    times: Option<serde_json::Value>,
+    #[serde(default)]
     exit_codes: Vec<Option<i64>>,
     #[serde(default)]
     parameters: BTreeMap<String, serde_json::Value>,
 }
 
 /// `hyperfine --export-json`: per command its mean wall time
-/// ([`HYPERFINE_S`]); a command that exited non-zero is not a timing of the
-/// program and is left out (said in a note).
+/// ([`HYPERFINE_S`]), its samples the wall time of every run (`times`);
+/// a command that exited non-zero is not a timing of the program and is
+/// left out (said in a note).
 pub(super) fn hyperfine(
     files: &[PathBuf],
     commit: &CommitId,
@@ -340,11 +445,23 @@ pub(super) fn hyperfine(
                 }
             }
             let mean = measured(file, &at, r.mean)?;
-            evidence.push(
+            let times = r.times.as_ref().and_then(measurements).unwrap_or_else(|| {
+                notes.say(
+                    "no samples",
+                    format!(
+                        "{}: {at} has no usable times (a list of wall times); its samples are its mean alone",
+                        file.display()
+                    ),
+                );
+                vec![mean]
+            });
+            evidence.push_run(
                 score(commit, &task, HYPERFINE_S, mean, &version),
                 LOWER,
                 file,
                 &at,
+                "s",
+                times,
             )?;
         }
     }
@@ -412,8 +529,11 @@ fn nanoseconds_per(unit: &str) -> Option<f64> {
 /// Google Benchmark JSON: per benchmark its real and CPU time in
 /// nanoseconds (and items/bytes per second when counted). Where repetitions
 /// were aggregated, the `mean` aggregate is the figure; repetitions without
-/// aggregates are averaged. Fingerprint = the file's host, CPUs, clock and
-/// build type.
+/// aggregates are averaged. The samples are the repetitions (every entry
+/// that is not an aggregate, in the file's order); a run without
+/// repetitions has its one figure as its one sample, and so has a run
+/// whose file kept only aggregates. Fingerprint = the file's host, CPUs,
+/// clock and build type.
 pub(super) fn google_benchmark(
     files: &[PathBuf],
     commit: &CommitId,
@@ -440,10 +560,33 @@ pub(super) fn google_benchmark(
         // (real ns, cpu ns, items/s, bytes/s) summed with the count, per run name.
         type Sums = ([f64; 4], [usize; 4]);
         let mut runs: BTreeMap<String, Sums> = BTreeMap::new();
+        // The same four of each repetition, per run name (`None`: one of
+        // them could not be read, so the run's figure is its one sample).
+        let mut repetitions: BTreeMap<&str, Option<[Vec<f64>; 4]>> = BTreeMap::new();
         for (i, b) in doc.benchmarks.iter().enumerate() {
             let at = format!("benchmarks[{i}] {:?}", b.name);
             let run_name = b.run_name.as_deref().unwrap_or(&b.name);
             let aggregate = b.run_type.as_deref() == Some("aggregate");
+            if !aggregate && !b.error_occurred {
+                let per = nanoseconds_per(b.time_unit.as_deref().unwrap_or("ns"));
+                let row = [
+                    b.real_time.map(|t| t * per.unwrap_or(f64::NAN)),
+                    b.cpu_time.map(|t| t * per.unwrap_or(f64::NAN)),
+                    b.items_per_second,
+                    b.bytes_per_second,
+                ];
+                let entry = repetitions
+                    .entry(run_name)
+                    .or_insert_with(|| Some(Default::default()));
+                if row.iter().flatten().any(|v| !(v.is_finite() && *v >= 0.0)) {
+                    *entry = None;
+                }
+                if let Some(lists) = entry {
+                    for (k, v) in row.into_iter().enumerate() {
+                        lists[k].extend(v);
+                    }
+                }
+            }
             let wanted = if aggregate {
                 b.aggregate_name.as_deref() == Some("mean")
             } else {
@@ -491,15 +634,32 @@ pub(super) fn google_benchmark(
             ("gbench_items_per_second", HIGHER),
             ("gbench_bytes_per_second", HIGHER),
         ];
+        let units = ["ns", "ns", "items/s", "bytes/s"];
         for (name, (sums, counts)) in runs {
             for (k, (scorer, direction)) in scorers.iter().enumerate() {
                 if counts[k] > 0 {
                     let mean = sums[k] / counts[k] as f64;
-                    evidence.push(
+                    let samples = match repetitions.get(name.as_str()) {
+                        Some(Some(lists)) if !lists[k].is_empty() => lists[k].clone(),
+                        Some(None) => {
+                            notes.say(
+                                "no samples",
+                                format!(
+                                    "{}: a repetition of {name:?} has a time or rate that is not a measurement; its samples are its figure alone",
+                                    file.display()
+                                ),
+                            );
+                            vec![mean]
+                        }
+                        _ => vec![mean],
+                    };
+                    evidence.push_run(
                         score(commit, &name, scorer, mean, &version),
                         *direction,
                         file,
                         &name,
+                        units[k],
+                        samples,
                     )?;
                 }
             }
@@ -529,15 +689,23 @@ struct PytestBenchmark {
 #[derive(Debug, Deserialize)]
 struct PytestStats {
     mean: f64,
+    #[serde(default)]
+    rounds: Option<u64>,
+    /// The time per iteration of every round (`--benchmark-json` writes
+    /// it; a `--benchmark-save` without `--benchmark-save-data` does not).
+    #[serde(default)]
+    data: Option<serde_json::Value>,
 }
 
 /// pytest-benchmark JSON: per benchmark (its full name) the mean time
-/// ([`PYTEST_BENCHMARK_S`]). Fingerprint = the file's CPU, machine, OS and
+/// ([`PYTEST_BENCHMARK_S`]), its samples the time per iteration of every
+/// round (`stats.data`). Fingerprint = the file's CPU, machine, OS and
 /// Python.
 pub(super) fn pytest_benchmark(
     files: &[PathBuf],
     commit: &CommitId,
     options: &IngestOptions,
+    notes: &mut Notes,
 ) -> Result<Evidence> {
     let mut evidence = Evidence::default();
     for file in files {
@@ -577,11 +745,37 @@ pub(super) fn pytest_benchmark(
             let at = format!("benchmarks[{i}]");
             let mean = measured(file, &at, b.stats.mean)?;
             let task = b.fullname.unwrap_or(b.name);
-            evidence.push(
+            let data = match &b.stats.data {
+                None => Err("has no stats.data (saved without its data)".to_string()),
+                Some(list) => match measurements(list) {
+                    None => Err("has a stats.data that is not a list of times (elided?)".into()),
+                    Some(data) if b.stats.rounds.is_some_and(|r| r != data.len() as u64) => {
+                        Err(format!(
+                            "has {} times in stats.data for {} rounds",
+                            data.len(),
+                            b.stats.rounds.unwrap_or_default()
+                        ))
+                    }
+                    Some(data) => Ok(data),
+                },
+            };
+            let data = data.unwrap_or_else(|why| {
+                notes.say(
+                    "no samples",
+                    format!(
+                        "{}: {task:?} {why}; its samples are its mean alone",
+                        file.display()
+                    ),
+                );
+                vec![mean]
+            });
+            evidence.push_run(
                 score(commit, &task, PYTEST_BENCHMARK_S, mean, &version),
                 LOWER,
                 file,
                 &at,
+                "s",
+                data,
             )?;
         }
     }
@@ -608,8 +802,9 @@ fn go_unit(unit: &str, options: &IngestOptions) -> Option<(String, Option<(Direc
 /// The text `go test -bench` prints: per benchmark line (`BenchmarkX-8
 /// N  v unit  v unit…`) one score per unit, task = `pkg.BenchmarkX-8` (the
 /// GOMAXPROCS suffix kept: `-cpu 1,2,4` runs are different benchmarks);
-/// `-count` repetitions averaged. Fingerprint = the `goos`, `goarch` and
-/// `cpu` the output names (else this machine's).
+/// `-count` repetitions averaged, and kept, line by line, as the samples
+/// (in the unit printed; `ns/op` as `ns`). Fingerprint = the `goos`,
+/// `goarch` and `cpu` the output names (else this machine's).
 pub(super) fn go_bench(
     files: &[PathBuf],
     commit: &CommitId,
@@ -622,6 +817,7 @@ pub(super) fn go_bench(
         let text = read(file)?;
         let mut header: BTreeMap<&str, &str> = BTreeMap::new();
         let mut means = Means::default();
+        let mut units: BTreeMap<String, String> = BTreeMap::new();
         for (n, line) in text.lines().enumerate() {
             let at = format!("line {}", n + 1);
             if let Some((key, value)) = line.split_once(": ")
@@ -675,10 +871,17 @@ pub(super) fn go_bench(
                     );
                     continue;
                 };
+                let unit = if *unit == "ns/op" { "ns" } else { *unit };
+                units.insert(scorer.clone(), unit.to_string());
                 means.add(&task, &scorer, &version, direction, value);
             }
         }
-        means.into_evidence(&mut evidence, commit, file, |_, _| {})?;
+        means.into_runs(&mut evidence, commit, file, |scorer| {
+            units
+                .get(scorer)
+                .cloned()
+                .unwrap_or_else(|| scorer.to_string())
+        })?;
     }
     Ok(evidence)
 }

@@ -24,6 +24,7 @@ use ratchet_trace::{AppendOnce, CommitId, EventDraft, Ledger, Score, Store, Test
 use crate::anchors::Direction;
 use crate::error::{Error, Result};
 use crate::holdout::RubricSet;
+use crate::samples::Samples;
 
 mod bench;
 mod evals;
@@ -212,6 +213,9 @@ pub struct IngestReport {
     pub test_runs: usize,
     /// Scores recorded.
     pub scores: usize,
+    /// Events of samples recorded (benchmarks: one per run beside its
+    /// summary score, more for a run too long for one event).
+    pub samples: usize,
     /// The scorers recorded, with the direction each improves in.
     pub scorers: Vec<ScorerRecorded>,
     /// Seq of the last event stored.
@@ -303,6 +307,9 @@ pub(crate) struct Evidence {
     pub(crate) runs: Vec<TestRun>,
     pub(crate) scores: Vec<Score>,
     pub(crate) directions: BTreeMap<String, (Direction, Declared)>,
+    /// Every measurement of each benchmark run, beside its summary score
+    /// (split where one run does not fit one event).
+    pub(crate) samples: Vec<Samples>,
 }
 
 impl Evidence {
@@ -340,6 +347,36 @@ impl Evidence {
         Ok(())
     }
 
+    /// Adds a benchmark run: its summary score (as [`Evidence::push`]) and
+    /// beside it the run's every measurement, in `unit`, under the score's
+    /// commit, task, scorer and version.
+    pub(crate) fn push_run(
+        &mut self,
+        score: Score,
+        direction: Option<(Direction, Declared)>,
+        file: &Path,
+        at: &str,
+        unit: &str,
+        values: Vec<f64>,
+    ) -> Result<()> {
+        let samples = Samples {
+            commit: score.commit.clone(),
+            benchmark: score.task.clone(),
+            scorer: score.scorer.clone(),
+            scorer_version: score.scorer_version.clone(),
+            unit: unit.to_string(),
+            values,
+            round: None,
+        };
+        samples
+            .to_draft()
+            .map_err(|e| malformed(file, at, e.to_string()))?;
+        self.push(score, direction, file, at)?;
+        self.samples
+            .extend(samples.split_to_fit(ratchet_trace::DEFAULT_MAX_INLINE_PAYLOAD));
+        Ok(())
+    }
+
     /// Adds the `cost` and `latency_ms` anchor scores of the scores that
     /// measured them (see [`crate::cost_and_latency`]).
     pub(crate) fn push_measured_anchors(&mut self, file: &Path) -> Result<()> {
@@ -352,8 +389,9 @@ impl Evidence {
     }
 }
 
-/// A (task, scorer)'s running sum: its version, direction, sum and count.
-type Sum = (String, Option<(Direction, Declared)>, f64, usize);
+/// A (task, scorer)'s running sum: its version, direction, sum, count and
+/// the values summed, in order.
+type Sum = (String, Option<(Direction, Declared)>, f64, usize, Vec<f64>);
 
 /// Scores averaged per (task, scorer): epochs of one sample, repeats of
 /// one test. One score per task and scorer is what the gate pairs.
@@ -375,10 +413,33 @@ impl Means {
         let key = (junit::storable_name(task), junit::storable_name(scorer));
         let entry = self.sums.entry(key.clone()).or_insert_with(|| {
             self.order.push(key);
-            (version.to_string(), direction, 0.0, 0)
+            (version.to_string(), direction, 0.0, 0, Vec::new())
         });
         entry.2 += value;
         entry.3 += 1;
+        entry.4.push(value);
+    }
+
+    /// The means as benchmark runs: each a summary score (the mean, as
+    /// [`Means::into_evidence`] gives it) and beside it every value averaged,
+    /// in the order added, in the unit `unit_of(scorer)` names.
+    pub(crate) fn into_runs(
+        mut self,
+        evidence: &mut Evidence,
+        commit: &CommitId,
+        file: &Path,
+        unit_of: impl Fn(&str) -> String,
+    ) -> Result<()> {
+        for key in self.order {
+            if let Some((version, direction, sum, n, values)) = self.sums.remove(&key) {
+                let (task, scorer) = key;
+                let unit = unit_of(&scorer);
+                let mut s = Score::new(commit.clone(), task.clone(), scorer, sum / n as f64);
+                s.scorer_version = version;
+                evidence.push_run(s, direction, file, &task, &unit, values)?;
+            }
+        }
+        Ok(())
     }
 
     pub(crate) fn into_evidence(
@@ -389,7 +450,7 @@ impl Means {
         mut extra: impl FnMut(&str, &mut Score),
     ) -> Result<()> {
         for key in self.order {
-            if let Some((version, direction, sum, n)) = self.sums.remove(&key) {
+            if let Some((version, direction, sum, n, _)) = self.sums.remove(&key) {
                 let (task, scorer) = key;
                 let mut s = Score::new(commit.clone(), task.clone(), scorer, sum / n as f64);
                 s.scorer_version = version;
@@ -694,12 +755,14 @@ impl ReadReports {
         &self.key
     }
 
-    /// The most events storing this appends (runs, scores and a
+    /// The most events storing this appends (runs, scores, samples and a
     /// declaration per new scorer; the batch's marker not counted): what a
     /// server checks a writer's quota against before it stores anything.
     pub fn events_at_most(&self) -> u64 {
-        (self.evidence.runs.len() + self.evidence.scores.len() + self.evidence.directions.len())
-            as u64
+        (self.evidence.runs.len()
+            + self.evidence.scores.len()
+            + self.evidence.samples.len()
+            + self.evidence.directions.len()) as u64
     }
 
     /// The same evidence stored once under `key` instead (a server keys
@@ -744,13 +807,20 @@ pub fn read_reports(
                 format: format.name(),
             })?;
             let evidence = match format {
-                Format::Criterion => bench::criterion(&files, commit, options)?,
+                Format::Criterion => bench::criterion(
+                    &files,
+                    commit,
+                    &Environment::current(&options.runner_label),
+                    &mut notes,
+                )?,
                 Format::Bmf => bench::bmf(&files, commit, options, &mut notes)?,
                 Format::Hyperfine => bench::hyperfine(&files, commit, options, &mut notes)?,
                 Format::GoogleBenchmark => {
                     bench::google_benchmark(&files, commit, options, &mut notes)?
                 }
-                Format::PytestBenchmark => bench::pytest_benchmark(&files, commit, options)?,
+                Format::PytestBenchmark => {
+                    bench::pytest_benchmark(&files, commit, options, &mut notes)?
+                }
                 Format::GoBench => bench::go_bench(&files, commit, options, &mut notes)?,
                 Format::Inspect => evals::inspect(&files, commit, options, &mut notes)?,
                 Format::LmEval => evals::lm_eval(&files, commit, options, &mut notes)?,
@@ -813,7 +883,7 @@ fn store_read<T: Target>(store: &mut T, r: ReadReports) -> Result<IngestReport> 
     )
 }
 
-/// The idempotency key of parsed evidence: the scores and runs as they
+/// The idempotency key of parsed evidence: the scores, runs and samples as they
 /// will be stored (each with its commit), so the same evidence is the same
 /// ingestion however the files were named or ordered.
 fn evidence_key(
@@ -828,6 +898,14 @@ fn evidence_key(
         content.extend(
             serde_json::to_vec(&evidence.runs)
                 .map_err(|e| malformed(&files[0], "test runs", e.to_string()))?,
+        );
+    }
+    // Benchmarks' samples: the same summaries with other measurements
+    // beneath them are other evidence.
+    if !evidence.samples.is_empty() {
+        content.extend(
+            serde_json::to_vec(&evidence.samples)
+                .map_err(|e| malformed(&files[0], "samples", e.to_string()))?,
         );
     }
     Ok(ingest_key(format.name(), commit, &content))
@@ -987,6 +1065,9 @@ fn store_evidence<T: Target>(
             entry.versions.push(s.scorer_version.clone());
         }
     }
+    for samples in &evidence.samples {
+        drafts.push(samples.to_draft()?.session(session));
+    }
     let scorers: Vec<ScorerRecorded> = scorers.into_values().collect();
     let notes = notes.into_messages();
     Ok(match store.append_once(key, drafts)? {
@@ -995,6 +1076,7 @@ fn store_evidence<T: Target>(
             files,
             test_runs: evidence.runs.len(),
             scores: evidence.scores.len(),
+            samples: evidence.samples.len(),
             scorers,
             last_seq: receipts.last().map(|r| r.seq),
             receipts,
@@ -1006,6 +1088,7 @@ fn store_evidence<T: Target>(
             files,
             test_runs: 0,
             scores: 0,
+            samples: 0,
             scorers: Vec::new(),
             last_seq: None,
             receipts: Vec::new(),
@@ -1082,17 +1165,9 @@ pub fn ingest_criterion(
     env: &Environment,
     session: &str,
 ) -> Result<IngestReport> {
-    let scores = parse_criterion(dir, commit, env)?;
-    let mut evidence = Evidence::default();
-    for s in scores {
-        evidence.push(
-            s,
-            Some((Direction::LowerIsBetter, Declared::ByFormat)),
-            dir,
-            "score",
-        )?;
-    }
+    let mut notes = Notes::default();
     let files = vec![dir.to_path_buf()];
+    let evidence = bench::criterion(&files, commit, env, &mut notes)?;
     let key = evidence_key(Format::Criterion, Some(commit), &evidence, &files)?;
     store_evidence(
         store,
@@ -1101,7 +1176,7 @@ pub fn ingest_criterion(
         &key,
         evidence,
         session,
-        Notes::default(),
+        notes,
         false,
     )
 }

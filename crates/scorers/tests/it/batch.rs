@@ -121,13 +121,19 @@ fn criterion_results_become_scores_keyed_to_the_runner() {
     let d = tempfile::tempdir().expect("tempdir");
     let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
     let r = ingest_criterion(&mut store, &dir, &commit(), &env, "bench").expect("ingest");
-    assert_eq!(r.scores, 2);
+    assert_eq!((r.scores, r.samples), (2, 2));
+    // These results have no sample.json: each estimate is its one sample, and a note says so.
+    assert!(
+        r.notes.iter().any(|n| n.contains("has no sample.json")),
+        "{:?}",
+        r.notes
+    );
     let err =
         ingest_criterion(&mut store, d.path(), &commit(), &env, "bench").expect_err("no results");
     assert!(err.to_string().contains("no criterion results"), "{err}");
-    // The scorer's declaration (lower is better), two scores and the
-    // ingestion's own `ingest` event.
-    assert_eq!(store.head().expect("head").size, 4, "nothing more stored");
+    // The scorer's declaration (lower is better), two scores, their two
+    // samples and the ingestion's own `ingest` event.
+    assert_eq!(store.head().expect("head").size, 6, "nothing more stored");
     assert_eq!(
         ratchet_scorers::declared_direction(
             &store.verified(&VerifyOptions::default()).expect("verifies"),
@@ -138,10 +144,10 @@ fn criterion_results_become_scores_keyed_to_the_runner() {
         Some((ratchet_scorers::Direction::LowerIsBetter, 1))
     );
     let again = ingest_criterion(&mut store, &dir, &commit(), &env, "bench").expect("again");
-    assert_eq!((again.scores, again.already_ingested_at), (0, Some(4)));
+    assert_eq!((again.scores, again.already_ingested_at), (0, Some(6)));
     assert_eq!(
         store.head().expect("head").size,
-        4,
+        6,
         "the same results count once"
     );
 }

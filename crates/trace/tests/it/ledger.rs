@@ -560,3 +560,29 @@ fn the_view_holds_nothing_per_plain_event_and_states_what_it_holds_per_kept_one(
     assert!(observation > 100.0, "an observation is kept whole");
     assert!(note_all > 100.0, "keep_all_events keeps notes whole");
 }
+
+/// A benchmark run's samples (`ratchet_scorers::Samples`) are read by a
+/// per-benchmark comparison: the view keeps them whole, as it does
+/// observations, while a note is only counted.
+#[test]
+fn samples_are_kept_whole_in_the_view_and_notes_are_not() {
+    assert!(!ratchet_trace::is_plain("samples"));
+    assert!(ratchet_trace::is_plain("note"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(dir.path(), StoreOptions::default()).expect("store");
+    let samples = serde_json::json!({ "values": [1.5, 2.5] });
+    store
+        .append_batch(vec![
+            EventDraft::json("samples", &samples).expect("draft"),
+            EventDraft::json("note", &serde_json::json!({ "n": 1 })).expect("draft"),
+        ])
+        .expect("append");
+    let ledger = Ledger::new(store, VerifyOptions::default()).expect("ledger");
+    let kept = ledger.view().events_of_kinds(&["samples", "note"]);
+    assert_eq!(kept.len(), 1, "the note is counted, not kept");
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&kept[0].payload).expect("json"),
+        samples
+    );
+    assert_eq!(ledger.view().overview().kinds["note"], 1);
+}
