@@ -13,19 +13,7 @@ use crate::decide::{Outcome, RejectCause, Stage, StageDetails, StageReport, Stag
 use crate::error::Result;
 use crate::stages::{Look, Step, lower_is_better, push, reject};
 
-/// The event kind of a benchmark's samples (`ratchet_scorers::KIND_SAMPLES`).
-const KIND_SAMPLES: &str = "samples";
-
-/// A `samples` payload as the gate reads it: one run of one benchmark.
-#[derive(Debug, Deserialize)]
-struct SamplesPayload {
-    benchmark: String,
-    scorer: String,
-    scorer_version: String,
-    values: Vec<f64>,
-    #[serde(default)]
-    round: Option<u64>,
-}
+use ratchet_scorers::{KIND_SAMPLES, Samples};
 
 /// One benchmark in a verdict's table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,11 +74,12 @@ fn runs_of(look: Look<'_>, commit: &CommitId, side: Side, version: Option<&str>)
     look.set_aside(aside);
     let mut out: Runs = BTreeMap::new();
     for e in events {
-        let s: SamplesPayload = serde_json::from_slice(&e.payload).map_err(|err| {
-            crate::Error::InvalidObservation {
+        // A run split over several events (a payload holds at most 64 KiB)
+        // pools back: its events are consecutive, with one round.
+        let s =
+            Samples::from_payload(&e.payload).map_err(|err| crate::Error::InvalidObservation {
                 reason: format!("the samples event at seq {} does not parse: {err}", e.seq),
-            }
-        })?;
+            })?;
         if s.scorer != look.q.policy.scorer || version.is_some_and(|v| v != s.scorer_version) {
             continue;
         }
@@ -228,7 +217,12 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
     let slower: Vec<String> = rows
         .iter()
         .filter(|r| r.verdict == BenchVerdict::Slower)
-        .map(|r| format!("{} ×{:.3} [{:.3}, {:.3}]", r.benchmark, r.ratio, r.low, r.high))
+        .map(|r| {
+            format!(
+                "{} ×{:.3} [{:.3}, {:.3}]",
+                r.benchmark, r.ratio, r.low, r.high
+            )
+        })
         .collect();
     let undecided: Vec<&BenchmarkRow> = rows.iter().filter(|r| !r.verdict.not_slower()).collect();
     let state = if !slower.is_empty() || !missing.is_empty() {
@@ -264,7 +258,11 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
                 slower.len(),
                 rows.len(),
                 equivalence * 100.0,
-                if all_paired { "paired by round" } else { "unpaired samples" },
+                if all_paired {
+                    "paired by round"
+                } else {
+                    "unpaired samples"
+                },
                 slower.join("; ")
             ),
         );
@@ -296,15 +294,28 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
             ),
         );
     }
+    // A flag at α/m needs at least this many pairs, however clear the
+    // change: say so when the samples are fewer.
+    let fewest = crate::benchmarks::fewest_pairs(p.alpha / rows.len().max(1) as f64);
+    let first = undecided[0];
     Ok(Some(Outcome::Continue {
-        expected_more: 1,
+        expected_more: fewest.saturating_sub(first.n).max(1) as u64,
         reason: format!(
-            "{} of {} benchmark(s) undecided (first: {}, ×{:.3} over {} pair(s)); more rounds decide them",
+            "{} of {} benchmark(s) undecided (first: {}, ×{:.3} over {} pair(s)); more samples decide them{}",
             undecided.len(),
             rows.len(),
-            undecided[0].benchmark,
-            undecided[0].ratio,
-            undecided[0].n
+            first.benchmark,
+            first.ratio,
+            first.n,
+            if first.n < fewest {
+                format!(
+                    " — flagging one of {} benchmarks at α = {} needs at least {fewest} pairs of samples (run the tool with more runs, or `ratchet bench`)",
+                    rows.len(),
+                    p.alpha
+                )
+            } else {
+                String::new()
+            }
         ),
     }))
 }

@@ -549,7 +549,10 @@ impl ClassPolicy {
             TestKind::Benchmarks => {
                 let (reg, eq) = self.benchmark_thresholds();
                 if !(reg.is_finite() && reg > 0.0) {
-                    return Err(bad(f("regression"), format!("{reg} must be a positive fraction (0.05: 5 % slower)")));
+                    return Err(bad(
+                        f("regression"),
+                        format!("{reg} must be a positive fraction (0.05: 5 % slower)"),
+                    ));
                 }
                 if !(eq.is_finite() && eq >= 0.0 && eq < reg) {
                     return Err(bad(
@@ -635,7 +638,10 @@ impl ClassPolicy {
     /// The benchmark thresholds: `regression` (default 0.05) and
     /// `equivalence` (default 0.01).
     pub fn benchmark_thresholds(&self) -> (f64, f64) {
-        (self.regression.unwrap_or(0.05), self.equivalence.unwrap_or(0.01))
+        (
+            self.regression.unwrap_or(0.05),
+            self.equivalence.unwrap_or(0.01),
+        )
     }
 
     /// Wald's boundaries for this class's α and β.

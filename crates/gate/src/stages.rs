@@ -597,7 +597,11 @@ fn name_order_means(scores: &PairedScores<'_>) -> (Vec<f64>, Vec<f64>, Option<St
 ///
 /// # Errors
 /// [`Error::Policy`] when the policy contradicts the trace's declaration.
-pub(crate) fn lower_is_better(look: Look<'_>, scorer: &str, stated: Option<crate::Direction>) -> Result<bool> {
+pub(crate) fn lower_is_better(
+    look: Look<'_>,
+    scorer: &str,
+    stated: Option<crate::Direction>,
+) -> Result<bool> {
     use crate::Direction;
     let (view, q) = (look.view, look.q);
     let declared = ratchet_scorers::declared_direction(view, scorer, look.declared_until)?;

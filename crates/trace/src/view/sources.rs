@@ -186,16 +186,15 @@ pub fn merge_set_aside(into: &mut Vec<SetAside>, other: impl IntoIterator<Item =
         slot.1 += s.test_runs;
         slot.2 += s.samples;
     }
-    into.extend(
-        by.into_iter()
-            .map(|((side, producer), (scores, test_runs, samples))| SetAside {
-                side,
-                producer,
-                scores,
-                test_runs,
-                samples,
-            }),
-    );
+    into.extend(by.into_iter().map(
+        |((side, producer), (scores, test_runs, samples))| SetAside {
+            side,
+            producer,
+            scores,
+            test_runs,
+            samples,
+        },
+    ));
 }
 
 /// Per provenance index: whether a side reads it.
@@ -307,7 +306,10 @@ impl Verified {
     /// view holds it.
     pub fn producer_at(&self, seq: u64) -> Option<Producer> {
         if let Some(e) = self.event_at(seq) {
-            return Some(Verified::producer_of_event(e, &self.token_session_names(seq)));
+            return Some(Verified::producer_of_event(
+                e,
+                &self.token_session_names(seq),
+            ));
         }
         let tokens = self.token_sessions(seq);
         self.series.iter().find_map(|s| {
