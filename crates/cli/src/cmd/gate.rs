@@ -300,6 +300,37 @@ pub(crate) fn print_verdict(v: &Verdict) -> Result<()> {
             "CONTINUE: about {expected_more} more tasks needed ({reason})"
         )?,
     }
+    // A benchmarks class leads with its table: regressions first.
+    for s in &v.stages {
+        if let ratchet_gate::StageDetails::Benchmarks(d) = &s.details {
+            writeln!(
+                o,
+                "  {:<32} {:>12} {:>12} {:>26}  verdict",
+                "benchmark", "baseline", "candidate", "ratio [interval]"
+            )?;
+            for r in &d.benchmarks {
+                writeln!(
+                    o,
+                    "  {:<32} {:>12} {:>12} {:>26}  {}",
+                    r.benchmark,
+                    out::sig(r.baseline),
+                    out::sig(r.candidate),
+                    format!("×{:.3} [{:.3}, {:.3}]", r.ratio, r.low, r.high),
+                    r.verdict.as_str()
+                )?;
+            }
+            writeln!(
+                o,
+                "  ({}; ratio = candidate ÷ baseline, lower bound at α/{} per benchmark, upper at α)",
+                if d.paired {
+                    "paired by round"
+                } else {
+                    "unpaired samples: the machine's drift between the two runs is not cancelled"
+                },
+                d.benchmarks.len()
+            )?;
+        }
+    }
     for s in &v.stages {
         let mark = match s.passed {
             StageState::Passed => "pass",
@@ -320,9 +351,6 @@ pub(crate) fn print_verdict(v: &Verdict) -> Result<()> {
             "  set aside: {what} about the {} from {}: not a producer class {} trusts for the {} (its `trust`)",
             a.side, a.producer, v.class, a.side
         )?;
-    }
-    if v.unpinned {
-        writeln!(o, "  (decided under a policy not pinned in the trace)")?;
     }
     writeln!(
         o,

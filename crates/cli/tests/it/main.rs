@@ -7,6 +7,7 @@
 
 mod attacks;
 mod authority;
+mod benchmarks;
 mod boundaries;
 mod commands;
 mod common;

@@ -3,6 +3,7 @@
 //! promise.
 
 mod attacks;
+mod benchmarks;
 mod betting;
 mod cells_and_declarations;
 mod common;
