@@ -129,6 +129,7 @@ max_n = 500000
         baseline: &base,
         candidate: &cand,
         checkpoint: Some(&checkpoint),
+        allow_unpinned: true,
     };
     let mut g = c.benchmark_group("decide");
     g.sample_size(10).measurement_time(Duration::from_secs(10));

@@ -58,6 +58,7 @@ fn cold_and_warm(c: &mut Criterion) {
         baseline: &base,
         candidate: &cand,
         checkpoint: None,
+        allow_unpinned: true,
     };
     let mut g = c.benchmark_group("ledger/cold");
     g.sample_size(10);

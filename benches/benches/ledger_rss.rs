@@ -51,6 +51,7 @@ fn main() {
         baseline: &base,
         candidate: &cand,
         checkpoint: None,
+        allow_unpinned: true,
     };
     // Reset the peak mark (Linux ≥ 4.0): what follows is the decision's.
     let _ = std::fs::write("/proc/self/clear_refs", "5");

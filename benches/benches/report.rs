@@ -56,6 +56,7 @@ fn report_1m(c: &mut Criterion) {
             baseline: &base,
             candidate: &cand,
             checkpoint: None,
+            allow_unpinned: true,
         };
         ratchet_gate::decide(&mut store, &q).expect("decide");
     }

@@ -68,6 +68,13 @@ fn start(mut store: Store) -> Running {
                 session: session.into(),
                 cell: None,
                 expires_at_ms: None,
+                // A benchmark of throughput, not of the quotas.
+                quota: ratchet_serve::Quota {
+                    max_events: u64::MAX,
+                    max_bytes: u64::MAX,
+                    events_per_hour: u64::MAX,
+                    bytes_per_hour: u64::MAX,
+                },
             },
         )
         .expect("mint")
@@ -271,6 +278,7 @@ fn decide(c: &mut Criterion) {
                     baseline: &base,
                     candidate: &cand,
                     checkpoint: None,
+                    allow_unpinned: false,
                 },
                 &ratchet_orchestrate::GateOptions {
                     dry_run: true,

@@ -163,6 +163,40 @@ fn guardrail(d: &GuardrailDetails, passed: StageState) -> String {
     )
 }
 
+/// "benchmarks (paired by round): 28 unchanged, 1 not slower, 1 slower —
+/// slowest: parse ×1.251 [1.210, 1.290]".
+fn benchmarks(d: &crate::BenchmarksDetails) -> String {
+    use crate::benchmarks::BenchVerdict;
+    let mut counts: Vec<(BenchVerdict, usize)> = Vec::new();
+    for r in &d.benchmarks {
+        match counts.iter_mut().find(|(v, _)| *v == r.verdict) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((r.verdict, 1)),
+        }
+    }
+    let tally: Vec<String> = counts
+        .iter()
+        .map(|(v, n)| format!("{n} {}", v.as_str()))
+        .collect();
+    let first = d.benchmarks.first().map_or(String::new(), |r| {
+        format!(
+            "; first: {} ×{:.3} [{:.3}, {:.3}] over {} pair(s)",
+            r.benchmark, r.ratio, r.low, r.high, r.n
+        )
+    });
+    format!(
+        "benchmarks ({}; regression {:.1} %, noise {:.1} %): {}{first}",
+        if d.paired {
+            "paired by round"
+        } else {
+            "unpaired samples: the machine's drift is not cancelled"
+        },
+        d.regression * 100.0,
+        d.equivalence * 100.0,
+        tally.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,38 +243,4 @@ mod tests {
         );
         assert_eq!(few.to_string(), "4 task(s) scored on both sides");
     }
-}
-
-/// "benchmarks (paired by round): 28 unchanged, 1 not slower, 1 slower —
-/// slowest: parse ×1.251 [1.210, 1.290]".
-fn benchmarks(d: &crate::BenchmarksDetails) -> String {
-    use crate::benchmarks::BenchVerdict;
-    let mut counts: Vec<(BenchVerdict, usize)> = Vec::new();
-    for r in &d.benchmarks {
-        match counts.iter_mut().find(|(v, _)| *v == r.verdict) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((r.verdict, 1)),
-        }
-    }
-    let tally: Vec<String> = counts
-        .iter()
-        .map(|(v, n)| format!("{n} {}", v.as_str()))
-        .collect();
-    let first = d.benchmarks.first().map_or(String::new(), |r| {
-        format!(
-            "; first: {} ×{:.3} [{:.3}, {:.3}] over {} pair(s)",
-            r.benchmark, r.ratio, r.low, r.high, r.n
-        )
-    });
-    format!(
-        "benchmarks ({}; regression {:.1} %, noise {:.1} %): {}{first}",
-        if d.paired {
-            "paired by round"
-        } else {
-            "unpaired samples: the machine's drift is not cancelled"
-        },
-        d.regression * 100.0,
-        d.equivalence * 100.0,
-        tally.join(", ")
-    )
 }

@@ -377,23 +377,24 @@ fn gate_rejected(view: &Verified) -> Result<std::collections::BTreeMap<CommitId,
         ratchet_trace::ReservedKind::Promotion,
         u64::MAX,
     )?;
-    let mut moves: Vec<(u64, Option<(CommitId, String)>, Option<(CommitId, String)>)> = Vec::new();
+    // (seq, (candidate, class), true for a measured reject / false for a
+    // promotion that deploys it), in trace order.
+    let mut moves: Vec<(u64, (CommitId, String), bool)> = Vec::new();
     for (e, d) in decisions {
         if d.outcome.verdict == "reject" && d.outcome.cause == Some(RejectCause::Measured) {
-            moves.push((e.seq, Some((d.candidate.clone(), d.class.clone())), None));
+            moves.push((e.seq, (d.candidate.clone(), d.class.clone()), true));
         }
     }
     for (e, p) in promotions {
         if let Some(c) = &e.commit {
-            moves.push((e.seq, None, Some((c.clone(), p.class.clone()))));
+            moves.push((e.seq, (c.clone(), p.class.clone()), false));
         }
     }
     moves.sort_by_key(|m| m.0);
-    for (seq, rejected, deployed) in moves {
-        if let Some(key) = rejected {
+    for (seq, key, rejected) in moves {
+        if rejected {
             open.entry(key).or_insert(seq);
-        }
-        if let Some(key) = deployed {
+        } else {
             open.remove(&key);
         }
     }

@@ -323,11 +323,12 @@ fn a_writer_of_baseline_lines_cannot_choose_the_order_the_test_sees() {
         // The token, seeing the outcomes: tasks the candidate wins first.
         let mut order: Vec<u32> = (0..TASKS).collect();
         order.sort_by_key(|&t| {
+            // Outcomes are 0 or 1: the candidate's wins, then ties, then losses.
             let (bv, cv) = outcomes[t as usize];
-            match (bv < cv, bv == cv) {
+            match (bv < cv, cv < bv) {
                 (true, _) => 0,
-                (_, true) => 1,
-                _ => 2,
+                (false, false) => 1,
+                (false, true) => 2,
             }
         });
         let evil: String = order
