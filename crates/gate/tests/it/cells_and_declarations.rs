@@ -786,16 +786,19 @@ fn a_merged_observation_is_not_scored_twice() {
     home.merge_cell(&cell_dir, &MergeOptions::default())
         .expect("merge");
     assert_eq!(stored_scores(&home, &cand(), "safety").len(), 1);
+    // The home scores only its key holder's own observations (issue 35's
+    // red team: a merged one scored here would become the home's evidence),
+    // so the cell's is left to the cell, which scored it.
     let r = ratchet_scorers::score_pending(&mut home, &rubrics).expect("home scores");
     assert_eq!(
-        (r.observations, r.scored, r.already_scored),
+        (r.observations, r.scored, r.not_the_key_holders),
         (1, 0, 1),
         "{r:?}"
     );
     assert_eq!(stored_scores(&home, &cand(), "safety").len(), 1);
     // A second run finds nothing to do either.
     let r = ratchet_scorers::score_pending(&mut home, &rubrics).expect("again");
-    assert_eq!((r.scored, r.already_scored), (0, 1), "{r:?}");
+    assert_eq!((r.scored, r.not_the_key_holders), (0, 1), "{r:?}");
     assert_eq!(stored_scores(&home, &cand(), "safety").len(), 1);
 }
 
