@@ -31,12 +31,17 @@
 //! ```
 #![deny(missing_docs)]
 
+mod bench;
 mod deploy;
 mod merge;
 mod sandbox;
 mod sys;
 mod verify;
 
+pub use bench::{
+    BENCH_SESSION, BenchGate, BenchReport, BenchRound, BenchRun, BenchSide, BenchSpec, bench,
+    bench_with,
+};
 pub use deploy::{
     CheckoutRecord, Deployment, PROMOTION_REF_PREFIX, Promotion, PromotionRecord, RefFault,
     check_out_detached, check_promotion_refs, checkout_refusal, deployed, promotions_in,
