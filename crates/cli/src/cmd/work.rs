@@ -424,10 +424,10 @@ fn print_round(r: &BenchRound) -> Result<()> {
         .iter()
         .map(|run| {
             format!(
-                "{} {:.0} ms, {} samples",
+                "{} {:.0} ms ({} benchmark(s))",
                 side_name(run.side),
                 run.command.wall_ms,
-                run.samples
+                run.scores
             )
         })
         .collect();
@@ -441,7 +441,7 @@ fn print_round(r: &BenchRound) -> Result<()> {
             s
         }
     };
-    outln!("round {}: {}{verdict}", r.round, runs.join(", "));
+    outln!("round {}: {}{verdict}", r.round, runs.join(", then "));
     Ok(())
 }
 

@@ -186,22 +186,33 @@ fn bench_rejects_a_slower_candidate_in_paired_rounds() {
     bench_repo(d.path());
     let out = bench(d.path(), "slow");
     let said = text(&out);
+    println!("{said}");
     assert_eq!(out.status.code(), Some(1), "{said}");
+    // ABBA: even rounds run the baseline first, odd rounds the candidate.
     assert!(said.contains("round 0: baseline"), "{said}");
     assert!(said.contains("round 1: candidate"), "{said}");
     assert!(said.contains("REJECT"), "{said}");
     assert!(said.contains("work: slower"), "{said}");
     // Every run's samples are recorded with their round, under `bench`.
-    let log = ratchet(d.path(), &["--json", "log"], "");
-    let log = text(&log);
-    assert!(
-        log.contains(r#""round":0"#) || log.contains(r#""round": 0"#),
-        "{log}"
+    let log = ratchet(
+        d.path(),
+        &["--json", "log", "--kind", "samples", "--limit", "1000"],
+        "",
     );
-    assert!(
-        log.contains(r#""round":1"#) || log.contains(r#""round": 1"#),
-        "{log}"
-    );
+    let log: serde_json::Value = serde_json::from_slice(&log.stdout).expect("one JSON document");
+    let events = log["events"].as_array().expect("events");
+    let rounds = said.matches("round ").count() as u64;
+    assert!(rounds >= 2, "{said}");
+    // One samples event per run: two per round.
+    assert_eq!(events.len() as u64, 2 * rounds, "{log}");
+    for e in events {
+        assert_eq!(e["session"], "bench");
+        assert!(
+            e["payload"]["round"].as_u64().is_some_and(|r| r < rounds),
+            "{e}"
+        );
+        assert_eq!(e["payload"]["values"].as_array().map(Vec::len), Some(5));
+    }
 }
 
 #[test]
@@ -210,6 +221,7 @@ fn bench_promotes_an_unchanged_candidate() {
     bench_repo(d.path());
     let out = bench(d.path(), "same");
     let said = text(&out);
+    println!("{said}");
     assert_eq!(out.status.code(), Some(0), "{said}");
     assert!(said.contains("PROMOTE"), "{said}");
 }
