@@ -155,7 +155,7 @@ pub fn bench(
 /// sandboxes are destroyed afterwards, whatever happened.
 ///
 /// # Errors
-/// [`Error::SameCommit`]; [`Error::NoCommands`]/[`Error::EmptyCommand`]
+/// [`Error::SameCommit`]; [`Error::NotABenchmarkFormat`]; [`Error::NoCommands`]/[`Error::EmptyCommand`]
 /// for an empty command; [`Error::InvalidPath`] for an `out` outside the
 /// work directory; [`Error::Git`]/[`Error::UnknownCommit`] reading a
 /// revision; [`Error::Sandbox`]; [`Error::Trace`], [`Error::Scorers`] (a
@@ -171,6 +171,20 @@ pub fn bench_with(
     if spec.baseline == spec.candidate {
         return Err(Error::SameCommit {
             commit: spec.candidate.clone(),
+        });
+    }
+    use ratchet_scorers::Format;
+    // One file a benchmark tool writes (criterion writes a directory).
+    if !matches!(
+        spec.format,
+        Format::Hyperfine
+            | Format::PytestBenchmark
+            | Format::GoogleBenchmark
+            | Format::GoBench
+            | Format::Bmf
+    ) {
+        return Err(Error::NotABenchmarkFormat {
+            format: spec.format,
         });
     }
     check_commands(&[spec.build.clone(), spec.cmd.clone()])?;

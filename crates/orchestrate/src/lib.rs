@@ -177,6 +177,15 @@ pub enum Error {
         /// Why, and what to install.
         reason: String,
     },
+    /// `bench` was given a format that is not a benchmark tool's single
+    /// output file.
+    #[error(
+        "{format} is not a format bench reads: give hyperfine, pytest-benchmark, google-benchmark, go-bench or bmf"
+    )]
+    NotABenchmarkFormat {
+        /// The format given.
+        format: ratchet_scorers::Format,
+    },
     /// A verification was asked for with no command to run.
     #[error("no command to run: a verification needs at least one")]
     NoCommands,

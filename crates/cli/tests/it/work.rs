@@ -225,3 +225,50 @@ fn bench_promotes_an_unchanged_candidate() {
     assert_eq!(out.status.code(), Some(0), "{said}");
     assert!(said.contains("PROMOTE"), "{said}");
 }
+
+#[test]
+fn bench_refuses_a_format_it_cannot_read_and_rejects_a_failed_build() {
+    let d = tempfile::tempdir().expect("tempdir");
+    bench_repo(d.path());
+    let args = |format: &'static str, build: &'static str| {
+        [
+            "bench",
+            "--baseline",
+            "main",
+            "--candidate",
+            "same",
+            "--build",
+            build,
+            "--cmd",
+            "sh bench.sh",
+            "--out",
+            "out.json",
+            "--format",
+            format,
+        ]
+    };
+    let junit = ratchet(d.path(), &args("junit", "true"), "");
+    assert_eq!(junit.status.code(), Some(2), "{}", text(&junit));
+    assert!(
+        text(&junit).contains("not a format bench reads"),
+        "{}",
+        text(&junit)
+    );
+    let broken = ratchet(d.path(), &args("hyperfine", "sh -c 'exit 3'"), "");
+    assert_eq!(broken.status.code(), Some(1), "{}", text(&broken));
+    assert!(
+        text(&broken).contains("FAILED: the baseline build failed"),
+        "{}",
+        text(&broken)
+    );
+    // Without a class every round runs and the exit is 0.
+    let mut plain = args("hyperfine", "true").to_vec();
+    plain.extend(["--rounds", "3"]);
+    let plain = ratchet(d.path(), &plain, "");
+    assert_eq!(plain.status.code(), Some(0), "{}", text(&plain));
+    assert!(
+        text(&plain).contains("round 2: baseline"),
+        "{}",
+        text(&plain)
+    );
+}
