@@ -82,6 +82,15 @@ pub struct BenchRun {
     pub last_seq: Option<u64>,
 }
 
+/// One side's build.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BenchBuild {
+    /// Which side.
+    pub side: BenchSide,
+    /// The build command as it ran.
+    pub command: CommandReport,
+}
+
 /// One paired round: A then B when even, B then A when odd.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BenchRound {
@@ -104,7 +113,7 @@ pub struct BenchReport {
     pub backend: &'static str,
     /// The build, baseline's then candidate's (absent for a side whose
     /// build did not run because the other's failed first).
-    pub builds: Vec<(BenchSide, CommandReport)>,
+    pub builds: Vec<BenchBuild>,
     /// The rounds run.
     pub rounds: Vec<BenchRound>,
     /// Why the bench stopped short of a verdict, if it did: a build or a
@@ -271,7 +280,7 @@ fn run_rounds(
     for side in [BenchSide::Baseline, BenchSide::Candidate] {
         let r = boxes[side_index(side)].exec(&spec.build, &spec.limits, &spec.env)?;
         let passed = r.passed;
-        report.builds.push((side, r));
+        report.builds.push(BenchBuild { side, command: r });
         if !passed {
             report.failure = Some(format!("the {} build failed", side_name(side)));
             return Ok(report);

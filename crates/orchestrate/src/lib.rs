@@ -39,8 +39,8 @@ mod sys;
 mod verify;
 
 pub use bench::{
-    BENCH_SESSION, BenchGate, BenchReport, BenchRound, BenchRun, BenchSide, BenchSpec, bench,
-    bench_with,
+    BENCH_SESSION, BenchBuild, BenchGate, BenchReport, BenchRound, BenchRun, BenchSide, BenchSpec,
+    bench, bench_with,
 };
 pub use deploy::{
     CheckoutRecord, Deployment, PROMOTION_REF_PREFIX, Promotion, PromotionRecord, RefFault,

@@ -387,10 +387,10 @@ pub fn bench_command(ctx: &Ctx, flags: BenchFlags) -> Result<u8> {
     if json {
         out::json_in(store.id(), &serde_json::json!({ "bench": report }))?;
     } else {
-        for (side, c) in &report.builds {
-            if !c.passed {
-                outln!("build ({}):", side_name(*side));
-                print_command(c)?;
+        for b in &report.builds {
+            if !b.command.passed {
+                outln!("build ({}):", side_name(b.side));
+                print_command(&b.command)?;
             }
         }
         if let Some(f) = &report.failure {
