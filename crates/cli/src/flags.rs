@@ -156,6 +156,10 @@ pub enum Command {
     /// Run commands against a directory or a git revision in a sandbox (and
     /// let the gate judge what they wrote); record the report. Exit codes as `gate`.
     Verify(VerifyFlags),
+    /// Build two revisions side by side and run their benchmark in paired
+    /// rounds (ABBA), recording every run's samples; with --class, stop as
+    /// soon as the gate decides. Exit codes as `gate`.
+    Bench(BenchFlags),
     /// Merge branches one by one, each verified as a whole on the tip that
     /// includes the ones before; land each that passes as one merge commit.
     Merge(MergeFlags),
@@ -680,4 +684,55 @@ pub struct DemoFlags {
     /// Proposals to judge.
     #[arg(long, default_value_t = 40)]
     pub proposals: usize,
+}
+
+/// The flags of `ratchet bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchFlags {
+    /// The commit running now (side A; a git revision or full id).
+    #[arg(long)]
+    pub baseline: String,
+    /// The commit proposed (side B).
+    #[arg(long)]
+    pub candidate: String,
+    /// The build command, run once in each revision's work directory (its
+    /// words, split as a shell splits them, never run by one).
+    #[arg(long)]
+    pub build: String,
+    /// The benchmark command, run once per revision per round; it writes --out.
+    #[arg(long)]
+    pub cmd: String,
+    /// The file the benchmark command writes, relative to the work
+    /// directory (e.g. hyperfine's `--export-json out.json`).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The tool that writes it: hyperfine, pytest-benchmark,
+    /// google-benchmark, go-bench or bmf.
+    #[arg(long, value_parser = parse_format)]
+    pub format: ratchet_scorers::Format,
+    /// Class to decide after each round (its policy's test = "benchmarks").
+    #[arg(long)]
+    pub class: Option<String>,
+    /// Policy file (default: policy.toml in the store directory).
+    #[arg(long, requires = "class")]
+    pub policy: Option<PathBuf>,
+    /// The most rounds.
+    #[arg(long, default_value_t = 30)]
+    pub rounds: u64,
+    /// Stop after the round that ends past this many seconds.
+    #[arg(long)]
+    pub max_seconds: Option<f64>,
+    /// Where the commands run.
+    #[arg(long, value_enum, default_value_t = cmd::work::SandboxKind::Process)]
+    pub sandbox: cmd::work::SandboxKind,
+    /// Seconds a command may take before its process group is killed.
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
+    /// An environment variable for the commands: `NAME` passes the
+    /// caller's value through, `NAME=VALUE` sets it.
+    #[arg(long = "env", value_name = "NAME[=VALUE]")]
+    pub env: Vec<String>,
+    /// Writer key file (keyed stores).
+    #[arg(long)]
+    pub key_file: Option<PathBuf>,
 }

@@ -352,6 +352,7 @@ fn run(cli: Cli) -> Result<u8> {
         Command::Watch(flags) => cmd::drift::watch_command(&ctx, flags),
         Command::Heal(flags) => cmd::drift::heal_command(&ctx, flags),
         Command::Verify(flags) => cmd::work::verify_command(&ctx, flags),
+        Command::Bench(flags) => cmd::work::bench_command(&ctx, flags),
         Command::Merge(flags) => cmd::work::merge_command(&ctx, flags),
         Command::Best(flags) => cmd::drift::best_command(&ctx, flags),
         Command::Arl(flags) => cmd::drift::arl_command(&ctx, flags),

@@ -31,12 +31,17 @@
 //! ```
 #![deny(missing_docs)]
 
+mod bench;
 mod deploy;
 mod merge;
 mod sandbox;
 mod sys;
 mod verify;
 
+pub use bench::{
+    BENCH_SESSION, BenchBuild, BenchGate, BenchReport, BenchRound, BenchRun, BenchSide, BenchSpec,
+    bench, bench_with,
+};
 pub use deploy::{
     CheckoutRecord, Deployment, PROMOTION_REF_PREFIX, Promotion, PromotionRecord, RefFault,
     check_out_detached, check_promotion_refs, checkout_refusal, deployed, promotions_in,
@@ -171,6 +176,15 @@ pub enum Error {
         backend: &'static str,
         /// Why, and what to install.
         reason: String,
+    },
+    /// `bench` was given a format that is not a benchmark tool's single
+    /// output file.
+    #[error(
+        "{format} is not a format bench reads: give hyperfine, pytest-benchmark, google-benchmark, go-bench or bmf"
+    )]
+    NotABenchmarkFormat {
+        /// The format given.
+        format: ratchet_scorers::Format,
     },
     /// A verification was asked for with no command to run.
     #[error("no command to run: a verification needs at least one")]

@@ -420,6 +420,14 @@ pub(crate) fn verify_loaded(
     Ok((report, receipt))
 }
 
+/// Writes a snapshot's files into a prepared sandbox's work directory.
+pub(crate) fn write_snapshot(sandbox: &mut dyn Sandbox, files: &[SourceFile]) -> Result<()> {
+    for f in files {
+        sandbox.write_file(&f.path, &f.bytes, f.mode)?;
+    }
+    Ok(())
+}
+
 fn run_in(
     store: &mut Store,
     sandbox: &mut dyn Sandbox,
@@ -427,9 +435,7 @@ fn run_in(
     spec: &VerifySpec,
     candidate: Option<CommitId>,
 ) -> Result<VerificationReport> {
-    for f in &loaded.files {
-        sandbox.write_file(&f.path, &f.bytes, f.mode)?;
-    }
+    write_snapshot(sandbox, &loaded.files)?;
     let mut commands = Vec::new();
     for argv in &spec.commands {
         let r = sandbox.exec(argv, &spec.limits, &spec.env)?;

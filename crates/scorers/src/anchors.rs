@@ -228,10 +228,26 @@ pub fn direction_in(view: &Verified, scorer: &str) -> Result<Direction> {
     )
 }
 
-/// The direction of any scorer: an anchor's own, criterion timings
-/// downwards, otherwise higher is better (what ingestion declares).
+/// The direction of any scorer: an anchor's own, the benchmark
+/// importers' timings, bytes and allocations downwards (as each importer
+/// declares them — so a writer who may not declare, a record token or the
+/// output of `verify`, leaves nothing the gate would read the other way),
+/// otherwise higher is better.
 pub fn direction_of(scorer: &str) -> Direction {
-    if scorer == crate::ingest::CRITERION_NS {
+    use crate::ingest::bench::{
+        CRITERION_NS, GBENCH_CPU_NS, GBENCH_REAL_NS, HYPERFINE_S, PYTEST_BENCHMARK_S,
+    };
+    const DOWNWARDS: [&str; 8] = [
+        CRITERION_NS,
+        HYPERFINE_S,
+        GBENCH_REAL_NS,
+        GBENCH_CPU_NS,
+        PYTEST_BENCHMARK_S,
+        "go_ns_per_op",
+        "go_bytes_per_op",
+        "go_allocs_per_op",
+    ];
+    if DOWNWARDS.contains(&scorer) {
         return Direction::LowerIsBetter;
     }
     Anchor::from_scorer(scorer).map_or(Direction::HigherIsBetter, Anchor::direction)

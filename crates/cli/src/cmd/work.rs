@@ -6,11 +6,12 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow};
 use clap::{Args, ValueEnum};
 use ratchet_orchestrate::{
-    CommandReport, EnvPolicy, Evaluation, Limits, MergeOutcome, MergeRequest, NamespaceSandbox,
-    ProcessSandbox, Sandbox, Source, VerificationReport, VerifySpec,
+    BenchGate, BenchRound, BenchSide, BenchSpec, CommandReport, EnvPolicy, Evaluation, Limits,
+    MergeOutcome, MergeRequest, NamespaceSandbox, ProcessSandbox, Sandbox, Source,
+    VerificationReport, VerifySpec,
 };
 
-use crate::flags::{MergeFlags, VerifyFlags};
+use crate::flags::{BenchFlags, MergeFlags, VerifyFlags};
 use crate::{Ctx, EXIT_NEGATIVE, out};
 
 /// Which sandbox runs the commands.
@@ -81,15 +82,7 @@ impl RunFlags {
                 shell_words::split(c).with_context(|| format!("--cmd {c:?}: unbalanced quotes"))
             })
             .collect::<Result<Vec<_>>>()?;
-        let mut env = EnvPolicy::default();
-        for e in &self.env {
-            match e.split_once('=') {
-                Some((k, v)) => {
-                    env.set.insert(k.to_string(), v.to_string());
-                }
-                None => env.inherit.push(e.clone()),
-            }
-        }
+        let env = env_policy(&self.env);
         let evaluation = match (&self.class, &self.baseline) {
             (Some(class), Some(baseline)) => Some(Evaluation {
                 policy: crate::cmd::gate::policy_file(ctx, self.policy.as_deref())?,
@@ -115,11 +108,31 @@ impl RunFlags {
     }
 
     fn sandbox(&self) -> Result<Box<dyn Sandbox>> {
-        Ok(match self.sandbox {
+        self.sandbox.make()
+    }
+}
+
+impl SandboxKind {
+    fn make(self) -> Result<Box<dyn Sandbox>> {
+        Ok(match self {
             SandboxKind::Process => Box::new(ProcessSandbox::new()),
             SandboxKind::Namespace => Box::new(NamespaceSandbox::new()?),
         })
     }
+}
+
+/// `--env` flags as the commands' environment: `NAME` inherited, `NAME=VALUE` set.
+fn env_policy(flags: &[String]) -> EnvPolicy {
+    let mut env = EnvPolicy::default();
+    for e in flags {
+        match e.split_once('=') {
+            Some((k, v)) => {
+                env.set.insert(k.to_string(), v.to_string());
+            }
+            None => env.inherit.push(e.clone()),
+        }
+    }
+    env
 }
 
 pub fn verify(
@@ -319,4 +332,129 @@ pub fn merge_command(ctx: &Ctx, flags: MergeFlags) -> Result<u8> {
         run,
     } = flags;
     crate::cmd::work::merge(ctx, &repo, &branches, &into, deploy.as_deref(), &run)
+}
+
+/// `ratchet bench`: both revisions resolved, the commands split, the policy
+/// read; then [`ratchet_orchestrate::bench_with`], each round printed as it ends.
+pub fn bench_command(ctx: &Ctx, flags: BenchFlags) -> Result<u8> {
+    let split = |flag: &str, c: &str| {
+        shell_words::split(c).with_context(|| format!("{flag} {c:?}: unbalanced quotes"))
+    };
+    let repo = std::env::current_dir().context("reading the current directory")?;
+    let gate = match &flags.class {
+        Some(class) => Some(BenchGate {
+            class: class.clone(),
+            policy: crate::cmd::gate::policy_file(ctx, flags.policy.as_deref())?,
+        }),
+        None => None,
+    };
+    let max_time = match flags.max_seconds {
+        Some(s) if s.is_finite() && s >= 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => return Err(anyhow!("--max-seconds {s}: not a number of seconds")),
+        None => None,
+    };
+    let spec = BenchSpec {
+        repo,
+        baseline: ctx.commit(&flags.baseline)?,
+        candidate: ctx.commit(&flags.candidate)?,
+        build: split("--build", &flags.build)?,
+        cmd: split("--cmd", &flags.cmd)?,
+        out: flags.out.clone(),
+        format: flags.format,
+        gate,
+        rounds: flags.rounds,
+        max_time,
+        limits: Limits {
+            timeout: Duration::from_secs(flags.timeout),
+            ..Limits::default()
+        },
+        env: env_policy(&flags.env),
+    };
+    let (mut a, mut b) = (flags.sandbox.make()?, flags.sandbox.make()?);
+    let mut store = ctx.open(flags.key_file.as_deref())?;
+    let json = ctx.json;
+    let mut progress = |r: &BenchRound| {
+        if !json {
+            let _ = print_round(r);
+        }
+    };
+    let report = ratchet_orchestrate::bench_with(
+        &mut store,
+        [a.as_mut(), b.as_mut()],
+        &spec,
+        &mut progress,
+    )?;
+    if json {
+        out::json_in(store.id(), &serde_json::json!({ "bench": report }))?;
+    } else {
+        for b in &report.builds {
+            if !b.command.passed {
+                outln!("build ({}):", side_name(b.side));
+                print_command(&b.command)?;
+            }
+        }
+        if let Some(f) = &report.failure {
+            for r in report.rounds.last().iter().flat_map(|r| &r.runs) {
+                if !r.command.passed {
+                    print_command(&r.command)?;
+                }
+            }
+            outln!("FAILED: {f}");
+        }
+        if let Some(v) = &report.verdict {
+            crate::cmd::gate::print_verdict(v)?;
+            if let Some(seq) = report.decision_seq {
+                outln!("recorded as seq {seq}");
+            }
+        }
+    }
+    Ok(report.status().exit_code())
+}
+
+fn side_name(side: BenchSide) -> &'static str {
+    match side {
+        BenchSide::Baseline => "baseline",
+        BenchSide::Candidate => "candidate",
+    }
+}
+
+fn print_round(r: &BenchRound) -> Result<()> {
+    let runs: Vec<String> = r
+        .runs
+        .iter()
+        .map(|run| {
+            format!(
+                "{} {:.0} ms ({} benchmark(s))",
+                side_name(run.side),
+                run.command.wall_ms,
+                run.scores
+            )
+        })
+        .collect();
+    let verdict = match &r.verdict {
+        None => String::new(),
+        Some(v) => {
+            let mut s = format!(" -> {}", v.outcome.status().as_str());
+            if let Some(rows) = bench_rows(v) {
+                s.push_str(&format!(" ({rows})"));
+            }
+            s
+        }
+    };
+    outln!("round {}: {}{verdict}", r.round, runs.join(", then "));
+    Ok(())
+}
+
+/// Each benchmark's verdict, as `name: verdict`.
+fn bench_rows(v: &ratchet_gate::Verdict) -> Option<String> {
+    v.stages.iter().find_map(|s| match &s.details {
+        ratchet_gate::StageDetails::Benchmarks(d) => Some(
+            d.benchmarks
+                .iter()
+                .map(|b| format!("{}: {}", b.benchmark, b.verdict.as_str()))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        _ => None,
+    })
 }

@@ -109,3 +109,166 @@ fn merge_lands_what_passes_and_names_a_semantic_conflict() {
         text(&dirty)
     );
 }
+
+/// A benchmark script: each run appends to a counter file in its work
+/// directory and writes a hyperfine export of five times around 0.1 s
+/// (deterministic variation from the counter), scaled by `factor.txt` (%).
+const BENCH_SH: &str = r#"#!/bin/sh
+n=$(cat n 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" > n
+f=$(cat factor.txt)
+times=""; sum=0
+for i in 1 2 3 4 5; do
+  v=$(( (100000 + ((n * 37 + i * 11) % 50) * 60) * f / 100 ))
+  sum=$((sum + v))
+  t=$(printf '%d.%06d' $((v / 1000000)) $((v % 1000000)))
+  times="$times${times:+,}$t"
+done
+m=$(printf '%d.%06d' $((sum / 5000000)) $((sum / 5 % 1000000)))
+printf '{"results":[{"command":"work","mean":%s,"times":[%s],"exit_codes":[0,0,0,0,0]}]}\n' "$m" "$times" > out.json
+"#;
+
+const BENCH_POLICY: &str = r#"[class.perf]
+scorer = "hyperfine_s"
+test = "benchmarks"
+alpha = 0.05
+beta = 0.1
+max_n = 100
+regression = 0.05
+equivalence = 0.01
+"#;
+
+/// `main` runs at 100 %; branch `slow` at 130 %, branch `same` at 100 %
+/// (another commit, the same speed). A store in `.ratchet` with the policy.
+fn bench_repo(dir: &Path) {
+    repo_with_branches(
+        dir,
+        &[
+            ("bench.sh", Some(BENCH_SH)),
+            ("factor.txt", Some("100\n")),
+            (".gitignore", Some(".ratchet\n")),
+        ],
+        &[
+            ("slow", "factor.txt", "130\n"),
+            ("same", "note.txt", "same speed\n"),
+        ],
+    );
+    assert!(ratchet(dir, &["init"], "").status.success());
+    std::fs::write(dir.join(".ratchet/policy.toml"), BENCH_POLICY).expect("policy");
+}
+
+fn bench(dir: &Path, candidate: &str) -> std::process::Output {
+    ratchet(
+        dir,
+        &[
+            "bench",
+            "--baseline",
+            "main",
+            "--candidate",
+            candidate,
+            "--build",
+            "chmod +x bench.sh",
+            "--cmd",
+            "sh bench.sh",
+            "--out",
+            "out.json",
+            "--format",
+            "hyperfine",
+            "--class",
+            "perf",
+        ],
+        "",
+    )
+}
+
+#[test]
+fn bench_rejects_a_slower_candidate_in_paired_rounds() {
+    let d = tempfile::tempdir().expect("tempdir");
+    bench_repo(d.path());
+    let out = bench(d.path(), "slow");
+    let said = text(&out);
+    println!("{said}");
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    // ABBA: even rounds run the baseline first, odd rounds the candidate.
+    assert!(said.contains("round 0: baseline"), "{said}");
+    assert!(said.contains("round 1: candidate"), "{said}");
+    assert!(said.contains("REJECT"), "{said}");
+    assert!(said.contains("work: slower"), "{said}");
+    // Every run's samples are recorded with their round, under `bench`.
+    let log = ratchet(
+        d.path(),
+        &["--json", "log", "--kind", "samples", "--limit", "1000"],
+        "",
+    );
+    let log: serde_json::Value = serde_json::from_slice(&log.stdout).expect("one JSON document");
+    let events = log["events"].as_array().expect("events");
+    let rounds = said.matches("round ").count() as u64;
+    assert!(rounds >= 2, "{said}");
+    // One samples event per run: two per round.
+    assert_eq!(events.len() as u64, 2 * rounds, "{log}");
+    for e in events {
+        assert_eq!(e["session"], "bench");
+        assert!(
+            e["payload"]["round"].as_u64().is_some_and(|r| r < rounds),
+            "{e}"
+        );
+        assert_eq!(e["payload"]["values"].as_array().map(Vec::len), Some(5));
+    }
+}
+
+#[test]
+fn bench_promotes_an_unchanged_candidate() {
+    let d = tempfile::tempdir().expect("tempdir");
+    bench_repo(d.path());
+    let out = bench(d.path(), "same");
+    let said = text(&out);
+    println!("{said}");
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("PROMOTE"), "{said}");
+}
+
+#[test]
+fn bench_refuses_a_format_it_cannot_read_and_rejects_a_failed_build() {
+    let d = tempfile::tempdir().expect("tempdir");
+    bench_repo(d.path());
+    let args = |format: &'static str, build: &'static str| {
+        [
+            "bench",
+            "--baseline",
+            "main",
+            "--candidate",
+            "same",
+            "--build",
+            build,
+            "--cmd",
+            "sh bench.sh",
+            "--out",
+            "out.json",
+            "--format",
+            format,
+        ]
+    };
+    let junit = ratchet(d.path(), &args("junit", "true"), "");
+    assert_eq!(junit.status.code(), Some(2), "{}", text(&junit));
+    assert!(
+        text(&junit).contains("not a format bench reads"),
+        "{}",
+        text(&junit)
+    );
+    let broken = ratchet(d.path(), &args("hyperfine", "sh -c 'exit 3'"), "");
+    assert_eq!(broken.status.code(), Some(1), "{}", text(&broken));
+    assert!(
+        text(&broken).contains("FAILED: the baseline build failed"),
+        "{}",
+        text(&broken)
+    );
+    // Without a class every round runs and the exit is 0.
+    let mut plain = args("hyperfine", "true").to_vec();
+    plain.extend(["--rounds", "3"]);
+    let plain = ratchet(d.path(), &plain, "");
+    assert_eq!(plain.status.code(), Some(0), "{}", text(&plain));
+    assert!(
+        text(&plain).contains("round 2: baseline"),
+        "{}",
+        text(&plain)
+    );
+}

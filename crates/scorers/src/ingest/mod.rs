@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::holdout::RubricSet;
 use crate::samples::Samples;
 
-mod bench;
+pub(crate) mod bench;
 mod evals;
 mod inspect_log;
 mod jsonl;
@@ -765,6 +765,17 @@ impl ReadReports {
             + self.evidence.directions.len()) as u64
     }
 
+    /// The same evidence with every benchmark run's samples marked as
+    /// measured in paired round `round` (what `ratchet bench` records: the
+    /// gate pairs a baseline's and a candidate's runs by round).
+    #[must_use]
+    pub fn in_round(mut self, round: u64) -> Self {
+        for s in &mut self.evidence.samples {
+            s.round = Some(round);
+        }
+        self
+    }
+
     /// The same evidence stored once under `key` instead (a server keys
     /// content per session, so one writer's upload never stands for
     /// another's).
@@ -865,6 +876,15 @@ pub fn read_reports(
 pub fn store_reports(ledger: &mut Ledger, reports: ReadReports) -> Result<IngestReport> {
     ledger.refresh()?;
     store_read(ledger, reports)
+}
+
+/// Stores what [`read_reports`] read into `store`, in one transaction, as
+/// [`ingest`] would have.
+///
+/// # Errors
+/// As [`ingest`].
+pub fn store_reports_in(store: &mut Store, reports: ReadReports) -> Result<IngestReport> {
+    store_read(store, reports)
 }
 
 fn store_read<T: Target>(store: &mut T, r: ReadReports) -> Result<IngestReport> {
