@@ -567,6 +567,51 @@ impl Page<'_> {
             }
             (None, _) => rows.push(not_reached(&scorer, "primary")),
         }
+        // A benchmarks class: each benchmark first, regressions first.
+        for s in d.stages() {
+            if let StageDetails::Benchmarks(b) = &s.details {
+                let rows_before = std::mem::take(&mut rows);
+                for r in &b.benchmarks {
+                    let word = match r.verdict {
+                        ratchet_gate::benchmarks::BenchVerdict::Slower => "fail",
+                        v if v.not_slower() => "pass",
+                        _ => "open",
+                    };
+                    rows.push([
+                        esc(&r.benchmark),
+                        format!(
+                            "benchmark ({})",
+                            if b.paired {
+                                "paired by round"
+                            } else {
+                                "unpaired"
+                            }
+                        ),
+                        format!(
+                            "×{:.3} ({} → {})",
+                            r.ratio,
+                            fmt_g(r.baseline),
+                            fmt_g(r.candidate)
+                        ),
+                        format!(
+                            "[{:.3}, {:.3}] over {} pair{}",
+                            r.low,
+                            r.high,
+                            r.n,
+                            if r.n == 1 { "" } else { "s" }
+                        ),
+                        format!(
+                            "not slower than +{:.1} %; slower than +{:.1} % rejects",
+                            b.regression * 100.0,
+                            b.equivalence * 100.0
+                        ),
+                        word.into(),
+                        r.verdict.as_str().into(),
+                    ]);
+                }
+                rows.extend(rows_before);
+            }
+        }
         // Guardrails.
         let mut seen = BTreeSet::new();
         for s in d.stages() {

@@ -135,6 +135,42 @@ fn decided(
         writeln!(out, "Why: {}.", md(r, As::Text))?;
     }
     writeln!(out)?;
+    // A benchmarks class: every benchmark, regressions first.
+    for s in d.stages() {
+        if let ratchet_gate::StageDetails::Benchmarks(b) = &s.details {
+            writeln!(
+                out,
+                "| benchmark | baseline | candidate | ratio [interval] | verdict |\n|---|---|---|---|---|"
+            )?;
+            for r in &b.benchmarks {
+                writeln!(
+                    out,
+                    "| {} | {} | {} | ×{:.3} \\[{:.3}, {:.3}\\] | {} |",
+                    md(&r.benchmark, As::Text),
+                    fmt_g(r.baseline),
+                    fmt_g(r.candidate),
+                    r.ratio,
+                    r.low,
+                    r.high,
+                    if r.verdict == ratchet_gate::benchmarks::BenchVerdict::Slower {
+                        "**slower**"
+                    } else {
+                        r.verdict.as_str()
+                    }
+                )?;
+            }
+            writeln!(
+                out,
+                "\nRatio = candidate ÷ baseline per benchmark ({}); lower bound at α/{}, upper at α.\n",
+                if b.paired {
+                    "paired by round"
+                } else {
+                    "unpaired samples: the machine's drift between the runs is not cancelled"
+                },
+                b.benchmarks.len()
+            )?;
+        }
+    }
     // Failed tests, by name, of the candidate's recorded runs.
     {
         let runs = view.test_runs(&d.v.candidate, AsOf::Seq(d.at()));
