@@ -1,4 +1,5 @@
 //! The HTML report and the Markdown summary, as a browser and a reader see them.
 
+mod benchmarks;
 mod markdown;
 mod report;
