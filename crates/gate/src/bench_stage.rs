@@ -30,10 +30,13 @@ pub struct BenchmarkRow {
     /// Candidate ÷ baseline as the pairs show it (above 1: slower).
     #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub ratio: f64,
-    /// Lower bound of the ratio, at the family's level α/m.
+    /// Lower bound of the ratio (at the family's level α/m for a scorer
+    /// that improves downwards; at α for one that improves upwards, whose
+    /// "slower" is a lower ratio).
     #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub low: f64,
-    /// Upper bound of the ratio, at level α.
+    /// Upper bound of the ratio (at α, or α/m for a scorer that improves
+    /// upwards).
     #[serde(deserialize_with = "crate::decide::recorded_f64")]
     pub high: f64,
     /// Pairs read.
@@ -47,7 +50,7 @@ pub struct BenchmarkRow {
 #[serde(deny_unknown_fields)]
 pub struct BenchmarksDetails {
     /// Pairs are rounds of `ratchet bench` (drift cancelled), or else the
-    /// i-th sample of each side measured apart (unpaired).
+    /// j-th run of each side, measured apart (unpaired).
     pub paired: bool,
     /// A slowdown of this fraction is a regression.
     pub regression: f64,
@@ -59,7 +62,8 @@ pub struct BenchmarksDetails {
     pub benchmarks: Vec<BenchmarkRow>,
 }
 
-/// One side's runs of each benchmark: (round, values) in seq order.
+/// One side's runs of each benchmark: (round, values) in seq order, a run
+/// split over consecutive events pooled back into one.
 type Runs = BTreeMap<String, Vec<(Option<u64>, Vec<f64>)>>;
 
 /// The runs of `commit` at `version` from the producers `side` trusts.
@@ -73,6 +77,8 @@ fn runs_of(look: Look<'_>, commit: &CommitId, side: Side, version: Option<&str>)
         .events_from(KIND_SAMPLES, commit, look.at, sources, side);
     look.set_aside(aside);
     let mut out: Runs = BTreeMap::new();
+    // The seq of the last event folded into each benchmark's last run.
+    let mut last_seq: BTreeMap<String, u64> = BTreeMap::new();
     for e in events {
         // A run split over several events (a payload holds at most 64 KiB)
         // pools back: its events are consecutive, with one round.
@@ -83,15 +89,23 @@ fn runs_of(look: Look<'_>, commit: &CommitId, side: Side, version: Option<&str>)
         if s.scorer != look.q.policy.scorer || version.is_some_and(|v| v != s.scorer_version) {
             continue;
         }
-        out.entry(s.benchmark)
-            .or_default()
-            .push((s.round, s.values));
+        // An importer splits a run too large for one event into events of
+        // consecutive seqs (one batch); anything else is a run of its own.
+        let runs = out.entry(s.benchmark.clone()).or_default();
+        let continues = last_seq.get(&s.benchmark) == Some(&(e.seq - 1))
+            && runs.last().is_some_and(|(round, _)| *round == s.round);
+        match runs.last_mut() {
+            Some((_, values)) if continues => values.extend(s.values),
+            _ => runs.push((s.round, s.values)),
+        }
+        last_seq.insert(s.benchmark, e.seq);
     }
     Ok(out)
 }
 
 /// The pairs' log-ratios of one benchmark, positive when the candidate is
-/// worse, and whether they are paired by round.
+/// worse, and whether they are paired by round: each round's medians when
+/// every run has one, else the j-th run's median of each side.
 fn log_ratios(
     base: &[(Option<u64>, Vec<f64>)],
     cand: &[(Option<u64>, Vec<f64>)],
@@ -123,14 +137,14 @@ fn log_ratios(
             return (d, true);
         }
     }
-    let flat = |runs: &[(Option<u64>, Vec<f64>)]| -> Vec<f64> {
-        runs.iter().flat_map(|(_, v)| v.iter().copied()).collect()
-    };
-    let (b, c) = (flat(base), flat(cand));
-    let d = b
+    // Unpaired, the unit is the run, not the sample: a run's samples share
+    // its process's state (memory layout, frequency, the machine's load
+    // then), so they are one observation of it — its median. The j-th run
+    // of each side (in trace order) make a pair.
+    let d = base
         .iter()
-        .zip(&c)
-        .map(|(x, y)| sign * (y.ln() - x.ln()))
+        .zip(cand)
+        .map(|((_, b), (_, c))| sign * (median(c).ln() - median(b).ln()))
         .take(max_n)
         .collect();
     (d, false)
@@ -309,7 +323,7 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
             first.n,
             if first.n < fewest {
                 format!(
-                    " — flagging one of {} benchmarks at α = {} needs at least {fewest} pairs of samples (run the tool with more runs, or `ratchet bench`)",
+                    " — flagging one of {} benchmarks at α = {} needs at least {fewest} pairs: runs of each side (a run's samples share its process's state and count as one), i.e. `ratchet bench` rounds or as many separate runs of the tool ingested per commit",
                     rows.len(),
                     p.alpha
                 )

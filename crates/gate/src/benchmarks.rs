@@ -6,8 +6,12 @@
 //!
 //! A pair is one round of `ratchet bench` (the median of each side's
 //! samples in the round: the machine's drift cancels) or, from files alone,
-//! the i-th sample of each side (unpaired: drift is not cancelled, and the
-//! verdict says so). Its log-ratio `d = ln(candidate / baseline)` (for a
+//! the j-th run of each side (its median: a run's samples share its
+//! process's state, so they are one observation; unpaired, drift is not
+//! cancelled, and the verdict says so). What is judged is the **median**
+//! ratio of a pair: a regression confined to a minority of a run's samples
+//! (a slow tail, a rare GC pause) moves the mean, not the median, and is
+//! not what this kind measures. Its log-ratio `d = ln(candidate / baseline)` (for a
 //! scorer that improves downwards; the inverse for one that improves
 //! upwards) is positive when the candidate is slower.
 //!
@@ -43,11 +47,18 @@ use serde::{Deserialize, Serialize};
 /// The bets of the mixture: constant fractions of the capital staked on
 /// each sign, and their weights (summing to 1). Timings' signs are nearly
 /// deterministic once a change exceeds the noise, so the weight leans to
-/// the bold bets: ten straight wins grow the 0.99 component 2^9.9-fold,
-/// which with its weight 0.4 reaches 1/α for 30 benchmarks at α = 0.05
-/// (600) after 11 pairs — 10 is the least any sign test can need
-/// (2^−n ≤ α/m). A cautious component keeps noisy effects in reach.
-const BETS: [(f64, f64); 4] = [(0.5, 0.1), (0.8, 0.2), (0.95, 0.3), (0.99, 0.4)];
+/// the bold bets: twelve straight wins reach 1/α for 30 benchmarks at
+/// α = 0.05 (600) — 10 is the least any sign test can need (2^−n ≤ α/m).
+/// The cautious bets (0.1, 0.25) grow whenever a win is more likely than
+/// about 0.53 and 0.56, so a noisy benchmark is decided too, given pairs.
+const BETS: [(f64, f64); 6] = [
+    (0.1, 0.05),
+    (0.25, 0.05),
+    (0.5, 0.1),
+    (0.8, 0.2),
+    (0.95, 0.25),
+    (0.99, 0.35),
+];
 
 /// The log of the mixture e-process on `wins` (in order) after the last
 /// of them: ln Σ_k w_k Π_i (1 + λ_k (2 win_i − 1)) — a weighted mixture of

@@ -259,6 +259,22 @@ fn side_index(side: BenchSide) -> usize {
     }
 }
 
+/// One past the highest round of any `samples` event about `a` or `b`
+/// (0 when there is none).
+fn next_round(store: &Store, a: &CommitId, b: &CommitId) -> Result<u64> {
+    let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
+    let mut next = 0;
+    for e in view.events_of_kinds(&[ratchet_scorers::KIND_SAMPLES]) {
+        if e.commit.as_ref().is_some_and(|c| c == a || c == b)
+            && let Ok(s) = ratchet_scorers::Samples::from_payload(&e.payload)
+            && let Some(r) = s.round
+        {
+            next = next.max(r.saturating_add(1));
+        }
+    }
+    Ok(next)
+}
+
 fn run_rounds(
     store: &mut Store,
     boxes: &mut [&mut dyn Sandbox; 2],
@@ -289,8 +305,12 @@ fn run_rounds(
     // Keys of this bench's batches: the store's size when it began names
     // it, so a second bench of the same commits records its own runs.
     let bench_id = store.head()?.size;
+    // Rounds go on from the last one the trace holds for these commits: a
+    // second bench adds pairs instead of pooling its round 0 with the
+    // first one's (the gate pairs samples by round).
+    let first_round = next_round(store, &spec.baseline, &spec.candidate)?;
     let local = tempfile::tempdir().map_err(io_err(&std::env::temp_dir()))?;
-    for round in 0..spec.rounds {
+    for round in first_round..first_round.saturating_add(spec.rounds) {
         let order = if round % 2 == 0 {
             [BenchSide::Baseline, BenchSide::Candidate]
         } else {

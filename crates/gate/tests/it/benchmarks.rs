@@ -176,8 +176,9 @@ fn commit(i: u8) -> CommitId {
     CommitId::parse(&format!("{i:02x}").repeat(20)).expect("commit")
 }
 
-/// Appends `n` timings per side of 30 benchmarks spanning 1 µs to 10 ms
-/// (log-uniform), 2 % noise, the candidate `slow` × slower on benchmark 17.
+/// Appends `n` runs (5 timings each) per side of 30 benchmarks spanning
+/// 1 µs to 10 ms (log-uniform), 2 % noise, the candidate `slow` × slower on
+/// benchmark 17.
 fn thirty_benchmarks(store: &mut Store, slow: f64, n: usize, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed);
     let (base, cand) = (commit(1), commit(2));
@@ -185,19 +186,28 @@ fn thirty_benchmarks(store: &mut Store, slow: f64, n: usize, seed: u64) {
     for b in 0..30 {
         let median = 1e-6 * 10f64.powf(4.0 * b as f64 / 29.0);
         for (commit, factor) in [(&base, 1.0), (&cand, if b == 17 { slow } else { 1.0 })] {
-            let values = (0..n)
-                .map(|_| median * factor * log_noise(Shape::LogNormal, &mut rng).exp())
-                .collect();
-            let s = Samples {
-                commit: commit.clone(),
-                benchmark: format!("bench/{b:02}"),
-                scorer: "hyperfine_s".into(),
-                scorer_version: "runner-1".into(),
-                unit: "s".into(),
-                values,
-                round: None,
-            };
-            drafts.push(s.to_draft().expect("draft"));
+            // `n` separate runs of the tool, 5 samples each: unpaired, a
+            // run (its median) is one observation.
+            for _ in 0..n {
+                let values = (0..5)
+                    .map(|_| median * factor * log_noise(Shape::LogNormal, &mut rng).exp())
+                    .collect();
+                let s = Samples {
+                    commit: commit.clone(),
+                    benchmark: format!("bench/{b:02}"),
+                    scorer: "hyperfine_s".into(),
+                    scorer_version: "runner-1".into(),
+                    unit: "s".into(),
+                    values,
+                    round: None,
+                };
+                drafts.push(s.to_draft().expect("draft"));
+                // Runs are separate ingestions: not consecutive events.
+                drafts.push(
+                    ratchet_trace::EventDraft::json("note", &serde_json::json!({}))
+                        .expect("note"),
+                );
+            }
             let mut score = ratchet_trace::Score::new(
                 commit.clone(),
                 format!("bench/{b:02}"),
