@@ -255,8 +255,8 @@ fn red_bimodal_candidate_with_median_2_7x_slower_promotes() {
 }
 
 // ---------------------------------------------------------------------
-// Finding 4 — noisy benchmarks are never decided: the mixture has no bet
-// cautious enough.
+// Finding 4 — noisy benchmarks are decided only by luck: the mixture has
+// no bet cautious enough.
 // ---------------------------------------------------------------------
 
 /// The boldest-to-most-cautious bets are 0.99 … 0.5. A constant bet λ = ½
@@ -267,8 +267,9 @@ fn red_bimodal_candidate_with_median_2_7x_slower_promotes() {
 /// by luck (every component's expected log-growth is negative): the rest
 /// are rejected as truncated, though a sign test with a cautious bet
 /// (λ ≈ 0.2) needs a few hundred pairs for it. Measured: 39 of 100
-/// promoted by 1000 pairs, against the 90 % that β = 0.1 asks. The source says "a cautious component keeps noisy
-/// effects in reach"; policy `beta` is not used by the kind at all.
+/// promoted by 1000 pairs, against the 90 % that β = 0.1 asks. The source
+/// says "a cautious component keeps noisy effects in reach"; policy
+/// `beta` is not used by the kind at all.
 #[test]
 fn red_unchanged_noisy_benchmark_rarely_shown_not_slower_within_max_n() {
     const RUNS: usize = 100;
