@@ -465,6 +465,11 @@ impl Monitor {
         self
     }
 
+    /// Whose scores it reads.
+    pub fn sources(&self) -> &ratchet_trace::Sources {
+        &self.sources
+    }
+
     /// Which shifts alarm (default [`Watch::Decreases`]). A one-sided
     /// Bernoulli chart is rebuilt for the new direction.
     ///

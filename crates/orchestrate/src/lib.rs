@@ -613,9 +613,10 @@ pub fn heal(
     report.checked_out = true;
     report.checkout_seq = Some(receipt.seq);
     tracing::info!(from = %alarm.commit, to = %target, "healed by checkout");
-    // The restarted monitor's baseline is read from the verified view too.
+    // The restarted monitor's baseline is read from the verified view too,
+    // from the producers the heal trusts, and it reads only theirs.
     let monitor = Monitor::start(
-        ledger.view(),
+        &ledger.view().restricted_to(&options.trust),
         &target,
         &alarm.scorer,
         receipt.seq,
@@ -623,7 +624,8 @@ pub fn heal(
         options.h,
         options.min_n,
     )?
-    .watching(Watch::harm(options.lower_is_better))?;
+    .watching(Watch::harm(options.lower_is_better))?
+    .reading(options.trust.clone());
     Ok((report, Some(monitor)))
 }
 
@@ -657,11 +659,13 @@ pub fn check_recovery(
     let view = ledger.view();
     let alarms = monitor.poll(view)?;
     let (commit, scorer) = monitor.stream();
-    let live = view.score_stream(
+    // The live scores of the producers the monitor reads.
+    let live = view.score_stream_from(
         commit,
         ratchet_trace::ScorerRef::at_version(scorer, monitor.scorer_version()),
         since_seq,
         usize::MAX,
+        monitor.sources(),
     );
     let n = live.len() as u64;
     let mean = (n > 0).then(|| live.iter().map(|(_, v)| v).sum::<f64>() / n as f64);

@@ -242,6 +242,18 @@ pub fn mint_token(store: &mut Store, spec: &TokenSpec) -> Result<Minted> {
             ratchet_trace::MAX_NAME_LEN
         )));
     }
+    // The sessions the key holder's own commands write under by default
+    // (`ratchet ingest FORMAT`, `ratchet bench`): a token minted for one
+    // would take over the key holder's later evidence.
+    if ratchet_scorers::Format::ALL
+        .iter()
+        .any(|f| f.name() == session.as_str())
+        || session == "bench"
+    {
+        return Err(Error::BadRequest(format!(
+            "session {session:?} is one the key holder's own commands write under (`ratchet ingest`, `ratchet bench`): a token minted for it would take over that evidence. Choose another session"
+        )));
+    }
     let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
     let tokens = view.token_session_names(u64::MAX);
     if !tokens.contains(session.as_str()) {

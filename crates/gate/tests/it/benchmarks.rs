@@ -204,8 +204,7 @@ fn thirty_benchmarks(store: &mut Store, slow: f64, n: usize, seed: u64) {
                 drafts.push(s.to_draft().expect("draft"));
                 // Runs are separate ingestions: not consecutive events.
                 drafts.push(
-                    ratchet_trace::EventDraft::json("note", &serde_json::json!({}))
-                        .expect("note"),
+                    ratchet_trace::EventDraft::json("note", &serde_json::json!({})).expect("note"),
                 );
             }
             let mut score = ratchet_trace::Score::new(

@@ -13,7 +13,7 @@ mod file_edits_of_the_evidence;
 mod fishtest;
 mod noninferiority;
 mod polled_by_the_evidence_writer;
-mod red_team_36;
 mod recorded;
+mod red_team_36;
 mod simulation;
 mod verdict_json;

@@ -8,7 +8,8 @@ fn commit(i: u8) -> CommitId {
     CommitId::parse(&format!("{i:02x}").repeat(20)).expect("commit")
 }
 
-/// Three benchmarks, 40 samples a side; `parse` 30 % slower on the candidate.
+/// Three benchmarks, 20 runs of 4 samples a side; `parse` 30 % slower on
+/// the candidate.
 fn decided_store(dir: &std::path::Path) -> Store {
     let mut store = Store::create(dir.join("s"), StoreOptions::default()).expect("store");
     let (base, cand) = (commit(1), commit(2));
@@ -18,18 +19,26 @@ fn decided_store(dir: &std::path::Path) -> Store {
         .enumerate()
     {
         for (c, factor) in [(&base, 1.0), (&cand, if b == 0 { 1.3 } else { 1.0 })] {
-            let values: Vec<f64> = (0..40)
-                .map(|i| median * factor * (1.0 + 0.01 * f64::from((i * 7 + b as i32) % 11 - 5)))
-                .collect();
-            let payload = serde_json::json!({
-                "commit": c.as_str(), "benchmark": name, "scorer": "hyperfine_s",
-                "scorer_version": "r1", "unit": "s", "values": values,
-            });
-            drafts.push(
-                EventDraft::json("samples", &payload)
-                    .expect("draft")
-                    .commit(c.clone()),
-            );
+            // 20 separate runs of 4 samples (a run is one observation).
+            for run in 0..20i32 {
+                let values: Vec<f64> = (0..4i32)
+                    .map(|i| {
+                        median
+                            * factor
+                            * (1.0 + 0.01 * f64::from((i * 7 + run * 3 + b as i32) % 11 - 5))
+                    })
+                    .collect();
+                let payload = serde_json::json!({
+                    "commit": c.as_str(), "benchmark": name, "scorer": "hyperfine_s",
+                    "scorer_version": "r1", "unit": "s", "values": values,
+                });
+                drafts.push(
+                    EventDraft::json("samples", &payload)
+                        .expect("draft")
+                        .commit(c.clone()),
+                );
+                drafts.push(EventDraft::json("note", &serde_json::json!({})).expect("note"));
+            }
             let mut score =
                 ratchet_trace::Score::new(c.clone(), name, "hyperfine_s", median * factor);
             score.scorer_version = "r1".into();
