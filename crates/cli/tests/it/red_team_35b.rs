@@ -1,0 +1,326 @@
+//! Red team, round 35b: whose evidence counts, again — after the fixes of
+//! round 35 (`red_team_35.rs`). Attacks on README "Whose evidence counts"
+//! and ARCHITECTURE's row "a producer the class does not trust": a class
+//! reads, per side, only the producers its `[class.C.trust]` names;
+//! evidence from anyone else is stored, counted in `set_aside`, never read.
+//!
+//! Each test states the promise and fails while the hole is open.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::text;
+use git2::{Repository, Signature};
+
+/// A git repository (two commits, `base` then `cand`) whose root holds a
+/// keyed store at `.ratchet`, the writer key kept outside it.
+struct World {
+    dir: tempfile::TempDir,
+    repo: Repository,
+    base: String,
+    cand: String,
+}
+
+impl World {
+    fn new() -> World {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("repo");
+        std::fs::create_dir(&root).expect("repo dir");
+        let repo = Repository::init(&root).expect("git init");
+        let mut w = World {
+            dir,
+            repo,
+            base: String::new(),
+            cand: String::new(),
+        };
+        w.base = w.commit(b"v1", "v1");
+        w.cand = w.commit(b"v2", "v2");
+        w.repo
+            .checkout_head(Some(git2::build::CheckoutBuilder::new().force()))
+            .expect("checkout");
+        let key = w.key();
+        let o = common::ratchet(&w.root(), &["init", "--keyed", "--key-file", &key], "");
+        assert!(o.status.success(), "{}", text(&o));
+        w
+    }
+
+    fn commit(&self, bytes: &[u8], message: &str) -> String {
+        let mut b = self.repo.treebuilder(None).expect("builder");
+        let blob = self.repo.blob(bytes).expect("blob");
+        b.insert("prompt.txt", blob, 0o100644).expect("insert");
+        let tree = self.repo.find_tree(b.write().expect("tree")).expect("tree");
+        let sig = Signature::now("red team", "red@example.invalid").expect("sig");
+        let parent = self.repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+        let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+        self.repo
+            .commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
+            .expect("commit")
+            .to_string()
+    }
+
+    fn root(&self) -> PathBuf {
+        self.repo.workdir().expect("work tree").to_path_buf()
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn key(&self) -> String {
+        self.path("writer.key").display().to_string()
+    }
+
+    /// The key holder's own command, at the repository's root.
+    fn cmd(&self, args: &[&str], stdin: &str) -> Output {
+        let key = self.key();
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--key-file", key.as_str()]);
+        common::ratchet(&self.root(), &all, stdin)
+    }
+
+    #[track_caller]
+    fn ok(&self, args: &[&str], stdin: &str) -> Output {
+        let o = self.cmd(args, stdin);
+        assert!(o.status.success(), "{args:?}: {}", text(&o));
+        o
+    }
+
+    /// `policy pin` of `text` (the key holder's).
+    fn pin(&self, text: &str) {
+        let p = self.path("policy.toml");
+        std::fs::write(&p, text).expect("policy");
+        self.ok(&["policy", "pin", &p.display().to_string()], "");
+    }
+
+    /// A plain (unkeyed) store at `name` beside the repository: a cell.
+    fn cell(&self, name: &str) -> String {
+        let cell = self.path(name).display().to_string();
+        let o = common::ratchet(&self.root(), &["--store", &cell, "init"], "");
+        assert!(o.status.success(), "{}", text(&o));
+        cell
+    }
+
+    /// A command on another store (a cell's owner's, no key).
+    #[track_caller]
+    fn on(&self, store: &str, args: &[&str], stdin: &str) -> Output {
+        let mut all = vec!["--store", store];
+        all.extend_from_slice(args);
+        let o = common::ratchet(&self.root(), &all, stdin);
+        assert!(o.status.success(), "{all:?}: {}", text(&o));
+        o
+    }
+
+    /// The key holder's dry-run gate of class `q`, as JSON.
+    fn gate(&self) -> serde_json::Value {
+        let o = self.cmd(
+            &[
+                "--json",
+                "gate",
+                "--baseline",
+                &self.base,
+                "--candidate",
+                &self.cand,
+                "--class",
+                "q",
+                "--dry-run",
+            ],
+            "",
+        );
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("json: {}", text(&o)))
+    }
+}
+
+/// A store's id, as its `meta` table holds it.
+fn store_id(store: &str) -> String {
+    let db = Path::new(store).join("trace.db");
+    let c = rusqlite::Connection::open(db).expect("open");
+    c.query_row("SELECT value FROM meta WHERE key = 'store_id'", [], |r| {
+        r.get(0)
+    })
+    .expect("store id")
+}
+
+/// `n` score events (append format) of scorer `quality` on tasks t0..,
+/// version "1", each `value`.
+fn scores(commit: &str, n: u32, value: f64) -> String {
+    (0..n)
+        .map(|t| {
+            format!(
+                "{{\"kind\":\"score\",\"commit\":\"{commit}\",\"payload\":{{\"task\":\"t{t}\",\"scorer\":\"quality\",\"scorer_version\":\"1\",\"value\":{value}}}}}\n"
+            )
+        })
+        .collect()
+}
+
+/// Class `q` on scorer `quality` (betting), the candidate side trusting
+/// the key holder and the cell `trusted_cell` (a fleet machine, as README
+/// shows: `candidate = ["key_holder", "cell:STORE_ID"]`).
+fn policy_trusting_cell(trusted_cell: &str) -> String {
+    format!(
+        "[class.q]\nscorer = \"quality\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 400\n\
+         [class.q.trust]\nbaseline = [\"key_holder\"]\ncandidate = [\"key_holder\", \"cell:{trusted_cell}\"]\n"
+    )
+}
+
+/// Class `q` with the default trust (the key holder's evidence only).
+const DEFAULT_TRUST_POLICY: &str = "[class.q]\nscorer = \"quality\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 400\n";
+
+/// HOLE (high). Promise: a class reads only the producers its trust
+/// names; "a merged cell" it does not trust is set aside. A cell's
+/// identity in the home is `cell:STORE_ID`, and the store id is whatever
+/// the cell's own file says: nothing binds it to the trusted cell (not its
+/// key — the trusted cell here is keyed, the forgery is not and merges
+/// without one). An attacker's cell whose `meta.store_id` is rewritten to
+/// the trusted cell's id (before its first event; the file is the
+/// attacker's own, the append-only trigger put back) is merged, and its
+/// scores are read as the trusted cell's: a candidate only the attacker
+/// measured is promoted, nothing set aside.
+#[test]
+fn a_cell_that_claims_a_trusted_cells_store_id_is_read_as_that_cell() {
+    let w = World::new();
+    // The cell the class trusts: a keyed fleet machine.
+    let trusted = w.path("fleet-7").display().to_string();
+    let cell_key = w.path("fleet-7.key").display().to_string();
+    let o = common::ratchet(
+        &w.root(),
+        &["--store", &trusted, "init", "--keyed", "--key-file", &cell_key],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let trusted_id = store_id(&trusted);
+    w.pin(&policy_trusting_cell(&trusted_id));
+    w.ok(&["append"], &scores(&w.base, 100, 0.5));
+
+    // The attacker's cell, claiming the fleet machine's id.
+    let forged = w.cell("attacker");
+    {
+        let c = rusqlite::Connection::open(Path::new(&forged).join("trace.db")).expect("open");
+        let trigger: String = c
+            .query_row(
+                "SELECT sql FROM sqlite_master WHERE name = 'meta_no_update'",
+                [],
+                |r| r.get(0),
+            )
+            .expect("trigger");
+        c.execute_batch("DROP TRIGGER meta_no_update").expect("drop");
+        c.execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'store_id'",
+            [&trusted_id],
+        )
+        .expect("update");
+        c.execute_batch(&trigger).expect("trigger back");
+    }
+    w.on(&forged, &["append"], &scores(&w.cand, 100, 1.0));
+    let merged = w.cmd(&["merge-cells", &forged], "");
+
+    let v = w.gate();
+    assert!(
+        !merged.status.success() || v["outcome"]["verdict"] != "promote",
+        "a cell that only claimed the trusted cell's id ({trusted_id}) got its candidate promoted: {v:#}"
+    );
+}
+
+/// HOLE (medium). Promise: evidence of a merged cell the class does not
+/// trust is never read — and ARCHITECTURE: a record token's evidence
+/// "counts in a class only if the pinned policy names its session". The
+/// home knows an event only by the cell it was merged from: a class that
+/// trusts cell A (`cell:A`) reads everything A relayed — here the scores
+/// of cell B, which nobody trusts, merged into A (the same holds for the
+/// evidence of A's record tokens, which A's own classes set aside). B
+/// promotes a candidate only B measured.
+#[test]
+fn a_trusted_cell_relays_an_untrusted_cells_evidence_as_its_own() {
+    let w = World::new();
+    let relay = w.cell("relay-a");
+    w.pin(&policy_trusting_cell(&store_id(&relay)));
+    w.ok(&["append"], &scores(&w.base, 100, 0.5));
+    let stranger = w.cell("stranger-b");
+    w.on(&stranger, &["append"], &scores(&w.cand, 100, 1.0));
+    w.on(&relay, &["merge-cells", &stranger], "");
+    w.ok(&["merge-cells", &relay], "");
+    let v = w.gate();
+    assert_ne!(
+        v["outcome"]["verdict"], "promote",
+        "cell B's scores, relayed by trusted cell A, promoted a candidate only B measured: {v:#}"
+    );
+}
+
+/// The key holder's promoted decision (recorded) of a candidate whose
+/// only failing test run is an untrusted cell's.
+fn promoted_with_an_untrusted_failing_run() -> World {
+    let w = World::new();
+    w.pin(DEFAULT_TRUST_POLICY);
+    w.ok(&["append"], &scores(&w.base, 100, 0.5));
+    w.ok(&["append"], &scores(&w.cand, 100, 1.0));
+    let cell = w.cell("cell");
+    let junit = w.path("junit.xml");
+    std::fs::write(
+        &junit,
+        "<testsuite name=\"security\" tests=\"1\" failures=\"1\"><testcase name=\"test_auth_bypass_blocked\" classname=\"sec\"><failure message=\"x\">boom</failure></testcase></testsuite>\n",
+    )
+    .expect("junit");
+    w.on(
+        &cell,
+        &[
+            "ingest",
+            "junit",
+            &junit.display().to_string(),
+            "--commit",
+            &w.cand,
+        ],
+        "",
+    );
+    w.ok(&["merge-cells", &cell], "");
+    let o = w.ok(
+        &[
+            "--json",
+            "gate",
+            "--baseline",
+            &w.base,
+            "--candidate",
+            &w.cand,
+            "--class",
+            "q",
+        ],
+        "",
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["outcome"]["verdict"], "promote", "{v:#}");
+    w
+}
+
+/// HOLE (low-medium). Promise: untrusted evidence is "stored, counted in
+/// `set_aside`, never read". The pull-request comment (`report
+/// --markdown`, README "Using ratchet in CI") says under the key holder's
+/// PROMOTE "Failed tests of the candidate: … security … failed —
+/// sec.test_auth_bypass_blocked", next to "tests | passed": it reads every
+/// producer's test runs, here a merged cell's that the class set aside.
+/// (Conversely an untrusted passing run is counted in "no failure in the
+/// candidate's N recorded runs".)
+#[test]
+fn the_pr_comment_shows_an_untrusted_cells_failing_run_as_the_candidates() {
+    let w = promoted_with_an_untrusted_failing_run();
+    let o = w.ok(&["report", "--markdown"], "");
+    let md = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(md.contains("PROMOTE"), "{md}");
+    assert!(
+        !md.contains("test_auth_bypass_blocked"),
+        "the comment presents a set-aside cell's failing run as the candidate's:\n{md}"
+    );
+}
+
+/// HOLE (low-medium), the same in the HTML report's "Failed tests"
+/// section (the candidate of the latest decision, every producer's runs).
+#[test]
+fn the_html_report_shows_an_untrusted_cells_failing_run_as_the_candidates() {
+    let w = promoted_with_an_untrusted_failing_run();
+    let out = w.path("report.html");
+    w.ok(&["report", "--out", &out.display().to_string()], "");
+    let html = std::fs::read_to_string(&out).expect("report");
+    assert!(
+        !html.contains("test_auth_bypass_blocked"),
+        "the report lists a set-aside cell's failing run among the candidate's failed tests"
+    );
+}
