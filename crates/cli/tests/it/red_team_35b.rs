@@ -324,3 +324,54 @@ fn the_html_report_shows_an_untrusted_cells_failing_run_as_the_candidates() {
         "the report lists a set-aside cell's failing run among the candidate's failed tests"
     );
 }
+
+/// HOLE (low). Promise: the key holder is "this store's own events under
+/// any session no capability token was minted for", and a token may not
+/// take a session that already holds key-holder evidence. But nothing
+/// stops a mint for a session the key holder's own commands write under
+/// *later*: `ratchet ingest` writes under the format's name (`junit`,
+/// `jsonl`, `hyperfine`…), `ratchet bench` under `bench`. After a record
+/// token is minted for `junit` (the natural name of a CI job that uploads
+/// JUnit), the key holder's own `ratchet ingest junit` of a failing
+/// required suite is a token's run, set aside: the measured reject
+/// (which holds heal off the commit) becomes "no recorded run" (missing
+/// evidence, which does not).
+#[test]
+fn a_token_minted_for_a_format_session_takes_the_key_holders_later_ingests() {
+    let w = World::new();
+    w.pin(&DEFAULT_TRUST_POLICY.replace(
+        "max_n = 400\n",
+        "max_n = 400\nrequired_suites = [\"security\"]\n",
+    ));
+    w.ok(&["append"], &scores(&w.base, 100, 0.5));
+    w.ok(&["append"], &scores(&w.cand, 100, 1.0));
+    let token = w.path("ci.tok").display().to_string();
+    w.ok(
+        &[
+            "token", "mint", "--session", "junit", "--can", "record", "--out", &token,
+        ],
+        "",
+    );
+    let junit = w.path("junit.xml");
+    std::fs::write(
+        &junit,
+        "<testsuite name=\"security\" tests=\"1\" failures=\"1\"><testcase name=\"test_auth\" classname=\"sec\"><failure message=\"x\">boom</failure></testcase></testsuite>\n",
+    )
+    .expect("junit");
+    // The key holder's own ingestion, with the key, no server involved.
+    w.ok(
+        &[
+            "ingest",
+            "junit",
+            &junit.display().to_string(),
+            "--commit",
+            &w.cand,
+        ],
+        "",
+    );
+    let v = w.gate();
+    assert_eq!(
+        v["outcome"]["cause"], "measured",
+        "the key holder's own failing required suite was set aside as token session `junit`'s: {v:#}"
+    );
+}
