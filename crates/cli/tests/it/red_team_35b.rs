@@ -185,7 +185,14 @@ fn a_cell_that_claims_a_trusted_cells_store_id_is_read_as_that_cell() {
     let cell_key = w.path("fleet-7.key").display().to_string();
     let o = common::ratchet(
         &w.root(),
-        &["--store", &trusted, "init", "--keyed", "--key-file", &cell_key],
+        &[
+            "--store",
+            &trusted,
+            "init",
+            "--keyed",
+            "--key-file",
+            &cell_key,
+        ],
         "",
     );
     assert!(o.status.success(), "{}", text(&o));
@@ -204,7 +211,8 @@ fn a_cell_that_claims_a_trusted_cells_store_id_is_read_as_that_cell() {
                 |r| r.get(0),
             )
             .expect("trigger");
-        c.execute_batch("DROP TRIGGER meta_no_update").expect("drop");
+        c.execute_batch("DROP TRIGGER meta_no_update")
+            .expect("drop");
         c.execute(
             "UPDATE meta SET value = ?1 WHERE key = 'store_id'",
             [&trusted_id],
@@ -348,7 +356,14 @@ fn a_token_minted_for_a_format_session_takes_the_key_holders_later_ingests() {
     let token = w.path("ci.tok").display().to_string();
     w.ok(
         &[
-            "token", "mint", "--session", "junit", "--can", "record", "--out", &token,
+            "token",
+            "mint",
+            "--session",
+            "junit",
+            "--can",
+            "record",
+            "--out",
+            &token,
         ],
         "",
     );
@@ -373,5 +388,95 @@ fn a_token_minted_for_a_format_session_takes_the_key_holders_later_ingests() {
     assert_eq!(
         v["outcome"]["cause"], "measured",
         "the key holder's own failing required suite was set aside as token session `junit`'s: {v:#}"
+    );
+}
+
+/// HOLE (medium, library: `ratchet_orchestrate::{heal, heal_latest,
+/// check_recovery}`; the binary's `heal` drops the monitor). Promise
+/// (HealOptions::trust): "no other producer picks what heal checks out",
+/// and WatchPlan/Monitor::reading: "no producer it does not trust can
+/// raise an alarm". But the monitor `heal` returns, restarted on the
+/// commit healed to, is `Monitor::start` on the whole view (sources:
+/// everyone), and `check_recovery` counts everyone's live scores: after a
+/// heal with the default (key holder) trust, a merged cell's 40 in-control
+/// scores of the healed commit — and no live score of the key holder's —
+/// read as "recovered" (and its out-of-control scores would alarm).
+#[test]
+fn heals_restarted_monitor_and_recovery_read_an_untrusted_cells_scores() {
+    use ratchet_trace::{
+        CommitId, Ledger, MergeOptions, Score, Store, StoreOptions, VerifyOptions,
+    };
+    let around = |c: &CommitId, prefix: &str, mean: f64, n: u32| -> Vec<Score> {
+        (0..n)
+            .map(|i| {
+                Score::new(
+                    c.clone(),
+                    format!("{prefix}{i}"),
+                    "quality",
+                    mean + (f64::from(i % 11) - 5.0) * 0.01,
+                )
+            })
+            .collect()
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = Repository::init(dir.path()).expect("init");
+    let commits: Vec<CommitId> = ["v1", "v2", "v3"]
+        .iter()
+        .map(|v| {
+            let oid = ratchet_testkit::git::commit_work_file(&repo, "prompt.txt", v, v);
+            CommitId::parse(&oid.to_string()).expect("id")
+        })
+        .collect();
+    let mut store =
+        Store::create(dir.path().join(".ratchet"), StoreOptions::default()).expect("store");
+    for (c, mean) in commits.iter().zip([0.80, 0.85, 0.90]) {
+        store
+            .record_scores(&around(c, "t", mean, 100), "eval")
+            .expect("scores");
+    }
+    store
+        .record_scores(&around(&commits[2], "live", 0.70, 20), "live")
+        .expect("live");
+    let mut ledger = Ledger::new(store, VerifyOptions::default()).expect("ledger");
+    let head = ledger.store().head().expect("head").size;
+    let alarm = ratchet_drift::TraceAlarm {
+        commit: commits[2].clone(),
+        scorer: "quality".into(),
+        scorer_version: None,
+        alarm: ratchet_drift::Alarm {
+            detector: "cusum".into(),
+            n: 12,
+            statistic: 5.3,
+            limit: 5.0,
+            shift: ratchet_drift::Shift::Down,
+            change_start: 4,
+        },
+        seq: head,
+        change_seq: head - 8,
+        baseline_mean: 0.9,
+        baseline_sd: 0.03,
+    };
+    let options = ratchet_orchestrate::HealOptions::default();
+    let (report, monitor) =
+        ratchet_orchestrate::heal(dir.path(), &mut ledger, &alarm, &options).expect("heal");
+    assert_eq!(report.chosen.as_ref(), Some(&commits[1]), "{report:#?}");
+    let seq = report.checkout_seq.expect("checked out");
+    let mut monitor = monitor.expect("restarted monitor");
+
+    // A cell nobody trusts reports 40 in-control live scores of v2.
+    let cell_dir = tempfile::tempdir().expect("cell");
+    let mut cell = Store::create(cell_dir.path().join("c"), StoreOptions::default()).expect("cell");
+    cell.record_scores(&around(&commits[1], "live", 0.85, 40), "live")
+        .expect("cell scores");
+    drop(cell);
+    ledger
+        .store_mut()
+        .merge_cell(cell_dir.path().join("c"), &MergeOptions::default())
+        .expect("merge");
+    let r =
+        ratchet_orchestrate::check_recovery(&mut ledger, &mut monitor, seq, 30).expect("recovery");
+    assert!(
+        !r.recovered && r.n == 0,
+        "recovery after a key-holder-trusting heal was read from an untrusted cell's scores: {r:?}"
     );
 }
