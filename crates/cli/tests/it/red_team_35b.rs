@@ -25,6 +25,12 @@ struct World {
 
 impl World {
     fn new() -> World {
+        World::with(&["v1", "v2"]).0
+    }
+
+    /// A world of these commits in order (`base` the first, `cand` the
+    /// second), with their ids.
+    fn with(contents: &[&str]) -> (World, Vec<String>) {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().join("repo");
         std::fs::create_dir(&root).expect("repo dir");
@@ -35,15 +41,16 @@ impl World {
             base: String::new(),
             cand: String::new(),
         };
-        w.base = w.commit(b"v1", "v1");
-        w.cand = w.commit(b"v2", "v2");
+        let ids: Vec<String> = contents.iter().map(|c| w.commit(c.as_bytes(), c)).collect();
+        w.base = ids[0].clone();
+        w.cand = ids[1].clone();
         w.repo
             .checkout_head(Some(git2::build::CheckoutBuilder::new().force()))
             .expect("checkout");
         let key = w.key();
         let o = common::ratchet(&w.root(), &["init", "--keyed", "--key-file", &key], "");
         assert!(o.status.success(), "{}", text(&o));
-        w
+        (w, ids)
     }
 
     fn commit(&self, bytes: &[u8], message: &str) -> String {
@@ -478,5 +485,176 @@ fn heals_restarted_monitor_and_recovery_read_an_untrusted_cells_scores() {
     assert!(
         !r.recovered && r.n == 0,
         "recovery after a key-holder-trusting heal was read from an untrusted cell's scores: {r:?}"
+    );
+}
+
+/// Starts `ratchet serve` on a socket beside the repository (with the
+/// writer key) and waits for its ready line.
+fn serve(w: &World) -> std::process::Child {
+    use std::io::BufRead;
+    let socket = w.path("serve.sock").display().to_string();
+    let key = w.key();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ratchet"))
+        .args([
+            "--json",
+            "serve",
+            "--socket",
+            &socket,
+            "--key-file",
+            &key,
+            "--rate",
+            "1000000",
+            "--burst",
+            "1000000",
+        ])
+        .current_dir(w.root())
+        .env_remove("RATCHET_STORE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn the server");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the server printed its ready line");
+    assert!(line.contains("socket"), "{line}");
+    child
+}
+
+fn stop(mut child: std::process::Child) {
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// `n` scores of `scorer` on tasks t{from}.., version "1", `value(t)`.
+fn scores_of(commit: &str, scorer: &str, from: u32, n: u32, value: impl Fn(u32) -> f64) -> String {
+    (from..from + n)
+        .map(|t| {
+            format!(
+                "{{\"kind\":\"score\",\"commit\":\"{commit}\",\"payload\":{{\"task\":\"t{t:04}\",\"scorer\":\"{scorer}\",\"scorer_version\":\"1\",\"value\":{}}}}}\n",
+                value(t)
+            )
+        })
+        .collect()
+}
+
+/// HOLE (medium). Promise: an untrusted producer cannot "pick what heal
+/// checks out"; heal skips a commit "the gate rejected on measured
+/// evidence" — round 35 closed the way a `decide` token *lifts* such a
+/// reject (a promote against a weak baseline of its choosing), not the
+/// mirror: a `decide` token *imposes* one. It asks the gate (through the
+/// server, pinned policy, key-holder evidence only, recorded) about
+/// heal's best commit v1 against a rival v2 of the same accuracy: v1 is
+/// not better by the gap, a measured reject. Heal then passes v1 over and
+/// checks out the decider's favourite v2 (lower on the very scorer heal
+/// ranks by). Every commit but its favourite can be struck out the same
+/// way.
+#[test]
+fn a_decide_token_strikes_heals_best_commit_by_choosing_an_equal_baseline() {
+    let (w, ids) = World::with(&["v1: best", "v2: the decider's favourite", "v3: deployed"]);
+    let (v1, v2, v3) = (&ids[0], &ids[1], &ids[2]);
+    w.pin(&ratchet_testkit::gap_class_with_beta(
+        "q", "gaussian", "accuracy", 0.1, 0.05, 2000, "",
+    ));
+    // accuracy: v1 and v2 alike (≈ 0.83); quality (what live traffic
+    // measures, what heal ranks): v1 0.95, v2 0.88, v3 0.90.
+    let mut lines = scores_of(v1, "accuracy", 0, 200, |t| 0.80 + f64::from(t % 7) * 0.01);
+    lines.push_str(&scores_of(v2, "accuracy", 0, 200, |t| {
+        0.80 + f64::from((t + 3) % 7) * 0.01
+    }));
+    lines.push_str(&scores_of(v1, "quality", 0, 100, |t| {
+        0.95 + f64::from(t % 11) * 0.001
+    }));
+    lines.push_str(&scores_of(v2, "quality", 0, 100, |t| {
+        0.88 + f64::from(t % 11) * 0.001
+    }));
+    lines.push_str(&scores_of(v3, "quality", 0, 100, |t| {
+        0.90 + f64::from(t % 11) * 0.001
+    }));
+    w.ok(&["append"], &lines);
+    // The deployed commit's live quality drops: the key holder's alarm.
+    let o = w.ok(&["status", "--json"], "");
+    let st: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let from = st["overview"]["size"].as_u64().expect("size").to_string();
+    w.ok(
+        &["append"],
+        &scores_of(v3, "quality", 100, 60, |t| 0.60 + f64::from(t % 3) * 0.01),
+    );
+    let o = w.cmd(
+        &[
+            "watch", "--commit", v3, "--scorer", "quality", "--from", &from, "--record",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(1), "an alarm: {}", text(&o));
+    let o = w.ok(&["--json", "heal", "--dry-run"], "");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["chosen"], v1.as_str(), "control: heal picks v1: {v:#}");
+
+    // A decide token asks about v1 against v2.
+    let token = w.path("dec.tok").display().to_string();
+    w.ok(
+        &[
+            "token",
+            "mint",
+            "--session",
+            "ci",
+            "--can",
+            "decide",
+            "--out",
+            &token,
+        ],
+        "",
+    );
+    let server = serve(&w);
+    let sandbox = w.path("sandbox");
+    std::fs::create_dir_all(&sandbox).expect("sandbox");
+    let socket = w.path("serve.sock").display().to_string();
+    let o = common::ratchet(
+        &sandbox,
+        &[
+            "--server",
+            &socket,
+            "--token-file",
+            &token,
+            "--json",
+            "gate",
+            "--baseline",
+            v2,
+            "--candidate",
+            v1,
+            "--class",
+            "q",
+        ],
+        "",
+    );
+    stop(server);
+    let d: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("json: {}", text(&o)));
+    assert_eq!(d["outcome"]["cause"], "measured", "{d:#}");
+
+    let o = w.ok(&["--json", "heal", "--dry-run"], "");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(
+        v["chosen"],
+        v1.as_str(),
+        "a decide token's recorded reject of v1 (against a baseline of its choosing) made heal pick {}: {v:#}",
+        v["chosen"]
     );
 }
