@@ -12,6 +12,7 @@ mod boundaries;
 mod commands;
 mod common;
 mod red_team_35;
+mod red_team_35b;
 mod serve;
 mod ux;
 mod work;
