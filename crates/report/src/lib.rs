@@ -779,7 +779,21 @@ impl Page<'_> {
             let Ok(id) = CommitId::parse(commit) else {
                 continue;
             };
-            let runs = self.view.test_runs(&id, AsOf::Head);
+            // The key holder's runs (a class's default trust): a failing run
+            // from a token or a merged cell is not the commit's to show.
+            let (runs, aside) = self.view.test_runs_from(
+                &id,
+                AsOf::Head,
+                &ratchet_trace::Sources::key_holder(),
+                ratchet_trace::Side::Candidate,
+            );
+            let untrusted: u64 = aside.iter().map(|a| a.test_runs).sum();
+            if untrusted > 0 {
+                green.push(format!(
+                    "<code>{}</code>: {untrusted} run(s) by other producers (tokens, merged cells) not shown",
+                    esc(short(commit))
+                ));
+            }
             let failing: Vec<_> = runs.iter().filter(|(_, r)| r.failed > 0).collect();
             if failing.is_empty() {
                 green.push(format!(

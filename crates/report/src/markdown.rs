@@ -173,7 +173,21 @@ fn decided(
     }
     // Failed tests, by name, of the candidate's recorded runs.
     {
-        let runs = view.test_runs(&d.v.candidate, AsOf::Seq(d.at()));
+        // The runs the decision could read: from the producers its class
+        // trusts for the candidate (the pinned policy's, else the key
+        // holder's), never a failing run someone untrusted recorded.
+        let sources = ratchet_gate::pinned_policy(view, class, d.at())
+            .ok()
+            .flatten()
+            .filter(|p| p.hash == d.v.policy_hash)
+            .and_then(|p| p.policy.sources(class).ok())
+            .map_or_else(ratchet_trace::Sources::key_holder, |[_, c]| c);
+        let (runs, _) = view.test_runs_from(
+            &d.v.candidate,
+            AsOf::Seq(d.at()),
+            &sources,
+            ratchet_trace::Side::Candidate,
+        );
         let failing: Vec<_> = runs.iter().filter(|(_, r)| r.failed > 0).collect();
         if runs.is_empty() {
             writeln!(out, "Tests: no run recorded for the candidate.\n")?;
