@@ -150,6 +150,11 @@ fn log_ratios(
     (d, false)
 }
 
+/// Every sample of `runs`, run after run.
+fn samples(runs: &[(Option<u64>, Vec<f64>)]) -> impl Iterator<Item = &f64> {
+    runs.iter().flat_map(|(_, v)| v)
+}
+
 /// Stage 3 of a `benchmarks` class.
 pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
     let q = look.q;
@@ -180,11 +185,8 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
     let mut all_paired = true;
     let mut missing = Vec::new();
     for (name, b) in &base {
-        let positive = |runs: &[(Option<u64>, Vec<f64>)]| {
-            runs.iter()
-                .flat_map(|(_, v)| v)
-                .all(|x| x.is_finite() && *x > 0.0)
-        };
+        let positive =
+            |runs: &[(Option<u64>, Vec<f64>)]| samples(runs).all(|x| x.is_finite() && *x > 0.0);
         let c = cand.get(name).map(Vec::as_slice).unwrap_or(&[]);
         if !positive(b) || !positive(c) {
             return reject(
@@ -201,13 +203,10 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
         let (d, paired) = log_ratios(b, c, lower, max_n);
         all_paired &= paired;
         let j = judge(&d, &thresholds);
-        let flat = |runs: &[(Option<u64>, Vec<f64>)]| -> Vec<f64> {
-            runs.iter().flat_map(|(_, v)| v.iter().copied()).collect()
-        };
         rows.push(BenchmarkRow {
             benchmark: name.clone(),
-            baseline: median(&flat(b)),
-            candidate: median(&flat(c)),
+            baseline: median(&samples(b).copied().collect::<Vec<_>>()),
+            candidate: median(&samples(c).copied().collect::<Vec<_>>()),
             ratio: if lower { j.ratio } else { 1.0 / j.ratio },
             low: if lower { j.low } else { 1.0 / j.high },
             high: if lower { j.high } else { 1.0 / j.low },

@@ -38,12 +38,8 @@ impl Verified {
     /// The test runs under `commit` as of `as_of`, in seq order, with their
     /// seqs.
     pub fn test_runs(&self, commit: &CommitId, as_of: impl Into<AsOf>) -> Vec<(u64, TestRun)> {
-        let max = as_of.into().max_seq();
-        self.test_runs
-            .iter()
-            .filter(|(seq, r, _)| *seq <= max && &r.commit == commit)
-            .map(|(seq, r, _)| (*seq, r.clone()))
-            .collect()
+        self.test_runs_from(commit, as_of, &Sources::everyone(), Side::Candidate)
+            .0
     }
 
     /// Whether any score of `scorer` (under any commit) was recorded as of
@@ -330,18 +326,7 @@ impl Verified {
         after_seq: u64,
         limit: usize,
     ) -> Vec<(u64, f64)> {
-        let mut out: Vec<(u64, f64)> = Vec::new();
-        let mut several = 0;
-        for s in self.series_of(scorer.into(), Some(commit)) {
-            let from = s.entries.partition_point(|e| e.seq <= after_seq);
-            out.extend(s.entries[from..].iter().map(|e| (e.seq, e.value)));
-            several += 1;
-        }
-        if several > 1 {
-            out.sort_unstable_by_key(|e| e.0);
-        }
-        out.truncate(limit);
-        out
+        self.score_stream_from(commit, scorer, after_seq, limit, &Sources::everyone())
     }
 
     /// Every score in seq order, handed to `each` (text borrowed from the

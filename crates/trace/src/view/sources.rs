@@ -197,6 +197,21 @@ pub fn merge_set_aside(into: &mut Vec<SetAside>, other: impl IntoIterator<Item =
     ));
 }
 
+/// The producer of evidence merged from `origin` (a cell's store id) or,
+/// when it is this store's own, written under `session`: a token's when a
+/// token was minted for the session (`tokens`), else the key holder's.
+fn classify(origin: Option<&str>, session: &str, tokens: &HashSet<&str>) -> Producer {
+    let session = session.to_string();
+    match origin {
+        Some(store) => Producer::Cell {
+            store: store.to_string(),
+            session,
+        },
+        None if tokens.contains(session.as_str()) => Producer::Token { session },
+        None => Producer::KeyHolder { session },
+    }
+}
+
 /// Per provenance index: whether a side reads it.
 pub(super) struct Admitted(Vec<bool>);
 
@@ -207,15 +222,6 @@ impl Admitted {
 }
 
 impl Verified {
-    /// The interned sessions capability tokens were minted (or revoked)
-    /// for, in this store's own `capability` events at or before `max`.
-    fn token_sessions(&self, max: u64) -> HashSet<u32> {
-        self.token_session_names(max)
-            .into_iter()
-            .filter_map(|s| self.names.get(s))
-            .collect()
-    }
-
     /// The sessions capability tokens were minted (or revoked) for, in
     /// this store's own `capability` events at or before `max`: whose
     /// events are a token's ([`Producer::Token`]).
@@ -231,37 +237,20 @@ impl Verified {
     /// Who wrote `e`, given the token sessions by name
     /// ([`Verified::token_session_names`]).
     pub fn producer_of_event(e: &Event, tokens: &HashSet<&str>) -> Producer {
-        match &e.origin {
-            Some(o) => Producer::Cell {
-                store: o.store.clone(),
-                session: e.session.clone(),
-            },
-            None if tokens.contains(e.session.as_str()) => Producer::Token {
-                session: e.session.clone(),
-            },
-            None => Producer::KeyHolder {
-                session: e.session.clone(),
-            },
-        }
+        classify(
+            e.origin.as_ref().map(|o| o.store.as_str()),
+            &e.session,
+            tokens,
+        )
     }
 
-    fn producer_of(&self, provenance: u32, tokens: &HashSet<u32>) -> Producer {
+    /// Who wrote the scores and test runs of `provenance`.
+    fn producer_of(&self, provenance: u32, tokens: &HashSet<&str>) -> Producer {
         let Some(p) = self.provenances.get(provenance as usize) else {
-            return Producer::KeyHolder {
-                session: String::new(),
-            };
+            return classify(None, "", tokens);
         };
-        let session = self.names.name(p.session).to_string();
-        if p.origin != OWN {
-            Producer::Cell {
-                store: self.names.name(p.origin).to_string(),
-                session,
-            }
-        } else if tokens.contains(&p.session) {
-            Producer::Token { session }
-        } else {
-            Producer::KeyHolder { session }
-        }
+        let origin = (p.origin != OWN).then(|| self.names.name(p.origin));
+        classify(origin, self.names.name(p.session), tokens)
     }
 
     /// Who wrote the evidence of each provenance, as of `max`.
@@ -269,7 +258,7 @@ impl Verified {
         if sources.is_everyone() {
             return Admitted(vec![true; self.provenances.len()]);
         }
-        let tokens = self.token_sessions(max);
+        let tokens = self.token_session_names(max);
         Admitted(
             (0..self.provenances.len() as u32)
                 .map(|i| sources.admits(&self.producer_of(i, &tokens)))
@@ -287,7 +276,7 @@ impl Verified {
         if counts.is_empty() {
             return Vec::new();
         }
-        let tokens = self.token_sessions(max);
+        let tokens = self.token_session_names(max);
         let mut out = Vec::new();
         merge_set_aside(
             &mut out,
@@ -300,22 +289,6 @@ impl Verified {
             }),
         );
         out
-    }
-
-    /// Who wrote the event at `seq` (a score's or a test run's), if the
-    /// view holds it.
-    pub fn producer_at(&self, seq: u64) -> Option<Producer> {
-        if let Some(e) = self.event_at(seq) {
-            return Some(Verified::producer_of_event(
-                e,
-                &self.token_session_names(seq),
-            ));
-        }
-        let tokens = self.token_sessions(seq);
-        self.series.iter().find_map(|s| {
-            let i = s.entries.binary_search_by_key(&seq, |e| e.seq).ok()?;
-            Some(self.producer_of(s.entries[i].provenance, &tokens))
-        })
     }
 
     /// The test runs under `commit` as of `as_of` written by producers
@@ -453,21 +426,22 @@ impl Verified {
         limit: usize,
         sources: &Sources,
     ) -> Vec<(u64, f64)> {
-        if sources.is_everyone() {
-            return self.score_stream(commit, scorer, after_seq, limit);
-        }
-        let admitted = self.admitted(sources, u64::MAX);
+        let admitted = (!sources.is_everyone()).then(|| self.admitted(sources, u64::MAX));
         let mut out: Vec<(u64, f64)> = Vec::new();
+        let mut several = 0;
         for s in self.series_of(scorer.into(), Some(commit)) {
             let from = s.entries.partition_point(|e| e.seq <= after_seq);
             out.extend(
                 s.entries[from..]
                     .iter()
-                    .filter(|e| admitted.get(e.provenance))
+                    .filter(|e| admitted.as_ref().is_none_or(|a| a.get(e.provenance)))
                     .map(|e| (e.seq, e.value)),
             );
+            several += 1;
         }
-        out.sort_unstable_by_key(|e| e.0);
+        if several > 1 {
+            out.sort_unstable_by_key(|e| e.0);
+        }
         out.truncate(limit);
         out
     }

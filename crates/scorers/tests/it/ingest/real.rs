@@ -10,23 +10,24 @@ use std::path::{Path, PathBuf};
 use ratchet_scorers::{Direction, Error, Format, IngestOptions, PASS_RATE, ingest};
 use ratchet_trace::{AsOf, CommitId, Score, Store, StoreOptions, TestRun, VerifyOptions};
 
-fn real(path: &str) -> PathBuf {
+/// A real tool's file under `fixtures/real` (shared with `samples`).
+pub(super) fn real(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/real")
         .join(path)
 }
 
-fn commit() -> CommitId {
+pub(super) fn commit() -> CommitId {
     CommitId::parse(&"ab".repeat(20)).expect("commit")
 }
 
-fn store() -> (tempfile::TempDir, Store) {
+pub(super) fn store() -> (tempfile::TempDir, Store) {
     let d = tempfile::tempdir().expect("tempdir");
     let s = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
     (d, s)
 }
 
-fn options() -> IngestOptions {
+pub(super) fn options() -> IngestOptions {
     IngestOptions {
         commit: Some(commit()),
         ..IngestOptions::default()

@@ -7,33 +7,12 @@
 use std::path::{Path, PathBuf};
 
 use ratchet_scorers::{
-    Format, IngestOptions, IngestReport, KIND_SAMPLES, Samples, ingest, ingest_ledger, read_reports,
+    Format, IngestReport, KIND_SAMPLES, Samples, ingest, ingest_ledger, read_reports,
 };
-use ratchet_trace::{CommitId, Ledger, Score, Store, StoreOptions, VerifyOptions};
+use ratchet_trace::{Ledger, Score, Store, StoreOptions, VerifyOptions};
 use serde_json::Value;
 
-fn real(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/real")
-        .join(path)
-}
-
-fn commit() -> CommitId {
-    CommitId::parse(&"cd".repeat(20)).expect("commit")
-}
-
-fn store() -> (tempfile::TempDir, Store) {
-    let d = tempfile::tempdir().expect("tempdir");
-    let s = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
-    (d, s)
-}
-
-fn options() -> IngestOptions {
-    IngestOptions {
-        commit: Some(commit()),
-        ..IngestOptions::default()
-    }
-}
+use super::real::{commit, options, real, store};
 
 fn json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json")
