@@ -332,9 +332,13 @@ fn the_namespace_sandbox_reports_the_command_s_cpu_and_memory_not_bwrap_s() {
         inside.peak_rss_kib > 900 * 1024,
         "peak memory inside the namespace: {inside:?}"
     );
-    // CPU time of the same work varies with the machine's load, not by 4×.
+    // What is reported is the command's work, not bwrap's few ms: a 1 GiB
+    // allocation's page faults cost well over 50 ms. (Its CPU time varies
+    // with the machine's load and memory pressure — a clean-clone CI run
+    // measured 419 ms inside against 1,752 ms outside — so the two runs are
+    // compared only to an order of magnitude.)
     assert!(
-        inside.cpu_ms > 0.25 * outside.cpu_ms,
+        inside.cpu_ms > 50.0 && inside.cpu_ms > 0.1 * outside.cpu_ms,
         "cpu inside {} ms, outside {} ms",
         inside.cpu_ms,
         outside.cpu_ms
