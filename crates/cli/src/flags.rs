@@ -700,6 +700,10 @@ pub struct BenchFlags {
     #[arg(long)]
     pub build: String,
     /// The benchmark command, run once per revision per round; it writes --out.
+    /// `{undecided}` in it becomes the tool's filter for the benchmarks the
+    /// gate has not decided yet, so later rounds run only those: Google
+    /// Benchmark `--benchmark_filter={undecided}`, go `-bench {undecided}`,
+    /// pytest `-k {undecided}`.
     #[arg(long)]
     pub cmd: String,
     /// The file the benchmark command writes, relative to the work

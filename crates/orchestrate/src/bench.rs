@@ -2,6 +2,7 @@
 //! paired rounds (ABBA), every run's samples recorded with its round, and —
 //! with a class — the gate asked after each round until it decides.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -14,8 +15,111 @@ use crate::sandbox::{CommandReport, EnvPolicy, Limits, Sandbox, checked_relative
 use crate::verify::{Loaded, Source, check_commands, load, write_snapshot};
 use crate::{Error, Result, io_err};
 
+#[cfg(test)]
+mod filter_tests;
+
 /// The session every event `bench` records is under.
 pub const BENCH_SESSION: &str = "bench";
+
+/// The text in [`BenchSpec::cmd`] each round replaces with the tool's own
+/// filter for the benchmarks still undecided (before anything is decided:
+/// a filter that selects them all). A decided benchmark's e-value is read
+/// where it stopped, which is as valid as reading it later (its test may
+/// stop at any time), so rounds spent on it buy nothing.
+pub const UNDECIDED: &str = "{undecided}";
+
+/// The tool's filter selecting `undecided` (every benchmark when `None`),
+/// as the text that replaces [`UNDECIDED`]; `None` for a tool that cannot
+/// run only some of its benchmarks (hyperfine's commands are the user's
+/// own words; a BMF file is whatever wrote it).
+///
+/// * Google Benchmark (`--benchmark_filter={undecided}`): an anchored
+///   regular expression of the names, escaped.
+/// * go test (`-bench {undecided}`): an anchored expression of the
+///   top-level benchmark names (go splits `-bench` at `/` into levels, so a
+///   sub-benchmark runs with all its siblings); the package and the
+///   `-GOMAXPROCS` suffix are not part of what `-bench` matches.
+/// * pytest-benchmark (`-k {undecided}`): the test functions joined by
+///   `or` (a parametrised test runs all its cases); before anything is
+///   decided the empty expression, which pytest reads as no filter.
+pub fn harness_filter(
+    format: ratchet_scorers::Format,
+    undecided: Option<&BTreeSet<String>>,
+) -> Option<String> {
+    use ratchet_scorers::Format;
+    let names = |f: &dyn Fn(&str) -> String| -> Vec<String> {
+        let set: BTreeSet<String> = undecided.into_iter().flatten().map(|n| f(n)).collect();
+        set.into_iter().collect()
+    };
+    match format {
+        Format::GoogleBenchmark => Some(match undecided {
+            None => ".".to_string(),
+            Some(_) => format!("^({})$", names(&|n| regex_escape(n)).join("|")),
+        }),
+        Format::GoBench => Some(match undecided {
+            None => ".".to_string(),
+            Some(_) => format!(
+                "^({})$",
+                names(&|n| regex_escape(go_top_level(n))).join("|")
+            ),
+        }),
+        Format::PytestBenchmark => Some(match undecided {
+            None => String::new(),
+            Some(_) => names(&|n| pytest_function(n).to_string()).join(" or "),
+        }),
+        _ => None,
+    }
+}
+
+/// `pkg.BenchmarkSort/n=10-8` → `BenchmarkSort`.
+fn go_top_level(task: &str) -> &str {
+    let name = task
+        .rfind(".Benchmark")
+        .map_or(task, |at| &task[at.saturating_add(1)..]);
+    let name = name.split('/').next().unwrap_or(name);
+    match name.rsplit_once('-') {
+        Some((head, procs)) if !procs.is_empty() && procs.bytes().all(|b| b.is_ascii_digit()) => {
+            head
+        }
+        _ => name,
+    }
+}
+
+/// `tests/test_x.py::TestSort::test_sort[100]` → `test_sort`.
+fn pytest_function(task: &str) -> &str {
+    let last = task.rsplit("::").next().unwrap_or(task);
+    last.split('[').next().unwrap_or(last)
+}
+
+/// Every character a regular expression (ECMAScript, POSIX extended,
+/// RE2) reads as an operator, escaped.
+fn regex_escape(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The benchmarks a verdict leaves undecided, once some are decided
+/// (`None`: none is, or there is no benchmark table).
+fn undecided_in(verdict: &Verdict) -> Option<BTreeSet<String>> {
+    verdict.stages.iter().find_map(|s| match &s.details {
+        ratchet_gate::StageDetails::Benchmarks(d) => {
+            let open: BTreeSet<String> = d
+                .benchmarks
+                .iter()
+                .filter(|b| b.verdict == ratchet_gate::benchmarks::BenchVerdict::Undecided)
+                .map(|b| b.benchmark.clone())
+                .collect();
+            (open.len() < d.benchmarks.len()).then_some(open)
+        }
+        _ => None,
+    })
+}
 
 /// The gate a bench asks after each round.
 #[derive(Debug, Clone)]
@@ -38,7 +142,9 @@ pub struct BenchSpec {
     /// The build command, run once in each work directory (an argv list).
     pub build: Vec<String>,
     /// The benchmark command, run once per side per round (an argv list);
-    /// it writes [`BenchSpec::out`].
+    /// it writes [`BenchSpec::out`]. [`UNDECIDED`] in it is replaced, each
+    /// round, by the tool's filter for the benchmarks still undecided
+    /// ([`harness_filter`]).
     pub cmd: Vec<String>,
     /// The file the benchmark command writes, relative to the work directory.
     pub out: PathBuf,
@@ -96,6 +202,10 @@ pub struct BenchBuild {
 pub struct BenchRound {
     /// The round, from 0.
     pub round: u64,
+    /// The benchmarks it ran when the command filters them
+    /// ([`UNDECIDED`]): those the verdict before it left undecided; `None`
+    /// for all.
+    pub only: Option<Vec<String>>,
     /// Its runs, in the order they ran.
     pub runs: Vec<BenchRun>,
     /// The gate's verdict after it (not recorded), with a class.
@@ -197,6 +307,12 @@ pub fn bench_with(
         });
     }
     check_commands(&[spec.build.clone(), spec.cmd.clone()])?;
+    if spec.cmd.iter().any(|w| w.contains(UNDECIDED)) && harness_filter(spec.format, None).is_none()
+    {
+        return Err(Error::CannotFilter {
+            format: spec.format,
+        });
+    }
     checked_relative(&spec.out)?;
     let policy = match &spec.gate {
         Some(g) => {
@@ -310,7 +426,14 @@ fn run_rounds(
     // first one's (the gate pairs samples by round).
     let first_round = next_round(store, &spec.baseline, &spec.candidate)?;
     let local = tempfile::tempdir().map_err(io_err(&std::env::temp_dir()))?;
+    let filters = spec.cmd.iter().any(|w| w.contains(UNDECIDED));
+    let mut undecided: Option<BTreeSet<String>> = None;
     for round in first_round..first_round.saturating_add(spec.rounds) {
+        let only = undecided.as_ref().filter(|_| filters);
+        let cmd: Vec<String> = match harness_filter(spec.format, only).filter(|_| filters) {
+            Some(f) => spec.cmd.iter().map(|w| w.replace(UNDECIDED, &f)).collect(),
+            None => spec.cmd.clone(),
+        };
         let order = if round % 2 == 0 {
             [BenchSide::Baseline, BenchSide::Candidate]
         } else {
@@ -322,6 +445,7 @@ fn run_rounds(
                 store,
                 &mut *boxes[side_index(side)],
                 spec,
+                &cmd,
                 side,
                 round,
                 bench_id,
@@ -345,9 +469,13 @@ fn run_rounds(
             .is_some_and(|v| !matches!(v.outcome, Outcome::Continue { .. }));
         let done = BenchRound {
             round,
+            only: only.map(|o| o.iter().cloned().collect()),
             runs,
             verdict,
         };
+        if let Some(next) = done.verdict.as_ref().and_then(undecided_in) {
+            undecided = Some(next);
+        }
         progress(&done);
         report.rounds.push(done);
         if report.failure.is_some()
@@ -378,12 +506,13 @@ fn run_once(
     store: &mut Store,
     sandbox: &mut dyn Sandbox,
     spec: &BenchSpec,
+    cmd: &[String],
     side: BenchSide,
     round: u64,
     bench_id: u64,
     local: &std::path::Path,
 ) -> Result<(BenchRun, Option<String>)> {
-    let command = sandbox.exec(&spec.cmd, &spec.limits, &spec.env)?;
+    let command = sandbox.exec(cmd, &spec.limits, &spec.env)?;
     let mut run = BenchRun {
         side,
         command,

@@ -40,7 +40,7 @@ mod verify;
 
 pub use bench::{
     BENCH_SESSION, BenchBuild, BenchGate, BenchReport, BenchRound, BenchRun, BenchSide, BenchSpec,
-    bench, bench_with,
+    UNDECIDED, bench, bench_with, harness_filter,
 };
 pub use deploy::{
     CheckoutRecord, Deployment, PROMOTION_REF_PREFIX, Promotion, PromotionRecord, RefFault,
@@ -183,6 +183,15 @@ pub enum Error {
         "{format} is not a format bench reads: give hyperfine, pytest-benchmark, google-benchmark, go-bench or bmf"
     )]
     NotABenchmarkFormat {
+        /// The format given.
+        format: ratchet_scorers::Format,
+    },
+    /// `bench`'s command holds `{undecided}` for a tool that cannot run
+    /// some of its benchmarks only.
+    #[error(
+        "{format} cannot run only some of its benchmarks: remove {{undecided}} from --cmd (every round runs all of them)"
+    )]
+    CannotFilter {
         /// The format given.
         format: ratchet_scorers::Format,
     },

@@ -427,7 +427,7 @@ fn print_round(r: &BenchRound) -> Result<()> {
                 "{} {:.0} ms ({} benchmark(s))",
                 side_name(run.side),
                 run.command.wall_ms,
-                run.scores
+                run.samples
             )
         })
         .collect();
@@ -441,7 +441,11 @@ fn print_round(r: &BenchRound) -> Result<()> {
             s
         }
     };
-    outln!("round {}: {}{verdict}", r.round, runs.join(", then "));
+    let only = match &r.only {
+        Some(names) => format!(" [only the {} undecided]", names.len()),
+        None => String::new(),
+    };
+    outln!("round {}{only}: {}{verdict}", r.round, runs.join(", then "));
     Ok(())
 }
 

@@ -272,3 +272,131 @@ fn bench_refuses_a_format_it_cannot_read_and_rejects_a_failed_build() {
         text(&plain)
     );
 }
+
+/// A Google Benchmark stand-in honouring `--benchmark_filter=REGEX` as the
+/// library does (a name runs when the expression matches it): `BM_same`
+/// takes 1,000 ns on both sides; `BM_wobbly` 1,000 ns on the baseline
+/// and, on the candidate (which holds `note.txt`), 1,200 and 850 ns in
+/// turn, so its pairs never show anything.
+const GBENCH_SH: &str = r#"#!/bin/sh
+filter=.
+for a in "$@"; do case "$a" in --benchmark_filter=*) filter="${a#--benchmark_filter=}";; esac; done
+n=$(cat n 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" > n
+echo "$filter" >> filters.log
+wobbly=1000
+if [ -f note.txt ]; then if [ $((n % 2)) -eq 1 ]; then wobbly=1200; else wobbly=850; fi; fi
+rows=""
+for pair in "BM_same 1000" "BM_wobbly $wobbly"; do
+  set -- $pair
+  if echo "$1" | grep -Eq "$filter"; then
+    rows="$rows${rows:+,}{\"name\":\"$1\",\"run_name\":\"$1\",\"run_type\":\"iteration\",\"iterations\":1000,\"real_time\":$2,\"cpu_time\":$2,\"time_unit\":\"ns\"}"
+  fi
+done
+printf '{"context":{"host_name":"h","num_cpus":2,"mhz_per_cpu":1000,"library_build_type":"release"},"benchmarks":[%s]}\n' "$rows" > out.json
+"#;
+
+/// Later rounds run only the benchmarks still undecided, through the
+/// harness's own filter: `BM_same` is shown unchanged within a few rounds
+/// and is not run again; `BM_wobbly` runs every round.
+#[test]
+fn bench_runs_only_the_undecided_benchmarks_in_later_rounds() {
+    let d = tempfile::tempdir().expect("tempdir");
+    repo_with_branches(
+        d.path(),
+        &[
+            ("gbench.sh", Some(GBENCH_SH)),
+            (".gitignore", Some(".ratchet\n")),
+        ],
+        &[("other", "note.txt", "the candidate\n")],
+    );
+    assert!(ratchet(d.path(), &["init"], "").status.success());
+    std::fs::write(
+        d.path().join(".ratchet/policy.toml"),
+        BENCH_POLICY.replace("hyperfine_s", "gbench_real_ns"),
+    )
+    .expect("policy");
+    let out = ratchet(
+        d.path(),
+        &[
+            "bench",
+            "--baseline",
+            "main",
+            "--candidate",
+            "other",
+            "--build",
+            "true",
+            "--cmd",
+            "sh gbench.sh --benchmark_filter={undecided}",
+            "--out",
+            "out.json",
+            "--format",
+            "google-benchmark",
+            "--class",
+            "perf",
+            "--rounds",
+            "10",
+        ],
+        "",
+    );
+    let said = text(&out);
+    println!("{said}");
+    // BM_wobbly never decides: the bench ends undecided after its rounds.
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(said.contains("round 0: baseline"), "{said}");
+    assert!(said.contains("round 9 [only the 1 undecided]"), "{said}");
+    assert!(said.contains("BM_same: unchanged"), "{said}");
+    let log = ratchet(
+        d.path(),
+        &["--json", "log", "--kind", "samples", "--limit", "1000"],
+        "",
+    );
+    let log: serde_json::Value = serde_json::from_slice(&log.stdout).expect("one JSON document");
+    let rounds_of = |name: &str| -> Vec<u64> {
+        let mut r: Vec<u64> = log["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .filter(|e| e["payload"]["benchmark"] == name)
+            .filter_map(|e| e["payload"]["round"].as_u64())
+            .collect();
+        r.dedup();
+        r
+    };
+    let same = rounds_of("BM_same");
+    assert_eq!(rounds_of("BM_wobbly"), (0..10).collect::<Vec<_>>());
+    assert!(
+        same.len() < 10 && same == (0..same.len() as u64).collect::<Vec<_>>(),
+        "BM_same ran in rounds {same:?}"
+    );
+}
+
+#[test]
+fn bench_refuses_a_filter_for_a_tool_that_cannot_filter() {
+    let d = tempfile::tempdir().expect("tempdir");
+    bench_repo(d.path());
+    let out = ratchet(
+        d.path(),
+        &[
+            "bench",
+            "--baseline",
+            "main",
+            "--candidate",
+            "same",
+            "--build",
+            "true",
+            "--cmd",
+            "sh bench.sh {undecided}",
+            "--out",
+            "out.json",
+            "--format",
+            "hyperfine",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("hyperfine cannot run only some of its benchmarks"),
+        "{}",
+        text(&out)
+    );
+}

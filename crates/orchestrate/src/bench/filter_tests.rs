@@ -1,0 +1,74 @@
+//! The filters `{undecided}` becomes, per tool.
+
+use std::collections::BTreeSet;
+
+use ratchet_scorers::Format;
+
+use super::harness_filter;
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|n| (*n).to_string()).collect()
+}
+
+#[test]
+fn before_anything_is_decided_each_filter_selects_every_benchmark() {
+    assert_eq!(
+        harness_filter(Format::GoogleBenchmark, None).as_deref(),
+        Some(".")
+    );
+    assert_eq!(harness_filter(Format::GoBench, None).as_deref(), Some("."));
+    assert_eq!(
+        harness_filter(Format::PytestBenchmark, None).as_deref(),
+        Some("")
+    );
+}
+
+#[test]
+fn google_benchmark_names_are_anchored_and_escaped() {
+    let f = harness_filter(
+        Format::GoogleBenchmark,
+        Some(&set(&["BM_sort/1024", "BM_copy<int>/8/real_time"])),
+    );
+    assert_eq!(
+        f.as_deref(),
+        Some("^(BM_copy<int>/8/real_time|BM_sort/1024)$")
+    );
+    let f = harness_filter(Format::GoogleBenchmark, Some(&set(&["BM_a.b(x)+"])));
+    assert_eq!(f.as_deref(), Some(r"^(BM_a\.b\(x\)\+)$"));
+}
+
+#[test]
+fn go_filters_top_level_names_without_package_or_procs_suffix() {
+    let f = harness_filter(
+        Format::GoBench,
+        Some(&set(&[
+            "example.com/m/pkg.BenchmarkSort/n=10-8",
+            "example.com/m/pkg.BenchmarkSort/n=100-8",
+            "example.com/m/pkg.BenchmarkHash-8",
+            "BenchmarkPlain",
+        ])),
+    );
+    assert_eq!(
+        f.as_deref(),
+        Some("^(BenchmarkHash|BenchmarkPlain|BenchmarkSort)$")
+    );
+}
+
+#[test]
+fn pytest_filters_test_functions_joined_by_or() {
+    let f = harness_filter(
+        Format::PytestBenchmark,
+        Some(&set(&[
+            "tests/test_sort.py::test_sort[100]",
+            "tests/test_sort.py::test_sort[1000]",
+            "tests/test_x.py::TestHash::test_hash",
+        ])),
+    );
+    assert_eq!(f.as_deref(), Some("test_hash or test_sort"));
+}
+
+#[test]
+fn tools_that_cannot_filter_have_no_filter() {
+    assert_eq!(harness_filter(Format::Hyperfine, None), None);
+    assert_eq!(harness_filter(Format::Bmf, Some(&set(&["a"]))), None);
+}
