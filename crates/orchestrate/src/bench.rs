@@ -448,8 +448,7 @@ fn run_rounds(
                 &cmd,
                 side,
                 round,
-                bench_id,
-                local.path(),
+                (bench_id, local.path()),
             )?;
             runs.push(run);
             if let Some(f) = failure {
@@ -509,8 +508,8 @@ fn run_once(
     cmd: &[String],
     side: BenchSide,
     round: u64,
-    bench_id: u64,
-    local: &std::path::Path,
+    // This bench's id (its batches' keys) and its scratch directory.
+    (bench_id, local): (u64, &std::path::Path),
 ) -> Result<(BenchRun, Option<String>)> {
     let command = sandbox.exec(cmd, &spec.limits, &spec.env)?;
     let mut run = BenchRun {
