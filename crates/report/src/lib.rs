@@ -29,6 +29,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod changes;
 mod markdown;
 mod read;
 mod svg;
@@ -946,7 +947,7 @@ impl Page<'_> {
         writeln!(
             self.body,
             "<figure id=ladder>{}<figcaption>Mean {} per commit (scorer version <code>{}</code>) with a 95 % normal interval. Green: promoted; red: rejected by the gate; orange triangle: checked out by a heal; black ring: deployed now (by the trace). Live traffic counts toward a commit's mean.</figcaption></figure>",
-            svg::ladder(&title, &format!("{scorer} (mean)"), &rungs)?,
+            svg::ladder(&title, &format!("{scorer} (mean)"), &rungs, &[])?,
             esc(&scorer),
             esc(short(&version))
         )?;
@@ -1195,47 +1196,127 @@ impl Page<'_> {
         Ok(())
     }
 
+    /// Each benchmark's level per commit, from its kept samples (every
+    /// benchmark importer keeps them): the geometric mean of its runs'
+    /// medians with a 95 % interval over runs, per scorer and runner, and
+    /// the change points along the main line marked.
     fn benchmarks(&mut self) -> Result<()> {
         writeln!(self.body, "<h2>Benchmark history</h2>")?;
-        let overview = self.view.overview();
-        let marks = self.marks();
-        let mut benches = 0;
-        for fp in self
+        let order: BTreeMap<String, usize> = self
             .view
-            .scorer_versions(ratchet_scorers::CRITERION_NS, AsOf::Head)
-        {
-            let mut by_bench: BTreeMap<String, Vec<svg::Rung>> = BTreeMap::new();
-            for c in &overview.commits {
-                let mut per: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-                self.view.each_score(0, &mut |s| {
-                    if s.commit == c.commit.as_str()
-                        && s.scorer == ratchet_scorers::CRITERION_NS
-                        && s.scorer_version == fp.version
-                    {
-                        per.entry(s.task.to_string()).or_default().push(s.value);
-                    }
-                });
-                for (bench, xs) in per {
-                    let n = xs.len() as f64;
-                    let mean = xs.iter().sum::<f64>() / n;
-                    let var = (xs.len() > 1)
-                        .then(|| xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0));
-                    let (low, high) = interval(mean, var, xs.len() as u64);
-                    by_bench.entry(bench).or_default().push(svg::Rung {
-                        label: short(&c.commit).to_string(),
-                        mean,
-                        low,
-                        high,
-                        marks: marks.get(&c.commit).copied().unwrap_or_default(),
-                    });
+            .overview()
+            .commits
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.commit.to_string(), i))
+            .collect();
+        // (scorer, runner, unit) → benchmark → commit → each run's median.
+        type Runs = BTreeMap<String, Vec<f64>>;
+        let mut found: BTreeMap<(String, String, String), BTreeMap<String, Runs>> = BTreeMap::new();
+        // A run too large for one event is split over consecutive seqs.
+        let mut last: Option<(u64, String, Option<u64>, Vec<f64>)> = None;
+        let mut runs: Vec<(ratchet_scorers::Samples, Vec<f64>)> = Vec::new();
+        for e in self.view.events_of_kinds(&[ratchet_scorers::KIND_SAMPLES]) {
+            let Ok(s) = ratchet_scorers::Samples::from_payload(&e.payload) else {
+                continue;
+            };
+            let key = format!(
+                "{}\u{0}{}\u{0}{}\u{0}{}",
+                s.commit, s.benchmark, s.scorer, s.scorer_version
+            );
+            match (&mut last, runs.last_mut()) {
+                (Some((seq, k, round, _)), Some((_, values)))
+                    if *seq + 1 == e.seq && *k == key && *round == s.round =>
+                {
+                    values.extend_from_slice(&s.values);
+                    *seq = e.seq;
+                }
+                _ => {
+                    last = Some((e.seq, key, s.round, Vec::new()));
+                    let values = s.values.clone();
+                    runs.push((s, values));
                 }
             }
-            for (bench, rungs) in by_bench.into_iter().take(12) {
+        }
+        for (s, values) in runs {
+            found
+                .entry((s.scorer, s.scorer_version, s.unit))
+                .or_default()
+                .entry(s.benchmark)
+                .or_default()
+                .entry(s.commit.to_string())
+                .or_default()
+                .push(ratchet_gate::benchmarks::median(&values));
+        }
+        let marks = self.marks();
+        // The main line: commits promoted or deployed, and the baselines
+        // they were promoted over — what ran, in the order first measured.
+        // A store of plain per-commit ingestion (no decision) is all main line.
+        let mut main_line: BTreeSet<String> = marks
+            .iter()
+            .filter(|(_, m)| m.promoted || m.deployed)
+            .map(|(c, _)| c.clone())
+            .collect();
+        for eps in self.episodes.values() {
+            for ep in eps.iter().filter(|e| e.is_final() && e.last.promoted()) {
+                main_line.insert(ep.last.baseline().to_string());
+            }
+        }
+        let mut benches = 0;
+        let mut changes_total = 0;
+        for ((scorer, runner, unit), by_bench) in found {
+            for (bench, by_commit) in by_bench {
+                if benches >= 24 {
+                    break;
+                }
+                let mut commits: Vec<(&String, &Vec<f64>)> = by_commit.iter().collect();
+                commits.sort_by_key(|(c, _)| order.get(c.as_str()).copied().unwrap_or(usize::MAX));
+                let mut rungs = Vec::new();
+                for (c, medians) in &commits {
+                    let logs: Vec<f64> = medians.iter().map(|x| x.ln()).collect();
+                    let n = logs.len() as f64;
+                    let mean = logs.iter().sum::<f64>() / n;
+                    let var = (logs.len() > 1)
+                        .then(|| logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0));
+                    let (low, high) = interval(mean, var, logs.len() as u64);
+                    rungs.push(svg::Rung {
+                        label: short(c).to_string(),
+                        mean: mean.exp(),
+                        low: low.exp(),
+                        high: high.exp(),
+                        marks: marks.get(c.as_str()).copied().unwrap_or_default(),
+                    });
+                }
+                let on_line: Vec<usize> = if main_line.is_empty() {
+                    (0..rungs.len()).collect()
+                } else {
+                    (0..rungs.len())
+                        .filter(|&i| main_line.contains(commits[i].0.as_str()))
+                        .collect()
+                };
+                let levels: Vec<f64> = on_line.iter().map(|&i| rungs[i].mean).collect();
+                let steps: Vec<(usize, f64)> = changes::change_points(&levels, 0.05, 0.01)
+                    .into_iter()
+                    .map(|c| (on_line[c.at], c.ratio))
+                    .collect();
+                changes_total += steps.len();
+                let said: Vec<String> = steps
+                    .iter()
+                    .map(|(i, r)| format!("×{r:.3} at <code>{}</code>", esc(&rungs[*i].label)))
+                    .collect();
                 writeln!(
                     self.body,
-                    "<figure class=bench>{}<figcaption>Runner <code>{}</code>: mean time per iteration per commit with a 95 % interval over its recorded runs; marks as on the ladder.</figcaption></figure>",
-                    svg::bench_history(&bench, &rungs)?,
-                    esc(short(&fp.version))
+                    "<figure class=bench>{}<figcaption><code>{}</code> (<code>{}</code>, runner <code>{}</code>): per commit the geometric mean of its runs' medians with a 95 % interval over runs; marks as on the ladder; grey lines: change points along the main line ({} commits){}.</figcaption></figure>",
+                    svg::bench_history(&bench, &unit, &rungs, &steps)?,
+                    esc(&bench),
+                    esc(&scorer),
+                    esc(short(&runner)),
+                    on_line.len(),
+                    if said.is_empty() {
+                        ": none".to_string()
+                    } else {
+                        format!(": {}", said.join(", "))
+                    }
                 )?;
                 self.plots += 1;
                 benches += 1;
@@ -1244,7 +1325,12 @@ impl Page<'_> {
         if benches == 0 {
             writeln!(
                 self.body,
-                "<p>No benchmark results in this store (ingest criterion's output with <code>ratchet ingest criterion</code>).</p>"
+                "<p>No benchmark samples in this store (<code>ratchet ingest</code> hyperfine, criterion, pytest-benchmark, google-benchmark or go-bench output, or run <code>ratchet bench</code>).</p>"
+            )?;
+        } else {
+            writeln!(
+                self.body,
+                "<p class=meta>Change points: binary segmentation of each benchmark's log level along the main line, Bonferroni over the places a step could be (α 0.05), steps within ±1 % ignored; {changes_total} found. Descriptive: the gate decides on samples, not on these.</p>"
             )?;
         }
         Ok(())

@@ -254,7 +254,12 @@ type Group = (&'static str, fn(&Marks) -> bool, RGBColor);
 /// Per-commit means with 95 % intervals, in first-seen order: promoted
 /// commits green, rejected red, the rest blue; a commit a heal checked
 /// out carries an orange triangle, the deployed one a black ring.
-pub(crate) fn ladder(title: &str, unit: &str, rungs: &[Rung]) -> Result<String> {
+pub(crate) fn ladder(
+    title: &str,
+    unit: &str,
+    rungs: &[Rung],
+    steps: &[(usize, f64)],
+) -> Result<String> {
     let mut s = String::new();
     let mut areas = Vec::new();
     {
@@ -376,6 +381,18 @@ pub(crate) fn ladder(title: &str, unit: &str, rungs: &[Rung]) -> Result<String> 
                 .map_err(err)?
                 .label("deployed now")
                 .legend(|(x, y)| Circle::new((x + 8, y), 6, BLACK.stroke_width(2)));
+        }
+        for (i, (at, ratio)) in steps.iter().enumerate() {
+            let x = *at as f64 - 0.5;
+            let dashed = ShapeStyle::from(&BLACK.mix(0.6)).stroke_width(1);
+            line(&mut chart, &[(x, lo), (x, hi)], dashed, None)?;
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    format!("×{ratio:.3}"),
+                    (x, hi - (hi - lo) * (0.30 + 0.06 * (i % 3) as f64)),
+                    ("sans-serif", 12).into_font(),
+                )))
+                .map_err(err)?;
         }
         legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(err)?;
@@ -755,10 +772,16 @@ pub(crate) fn timeline(
     Ok(annotate(s, &areas))
 }
 
-/// A benchmark over commits: mean time with a 95 % interval per commit,
-/// verdicts marked.
-pub(crate) fn bench_history(title: &str, rungs: &[Rung]) -> Result<String> {
-    ladder(title, "time per iteration (ns)", rungs)
+/// A benchmark over commits: its level with a 95 % interval per commit,
+/// verdicts marked, and a dashed line before each commit in `steps`
+/// (index, ratio) where its level changed.
+pub(crate) fn bench_history(
+    title: &str,
+    unit: &str,
+    rungs: &[Rung],
+    steps: &[(usize, f64)],
+) -> Result<String> {
+    ladder(title, &format!("time ({unit})"), rungs, steps)
 }
 
 #[cfg(test)]

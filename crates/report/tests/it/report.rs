@@ -387,32 +387,78 @@ fn a_store_that_does_not_verify_is_reported_as_such() {
     ));
 }
 
+/// Eight commits measured three runs each from kept samples; `parse/large`
+/// 25 % slower from the sixth on: one plot per benchmark, from samples
+/// whatever the tool (criterion's and pytest-benchmark's alike), and the
+/// step marked and sized where it is, none on the flat one.
 #[test]
-fn benchmarks_are_plotted_per_runner_with_intervals() {
+fn benchmarks_are_plotted_per_runner_with_their_change_points() {
     let d = tempfile::tempdir().expect("tempdir");
     let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
-    for (i, c) in ["aa", "bb", "cc"].iter().enumerate() {
-        let commit = CommitId::parse(&c.repeat(20)).expect("commit");
+    let commits: Vec<String> = (0..8)
+        .map(|i| format!("{:02x}", 0xa0 + i).repeat(20))
+        .collect();
+    for (i, c) in commits.iter().enumerate() {
+        let commit = CommitId::parse(c).expect("commit");
         for run in 0..3 {
-            for bench in ["parse/small", "parse/large"] {
-                let mut s = Score::new(
-                    commit.clone(),
-                    bench,
-                    ratchet_scorers::CRITERION_NS,
-                    1000.0 * (i + 1) as f64 + f64::from(run),
-                );
-                s.scorer_version = "runner-1".into();
-                store.record_score(&s, "bench").expect("score");
+            for (bench, scorer) in [
+                ("parse/small", ratchet_scorers::CRITERION_NS),
+                ("parse/large", ratchet_scorers::CRITERION_NS),
+                ("tests/test_sort.py::test_sort", "pytest_benchmark_s"),
+            ] {
+                let step = if bench == "parse/large" && i >= 5 {
+                    1.25
+                } else {
+                    1.0
+                };
+                // ±1 % around the level, a different wobble per commit and run.
+                let wobble = 1.0 + 0.01 * (((i * 7 + run * 3) % 5) as f64 - 2.0) / 2.0;
+                let samples = ratchet_scorers::Samples {
+                    commit: commit.clone(),
+                    benchmark: bench.into(),
+                    scorer: scorer.into(),
+                    scorer_version: "runner-1".into(),
+                    unit: if scorer == "pytest_benchmark_s" {
+                        "s"
+                    } else {
+                        "ns"
+                    }
+                    .into(),
+                    values: vec![1000.0 * step * wobble; 5],
+                    round: None,
+                };
+                store
+                    .append(samples.to_draft().expect("draft"))
+                    .expect("append");
             }
         }
     }
     let page = html(&mut store, &ReportOptions::default()).expect("report");
     assert_eq!(
         page.matches("class=bench").count(),
-        2,
+        3,
         "one plot per benchmark"
     );
     assert!(page.contains("parse/large") && page.contains("runner-1"));
+    assert!(
+        page.contains("test_sort"),
+        "pytest-benchmark's samples are plotted too"
+    );
+    let large = page
+        .split("<figure class=bench>")
+        .find(|f| f.contains("<code>parse/large</code> (<code>criterion_ns</code>"))
+        .expect("parse/large's figure");
+    let at = &commits[5][..8];
+    assert!(
+        large.contains("×1.24") && large.contains(&format!(" at <code>{at}")),
+        "the step is marked at the sixth commit: {}",
+        &large[large.find("<figcaption>").unwrap_or(0)..]
+    );
+    let small = page
+        .split("<figure class=bench>")
+        .find(|f| f.contains("<code>parse/small</code>"))
+        .expect("parse/small's figure");
+    assert!(small.contains("main line (8 commits): none"), "{small}");
     assert!(page.contains("No decision recorded"));
 }
 
