@@ -71,7 +71,13 @@ pub enum ArlDetector {
 /// ratchet: decide from unforgeable evidence whether a candidate version is
 /// better, and keep the trace that proves it.
 #[derive(Debug, Parser)]
-#[command(name = "ratchet", version, about, long_about = None)]
+#[command(
+    name = "ratchet",
+    version,
+    about,
+    long_about = None,
+    after_help = "Environment: RATCHET_KEY_FILE names the writer key file of a keyed store for every command given no --key-file."
+)]
 pub struct Cli {
     /// Store directory (default: .ratchet at the git root, or in the current directory outside git).
     #[arg(long, global = true, env = "RATCHET_STORE", help_heading = GLOBAL)]
@@ -360,6 +366,11 @@ pub struct LogFlags {
     /// Only score events of this scorer.
     #[arg(long)]
     pub scorer: Option<String>,
+    /// The writer key file of a keyed store (or `RATCHET_KEY_FILE`). The log
+    /// lists the events as stored whether or not their MACs are checked;
+    /// `verify-chain` checks them.
+    #[arg(long)]
+    pub key_file: Option<PathBuf>,
 }
 
 /// The flags of `ratchet status`.

@@ -128,10 +128,21 @@ impl Ctx {
     }
 }
 
+/// The environment variable naming the writer key file when a command is
+/// given no `--key-file` (a CI job keeps the key in a secret file and sets
+/// it once).
+const KEY_FILE_ENV: &str = "RATCHET_KEY_FILE";
+
 fn options(key_file: Option<&Path>) -> Result<StoreOptions> {
     let mut o = StoreOptions::default();
-    if let Some(p) = key_file {
-        o = o.writer_key(WriterKey::read_file(p)?);
+    let from_env = std::env::var_os(KEY_FILE_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    if let Some(p) = key_file.or(from_env.as_deref()) {
+        o = o.writer_key(
+            WriterKey::read_file(p)
+                .with_context(|| format!("reading the writer key {}", p.display()))?,
+        );
     }
     Ok(o)
 }
@@ -274,7 +285,7 @@ fn hint(e: &anyhow::Error) -> Option<&'static str> {
         if let Some(t) = trace_error_of(c) {
             return match t {
                 T::KeyRequired | T::MacsUnchecked { .. } => {
-                    Some("pass the store's writer key with --key-file")
+                    Some("pass the store's writer key with --key-file, or set RATCHET_KEY_FILE to its path")
                 }
                 T::WrongKey { .. } => Some("--key-file names a key of another store"),
                 T::CellKeyRequired { .. } => Some("pass the cells' writer key with --cell-key-file"),
@@ -391,7 +402,9 @@ mod tests {
         let e = anyhow::Error::new(wrapped).context("reading the store");
         assert_eq!(
             hint(&e),
-            Some("pass the store's writer key with --key-file")
+            Some(
+                "pass the store's writer key with --key-file, or set RATCHET_KEY_FILE to its path"
+            )
         );
         // Said once: the context, then the library's whole message.
         let text = error_text(&e);

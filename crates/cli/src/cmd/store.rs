@@ -90,8 +90,9 @@ pub fn log(
     limit: usize,
     last: Option<usize>,
     filter: &EventFilter,
+    key_file: Option<&Path>,
 ) -> Result<u8> {
-    let store = ctx.open_read(None)?;
+    let store = ctx.open_read(key_file)?;
     if let Some(kind) = &filter.kind {
         let kinds = store.event_kinds()?;
         let known = kinds.iter().any(|(k, _)| k == kind)
@@ -157,6 +158,17 @@ pub fn status(ctx: &Ctx, key_file: Option<&Path>, repo: Option<&Path>) -> Result
     let mut store = ctx.open_read(key_file)?;
     let mut s = ratchet_orchestrate::status(&mut store, repo)?;
     s.store_dir = out::absolute(&s.store_dir);
+    // Without its key a keyed store's events are not verified, so nothing
+    // of them is folded: every section would read empty, on a store that
+    // may hold decisions and promotions. Say so first, and show nothing.
+    if s.verification.macs_unchecked() {
+        anyhow::bail!(
+            "store {} at {} is keyed and was read without its key: its {} events are not verified, so status would show it empty — pass --key-file or set RATCHET_KEY_FILE",
+            s.store_id,
+            s.store_dir.display(),
+            s.overview.size
+        );
+    }
     // A trace that does not verify exits 1 whatever the refs say (a ref
     // that disagrees is still shown); one that verifies exits 6 when a
     // ref disagrees with it.
@@ -600,13 +612,14 @@ pub fn log_command(ctx: &Ctx, flags: LogFlags) -> Result<u8> {
         kind,
         commit,
         scorer,
+        key_file,
     } = flags;
     let filter = ratchet_trace::EventFilter {
         kind,
         commit: commit.map(|c| ctx.commit(&c)).transpose()?,
         scorer,
     };
-    crate::cmd::store::log(ctx, from, limit, last, &filter)
+    crate::cmd::store::log(ctx, from, limit, last, &filter, key_file.as_deref())
 }
 
 /// `ratchet status`: the flags checked and turned into the library's terms, then run.

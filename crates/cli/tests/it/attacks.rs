@@ -266,3 +266,33 @@ fn refused_after(edit: &str) {
         );
     }
 }
+
+/// A keyed store read without its key says so first and exits non-zero:
+/// `status` used to print "events by kind: none", "commits (0)" and exit 0
+/// on a store holding evidence. `RATCHET_KEY_FILE` names the key for every
+/// command, and `log` takes `--key-file` like the others.
+#[test]
+fn a_keyed_store_read_without_its_key_says_so_and_exits_non_zero() {
+    let k = Keyed::new();
+    let o = k.run(&["status"], "");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let said = text(&o);
+    assert!(
+        said.contains("is keyed and was read without its key") && said.contains("RATCHET_KEY_FILE"),
+        "{said}"
+    );
+    assert!(!said.contains("commits (0)"), "{said}");
+    let with_env = std::process::Command::new(env!("CARGO_BIN_EXE_ratchet"))
+        .args(["--store", k.store.to_str().expect("utf8"), "status"])
+        .env("RATCHET_KEY_FILE", k.key_s())
+        .output()
+        .expect("ratchet");
+    assert_eq!(with_env.status.code(), Some(0), "{}", text(&with_env));
+    assert!(
+        text(&with_env).contains("MACs checked"),
+        "{}",
+        text(&with_env)
+    );
+    let log = k.run(&["log", "--key-file", k.key_s(), "--limit", "1"], "");
+    assert_eq!(log.status.code(), Some(0), "{}", text(&log));
+}
