@@ -687,28 +687,31 @@ fn run_limited(
     let deadline = started + limits.timeout;
     let mut pause = Duration::from_micros(50);
     let mut timed_out = false;
-    let reaped = loop {
-        match sys::reap(pid, false).map_err(sandbox_err("waiting for a command"))? {
-            Some(r) => break r,
-            None if Instant::now() >= deadline => {
-                timed_out = true;
-                sys::kill_group(pid);
-                break sys::reap(pid, true)
-                    .map_err(sandbox_err("waiting for a killed command"))?
-                    .ok_or_else(|| Error::Sandbox {
-                        what: "waiting for a killed command".into(),
-                        source: std::io::Error::other("still running after SIGKILL"),
-                    })?;
-            }
-            None => {
-                std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
-                pause = (pause * 2).min(Duration::from_millis(20));
-            }
+    // The leader is waited for without being reaped, so its group is
+    // killed while its number is still its own (`sys::ended`).
+    loop {
+        if sys::ended(pid, false).map_err(sandbox_err("waiting for a command"))? {
+            break;
         }
-    };
+        if Instant::now() >= deadline {
+            timed_out = true;
+            sys::kill_group(pid);
+            sys::ended(pid, true).map_err(sandbox_err("waiting for a killed command"))?;
+            break;
+        }
+        std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
     let wall_ms = started.elapsed().as_secs_f64() * 1e3;
-    // Nothing the command started outlives it: the rest of its group goes too.
+    // Nothing the command started outlives it: the rest of its group goes
+    // too — before the leader is reaped.
     sys::kill_group(pid);
+    let reaped = sys::reap(pid, true)
+        .map_err(sandbox_err("reaping a command"))?
+        .ok_or_else(|| Error::Sandbox {
+            what: "reaping a command".into(),
+            source: std::io::Error::other("it ended but could not be reaped"),
+        })?;
     // `child` was reaped above through wait4; dropping it neither waits nor kills.
     drop(child);
 

@@ -93,8 +93,38 @@ pub(crate) fn reap(pid: u32, block: bool) -> std::io::Result<Option<Reaped>> {
     }
 }
 
+/// Waits for `pid` to end without reaping it (`block`: until it does;
+/// else `false` while it runs). Its zombie keeps its pid — and so the
+/// number of its process group — reserved until [`reap`]: a group killed
+/// between the two can only be its own, never a stranger's that was given
+/// the number after the leader was reaped.
+pub(crate) fn ended(pid: u32, block: bool) -> std::io::Result<bool> {
+    let mut flags = libc::WEXITED | libc::WNOWAIT;
+    if !block {
+        flags |= libc::WNOHANG;
+    }
+    loop {
+        // SAFETY: `siginfo_t` is plain data for which all-zero bytes are
+        // valid; the pointer is to a live, writable local.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let r = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
+        if r < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        // With WNOHANG and the child still running, waitid returns 0 and
+        // leaves si_pid 0.
+        // SAFETY: reading the pid field of a siginfo waitid filled (or zeroed).
+        return Ok(unsafe { info.si_pid() } != 0);
+    }
+}
+
 /// Sends SIGKILL to every process of the group `pgid` (a group already
-/// gone is not an error).
+/// gone is not an error). Call it while the group's leader is unreaped
+/// ([`ended`]), so the number still names that group.
 pub(crate) fn kill_group(pgid: u32) {
     // SAFETY: `killpg` takes plain integers; a wrong group only fails with ESRCH.
     // Group 0 or 1 would mean "our own group" / init: never passed (a child's
@@ -103,5 +133,44 @@ pub(crate) fn kill_group(pgid: u32) {
         unsafe {
             libc::killpg(pgid as libc::pid_t, libc::SIGKILL);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The leader ended but unreaped is a zombie: its pid still answers
+    /// signal 0 and still names its group, so the group's other members
+    /// are killed by that number and nobody else can be; only `reap`
+    /// frees it.
+    #[test]
+    fn an_ended_leader_keeps_its_group_number_until_it_is_reaped() {
+        use std::os::unix::process::CommandExt;
+        let child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & exit 0"])
+            .process_group(0)
+            .spawn()
+            .expect("sh");
+        let pid = child.id();
+        assert!(ended(pid, true).expect("waitid"));
+        // SAFETY: plain integers; signal 0 only checks that the target exists.
+        let alive = |target: libc::pid_t| unsafe { libc::kill(target, 0) } == 0;
+        assert!(alive(pid as libc::pid_t), "the zombie keeps its pid");
+        assert!(
+            alive(-(pid as libc::pid_t)),
+            "the group still has its sleep"
+        );
+        kill_group(pid);
+        let reaped = reap(pid, true).expect("wait4").expect("reaped");
+        assert_eq!(reaped.code, Some(0));
+        assert!(!alive(pid as libc::pid_t), "reaped: the pid is free");
+        // The sleep was killed (it is init's to reap now): within a few
+        // seconds nothing of the group is left.
+        let gone = (0..200).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            !alive(-(pid as libc::pid_t))
+        });
+        assert!(gone, "the group's other member outlived the kill");
     }
 }
