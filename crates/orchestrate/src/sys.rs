@@ -145,6 +145,8 @@ mod tests {
     /// are killed by that number and nobody else can be; only `reap`
     /// frees it.
     #[test]
+    // Reaped by `reap` (wait4), not by `Child::wait`.
+    #[allow(clippy::zombie_processes)]
     fn an_ended_leader_keeps_its_group_number_until_it_is_reaped() {
         use std::os::unix::process::CommandExt;
         let child = std::process::Command::new("sh")
