@@ -51,6 +51,37 @@ fn inspect_value(v: &Value) -> Option<f64> {
     .filter(|x| x.is_finite())
 }
 
+/// The zstd frames of `compressed` inflated, at most `limit` bytes of
+/// them (more is never produced: the caller refuses a result this long).
+/// Skippable frames are skipped, as zstd's own reader does.
+fn unzstd(mut compressed: &[u8], limit: u64) -> std::result::Result<Vec<u8>, String> {
+    use ruzstd::decoding::StreamingDecoder;
+    use ruzstd::decoding::errors::{FrameDecoderError, ReadFrameHeaderError};
+    let mut out = Vec::new();
+    while !compressed.is_empty() && (out.len() as u64) < limit {
+        match StreamingDecoder::new(&mut compressed) {
+            Ok(mut frame) => {
+                let room = limit - out.len() as u64;
+                (&mut frame)
+                    .take(room)
+                    .read_to_end(&mut out)
+                    .map_err(|e| e.to_string())?;
+            }
+            Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame {
+                length,
+                ..
+            })) => {
+                let length = usize::try_from(length).unwrap_or(usize::MAX);
+                compressed = compressed.get(length..).ok_or_else(|| {
+                    "a skippable frame runs past the end of the entry".to_string()
+                })?;
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(out)
+}
+
 /// A log's parts: its header (`eval`, `results`…) and its samples.
 fn inspect_parts(file: &Path, max_inflated: u64, notes: &mut Notes) -> Result<(Value, Vec<Value>)> {
     let is_archive = file.extension().is_some_and(|e| e == "eval");
@@ -72,27 +103,64 @@ fn inspect_parts(file: &Path, max_inflated: u64, notes: &mut Notes) -> Result<(V
     // their headers claim: a small archive must not become gigabytes.
     let mut left = max_inflated;
     let mut json_at = |archive: &mut zip::ZipArchive<std::io::Cursor<Vec<u8>>>, i: usize| {
-        let entry = archive
-            .by_index(i)
-            .map_err(|e| malformed(file, format!("archive entry #{i}"), e.to_string()))?;
-        let name = entry
-            .name()
-            .map_err(|e| malformed(file, format!("archive entry #{i}"), e.to_string()))?
-            .into_owned();
-        let mut text = String::new();
-        entry
-            .take(left.saturating_add(1))
-            .read_to_string(&mut text)
-            .map_err(|e| malformed(file, &name, format!("cannot be read: {e}")))?;
-        left = left.checked_sub(text.len() as u64).ok_or_else(|| {
+        let at = || format!("archive entry #{i}");
+        let (name, zstd) = {
+            let raw = archive
+                .by_index_raw(i)
+                .map_err(|e| malformed(file, at(), e.to_string()))?;
+            let name = raw
+                .name()
+                .map_err(|e| malformed(file, at(), e.to_string()))?
+                .into_owned();
+            (name, raw.compression() == zip::CompressionMethod::ZSTD)
+        };
+        let too_big = |name: &str| {
             malformed(
                 file,
-                &name,
+                name,
                 format!(
                     "the archive inflates past {max_inflated} bytes (a zip bomb, or a log larger than this reader accepts)"
                 ),
             )
-        })?;
+        };
+        let bytes = if zstd {
+            // Inspect 0.3.x's default: zstd (method 93), which zip reads
+            // only through a C library; the raw entry is inflated here
+            // with the same bound as deflate, and its CRC-32 checked as
+            // zip checks a deflated entry's.
+            let mut raw = archive
+                .by_index_raw(i)
+                .map_err(|e| malformed(file, &name, e.to_string()))?;
+            let crc = raw.crc32();
+            let mut compressed = Vec::new();
+            raw.read_to_end(&mut compressed)
+                .map_err(|e| malformed(file, &name, format!("cannot be read: {e}")))?;
+            let bytes = unzstd(&compressed, left.saturating_add(1))
+                .map_err(|e| malformed(file, &name, format!("cannot be inflated (zstd): {e}")))?;
+            if bytes.len() as u64 <= left && crc32fast::hash(&bytes) != crc {
+                return Err(malformed(
+                    file,
+                    &name,
+                    "inflates to bytes whose CRC-32 is not the one the archive records (a damaged file)",
+                ));
+            }
+            bytes
+        } else {
+            let entry = archive
+                .by_index(i)
+                .map_err(|e| malformed(file, &name, format!("cannot be read: {e}")))?;
+            let mut bytes = Vec::new();
+            entry
+                .take(left.saturating_add(1))
+                .read_to_end(&mut bytes)
+                .map_err(|e| malformed(file, &name, format!("cannot be read: {e}")))?;
+            bytes
+        };
+        left = left
+            .checked_sub(bytes.len() as u64)
+            .ok_or_else(|| too_big(&name))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|e| malformed(file, &name, format!("not UTF-8 text: {e}")))?;
         Ok::<_, crate::Error>((name, text))
     };
     let mut header = None;
@@ -110,7 +178,7 @@ fn inspect_parts(file: &Path, max_inflated: u64, notes: &mut Notes) -> Result<(V
         if name == "header.json" {
             let (name, text) = json_at(&mut archive, i)?;
             let (h, _) = super::inspect_log::log(&super::strict_json(&text))
-                .map_err(|e| malformed(file, &name, format!("not JSON: {e}")))?;
+                .map_err(|e| malformed(file, &name, format!("not an Inspect log header: {e}")))?;
             header = Some(h);
         } else if name.starts_with("samples/") && name.ends_with(".json") {
             let (name, text) = json_at(&mut archive, i)?;
@@ -157,15 +225,6 @@ pub(super) fn inspect(
         let task_name = eval["task"].as_str().unwrap_or("inspect");
         let task_name = task_name.rsplit('/').next().unwrap_or(task_name);
         let status = header["status"].as_str().unwrap_or("unknown");
-        if status != "success" {
-            notes.say(
-                "unfinished log",
-                format!(
-                    "{}: the log's status is {status:?}; the samples it holds are recorded",
-                    file.display()
-                ),
-            );
-        }
         // Each scorer's configuration, from the results' score entries.
         let mut scorer_config: BTreeMap<String, Value> = BTreeMap::new();
         if let Some(entries) = header["results"]["scores"].as_array() {
@@ -186,7 +245,10 @@ pub(super) fn inspect(
                 ]),
             )
         };
-        if samples.is_empty() {
+        // A run that stopped (status `error`, `cancelled`) is said once,
+        // with what of it was recorded, after its samples are read.
+        let finished = status == "success" || header.is_null();
+        if samples.is_empty() && finished {
             return Err(malformed(
                 file,
                 "samples",
@@ -194,7 +256,9 @@ pub(super) fn inspect(
             ));
         }
         let mut means = Means::default();
+        let mut recorded = 0usize;
         for (i, sample) in samples.iter().enumerate() {
+            let before = means.added();
             let id = match &sample["id"] {
                 Value::String(s) => s.clone(),
                 Value::Number(n) => n.to_string(),
@@ -247,6 +311,27 @@ pub(super) fn inspect(
                     },
                 }
             }
+            if means.added() > before {
+                recorded += 1;
+            }
+        }
+        if !finished {
+            let why = match header["error"].as_str().and_then(|e| e.lines().next()) {
+                Some(e) => format!(" ({})", e.chars().take(200).collect::<String>()),
+                None => String::new(),
+            };
+            let what = match (recorded, samples.len()) {
+                (_, 0) => "it holds no sample: the run stopped before one was written".to_string(),
+                (0, n) => format!("none of the {n} sample(s) it holds has a score to record"),
+                (k, n) => format!("{k} of the {n} sample(s) it holds are recorded, the rest have no score"),
+            };
+            notes.say(
+                "unfinished log",
+                format!(
+                    "{}: the log's status is {status:?}{why}; {what}",
+                    file.display()
+                ),
+            );
         }
         means.into_evidence(&mut evidence, commit, file, |_, _| {})?;
     }

@@ -399,9 +399,16 @@ type Sum = (String, Option<(Direction, Declared)>, f64, usize, Vec<f64>);
 pub(crate) struct Means {
     sums: BTreeMap<(String, String), Sum>,
     order: Vec<(String, String)>,
+    /// Values added, all tasks and scorers together.
+    added: usize,
 }
 
 impl Means {
+    /// How many values were added (all tasks and scorers).
+    pub(crate) fn added(&self) -> usize {
+        self.added
+    }
+
     pub(crate) fn add(
         &mut self,
         task: &str,
@@ -418,6 +425,7 @@ impl Means {
         entry.2 += value;
         entry.3 += 1;
         entry.4.push(value);
+        self.added += 1;
     }
 
     /// The means as benchmark runs: each a summary score (the mean, as

@@ -525,3 +525,112 @@ fn an_archive_that_inflates_past_the_limit_is_refused_and_nothing_is_stored() {
     }
     assert_eq!(s.head().expect("head"), head, "nothing stored");
 }
+
+/// The `.eval` logs inspect-ai 0.3.285 wrote here (see ORIGIN.md): every
+/// entry zstd-compressed, zip method 93.
+const INSPECT_RUN: &str = "inspect-0.3.285";
+const INSPECT_TINY: &str =
+    "inspect-0.3.285/2026-12-05T01-10-26-00-00_tiny_9UqAUvKkx9QaaN7LSHZjyJ.eval";
+const INSPECT_ERROR: &str =
+    "inspect-0.3.285/2026-12-05T01-10-37-00-00_tiny-error_LbVLexPbDVDdvNgQGGYkx5.eval";
+const INSPECT_ERROR_ALL: &str =
+    "inspect-0.3.285/2026-12-05T01-10-46-00-00_tiny-error-all_jrmxUjCpK2DZkADR8FNA68.eval";
+
+#[test]
+fn inspect_s_default_zstd_eval_logs_are_read_sample_by_sample() {
+    let (_d, mut s) = store();
+    let r = ingest(&mut s, Format::Inspect, &[real(INSPECT_TINY)], &options())
+        .expect("a zstd .eval is read");
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+    // mockllm answered s2 "no" for the target "mockllm": incorrect under
+    // both scorers; the other three correct (accuracy 0.75, as Inspect said).
+    for scorer in ["includes", "match"] {
+        let got = scores(&s, scorer);
+        assert_eq!(got.len(), 4, "{scorer}: {got:?}");
+        for (task, want) in [
+            ("tiny/s1", 1.0),
+            ("tiny/s2", 0.0),
+            ("tiny/s3", 1.0),
+            ("tiny/s4", 1.0),
+        ] {
+            assert!(close(value(&got, task), want), "{scorer} {task}");
+        }
+    }
+}
+
+#[test]
+fn a_logs_folder_with_finished_and_stopped_runs_records_every_scored_sample() {
+    let (_d, mut s) = store();
+    let r = ingest(&mut s, Format::Inspect, &[real(INSPECT_RUN)], &options())
+        .expect("the folder is read whole");
+    assert_eq!(r.files.len(), 3);
+    let includes = scores(&s, "includes");
+    assert_eq!(includes.len(), 5, "{includes:?}");
+    assert!(close(value(&includes, "tiny_error/e1"), 1.0));
+    let said = r.notes.join("\n");
+    assert!(
+        said.contains(r#"the log's status is "error" (RuntimeError('this solver raises on e2"#),
+        "{said}"
+    );
+    assert!(
+        said.contains("1 of the 2 sample(s) it holds are recorded"),
+        "{said}"
+    );
+    assert!(said.contains(r#"sample "e2" ended in an error; not recorded"#), "{said}");
+}
+
+#[test]
+fn a_stopped_run_that_scored_nothing_says_so_once_and_stores_nothing() {
+    let (_d, mut s) = store();
+    let head = s.head().expect("head");
+    match ingest(&mut s, Format::Inspect, &[real(INSPECT_ERROR_ALL)], &options()) {
+        Err(Error::Malformed { reason, .. }) => {
+            assert!(reason.contains(r#"the log's status is "error""#), "{reason}");
+            assert!(
+                reason.contains("none of the 1 sample(s) it holds has a score to record"),
+                "{reason}"
+            );
+            assert!(!reason.contains("are recorded"), "{reason}");
+        }
+        other => panic!("expected nothing recorded, got {other:?}"),
+    }
+    assert_eq!(s.head().expect("head"), head, "nothing stored");
+    let r = ingest(&mut s, Format::Inspect, &[real(INSPECT_ERROR)], &options()).expect("e1");
+    assert_eq!(r.scores, 1);
+}
+
+#[test]
+fn json_that_is_not_an_inspect_log_is_called_that() {
+    let (_d, mut s) = store();
+    match ingest(
+        &mut s,
+        Format::Inspect,
+        &[real("promptfoo-0.121.20/results.json")],
+        &options(),
+    ) {
+        Err(Error::Malformed { reason, .. }) => {
+            assert!(reason.contains("not an Inspect log"), "{reason}");
+            assert!(!reason.contains("--no-log-samples"), "{reason}");
+        }
+        other => panic!("expected the file refused, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_zstd_archive_is_held_to_the_same_inflation_limit_as_deflate() {
+    let (_d, mut s) = store();
+    let limited = IngestOptions {
+        max_inflated_bytes: Some(4096),
+        ..options()
+    };
+    match ingest(&mut s, Format::Inspect, &[real(INSPECT_TINY)], &limited) {
+        Err(Error::Malformed {
+            location, reason, ..
+        }) => {
+            // header.json (3,391 bytes) fits; the first sample does not.
+            assert_eq!(location, "samples/s1_epoch_1.json");
+            assert!(reason.contains("inflates past 4096 bytes"), "{reason}");
+        }
+        other => panic!("expected the archive refused, got {other:?}"),
+    }
+}
