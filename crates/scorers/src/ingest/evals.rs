@@ -400,11 +400,29 @@ fn lm_eval_task(file: &Path) -> String {
     }
 }
 
-/// lm-evaluation-harness `--log_samples` JSONL (`samples_<task>_<date>.jsonl`):
-/// per line (a document) each metric it lists, task = `<lm task>/<doc_id>`,
-/// scorer = the metric (`metric,filter` for a filter other than `none`, as
-/// lm-eval names them); a metric whose per-sample value is not a number
-/// (perplexity's log-likelihood pairs) is left out, said once.
+/// The scorer name an lm-eval aggregate is recorded under: its own, never
+/// a per-sample metric's (see [`lm_eval`]).
+const LM_EVAL_AGGREGATE: &str = "aggregate/";
+
+/// lm-evaluation-harness output, as `--output_path DIR --log_samples`
+/// writes it (`DIR/<model>/samples_<task>_<date>.jsonl` and
+/// `results_<date>.json`; a directory is read one level down).
+///
+/// Samples JSONL: per line (a document) each metric it lists, task =
+/// `<lm task>/<doc_id>`, scorer = the metric (`metric,filter` for a filter
+/// other than `none`, as lm-eval names them); a metric whose per-sample
+/// value is not a number (perplexity's log-likelihood pairs) is left out,
+/// said once. These are what the gate pairs, task by task.
+///
+/// `results_*.json`: the aggregates lm-eval computed over a task's samples
+/// (`"acc,none": 0.5`). An aggregate is one number for a whole task, not a
+/// sample, so it is kept out of what the gate pairs: it is recorded under
+/// its own scorer, `aggregate/<metric>` (`aggregate/<metric>,<filter>`), on
+/// task `<lm task>` — a policy naming `acc` reads the samples only, and the
+/// store has no other kind for a summary that the gate would skip. Their
+/// standard errors (`acc_stderr,none`) are not recorded (said once); the
+/// direction is the file's own `higher_is_better` where lm-eval's metric
+/// is not known here.
 pub(super) fn lm_eval(
     files: &[PathBuf],
     commit: &CommitId,
@@ -413,6 +431,10 @@ pub(super) fn lm_eval(
 ) -> Result<Evidence> {
     let mut evidence = Evidence::default();
     for file in files {
+        if file.extension().is_some_and(|e| e == "json") {
+            lm_eval_results(file, commit, options, notes, &mut evidence)?;
+            continue;
+        }
         let lm_task = lm_eval_task(file);
         let text = read(file)?;
         let mut means = Means::default();
@@ -491,6 +513,83 @@ pub(super) fn lm_eval(
         means.into_evidence(&mut evidence, commit, file, |_, _| {})?;
     }
     Ok(evidence)
+}
+
+/// lm-eval's `results_*.json`: per task (and group) each aggregate metric
+/// as a score of `aggregate/<metric>` (see [`lm_eval`]).
+fn lm_eval_results(
+    file: &Path,
+    commit: &CommitId,
+    options: &IngestOptions,
+    notes: &mut Notes,
+    evidence: &mut Evidence,
+) -> Result<()> {
+    let doc: Value = serde_json::from_str(&super::strict_json(&read(file)?))
+        .map_err(|e| malformed(file, "JSON", format!("not JSON: {e}")))?;
+    let results = doc["results"].as_object().ok_or_else(|| {
+        malformed(
+            file,
+            "results",
+            "no \"results\" object of tasks: not lm-eval's results_*.json (its per-sample files are samples_*.jsonl)",
+        )
+    })?;
+    let mut means = Means::default();
+    for (lm_task, metrics) in results {
+        let Some(metrics) = metrics.as_object() else {
+            return Err(malformed(
+                file,
+                format!("results.{lm_task}"),
+                "is not an object of metrics",
+            ));
+        };
+        for (key, value) in metrics {
+            // `metric,filter`; what has no comma is the task's name,
+            // alias or sample count, not a metric.
+            let Some((metric, filter)) = key.split_once(',') else {
+                continue;
+            };
+            if metric.ends_with("_stderr") {
+                notes.say(
+                    "stderr",
+                    format!(
+                        "{}: the aggregates' standard errors ({key}…) are not recorded",
+                        file.display()
+                    ),
+                );
+                continue;
+            }
+            let Some(x) = value.as_f64().filter(|x| x.is_finite()) else {
+                notes.say(
+                    "not a number",
+                    format!(
+                        "{}: aggregate {key:?} of {lm_task} is not a number ({value}); not recorded",
+                        file.display()
+                    ),
+                );
+                continue;
+            };
+            let scorer = if filter == "none" {
+                format!("{LM_EVAL_AGGREGATE}{metric}")
+            } else {
+                format!("{LM_EVAL_AGGREGATE}{metric},{filter}")
+            };
+            let declared = match doc["higher_is_better"][lm_task][metric].as_bool() {
+                Some(true) => HIGHER_BY_CONVENTION,
+                Some(false) => Some((Direction::LowerIsBetter, Declared::ByConvention)),
+                None => None,
+            };
+            let direction = lm_eval_direction(metric)
+                .or(declared)
+                .or(options.direction.map(|d| (d, Declared::Explicitly)));
+            if direction.is_none() {
+                notes.say("no direction", format!("aggregate {key:?} has no known direction and was not recorded; give --direction higher|lower"));
+                continue;
+            }
+            let version = format!("lm-eval {}", storable_name(filter));
+            means.add(lm_task, &scorer, &version, direction, x);
+        }
+    }
+    means.into_evidence(evidence, commit, file, |_, _| {})
 }
 
 /// promptfoo's result rows, from JSON (`{"results": {"results": [...]}}`)

@@ -634,3 +634,55 @@ fn a_zstd_archive_is_held_to_the_same_inflation_limit_as_deflate() {
         other => panic!("expected the archive refused, got {other:?}"),
     }
 }
+
+/// What `lm_eval --output_path <dir> --log_samples` wrote (lm_eval 0.4.13,
+/// run here: see ORIGIN.md), under the model folder it chose.
+const LM_EVAL_RUN: &str = "lm-eval-0.4.13";
+const LM_EVAL_RESULTS: &str =
+    "lm-eval-0.4.13/qdpv68r5/results_2026-12-05T01-18-47.385195.json";
+
+#[test]
+fn lm_eval_s_output_path_is_read_through_its_model_folder() {
+    let (_d, mut s) = store();
+    let r = ingest(&mut s, Format::LmEval, &[real(LM_EVAL_RUN)], &options())
+        .expect("the directory lm-eval was told to write");
+    assert_eq!(r.files.len(), 2, "{:?}", r.files);
+    // Per document: the dummy model's random log-likelihoods chose right
+    // on documents 0 and 2 (the samples file says so, line by line).
+    let acc = scores(&s, "acc");
+    assert_eq!(acc.len(), 4, "{acc:?}");
+    for (task, want) in [
+        ("tinymc/0", 1.0),
+        ("tinymc/1", 0.0),
+        ("tinymc/2", 1.0),
+        ("tinymc/3", 0.0),
+    ] {
+        assert!(close(value(&acc, task), want), "{task}");
+    }
+    assert_eq!(scores(&s, "acc_norm").len(), 4);
+}
+
+#[test]
+fn lm_eval_s_results_json_is_recorded_as_aggregates_the_gate_does_not_pair() {
+    let (_d, mut s) = store();
+    let r = ingest(&mut s, Format::LmEval, &[real(LM_EVAL_RESULTS)], &options())
+        .expect("results_*.json is JSON, read whole");
+    assert_eq!(r.scores, 2, "acc and acc_norm of tinymc");
+    assert!(
+        r.notes.iter().any(|n| n.contains("standard errors")),
+        "{:?}",
+        r.notes
+    );
+    // One number per lm-eval task, under a scorer of its own: a policy
+    // naming `acc` reads the per-document scores only.
+    let aggregate = scores(&s, "aggregate/acc");
+    assert_eq!(aggregate.len(), 1);
+    assert!(close(value(&aggregate, "tinymc"), 0.5));
+    assert!(close(value(&scores(&s, "aggregate/acc_norm"), "tinymc"), 0.5));
+    assert!(scores(&s, "acc").is_empty());
+    let view = s.verified(&VerifyOptions::default()).expect("verifies");
+    assert_eq!(
+        ratchet_scorers::direction_in(&view, "aggregate/acc").expect("declared"),
+        Direction::HigherIsBetter
+    );
+}
