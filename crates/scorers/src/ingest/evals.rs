@@ -26,11 +26,17 @@ const LOWER: Option<(Direction, Declared)> = Some((Direction::LowerIsBetter, Dec
 const HIGHER_BY_CONVENTION: Option<(Direction, Declared)> =
     Some((Direction::HigherIsBetter, Declared::ByConvention));
 
-/// A short, stable name for a configuration: the first 12 hex digits of
-/// BLAKE3 over its JSON.
+/// A short, stable name for a value: the first 12 hex digits of BLAKE3
+/// over its JSON.
+fn short_hash(value: &Value) -> String {
+    let bytes = serde_json::to_vec(value).unwrap_or_default();
+    blake3::hash(&bytes).to_hex()[..12].to_string()
+}
+
+/// A short, stable name for a configuration: `prefix:` and its
+/// [`short_hash`].
 fn config_version(prefix: &str, config: &Value) -> String {
-    let bytes = serde_json::to_vec(config).unwrap_or_default();
-    format!("{prefix}:{}", &blake3::hash(&bytes).to_hex()[..12])
+    format!("{prefix}:{}", short_hash(config))
 }
 
 /// An Inspect score value as a number, as Inspect's own `value_to_float`
@@ -626,8 +632,13 @@ fn promptfoo_rows(file: &Path) -> Result<Vec<Value>> {
     Ok(rows.clone())
 }
 
-/// promptfoo's XML output is its JSON written as elements: the rows are
-/// read back into the same JSON shape (numbers and booleans by their text).
+/// promptfoo's XML output (`-o results.xml`) is its JSON document written
+/// as elements: an array as its element repeated (the rows are the
+/// `<results>` elements repeated inside `<promptfoo><results>`), every
+/// leaf as text. Rows are read back into the JSON shape with the leaves as
+/// strings (numbers and booleans are read from them where a number or a
+/// boolean is wanted) and an empty element as null: XML cannot tell `""`,
+/// `{}`, `[]` and null apart, nor a one-element array from its element.
 fn promptfoo_xml_rows(text: &str, file: &Path) -> Result<Vec<Value>> {
     fn to_json(node: roxmltree::Node<'_, '_>) -> Value {
         let children: Vec<_> = node
@@ -635,58 +646,122 @@ fn promptfoo_xml_rows(text: &str, file: &Path) -> Result<Vec<Value>> {
             .filter(roxmltree::Node::is_element)
             .collect();
         if children.is_empty() {
-            let t = node.text().unwrap_or("").trim();
-            return match t {
-                "true" => Value::Bool(true),
-                "false" => Value::Bool(false),
-                _ => t
-                    .parse::<f64>()
-                    .ok()
-                    .and_then(serde_json::Number::from_f64)
-                    .map_or_else(|| Value::String(t.to_string()), Value::Number),
+            let t: String = node
+                .children()
+                .filter(roxmltree::Node::is_text)
+                .filter_map(|c| c.text())
+                .collect();
+            return if t.is_empty() {
+                Value::Null
+            } else {
+                Value::String(t)
             };
         }
         let mut map = serde_json::Map::new();
         for c in children {
-            map.insert(c.tag_name().name().to_string(), to_json(c));
+            let value = to_json(c);
+            let name = c.tag_name().name();
+            match map.get_mut(name) {
+                Some(Value::Array(items)) => items.push(value),
+                Some(first) => *first = Value::Array(vec![first.take(), value]),
+                None => {
+                    map.insert(name.to_string(), value);
+                }
+            }
         }
         Value::Object(map)
     }
     let doc = roxmltree::Document::parse(super::without_declaration(text))
         .map_err(|e| malformed(file, "XML", e.to_string()))?;
-    let results = doc
+    let is = |n: &roxmltree::Node<'_, '_>, name: &str| n.is_element() && n.tag_name().name() == name;
+    let outer = doc
         .descendants()
-        .find(|n| {
-            n.is_element()
-                && n.tag_name().name() == "results"
-                && n.children()
-                    .any(|c| c.is_element() && c.tag_name().name() == "results")
-        })
-        .and_then(|outer| {
-            outer
-                .children()
-                .find(|c| c.is_element() && c.tag_name().name() == "results")
-        })
+        .find(|n| is(n, "results") && n.children().any(|c| is(&c, "results")))
         .ok_or_else(|| {
             malformed(
                 file,
                 "<results>",
-                "no <results><results> rows: not promptfoo XML output",
+                "no <results> element holding <results> rows: not `promptfoo eval -o results.xml` output",
             )
         })?;
-    Ok(results
+    Ok(outer
         .children()
-        .filter(roxmltree::Node::is_element)
+        .filter(|c| is(c, "results"))
         .map(to_json)
         .collect())
 }
 
-/// promptfoo results: per test (task = `test-<index>` and its description;
-/// with several prompts or providers in the file, which one) its score
-/// (`promptfoo_score`), whether it passed (`promptfoo_pass`, 1 or 0) and
-/// each named score (`promptfoo_<name>`), all higher-is-better; its cost
-/// and latency ride along as the `cost` and `latency_ms` anchors. Version =
-/// the asserts of the file's tests (the scorers' configuration).
+/// A number as promptfoo's JSON holds it, or as its XML writes it (text).
+fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+    .filter(|x: &f64| x.is_finite())
+}
+
+/// A boolean as promptfoo's JSON holds it, or as its XML writes it.
+fn boolean(v: &Value) -> Option<bool> {
+    match v {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) if s == "true" => Some(true),
+        Value::String(s) if s == "false" => Some(false),
+        _ => None,
+    }
+}
+
+/// A value in the one form JSON and XML output share: scalars as text,
+/// empty values (`""`, `{}`, `[]`, null) dropped, a one-element array as
+/// its element, object members sorted. What a test is hashed from, so the
+/// same run read from `-o results.json`, `.jsonl` or `.xml` names its tests
+/// alike.
+fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Null => Value::Null,
+        Value::Bool(b) => Value::String(b.to_string()),
+        Value::Number(n) => Value::String(n.to_string()),
+        Value::String(s) if s.is_empty() => Value::Null,
+        Value::String(s) => Value::String(s.clone()),
+        Value::Array(items) => match items.as_slice() {
+            [] => Value::Null,
+            [one] => canonical(one),
+            many => Value::Array(many.iter().map(canonical).collect()),
+        },
+        Value::Object(map) => {
+            let kept: BTreeMap<&String, Value> = map
+                .iter()
+                .map(|(k, v)| (k, canonical(v)))
+                .filter(|(_, v)| !v.is_null())
+                .collect();
+            if kept.is_empty() {
+                Value::Null
+            } else {
+                Value::Object(kept.into_iter().map(|(k, v)| (k.clone(), v)).collect())
+            }
+        }
+    }
+}
+
+/// The version of every promptfoo score: this reader's, and nothing of the
+/// eval's configuration (see [`promptfoo`]).
+const PROMPTFOO_VERSION: &str = "promptfoo-2";
+
+/// promptfoo results (`promptfoo eval -o` JSON, JSONL or XML): per test its
+/// score (`promptfoo_score`), whether it passed (`promptfoo_pass`, 1 or 0)
+/// and each named score (`promptfoo_<name>`), all higher-is-better; its
+/// cost and latency ride along as the `cost` and `latency_ms` anchors.
+///
+/// A test is its description (else `test`) and a short hash of what it is
+/// — its vars, its asserts and its options (a grader model among them) —
+/// so the task names the test's scoring: a test whose asserts change is a
+/// new task, which pairs with nothing, and a test added (anywhere in the
+/// file: the index is not part of the name) leaves every other test
+/// paired. The version is the same for every score ([`PROMPTFOO_VERSION`]):
+/// the gate pairs a scorer's scores under one version, so a version per
+/// test, or one over every test's asserts, would leave it a single test to
+/// pair, or none once a test is added. With several prompts or providers
+/// in the file, which one is in the task too.
 pub(super) fn promptfoo(
     files: &[PathBuf],
     commit: &CommitId,
@@ -696,41 +771,51 @@ pub(super) fn promptfoo(
     let mut evidence = Evidence::default();
     for file in files {
         let rows = promptfoo_rows(file)?;
-        let arms: std::collections::BTreeSet<(String, String)> = rows
-            .iter()
-            .map(|r| (provider_of(r), r["promptIdx"].to_string()))
-            .collect();
+        let arm = |r: &Value| {
+            let prompt = match &r["promptIdx"] {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            };
+            (provider_of(r), prompt)
+        };
+        let arms: std::collections::BTreeSet<(String, String)> = rows.iter().map(arm).collect();
         let several = arms.len() > 1;
-        // One version per file: the gate pairs a scorer's scores under one
-        // version, so it is the scoring configuration of the whole eval
-        // (every test's asserts, a grader's model among them), not of one
-        // test.
-        let mut asserts: Vec<String> = rows
-            .iter()
-            .map(|r| r["testCase"]["assert"].to_string())
-            .collect();
-        asserts.sort();
-        asserts.dedup();
-        let version = config_version("promptfoo", &Value::from(asserts));
         let mut means = Means::default();
         let mut measured: BTreeMap<String, (Option<f64>, Option<f64>)> = BTreeMap::new();
         for (i, row) in rows.iter().enumerate() {
             let at = format!("results[{i}]");
-            let test = match &row["testIdx"] {
-                Value::Number(n) => n.to_string(),
-                _ => i.to_string(),
+            let case = &row["testCase"];
+            let vars = if case["vars"].is_null() {
+                &row["vars"]
+            } else {
+                &case["vars"]
             };
-            let mut task = format!("test-{test}");
-            if let Some(d) = row["testCase"]["description"]
+            let identity = canonical(&serde_json::json!({
+                "vars": vars,
+                "assert": case["assert"],
+                "options": case["options"],
+            }));
+            let hash = short_hash(&identity);
+            let description = case["description"]
                 .as_str()
                 .or(row["description"].as_str())
-            {
-                task.push_str(&format!(": {d}"));
-            }
+                .filter(|d| !d.trim().is_empty())
+                .unwrap_or("test");
+            let mut task = format!("{description} #{hash}");
             if several {
-                task.push_str(&format!(" [{} #{}]", provider_of(row), row["promptIdx"]));
+                let (provider, prompt) = arm(row);
+                task.push_str(&format!(" [{provider} #{prompt}]"));
             }
-            if !row["error"].is_null() && row["score"].is_null() {
+            let score = number(&row["score"]).or(number(&row["gradingResult"]["score"]));
+            let Some(score) = score else {
+                if row["error"].is_null() {
+                    return Err(malformed(
+                        file,
+                        &at,
+                        "has no score: not a promptfoo result row",
+                    ));
+                }
                 notes.say(
                     "row error",
                     format!(
@@ -739,39 +824,30 @@ pub(super) fn promptfoo(
                     ),
                 );
                 continue;
-            }
-            let score = row["score"]
-                .as_f64()
-                .or(row["gradingResult"]["score"].as_f64())
-                .ok_or_else(|| malformed(file, &at, "has no score: not a promptfoo result row"))?;
-            means.add(&task, "promptfoo_score", &version, HIGHER, score);
-            if let Some(pass) = row["success"]
-                .as_bool()
-                .or(row["gradingResult"]["pass"].as_bool())
-            {
+            };
+            means.add(&task, "promptfoo_score", PROMPTFOO_VERSION, HIGHER, score);
+            if let Some(pass) = boolean(&row["success"]).or(boolean(&row["gradingResult"]["pass"])) {
                 means.add(
                     &task,
                     "promptfoo_pass",
-                    &version,
+                    PROMPTFOO_VERSION,
                     HIGHER,
                     f64::from(u8::from(pass)),
                 );
             }
             if let Some(named) = row["namedScores"].as_object() {
                 for (name, v) in named {
-                    if let Some(x) = v.as_f64() {
+                    if let Some(x) = number(v) {
                         let scorer = format!(
                             "promptfoo_{}",
                             name.trim().replace(char::is_whitespace, "_")
                         );
-                        means.add(&task, &scorer, &version, HIGHER_BY_CONVENTION, x);
+                        means.add(&task, &scorer, PROMPTFOO_VERSION, HIGHER_BY_CONVENTION, x);
                     }
                 }
             }
-            let cost = row["cost"].as_f64().filter(|c| c.is_finite() && *c >= 0.0);
-            let latency = row["latencyMs"]
-                .as_f64()
-                .filter(|l| l.is_finite() && *l >= 0.0);
+            let cost = number(&row["cost"]).filter(|c| *c >= 0.0);
+            let latency = number(&row["latencyMs"]).filter(|l| *l >= 0.0);
             measured.insert(storable_name(&task), (cost, latency));
         }
         means.into_evidence(&mut evidence, commit, file, |task, s| {

@@ -137,7 +137,8 @@ impl Format {
         match self {
             Format::Junit => "the JUnit reader",
             Format::Jsonl => "as each line gives it",
-            Format::Inspect | Format::LmEval | Format::Promptfoo => "the scorer's configuration",
+            Format::Inspect | Format::LmEval => "the scorer's configuration",
+            Format::Promptfoo => "the promptfoo reader (a test's asserts are in its task name)",
             _ => "the runner fingerprint",
         }
     }

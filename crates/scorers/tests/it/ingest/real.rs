@@ -397,10 +397,10 @@ fn llm_eval_outputs_become_one_score_per_sample_and_metric() {
     )
     .expect("promptfoo");
     let pass = scores(&s, "promptfoo_pass");
-    assert!(close(value(&pass, "test-1: Multiplication 7×8"), 0.0));
-    assert!(close(value(&pass, "test-0: Capital of France"), 1.0));
+    assert!(close(test_value(&pass, "Multiplication 7×8"), 0.0));
+    assert!(close(test_value(&pass, "Capital of France"), 1.0));
     assert!(close(
-        value(&scores(&s, "latency_ms"), "test-2: Home planet"),
+        test_value(&scores(&s, "latency_ms"), "Home planet"),
         907.0
     ));
     let versions: std::collections::BTreeSet<String> =
@@ -410,6 +410,23 @@ fn llm_eval_outputs_become_one_score_per_sample_and_metric() {
         1,
         "one version per eval, so the gate pairs every test"
     );
+}
+
+/// The value of the promptfoo test described `description`: its task is
+/// the description and a hash of what the test is (`Home planet #1a2b…`).
+fn test_value(scores: &[Score], description: &str) -> f64 {
+    let prefix = format!("{description} #");
+    let found: Vec<&Score> = scores
+        .iter()
+        .filter(|s| s.task.starts_with(&prefix))
+        .collect();
+    match found.as_slice() {
+        [one] => one.value,
+        _ => {
+            let tasks: Vec<&str> = scores.iter().map(|s| s.task.as_str()).collect();
+            panic!("not one score for test {description:?}; tasks: {tasks:?}")
+        }
+    }
 }
 
 #[test]
@@ -685,4 +702,45 @@ fn lm_eval_s_results_json_is_recorded_as_aggregates_the_gate_does_not_pair() {
         ratchet_scorers::direction_in(&view, "aggregate/acc").expect("declared"),
         Direction::HigherIsBetter
     );
+}
+
+/// One promptfoo run (0.121.20, echo provider; see ORIGIN.md) written with
+/// `-o results.xml -o results.json -o results.jsonl`.
+const PROMPTFOO_RUN: &str = "promptfoo-0.121.20";
+
+#[test]
+fn promptfoo_s_xml_json_and_jsonl_of_one_run_are_the_same_evidence() {
+    let (_d, mut s) = store();
+    let r = ingest(
+        &mut s,
+        Format::Promptfoo,
+        &[real(&format!("{PROMPTFOO_RUN}/results.xml"))],
+        &options(),
+    )
+    .expect("promptfoo's XML, each row a repeated <results>");
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+    let pass = scores(&s, "promptfoo_pass");
+    assert_eq!(pass.len(), 4, "{pass:?}");
+    // The echo provider answers "Answer: 54" to the test expecting 56.
+    for (test, want) in [
+        ("Capital of France", 1.0),
+        ("Multiplication 7x8", 0.0),
+        ("Greeting", 1.0),
+        ("Home planet", 1.0),
+    ] {
+        assert!(close(test_value(&pass, test), want), "{test}");
+    }
+    for other in ["results.json", "results.jsonl"] {
+        let again = ingest(
+            &mut s,
+            Format::Promptfoo,
+            &[real(&format!("{PROMPTFOO_RUN}/{other}"))],
+            &options(),
+        )
+        .expect(other);
+        assert!(
+            again.already_ingested_at.is_some(),
+            "{other} of the same run is the same evidence: {again:?}"
+        );
+    }
 }
