@@ -877,6 +877,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn zstd_entries_inflate_frame_by_frame_past_skippable_frames_up_to_the_limit() {
+        use ruzstd::encoding::{CompressionLevel, compress_to_vec};
+        let first = compress_to_vec(&br#"{"id": "#[..], CompressionLevel::Fastest);
+        let second = compress_to_vec(&b"7}"[..], CompressionLevel::Fastest);
+        // A skippable frame between them: its magic, its length, its bytes.
+        let mut skippable = 0x184D_2A50_u32.to_le_bytes().to_vec();
+        skippable.extend(3_u32.to_le_bytes());
+        skippable.extend(b"abc");
+        let entry = [first, skippable, second].concat();
+        assert_eq!(unzstd(&entry, 1 << 20).as_deref(), Ok(&br#"{"id": 7}"#[..]));
+        // Never more than the limit, however much the frames hold.
+        let spaces = compress_to_vec(&vec![b' '; 1 << 20][..], CompressionLevel::Fastest);
+        assert!(spaces.len() < 1 << 16, "{}", spaces.len());
+        assert_eq!(unzstd(&spaces, 1000).map(|b| b.len()), Ok(1000));
+        // A frame cut short is an error, not a shorter text.
+        let cut = &spaces[..spaces.len() / 2];
+        assert!(unzstd(cut, 1 << 21).is_err());
+    }
+
+    #[test]
     fn inspect_values_read_as_inspect_reads_them() {
         assert_eq!(inspect_value(&Value::from("C")), Some(1.0));
         assert_eq!(inspect_value(&Value::from("I")), Some(0.0));
