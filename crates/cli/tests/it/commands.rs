@@ -1320,7 +1320,10 @@ fn a_promptfoo_test_added_leaves_the_other_tests_paired_in_the_gate() {
     std::fs::write(d.path().join("s/policy.toml"), policy).expect("policy");
     let o = common::gate(d.path(), st, base, cand, "eval", &["--json", "--dry-run"]);
     let out = text(&o);
-    assert!(!out.contains("scored on both sides (fails closed)"), "{out}");
+    assert!(
+        !out.contains("scored on both sides (fails closed)"),
+        "{out}"
+    );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json verdict");
     let sequential = v["stages"]
         .as_array()

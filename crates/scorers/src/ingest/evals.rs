@@ -329,7 +329,9 @@ pub(super) fn inspect(
             let what = match (recorded, samples.len()) {
                 (_, 0) => "it holds no sample: the run stopped before one was written".to_string(),
                 (0, n) => format!("none of the {n} sample(s) it holds has a score to record"),
-                (k, n) => format!("{k} of the {n} sample(s) it holds are recorded, the rest have no score"),
+                (k, n) => format!(
+                    "{k} of the {n} sample(s) it holds are recorded, the rest have no score"
+                ),
             };
             notes.say(
                 "unfinished log",
@@ -673,7 +675,8 @@ fn promptfoo_xml_rows(text: &str, file: &Path) -> Result<Vec<Value>> {
     }
     let doc = roxmltree::Document::parse(super::without_declaration(text))
         .map_err(|e| malformed(file, "XML", e.to_string()))?;
-    let is = |n: &roxmltree::Node<'_, '_>, name: &str| n.is_element() && n.tag_name().name() == name;
+    let is =
+        |n: &roxmltree::Node<'_, '_>, name: &str| n.is_element() && n.tag_name().name() == name;
     let outer = doc
         .descendants()
         .find(|n| is(n, "results") && n.children().any(|c| is(&c, "results")))
@@ -826,7 +829,8 @@ pub(super) fn promptfoo(
                 continue;
             };
             means.add(&task, "promptfoo_score", PROMPTFOO_VERSION, HIGHER, score);
-            if let Some(pass) = boolean(&row["success"]).or(boolean(&row["gradingResult"]["pass"])) {
+            if let Some(pass) = boolean(&row["success"]).or(boolean(&row["gradingResult"]["pass"]))
+            {
                 means.add(
                     &task,
                     "promptfoo_pass",

@@ -593,16 +593,27 @@ fn a_logs_folder_with_finished_and_stopped_runs_records_every_scored_sample() {
         said.contains("1 of the 2 sample(s) it holds are recorded"),
         "{said}"
     );
-    assert!(said.contains(r#"sample "e2" ended in an error; not recorded"#), "{said}");
+    assert!(
+        said.contains(r#"sample "e2" ended in an error; not recorded"#),
+        "{said}"
+    );
 }
 
 #[test]
 fn a_stopped_run_that_scored_nothing_says_so_once_and_stores_nothing() {
     let (_d, mut s) = store();
     let head = s.head().expect("head");
-    match ingest(&mut s, Format::Inspect, &[real(INSPECT_ERROR_ALL)], &options()) {
+    match ingest(
+        &mut s,
+        Format::Inspect,
+        &[real(INSPECT_ERROR_ALL)],
+        &options(),
+    ) {
         Err(Error::Malformed { reason, .. }) => {
-            assert!(reason.contains(r#"the log's status is "error""#), "{reason}");
+            assert!(
+                reason.contains(r#"the log's status is "error""#),
+                "{reason}"
+            );
             assert!(
                 reason.contains("none of the 1 sample(s) it holds has a score to record"),
                 "{reason}"
@@ -655,8 +666,7 @@ fn a_zstd_archive_is_held_to_the_same_inflation_limit_as_deflate() {
 /// What `lm_eval --output_path <dir> --log_samples` wrote (lm_eval 0.4.13,
 /// run here: see ORIGIN.md), under the model folder it chose.
 const LM_EVAL_RUN: &str = "lm-eval-0.4.13";
-const LM_EVAL_RESULTS: &str =
-    "lm-eval-0.4.13/qdpv68r5/results_2026-12-05T01-18-47.385195.json";
+const LM_EVAL_RESULTS: &str = "lm-eval-0.4.13/qdpv68r5/results_2026-12-05T01-18-47.385195.json";
 
 #[test]
 fn lm_eval_s_output_path_is_read_through_its_model_folder() {
@@ -695,7 +705,10 @@ fn lm_eval_s_results_json_is_recorded_as_aggregates_the_gate_does_not_pair() {
     let aggregate = scores(&s, "aggregate/acc");
     assert_eq!(aggregate.len(), 1);
     assert!(close(value(&aggregate, "tinymc"), 0.5));
-    assert!(close(value(&scores(&s, "aggregate/acc_norm"), "tinymc"), 0.5));
+    assert!(close(
+        value(&scores(&s, "aggregate/acc_norm"), "tinymc"),
+        0.5
+    ));
     assert!(scores(&s, "acc").is_empty());
     let view = s.verified(&VerifyOptions::default()).expect("verifies");
     assert_eq!(
