@@ -22,8 +22,11 @@ criterion (target/criterion), jsonl (lines: a score {\"task\", \"scorer\", \"val
 or an observation {\"task\", \"rubric\", \"observation\": {...}} with optional \"commit\"; unknown \
 fields are refused by name), bmf (Bencher Metric Format), hyperfine (--export-json), \
 google-benchmark (--benchmark_format=json), pytest-benchmark (--benchmark-json), go-bench \
-(the text of go test -bench), inspect (Inspect AI .eval or .json logs), lm-eval \
-(lm-evaluation-harness samples_*.jsonl), promptfoo (promptfoo eval -o JSON, JSONL or XML). \
+(the text of go test -bench), inspect (Inspect AI .eval logs, zstd or deflate, or .json logs), \
+lm-eval (lm-evaluation-harness: the --output_path directory, read one folder down, or its files: \
+samples_*.jsonl per document, results_*.json as aggregate/<metric> scores per task, which a \
+policy on the per-document metric never reads), promptfoo (promptfoo eval -o JSON, JSONL or XML; \
+a test is its description and a hash of its vars and asserts). \
 Nothing is stored unless every file is good; the same evidence ingested twice counts once.";
 
 /// Which way a scorer improves, as typed.

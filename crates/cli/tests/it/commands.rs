@@ -1294,3 +1294,44 @@ fn init_makes_the_store_and_its_key_owner_only_under_umask_022() {
     assert_eq!(mode(&shared), 0o755);
     assert_eq!(mode(&shared.join("trace.db")), 0o600);
 }
+
+/// Two real promptfoo runs (promptfoo 0.121.20, `fixtures/real/ORIGIN.md` of
+/// the scorers crate), the second with one test added among the others:
+/// ingested for a baseline and a candidate, the gate pairs the four tests
+/// both ran instead of finding no task scored on both sides.
+#[test]
+fn a_promptfoo_test_added_leaves_the_other_tests_paired_in_the_gate() {
+    let base = "1111111111111111111111111111111111111111";
+    let cand = "2222222222222222222222222222222222222222";
+    let (d, st) = common::fresh_store();
+    let st = st.as_str();
+    let run = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scorers/tests/fixtures/real/promptfoo-0.121.20");
+    for (file, commit) in [("results.json", base), ("results-plus-one.json", cand)] {
+        let path = run.join(file);
+        let path = path.to_str().expect("utf8");
+        common::in_store_ok(
+            d.path(),
+            st,
+            &["ingest", "promptfoo", path, "--commit", commit],
+        );
+    }
+    let policy = ratchet_testkit::gap_class("eval", "bernoulli", "promptfoo_pass", 0.2, 2000, "");
+    std::fs::write(d.path().join("s/policy.toml"), policy).expect("policy");
+    let o = common::gate(d.path(), st, base, cand, "eval", &["--json", "--dry-run"]);
+    let out = text(&o);
+    assert!(
+        !out.contains("scored on both sides (fails closed)"),
+        "{out}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json verdict");
+    let sequential = v["stages"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["stage"] == "sequential"))
+        .unwrap_or_else(|| panic!("no sequential stage: {v}"));
+    // Both runs passed and failed the same four tests (the echo provider
+    // answers alike): four pairs, all concordant.
+    assert_eq!(sequential["details"]["tasks_available"], 4, "{v}");
+    assert_eq!(sequential["details"]["both_or_neither"], 4, "{v}");
+    assert_eq!(v["scorer_versions"]["promptfoo_pass"], "promptfoo-2", "{v}");
+}

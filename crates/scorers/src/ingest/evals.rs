@@ -26,11 +26,17 @@ const LOWER: Option<(Direction, Declared)> = Some((Direction::LowerIsBetter, Dec
 const HIGHER_BY_CONVENTION: Option<(Direction, Declared)> =
     Some((Direction::HigherIsBetter, Declared::ByConvention));
 
-/// A short, stable name for a configuration: the first 12 hex digits of
-/// BLAKE3 over its JSON.
+/// A short, stable name for a value: the first 12 hex digits of BLAKE3
+/// over its JSON.
+fn short_hash(value: &Value) -> String {
+    let bytes = serde_json::to_vec(value).unwrap_or_default();
+    blake3::hash(&bytes).to_hex()[..12].to_string()
+}
+
+/// A short, stable name for a configuration: `prefix:` and its
+/// [`short_hash`].
 fn config_version(prefix: &str, config: &Value) -> String {
-    let bytes = serde_json::to_vec(config).unwrap_or_default();
-    format!("{prefix}:{}", &blake3::hash(&bytes).to_hex()[..12])
+    format!("{prefix}:{}", short_hash(config))
 }
 
 /// An Inspect score value as a number, as Inspect's own `value_to_float`
@@ -49,6 +55,37 @@ fn inspect_value(v: &Value) -> Option<f64> {
         _ => None,
     }
     .filter(|x| x.is_finite())
+}
+
+/// The zstd frames of `compressed` inflated, at most `limit` bytes of
+/// them (more is never produced: the caller refuses a result this long).
+/// Skippable frames are skipped, as zstd's own reader does.
+fn unzstd(mut compressed: &[u8], limit: u64) -> std::result::Result<Vec<u8>, String> {
+    use ruzstd::decoding::StreamingDecoder;
+    use ruzstd::decoding::errors::{FrameDecoderError, ReadFrameHeaderError};
+    let mut out = Vec::new();
+    while !compressed.is_empty() && (out.len() as u64) < limit {
+        match StreamingDecoder::new(&mut compressed) {
+            Ok(mut frame) => {
+                let room = limit - out.len() as u64;
+                (&mut frame)
+                    .take(room)
+                    .read_to_end(&mut out)
+                    .map_err(|e| e.to_string())?;
+            }
+            Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame {
+                length,
+                ..
+            })) => {
+                let length = usize::try_from(length).unwrap_or(usize::MAX);
+                compressed = compressed.get(length..).ok_or_else(|| {
+                    "a skippable frame runs past the end of the entry".to_string()
+                })?;
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(out)
 }
 
 /// A log's parts: its header (`eval`, `results`…) and its samples.
@@ -72,27 +109,64 @@ fn inspect_parts(file: &Path, max_inflated: u64, notes: &mut Notes) -> Result<(V
     // their headers claim: a small archive must not become gigabytes.
     let mut left = max_inflated;
     let mut json_at = |archive: &mut zip::ZipArchive<std::io::Cursor<Vec<u8>>>, i: usize| {
-        let entry = archive
-            .by_index(i)
-            .map_err(|e| malformed(file, format!("archive entry #{i}"), e.to_string()))?;
-        let name = entry
-            .name()
-            .map_err(|e| malformed(file, format!("archive entry #{i}"), e.to_string()))?
-            .into_owned();
-        let mut text = String::new();
-        entry
-            .take(left.saturating_add(1))
-            .read_to_string(&mut text)
-            .map_err(|e| malformed(file, &name, format!("cannot be read: {e}")))?;
-        left = left.checked_sub(text.len() as u64).ok_or_else(|| {
+        let at = || format!("archive entry #{i}");
+        let (name, zstd) = {
+            let raw = archive
+                .by_index_raw(i)
+                .map_err(|e| malformed(file, at(), e.to_string()))?;
+            let name = raw
+                .name()
+                .map_err(|e| malformed(file, at(), e.to_string()))?
+                .into_owned();
+            (name, raw.compression() == zip::CompressionMethod::ZSTD)
+        };
+        let too_big = |name: &str| {
             malformed(
                 file,
-                &name,
+                name,
                 format!(
                     "the archive inflates past {max_inflated} bytes (a zip bomb, or a log larger than this reader accepts)"
                 ),
             )
-        })?;
+        };
+        let bytes = if zstd {
+            // Inspect 0.3.x's default: zstd (method 93), which zip reads
+            // only through a C library; the raw entry is inflated here
+            // with the same bound as deflate, and its CRC-32 checked as
+            // zip checks a deflated entry's.
+            let mut raw = archive
+                .by_index_raw(i)
+                .map_err(|e| malformed(file, &name, e.to_string()))?;
+            let crc = raw.crc32();
+            let mut compressed = Vec::new();
+            raw.read_to_end(&mut compressed)
+                .map_err(|e| malformed(file, &name, format!("cannot be read: {e}")))?;
+            let bytes = unzstd(&compressed, left.saturating_add(1))
+                .map_err(|e| malformed(file, &name, format!("cannot be inflated (zstd): {e}")))?;
+            if bytes.len() as u64 <= left && crc32fast::hash(&bytes) != crc {
+                return Err(malformed(
+                    file,
+                    &name,
+                    "inflates to bytes whose CRC-32 is not the one the archive records (a damaged file)",
+                ));
+            }
+            bytes
+        } else {
+            let entry = archive
+                .by_index(i)
+                .map_err(|e| malformed(file, &name, format!("cannot be read: {e}")))?;
+            let mut bytes = Vec::new();
+            entry
+                .take(left.saturating_add(1))
+                .read_to_end(&mut bytes)
+                .map_err(|e| malformed(file, &name, format!("cannot be read: {e}")))?;
+            bytes
+        };
+        left = left
+            .checked_sub(bytes.len() as u64)
+            .ok_or_else(|| too_big(&name))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|e| malformed(file, &name, format!("not UTF-8 text: {e}")))?;
         Ok::<_, crate::Error>((name, text))
     };
     let mut header = None;
@@ -110,7 +184,7 @@ fn inspect_parts(file: &Path, max_inflated: u64, notes: &mut Notes) -> Result<(V
         if name == "header.json" {
             let (name, text) = json_at(&mut archive, i)?;
             let (h, _) = super::inspect_log::log(&super::strict_json(&text))
-                .map_err(|e| malformed(file, &name, format!("not JSON: {e}")))?;
+                .map_err(|e| malformed(file, &name, format!("not an Inspect log header: {e}")))?;
             header = Some(h);
         } else if name.starts_with("samples/") && name.ends_with(".json") {
             let (name, text) = json_at(&mut archive, i)?;
@@ -157,15 +231,6 @@ pub(super) fn inspect(
         let task_name = eval["task"].as_str().unwrap_or("inspect");
         let task_name = task_name.rsplit('/').next().unwrap_or(task_name);
         let status = header["status"].as_str().unwrap_or("unknown");
-        if status != "success" {
-            notes.say(
-                "unfinished log",
-                format!(
-                    "{}: the log's status is {status:?}; the samples it holds are recorded",
-                    file.display()
-                ),
-            );
-        }
         // Each scorer's configuration, from the results' score entries.
         let mut scorer_config: BTreeMap<String, Value> = BTreeMap::new();
         if let Some(entries) = header["results"]["scores"].as_array() {
@@ -186,7 +251,10 @@ pub(super) fn inspect(
                 ]),
             )
         };
-        if samples.is_empty() {
+        // A run that stopped (status `error`, `cancelled`) is said once,
+        // with what of it was recorded, after its samples are read.
+        let finished = status == "success" || header.is_null();
+        if samples.is_empty() && finished {
             return Err(malformed(
                 file,
                 "samples",
@@ -194,7 +262,9 @@ pub(super) fn inspect(
             ));
         }
         let mut means = Means::default();
+        let mut recorded = 0usize;
         for (i, sample) in samples.iter().enumerate() {
+            let before = means.added();
             let id = match &sample["id"] {
                 Value::String(s) => s.clone(),
                 Value::Number(n) => n.to_string(),
@@ -247,6 +317,29 @@ pub(super) fn inspect(
                     },
                 }
             }
+            if means.added() > before {
+                recorded += 1;
+            }
+        }
+        if !finished {
+            let why = match header["error"].as_str().and_then(|e| e.lines().next()) {
+                Some(e) => format!(" ({})", e.chars().take(200).collect::<String>()),
+                None => String::new(),
+            };
+            let what = match (recorded, samples.len()) {
+                (_, 0) => "it holds no sample: the run stopped before one was written".to_string(),
+                (0, n) => format!("none of the {n} sample(s) it holds has a score to record"),
+                (k, n) => format!(
+                    "{k} of the {n} sample(s) it holds are recorded, the rest have no score"
+                ),
+            };
+            notes.say(
+                "unfinished log",
+                format!(
+                    "{}: the log's status is {status:?}{why}; {what}",
+                    file.display()
+                ),
+            );
         }
         means.into_evidence(&mut evidence, commit, file, |_, _| {})?;
     }
@@ -315,11 +408,29 @@ fn lm_eval_task(file: &Path) -> String {
     }
 }
 
-/// lm-evaluation-harness `--log_samples` JSONL (`samples_<task>_<date>.jsonl`):
-/// per line (a document) each metric it lists, task = `<lm task>/<doc_id>`,
-/// scorer = the metric (`metric,filter` for a filter other than `none`, as
-/// lm-eval names them); a metric whose per-sample value is not a number
-/// (perplexity's log-likelihood pairs) is left out, said once.
+/// The scorer name an lm-eval aggregate is recorded under: its own, never
+/// a per-sample metric's (see [`lm_eval`]).
+const LM_EVAL_AGGREGATE: &str = "aggregate/";
+
+/// lm-evaluation-harness output, as `--output_path DIR --log_samples`
+/// writes it (`DIR/<model>/samples_<task>_<date>.jsonl` and
+/// `results_<date>.json`; a directory is read one level down).
+///
+/// Samples JSONL: per line (a document) each metric it lists, task =
+/// `<lm task>/<doc_id>`, scorer = the metric (`metric,filter` for a filter
+/// other than `none`, as lm-eval names them); a metric whose per-sample
+/// value is not a number (perplexity's log-likelihood pairs) is left out,
+/// said once. These are what the gate pairs, task by task.
+///
+/// `results_*.json`: the aggregates lm-eval computed over a task's samples
+/// (`"acc,none": 0.5`). An aggregate is one number for a whole task, not a
+/// sample, so it is kept out of what the gate pairs: it is recorded under
+/// its own scorer, `aggregate/<metric>` (`aggregate/<metric>,<filter>`), on
+/// task `<lm task>` — a policy naming `acc` reads the samples only, and the
+/// store has no other kind for a summary that the gate would skip. Their
+/// standard errors (`acc_stderr,none`) are not recorded (said once); the
+/// direction is the file's own `higher_is_better` where lm-eval's metric
+/// is not known here.
 pub(super) fn lm_eval(
     files: &[PathBuf],
     commit: &CommitId,
@@ -328,6 +439,10 @@ pub(super) fn lm_eval(
 ) -> Result<Evidence> {
     let mut evidence = Evidence::default();
     for file in files {
+        if file.extension().is_some_and(|e| e == "json") {
+            lm_eval_results(file, commit, options, notes, &mut evidence)?;
+            continue;
+        }
         let lm_task = lm_eval_task(file);
         let text = read(file)?;
         let mut means = Means::default();
@@ -408,6 +523,83 @@ pub(super) fn lm_eval(
     Ok(evidence)
 }
 
+/// lm-eval's `results_*.json`: per task (and group) each aggregate metric
+/// as a score of `aggregate/<metric>` (see [`lm_eval`]).
+fn lm_eval_results(
+    file: &Path,
+    commit: &CommitId,
+    options: &IngestOptions,
+    notes: &mut Notes,
+    evidence: &mut Evidence,
+) -> Result<()> {
+    let doc: Value = serde_json::from_str(&super::strict_json(&read(file)?))
+        .map_err(|e| malformed(file, "JSON", format!("not JSON: {e}")))?;
+    let results = doc["results"].as_object().ok_or_else(|| {
+        malformed(
+            file,
+            "results",
+            "no \"results\" object of tasks: not lm-eval's results_*.json (its per-sample files are samples_*.jsonl)",
+        )
+    })?;
+    let mut means = Means::default();
+    for (lm_task, metrics) in results {
+        let Some(metrics) = metrics.as_object() else {
+            return Err(malformed(
+                file,
+                format!("results.{lm_task}"),
+                "is not an object of metrics",
+            ));
+        };
+        for (key, value) in metrics {
+            // `metric,filter`; what has no comma is the task's name,
+            // alias or sample count, not a metric.
+            let Some((metric, filter)) = key.split_once(',') else {
+                continue;
+            };
+            if metric.ends_with("_stderr") {
+                notes.say(
+                    "stderr",
+                    format!(
+                        "{}: the aggregates' standard errors ({key}…) are not recorded",
+                        file.display()
+                    ),
+                );
+                continue;
+            }
+            let Some(x) = value.as_f64().filter(|x| x.is_finite()) else {
+                notes.say(
+                    "not a number",
+                    format!(
+                        "{}: aggregate {key:?} of {lm_task} is not a number ({value}); not recorded",
+                        file.display()
+                    ),
+                );
+                continue;
+            };
+            let scorer = if filter == "none" {
+                format!("{LM_EVAL_AGGREGATE}{metric}")
+            } else {
+                format!("{LM_EVAL_AGGREGATE}{metric},{filter}")
+            };
+            let declared = match doc["higher_is_better"][lm_task][metric].as_bool() {
+                Some(true) => HIGHER_BY_CONVENTION,
+                Some(false) => Some((Direction::LowerIsBetter, Declared::ByConvention)),
+                None => None,
+            };
+            let direction = lm_eval_direction(metric)
+                .or(declared)
+                .or(options.direction.map(|d| (d, Declared::Explicitly)));
+            if direction.is_none() {
+                notes.say("no direction", format!("aggregate {key:?} has no known direction and was not recorded; give --direction higher|lower"));
+                continue;
+            }
+            let version = format!("lm-eval {}", storable_name(filter));
+            means.add(lm_task, &scorer, &version, direction, x);
+        }
+    }
+    means.into_evidence(evidence, commit, file, |_, _| {})
+}
+
 /// promptfoo's result rows, from JSON (`{"results": {"results": [...]}}`)
 /// or JSONL (one row per line).
 fn promptfoo_rows(file: &Path) -> Result<Vec<Value>> {
@@ -442,8 +634,13 @@ fn promptfoo_rows(file: &Path) -> Result<Vec<Value>> {
     Ok(rows.clone())
 }
 
-/// promptfoo's XML output is its JSON written as elements: the rows are
-/// read back into the same JSON shape (numbers and booleans by their text).
+/// promptfoo's XML output (`-o results.xml`) is its JSON document written
+/// as elements: an array as its element repeated (the rows are the
+/// `<results>` elements repeated inside `<promptfoo><results>`), every
+/// leaf as text. Rows are read back into the JSON shape with the leaves as
+/// strings (numbers and booleans are read from them where a number or a
+/// boolean is wanted) and an empty element as null: XML cannot tell `""`,
+/// `{}`, `[]` and null apart, nor a one-element array from its element.
 fn promptfoo_xml_rows(text: &str, file: &Path) -> Result<Vec<Value>> {
     fn to_json(node: roxmltree::Node<'_, '_>) -> Value {
         let children: Vec<_> = node
@@ -451,58 +648,123 @@ fn promptfoo_xml_rows(text: &str, file: &Path) -> Result<Vec<Value>> {
             .filter(roxmltree::Node::is_element)
             .collect();
         if children.is_empty() {
-            let t = node.text().unwrap_or("").trim();
-            return match t {
-                "true" => Value::Bool(true),
-                "false" => Value::Bool(false),
-                _ => t
-                    .parse::<f64>()
-                    .ok()
-                    .and_then(serde_json::Number::from_f64)
-                    .map_or_else(|| Value::String(t.to_string()), Value::Number),
+            let t: String = node
+                .children()
+                .filter(roxmltree::Node::is_text)
+                .filter_map(|c| c.text())
+                .collect();
+            return if t.is_empty() {
+                Value::Null
+            } else {
+                Value::String(t)
             };
         }
         let mut map = serde_json::Map::new();
         for c in children {
-            map.insert(c.tag_name().name().to_string(), to_json(c));
+            let value = to_json(c);
+            let name = c.tag_name().name();
+            match map.get_mut(name) {
+                Some(Value::Array(items)) => items.push(value),
+                Some(first) => *first = Value::Array(vec![first.take(), value]),
+                None => {
+                    map.insert(name.to_string(), value);
+                }
+            }
         }
         Value::Object(map)
     }
     let doc = roxmltree::Document::parse(super::without_declaration(text))
         .map_err(|e| malformed(file, "XML", e.to_string()))?;
-    let results = doc
+    let is =
+        |n: &roxmltree::Node<'_, '_>, name: &str| n.is_element() && n.tag_name().name() == name;
+    let outer = doc
         .descendants()
-        .find(|n| {
-            n.is_element()
-                && n.tag_name().name() == "results"
-                && n.children()
-                    .any(|c| c.is_element() && c.tag_name().name() == "results")
-        })
-        .and_then(|outer| {
-            outer
-                .children()
-                .find(|c| c.is_element() && c.tag_name().name() == "results")
-        })
+        .find(|n| is(n, "results") && n.children().any(|c| is(&c, "results")))
         .ok_or_else(|| {
             malformed(
                 file,
                 "<results>",
-                "no <results><results> rows: not promptfoo XML output",
+                "no <results> element holding <results> rows: not `promptfoo eval -o results.xml` output",
             )
         })?;
-    Ok(results
+    Ok(outer
         .children()
-        .filter(roxmltree::Node::is_element)
+        .filter(|c| is(c, "results"))
         .map(to_json)
         .collect())
 }
 
-/// promptfoo results: per test (task = `test-<index>` and its description;
-/// with several prompts or providers in the file, which one) its score
-/// (`promptfoo_score`), whether it passed (`promptfoo_pass`, 1 or 0) and
-/// each named score (`promptfoo_<name>`), all higher-is-better; its cost
-/// and latency ride along as the `cost` and `latency_ms` anchors. Version =
-/// the asserts of the file's tests (the scorers' configuration).
+/// A number as promptfoo's JSON holds it, or as its XML writes it (text).
+fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+    .filter(|x: &f64| x.is_finite())
+}
+
+/// A boolean as promptfoo's JSON holds it, or as its XML writes it.
+fn boolean(v: &Value) -> Option<bool> {
+    match v {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) if s == "true" => Some(true),
+        Value::String(s) if s == "false" => Some(false),
+        _ => None,
+    }
+}
+
+/// A value in the one form JSON and XML output share: scalars as text,
+/// empty values (`""`, `{}`, `[]`, null) dropped, a one-element array as
+/// its element, object members sorted. What a test is hashed from, so the
+/// same run read from `-o results.json`, `.jsonl` or `.xml` names its tests
+/// alike.
+fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Null => Value::Null,
+        Value::Bool(b) => Value::String(b.to_string()),
+        Value::Number(n) => Value::String(n.to_string()),
+        Value::String(s) if s.is_empty() => Value::Null,
+        Value::String(s) => Value::String(s.clone()),
+        Value::Array(items) => match items.as_slice() {
+            [] => Value::Null,
+            [one] => canonical(one),
+            many => Value::Array(many.iter().map(canonical).collect()),
+        },
+        Value::Object(map) => {
+            let kept: BTreeMap<&String, Value> = map
+                .iter()
+                .map(|(k, v)| (k, canonical(v)))
+                .filter(|(_, v)| !v.is_null())
+                .collect();
+            if kept.is_empty() {
+                Value::Null
+            } else {
+                Value::Object(kept.into_iter().map(|(k, v)| (k.clone(), v)).collect())
+            }
+        }
+    }
+}
+
+/// The version of every promptfoo score: this reader's, and nothing of the
+/// eval's configuration (see [`promptfoo`]).
+const PROMPTFOO_VERSION: &str = "promptfoo-2";
+
+/// promptfoo results (`promptfoo eval -o` JSON, JSONL or XML): per test its
+/// score (`promptfoo_score`), whether it passed (`promptfoo_pass`, 1 or 0)
+/// and each named score (`promptfoo_<name>`), all higher-is-better; its
+/// cost and latency ride along as the `cost` and `latency_ms` anchors.
+///
+/// A test is its description (else `test`) and a short hash of what it is
+/// — its vars, its asserts and its options (a grader model among them) —
+/// so the task names the test's scoring: a test whose asserts change is a
+/// new task, which pairs with nothing, and a test added (anywhere in the
+/// file: the index is not part of the name) leaves every other test
+/// paired. The version is the same for every score ([`PROMPTFOO_VERSION`]):
+/// the gate pairs a scorer's scores under one version, so a version per
+/// test, or one over every test's asserts, would leave it a single test to
+/// pair, or none once a test is added. With several prompts or providers
+/// in the file, which one is in the task too.
 pub(super) fn promptfoo(
     files: &[PathBuf],
     commit: &CommitId,
@@ -512,41 +774,51 @@ pub(super) fn promptfoo(
     let mut evidence = Evidence::default();
     for file in files {
         let rows = promptfoo_rows(file)?;
-        let arms: std::collections::BTreeSet<(String, String)> = rows
-            .iter()
-            .map(|r| (provider_of(r), r["promptIdx"].to_string()))
-            .collect();
+        let arm = |r: &Value| {
+            let prompt = match &r["promptIdx"] {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            };
+            (provider_of(r), prompt)
+        };
+        let arms: std::collections::BTreeSet<(String, String)> = rows.iter().map(arm).collect();
         let several = arms.len() > 1;
-        // One version per file: the gate pairs a scorer's scores under one
-        // version, so it is the scoring configuration of the whole eval
-        // (every test's asserts, a grader's model among them), not of one
-        // test.
-        let mut asserts: Vec<String> = rows
-            .iter()
-            .map(|r| r["testCase"]["assert"].to_string())
-            .collect();
-        asserts.sort();
-        asserts.dedup();
-        let version = config_version("promptfoo", &Value::from(asserts));
         let mut means = Means::default();
         let mut measured: BTreeMap<String, (Option<f64>, Option<f64>)> = BTreeMap::new();
         for (i, row) in rows.iter().enumerate() {
             let at = format!("results[{i}]");
-            let test = match &row["testIdx"] {
-                Value::Number(n) => n.to_string(),
-                _ => i.to_string(),
+            let case = &row["testCase"];
+            let vars = if case["vars"].is_null() {
+                &row["vars"]
+            } else {
+                &case["vars"]
             };
-            let mut task = format!("test-{test}");
-            if let Some(d) = row["testCase"]["description"]
+            let identity = canonical(&serde_json::json!({
+                "vars": vars,
+                "assert": case["assert"],
+                "options": case["options"],
+            }));
+            let hash = short_hash(&identity);
+            let description = case["description"]
                 .as_str()
                 .or(row["description"].as_str())
-            {
-                task.push_str(&format!(": {d}"));
-            }
+                .filter(|d| !d.trim().is_empty())
+                .unwrap_or("test");
+            let mut task = format!("{description} #{hash}");
             if several {
-                task.push_str(&format!(" [{} #{}]", provider_of(row), row["promptIdx"]));
+                let (provider, prompt) = arm(row);
+                task.push_str(&format!(" [{provider} #{prompt}]"));
             }
-            if !row["error"].is_null() && row["score"].is_null() {
+            let score = number(&row["score"]).or(number(&row["gradingResult"]["score"]));
+            let Some(score) = score else {
+                if row["error"].is_null() {
+                    return Err(malformed(
+                        file,
+                        &at,
+                        "has no score: not a promptfoo result row",
+                    ));
+                }
                 notes.say(
                     "row error",
                     format!(
@@ -555,39 +827,31 @@ pub(super) fn promptfoo(
                     ),
                 );
                 continue;
-            }
-            let score = row["score"]
-                .as_f64()
-                .or(row["gradingResult"]["score"].as_f64())
-                .ok_or_else(|| malformed(file, &at, "has no score: not a promptfoo result row"))?;
-            means.add(&task, "promptfoo_score", &version, HIGHER, score);
-            if let Some(pass) = row["success"]
-                .as_bool()
-                .or(row["gradingResult"]["pass"].as_bool())
+            };
+            means.add(&task, "promptfoo_score", PROMPTFOO_VERSION, HIGHER, score);
+            if let Some(pass) = boolean(&row["success"]).or(boolean(&row["gradingResult"]["pass"]))
             {
                 means.add(
                     &task,
                     "promptfoo_pass",
-                    &version,
+                    PROMPTFOO_VERSION,
                     HIGHER,
                     f64::from(u8::from(pass)),
                 );
             }
             if let Some(named) = row["namedScores"].as_object() {
                 for (name, v) in named {
-                    if let Some(x) = v.as_f64() {
+                    if let Some(x) = number(v) {
                         let scorer = format!(
                             "promptfoo_{}",
                             name.trim().replace(char::is_whitespace, "_")
                         );
-                        means.add(&task, &scorer, &version, HIGHER_BY_CONVENTION, x);
+                        means.add(&task, &scorer, PROMPTFOO_VERSION, HIGHER_BY_CONVENTION, x);
                     }
                 }
             }
-            let cost = row["cost"].as_f64().filter(|c| c.is_finite() && *c >= 0.0);
-            let latency = row["latencyMs"]
-                .as_f64()
-                .filter(|l| l.is_finite() && *l >= 0.0);
+            let cost = number(&row["cost"]).filter(|c| *c >= 0.0);
+            let latency = number(&row["latencyMs"]).filter(|l| *l >= 0.0);
             measured.insert(storable_name(&task), (cost, latency));
         }
         means.into_evidence(&mut evidence, commit, file, |task, s| {
@@ -615,6 +879,26 @@ fn provider_of(row: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zstd_entries_inflate_frame_by_frame_past_skippable_frames_up_to_the_limit() {
+        use ruzstd::encoding::{CompressionLevel, compress_to_vec};
+        let first = compress_to_vec(&br#"{"id": "#[..], CompressionLevel::Fastest);
+        let second = compress_to_vec(&b"7}"[..], CompressionLevel::Fastest);
+        // A skippable frame between them: its magic, its length, its bytes.
+        let mut skippable = 0x184D_2A50_u32.to_le_bytes().to_vec();
+        skippable.extend(3_u32.to_le_bytes());
+        skippable.extend(b"abc");
+        let entry = [first, skippable, second].concat();
+        assert_eq!(unzstd(&entry, 1 << 20).as_deref(), Ok(&br#"{"id": 7}"#[..]));
+        // Never more than the limit, however much the frames hold.
+        let spaces = compress_to_vec(&vec![b' '; 1 << 20][..], CompressionLevel::Fastest);
+        assert!(spaces.len() < 1 << 16, "{}", spaces.len());
+        assert_eq!(unzstd(&spaces, 1000).map(|b| b.len()), Ok(1000));
+        // A frame cut short is an error, not a shorter text.
+        let cut = &spaces[..spaces.len() / 2];
+        assert!(unzstd(cut, 1 << 21).is_err());
+    }
 
     #[test]
     fn inspect_values_read_as_inspect_reads_them() {

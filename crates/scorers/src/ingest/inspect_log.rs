@@ -23,10 +23,14 @@ const MAX_PARAMS: usize = 1 << 20;
 /// A log, or an archive's `header.json` (which has no `samples`).
 #[derive(Deserialize)]
 struct LogIn {
+    /// Every Inspect log opens with it; JSON without it is another tool's.
     #[serde(default)]
-    eval: EvalIn,
+    eval: Option<EvalIn>,
     #[serde(default)]
     status: Kept,
+    /// Why a run whose status is `error` stopped.
+    #[serde(default)]
+    error: Option<ErrorIn>,
     #[serde(default)]
     results: Option<ResultsIn>,
     #[serde(default)]
@@ -39,6 +43,12 @@ struct EvalIn {
     task: Kept,
     #[serde(default)]
     task_version: Kept,
+}
+
+#[derive(Deserialize)]
+struct ErrorIn {
+    #[serde(default)]
+    message: Kept,
 }
 
 #[derive(Deserialize)]
@@ -175,9 +185,16 @@ impl SampleIn {
 /// A log's header and its samples, in the shape ingestion reads.
 ///
 /// # Errors
-/// The JSON error, or a message for scorer parameters over 1 MiB.
+/// The JSON error, a message for JSON without Inspect's `eval` section, or
+/// one for scorer parameters over 1 MiB.
 pub(super) fn log(text: &str) -> Result<(Value, Vec<Value>), String> {
     let log: LogIn = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let Some(eval) = log.eval else {
+        return Err(
+            "it has no \"eval\" section, which every Inspect log opens with (is it another tool's output? `ratchet ingest --help` lists the formats)"
+                .into(),
+        );
+    };
     let mut scores = Vec::new();
     for c in log.results.and_then(|r| r.scores).unwrap_or_default() {
         let params = match c.params {
@@ -194,8 +211,9 @@ pub(super) fn log(text: &str) -> Result<(Value, Vec<Value>), String> {
             .push(serde_json::json!({ "name": c.name.0, "scorer": c.scorer.0, "params": params }));
     }
     let header = serde_json::json!({
-        "eval": { "task": log.eval.task.0, "task_version": log.eval.task_version.0 },
+        "eval": { "task": eval.task.0, "task_version": eval.task_version.0 },
         "status": log.status.0,
+        "error": log.error.map_or(Value::Null, |e| e.message.0),
         "results": { "scores": scores },
     });
     let samples = log
@@ -262,7 +280,7 @@ mod tests {
             [serde_json::json!({"id": "s1", "score": {"value": 1}})]
         );
         let big = format!(
-            r#"{{"results": {{"scores": [{{"name": "m", "params": "{}"}}]}}}}"#,
+            r#"{{"eval": {{"task": "pop"}}, "results": {{"scores": [{{"name": "m", "params": "{}"}}]}}}}"#,
             "x".repeat(MAX_PARAMS + 1)
         );
         let e = log(&big).expect_err("refused");

@@ -106,7 +106,8 @@ impl Format {
         Some(match self {
             Format::Junit => &["xml"],
             Format::Criterion => return None,
-            Format::Jsonl | Format::LmEval => &["jsonl"],
+            Format::Jsonl => &["jsonl"],
+            Format::LmEval => &["jsonl", "json"],
             Format::Inspect => &["eval", "json"],
             Format::Promptfoo => &["json", "jsonl", "xml"],
             Format::GoBench => &["txt"],
@@ -116,13 +117,28 @@ impl Format {
         })
     }
 
+    /// Whether a directory given as input is read one level down too:
+    /// lm-eval's `--output_path DIR` writes into `DIR/<model name>/`.
+    fn descends(self) -> bool {
+        self == Format::LmEval
+    }
+
+    /// Whether a file found in a directory is this format's: lm-eval's
+    /// JSON is its `results_*.json` (another JSON beside it is not read).
+    fn wanted_in_directory(self, path: &Path) -> bool {
+        let json = path.extension().is_some_and(|e| e == "json");
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        self != Format::LmEval || !json || name.starts_with("results")
+    }
+
     /// What a score's version stands for under this format (for people
     /// reading what was recorded).
     pub fn version_means(self) -> &'static str {
         match self {
             Format::Junit => "the JUnit reader",
             Format::Jsonl => "as each line gives it",
-            Format::Inspect | Format::LmEval | Format::Promptfoo => "the scorer's configuration",
+            Format::Inspect | Format::LmEval => "the scorer's configuration",
+            Format::Promptfoo => "the promptfoo reader (a test's asserts are in its task name)",
             _ => "the runner fingerprint",
         }
     }
@@ -399,9 +415,16 @@ type Sum = (String, Option<(Direction, Declared)>, f64, usize, Vec<f64>);
 pub(crate) struct Means {
     sums: BTreeMap<(String, String), Sum>,
     order: Vec<(String, String)>,
+    /// Values added, all tasks and scorers together.
+    added: usize,
 }
 
 impl Means {
+    /// How many values were added (all tasks and scorers).
+    pub(crate) fn added(&self) -> usize {
+        self.added
+    }
+
     pub(crate) fn add(
         &mut self,
         task: &str,
@@ -418,6 +441,7 @@ impl Means {
         entry.2 += value;
         entry.3 += 1;
         entry.4.push(value);
+        self.added += 1;
     }
 
     /// The means as benchmark runs: each a summary score (the mean, as
@@ -545,7 +569,8 @@ pub(crate) fn strict_json(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// The files a format reads from `paths`: a file as given, a directory's
 /// files with the format's extensions (sorted, not recursive: Surefire's
-/// `junitreports/` beside its `TEST-*.xml` would count every test twice).
+/// `junitreports/` beside its `TEST-*.xml` would count every test twice;
+/// lm-eval alone is read one level down, where it writes).
 fn files_of(format: Format, paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     if paths.is_empty() {
         return Err(Error::NoInput {
@@ -571,30 +596,45 @@ fn files_of(format: Format, paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
             }
             Some(_) if meta.is_file() => files.push(path.clone()),
             Some(extensions) => {
-                let entries = std::fs::read_dir(path).map_err(|source| Error::Io {
-                    path: path.clone(),
-                    source,
-                })?;
                 let mut found = Vec::new();
-                for entry in entries {
-                    let entry = entry.map_err(|source| Error::Io {
-                        path: path.clone(),
-                        source,
-                    })?;
-                    let p = entry.path();
-                    let wanted = p
+                let mut below = Vec::new();
+                for entry in list_directory(path)? {
+                    let wanted = entry
                         .extension()
                         .and_then(|e| e.to_str())
                         .is_some_and(|e| extensions.contains(&e));
-                    if wanted && p.is_file() {
-                        found.push(p);
+                    if wanted && entry.is_file() && format.wanted_in_directory(&entry) {
+                        found.push(entry);
+                    } else if format.descends() && entry.is_dir() {
+                        below.push(entry);
+                    }
+                }
+                // One level down only, and only for a tool that writes
+                // there: a directory tree is not searched.
+                for dir in below {
+                    for entry in list_directory(&dir)? {
+                        let wanted = entry
+                            .extension()
+                            .and_then(|e| e.to_str())
+                            .is_some_and(|e| extensions.contains(&e));
+                        if wanted && entry.is_file() && format.wanted_in_directory(&entry) {
+                            found.push(entry);
+                        }
                     }
                 }
                 if found.is_empty() {
+                    let place = if format.descends() {
+                        " (nor does any folder in it)"
+                    } else {
+                        ""
+                    };
                     return Err(malformed(
                         path,
                         "directory",
-                        format!("holds no .{} file for {format}", extensions.join(" or .")),
+                        format!(
+                            "holds no .{} file for {format}{place}",
+                            extensions.join(" or .")
+                        ),
                     ));
                 }
                 found.sort();
@@ -605,6 +645,18 @@ fn files_of(format: Format, paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     files.sort();
     files.dedup();
     Ok(files)
+}
+
+/// The paths in directory `dir`.
+fn list_directory(dir: &Path) -> Result<Vec<PathBuf>> {
+    let io = |source| Error::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    std::fs::read_dir(dir)
+        .map_err(io)?
+        .map(|entry| entry.map(|e| e.path()).map_err(io))
+        .collect()
 }
 
 /// Ingests what `format`'s tool wrote in `paths` (files, or directories of

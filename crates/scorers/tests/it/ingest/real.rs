@@ -397,10 +397,10 @@ fn llm_eval_outputs_become_one_score_per_sample_and_metric() {
     )
     .expect("promptfoo");
     let pass = scores(&s, "promptfoo_pass");
-    assert!(close(value(&pass, "test-1: Multiplication 7×8"), 0.0));
-    assert!(close(value(&pass, "test-0: Capital of France"), 1.0));
+    assert!(close(test_value(&pass, "Multiplication 7×8"), 0.0));
+    assert!(close(test_value(&pass, "Capital of France"), 1.0));
     assert!(close(
-        value(&scores(&s, "latency_ms"), "test-2: Home planet"),
+        test_value(&scores(&s, "latency_ms"), "Home planet"),
         907.0
     ));
     let versions: std::collections::BTreeSet<String> =
@@ -410,6 +410,23 @@ fn llm_eval_outputs_become_one_score_per_sample_and_metric() {
         1,
         "one version per eval, so the gate pairs every test"
     );
+}
+
+/// The value of the promptfoo test described `description`: its task is
+/// the description and a hash of what the test is (`Home planet #1a2b…`).
+fn test_value(scores: &[Score], description: &str) -> f64 {
+    let prefix = format!("{description} #");
+    let found: Vec<&Score> = scores
+        .iter()
+        .filter(|s| s.task.starts_with(&prefix))
+        .collect();
+    match found.as_slice() {
+        [one] => one.value,
+        _ => {
+            let tasks: Vec<&str> = scores.iter().map(|s| s.task.as_str()).collect();
+            panic!("not one score for test {description:?}; tasks: {tasks:?}")
+        }
+    }
 }
 
 #[test]
@@ -524,4 +541,219 @@ fn an_archive_that_inflates_past_the_limit_is_refused_and_nothing_is_stored() {
         other => panic!("expected the archive refused as malformed, got {other:?}"),
     }
     assert_eq!(s.head().expect("head"), head, "nothing stored");
+}
+
+/// The `.eval` logs inspect-ai 0.3.285 wrote here (see ORIGIN.md): every
+/// entry zstd-compressed, zip method 93.
+const INSPECT_RUN: &str = "inspect-0.3.285";
+const INSPECT_TINY: &str =
+    "inspect-0.3.285/2026-12-05T01-10-26-00-00_tiny_9UqAUvKkx9QaaN7LSHZjyJ.eval";
+const INSPECT_ERROR: &str =
+    "inspect-0.3.285/2026-12-05T01-10-37-00-00_tiny-error_LbVLexPbDVDdvNgQGGYkx5.eval";
+const INSPECT_ERROR_ALL: &str =
+    "inspect-0.3.285/2026-12-05T01-10-46-00-00_tiny-error-all_jrmxUjCpK2DZkADR8FNA68.eval";
+
+#[test]
+fn inspect_s_default_zstd_eval_logs_are_read_sample_by_sample() {
+    let (_d, mut s) = store();
+    let r = ingest(&mut s, Format::Inspect, &[real(INSPECT_TINY)], &options())
+        .expect("a zstd .eval is read");
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+    // mockllm answered s2 "no" for the target "mockllm": incorrect under
+    // both scorers; the other three correct (accuracy 0.75, as Inspect said).
+    for scorer in ["includes", "match"] {
+        let got = scores(&s, scorer);
+        assert_eq!(got.len(), 4, "{scorer}: {got:?}");
+        for (task, want) in [
+            ("tiny/s1", 1.0),
+            ("tiny/s2", 0.0),
+            ("tiny/s3", 1.0),
+            ("tiny/s4", 1.0),
+        ] {
+            assert!(close(value(&got, task), want), "{scorer} {task}");
+        }
+    }
+}
+
+#[test]
+fn a_logs_folder_with_finished_and_stopped_runs_records_every_scored_sample() {
+    let (_d, mut s) = store();
+    let r = ingest(&mut s, Format::Inspect, &[real(INSPECT_RUN)], &options())
+        .expect("the folder is read whole");
+    assert_eq!(r.files.len(), 3);
+    let includes = scores(&s, "includes");
+    assert_eq!(includes.len(), 5, "{includes:?}");
+    assert!(close(value(&includes, "tiny_error/e1"), 1.0));
+    let said = r.notes.join("\n");
+    assert!(
+        said.contains(r#"the log's status is "error" (RuntimeError('this solver raises on e2"#),
+        "{said}"
+    );
+    assert!(
+        said.contains("1 of the 2 sample(s) it holds are recorded"),
+        "{said}"
+    );
+    assert!(
+        said.contains(r#"sample "e2" ended in an error; not recorded"#),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_stopped_run_that_scored_nothing_says_so_once_and_stores_nothing() {
+    let (_d, mut s) = store();
+    let head = s.head().expect("head");
+    match ingest(
+        &mut s,
+        Format::Inspect,
+        &[real(INSPECT_ERROR_ALL)],
+        &options(),
+    ) {
+        Err(Error::Malformed { reason, .. }) => {
+            assert!(
+                reason.contains(r#"the log's status is "error""#),
+                "{reason}"
+            );
+            assert!(
+                reason.contains("none of the 1 sample(s) it holds has a score to record"),
+                "{reason}"
+            );
+            assert!(!reason.contains("are recorded"), "{reason}");
+        }
+        other => panic!("expected nothing recorded, got {other:?}"),
+    }
+    assert_eq!(s.head().expect("head"), head, "nothing stored");
+    let r = ingest(&mut s, Format::Inspect, &[real(INSPECT_ERROR)], &options()).expect("e1");
+    assert_eq!(r.scores, 1);
+}
+
+#[test]
+fn json_that_is_not_an_inspect_log_is_called_that() {
+    let (_d, mut s) = store();
+    match ingest(
+        &mut s,
+        Format::Inspect,
+        &[real("promptfoo-0.121.20/results.json")],
+        &options(),
+    ) {
+        Err(Error::Malformed { reason, .. }) => {
+            assert!(reason.contains("not an Inspect log"), "{reason}");
+            assert!(!reason.contains("--no-log-samples"), "{reason}");
+        }
+        other => panic!("expected the file refused, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_zstd_archive_is_held_to_the_same_inflation_limit_as_deflate() {
+    let (_d, mut s) = store();
+    let limited = IngestOptions {
+        max_inflated_bytes: Some(4096),
+        ..options()
+    };
+    match ingest(&mut s, Format::Inspect, &[real(INSPECT_TINY)], &limited) {
+        Err(Error::Malformed {
+            location, reason, ..
+        }) => {
+            // header.json (3,391 bytes) fits; the first sample does not.
+            assert_eq!(location, "samples/s1_epoch_1.json");
+            assert!(reason.contains("inflates past 4096 bytes"), "{reason}");
+        }
+        other => panic!("expected the archive refused, got {other:?}"),
+    }
+}
+
+/// What `lm_eval --output_path <dir> --log_samples` wrote (lm_eval 0.4.13,
+/// run here: see ORIGIN.md), under the model folder it chose.
+const LM_EVAL_RUN: &str = "lm-eval-0.4.13";
+const LM_EVAL_RESULTS: &str = "lm-eval-0.4.13/qdpv68r5/results_2026-12-05T01-18-47.385195.json";
+
+#[test]
+fn lm_eval_s_output_path_is_read_through_its_model_folder() {
+    let (_d, mut s) = store();
+    let r = ingest(&mut s, Format::LmEval, &[real(LM_EVAL_RUN)], &options())
+        .expect("the directory lm-eval was told to write");
+    assert_eq!(r.files.len(), 2, "{:?}", r.files);
+    // Per document: the dummy model's random log-likelihoods chose right
+    // on documents 0 and 2 (the samples file says so, line by line).
+    let acc = scores(&s, "acc");
+    assert_eq!(acc.len(), 4, "{acc:?}");
+    for (task, want) in [
+        ("tinymc/0", 1.0),
+        ("tinymc/1", 0.0),
+        ("tinymc/2", 1.0),
+        ("tinymc/3", 0.0),
+    ] {
+        assert!(close(value(&acc, task), want), "{task}");
+    }
+    assert_eq!(scores(&s, "acc_norm").len(), 4);
+}
+
+#[test]
+fn lm_eval_s_results_json_is_recorded_as_aggregates_the_gate_does_not_pair() {
+    let (_d, mut s) = store();
+    let r = ingest(&mut s, Format::LmEval, &[real(LM_EVAL_RESULTS)], &options())
+        .expect("results_*.json is JSON, read whole");
+    assert_eq!(r.scores, 2, "acc and acc_norm of tinymc");
+    assert!(
+        r.notes.iter().any(|n| n.contains("standard errors")),
+        "{:?}",
+        r.notes
+    );
+    // One number per lm-eval task, under a scorer of its own: a policy
+    // naming `acc` reads the per-document scores only.
+    let aggregate = scores(&s, "aggregate/acc");
+    assert_eq!(aggregate.len(), 1);
+    assert!(close(value(&aggregate, "tinymc"), 0.5));
+    assert!(close(
+        value(&scores(&s, "aggregate/acc_norm"), "tinymc"),
+        0.5
+    ));
+    assert!(scores(&s, "acc").is_empty());
+    let view = s.verified(&VerifyOptions::default()).expect("verifies");
+    assert_eq!(
+        ratchet_scorers::direction_in(&view, "aggregate/acc").expect("declared"),
+        Direction::HigherIsBetter
+    );
+}
+
+/// One promptfoo run (0.121.20, echo provider; see ORIGIN.md) written with
+/// `-o results.xml -o results.json -o results.jsonl`.
+const PROMPTFOO_RUN: &str = "promptfoo-0.121.20";
+
+#[test]
+fn promptfoo_s_xml_json_and_jsonl_of_one_run_are_the_same_evidence() {
+    let (_d, mut s) = store();
+    let r = ingest(
+        &mut s,
+        Format::Promptfoo,
+        &[real(&format!("{PROMPTFOO_RUN}/results.xml"))],
+        &options(),
+    )
+    .expect("promptfoo's XML, each row a repeated <results>");
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+    let pass = scores(&s, "promptfoo_pass");
+    assert_eq!(pass.len(), 4, "{pass:?}");
+    // The echo provider answers "Answer: 54" to the test expecting 56.
+    for (test, want) in [
+        ("Capital of France", 1.0),
+        ("Multiplication 7x8", 0.0),
+        ("Greeting", 1.0),
+        ("Home planet", 1.0),
+    ] {
+        assert!(close(test_value(&pass, test), want), "{test}");
+    }
+    for other in ["results.json", "results.jsonl"] {
+        let again = ingest(
+            &mut s,
+            Format::Promptfoo,
+            &[real(&format!("{PROMPTFOO_RUN}/{other}"))],
+            &options(),
+        )
+        .expect(other);
+        assert!(
+            again.already_ingested_at.is_some(),
+            "{other} of the same run is the same evidence: {again:?}"
+        );
+    }
 }
