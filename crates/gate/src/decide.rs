@@ -921,11 +921,17 @@ pub fn decide_in(ledger: &mut Ledger, q: &Question<'_>) -> Result<(Verdict, Opti
 /// # Errors
 /// As [`decide`].
 pub fn verdict_in(ledger: &mut Ledger, q: &Question<'_>) -> Result<Verdict> {
+    // The verdict names the head it judged. On a refresh that fails, as a
+    // cold decision does: the file's head (size and the hash the file holds
+    // there) — never a mix of the fault's seq and the held head's hash,
+    // which names a head that never existed.
     let (report, fresh) = match ledger.refresh() {
         Ok(_) => (ledger.view().report().clone(), true),
         Err(ratchet_trace::Error::Tampered { fault }) => {
+            let held = ledger.store().head()?;
             let mut report = ledger.view().report().clone();
-            report.size = fault.seq.saturating_sub(1);
+            report.size = held.size;
+            report.head = held.hash;
             report.fault = Some(fault);
             (report, false)
         }

@@ -180,6 +180,49 @@ fn a_better_candidate_is_promoted_and_the_verdict_recomputes_byte_for_byte() {
     assert_eq!(again.to_json().expect("json"), event.payload);
 }
 
+/// A warm verdict on a trace whose new events fail verification names the
+/// head the file holds — size and hash of one event that exists, as the
+/// cold verdict at that size does — not the fault's seq paired with the
+/// hash of the head the ledger held (a head that never existed).
+#[test]
+fn a_warm_verdict_on_a_trace_that_fails_names_a_head_the_file_holds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("s");
+    let (base, cand) = (commit(1), commit(2));
+    let store = Store::create(&path, StoreOptions::default()).expect("store");
+    let mut ledger = Ledger::new(store, VerifyOptions::default()).expect("verifies once");
+    let mut other = Store::open(&path, StoreOptions::default()).expect("a second handle");
+    let mut rng = StdRng::seed_from_u64(5);
+    let scores = task_scores(0..10, (&base, &cand), 0.75, 1.0, &mut rng);
+    other.record_scores(&scores, "other").expect("scores");
+    // Edit the third of the new events behind the chain's back.
+    let c = rusqlite::Connection::open(path.join("trace.db")).expect("db");
+    c.execute_batch(
+        "DROP TRIGGER events_no_update; UPDATE events SET payload = CAST('{}' AS BLOB) WHERE seq = 3;",
+    )
+    .expect("edit");
+    drop(c);
+    let policy = policy();
+    let q = common::question(
+        "prompt",
+        policy.class("prompt").expect("class"),
+        &base,
+        &cand,
+    );
+    let warm = verdict_in(&mut ledger, &q).expect("warm verdict");
+    assert_eq!(warm.outcome.status(), GateStatus::UnverifiedTrace);
+    let file = other.head().expect("head");
+    assert_eq!(
+        (warm.trace.size, warm.trace.hash),
+        (file.size, file.hash),
+        "the warm verdict names the file's head"
+    );
+    let mut fresh = Store::open(&path, StoreOptions::default()).expect("fresh");
+    let cold = decide_at(&mut fresh, &q, file.size).expect("cold verdict");
+    assert_eq!(cold.trace.size, warm.trace.size);
+    assert_eq!(cold.trace.hash, warm.trace.hash);
+}
+
 /// The warm gate (a [`Ledger`] verified once, refreshed before each
 /// decision) decides exactly as the cold one (a fresh store verified whole):
 /// scores arrive through the ledger and through a second handle on the same
