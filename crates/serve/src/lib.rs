@@ -38,6 +38,8 @@
 //! # Ok(()) }
 //! ```
 
+#![deny(missing_docs)]
+
 mod api;
 mod client;
 mod error;
