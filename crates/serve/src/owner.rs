@@ -218,16 +218,37 @@ impl Drop for BodyHeld<'_> {
     }
 }
 
-/// The prefix of the server's spool directories, `<prefix><pid>-<random>`.
+/// The prefix of the server's spool directories,
+/// `<prefix><pid namespace>-<pid>-<random>`.
 const SPOOL_PREFIX: &str = "ratchet-serve-";
+
+/// This process's PID namespace (the inode `/proc/self/ns/pid` names):
+/// a pid means a process only within its namespace, and servers in other
+/// namespaces (containers, sandboxes) may share `/tmp`. `None` where
+/// `/proc` does not say.
+fn pid_namespace() -> Option<u64> {
+    let link = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    link.to_str()?
+        .strip_prefix("pid:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
+}
 
 /// A private (0700) spool directory for uploads, after removing those of
 /// servers that are gone (a `kill -9` leaves its spool behind).
 fn make_spool() -> Result<tempfile::TempDir> {
     use std::os::unix::fs::PermissionsExt;
-    remove_stale_spools(&std::env::temp_dir());
+    let namespace = pid_namespace();
+    if let Some(ns) = namespace {
+        remove_stale_spools(&std::env::temp_dir(), ns);
+    }
     tempfile::Builder::new()
-        .prefix(&format!("{SPOOL_PREFIX}{}-", std::process::id()))
+        .prefix(&format!(
+            "{SPOOL_PREFIX}{}-{}-",
+            namespace.unwrap_or(0),
+            std::process::id()
+        ))
         .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir()
         .map_err(|source| Error::Io {
@@ -236,25 +257,32 @@ fn make_spool() -> Result<tempfile::TempDir> {
         })
 }
 
-/// Removes the spool directories under `tmp` whose server process is no
-/// longer running (on Linux, no `/proc/<pid>`; elsewhere nothing is removed).
-fn remove_stale_spools(tmp: &std::path::Path) {
-    if !std::path::Path::new("/proc/self").exists() {
-        return;
-    }
+/// Removes the spool directories under `tmp` of servers in PID namespace
+/// `namespace` (this one's) that are no longer running (no `/proc/<pid>`).
+/// A spool of another namespace is never removed: its pid means nothing
+/// here, and the server that owns it may well be running.
+fn remove_stale_spools(tmp: &std::path::Path, namespace: u64) {
     let Ok(entries) = std::fs::read_dir(tmp) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name
+        let Some((ns, pid)) = name
             .to_str()
             .and_then(|n| n.strip_prefix(SPOOL_PREFIX))
-            .and_then(|rest| rest.split_once('-'))
-            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+            .and_then(|rest| {
+                let mut parts = rest.splitn(3, '-');
+                let ns = parts.next()?.parse::<u64>().ok()?;
+                let pid = parts.next()?.parse::<u32>().ok()?;
+                parts.next()?;
+                Some((ns, pid))
+            })
         else {
             continue;
         };
+        if ns != namespace {
+            continue;
+        }
         let dead = !std::path::Path::new("/proc").join(pid.to_string()).exists();
         if dead && entry.file_type().is_ok_and(|t| t.is_dir()) {
             match std::fs::remove_dir_all(entry.path()) {
@@ -1241,19 +1269,29 @@ mod tests {
             .mode();
         assert_eq!(mode & 0o777, 0o700, "{mode:o}");
         let tmp = tempfile::tempdir().expect("tempdir");
+        let ns = pid_namespace().expect("Linux names its PID namespace");
         // pid_max is at most 2^22 on Linux: this pid never runs.
-        let dead = tmp.path().join(format!("{SPOOL_PREFIX}99999999-abc"));
+        let dead = tmp.path().join(format!("{SPOOL_PREFIX}{ns}-99999999-abc"));
         let alive = tmp
             .path()
-            .join(format!("{SPOOL_PREFIX}{}-abc", std::process::id()));
+            .join(format!("{SPOOL_PREFIX}{ns}-{}-abc", std::process::id()));
+        // A server in another PID namespace sharing /tmp: its pid is not
+        // running here, and it is none of this server's business.
+        let elsewhere = tmp
+            .path()
+            .join(format!("{SPOOL_PREFIX}{}-99999999-abc", ns + 1));
         let other = tmp.path().join("ratchet-serve-notapid-abc");
-        for d in [&dead, &alive, &other] {
+        for d in [&dead, &alive, &elsewhere, &other] {
             std::fs::create_dir(d).expect("dir");
             std::fs::write(d.join("upload.json"), b"{}").expect("file");
         }
-        remove_stale_spools(tmp.path());
+        remove_stale_spools(tmp.path(), ns);
         assert!(!dead.exists(), "the spool of a server that is gone");
         assert!(alive.exists(), "a running server's spool is kept");
+        assert!(
+            elsewhere.exists(),
+            "another namespace's spool is kept whatever its pid"
+        );
         assert!(other.exists(), "a directory not named as a spool is kept");
     }
 }
