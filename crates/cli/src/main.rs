@@ -8,7 +8,9 @@
 //! no qualifying commit); 2 an error (bad input, missing store, unreadable
 //! file, usage); `gate` only: 3 continue (collect more evidence), 4 cannot
 //! decide — evidence missing or unknown, 5 cannot decide — the trace failed
-//! verification.
+//! verification, 6 truncated (the test reached `max_n` undecided);
+//! `status` and `verify-chain --repo` only: 6 a promotion ref disagrees
+//! with the trace (which verified).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -99,7 +99,7 @@ pub enum ReservedKind {
     Merge,
     /// A pin: the policy a class decides under, or the version a rubric
     /// scores with, fixed in the trace by its writer
-    /// (`ratchet_gate::pin_policy`, `ratchet_gate::pin_rubric`).
+    /// (`ratchet_gate::pin_policy`, `ratchet_scorers::pin_rubric`).
     Policy,
     /// A capability token minted or revoked by the store's owner: its id,
     /// the hash of its secret, its scopes, session and expiry
