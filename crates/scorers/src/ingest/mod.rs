@@ -34,6 +34,7 @@ mod junit;
 
 pub use bench::{CRITERION_NS, Environment, parse_criterion};
 pub use jsonl::{JSONL_FORMAT, parse_jsonl};
+pub use junit::unnameable_suite;
 
 /// The scorer name of the pass-rate anchor.
 pub const PASS_RATE: &str = "pass_rate";
@@ -962,6 +963,20 @@ fn junit_evidence(
     if let Some(suite) = &options.suite {
         let name = junit::storable_name(suite);
         runs = vec![junit::merged(runs, &name, commit)];
+    } else {
+        // Said here, where it can still be changed: once stored, a policy
+        // can only require the name the runner made up.
+        for run in &runs {
+            if let Some(why) = junit::unnameable_suite(&run.suite) {
+                notes.say(
+                    "unnameable suite",
+                    format!(
+                        "suite {:?} is {why}, not a name a policy's required_suites can rely on; `ratchet ingest junit FILE --suite NAME` stores the report under a name the policy can require",
+                        run.suite
+                    ),
+                );
+            }
+        }
     }
     let mut evidence = Evidence::default();
     for run in &runs {
