@@ -182,6 +182,13 @@ pub struct IngestOptions {
     /// lm-eval metric not known here). Without it such metrics are not
     /// recorded, and a note says so.
     pub direction: Option<Direction>,
+    /// The direction of one such metric, by the name or unit the file
+    /// gives it (`hit-ratio` and `widgets/op` of `go test -bench`, a Google
+    /// Benchmark counter `items`, a BMF measure, an lm-eval metric): each
+    /// its own, where one [`IngestOptions::direction`] would serve them
+    /// all. A metric named here takes this direction; the others take
+    /// `direction`. A known unit (`ns/op`, a time) keeps its own.
+    pub directions: BTreeMap<String, Direction>,
     /// The idempotency key the batch is stored under instead of one made
     /// from its content: a client-chosen request id, so that a retried
     /// upload counts once while two equal uploads both count.
@@ -214,6 +221,10 @@ pub struct IngestReport {
     pub test_runs: usize,
     /// Scores recorded.
     pub scores: usize,
+    /// The test runs recorded that failed (a JUnit suite with a failure, a
+    /// `go test -bench` package whose benchmark failed): what the gate's
+    /// required tests will see.
+    pub failed_runs: Vec<TestRun>,
     /// Events of samples recorded (benchmarks: one per run beside its
     /// summary score, more for a run too long for one event).
     pub samples: usize,
@@ -1111,6 +1122,12 @@ fn store_evidence<T: Target>(
             files,
             test_runs: evidence.runs.len(),
             scores: evidence.scores.len(),
+            failed_runs: evidence
+                .runs
+                .iter()
+                .filter(|r| r.failed > 0)
+                .cloned()
+                .collect(),
             samples: evidence.samples.len(),
             scorers,
             last_seq: receipts.last().map(|r| r.seq),
@@ -1123,6 +1140,7 @@ fn store_evidence<T: Target>(
             files,
             test_runs: 0,
             scores: 0,
+            failed_runs: Vec::new(),
             samples: 0,
             scorers: Vec::new(),
             last_seq: None,

@@ -128,3 +128,124 @@ fn boost_test_s_expected_failures_pass_and_a_failure_keeps_its_outer_suite() {
         r.notes
     );
 }
+
+#[test]
+fn a_go_benchmark_that_failed_is_a_failed_test_run_of_its_package() {
+    let (_d, mut s) = store();
+    let o = IngestOptions {
+        direction: Some(Direction::HigherIsBetter),
+        ..options()
+    };
+    let r = ingest(
+        &mut s,
+        Format::GoBench,
+        &[real("go-bench-run-here/go-1.19-bench-fatal-two-metrics.txt")],
+        &o,
+    )
+    .expect("go bench");
+    // `BenchmarkBroken` called b.Fatal: no result line, `--- FAIL` and `FAIL`.
+    let run = (
+        "example.com/benchfail".to_string(),
+        2,
+        1,
+        0,
+        vec!["example.com/benchfail.BenchmarkBroken".to_string()],
+    );
+    assert_eq!(one_run(&s), run);
+    assert_eq!(r.failed_runs.len(), 1);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("BenchmarkBroken") && n.contains("failed test run")),
+        "{:?}",
+        r.notes
+    );
+    // The benchmarks that ran are recorded as before.
+    assert_eq!(scores(&s, "go_ns_per_op").len(), 2);
+}
+
+#[test]
+fn one_direction_serves_every_custom_go_unit_and_each_unit_may_have_its_own() {
+    let file = real("go-bench-run-here/go-1.19-bench-fatal-two-metrics.txt");
+    let task = "example.com/benchfail.BenchmarkCache-2";
+    let (_d, mut s) = store();
+    let one = IngestOptions {
+        direction: Some(Direction::LowerIsBetter),
+        ..options()
+    };
+    ingest(&mut s, Format::GoBench, std::slice::from_ref(&file), &one).expect("one direction");
+    for scorer in ["go_hit-ratio", "go_widgets-per-op"] {
+        assert_eq!(scores(&s, scorer).len(), 1, "{scorer}");
+        assert_eq!(direction(&s, scorer), Direction::LowerIsBetter, "{scorer}");
+    }
+    let (_d, mut s) = store();
+    let each = IngestOptions {
+        directions: [
+            ("hit-ratio".to_string(), Direction::HigherIsBetter),
+            ("widgets/op".to_string(), Direction::LowerIsBetter),
+        ]
+        .into(),
+        ..options()
+    };
+    ingest(&mut s, Format::GoBench, &[file], &each).expect("a direction per unit");
+    assert_eq!(direction(&s, "go_hit-ratio"), Direction::HigherIsBetter);
+    assert_eq!(direction(&s, "go_widgets-per-op"), Direction::LowerIsBetter);
+    let hits = scores(&s, "go_hit-ratio");
+    assert_eq!((hits[0].task.as_str(), hits[0].value), (task, 0.75));
+    assert_eq!(scores(&s, "go_widgets-per-op")[0].value, 3.0);
+    // Time units keep the direction they have.
+    assert_eq!(direction(&s, "go_ns_per_op"), Direction::LowerIsBetter);
+    assert_eq!(direction(&s, "go_allocs_per_op"), Direction::LowerIsBetter);
+}
+
+#[test]
+fn google_benchmark_user_counters_are_recorded_or_said_never_dropped() {
+    let file = real("google-benchmark-counters/gbench-1.7.1-user-counters.json");
+    // Without a direction: the times are recorded, each counter is named in a note.
+    let (_d, mut s) = store();
+    let r = ingest(
+        &mut s,
+        Format::GoogleBenchmark,
+        std::slice::from_ref(&file),
+        &options(),
+    )
+    .expect("times");
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("counter") && n.contains("--direction") && n.contains("=higher")),
+        "{:?}",
+        r.notes
+    );
+    assert!(scores(&s, "gbench_items").is_empty());
+    assert_eq!(scores(&s, "gbench_real_ns").len(), 1);
+    // A direction per counter: each its own scorer, under its own name.
+    let (_d, mut s) = store();
+    let each = IngestOptions {
+        directions: [
+            ("items".to_string(), Direction::HigherIsBetter),
+            ("size".to_string(), Direction::LowerIsBetter),
+        ]
+        .into(),
+        ..options()
+    };
+    let r = ingest(&mut s, Format::GoogleBenchmark, std::slice::from_ref(&file), &each)
+        .expect("counters");
+    let items = scores(&s, "gbench_items");
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].task, "BM_Sum/256");
+    assert!((items[0].value - 2.380_881_506_697_691e9).abs() < 1.0);
+    assert_eq!(direction(&s, "gbench_items"), Direction::HigherIsBetter);
+    assert_eq!(scores(&s, "gbench_size")[0].value, 256.0);
+    assert_eq!(direction(&s, "gbench_size"), Direction::LowerIsBetter);
+    assert!(!r.notes.iter().any(|n| n.contains("counter")), "{:?}", r.notes);
+    // One direction serves every counter.
+    let (_d, mut s) = store();
+    let one = IngestOptions {
+        direction: Some(Direction::HigherIsBetter),
+        ..options()
+    };
+    ingest(&mut s, Format::GoogleBenchmark, &[file], &one).expect("one direction");
+    assert_eq!(direction(&s, "gbench_size"), Direction::HigherIsBetter);
+    assert_eq!(direction(&s, "gbench_real_ns"), Direction::LowerIsBetter);
+}
