@@ -10,9 +10,13 @@ const BASE: &str = "1111111111111111111111111111111111111111";
 const CAND: &str = "2222222222222222222222222222222222222222";
 
 fn real(path: &str) -> String {
-    let p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "../scorers/tests/fixtures/real", path]
-        .iter()
-        .collect();
+    let p: PathBuf = [
+        env!("CARGO_MANIFEST_DIR"),
+        "../scorers/tests/fixtures/real",
+        path,
+    ]
+    .iter()
+    .collect();
     p.to_str().expect("utf8").to_owned()
 }
 
@@ -95,7 +99,12 @@ fn one_plain_direction_still_serves_every_custom_unit_and_a_bad_one_is_refused()
     let o = ingest(&["--direction", "sideways"]);
     assert!(!o.status.success(), "{}", text(&o));
     assert_says(&o, "higher or lower");
-    let o = ingest(&["--direction", "hit-ratio=higher", "--direction", "hit-ratio=lower"]);
+    let o = ingest(&[
+        "--direction",
+        "hit-ratio=higher",
+        "--direction",
+        "hit-ratio=lower",
+    ]);
     assert!(!o.status.success(), "{}", text(&o));
     assert_says(&o, "give it once");
     let o = ingest(&["--direction", "higher"]);
@@ -119,7 +128,9 @@ fn a_suite_name_ctest_made_up_is_pointed_at_suite_name_when_ingested_and_when_ga
     let o = common::in_store_ok(
         d.path(),
         &st,
-        &["ingest", "junit", &file, "--commit", CAND, "--suite", "unit", "--json"],
+        &[
+            "ingest", "junit", &file, "--commit", CAND, "--suite", "unit", "--json",
+        ],
     );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["ingest"]["test_runs"], 1, "{v}");

@@ -80,9 +80,7 @@ fn boost_wrote(case: roxmltree::Node<'_, '_>) -> bool {
     boost_judged_failed(case)
         || case
             .children()
-            .filter(|n| {
-                n.is_element() && matches!(n.tag_name().name(), "failure" | "error")
-            })
+            .filter(|n| n.is_element() && matches!(n.tag_name().name(), "failure" | "error"))
             .any(|n| {
                 n.text()
                     .is_some_and(|t| t.trim_start().starts_with("ASSERTION FAILURE:"))
@@ -287,7 +285,11 @@ pub(super) fn parse(
         if let Some(d) = declared
             && d < failed_cases.len() as u64
             && failed_cases.iter().all(|c| boost_wrote(*c))
-            && failed_cases.iter().filter(|c| boost_judged_failed(**c)).count() as u64 == d
+            && failed_cases
+                .iter()
+                .filter(|c| boost_judged_failed(**c))
+                .count() as u64
+                == d
         {
             let before = failed_cases.len();
             failed_cases.retain(|c| boost_judged_failed(*c));

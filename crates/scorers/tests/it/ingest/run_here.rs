@@ -59,10 +59,18 @@ fn a_disabled_google_test_is_skipped_not_passed() {
 fn ctest_s_disabled_tests_are_skipped_and_its_made_up_suite_name_is_pointed_out() {
     let (_d, mut s) = store();
     let file = real("junit-ctest/ctest-3.25.1-disabled.xml");
-    let r = ingest(&mut s, Format::Junit, std::slice::from_ref(&file), &options())
-        .expect("ctest");
+    let r = ingest(
+        &mut s,
+        Format::Junit,
+        std::slice::from_ref(&file),
+        &options(),
+    )
+    .expect("ctest");
     // The file: tests="11" failures="1" disabled="2".
-    assert_eq!(one_run(&s), ("(empty)".into(), 8, 1, 2, vec!["fails".into()]));
+    assert_eq!(
+        one_run(&s),
+        ("(empty)".into(), 8, 1, 2, vec!["fails".into()])
+    );
     assert!(
         r.notes
             .iter()
@@ -77,7 +85,11 @@ fn ctest_s_disabled_tests_are_skipped_and_its_made_up_suite_name_is_pointed_out(
     };
     let r = ingest(&mut s, Format::Junit, &[file], &named).expect("renamed");
     assert_eq!(one_run(&s).0, "ctest");
-    assert!(!r.notes.iter().any(|n| n.contains("--suite")), "{:?}", r.notes);
+    assert!(
+        !r.notes.iter().any(|n| n.contains("--suite")),
+        "{:?}",
+        r.notes
+    );
 }
 
 #[test]
@@ -94,7 +106,10 @@ fn catch2_s_allowed_failures_are_counted_as_catch2_counts_them() {
     // [!shouldfail] test that passed (which no <failure> marks). The
     // [!mayfail]/[!shouldfail] tests that failed are <skipped>.
     let (suite, passed, failed, skipped, failures) = one_run(&s);
-    assert_eq!((suite.as_str(), passed, failed, skipped), ("mayfail_test", 2, 3, 2));
+    assert_eq!(
+        (suite.as_str(), passed, failed, skipped),
+        ("mayfail_test", 2, 3, 2)
+    );
     assert_eq!(
         failures,
         vec!["mayfail_test.global.fails", "mayfail_test.global.throws"]
@@ -107,7 +122,9 @@ fn boost_test_s_expected_failures_pass_and_a_failure_keeps_its_outer_suite() {
     let r = ingest(
         &mut s,
         Format::Junit,
-        &[real("junit-boost-test/boost-1.74-nested-expected-failures.xml")],
+        &[real(
+            "junit-boost-test/boost-1.74-nested-expected-failures.xml",
+        )],
         &options(),
     )
     .expect("boost");
@@ -139,7 +156,9 @@ fn a_go_benchmark_that_failed_is_a_failed_test_run_of_its_package() {
     let r = ingest(
         &mut s,
         Format::GoBench,
-        &[real("go-bench-run-here/go-1.19-bench-fatal-two-metrics.txt")],
+        &[real(
+            "go-bench-run-here/go-1.19-bench-fatal-two-metrics.txt",
+        )],
         &o,
     )
     .expect("go bench");
@@ -191,8 +210,9 @@ fn one_direction_serves_every_custom_go_unit_and_each_unit_may_have_its_own() {
     assert_eq!(direction(&s, "go_hit-ratio"), Direction::HigherIsBetter);
     assert_eq!(direction(&s, "go_widgets-per-op"), Direction::LowerIsBetter);
     let hits = scores(&s, "go_hit-ratio");
-    assert_eq!((hits[0].task.as_str(), hits[0].value), (task, 0.75));
-    assert_eq!(scores(&s, "go_widgets-per-op")[0].value, 3.0);
+    assert_eq!(hits[0].task, task);
+    assert!((hits[0].value - 0.75).abs() < 1e-12);
+    assert!((scores(&s, "go_widgets-per-op")[0].value - 3.0).abs() < 1e-12);
     // Time units keep the direction they have.
     assert_eq!(direction(&s, "go_ns_per_op"), Direction::LowerIsBetter);
     assert_eq!(direction(&s, "go_allocs_per_op"), Direction::LowerIsBetter);
@@ -229,16 +249,25 @@ fn google_benchmark_user_counters_are_recorded_or_said_never_dropped() {
         .into(),
         ..options()
     };
-    let r = ingest(&mut s, Format::GoogleBenchmark, std::slice::from_ref(&file), &each)
-        .expect("counters");
+    let r = ingest(
+        &mut s,
+        Format::GoogleBenchmark,
+        std::slice::from_ref(&file),
+        &each,
+    )
+    .expect("counters");
     let items = scores(&s, "gbench_items");
     assert_eq!(items.len(), 1);
     assert_eq!(items[0].task, "BM_Sum/256");
     assert!((items[0].value - 2.380_881_506_697_691e9).abs() < 1.0);
     assert_eq!(direction(&s, "gbench_items"), Direction::HigherIsBetter);
-    assert_eq!(scores(&s, "gbench_size")[0].value, 256.0);
+    assert!((scores(&s, "gbench_size")[0].value - 256.0).abs() < 1e-12);
     assert_eq!(direction(&s, "gbench_size"), Direction::LowerIsBetter);
-    assert!(!r.notes.iter().any(|n| n.contains("counter")), "{:?}", r.notes);
+    assert!(
+        !r.notes.iter().any(|n| n.contains("counter")),
+        "{:?}",
+        r.notes
+    );
     // One direction serves every counter.
     let (_d, mut s) = store();
     let one = IngestOptions {
