@@ -244,13 +244,19 @@ const HIGHER: Option<(Direction, Declared)> = Some((Direction::HigherIsBetter, D
 
 /// The direction given for a metric the format says nothing about: its
 /// own (`--direction NAME=…`), else the one for every such metric.
-pub(super) fn given(options: &IngestOptions, metric: &str) -> Option<(Direction, Declared)> {
-    options
-        .directions
-        .get(metric)
-        .copied()
-        .or(options.direction)
-        .map(|d| (d, Declared::Explicitly))
+/// A metric named in [`IngestOptions::directions`] is marked used in
+/// `notes`, so a name that matched nothing (a typo, a unit spelled other
+/// than the file spells it) is said rather than silently ignored.
+pub(super) fn given(
+    options: &IngestOptions,
+    metric: &str,
+    notes: &mut Notes,
+) -> Option<(Direction, Declared)> {
+    let own = options.directions.get(metric).copied();
+    if own.is_some() {
+        notes.directions_used.insert(metric.to_string());
+    }
+    own.or(options.direction).map(|d| (d, Declared::Explicitly))
 }
 
 fn json_of<T: for<'de> Deserialize<'de>>(file: &Path, what: &str) -> Result<T> {
@@ -367,7 +373,7 @@ pub(super) fn bmf(
             for (measure, metric) in measures {
                 let scorer = slug(&measure);
                 let at = format!("{bench:?}.{measure:?}");
-                let direction = bmf_direction(&scorer).or_else(|| given(options, &measure));
+                let direction = bmf_direction(&scorer).or_else(|| given(options, &measure, notes));
                 if direction.is_none() {
                     notes.say(
                         "no direction",
@@ -637,7 +643,7 @@ pub(super) fn google_benchmark(
                     }
                 }
                 for (counter, v) in b.counters() {
-                    if given(options, counter).is_some() && v.is_finite() && v >= 0.0 {
+                    if given(options, counter, notes).is_some() && v.is_finite() && v >= 0.0 {
                         counters
                             .entry((run_name.to_string(), counter.to_string()))
                             .or_default()
@@ -687,7 +693,7 @@ pub(super) fn google_benchmark(
                 }
             }
             for (counter, v) in b.counters() {
-                if given(options, counter).is_none() {
+                if given(options, counter, notes).is_none() {
                     notes.say(
                         "no direction",
                         format!(
@@ -768,7 +774,7 @@ pub(super) fn google_benchmark(
                     mean,
                     &version,
                 ),
-                given(options, &counter),
+                given(options, &counter, notes),
                 file,
                 &name,
                 &counter,
@@ -894,7 +900,11 @@ pub(super) fn pytest_benchmark(
 }
 
 /// The scorer and direction of a `go test -bench` unit.
-fn go_unit(unit: &str, options: &IngestOptions) -> Option<(String, Option<(Direction, Declared)>)> {
+fn go_unit(
+    unit: &str,
+    options: &IngestOptions,
+    notes: &mut Notes,
+) -> Option<(String, Option<(Direction, Declared)>)> {
     let known = match unit {
         "ns/op" => Some(("go_ns_per_op", LOWER)),
         "B/op" => Some(("go_bytes_per_op", LOWER)),
@@ -904,7 +914,7 @@ fn go_unit(unit: &str, options: &IngestOptions) -> Option<(String, Option<(Direc
     };
     match known {
         Some((s, d)) => Some((s.to_string(), d)),
-        None => given(options, unit)
+        None => given(options, unit, notes)
             .map(|d| (format!("go_{}", slug(&unit.replace('/', " per "))), Some(d))),
     }
 }
@@ -1026,7 +1036,7 @@ pub(super) fn go_bench(
                     .parse()
                     .map_err(|_| malformed(file, &at, format!("{value:?} is not a number")))?;
                 let value = measured(file, &at, value)?;
-                let Some((scorer, direction)) = go_unit(unit, options) else {
+                let Some((scorer, direction)) = go_unit(unit, options, notes) else {
                     notes.say(
                         "no direction",
                         format!("unit {unit:?} has no known direction and was not recorded; give --direction {unit}=higher|lower (or --direction higher|lower for every such unit)"),
@@ -1102,20 +1112,22 @@ mod tests {
     fn go_units_have_their_directions() {
         let o = IngestOptions::default();
         assert_eq!(
-            go_unit("ns/op", &o).map(|u| u.0),
+            go_unit("ns/op", &o, &mut Notes::default()).map(|u| u.0),
             Some("go_ns_per_op".into())
         );
         assert_eq!(
-            go_unit("MB/s", &o).and_then(|u| u.1).map(|d| d.0),
+            go_unit("MB/s", &o, &mut Notes::default())
+                .and_then(|u| u.1)
+                .map(|d| d.0),
             Some(Direction::HigherIsBetter)
         );
-        assert!(go_unit("items/op", &o).is_none());
+        assert!(go_unit("items/op", &o, &mut Notes::default()).is_none());
         let o = IngestOptions {
             direction: Some(Direction::LowerIsBetter),
             ..IngestOptions::default()
         };
         assert_eq!(
-            go_unit("items/op", &o).map(|u| u.0),
+            go_unit("items/op", &o, &mut Notes::default()).map(|u| u.0),
             Some("go_items-per-op".into())
         );
     }

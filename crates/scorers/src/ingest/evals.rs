@@ -394,8 +394,8 @@ pub(super) fn lm_eval(
                 } else {
                     format!("{metric},{filter}")
                 };
-                let direction =
-                    lm_eval_direction(metric).or_else(|| super::bench::given(options, metric));
+                let direction = lm_eval_direction(metric)
+                    .or_else(|| super::bench::given(options, metric, notes));
                 if direction.is_none() {
                     notes.say("no direction", format!("metric {metric:?} has no known direction and was not recorded; give --direction {metric}=higher|lower (or --direction higher|lower for every such metric)"));
                     continue;

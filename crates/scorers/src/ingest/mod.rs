@@ -263,6 +263,8 @@ pub struct ScorerRecorded {
 pub(crate) struct Notes {
     by_kind: BTreeMap<&'static str, (String, usize)>,
     order: Vec<&'static str>,
+    /// The metrics of [`IngestOptions::directions`] a file had.
+    pub(crate) directions_used: std::collections::BTreeSet<String>,
 }
 
 impl Notes {
@@ -853,6 +855,16 @@ pub fn read_reports(
             (evidence, key)
         }
     };
+    for name in options.directions.keys() {
+        if !notes.directions_used.contains(name) {
+            notes.say(
+                "direction unused",
+                format!(
+                    "--direction {name}=… named no metric without a known direction in what {format} read; give the name as the file writes it (a go-bench unit such as hit-ratio, a Google Benchmark counter, a BMF measure, an lm-eval metric)"
+                ),
+            );
+        }
+    }
     if evidence.runs.is_empty() && evidence.scores.is_empty() {
         let said = std::mem::take(&mut notes).into_messages();
         return Err(malformed(

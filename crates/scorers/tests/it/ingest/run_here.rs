@@ -278,3 +278,35 @@ fn google_benchmark_user_counters_are_recorded_or_said_never_dropped() {
     assert_eq!(direction(&s, "gbench_size"), Direction::HigherIsBetter);
     assert_eq!(direction(&s, "gbench_real_ns"), Direction::LowerIsBetter);
 }
+
+#[test]
+fn a_direction_named_for_a_metric_the_file_does_not_have_is_said() {
+    let (_d, mut s) = store();
+    let typo = IngestOptions {
+        directions: [("hit_ratio".to_string(), Direction::HigherIsBetter)].into(),
+        ..options()
+    };
+    let r = ingest(
+        &mut s,
+        Format::GoBench,
+        &[real(
+            "go-bench-run-here/go-1.19-bench-fatal-two-metrics.txt",
+        )],
+        &typo,
+    )
+    .expect("the times are recorded");
+    assert!(
+        r.notes.iter().any(|n| n.contains("--direction hit_ratio=")),
+        "{:?}",
+        r.notes
+    );
+    // The units it has are named with the flag that would record them.
+    assert!(
+        r.notes.iter().any(
+            |n| n.contains("\"hit-ratio\"") && n.contains("--direction hit-ratio=higher|lower")
+        ),
+        "{:?}",
+        r.notes
+    );
+    assert!(scores(&s, "go_hit-ratio").is_empty());
+}
