@@ -15,7 +15,10 @@
 //! `go test -bench -count` line. Where the tool gave one number (a Google
 //! Benchmark run without repetitions, a BMF metric) it is the one sample;
 //! where the list is missing or unusable, the summary stands as the one
-//! sample and a note says why.
+//! sample and a note says why. A metric the tool cannot say the direction
+//! of (a Go custom unit, a Google Benchmark user counter, a BMF measure) is
+//! recorded with the direction given for it (or for all such metrics), else
+//! named in a note.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

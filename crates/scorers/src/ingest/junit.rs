@@ -1,7 +1,10 @@
 //! JUnit XML, as every runner writes it: pytest, jest-junit, cargo-nextest,
 //! Maven Surefire and Gradle (one bare `<testsuite>` per file), TestNG's
 //! `junitreports`, gotestsum and go-junit-report (numeric character
-//! references in failure text), PHPUnit and Ant (nested suites).
+//! references in failure text), PHPUnit and Ant (nested suites), and the
+//! C++ runners as they count themselves: Google Test and ctest (disabled
+//! tests skipped), Catch2 (`[!mayfail]` failures allowed), Boost.Test
+//! (expected failures passed).
 //!
 //! Read with roxmltree rather than a JUnit schema: only what a verdict
 //! needs is read (suite names, test case outcomes, times), so an attribute
