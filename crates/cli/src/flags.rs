@@ -258,12 +258,45 @@ pub struct IngestArgs {
     #[arg(long, default_value = "")]
     pub label: String,
     /// The direction of metrics the format does not give one (a custom
-    /// BMF measure or Go unit, an lm-eval metric not known here).
-    #[arg(long, value_enum)]
-    pub direction: Option<DirectionArg>,
+    /// BMF measure or Go unit, a Google Benchmark user counter, an lm-eval
+    /// metric not known here): `higher` or `lower` for all of them, or
+    /// `NAME=higher|lower` for the one the file names so (`hit-ratio`,
+    /// `widgets/op`, a counter `items`). Repeatable: each named metric
+    /// takes its own, the others the plain one.
+    #[arg(long, value_parser = parse_ingest_direction)]
+    pub direction: Vec<IngestDirection>,
     /// Writer key file (keyed stores).
     #[arg(long)]
     pub key_file: Option<PathBuf>,
+}
+
+/// One `ingest --direction`: for every metric without a known direction,
+/// or for the one named.
+#[derive(Debug, Clone)]
+pub enum IngestDirection {
+    /// `higher` or `lower`.
+    All(DirectionArg),
+    /// `NAME=higher` or `NAME=lower`.
+    Metric(String, DirectionArg),
+}
+
+fn parse_ingest_direction(s: &str) -> std::result::Result<IngestDirection, String> {
+    let word = |w: &str| match w.trim().to_ascii_lowercase().as_str() {
+        "higher" => Ok(DirectionArg::Higher),
+        "lower" => Ok(DirectionArg::Lower),
+        other => Err(format!(
+            "{other:?} is not a direction: give higher or lower (or NAME=higher|lower for one metric)"
+        )),
+    };
+    // The name is split at the last `=`: a unit may hold one, a direction
+    // never does.
+    match s.rsplit_once('=') {
+        None => word(s).map(IngestDirection::All),
+        Some((name, _)) if name.trim().is_empty() => Err(format!(
+            "{s:?} names no metric before `=`: give NAME=higher|lower, e.g. hit-ratio=higher"
+        )),
+        Some((name, d)) => Ok(IngestDirection::Metric(name.trim().to_string(), word(d)?)),
+    }
 }
 
 fn parse_format(s: &str) -> std::result::Result<ratchet_scorers::Format, String> {

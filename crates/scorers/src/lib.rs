@@ -70,7 +70,7 @@ pub use ingest::{
     CRITERION_NS, Environment, Format, IngestOptions, IngestReport, JSONL_FORMAT,
     MAX_INFLATED_BYTES, PASS_RATE, ReadReports, ScorerRecorded, decode_xml, ingest,
     ingest_criterion, ingest_jsonl, ingest_junit, ingest_ledger, parse_criterion, parse_jsonl,
-    parse_junit, read_reports, store_reports, store_reports_in,
+    parse_junit, read_reports, store_reports, store_reports_in, unnameable_suite,
 };
 pub use pins::{
     Pin, Pinned, append_pin, check_rubrics_pinned, pin_rubric, pinned_rubric_version, pins,

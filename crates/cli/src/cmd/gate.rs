@@ -249,6 +249,13 @@ fn explain_tests(ctx: &Ctx, key_file: Option<&std::path::Path>, verdict: &Verdic
             "the candidate has runs of: {} (name one in required_suites, or record a report under the required name: `ratchet ingest junit … --suite NAME`)",
             suites.join(", ")
         );
+        for suite in &suites {
+            if let Some(why) = ratchet_scorers::unnameable_suite(suite) {
+                outln!(
+                    "  suite {suite:?} is {why}: `ratchet ingest junit FILE --commit … --suite NAME` stores the report under a name the policy can require"
+                );
+            }
+        }
     }
     for (seq, r) in runs.iter().filter(|(_, r)| !r.failures.is_empty()) {
         outln!(

@@ -1,11 +1,13 @@
 //! Ingestion and scoring: `ingest`, `score`, `rubric check`.
 
+use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use ratchet_scorers::{Rubric, RubricSet};
 
-use crate::flags::IngestArgs;
+use crate::flags::{IngestArgs, IngestDirection};
 use crate::{Ctx, out};
 
 fn rubrics(paths: &[PathBuf]) -> Result<RubricSet> {
@@ -17,15 +19,49 @@ fn rubrics(paths: &[PathBuf]) -> Result<RubricSet> {
     ))
 }
 
+/// The `--direction`s given: the one for every metric without a known
+/// direction, and one per metric named. The same metric (or the plain one)
+/// given two different ways is a mistake, not a choice to make silently.
+fn directions(
+    given: &[IngestDirection],
+) -> Result<(
+    Option<ratchet_scorers::Direction>,
+    BTreeMap<String, ratchet_scorers::Direction>,
+)> {
+    let mut all: Option<ratchet_scorers::Direction> = None;
+    let mut each = BTreeMap::new();
+    for g in given {
+        let (name, d) = match g {
+            IngestDirection::All(d) => (None, ratchet_scorers::Direction::from(*d)),
+            IngestDirection::Metric(name, d) => (Some(name), ratchet_scorers::Direction::from(*d)),
+        };
+        let earlier = match name {
+            None => all.replace(d),
+            Some(name) => each.insert(name.clone(), d),
+        };
+        if let Some(earlier) = earlier
+            && earlier != d
+        {
+            anyhow::bail!(
+                "--direction {} is given as both {earlier} and {d}: give it once",
+                name.map_or("(for every metric)", String::as_str)
+            );
+        }
+    }
+    Ok((all, each))
+}
+
 pub fn ingest(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
     let format = args.format;
+    let (direction, per_metric) = directions(&args.direction)?;
     let options = ratchet_scorers::IngestOptions {
         commit: args.commit.map(|c| ctx.commit(&c)).transpose()?,
         session: args.session,
         suite: args.suite,
         rubrics: rubrics(&args.rubric)?,
         runner_label: args.label,
-        direction: args.direction.map(Into::into),
+        direction,
+        directions: per_metric,
         ..ratchet_scorers::IngestOptions::default()
     };
     if let Some(client) = ctx.client()? {
@@ -40,6 +76,26 @@ pub fn ingest(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
             _ => anyhow::Error::new(e),
         },
     )?;
+    // A benchmark that failed leaves no timing behind, only the failed
+    // run: said where a person (or a CI log) looks for trouble, whatever
+    // stdout carries. A test report's failures are its content, said by
+    // the gate.
+    if format != ratchet_scorers::Format::Junit {
+        for run in &report.failed_runs {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "warning: {} failed in suite {} ({}); recorded as a failed test run: a policy requiring suite {:?} rejects this commit",
+                run.failed,
+                run.suite,
+                if run.failures.is_empty() {
+                    "the run's verdict is FAIL".to_string()
+                } else {
+                    run.failures.join(", ")
+                },
+                run.suite
+            );
+        }
+    }
     if ctx.json {
         out::written(
             &store,

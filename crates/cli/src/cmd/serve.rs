@@ -447,6 +447,13 @@ pub fn ingest_remote(
     paths: &[PathBuf],
     options: &ratchet_scorers::IngestOptions,
 ) -> Result<u8> {
+    if !options.directions.is_empty() {
+        // The server's query takes one direction for every metric; sending
+        // only that one would record the named metrics the wrong way.
+        anyhow::bail!(
+            "--direction NAME=higher|lower is not sent to a server (its ingest takes one direction for every metric): ingest locally with --store, or give one --direction higher|lower"
+        );
+    }
     let mut docs = Vec::new();
     for path in paths {
         if path.is_dir() {

@@ -15,7 +15,10 @@
 //! `go test -bench -count` line. Where the tool gave one number (a Google
 //! Benchmark run without repetitions, a BMF metric) it is the one sample;
 //! where the list is missing or unusable, the summary stands as the one
-//! sample and a note says why.
+//! sample and a note says why. A metric the tool cannot say the direction
+//! of (a Go custom unit, a Google Benchmark user counter, a BMF measure) is
+//! recorded with the direction given for it (or for all such metrics), else
+//! named in a note.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -242,9 +245,21 @@ fn criterion_runs(
 const LOWER: Option<(Direction, Declared)> = Some((Direction::LowerIsBetter, Declared::ByFormat));
 const HIGHER: Option<(Direction, Declared)> = Some((Direction::HigherIsBetter, Declared::ByFormat));
 
-/// The direction given for metrics the format says nothing about.
-fn given(options: &IngestOptions) -> Option<(Direction, Declared)> {
-    options.direction.map(|d| (d, Declared::Explicitly))
+/// The direction given for a metric the format says nothing about: its
+/// own (`--direction NAME=…`), else the one for every such metric.
+/// A metric named in [`IngestOptions::directions`] is marked used in
+/// `notes`, so a name that matched nothing (a typo, a unit spelled other
+/// than the file spells it) is said rather than silently ignored.
+pub(super) fn given(
+    options: &IngestOptions,
+    metric: &str,
+    notes: &mut Notes,
+) -> Option<(Direction, Declared)> {
+    let own = options.directions.get(metric).copied();
+    if own.is_some() {
+        notes.directions_used.insert(metric.to_string());
+    }
+    own.or(options.direction).map(|d| (d, Declared::Explicitly))
 }
 
 fn json_of<T: for<'de> Deserialize<'de>>(file: &Path, what: &str) -> Result<T> {
@@ -361,12 +376,12 @@ pub(super) fn bmf(
             for (measure, metric) in measures {
                 let scorer = slug(&measure);
                 let at = format!("{bench:?}.{measure:?}");
-                let direction = bmf_direction(&scorer).or_else(|| given(options));
+                let direction = bmf_direction(&scorer).or_else(|| given(options, &measure, notes));
                 if direction.is_none() {
                     notes.say(
                         "no direction",
                         format!(
-                            "measure {measure:?} has no known direction and was not recorded; give --direction higher|lower"
+                            "measure {measure:?} has no known direction and was not recorded; give --direction {measure}=higher|lower (or --direction higher|lower for every such measure)"
                         ),
                     );
                     continue;
@@ -514,6 +529,47 @@ struct GbenchRow {
     items_per_second: Option<f64>,
     #[serde(default)]
     bytes_per_second: Option<f64>,
+    /// Every other key: the library's own (`iterations`, `threads`…) and
+    /// the user counters (`state.counters["items"]`), which Google
+    /// Benchmark writes as keys of their own beside them.
+    #[serde(flatten)]
+    other: BTreeMap<String, serde_json::Value>,
+}
+
+/// The keys Google Benchmark writes on a run that are not user counters
+/// (1.5 to 1.8: identity, repetition, memory manager, complexity).
+const GBENCH_LIBRARY_KEYS: [&str; 19] = [
+    "family_index",
+    "per_family_instance_index",
+    "repetitions",
+    "repetition_index",
+    "threads",
+    "iterations",
+    "aggregate_unit",
+    "label",
+    "error_message",
+    "skipped",
+    "skip_message",
+    "big_o",
+    "rms",
+    "complexity_n",
+    "allocs_per_iter",
+    "max_bytes_used",
+    "total_allocated_bytes",
+    "net_heap_growth",
+    "manual_time",
+];
+
+impl GbenchRow {
+    /// The user counters of this run, by name, with their values.
+    fn counters(&self) -> impl Iterator<Item = (&str, f64)> {
+        self.other.iter().filter_map(|(k, v)| {
+            (!GBENCH_LIBRARY_KEYS.contains(&k.as_str()))
+                .then(|| v.as_f64())
+                .flatten()
+                .map(|x| (k.as_str(), x))
+        })
+    }
 }
 
 fn nanoseconds_per(unit: &str) -> Option<f64> {
@@ -560,6 +616,9 @@ pub(super) fn google_benchmark(
         // (real ns, cpu ns, items/s, bytes/s) summed with the count, per run name.
         type Sums = ([f64; 4], [usize; 4]);
         let mut runs: BTreeMap<String, Sums> = BTreeMap::new();
+        // The user counters with a direction: per (run name, counter) the
+        // figure's sum and count, and each repetition's value.
+        let mut counters: BTreeMap<(String, String), (f64, usize, Vec<f64>)> = BTreeMap::new();
         // The same four of each repetition, per run name (`None`: one of
         // them could not be read, so the run's figure is its one sample).
         let mut repetitions: BTreeMap<&str, Option<[Vec<f64>; 4]>> = BTreeMap::new();
@@ -584,6 +643,15 @@ pub(super) fn google_benchmark(
                 if let Some(lists) = entry {
                     for (k, v) in row.into_iter().enumerate() {
                         lists[k].extend(v);
+                    }
+                }
+                for (counter, v) in b.counters() {
+                    if given(options, counter, notes).is_some() && v.is_finite() && v >= 0.0 {
+                        counters
+                            .entry((run_name.to_string(), counter.to_string()))
+                            .or_default()
+                            .2
+                            .push(v);
                     }
                 }
             }
@@ -627,6 +695,33 @@ pub(super) fn google_benchmark(
                     entry.1[k] += 1;
                 }
             }
+            for (counter, v) in b.counters() {
+                if given(options, counter, notes).is_none() {
+                    notes.say(
+                        "no direction",
+                        format!(
+                            "counter {counter:?} of {run_name:?} has no known direction and was not recorded; give --direction {counter}=higher|lower (or --direction higher|lower for every counter)"
+                        ),
+                    );
+                } else if v.is_finite() && v >= 0.0 {
+                    let c = counters
+                        .entry((run_name.to_string(), counter.to_string()))
+                        .or_default();
+                    c.0 += v;
+                    c.1 += 1;
+                } else {
+                    // A counter may count down (a delta): it is not a
+                    // measurement a score can hold, but no reason to refuse
+                    // the run's times.
+                    notes.say(
+                        "counter not a measurement",
+                        format!(
+                            "{}: counter {counter:?} of {run_name:?} is {v}, not a measurement (finite, not negative); not recorded",
+                            file.display()
+                        ),
+                    );
+                }
+            }
         }
         let scorers = [
             (GBENCH_REAL_NS, LOWER),
@@ -663,6 +758,31 @@ pub(super) fn google_benchmark(
                     )?;
                 }
             }
+        }
+        for ((name, counter), (sum, n, repetitions)) in counters {
+            if n == 0 {
+                continue;
+            }
+            let mean = sum / n as f64;
+            let samples = if repetitions.is_empty() {
+                vec![mean]
+            } else {
+                repetitions
+            };
+            evidence.push_run(
+                score(
+                    commit,
+                    &name,
+                    &format!("gbench_{}", slug(counter.as_str())),
+                    mean,
+                    &version,
+                ),
+                given(options, &counter, notes),
+                file,
+                &name,
+                &counter,
+                samples,
+            )?;
         }
     }
     Ok(evidence)
@@ -783,7 +903,11 @@ pub(super) fn pytest_benchmark(
 }
 
 /// The scorer and direction of a `go test -bench` unit.
-fn go_unit(unit: &str, options: &IngestOptions) -> Option<(String, Option<(Direction, Declared)>)> {
+fn go_unit(
+    unit: &str,
+    options: &IngestOptions,
+    notes: &mut Notes,
+) -> Option<(String, Option<(Direction, Declared)>)> {
     let known = match unit {
         "ns/op" => Some(("go_ns_per_op", LOWER)),
         "B/op" => Some(("go_bytes_per_op", LOWER)),
@@ -793,10 +917,20 @@ fn go_unit(unit: &str, options: &IngestOptions) -> Option<(String, Option<(Direc
     };
     match known {
         Some((s, d)) => Some((s.to_string(), d)),
-        None => {
-            given(options).map(|d| (format!("go_{}", slug(&unit.replace('/', " per "))), Some(d)))
-        }
+        None => given(options, unit, notes)
+            .map(|d| (format!("go_{}", slug(&unit.replace('/', " per "))), Some(d))),
     }
+}
+
+/// What `go test` said of one package: the benchmarks that reported a
+/// result, the ones (or tests) that failed, and its verdict line.
+#[derive(Debug, Default)]
+struct GoPackage {
+    benchmarks: std::collections::BTreeSet<String>,
+    failures: Vec<String>,
+    /// `Some(true)` for `FAIL\tpkg`, `Some(false)` for `ok  \tpkg`.
+    failed: Option<bool>,
+    seconds: Option<f64>,
 }
 
 /// The text `go test -bench` prints: per benchmark line (`BenchmarkX-8
@@ -805,6 +939,15 @@ fn go_unit(unit: &str, options: &IngestOptions) -> Option<(String, Option<(Direc
 /// `-count` repetitions averaged, and kept, line by line, as the samples
 /// (in the unit printed; `ns/op` as `ns`). Fingerprint = the `goos`,
 /// `goarch` and `cpu` the output names (else this machine's).
+///
+/// A benchmark that failed (`--- FAIL: BenchmarkX`, from `b.Fatal` or a
+/// panic) prints no result line, so its scores are simply absent: what
+/// says it failed is the test run recorded per package, as a JUnit report
+/// records one per suite — suite = the package, passed = its benchmarks
+/// that reported, failed = the ones that failed (at least one where the
+/// package's verdict is `FAIL`). A package gets a run where the output has
+/// its verdict line (`ok  pkg` or `FAIL pkg`) or a failure, so a policy can
+/// require it on green commits too.
 pub(super) fn go_bench(
     files: &[PathBuf],
     commit: &CommitId,
@@ -818,12 +961,39 @@ pub(super) fn go_bench(
         let mut header: BTreeMap<&str, &str> = BTreeMap::new();
         let mut means = Means::default();
         let mut units: BTreeMap<String, String> = BTreeMap::new();
+        let mut packages: BTreeMap<String, GoPackage> = BTreeMap::new();
         for (n, line) in text.lines().enumerate() {
             let at = format!("line {}", n + 1);
             if let Some((key, value)) = line.split_once(": ")
                 && matches!(key, "goos" | "goarch" | "pkg" | "cpu")
             {
                 header.insert(key, value.trim());
+                continue;
+            }
+            let package = header.get("pkg").copied().unwrap_or(GO_BENCH_SUITE);
+            // Sub-benchmarks' failures are indented beneath their parent's.
+            if let Some(failed) = line.trim_start().strip_prefix("--- FAIL: ") {
+                let name = failed.split_whitespace().next().unwrap_or(failed);
+                packages
+                    .entry(package.to_string())
+                    .or_default()
+                    .failures
+                    .push(super::junit::storable_name(&format!("{package}.{name}")));
+                continue;
+            }
+            // A package's verdict: `ok  \tpkg\t1.2s` or `FAIL\tpkg\t0.1s`
+            // (a bare `FAIL` before it says the same).
+            let words: Vec<&str> = line.split('\t').map(str::trim).collect();
+            if let ["ok" | "FAIL", pkg, rest @ ..] = words.as_slice()
+                && !pkg.is_empty()
+            {
+                let entry = packages.entry((*pkg).to_string()).or_default();
+                entry.failed = Some(words[0] == "FAIL");
+                entry.seconds = rest
+                    .first()
+                    .and_then(|t| t.strip_suffix('s'))
+                    .and_then(|t| t.parse::<f64>().ok())
+                    .filter(|t| t.is_finite() && *t >= 0.0);
                 continue;
             }
             let fields: Vec<&str> = line.split_whitespace().collect();
@@ -839,6 +1009,11 @@ pub(super) fn go_bench(
                 Some(pkg) => format!("{pkg}.{name}"),
                 None => (*name).to_string(),
             };
+            packages
+                .entry(package.to_string())
+                .or_default()
+                .benchmarks
+                .insert(task.clone());
             let env = if header.contains_key("goos") || header.contains_key("cpu") {
                 Environment {
                     cpu: header
@@ -864,10 +1039,10 @@ pub(super) fn go_bench(
                     .parse()
                     .map_err(|_| malformed(file, &at, format!("{value:?} is not a number")))?;
                 let value = measured(file, &at, value)?;
-                let Some((scorer, direction)) = go_unit(unit, options) else {
+                let Some((scorer, direction)) = go_unit(unit, options, notes) else {
                     notes.say(
                         "no direction",
-                        format!("unit {unit:?} has no known direction and was not recorded; give --direction higher|lower"),
+                        format!("unit {unit:?} has no known direction and was not recorded; give --direction {unit}=higher|lower (or --direction higher|lower for every such unit)"),
                     );
                     continue;
                 };
@@ -882,9 +1057,48 @@ pub(super) fn go_bench(
                 .cloned()
                 .unwrap_or_else(|| scorer.to_string())
         })?;
+        for (package, p) in packages {
+            if p.failed.is_none() && p.failures.is_empty() {
+                continue;
+            }
+            let failed = (p.failures.len() as u64).max(u64::from(p.failed == Some(true)));
+            if failed > 0 {
+                notes.say(
+                    "benchmark failed",
+                    format!(
+                        "{}: go test failed in {package} ({}); recorded as a failed test run of suite {package:?}, which a policy's required_suites can name",
+                        file.display(),
+                        if p.failures.is_empty() {
+                            "no benchmark named; the package's verdict is FAIL".to_string()
+                        } else {
+                            p.failures.join(", ")
+                        }
+                    ),
+                );
+            }
+            let run = ratchet_trace::TestRun {
+                commit: commit.clone(),
+                suite: super::junit::storable_name(&package),
+                passed: p.benchmarks.len() as u64,
+                failed,
+                skipped: 0,
+                duration_ms: p.seconds.unwrap_or(0.0) * 1000.0,
+                failures: p
+                    .failures
+                    .into_iter()
+                    .take(ratchet_trace::MAX_FAILURES_NAMED)
+                    .collect(),
+            };
+            run.to_draft()
+                .map_err(|e| malformed(file, format!("package {package}"), e.to_string()))?;
+            evidence.runs.push(run);
+        }
     }
     Ok(evidence)
 }
+
+/// The suite of a `go test -bench` output that names no package.
+const GO_BENCH_SUITE: &str = "go-bench";
 
 #[cfg(test)]
 mod tests {
@@ -901,20 +1115,22 @@ mod tests {
     fn go_units_have_their_directions() {
         let o = IngestOptions::default();
         assert_eq!(
-            go_unit("ns/op", &o).map(|u| u.0),
+            go_unit("ns/op", &o, &mut Notes::default()).map(|u| u.0),
             Some("go_ns_per_op".into())
         );
         assert_eq!(
-            go_unit("MB/s", &o).and_then(|u| u.1).map(|d| d.0),
+            go_unit("MB/s", &o, &mut Notes::default())
+                .and_then(|u| u.1)
+                .map(|d| d.0),
             Some(Direction::HigherIsBetter)
         );
-        assert!(go_unit("items/op", &o).is_none());
+        assert!(go_unit("items/op", &o, &mut Notes::default()).is_none());
         let o = IngestOptions {
             direction: Some(Direction::LowerIsBetter),
             ..IngestOptions::default()
         };
         assert_eq!(
-            go_unit("items/op", &o).map(|u| u.0),
+            go_unit("items/op", &o, &mut Notes::default()).map(|u| u.0),
             Some("go_items-per-op".into())
         );
     }

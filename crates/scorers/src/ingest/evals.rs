@@ -510,9 +510,9 @@ pub(super) fn lm_eval(
                     format!("{metric},{filter}")
                 };
                 let direction = lm_eval_direction(metric)
-                    .or(options.direction.map(|d| (d, Declared::Explicitly)));
+                    .or_else(|| super::bench::given(options, metric, notes));
                 if direction.is_none() {
-                    notes.say("no direction", format!("metric {metric:?} has no known direction and was not recorded; give --direction higher|lower"));
+                    notes.say("no direction", format!("metric {metric:?} has no known direction and was not recorded; give --direction {metric}=higher|lower (or --direction higher|lower for every such metric)"));
                     continue;
                 }
                 means.add(&task, &scorer, &version, direction, value);

@@ -34,6 +34,7 @@ mod junit;
 
 pub use bench::{CRITERION_NS, Environment, parse_criterion};
 pub use jsonl::{JSONL_FORMAT, parse_jsonl};
+pub use junit::unnameable_suite;
 
 /// The scorer name of the pass-rate anchor.
 pub const PASS_RATE: &str = "pass_rate";
@@ -197,6 +198,13 @@ pub struct IngestOptions {
     /// lm-eval metric not known here). Without it such metrics are not
     /// recorded, and a note says so.
     pub direction: Option<Direction>,
+    /// The direction of one such metric, by the name or unit the file
+    /// gives it (`hit-ratio` and `widgets/op` of `go test -bench`, a Google
+    /// Benchmark counter `items`, a BMF measure, an lm-eval metric): each
+    /// its own, where one [`IngestOptions::direction`] would serve them
+    /// all. A metric named here takes this direction; the others take
+    /// `direction`. A known unit (`ns/op`, a time) keeps its own.
+    pub directions: BTreeMap<String, Direction>,
     /// The idempotency key the batch is stored under instead of one made
     /// from its content: a client-chosen request id, so that a retried
     /// upload counts once while two equal uploads both count.
@@ -229,6 +237,10 @@ pub struct IngestReport {
     pub test_runs: usize,
     /// Scores recorded.
     pub scores: usize,
+    /// The test runs recorded that failed (a JUnit suite with a failure, a
+    /// `go test -bench` package whose benchmark failed): what the gate's
+    /// required tests will see.
+    pub failed_runs: Vec<TestRun>,
     /// Events of samples recorded (benchmarks: one per run beside its
     /// summary score, more for a run too long for one event).
     pub samples: usize,
@@ -267,6 +279,8 @@ pub struct ScorerRecorded {
 pub(crate) struct Notes {
     by_kind: BTreeMap<&'static str, (String, usize)>,
     order: Vec<&'static str>,
+    /// The metrics of [`IngestOptions::directions`] a file had.
+    pub(crate) directions_used: std::collections::BTreeSet<String>,
 }
 
 impl Notes {
@@ -893,6 +907,16 @@ pub fn read_reports(
             (evidence, key)
         }
     };
+    for name in options.directions.keys() {
+        if !notes.directions_used.contains(name) {
+            notes.say(
+                "direction unused",
+                format!(
+                    "--direction {name}=… named no metric without a known direction in what {format} read; give the name as the file writes it (a go-bench unit such as hit-ratio, a Google Benchmark counter, a BMF measure, an lm-eval metric)"
+                ),
+            );
+        }
+    }
     if evidence.runs.is_empty() && evidence.scores.is_empty() {
         let said = std::mem::take(&mut notes).into_messages();
         return Err(malformed(
@@ -1014,6 +1038,20 @@ fn junit_evidence(
     if let Some(suite) = &options.suite {
         let name = junit::storable_name(suite);
         runs = vec![junit::merged(runs, &name, commit)];
+    } else {
+        // Said here, where it can still be changed: once stored, a policy
+        // can only require the name the runner made up.
+        for run in &runs {
+            if let Some(why) = junit::unnameable_suite(&run.suite) {
+                notes.say(
+                    "unnameable suite",
+                    format!(
+                        "suite {:?} is {why}, not a name a policy's required_suites can rely on; `ratchet ingest junit FILE --suite NAME` stores the report under a name the policy can require",
+                        run.suite
+                    ),
+                );
+            }
+        }
     }
     let mut evidence = Evidence::default();
     for run in &runs {
@@ -1148,6 +1186,12 @@ fn store_evidence<T: Target>(
             files,
             test_runs: evidence.runs.len(),
             scores: evidence.scores.len(),
+            failed_runs: evidence
+                .runs
+                .iter()
+                .filter(|r| r.failed > 0)
+                .cloned()
+                .collect(),
             samples: evidence.samples.len(),
             scorers,
             last_seq: receipts.last().map(|r| r.seq),
@@ -1160,6 +1204,7 @@ fn store_evidence<T: Target>(
             files,
             test_runs: 0,
             scores: 0,
+            failed_runs: Vec::new(),
             samples: 0,
             scorers: Vec::new(),
             last_seq: None,

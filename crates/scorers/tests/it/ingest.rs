@@ -7,6 +7,7 @@ use ratchet_scorers::{
     Error, PASS_RATE, Rubric, RubricSet, decode_xml, ingest_jsonl, ingest_junit, parse_junit,
 };
 mod real;
+mod run_here;
 mod samples;
 
 use ratchet_trace::{AsOf, CommitId, Score, Store, StoreOptions, VerifyOptions};
