@@ -339,6 +339,19 @@ pub(crate) fn print_verdict(v: &Verdict) -> Result<()> {
         };
         writeln!(o, "  {mark:<4}  {:<20} {}", stage_name(&s.stage), s)?;
     }
+    // A promotion with no stage of a test: the class runs none (`test =
+    // "none"`), said so that no one looks for the effect it did not measure.
+    if matches!(v.outcome, Outcome::Promote)
+        && !v
+            .stages
+            .iter()
+            .any(|s| matches!(s.stage, Stage::Sequential | Stage::Guardrail(_)))
+    {
+        writeln!(
+            o,
+            "  (no sequential test: the class is decided by its required suites and invariants alone)"
+        )?;
+    }
     // Evidence stored but not read: its producer is not one the class trusts.
     for a in &v.set_aside {
         let what = match (a.scores, a.test_runs) {

@@ -11,6 +11,7 @@ mod benchmarks;
 mod boundaries;
 mod commands;
 mod common;
+mod newcomer;
 mod red_team_35;
 mod red_team_35b;
 mod serve;

@@ -1,0 +1,111 @@
+//! The gate as a new user meets it (issue 37): a class decided on its test
+//! suites alone, the README's own policies, `best` saying why nothing
+//! ranks, hints that fit the situation, benchmark files from another
+//! machine.
+
+use std::path::Path;
+
+use crate::common;
+
+use common::{assert_says, in_store, in_store_ok, text};
+
+const BASE: &str = "1111111111111111111111111111111111111111";
+const CAND: &str = "2222222222222222222222222222222222222222";
+
+/// A JUnit report of one suite with ten cases, the first `failures` of
+/// them failing.
+fn junit(suite: &str, failures: usize) -> String {
+    let cases: String = (0..10)
+        .map(|i| {
+            if i < failures {
+                format!("<testcase name=\"c{i}\" classname=\"{suite}\" time=\"0.1\"><failure message=\"boom\"/></testcase>")
+            } else {
+                format!("<testcase name=\"c{i}\" classname=\"{suite}\" time=\"0.1\"/>")
+            }
+        })
+        .collect();
+    format!(
+        "<?xml version=\"1.0\"?><testsuites><testsuite name=\"{suite}\" tests=\"10\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"1.0\">{cases}</testsuite></testsuites>"
+    )
+}
+
+/// `ratchet ingest junit FILE --commit COMMIT [--suite NAME]` of `xml`,
+/// which must succeed.
+fn ingest_junit(dir: &Path, st: &str, name: &str, xml: &str, commit: &str, suite: Option<&str>) {
+    let file = dir.join(name);
+    std::fs::write(&file, xml).expect("junit file");
+    let file = file.to_str().expect("utf8");
+    let mut args = vec!["ingest", "junit", file, "--commit", commit];
+    if let Some(s) = suite {
+        args.extend(["--suite", s]);
+    }
+    in_store_ok(dir, st, &args);
+}
+
+/// The README's CI class: the `unit` suite must be green, nothing else.
+const SUITES_ONLY: &str = "[class.ci]\ntest = \"none\"\nrequired_suites = [\"unit\"]\n";
+
+#[test]
+fn a_class_with_test_none_promotes_an_all_green_candidate_on_its_suites_alone() {
+    let (d, st) = common::fresh_store();
+    let (dir, st) = (d.path(), st.as_str());
+    std::fs::write(dir.join("s/policy.toml"), SUITES_ONLY).expect("policy");
+    // `policy pin` takes a class with no scorer, and shows no reading.
+    let o = in_store_ok(dir, st, &["policy", "pin", "s/policy.toml"]);
+    assert_says(&o, "pinned class ci");
+    // No run yet: evidence missing, as for any class.
+    let o = common::gate(dir, st, BASE, CAND, "ci", &["--dry-run"]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    ingest_junit(dir, st, "green.xml", &junit("unit", 0), CAND, None);
+    let o = common::gate(dir, st, BASE, CAND, "ci", &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_says(&o, "PROMOTE");
+    assert_says(&o, "no sequential test");
+    assert!(!text(&o).contains("CONTINUE"), "{}", text(&o));
+    let o = common::gate(dir, st, BASE, CAND, "ci", &["--json", "--dry-run"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json verdict");
+    assert_eq!(v["status"], "promote", "{v}");
+    // The comment says what decided, not that a test stopped early.
+    let o = in_store_ok(dir, st, &["report", "--markdown"]);
+    assert_says(&o, "decided by its required suites and invariants alone");
+    assert!(!text(&o).contains("α ="), "{}", text(&o));
+}
+
+#[test]
+fn a_class_with_test_none_rejects_a_failing_suite_by_name() {
+    let (d, st) = common::fresh_store();
+    let (dir, st) = (d.path(), st.as_str());
+    std::fs::write(dir.join("s/policy.toml"), SUITES_ONLY).expect("policy");
+    ingest_junit(dir, st, "red.xml", &junit("unit", 2), CAND, None);
+    let o = common::gate(dir, st, BASE, CAND, "ci", &["--dry-run"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_says(&o, "REJECT at required tests");
+    assert_says(&o, "unit.c0, unit.c1");
+}
+
+#[test]
+fn a_class_with_test_none_refuses_what_it_would_not_read() {
+    let (d, st) = common::fresh_store();
+    let (dir, st) = (d.path(), st.as_str());
+    for (policy, field) in [
+        (
+            "[class.ci]\ntest = \"none\"\nscorer = \"pass_rate\"\nrequired_suites = [\"unit\"]\n",
+            "class.ci.scorer",
+        ),
+        (
+            "[class.ci]\ntest = \"none\"\nalpha = 0.05\nrequired_suites = [\"unit\"]\n",
+            "class.ci.alpha",
+        ),
+        ("[class.ci]\ntest = \"none\"\n", "class.ci.required_suites"),
+        // And a class with a test still needs its scorer and parameters.
+        (
+            "[class.ci]\nalpha = 0.05\nbeta = 0.1\nmax_n = 10\ngap = 0.1\n",
+            "test = \"none\"",
+        ),
+    ] {
+        std::fs::write(dir.join("p.toml"), policy).expect("policy");
+        let o = in_store(dir, st, &["policy", "pin", "p.toml"]);
+        assert_eq!(o.status.code(), Some(2), "{policy}: {}", text(&o));
+        assert_says(&o, field);
+    }
+}
