@@ -109,3 +109,30 @@ fn a_class_with_test_none_refuses_what_it_would_not_read() {
         assert_says(&o, field);
     }
 }
+
+#[test]
+fn a_missing_suite_is_named_with_the_side_that_lacks_it_and_how_to_name_a_report() {
+    let (d, st) = common::fresh_store();
+    let (dir, st) = (d.path(), st.as_str());
+    std::fs::write(dir.join("s/policy.toml"), SUITES_ONLY).expect("policy");
+    // The baseline's report was ingested as `unit`, the candidate's under
+    // the name its runner gave it.
+    ingest_junit(dir, st, "base.xml", &junit("unit", 0), BASE, None);
+    ingest_junit(dir, st, "cand.xml", &junit("pytest", 0), CAND, None);
+    let o = common::gate(dir, st, BASE, CAND, "ci", &["--dry-run"]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    assert_says(&o, "suite unit has no run on the candidate");
+    assert_says(&o, "the baseline has 1 run(s) of it");
+    assert_says(&o, "the candidate has runs of: pytest");
+    assert_says(&o, "--suite unit");
+    // A suite that is named and ran, but failed, gets no hint to name it.
+    ingest_junit(dir, st, "red.xml", &junit("unit", 1), CAND, None);
+    let o = common::gate(dir, st, BASE, CAND, "ci", &["--dry-run"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        !text(&o).contains("required_suites") && !text(&o).contains("has no run"),
+        "{}",
+        text(&o)
+    );
+    assert_says(&o, "unit.c0");
+}
