@@ -136,3 +136,74 @@ fn a_missing_suite_is_named_with_the_side_that_lacks_it_and_how_to_name_a_report
     );
     assert_says(&o, "unit.c0");
 }
+
+/// A store with five timings in seconds, tens of microseconds each, of
+/// one commit.
+fn store_with_small_timings() -> (tempfile::TempDir, String) {
+    let (d, st) = common::fresh_store();
+    for (i, v) in ["0.00001", "0.00002", "0.00003", "0.00004", "0.00005"]
+        .iter()
+        .enumerate()
+    {
+        let task = format!("t{i}");
+        in_store_ok(
+            d.path(),
+            &st,
+            &[
+                "record-score",
+                "--commit",
+                CAND,
+                "--task",
+                &task,
+                "--scorer",
+                "hyperfine_s",
+                "--value",
+                v,
+            ],
+        );
+    }
+    (d, st)
+}
+
+#[test]
+fn best_says_why_no_commit_ranks_under_the_default_min_n() {
+    let (d, st) = store_with_small_timings();
+    let o = in_store(d.path(), &st, &["best", "--scorer", "hyperfine_s"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_says(&o, "1 commit(s) have scores of hyperfine_s");
+    assert_says(&o, "the most any has is 5");
+    assert_says(&o, "--min-n 30");
+    let o = in_store(
+        d.path(),
+        &st,
+        &["--json", "best", "--scorer", "hyperfine_s"],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert!(
+        v["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("--min-n 30")),
+        "{v}"
+    );
+}
+
+#[test]
+fn best_names_an_unknown_scorer_and_the_known_ones() {
+    let (d, st) = store_with_small_timings();
+    let o = in_store(d.path(), &st, &["best", "--scorer", "hyperfine_ms"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_says(&o, "unknown scorer \"hyperfine_ms\"");
+    assert_says(&o, "its scorers are hyperfine_s");
+}
+
+#[test]
+fn best_prints_small_timings_with_significant_digits() {
+    let (d, st) = store_with_small_timings();
+    let o = in_store_ok(
+        d.path(),
+        &st,
+        &["best", "--scorer", "hyperfine_s", "--min-n", "3"],
+    );
+    assert_says(&o, "3.000e-5");
+    assert!(!text(&o).contains("0.0000"), "{}", text(&o));
+}
