@@ -25,6 +25,7 @@ pub fn ingest(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
         suite: args.suite,
         rubrics: rubrics(&args.rubric)?,
         runner_label: args.label,
+        runner: args.runner,
         direction: args.direction.map(Into::into),
         ..ratchet_scorers::IngestOptions::default()
     };
@@ -40,6 +41,9 @@ pub fn ingest(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
             _ => anyhow::Error::new(e),
         },
     )?;
+    if let Some(here) = &report.runner_from_here {
+        runner_from_here(format, here);
+    }
     if ctx.json {
         out::written(
             &store,
@@ -76,6 +80,15 @@ pub fn ingest(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
         outln!("note: {note}");
     }
     Ok(0)
+}
+
+/// Said on standard error (under `--json` too: standard output is the
+/// document): timings fingerprinted as this machine because their file
+/// does not name the one that measured them.
+pub fn runner_from_here(format: ratchet_scorers::Format, here: &str) {
+    eprintln!(
+        "warning: {format} files do not name the machine they ran on, so these timings are recorded as measured on this one (runner {here}); if they were measured elsewhere they will never pair with that machine's timings: ingest them with --runner NAME, the same name wherever that runner's timings are ingested"
+    );
 }
 
 pub fn score(ctx: &Ctx, rubric_paths: &[PathBuf], key_file: Option<&Path>) -> Result<u8> {

@@ -207,3 +207,84 @@ fn best_prints_small_timings_with_significant_digits() {
     assert_says(&o, "3.000e-5");
     assert!(!text(&o).contains("0.0000"), "{}", text(&o));
 }
+
+/// A real hyperfine export (two commands, three runs each).
+fn hyperfine_file() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scorers/tests/fixtures/real/hyperfine/1brc-two-commands-3-runs.json")
+        .to_str()
+        .expect("utf8")
+        .to_string()
+}
+
+#[test]
+fn hyperfine_timings_fingerprinted_as_this_machine_say_so_and_take_a_runner_name() {
+    let (d, st) = common::fresh_store();
+    let (dir, st) = (d.path(), st.as_str());
+    let file = hyperfine_file();
+    // By default: this machine's fingerprint, and a warning on stderr
+    // (standard output stays the one JSON document).
+    let o = in_store_ok(
+        dir,
+        st,
+        &["--json", "ingest", "hyperfine", &file, "--commit", BASE],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let here = v["ingest"]["runner_from_here"]
+        .as_str()
+        .expect("the fingerprint of this machine")
+        .to_string();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("do not name the machine") && stderr.contains("--runner NAME"),
+        "{stderr}"
+    );
+    // Named: recorded under that runner, nothing to warn of.
+    let o = in_store_ok(
+        dir,
+        st,
+        &[
+            "ingest",
+            "hyperfine",
+            &file,
+            "--commit",
+            CAND,
+            "--runner",
+            "ci-linux-x64",
+        ],
+    );
+    assert_says(&o, "ci-linux-x64");
+    assert!(o.stderr.is_empty(), "{}", text(&o));
+    assert!(!text(&o).contains(&here), "{}", text(&o));
+    // A runner name is printable text, and replaces --label.
+    let o = in_store(
+        dir,
+        st,
+        &[
+            "ingest",
+            "hyperfine",
+            &file,
+            "--commit",
+            CAND,
+            "--runner",
+            "",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = in_store(
+        dir,
+        st,
+        &[
+            "ingest",
+            "hyperfine",
+            &file,
+            "--commit",
+            CAND,
+            "--runner",
+            "a",
+            "--label",
+            "b",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
