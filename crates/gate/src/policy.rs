@@ -5,7 +5,7 @@
 //! ```toml
 //! [class.prompt]
 //! scorer = "accuracy"        # the primary scorer
-//! test = "paired"            # "bernoulli" | "gaussian" | "paired"
+//! test = "paired"            # "betting" (default) | "bernoulli" | "gaussian" | "paired" | "benchmarks" | "none"
 //! alpha = 0.05
 //! beta = 0.1
 //! elo0 = 0.0                 # paired: logistic Elo bounds
@@ -24,6 +24,10 @@
 //! [[class.prompt.invariant]]
 //! scorer = "safety"
 //! minimum = 1.0
+//!
+//! [class.ci]                 # decided on its suites (and invariants) alone:
+//! test = "none"              # no scorer, no alpha, beta or max_n
+//! required_suites = ["unit"]
 //! ```
 
 use std::collections::BTreeMap;
@@ -953,6 +957,31 @@ max_n = 1000
         assert_ne!(c.hash(), p.class("tool").expect("class").hash());
         let e = p.class("agent").expect_err("missing class");
         assert!(e.to_string().contains("\"prompt\""), "{e}");
+    }
+
+    #[test]
+    fn a_class_without_a_test_parses_without_scorer_or_rates_and_survives_its_pin() {
+        let p = Policy::parse("[class.ci]\ntest = \"none\"\nrequired_suites = [\"unit\"]\n")
+            .expect("valid policy");
+        let c = p.class("ci").expect("class");
+        assert_eq!(c.test, TestKind::None);
+        // The canonical form (what a pin holds) names no scorer, and reads
+        // back as the same class.
+        let json = serde_json::to_value(c).expect("json");
+        assert!(json.get("scorer").is_none(), "{json}");
+        let back = ClassPolicy::from_pinned("ci", json, 1).expect("pinned form");
+        assert_eq!(&back, c);
+        assert_eq!(back.hash(), c.hash());
+        // A class with a scorer keeps it in its canonical form (its hash
+        // is what it was before a class could omit it).
+        let json = serde_json::to_value(
+            Policy::parse(GOOD)
+                .expect("good")
+                .class("prompt")
+                .expect("class"),
+        )
+        .expect("json");
+        assert_eq!(json["scorer"], "accuracy");
     }
 
     fn field_of(text: &str) -> (String, String) {

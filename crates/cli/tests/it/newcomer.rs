@@ -288,3 +288,80 @@ fn hyperfine_timings_fingerprinted_as_this_machine_say_so_and_take_a_runner_name
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
+
+/// Every policy the README shows, as a file: its ```toml blocks (a block
+/// of sub-tables only, like `[class.prompt.trust]`, joined to the block
+/// that defines its class) and the policies written as comments in its
+/// shell recipes after a `# .ratchet/policy.toml` line.
+fn readme_policies() -> Vec<String> {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .expect("README.md");
+    let mut blocks: Vec<String> = Vec::new();
+    let mut fragments: Vec<String> = Vec::new();
+    let mut lines = readme.lines();
+    while let Some(line) = lines.next() {
+        if line.trim_start() == "```toml" {
+            let block: String = lines
+                .by_ref()
+                .take_while(|l| !l.starts_with("```"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let defines_a_class = block.lines().any(|l| {
+                l.starts_with("[class.")
+                    && l.trim_end().ends_with(']')
+                    && l.matches('.').count() == 1
+            });
+            if defines_a_class {
+                blocks.push(block);
+            } else {
+                fragments.push(block);
+            }
+        } else if line.trim() == "# .ratchet/policy.toml" {
+            let block: String = lines
+                .by_ref()
+                .take_while(|l| l.starts_with("# "))
+                .map(|l| format!("{}\n", &l[2..]))
+                .collect();
+            blocks.push(block);
+        }
+    }
+    for fragment in fragments {
+        let class = fragment
+            .lines()
+            .find_map(|l| l.strip_prefix("[class.")?.split('.').next())
+            .expect("a fragment names its class")
+            .to_string();
+        let home = blocks
+            .iter_mut()
+            .find(|b| b.contains(&format!("[class.{class}]")))
+            .unwrap_or_else(|| panic!("no README policy defines class {class}"));
+        home.push_str(&fragment);
+    }
+    blocks
+}
+
+#[test]
+fn every_policy_in_the_readme_parses_pins_and_reaches_the_evidence() {
+    let policies = readme_policies();
+    assert!(policies.len() >= 4, "{policies:#?}");
+    for policy in &policies {
+        let (d, st) = common::fresh_store();
+        let (dir, st) = (d.path(), st.as_str());
+        std::fs::write(dir.join("p.toml"), policy).expect("policy");
+        let o = in_store(dir, st, &["policy", "pin", "p.toml"]);
+        assert!(o.status.success(), "{policy}\n{}", text(&o));
+        // Every class decides under its pin: with no evidence yet, each
+        // says evidence is missing (4), never that the policy is wrong (2).
+        let classes: Vec<&str> = policy
+            .lines()
+            .filter_map(|l| l.strip_prefix("[class.")?.strip_suffix(']'))
+            .filter(|c| !c.contains('.'))
+            .collect();
+        assert!(!classes.is_empty(), "{policy}");
+        for class in classes {
+            let o = common::gate(dir, st, BASE, CAND, class, &["--dry-run"]);
+            assert_eq!(o.status.code(), Some(4), "{policy}\n{}", text(&o));
+        }
+    }
+}
