@@ -590,6 +590,8 @@ impl Page<'_> {
                     format!("{word}: {}", esc(d.reason().unwrap_or("no test ran"))),
                 ]);
             }
+            // A class without a sequential test has no primary row.
+            (None, _) if decided_without_test(self.view, d) => {}
             (None, _) => rows.push(not_reached(&scorer, "primary")),
         }
         // A benchmarks class: each benchmark first, regressions first.
@@ -987,6 +989,8 @@ impl Page<'_> {
             .values()
             .flatten()
             .filter(|e| e.is_final())
+            // A class without a sequential test has no path to draw.
+            .filter(|e| !decided_without_test(self.view, e.last))
             .collect();
         finals.sort_by_key(|e| std::cmp::Reverse(e.last.seq));
         if finals.is_empty() {

@@ -69,6 +69,14 @@ fn a_class_with_test_none_promotes_an_all_green_candidate_on_its_suites_alone() 
     let o = in_store_ok(dir, st, &["report", "--markdown"]);
     assert_says(&o, "decided by its required suites and invariants alone");
     assert!(!text(&o).contains("α ="), "{}", text(&o));
+    // And so does the HTML report: no primary metric "not reached".
+    in_store_ok(dir, st, &["report", "--out", "r.html"]);
+    let html = std::fs::read_to_string(dir.join("r.html")).expect("report");
+    assert!(
+        html.contains("decided by its required suites and invariants alone")
+            && !html.contains("not reached"),
+        "{html}"
+    );
 }
 
 #[test]
