@@ -257,6 +257,14 @@ pub struct IngestArgs {
     /// compared (e.g. the toolchain), part of the runner fingerprint.
     #[arg(long, default_value = "")]
     pub label: String,
+    /// Benchmarks: the runner the timings were measured on, recorded as
+    /// their runner instead of a fingerprint. hyperfine, criterion and BMF
+    /// files (and go-bench output without its header) do not name their
+    /// machine, so by default they are fingerprinted as the machine that
+    /// ingests them; give the same NAME wherever one runner's timings are
+    /// ingested, or the fingerprint its own ingestions show.
+    #[arg(long, value_name = "NAME", conflicts_with = "label", value_parser = runner_name)]
+    pub runner: Option<String>,
     /// The direction of metrics the format does not give one (a custom
     /// BMF measure or Go unit, a Google Benchmark user counter, an lm-eval
     /// metric not known here): `higher` or `lower` for all of them, or
@@ -786,4 +794,15 @@ pub struct BenchFlags {
     /// Writer key file (keyed stores).
     #[arg(long)]
     pub key_file: Option<PathBuf>,
+}
+
+/// A runner name as `--runner` takes it: a scorer version, so printable
+/// text of a reasonable length.
+fn runner_name(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() || text.chars().any(char::is_control) || text.len() > 128 {
+        return Err(format!(
+            "{text:?} is not a runner name: give up to 128 printable characters (e.g. ci-linux-x64)"
+        ));
+    }
+    Ok(text.to_string())
 }

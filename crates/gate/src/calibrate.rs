@@ -566,6 +566,12 @@ pub fn calibration_table(
 ) -> Result<Vec<CalibrationRow>> {
     let mut rows = Vec::new();
     match policy.test {
+        TestKind::None => {
+            return Err(Error::InvalidParameter {
+                name: "test",
+                reason: "the class runs no sequential test (test = \"none\"): it is decided by its required suites and invariants, and has no error rates to calibrate".into(),
+            });
+        }
         TestKind::Benchmarks => {
             return Err(Error::InvalidParameter {
                 name: "test",

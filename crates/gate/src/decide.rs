@@ -1105,6 +1105,11 @@ pub fn baseline_world(
     policy: &ClassPolicy,
     baseline: &CommitId,
 ) -> Result<BaselineWorld> {
+    if policy.test == crate::TestKind::None {
+        return Err(Error::InvalidObservation {
+            reason: "the class runs no sequential test (test = \"none\"): there is no scorer to measure the baseline on".into(),
+        });
+    }
     let scorer = policy.scorer.as_str();
     let version = match &policy.scorer_version {
         Some(v) => v.clone(),

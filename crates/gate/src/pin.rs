@@ -272,7 +272,11 @@ pub struct Reading {
 /// # Errors
 /// [`Error::Trace`] if a declaration does not parse.
 pub fn readings(view: &Verified, policy: &ClassPolicy, at: u64) -> Result<Vec<Reading>> {
-    let stated = std::iter::once((policy.scorer.as_str(), policy.direction))
+    // A class without a sequential test has no primary scorer to read.
+    let primary = (policy.test != crate::TestKind::None)
+        .then_some((policy.scorer.as_str(), policy.direction));
+    let stated = primary
+        .into_iter()
         .chain(
             policy
                 .guardrails

@@ -5,7 +5,7 @@
 //! ```toml
 //! [class.prompt]
 //! scorer = "accuracy"        # the primary scorer
-//! test = "paired"            # "bernoulli" | "gaussian" | "paired"
+//! test = "paired"            # "betting" (default) | "bernoulli" | "gaussian" | "paired" | "benchmarks" | "none"
 //! alpha = 0.05
 //! beta = 0.1
 //! elo0 = 0.0                 # paired: logistic Elo bounds
@@ -24,6 +24,10 @@
 //! [[class.prompt.invariant]]
 //! scorer = "safety"
 //! minimum = 1.0
+//!
+//! [class.ci]                 # decided on its suites (and invariants) alone:
+//! test = "none"              # no scorer, no alpha, beta or max_n
+//! required_suites = ["unit"]
 //! ```
 
 use std::collections::BTreeMap;
@@ -68,6 +72,14 @@ pub enum TestKind {
     /// than `equivalence` (family-wise α over the suite). `max_n` bounds
     /// the pairs read per benchmark.
     Benchmarks,
+    /// No sequential test (`test = "none"`): the class is decided by its
+    /// required suites and invariants alone — promoted when every required
+    /// suite is green on the candidate and every invariant holds. For a
+    /// CI gate on test reports, where a suite's pass rate is one number per
+    /// suite and no sequence of tasks exists to test. Such a class names no
+    /// `scorer`, no guardrail and none of the tests' parameters; `alpha`,
+    /// `beta` and `max_n` may be left out (nothing reads them).
+    None,
 }
 
 impl TestKind {
@@ -80,6 +92,7 @@ impl TestKind {
             TestKind::Paired => "paired",
             TestKind::Betting => "betting",
             TestKind::Benchmarks => "benchmarks",
+            TestKind::None => "none",
         }
     }
 }
@@ -292,7 +305,10 @@ fn one() -> f64 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClassPolicy {
-    /// The primary scorer.
+    /// The primary scorer (empty, and then not serialized, for a class
+    /// with `test = "none"`: every other class's canonical form, and so
+    /// its hash and pin, is what it was before a class could omit it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub scorer: String,
     /// Pins the primary scorer's version (a rubric's content hash). Without
     /// it the gate reads the newest version both commits have scores of;
@@ -304,9 +320,13 @@ pub struct ClassPolicy {
     /// `range`).
     #[serde(default)]
     pub test: TestKind,
-    /// False-promote rate.
+    /// False-promote rate. Required by every test; a `test = "none"`
+    /// class may leave it out (then 0.05, which nothing reads).
+    #[serde(default = "unread_alpha")]
     pub alpha: f64,
-    /// False-reject rate.
+    /// False-reject rate (as `alpha`: 0.1 when left out of a `test = "none"`
+    /// class).
+    #[serde(default = "unread_beta")]
     pub beta: f64,
     /// Which way the primary scorer improves; default: the scorer's own
     /// direction (lower for the `cost` and `latency_ms` anchors), else higher.
@@ -344,7 +364,9 @@ pub struct ClassPolicy {
     /// Warm-up (gaussian; default 20, [`GaussianSprt::DEFAULT_WARMUP`]).
     #[serde(default)]
     pub warmup: Option<u64>,
-    /// Truncation limit: the test decides after at most this many tasks.
+    /// Truncation limit: the test decides after at most this many tasks
+    /// (as `alpha`: 1 when left out of a `test = "none"` class).
+    #[serde(default = "unread_max_n")]
     pub max_n: u64,
     /// Test suites that must be green for the candidate.
     #[serde(default)]
@@ -370,6 +392,75 @@ pub struct ClassPolicy {
     /// Not serialized when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trust: Option<Trust>,
+}
+
+/// `alpha` of a `test = "none"` class that leaves it out. The field is
+/// always written in a policy's canonical form (its hash), so a class that
+/// omits it needs a value; nothing reads it, and a file may not give one.
+const UNREAD_ALPHA: f64 = 0.05;
+/// `beta` of a `test = "none"` class that leaves it out ([`UNREAD_ALPHA`]).
+const UNREAD_BETA: f64 = 0.1;
+/// `max_n` of a `test = "none"` class that leaves it out ([`UNREAD_ALPHA`]).
+const UNREAD_MAX_N: u64 = 1;
+
+fn unread_alpha() -> f64 {
+    UNREAD_ALPHA
+}
+
+fn unread_beta() -> f64 {
+    UNREAD_BETA
+}
+
+fn unread_max_n() -> u64 {
+    UNREAD_MAX_N
+}
+
+/// The fields a class's test requires in a file, which serde fills with
+/// an unread default only so that a `test = "none"` class may omit them
+/// (checked on the file's own keys: the typed value cannot tell a default
+/// from a value written).
+const TEST_FIELDS: [(&str, &str); 3] = [
+    ("alpha", "the false-promote rate"),
+    ("beta", "the false-reject rate"),
+    ("max_n", "the truncation limit"),
+];
+
+/// Each class of a parsed file either gives every field its test requires
+/// or, with `test = "none"`, none of them.
+fn test_fields_given(text: &str) -> Result<()> {
+    let Ok(raw) = toml::from_str::<toml::Table>(text) else {
+        // The typed parse has already reported what is wrong.
+        return Ok(());
+    };
+    let Some(classes) = raw.get("class").and_then(toml::Value::as_table) else {
+        return Ok(());
+    };
+    for (name, class) in classes {
+        let Some(class) = class.as_table() else {
+            continue;
+        };
+        let none = class.get("test").and_then(toml::Value::as_str) == Some("none");
+        for (key, what) in TEST_FIELDS {
+            match (none, class.contains_key(key)) {
+                (false, false) => {
+                    return Err(bad(
+                        format!("class.{name}.{key}"),
+                        format!(
+                            "required: {what} of the sequential test (or write test = \"none\" to decide the class on required_suites and invariants alone)"
+                        ),
+                    ));
+                }
+                (true, true) => {
+                    return Err(bad(
+                        format!("class.{name}.{key}"),
+                        "test = \"none\" runs no sequential test, so nothing reads it: remove it",
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A policy file: classes by name.
@@ -407,6 +498,7 @@ impl Policy {
                 .to_string();
             bad(place, e.message().trim().to_string())
         })?;
+        test_fields_given(text)?;
         if policy.class.is_empty() {
             return Err(bad(
                 "class".into(),
@@ -473,8 +565,14 @@ impl ClassPolicy {
 
     pub(crate) fn validate(&self, name: &str) -> Result<()> {
         let f = |k: &str| format!("class.{name}.{k}");
+        if self.test == TestKind::None {
+            return self.validate_without_test(name);
+        }
         if self.scorer.trim().is_empty() {
-            return Err(bad(f("scorer"), "must name a scorer"));
+            return Err(bad(
+                f("scorer"),
+                "must name the scorer the sequential test judges (or write test = \"none\" to decide the class on required_suites and invariants alone)",
+            ));
         }
         Boundaries::new(self.alpha, self.beta).map_err(|e| match e {
             Error::InvalidParameter { name: p, reason } => bad(f(p), reason),
@@ -561,6 +659,8 @@ impl ClassPolicy {
                     ));
                 }
             }
+            // Validated above, before the sequential tests' fields.
+            TestKind::None => {}
             TestKind::Paired => {
                 let e0 = self
                     .elo0
@@ -613,6 +713,78 @@ impl ClassPolicy {
                 return Err(bad(f("canaries.minimum"), "must be a finite number"));
             }
         }
+        Ok(())
+    }
+
+    /// A `test = "none"` class: something to decide on (a required suite,
+    /// an invariant or canaries), and nothing a sequential test would read
+    /// — a field it gives would be silently ignored, so it is refused.
+    fn validate_without_test(&self, name: &str) -> Result<()> {
+        let f = |k: &str| format!("class.{name}.{k}");
+        let unread = |k: &str| {
+            bad(
+                f(k),
+                "test = \"none\" runs no sequential test, so nothing reads it: remove it (or choose a test)",
+            )
+        };
+        if !self.scorer.is_empty() {
+            return Err(unread("scorer"));
+        }
+        for (key, given) in [
+            ("scorer_version", self.scorer_version.is_some()),
+            ("direction", self.direction.is_some()),
+            ("gap", self.gap.is_some()),
+            ("pass_threshold", self.pass_threshold.is_some()),
+            ("range", self.range.is_some()),
+            ("elo0", self.elo0.is_some()),
+            ("elo1", self.elo1.is_some()),
+            ("elo_model", self.elo_model.is_some()),
+            ("pairing", self.pairing.is_some()),
+            ("overshoot", self.overshoot.is_some()),
+            ("warmup", self.warmup.is_some()),
+            ("regression", self.regression.is_some()),
+            ("equivalence", self.equivalence.is_some()),
+        ] {
+            if given {
+                return Err(unread(key));
+            }
+        }
+        if !self.guardrails.is_empty() {
+            return Err(bad(
+                f("guardrail"),
+                "a guardrail is judged on the tasks the sequential test pairs, and test = \"none\" pairs none: make it an invariant, or choose a test",
+            ));
+        }
+        if self.required_suites.is_empty() && self.invariants.is_empty() && self.canaries.is_none()
+        {
+            return Err(bad(
+                f("required_suites"),
+                "test = \"none\" decides on required suites and invariants alone, and the class names neither: list the suites that must be green (required_suites = [\"unit\"]) or add an [[invariant]]",
+            ));
+        }
+        for (i, inv) in self.invariants.iter().enumerate() {
+            if !inv.minimum.is_finite() {
+                return Err(bad(
+                    f(&format!("invariant[{i}].minimum")),
+                    "must be a finite number",
+                ));
+            }
+        }
+        if let Some(c) = &self.canaries {
+            if c.tasks.is_empty() {
+                return Err(bad(f("canaries.tasks"), "lists no task"));
+            }
+            if c.scorer.is_none() {
+                return Err(bad(
+                    f("canaries.scorer"),
+                    "required under test = \"none\" (canaries default to the primary scorer, and the class has none)",
+                ));
+            }
+            if !c.minimum.is_finite() {
+                return Err(bad(f("canaries.minimum"), "must be a finite number"));
+            }
+        }
+        self.sources(name)?;
         Ok(())
     }
 
@@ -785,6 +957,31 @@ max_n = 1000
         assert_ne!(c.hash(), p.class("tool").expect("class").hash());
         let e = p.class("agent").expect_err("missing class");
         assert!(e.to_string().contains("\"prompt\""), "{e}");
+    }
+
+    #[test]
+    fn a_class_without_a_test_parses_without_scorer_or_rates_and_survives_its_pin() {
+        let p = Policy::parse("[class.ci]\ntest = \"none\"\nrequired_suites = [\"unit\"]\n")
+            .expect("valid policy");
+        let c = p.class("ci").expect("class");
+        assert_eq!(c.test, TestKind::None);
+        // The canonical form (what a pin holds) names no scorer, and reads
+        // back as the same class.
+        let json = serde_json::to_value(c).expect("json");
+        assert!(json.get("scorer").is_none(), "{json}");
+        let back = ClassPolicy::from_pinned("ci", json, 1).expect("pinned form");
+        assert_eq!(&back, c);
+        assert_eq!(back.hash(), c.hash());
+        // A class with a scorer keeps it in its canonical form (its hash
+        // is what it was before a class could omit it).
+        let json = serde_json::to_value(
+            Policy::parse(GOOD)
+                .expect("good")
+                .class("prompt")
+                .expect("class"),
+        )
+        .expect("json");
+        assert_eq!(json["scorer"], "accuracy");
     }
 
     fn field_of(text: &str) -> (String, String) {

@@ -322,7 +322,10 @@ fn choose_versions(
         view, q, at, law, ..
     } = look;
     let p = q.policy;
-    let named = std::iter::once((Stage::Sequential, p.scorer.as_str()))
+    // A class without a sequential test names no primary scorer.
+    let primary = (p.test != TestKind::None).then_some((Stage::Sequential, p.scorer.as_str()));
+    let named = primary
+        .into_iter()
         .chain(
             p.invariants
                 .iter()
@@ -690,8 +693,12 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
         q, versions, law, ..
     } = look;
     let p = q.policy;
-    if p.test == TestKind::Benchmarks {
-        return crate::bench_stage::benchmarks(look, stages);
+    match p.test {
+        TestKind::Benchmarks => return crate::bench_stage::benchmarks(look, stages),
+        // Decided by the stages before: no stage of its own to report
+        // (a sequential stage that "passed" would claim a test ran).
+        TestKind::None => return Ok(None),
+        _ => {}
     }
     let sign = if lower_is_better(look, &p.scorer, p.direction)? {
         -1.0
@@ -784,7 +791,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
         TestKind::Paired => paired(look, sign, &base, &cand, &mut gap)?,
         TestKind::Betting => betting(q, &base, &cand)?,
         // Judged above, before any pair of summaries is read.
-        TestKind::Benchmarks => return Ok(None),
+        TestKind::Benchmarks | TestKind::None => return Ok(None),
     };
     let Run {
         decision,
@@ -798,7 +805,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
     // pass-rate differences and game scores in [−1, 1], betting's in the
     // range's width.
     let effect_width = match p.test {
-        TestKind::Gaussian | TestKind::Benchmarks => None,
+        TestKind::Gaussian | TestKind::Benchmarks | TestKind::None => None,
         TestKind::Betting => {
             let [lo, hi] = p.score_range();
             Some(hi - lo)
@@ -1449,8 +1456,9 @@ pub fn recorded_path(
     let mut reject = None;
     let mut judged_from = 1;
     let observation = match p.test {
-        // Each benchmark has its own path; no one statistic to draw.
-        TestKind::Benchmarks => return Ok(None),
+        // Each benchmark has its own path; no one statistic to draw (and a
+        // class without a test has none at all).
+        TestKind::Benchmarks | TestKind::None => return Ok(None),
         TestKind::Bernoulli => {
             // As `bernoulli`: only discordant pairs are observations.
             let thr = sign * p.pass_threshold.unwrap_or(1.0);

@@ -237,6 +237,8 @@ fn pinned_policy_of(view: &Verified, d: &Decision) -> Option<ratchet_gate::Class
 /// Wald boundaries it recorded.
 fn alpha_beta(view: &Verified, d: &Decision) -> Option<(f64, f64)> {
     match pinned_policy_of(view, d) {
+        // A class without a sequential test has no error rates to show.
+        Some(p) if p.test == TestKind::None => None,
         Some(p) => Some((p.alpha, p.beta)),
         None => read::alpha_beta(d.sequential()?),
     }
@@ -246,7 +248,7 @@ fn alpha_beta(view: &Verified, d: &Decision) -> Option<(f64, f64)> {
 /// read that no guardrail or invariant names.
 fn decision_scorer(view: &Verified, d: &Decision) -> Option<String> {
     if let Some(p) = pinned_policy_of(view, d) {
-        return Some(p.scorer);
+        return (p.test != TestKind::None).then_some(p.scorer);
     }
     let mut others: BTreeSet<&str> = BTreeSet::new();
     for s in d.stages() {
@@ -261,6 +263,26 @@ fn decision_scorer(view: &Verified, d: &Decision) -> Option<String> {
         .keys()
         .find(|k| !others.contains(k.as_str()))
         .cloned()
+}
+
+/// Whether a decision's class runs no sequential test (`test = "none"`):
+/// its pinned policy says so, or it promoted with no stage of a test (a
+/// promotion under any test reports the test's stage).
+fn decided_without_test(view: &Verified, d: &Decision) -> bool {
+    match pinned_policy_of(view, d) {
+        Some(p) => p.test == TestKind::None,
+        None => {
+            d.promoted()
+                && !d.stages().any(|s| {
+                    matches!(
+                        s.details,
+                        StageDetails::Sequential(_)
+                            | StageDetails::TooFewTasks(_)
+                            | StageDetails::Benchmarks(_)
+                    )
+                })
+        }
+    }
 }
 
 /// A sequential path as the report draws it.
@@ -419,6 +441,9 @@ impl Page<'_> {
                                 .map_or("candidate − baseline", |f| f.test.effect_measure())),
                             esc(iv)
                         )),
+                        None if decided_without_test(self.view, d) => facts.push(
+                            "No sequential test: the class is decided by its required suites and invariants alone".into(),
+                        ),
                         None => facts.push(format!(
                             "No effect measured: the decision stopped at {}",
                             esc(&d.outcome())
@@ -566,6 +591,8 @@ impl Page<'_> {
                     format!("{word}: {}", esc(d.reason().unwrap_or("no test ran"))),
                 ]);
             }
+            // A class without a sequential test has no primary row.
+            (None, _) if decided_without_test(self.view, d) => {}
             (None, _) => rows.push(not_reached(&scorer, "primary")),
         }
         // A benchmarks class: each benchmark first, regressions first.
@@ -963,6 +990,8 @@ impl Page<'_> {
             .values()
             .flatten()
             .filter(|e| e.is_final())
+            // A class without a sequential test has no path to draw.
+            .filter(|e| !decided_without_test(self.view, e.last))
             .collect();
         finals.sort_by_key(|e| std::cmp::Reverse(e.last.seq));
         if finals.is_empty() {
@@ -1008,8 +1037,10 @@ impl Page<'_> {
                 TestKind::Betting => {
                     "Log capitals of the betting e-process: ln K⁺ promotes at ln(1/α), −ln K⁻ rejects at −ln(1/β)"
                 }
-                // `recorded_path` draws no path for a benchmarks class.
+                // `recorded_path` draws no path for a benchmarks class,
+                // nor for a class without a test.
                 TestKind::Benchmarks => "Per-benchmark sign e-processes",
+                TestKind::None => "No sequential test",
             };
             writeln!(
                 figures,

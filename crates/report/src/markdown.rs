@@ -14,7 +14,7 @@ use ratchet_gate::StageState;
 use ratchet_trace::{AsOf, Verified};
 
 use crate::read::{self, Decision, short, stage_name, utc};
-use crate::{Result, alpha_beta, decision_scorer, fmt_g};
+use crate::{Result, alpha_beta, decided_without_test, decision_scorer, fmt_g};
 
 /// A short Markdown summary fit for a pull-request comment: per class,
 /// the latest *final* decision in plain words — what was decided, on how
@@ -126,6 +126,10 @@ fn decided(
                 md(f.test.effect_measure(), As::Text),
             )?;
         }
+        _ if decided_without_test(view, d) => writeln!(
+            out,
+            "No sequential test: the class is decided by its required suites and invariants alone."
+        )?,
         _ => writeln!(
             out,
             "No effect was measured: the decision stopped before the sequential test ({ab})."

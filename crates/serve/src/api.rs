@@ -69,7 +69,7 @@ pub const ROUTES: &[Route] = &[
         method: "POST",
         path: "/v1/ingest/{format}",
         scope: Some(Scope::Record),
-        summary: "Ingest one report in any `ratchet ingest` format but criterion (a directory): junit, jsonl, bmf, hyperfine, google-benchmark, pytest-benchmark, go-bench, inspect, lm-eval, promptfoo; under the token's session; ?commit=&suite=&direction=&label=&name=&request_id=.",
+        summary: "Ingest one report in any `ratchet ingest` format but criterion (a directory): junit, jsonl, bmf, hyperfine, google-benchmark, pytest-benchmark, go-bench, inspect, lm-eval, promptfoo; under the token's session; ?commit=&suite=&direction=&label=&runner=&name=&request_id=.",
         body: Some("application/octet-stream"),
         returns: JSON,
     },

@@ -92,6 +92,9 @@ pub(crate) struct IngestQuery {
     pub suite: Option<String>,
     pub direction: Option<String>,
     pub label: Option<String>,
+    /// Benchmarks: the runner the timings were measured on
+    /// ([`ratchet_scorers::IngestOptions::runner`]).
+    pub runner: Option<String>,
     /// The file name the report had (its extension tells `.eval` from `.json`).
     pub name: Option<String>,
     /// A client-chosen id: a retried upload with the same id counts once.
@@ -802,14 +805,20 @@ impl Owner {
             .request_id
             .as_deref()
             .map(|id| {
-                let described = serde_json::to_vec(&(
+                let fields = (
                     format.name(),
                     &query.commit,
                     &query.suite,
                     &query.direction,
                     &query.label,
                     &query.name,
-                ))
+                );
+                // A runner is described only when given, so that the key
+                // of every request without one is what it was before.
+                let described = match &query.runner {
+                    None => serde_json::to_vec(&fields),
+                    Some(runner) => serde_json::to_vec(&(fields, runner)),
+                }
                 .map_err(|e| Error::Internal(e.to_string()))?;
                 request_key(who, body.len() as u64, "ingest", id, &[&described, body])
             })
@@ -834,6 +843,7 @@ impl Owner {
             session: Some(who.spec.session.clone()),
             suite: query.suite.clone(),
             runner_label: query.label.clone().unwrap_or_default(),
+            runner: query.runner.clone(),
             direction,
             idempotency_key,
             // Only the owner sets how a new scorer's scores are read.

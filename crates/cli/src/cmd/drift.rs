@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use ratchet_drift::{Chart, Follow};
 use ratchet_orchestrate::WatchPlan;
-use ratchet_trace::CommitId;
+use ratchet_trace::{AsOf, CommitId};
 
 use crate::flags::{ArlDetector, ArlFlags, BestFlags, DetectorArg, HealFlags, WatchFlags};
 use crate::{Ctx, EXIT_NEGATIVE, out};
@@ -126,6 +126,25 @@ pub fn best(
     key_file: Option<&Path>,
 ) -> Result<u8> {
     let ledger = ctx.ledger_read(key_file)?;
+    // A scorer the trace never saw is a mistake to name, not an empty
+    // ranking: say which scorers there are.
+    if !ledger.view().has_scorer(scorer, AsOf::Head) {
+        let known: Vec<String> = ledger
+            .view()
+            .overview()
+            .scorers
+            .into_iter()
+            .map(|s| s.scorer)
+            .collect();
+        anyhow::bail!(
+            "unknown scorer {scorer:?}: the trace holds no score of it; {}",
+            if known.is_empty() {
+                "it holds no score at all (record some with `ratchet record-score` or `ratchet ingest`)".to_string()
+            } else {
+                format!("its scorers are {}", known.join(", "))
+            }
+        );
+    }
     // Only the producers trusted rank the commits.
     let view = &ledger.view().restricted_to(trust);
     // The scorer's direction as the trace declares it (cost and latency
@@ -144,13 +163,18 @@ pub fn best(
         },
     )?;
     let direction = if lower_is_better { "lower" } else { "higher" };
+    let reason = ranking
+        .is_empty()
+        .then(|| why_none_ranks(view, scorer, min_n, exclude));
     if ctx.json {
         out::json_in(
             ledger.store().id(),
             &serde_json::json!({
-                "scorer": scorer, "better": direction, "ranking": ranking
+                "scorer": scorer, "better": direction, "ranking": ranking, "reason": reason
             }),
         )?;
+    } else if let Some(reason) = &reason {
+        outln!("no commit ranked: {reason}");
     } else {
         outln!(
             "{:<42} {:>7} {:>9} {:>9} {:>11}",
@@ -164,18 +188,63 @@ pub fn best(
                 "lower bound"
             }
         );
+        // Timings in seconds are often below 10⁻³: significant digits,
+        // not four decimals of zeros.
         for r in &ranking {
             outln!(
-                "{:<42} {:>7} {:>9.4} {:>9.4} {:>11.4}",
+                "{:<42} {:>7} {:>9} {:>9} {:>11}",
                 r.commit,
                 r.n,
-                r.mean,
-                r.sd,
-                r.lower_bound
+                out::sig(r.mean),
+                out::sig(r.sd),
+                out::sig(r.lower_bound)
             );
         }
     }
     Ok(if ranking.is_empty() { EXIT_NEGATIVE } else { 0 })
+}
+
+/// Why `best` ranked no commit of a known scorer: how many commits have
+/// scores of it (at the version ranked, its newest, from the producers
+/// trusted), the most any has, against `--min-n`.
+fn why_none_ranks(
+    view: &ratchet_trace::Verified,
+    scorer: &str,
+    min_n: u64,
+    exclude: &[CommitId],
+) -> String {
+    let Some(version) = view.scorer_versions(scorer, AsOf::Head).into_iter().next() else {
+        return format!(
+            "no score of {scorer} is from a producer trusted here (--trust names whose scores rank)"
+        );
+    };
+    let stats: Vec<_> = view
+        .commit_stats(
+            ratchet_trace::ScorerRef::at_version(scorer, &version.version),
+            AsOf::Head,
+        )
+        .into_iter()
+        .filter(|s| !exclude.contains(&s.commit))
+        .collect();
+    let most = stats.iter().map(|s| s.n).max().unwrap_or(0);
+    if stats.is_empty() {
+        return format!(
+            "every commit with scores of {scorer} (version {}) was excluded",
+            version.version
+        );
+    }
+    if most < min_n {
+        return format!(
+            "{} commit(s) have scores of {scorer} (version {}), the most any has is {most}, and a commit needs --min-n {min_n}: record more scores, or pass a smaller --min-n (at least 2)",
+            stats.len(),
+            version.version
+        );
+    }
+    format!(
+        "{} commit(s) have at least --min-n {min_n} scores of {scorer} (version {}), but no confidence bound could be drawn from them (their statistics overflowed)",
+        stats.iter().filter(|s| s.n >= min_n).count(),
+        version.version
+    )
 }
 
 pub fn arl(ctx: &Ctx, chart: Chart) -> Result<u8> {

@@ -232,23 +232,50 @@ fn unverified_before_policy(
 
 /// What a person needs after a verdict stopped at the required tests, read
 /// from the trace (not part of the recorded reason, which must recompute
-/// byte for byte): the suites the candidate does have, and the tests its
-/// failing runs name.
+/// byte for byte): for a required suite the candidate has no run of, which
+/// side lacks it and what the candidate does have (a report ingested under
+/// another name is the usual cause); for a failing run, the tests it names.
 fn explain_tests(ctx: &Ctx, key_file: Option<&std::path::Path>, verdict: &Verdict) -> Result<()> {
     let candidate = &verdict.candidate;
     let store = ctx.open_read(key_file)?;
     let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
-    let runs = view.test_runs(candidate, verdict.trace.size);
+    let at = verdict.trace.size;
+    let runs = view.test_runs(candidate, at);
+    let baseline_runs = view.test_runs(&verdict.baseline, at);
     let mut suites: Vec<&str> = runs.iter().map(|(_, r)| r.suite.as_str()).collect();
     suites.sort_unstable();
     suites.dedup();
-    if suites.is_empty() {
-        outln!("the candidate has no test run at all");
-    } else {
+    let missing = verdict.stages.iter().flat_map(|s| match &s.details {
+        ratchet_gate::StageDetails::Tests(t) => {
+            t.suites.iter().filter(|x| x.runs.is_empty()).collect()
+        }
+        _ => Vec::new(),
+    });
+    for suite in missing {
+        let name = suite.suite.as_str();
+        let on_baseline = baseline_runs
+            .iter()
+            .filter(|(_, r)| r.suite == name)
+            .count();
         outln!(
-            "the candidate has runs of: {} (name one in required_suites, or record a report under the required name: `ratchet ingest junit … --suite NAME`)",
-            suites.join(", ")
+            "suite {name} has no run on the candidate {}{}",
+            out::short(&candidate.to_string()),
+            match on_baseline {
+                0 => " (nor on the baseline)".to_string(),
+                n => format!(" (the baseline has {n} run(s) of it)"),
+            }
         );
+        let record = format!(
+            "`ratchet ingest junit FILE --commit {candidate} --suite {name}` records a report's tests as suite {name} (without --suite, a suite is named as the report names it)"
+        );
+        if suites.is_empty() {
+            outln!("  the candidate has no test run at all: {record}");
+        } else {
+            outln!(
+                "  the candidate has runs of: {}; if one of them is {name} under another name, record it again with {record}, or name that suite in required_suites",
+                suites.join(", ")
+            );
+        }
         for suite in &suites {
             if let Some(why) = ratchet_scorers::unnameable_suite(suite) {
                 outln!(
@@ -345,6 +372,19 @@ pub(crate) fn print_verdict(v: &Verdict) -> Result<()> {
             StageState::Open => "open",
         };
         writeln!(o, "  {mark:<4}  {:<20} {}", stage_name(&s.stage), s)?;
+    }
+    // A promotion with no stage of a test: the class runs none (`test =
+    // "none"`), said so that no one looks for the effect it did not measure.
+    if matches!(v.outcome, Outcome::Promote)
+        && !v
+            .stages
+            .iter()
+            .any(|s| matches!(s.stage, Stage::Sequential | Stage::Guardrail(_)))
+    {
+        writeln!(
+            o,
+            "  (no sequential test: the class is decided by its required suites and invariants alone)"
+        )?;
     }
     // Evidence stored but not read: its producer is not one the class trusts.
     for a in &v.set_aside {

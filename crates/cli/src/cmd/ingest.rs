@@ -60,6 +60,7 @@ pub fn ingest(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
         suite: args.suite,
         rubrics: rubrics(&args.rubric)?,
         runner_label: args.label,
+        runner: args.runner,
         direction,
         directions: per_metric,
         ..ratchet_scorers::IngestOptions::default()
@@ -76,6 +77,9 @@ pub fn ingest(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
             _ => anyhow::Error::new(e),
         },
     )?;
+    if let Some(here) = &report.runner_from_here {
+        runner_from_here(format, here);
+    }
     // A benchmark that failed leaves no timing behind, only the failed
     // run: said where a person (or a CI log) looks for trouble, whatever
     // stdout carries. A test report's failures are its content, said by
@@ -132,6 +136,15 @@ pub fn ingest(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
         outln!("note: {note}");
     }
     Ok(0)
+}
+
+/// Said on standard error (under `--json` too: standard output is the
+/// document): timings fingerprinted as this machine because their file
+/// does not name the one that measured them.
+pub fn runner_from_here(format: ratchet_scorers::Format, here: &str) {
+    eprintln!(
+        "warning: {format} files do not name the machine they ran on, so these timings are recorded as measured on this one (runner {here}); if they were measured elsewhere they will never pair with that machine's timings: ingest them with --runner NAME, the same name wherever that runner's timings are ingested"
+    );
 }
 
 pub fn score(ctx: &Ctx, rubric_paths: &[PathBuf], key_file: Option<&Path>) -> Result<u8> {

@@ -485,7 +485,14 @@ pub fn ingest_remote(
         if !options.runner_label.is_empty() {
             query.push(("label", &options.runner_label));
         }
-        docs.push(client.ingest(format.name(), &query, &body)?);
+        if let Some(r) = &options.runner {
+            query.push(("runner", r));
+        }
+        let doc = client.ingest(format.name(), &query, &body)?;
+        if let Some(here) = doc["ingest"]["runner_from_here"].as_str() {
+            crate::cmd::ingest::runner_from_here(format, &format!("{here}, the server's"));
+        }
+        docs.push(doc);
     }
     if ctx.json {
         let receipts: Vec<serde_json::Value> = docs

@@ -11,6 +11,7 @@ mod benchmarks;
 mod boundaries;
 mod commands;
 mod common;
+mod newcomer;
 mod real_files_37;
 mod red_team_35;
 mod red_team_35b;

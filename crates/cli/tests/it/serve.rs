@@ -545,3 +545,46 @@ fn a_minted_quota_holds_across_restarts_and_a_rolled_back_file_is_refused_at_sta
     assert!(!o.status.success(), "a rolled-back store is not served");
     assert_says(&o, "checkpoint");
 }
+
+/// `ingest --server` of a file that names no machine: the server
+/// fingerprints it as its own machine unless the writer names the runner,
+/// and the writer is told which (issue 37).
+#[test]
+fn a_benchmark_file_ingested_through_the_server_takes_a_runner_name() {
+    let w = World::new();
+    let rec = w.mint("rec.tok", &["record"], "cell-1");
+    let server = w.serve(&[]);
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scorers/tests/fixtures/real/hyperfine/1brc-two-commands-3-runs.json")
+        .display()
+        .to_string();
+    let socket = w.socket().display().to_string();
+    let token = rec.display().to_string();
+    let remote = |extra: &[&str]| {
+        let mut args = vec![
+            "--server",
+            socket.as_str(),
+            "--token-file",
+            token.as_str(),
+            "ingest",
+            "hyperfine",
+            file.as_str(),
+        ];
+        args.extend_from_slice(extra);
+        ratchet(w.dir.path(), &args, "")
+    };
+    let o = remote(&["--commit", A]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_says(&o, "the server's");
+    let o = remote(&["--commit", B, "--runner", "ci-linux-x64"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(o.stderr.is_empty(), "{}", text(&o));
+    stop(server);
+    let o = w.run(&["log", "--kind", "score", "--commit", B, "--json"], "");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let events = v["events"].as_array().expect("events");
+    assert!(!events.is_empty(), "{v}");
+    for e in events {
+        assert_eq!(e["payload"]["scorer_version"], "ci-linux-x64", "{e}");
+    }
+}

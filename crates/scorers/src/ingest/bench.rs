@@ -3,8 +3,12 @@
 //! one score per benchmark and metric, under a scorer named for the tool
 //! and unit (`hyperfine_s`, `go_ns_per_op`), with the direction the unit
 //! implies, and under a *version* that fingerprints the runner: the
-//! machine the file says it ran on (Google Benchmark, pytest-benchmark and
-//! Go write it), else the machine ingesting it. Timings from different
+//! runner the caller names ([`IngestOptions::runner`]), else the machine
+//! the file says it ran on (Google Benchmark, pytest-benchmark and Go
+//! write it), else the machine ingesting it — said in the report, since a
+//! file measured elsewhere is then fingerprinted as the wrong machine
+//! ([`IngestReport::runner_from_here`](super::IngestReport::runner_from_here)).
+//! Timings from different
 //! runners are never paired: a change of runner starts a new segment,
 //! never a regression.
 //!
@@ -75,6 +79,25 @@ impl Environment {
             self.cpu, self.cpus, self.platform, self.label
         );
         blake3::hash(text.as_bytes()).to_hex()[..12].to_string()
+    }
+}
+
+/// The runner timings are recorded under when their file does not name
+/// the machine that measured them: the caller's
+/// ([`IngestOptions::runner`]), else this machine's fingerprint — then
+/// counted in `evidence` ([`IngestReport::runner_from_here`]), because a
+/// file measured on another machine is fingerprinted as the wrong one and
+/// its timings never pair with that machine's own.
+///
+/// [`IngestReport::runner_from_here`]: super::IngestReport::runner_from_here
+fn runner_here(options: &IngestOptions, evidence: &mut Evidence) -> String {
+    match &options.runner {
+        Some(runner) => runner.clone(),
+        None => {
+            let here = Environment::current(&options.runner_label).fingerprint();
+            evidence.runner_from_here = Some(here.clone());
+            here
+        }
     }
 }
 
@@ -158,10 +181,12 @@ fn criterion_samples(file: &Path) -> std::result::Result<Vec<f64>, String> {
 /// [`Error::Io`] if the directory cannot be read, [`Error::Malformed`]
 /// naming the file and the problem, or when no benchmark is found.
 pub fn parse_criterion(dir: &Path, commit: &CommitId, env: &Environment) -> Result<Vec<Score>> {
-    Ok(criterion_runs(dir, commit, env, &mut Notes::default())?
-        .into_iter()
-        .map(|(s, _)| s)
-        .collect())
+    Ok(
+        criterion_runs(dir, commit, &env.fingerprint(), &mut Notes::default())?
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect(),
+    )
 }
 
 /// [`parse_criterion`], each score with its samples: the time per
@@ -170,7 +195,7 @@ pub fn parse_criterion(dir: &Path, commit: &CommitId, env: &Environment) -> Resu
 fn criterion_runs(
     dir: &Path,
     commit: &CommitId,
-    env: &Environment,
+    version: &str,
     notes: &mut Notes,
 ) -> Result<Vec<(Score, Vec<f64>)>> {
     let mut found = Vec::new();
@@ -224,7 +249,7 @@ fn criterion_runs(
             return Err(malformed(&est_file, field, format!("{ns} is not a time")));
         }
         let mut s = Score::new(commit.clone(), bench.full_id, CRITERION_NS, ns);
-        s.scorer_version = env.fingerprint();
+        s.scorer_version = version.to_string();
         s.to_draft()
             .map_err(|e| malformed(&est_file, "score", e.to_string()))?;
         let samples = criterion_samples(&new.join("sample.json")).unwrap_or_else(|why| {
@@ -288,16 +313,31 @@ fn measured(file: &Path, at: &str, value: f64) -> Result<f64> {
     }
 }
 
-/// criterion's output directories, fingerprinted as `env`.
+/// criterion's output directories, under the runner the caller gave, else
+/// this machine's (criterion does not write which machine it ran on).
+pub(super) fn criterion_here(
+    dirs: &[PathBuf],
+    commit: &CommitId,
+    options: &IngestOptions,
+    notes: &mut Notes,
+) -> Result<Evidence> {
+    let mut here = Evidence::default();
+    let version = runner_here(options, &mut here);
+    let mut evidence = criterion(dirs, commit, &version, notes)?;
+    evidence.runner_from_here = here.runner_from_here;
+    Ok(evidence)
+}
+
+/// criterion's output directories, under runner `version`.
 pub(super) fn criterion(
     dirs: &[PathBuf],
     commit: &CommitId,
-    env: &Environment,
+    version: &str,
     notes: &mut Notes,
 ) -> Result<Evidence> {
     let mut evidence = Evidence::default();
     for dir in dirs {
-        for (s, samples) in criterion_runs(dir, commit, env, notes)? {
+        for (s, samples) in criterion_runs(dir, commit, version, notes)? {
             evidence.push_run(s, LOWER, dir, "score", "ns", samples)?;
         }
     }
@@ -365,8 +405,8 @@ pub(super) fn bmf(
     options: &IngestOptions,
     notes: &mut Notes,
 ) -> Result<Evidence> {
-    let version = Environment::current(&options.runner_label).fingerprint();
     let mut evidence = Evidence::default();
+    let version = runner_here(options, &mut evidence);
     for file in files {
         let doc: BTreeMap<String, BTreeMap<String, BmfMetric>> = json_of(
             file,
@@ -431,8 +471,8 @@ pub(super) fn hyperfine(
     options: &IngestOptions,
     notes: &mut Notes,
 ) -> Result<Evidence> {
-    let version = Environment::current(&options.runner_label).fingerprint();
     let mut evidence = Evidence::default();
+    let version = runner_here(options, &mut evidence);
     for file in files {
         let doc: HyperfineExport = json_of(file, "a hyperfine --export-json file")?;
         for (i, r) in doc.results.into_iter().enumerate() {
@@ -600,13 +640,15 @@ pub(super) fn google_benchmark(
     for file in files {
         let doc: GbenchFile = json_of(file, "Google Benchmark JSON (--benchmark_format=json)")?;
         let c = &doc.context;
-        let version = Environment {
-            cpu: format!("{} @ {} MHz", c.host_name, c.mhz_per_cpu),
-            cpus: c.num_cpus,
-            platform: format!("google-benchmark {}", c.library_build_type),
-            label: options.runner_label.clone(),
-        }
-        .fingerprint();
+        let version = options.runner.clone().unwrap_or_else(|| {
+            Environment {
+                cpu: format!("{} @ {} MHz", c.host_name, c.mhz_per_cpu),
+                cpus: c.num_cpus,
+                platform: format!("google-benchmark {}", c.library_build_type),
+                label: options.runner_label.clone(),
+            }
+            .fingerprint()
+        });
         let with_mean: std::collections::BTreeSet<&str> = doc
             .benchmarks
             .iter()
@@ -840,27 +882,31 @@ pub(super) fn pytest_benchmark(
                 .map(str::to_string)
                 .or_else(|| v.as_u64().map(|n| n.to_string()))
         };
-        let version = Environment {
-            cpu: field(&["cpu", "brand_raw"])
-                .or_else(|| field(&["cpu", "brand"]))
-                .or_else(|| field(&["processor"]))
-                .unwrap_or_else(|| "unknown cpu".into()),
-            cpus: field(&["cpu", "count"])
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(0),
-            platform: [
-                field(&["system"]),
-                field(&["machine"]),
-                field(&["python_implementation"]),
-                field(&["python_version"]),
-            ]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join(" "),
-            label: options.runner_label.clone(),
-        }
-        .fingerprint();
+        // The caller's runner, else the machine the file names.
+        let version = match &options.runner {
+            Some(runner) => runner.clone(),
+            None => Environment {
+                cpu: field(&["cpu", "brand_raw"])
+                    .or_else(|| field(&["cpu", "brand"]))
+                    .or_else(|| field(&["processor"]))
+                    .unwrap_or_else(|| "unknown cpu".into()),
+                cpus: field(&["cpu", "count"])
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0),
+                platform: [
+                    field(&["system"]),
+                    field(&["machine"]),
+                    field(&["python_implementation"]),
+                    field(&["python_version"]),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" "),
+                label: options.runner_label.clone(),
+            }
+            .fingerprint(),
+        };
         for (i, b) in doc.benchmarks.into_iter().enumerate() {
             let at = format!("benchmarks[{i}]");
             let mean = measured(file, &at, b.stats.mean)?;
@@ -1014,7 +1060,11 @@ pub(super) fn go_bench(
                 .or_default()
                 .benchmarks
                 .insert(task.clone());
-            let env = if header.contains_key("goos") || header.contains_key("cpu") {
+            // The caller's runner, else the machine the output names, else
+            // this one (said: the output may come from elsewhere).
+            let version = if let Some(runner) = &options.runner {
+                runner.clone()
+            } else if header.contains_key("goos") || header.contains_key("cpu") {
                 Environment {
                     cpu: header
                         .get("cpu")
@@ -1027,10 +1077,11 @@ pub(super) fn go_bench(
                     ),
                     label: options.runner_label.clone(),
                 }
+                .fingerprint()
             } else {
-                here.clone()
+                evidence.runner_from_here = Some(here.fingerprint());
+                here.fingerprint()
             };
-            let version = env.fingerprint();
             for pair in fields[2..].chunks(2) {
                 let [value, unit] = pair else {
                     return Err(malformed(file, &at, "a value without its unit"));

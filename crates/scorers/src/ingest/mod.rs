@@ -193,6 +193,13 @@ pub struct IngestOptions {
     /// Benchmarks: a label that must match for timings to be compared
     /// (e.g. the toolchain), part of the runner fingerprint.
     pub runner_label: String,
+    /// Benchmarks: the runner every timing is recorded under (its scorer
+    /// version), given by the caller instead of a fingerprint. For files
+    /// that do not name their machine (criterion, hyperfine, BMF, `go
+    /// test -bench` without its header), ingested on another machine than
+    /// the one that measured them; the same name wherever one runner's
+    /// timings are ingested pairs them.
+    pub runner: Option<String>,
     /// The direction of metrics whose format does not say which way is
     /// better (a BMF custom measure, a `go test -bench` custom unit, an
     /// lm-eval metric not known here). Without it such metrics are not
@@ -258,6 +265,13 @@ pub struct IngestReport {
     /// What was read but not recorded, or read with a fallback, once per
     /// kind (an unreadable time, a metric with no known direction…).
     pub notes: Vec<String>,
+    /// Benchmarks: the fingerprint of *this* machine, when timings were
+    /// recorded under it because their file does not name the machine
+    /// that measured them and no [`IngestOptions::runner`] was given.
+    /// Timings measured elsewhere then never pair with that runner's own:
+    /// a caller should say so. (Absent from the JSON when not set.)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runner_from_here: Option<String>,
 }
 
 /// One scorer an ingestion recorded.
@@ -340,6 +354,8 @@ pub(crate) struct Evidence {
     /// Every measurement of each benchmark run, beside its summary score
     /// (split where one run does not fit one event).
     pub(crate) samples: Vec<Samples>,
+    /// [`IngestReport::runner_from_here`].
+    pub(crate) runner_from_here: Option<String>,
 }
 
 impl Evidence {
@@ -884,12 +900,7 @@ pub fn read_reports(
                 format: format.name(),
             })?;
             let evidence = match format {
-                Format::Criterion => bench::criterion(
-                    &files,
-                    commit,
-                    &Environment::current(&options.runner_label),
-                    &mut notes,
-                )?,
+                Format::Criterion => bench::criterion_here(&files, commit, options, &mut notes)?,
                 Format::Bmf => bench::bmf(&files, commit, options, &mut notes)?,
                 Format::Hyperfine => bench::hyperfine(&files, commit, options, &mut notes)?,
                 Format::GoogleBenchmark => {
@@ -1180,6 +1191,7 @@ fn store_evidence<T: Target>(
     }
     let scorers: Vec<ScorerRecorded> = scorers.into_values().collect();
     let notes = notes.into_messages();
+    let runner_from_here = evidence.runner_from_here.clone();
     Ok(match store.append_once(key, drafts)? {
         AppendOnce::Appended(receipts) => IngestReport {
             format,
@@ -1198,6 +1210,7 @@ fn store_evidence<T: Target>(
             receipts,
             already_ingested_at: None,
             notes,
+            runner_from_here,
         },
         AppendOnce::AlreadyAppended { seq } => IngestReport {
             format,
@@ -1211,6 +1224,7 @@ fn store_evidence<T: Target>(
             receipts: Vec::new(),
             already_ingested_at: Some(seq),
             notes,
+            runner_from_here,
         },
     })
 }
@@ -1284,7 +1298,7 @@ pub fn ingest_criterion(
 ) -> Result<IngestReport> {
     let mut notes = Notes::default();
     let files = vec![dir.to_path_buf()];
-    let evidence = bench::criterion(&files, commit, env, &mut notes)?;
+    let evidence = bench::criterion(&files, commit, &env.fingerprint(), &mut notes)?;
     let key = evidence_key(Format::Criterion, Some(commit), &evidence, &files)?;
     store_evidence(
         store,
