@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches};
 use ratchet_trace::{CommitId, Store, StoreOptions, WriterKey};
 
 /// `println!` that hands the write's error back instead of panicking: a
@@ -150,12 +150,16 @@ fn options(key_file: Option<&Path>) -> Result<StoreOptions> {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|m| Ok((Cli::from_arg_matches(&m)?, m)));
+    let (cli, matches) = match parsed {
+        Ok(both) => both,
         Err(e) => return usage_error(&e),
     };
+    let name = matches.subcommand_name().unwrap_or_default().to_string();
     let json = cli.json;
-    match run(cli) {
+    match run(cli, &name) {
         Ok(code) => ExitCode::from(code),
         Err(e)
             if e.chain().any(|c| {
@@ -322,7 +326,7 @@ fn hint(e: &anyhow::Error) -> Option<&'static str> {
     })
 }
 
-fn run(cli: Cli) -> Result<u8> {
+fn run(cli: Cli, name: &str) -> Result<u8> {
     let store_dir = match &cli.store {
         Some(d) => d.clone(),
         None => Store::discover(std::env::current_dir().context("reading the current directory")?),
@@ -334,6 +338,14 @@ fn run(cli: Cli) -> Result<u8> {
         server: cli.server.clone(),
         token_file: cli.token_file.clone(),
     };
+    // `--server` (or RATCHET_SERVER) is a promise that the command speaks
+    // to the server and touches no local file: a command that cannot is
+    // refused rather than run on a local store the user did not mean.
+    if ctx.server.is_some() && !speaks_to_a_server(&cli.command) {
+        anyhow::bail!(
+            "`ratchet {name}` does not speak to a server: drop --server (or unset RATCHET_SERVER) to run it on a local store; through a server: append, record-score, ingest, gate and status"
+        );
+    }
     match cli.command {
         Command::Completions { shell } => {
             clap_complete::generate(
@@ -390,6 +402,19 @@ fn run(cli: Cli) -> Result<u8> {
                 },
         } => cmd::gate::policy_pin(&ctx, &path, class.as_deref(), key_file.as_deref()),
     }
+}
+
+/// The commands that go through `--server` when it is given.
+fn speaks_to_a_server(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Append { .. }
+            | Command::RecordScore(_)
+            | Command::Ingest(_)
+            | Command::Gate(_)
+            | Command::Status(_)
+            | Command::Completions { .. }
+    )
 }
 
 #[cfg(test)]

@@ -588,3 +588,29 @@ fn a_benchmark_file_ingested_through_the_server_takes_a_runner_name() {
         assert_eq!(e["payload"]["scorer_version"], "ci-linux-x64", "{e}");
     }
 }
+
+/// `--server` (or `RATCHET_SERVER`) is a promise that nothing local is
+/// touched: a command that does not speak to a server refuses instead of
+/// running on a local store — `RATCHET_SERVER=… ratchet init` used to
+/// create one.
+#[test]
+fn a_command_that_does_not_speak_to_a_server_refuses_server() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let st = d.path().join("s").display().to_string();
+    let init = Command::new(env!("CARGO_BIN_EXE_ratchet"))
+        .args(["--store", &st, "init"])
+        .env("RATCHET_SERVER", "unix:/nowhere.sock")
+        .current_dir(d.path())
+        .output()
+        .expect("ratchet");
+    assert_eq!(init.status.code(), Some(2), "{}", text(&init));
+    assert_says(&init, "`ratchet init` does not speak to a server");
+    assert!(!d.path().join("s").exists(), "no local store was created");
+    let log = ratchet(
+        d.path(),
+        &["--server", "unix:/nowhere.sock", "--store", &st, "log"],
+        "",
+    );
+    assert_eq!(log.status.code(), Some(2), "{}", text(&log));
+    assert_says(&log, "`ratchet log` does not speak to a server");
+}
