@@ -79,7 +79,6 @@ pub enum ArlDetector {
     version,
     about,
     long_about = None,
-    after_help = "Environment: RATCHET_KEY_FILE names the writer key file of a keyed store for every command given no --key-file."
 )]
 pub struct Cli {
     /// Store directory (default: .ratchet at the git root, or in the current directory outside git).
@@ -130,7 +129,7 @@ pub enum Command {
     /// What the store holds: whether it verifies, commits, scorers with
     /// their directions and versions, counts, the last decision and alarm.
     /// Exit codes: 0 the trace verifies and every promotion ref agrees
-    /// with it; 1 the trace does not verify; 6 a promotion ref disagrees.
+    /// with it; 1 the trace does not verify; 7 a promotion ref disagrees.
     Status(StatusFlags),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
@@ -425,7 +424,7 @@ pub struct StatusFlags {
     pub key_file: Option<PathBuf>,
     /// Compare every refs/ratchet/promoted/* of this repository with
     /// the trace (default: the repository enclosing the store, if any);
-    /// a ref that disagrees exits 6.
+    /// a ref that disagrees exits 7.
     #[arg(long)]
     pub repo: Option<PathBuf>,
 }
@@ -444,7 +443,7 @@ pub struct VerifyChainFlags {
     #[arg(long, conflicts_with = "key_file")]
     pub without_macs: bool,
     /// Also compare every refs/ratchet/promoted/* of this repository
-    /// with the trace; a ref that disagrees exits 6.
+    /// with the trace; a ref that disagrees exits 7.
     #[arg(long)]
     pub repo: Option<PathBuf>,
 }

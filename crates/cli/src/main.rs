@@ -3,14 +3,7 @@
 //! formats the answer: every capability lives in a library crate, so the
 //! Python package and a control plane get it too.
 //!
-//! Exit codes: 0 success; 1 a negative finding (`verify-chain`: tampering
-//! found; `gate`: rejected on measured evidence; `watch`: an alarm; `best`:
-//! no qualifying commit); 2 an error (bad input, missing store, unreadable
-//! file, usage); `gate` only: 3 continue (collect more evidence), 4 cannot
-//! decide — evidence missing or unknown, 5 cannot decide — the trace failed
-//! verification, 6 truncated (the test reached `max_n` undecided);
-//! `status` and `verify-chain --repo` only: 6 a promotion ref disagrees
-//! with the trace (which verified).
+//! Exit codes: one table, [`exit::TABLE`] (printed by `ratchet --help`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -44,20 +37,14 @@ macro_rules! out {
 
 mod cmd;
 mod demo;
+mod exit;
 mod flags;
 mod out;
 
 use flags::{Cli, Command, PolicyCommand, RubricCommand};
 
-/// Exit code for every error.
-const EXIT_ERROR: u8 = 2;
 /// The `--help` heading of the options every command takes.
 const GLOBAL: &str = "Global options";
-/// A negative finding (`verify-chain`: tampered; `watch`: an alarm; `best`: no commit).
-const EXIT_NEGATIVE: u8 = 1;
-/// `status` and `verify-chain --repo`: a promotion ref disagrees with the
-/// trace (the trace itself verified).
-const EXIT_REF_FAULT: u8 = 6;
 
 /// What every command needs: where the store is, how to answer, how to
 /// read commits.
@@ -151,6 +138,10 @@ fn options(key_file: Option<&Path>) -> Result<StoreOptions> {
 
 fn main() -> ExitCode {
     let parsed = Cli::command()
+        .after_help(format!(
+            "{}\nEnvironment: RATCHET_KEY_FILE names the writer key file of a keyed store for every command given no --key-file.",
+            exit::help()
+        ))
         .try_get_matches()
         .and_then(|m| Ok((Cli::from_arg_matches(&m)?, m)));
     let (cli, matches) = match parsed {
@@ -175,7 +166,7 @@ fn main() -> ExitCode {
             if json {
                 let doc = serde_json::json!({
                     "error": { "message": message, "hint": hint },
-                    "exit_code": EXIT_ERROR,
+                    "exit_code": exit::ERROR,
                 });
                 // Nowhere left to say it if stdout is closed: the exit code says it.
                 let _ = writeln!(std::io::stdout().lock(), "{doc:#}");
@@ -185,7 +176,7 @@ fn main() -> ExitCode {
                     eprintln!("hint: {h}");
                 }
             }
-            ExitCode::from(EXIT_ERROR)
+            ExitCode::from(exit::ERROR)
         }
     }
 }
@@ -219,10 +210,10 @@ fn usage_error(e: &clap::Error) -> ExitCode {
     let hint = (!rest.is_empty()).then(|| rest.join("; "));
     let doc = serde_json::json!({
         "error": { "message": message, "hint": hint, "kind": "usage" },
-        "exit_code": EXIT_ERROR,
+        "exit_code": exit::ERROR,
     });
     let _ = writeln!(std::io::stdout().lock(), "{doc:#}");
-    ExitCode::from(EXIT_ERROR)
+    ExitCode::from(exit::ERROR)
 }
 
 /// The error and its causes, each said once. The walk follows the context

@@ -10,7 +10,7 @@ use ratchet_orchestrate::WatchPlan;
 use ratchet_trace::{AsOf, CommitId};
 
 use crate::flags::{ArlDetector, ArlFlags, BestFlags, DetectorArg, HealFlags, WatchFlags};
-use crate::{Ctx, EXIT_NEGATIVE, out};
+use crate::{Ctx, exit, out};
 
 /// `watch`'s flags, typed.
 #[derive(Debug)]
@@ -85,7 +85,7 @@ pub fn watch(ctx: &Ctx, a: &WatchArgs) -> Result<u8> {
             report.alarms
         );
     }
-    Ok(if report.alarms > 0 { EXIT_NEGATIVE } else { 0 })
+    Ok(if report.alarms > 0 { exit::NEGATIVE } else { 0 })
 }
 
 pub fn heal(
@@ -201,7 +201,11 @@ pub fn best(
             );
         }
     }
-    Ok(if ranking.is_empty() { EXIT_NEGATIVE } else { 0 })
+    Ok(if ranking.is_empty() {
+        exit::NEGATIVE
+    } else {
+        0
+    })
 }
 
 /// Why `best` ranked no commit of a known scorer: how many commits have

@@ -12,7 +12,7 @@ use ratchet_trace::{
 use crate::flags::{
     LogFlags, MergeCellsFlags, RecordScoreFlags, ReportFlags, StatusFlags, VerifyChainFlags,
 };
-use crate::{Ctx, EXIT_NEGATIVE, out};
+use crate::{Ctx, exit, out};
 
 pub fn init(ctx: &Ctx, keyed: bool, key_file: Option<&Path>) -> Result<u8> {
     let mut o = StoreOptions::default();
@@ -170,12 +170,12 @@ pub fn status(ctx: &Ctx, key_file: Option<&Path>, repo: Option<&Path>) -> Result
         );
     }
     // A trace that does not verify exits 1 whatever the refs say (a ref
-    // that disagrees is still shown); one that verifies exits 6 when a
+    // that disagrees is still shown); one that verifies exits 7 when a
     // ref disagrees with it.
     let exit = |ctx: &Ctx| -> Result<u8> {
         let refs = ref_exit(ctx, s.ref_faults.as_deref())?;
         Ok(if s.verification.fault.is_some() {
-            EXIT_NEGATIVE
+            exit::NEGATIVE
         } else {
             refs
         })
@@ -425,13 +425,13 @@ pub fn verify_chain(
         );
     }
     if !report.is_valid() {
-        return Ok(EXIT_NEGATIVE);
+        return Ok(exit::NEGATIVE);
     }
     ref_exit(ctx, ref_faults.as_deref())
 }
 
 /// Prints each promotion ref that disagrees with the trace (words only)
-/// and gives the exit code: [`crate::EXIT_REF_FAULT`] if any does.
+/// and gives the exit code: [`exit::REF_FAULT`] if any does.
 fn ref_exit(ctx: &Ctx, faults: Option<&[ratchet_orchestrate::RefFault]>) -> Result<u8> {
     let faults = faults.unwrap_or_default();
     if !ctx.json {
@@ -444,7 +444,7 @@ fn ref_exit(ctx: &Ctx, faults: Option<&[ratchet_orchestrate::RefFault]>) -> Resu
     Ok(if faults.is_empty() {
         0
     } else {
-        crate::EXIT_REF_FAULT
+        exit::REF_FAULT
     })
 }
 

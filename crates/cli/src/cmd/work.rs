@@ -12,7 +12,7 @@ use ratchet_orchestrate::{
 };
 
 use crate::flags::{BenchFlags, MergeFlags, VerifyFlags};
-use crate::{Ctx, EXIT_NEGATIVE, out};
+use crate::{Ctx, exit, out};
 
 /// Which sandbox runs the commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -252,7 +252,7 @@ pub fn merge(
     Ok(if outcomes.iter().all(MergeOutcome::succeeded) {
         0
     } else {
-        EXIT_NEGATIVE
+        exit::NEGATIVE
     })
 }
 

@@ -60,7 +60,7 @@ fn a_crash_at_any_step_of_a_promotion_is_recovered_by_the_next_command() {
             "promotion:recorded" => {
                 assert_eq!(deployed.as_deref(), Some(base.as_str()), "{step}");
                 assert_eq!(w.promotion_ref(), None, "{step}");
-                assert_eq!(o.status.code(), Some(6), "{step}: {}", text(&o));
+                assert_eq!(o.status.code(), Some(7), "{step}: {}", text(&o));
             }
             _ => {
                 assert_eq!(deployed.as_deref(), Some(base.as_str()), "{step}");

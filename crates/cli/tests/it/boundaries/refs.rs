@@ -26,22 +26,22 @@ fn a_promotion_ref_moved_outside_the_trace_is_a_fault_and_is_restored() {
     w.save_checkpoint();
     w.point_ref("refs/ratchet/promoted/prompt", &cand);
     let o = w.cmd(&["status"], "");
-    assert_eq!(o.status.code(), Some(6), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     assert!(
         text(&o).contains("REF FAULT") && text(&o).contains(&cand),
         "{}",
         text(&o)
     );
     let o = w.verify_fully(&["--repo", &repo_s]);
-    assert_eq!(o.status.code(), Some(6), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     let o = w.cmd(&["status", "--json"], "");
-    assert_eq!(o.status.code(), Some(6));
+    assert_eq!(o.status.code(), Some(7));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["deployed"]["prompt"]["commit"], base.as_str(), "{v:#}");
     // A ref of a class never promoted is a fault too.
     w.point_ref("refs/ratchet/promoted/other", &cand);
     let o = w.cmd(&["status"], "");
-    assert_eq!(o.status.code(), Some(6));
+    assert_eq!(o.status.code(), Some(7));
     assert!(text(&o).contains("promoted/other"), "{}", text(&o));
     w.repo
         .find_reference("refs/ratchet/promoted/other")
@@ -102,7 +102,7 @@ fn git_rev_parse(root: &Path, rev: &str) -> Option<String> {
 /// a symbolic ref; libgit2 finds it corrupt and skips it while iterating.
 /// The idea: a packed-refs entry of the same name at the trace's commit
 /// would then be what `status` compares, while `git rev-parse` gives the
-/// rejected commit. HELD: libgit2 reports the ref missing (exit 6).
+/// rejected commit. HELD: libgit2 reports the ref missing (exit 7).
 #[test]
 fn status_compares_the_promotion_ref_that_git_reads() {
     let (w, base, cand) = promoted_world();
@@ -133,7 +133,7 @@ fn status_compares_the_promotion_ref_that_git_reads() {
     let verify_text = text(&o);
     let verify_code = o.status.code();
     assert!(
-        status_code == Some(6) && verify_code == Some(6),
+        status_code == Some(7) && verify_code == Some(7),
         "git rev-parse says the promoted ref is {git_says:?} (rejected candidate {cand}, trace says {base}); \
          status exit {status_code:?}:\n{status_text}\nverify-chain --repo exit {verify_code:?}:\n{verify_text}"
     );
@@ -180,7 +180,7 @@ fn a_dangling_symbolic_promotion_ref_of_an_unpromoted_class_is_a_fault() {
         )
         .expect("symref");
     let o = w.cmd(&["status"], "");
-    assert_eq!(o.status.code(), Some(6), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
 }
 
 /// A class whose name holds a slash: its ref is
@@ -204,7 +204,7 @@ fn a_moved_ref_of_a_class_with_a_slash_is_a_fault() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     w.point_ref("refs/ratchet/promoted/team/prompt", &cand);
     let o = w.cmd(&["status"], "");
-    assert_eq!(o.status.code(), Some(6), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
 }
 
 /// Someone who can move refs deletes `refs/ratchet/promoted/prompt` and
@@ -227,7 +227,7 @@ fn a_restoration_that_cannot_be_made_is_not_recorded_as_made() {
         .expect("delete");
     w.point_ref("refs/ratchet/promoted/prompt/x", &cand);
     let o = w.cmd(&["status"], "");
-    assert_eq!(o.status.code(), Some(6), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     let mut codes = Vec::new();
     for _ in 0..3 {
         let o = gate(&w, &base, &cand, &["--record-promotion", &repo_s]);
