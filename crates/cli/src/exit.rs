@@ -64,7 +64,8 @@ pub fn help() -> String {
 }
 
 /// The table as the README shows it (a Markdown table).
-pub fn markdown() -> String {
+#[cfg(test)]
+fn markdown() -> String {
     let mut out = String::from("| exit | meaning |\n|---|---|\n");
     for (code, meaning) in TABLE {
         out.push_str(&format!("| {code} | {meaning} |\n"));
