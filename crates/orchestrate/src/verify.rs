@@ -61,6 +61,11 @@ pub struct Evaluation {
     /// JUnit XML files the commands write (relative to the work directory),
     /// ingested as test runs.
     pub junit: Vec<PathBuf>,
+    /// The suite those runs are recorded as (`None`: as each report names
+    /// it — pytest's `pytest`, a path, `(empty)`…): the name the class's
+    /// `required_suites` asks for, so the run just verified is the one
+    /// that satisfies it.
+    pub suite: Option<String>,
     /// JSON Lines score files the commands write, ingested as scores.
     pub jsonl: Vec<PathBuf>,
 }
@@ -550,6 +555,7 @@ fn evaluate(
         let options = ratchet_scorers::IngestOptions {
             commit: Some(candidate.clone()),
             session: Some(session.clone()),
+            suite: e.suite.clone(),
             no_new_directions: true,
             ..ratchet_scorers::IngestOptions::default()
         };

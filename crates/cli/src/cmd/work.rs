@@ -64,6 +64,10 @@ pub struct RunFlags {
     /// make, nothing would read it).
     #[arg(long, requires = "class")]
     pub junit: Vec<PathBuf>,
+    /// The suite the --junit reports are recorded as (default: as each
+    /// report names it): the name the class's required_suites asks for.
+    #[arg(long, requires = "junit")]
+    pub suite: Option<String>,
     /// A JSON Lines score file the commands write (relative to their
     /// directory), ingested for the gate's --class (required, as --junit).
     #[arg(long, requires = "class")]
@@ -90,6 +94,7 @@ impl RunFlags {
                 baseline: ctx.commit(baseline)?,
                 candidate,
                 junit: self.junit.clone(),
+                suite: self.suite.clone(),
                 jsonl: self.jsonl.clone(),
             }),
             _ => None,

@@ -400,3 +400,70 @@ fn bench_refuses_a_filter_for_a_tool_that_cannot_filter() {
         text(&out)
     );
 }
+
+/// `verify --junit F --suite unit` records the report the commands just
+/// wrote under the suite the policy requires: pytest names its suite
+/// `pytest`, and without `--suite` the class's required `unit` is missing
+/// (or, worse, satisfied by an older manual ingest) — with it, the run
+/// just verified is the one that counts.
+#[test]
+fn verify_records_the_report_under_the_suite_the_policy_requires() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let report = r#"<?xml version="1.0"?><testsuites><testsuite name="pytest" tests="2" failures="0" errors="0" skipped="0"><testcase classname="t" name="a"/><testcase classname="t" name="b"/></testsuite></testsuites>"#;
+    repo_with_branches(
+        d.path(),
+        &[
+            ("report.xml.in", Some(report)),
+            (".gitignore", Some(".ratchet\n")),
+        ],
+        &[("b", "note.txt", "the candidate\n")],
+    );
+    assert!(ratchet(d.path(), &["init"], "").status.success());
+    std::fs::write(
+        d.path().join(".ratchet/policy.toml"),
+        "[class.ci]\ntest = \"none\"\nrequired_suites = [\"unit\"]\n",
+    )
+    .expect("policy");
+    let base = git_rev(d.path(), "main");
+    let verify = |extra: &[&str]| {
+        let mut args = vec![
+            "verify",
+            "b",
+            "--cmd",
+            "cp report.xml.in report.xml",
+            "--junit",
+            "report.xml",
+            "--class",
+            "ci",
+            "--baseline",
+            &base,
+        ];
+        args.extend_from_slice(extra);
+        ratchet(d.path(), &args, "")
+    };
+    let unnamed = verify(&[]);
+    assert_eq!(unnamed.status.code(), Some(4), "{}", text(&unnamed));
+    let named = verify(&["--suite", "unit"]);
+    assert_eq!(named.status.code(), Some(0), "{}", text(&named));
+    let log = ratchet(d.path(), &["--json", "log", "--kind", "test_run"], "");
+    let log: serde_json::Value = serde_json::from_slice(&log.stdout).expect("json");
+    let suites: Vec<&str> = log["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| e["payload"]["suite"].as_str())
+        .collect();
+    assert_eq!(suites, vec!["pytest", "unit"], "{log}");
+}
+
+fn git_rev(dir: &Path, rev: &str) -> String {
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", rev])
+        .current_dir(dir)
+        .output()
+        .expect("git");
+    String::from_utf8(out.stdout)
+        .expect("utf8")
+        .trim()
+        .to_string()
+}

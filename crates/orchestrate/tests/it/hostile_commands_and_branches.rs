@@ -116,6 +116,7 @@ fn ingestion_of_a_fifo_left_by_the_command_does_not_hang_the_verifier() {
         let spec = VerifySpec {
             commands: vec![argv(&["mkfifo", FIFO_NAME])],
             evaluation: Some(Evaluation {
+                suite: None,
                 policy: Some(ratchet_gate::Policy::parse(&policy_no_suites()).expect("policy")),
                 class: "tool".into(),
                 baseline: commit_id(1),
@@ -218,6 +219,7 @@ fn a_command_cannot_record_evidence_about_the_baseline_and_flip_the_gate() {
     let spec = |src: &str, candidate: u8| VerifySpec {
         commands: vec![argv(&["cp", src, "scores.jsonl"])],
         evaluation: Some(Evaluation {
+            suite: None,
             policy: Some(ratchet_gate::Policy::parse(&policy_no_suites()).expect("policy")),
             class: "tool".into(),
             baseline: baseline.clone(),

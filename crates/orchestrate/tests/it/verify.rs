@@ -500,6 +500,7 @@ fn a_policy_judges_what_the_commands_wrote_and_the_verdict_is_in_the_report() {
             "mkdir -p out && cp fixtures/junit.xml out/ && cp fixtures/scores.jsonl out/",
         ])],
         evaluation: Some(Evaluation {
+            suite: None,
             policy: Some(ratchet_gate::Policy::parse(&policy()).expect("policy")),
             class: "tool".into(),
             baseline: baseline.clone(),
@@ -643,6 +644,7 @@ fn symlinks_and_modes_are_reproduced_and_never_followed_out() {
             "junit.xml",
         ])],
         evaluation: Some(Evaluation {
+            suite: None,
             policy: Some(ratchet_gate::Policy::parse(&policy()).expect("policy")),
             class: "tool".into(),
             baseline,
