@@ -536,6 +536,27 @@ pub fn gate_remote(
     )?;
     let status: ratchet_gate::GateStatus = serde_json::from_value(doc["status"].clone())
         .map_err(|e| anyhow!("the server's verdict has no status: {e}"))?;
+    // The answer is the verdict with the server's additions beside it:
+    // without them it reads back as the verdict, printed as a local gate
+    // prints one (stages, commits, figures), not as one word.
+    if !ctx.json {
+        let mut verdict = doc.clone();
+        if let Some(fields) = verdict.as_object_mut() {
+            for added in ["status", "decision", "store_id"] {
+                fields.remove(added);
+            }
+        }
+        let parsed = serde_json::to_vec(&verdict)
+            .ok()
+            .and_then(|bytes| ratchet_gate::Verdict::from_json(&bytes).ok());
+        if let Some(v) = parsed {
+            crate::cmd::gate::print_verdict(&v)?;
+            if let Some(seq) = doc["decision"]["seq"].as_u64() {
+                outln!("recorded by the server as seq {seq}");
+            }
+            return Ok(status.exit_code());
+        }
+    }
     answer(ctx, &doc, |d| {
         format!(
             "{}: {}",

@@ -243,6 +243,33 @@ fn a_sandboxed_writer_records_and_asks_through_the_socket_alone() {
     assert_eq!(o.status.code(), Some(0), "promote: {}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["status"], "promote", "{v:#}");
+    // In words, the server's verdict reads as a local one: the outcome with
+    // its commits and every stage, not "PROMOTE: " alone.
+    let mut words = vec![
+        "--server".to_string(),
+        socket.clone(),
+        "--token-file".to_string(),
+        dec.display().to_string(),
+    ];
+    words.extend(
+        common::gate_args(A, B, "prompt")
+            .iter()
+            .map(|a| (*a).to_string()),
+    );
+    words.push("--dry-run".into());
+    let o = Command::new(env!("CARGO_BIN_EXE_ratchet"))
+        .current_dir(sandbox.path())
+        .args(&words)
+        .env("RATCHET_STORE", "/nonexistent/store")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let said = text(&o);
+    assert!(
+        said.contains("PROMOTE") && said.contains(B) && said.contains("sequential test"),
+        "{said}"
+    );
     let o = sandboxed(&dec, &["status"]);
     assert!(o.status.success(), "{}", text(&o));
     stop(server);
