@@ -1,0 +1,329 @@
+//! Issue 36, through the binary on real tools' output: a 30-benchmark suite
+//! with one benchmark 5 % slower is rejected, the benchmark named and its
+//! ratio sized; an unchanged suite promotes. Each tool's fixture
+//! (`scorers/tests/fixtures/real/suite30/<tool>.json.gz`, made by
+//! `scripts/fixtures/suite30.sh`: see its ORIGIN.md) holds 36 separate runs
+//! of the real tool, interleaved A, A, B …: build A, and build B whose
+//! benchmark 17 does 5 % more work. Every file a run wrote is unpacked as
+//! the tool wrote it and ingested as one run.
+//!
+//! Regressed: A's first 12 runs as the baseline, B's 12 as the candidate.
+//! Unchanged: A's first 12 runs against A's last 12. Twelve runs a side is
+//! one more than the fewest pairs that can flag one of 30 benchmarks at
+//! α = 0.05 (11).
+
+use std::io::Read;
+use std::path::Path;
+
+use crate::common::{fresh_store, gate, in_store_ok, text};
+
+const BASE: &str = "1111111111111111111111111111111111111111";
+const CAND: &str = "2222222222222222222222222222222222222222";
+
+/// The regressed benchmark's ratio must be within this of 1.05 (its work
+/// grew 5 %; a run's median moves with the machine's state, and
+/// hyperfine's times include the process's start).
+const TOLERANCE: f64 = 0.03;
+
+/// One tool's fixture and how ratchet reads it.
+struct Tool {
+    /// `<fixture>.json.gz` under the suite30 fixtures.
+    fixture: &'static str,
+    /// `ratchet ingest`'s format.
+    format: &'static str,
+    /// The scorer the policy gates on.
+    scorer: &'static str,
+    /// The regressed benchmark, as the gate's table names it.
+    regressed: &'static str,
+    /// Whether a run is its directory (criterion's `target/criterion`)
+    /// rather than its one file.
+    directory: bool,
+}
+
+const HYPERFINE: Tool = Tool {
+    fixture: "hyperfine",
+    format: "hyperfine",
+    scorer: "hyperfine_s",
+    regressed: "./prog 17",
+    directory: false,
+};
+const GOOGLE_BENCHMARK: Tool = Tool {
+    fixture: "google-benchmark",
+    format: "google-benchmark",
+    scorer: "gbench_real_ns",
+    regressed: "b17",
+    directory: false,
+};
+const PYTEST_BENCHMARK: Tool = Tool {
+    fixture: "pytest-benchmark",
+    format: "pytest-benchmark",
+    scorer: "pytest_benchmark_s",
+    regressed: "test_suite30.py::test_bench[b17]",
+    directory: false,
+};
+const GO_BENCH: Tool = Tool {
+    fixture: "go-bench",
+    format: "go-bench",
+    scorer: "go_ns_per_op",
+    regressed: "suite30.BenchmarkSuite30/b17-2",
+    directory: false,
+};
+const CRITERION: Tool = Tool {
+    fixture: "criterion",
+    format: "criterion",
+    scorer: "criterion_ns",
+    regressed: "suite30/b17",
+    directory: true,
+};
+
+/// Google Benchmark's same files, gated on CPU time per iteration.
+const GOOGLE_BENCHMARK_CPU: Tool = Tool {
+    scorer: "gbench_cpu_ns",
+    ..GOOGLE_BENCHMARK
+};
+/// pytest-benchmark run with `--benchmark-timer=time.process_time`.
+const PYTEST_BENCHMARK_CPU: Tool = Tool {
+    fixture: "pytest-benchmark-cpu",
+    ..PYTEST_BENCHMARK
+};
+/// criterion with a thread-CPU-time `Measurement` (`benches/suite30_cpu.rs`).
+const CRITERION_CPU: Tool = Tool {
+    fixture: "criterion-cpu",
+    ..CRITERION
+};
+
+/// One run of the tool: its build and its files (path, content).
+struct Run {
+    build: String,
+    order: u64,
+    files: Vec<(String, String)>,
+}
+
+/// The fixture's runs, in the order they ran.
+fn runs(tool: &Tool) -> Vec<Run> {
+    let path = format!(
+        "{}/../scorers/tests/fixtures/real/suite30/{}.json.gz",
+        env!("CARGO_MANIFEST_DIR"),
+        tool.fixture
+    );
+    let mut raw = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&path).expect("fixture"))
+        .read_to_string(&mut raw)
+        .expect("gzip");
+    let doc: serde_json::Value = serde_json::from_str(&raw).expect("json");
+    assert_eq!(doc["tool"], tool.fixture);
+    let mut runs: Vec<Run> = doc["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| Run {
+            build: r["build"].as_str().expect("build").to_string(),
+            order: r["order"].as_u64().expect("order"),
+            files: r["files"]
+                .as_object()
+                .expect("files")
+                .iter()
+                .map(|(p, c)| (p.clone(), c.as_str().expect("content").to_string()))
+                .collect(),
+        })
+        .collect();
+    runs.sort_by_key(|r| r.order);
+    assert_eq!(runs.len(), 36, "{path}");
+    runs
+}
+
+/// Writes `run`'s files under `dir` and ingests them as one run of `commit`.
+fn ingest(tool: &Tool, d: &Path, st: &str, run: &Run, commit: &str) {
+    let dir = d.join(format!("run-{:02}-{}", run.order, run.build));
+    for (rel, content) in &run.files {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, content).expect("write");
+    }
+    let target = if tool.directory {
+        dir
+    } else {
+        assert_eq!(run.files.len(), 1, "one file a run");
+        dir.join(&run.files[0].0)
+    };
+    in_store_ok(
+        d,
+        st,
+        &[
+            "ingest",
+            tool.format,
+            target.to_str().expect("utf8"),
+            "--commit",
+            commit,
+        ],
+    );
+}
+
+/// The gate (dry run) over `base` runs as the baseline and `cand` runs as
+/// the candidate.
+fn gate_over(tool: &Tool, base: &[&Run], cand: &[&Run]) -> std::process::Output {
+    let (d, st) = fresh_store();
+    std::fs::write(
+        d.path().join("s/policy.toml"),
+        format!(
+            "[class.perf]\nscorer = \"{}\"\ndirection = \"lower\"\ntest = \"benchmarks\"\nalpha = 0.05\nbeta = 0.1\nmax_n = 1000\nregression = 0.05\nequivalence = 0.01\n",
+            tool.scorer
+        ),
+    )
+    .expect("policy");
+    for run in base {
+        ingest(tool, d.path(), &st, run, BASE);
+    }
+    for run in cand {
+        ingest(tool, d.path(), &st, run, CAND);
+    }
+    gate(d.path(), &st, BASE, CAND, "perf", &["--dry-run"])
+}
+
+/// The table's rows: (benchmark, ratio, verdict).
+fn rows(out: &str) -> Vec<(String, f64, String)> {
+    out.lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once('×')?;
+            let mut names: Vec<&str> = left.split_whitespace().collect();
+            // baseline and candidate, then the name.
+            names.truncate(names.len().checked_sub(2)?);
+            let ratio: f64 = right.split_whitespace().next()?.parse().ok()?;
+            let verdict = right.split_once(']')?.1.trim().to_string();
+            Some((names.join(" "), ratio, verdict))
+        })
+        .collect()
+}
+
+/// A's first 12 runs against B's 12: REJECT, the regressed benchmark the
+/// one shown slower, its ratio about 1.05.
+fn regressed_is_rejected_named_and_sized(tool: &Tool) {
+    let runs = runs(tool);
+    let a: Vec<&Run> = runs.iter().filter(|r| r.build == "A").collect();
+    let b: Vec<&Run> = runs.iter().filter(|r| r.build == "B").collect();
+    assert_eq!((a.len(), b.len()), (24, 12));
+    let o = gate_over(tool, &a[..12], &b);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.starts_with("REJECT"), "{out}");
+    let rows = rows(&out);
+    assert_eq!(rows.len(), 30, "{out}");
+    let slower: Vec<&(String, f64, String)> = rows.iter().filter(|r| r.2 == "slower").collect();
+    assert_eq!(slower.len(), 1, "one benchmark slower: {out}");
+    let (name, ratio, _) = slower[0];
+    assert_eq!(name, tool.regressed, "{out}");
+    assert!(
+        (ratio - 1.05).abs() <= TOLERANCE,
+        "ratio ×{ratio} not within {TOLERANCE} of 1.05: {out}"
+    );
+    assert!(out.contains(tool.regressed), "{out}");
+}
+
+/// A's first 12 runs against its last 12: PROMOTE, nothing slower.
+fn unchanged_promotes(tool: &Tool) {
+    let runs = runs(tool);
+    let a: Vec<&Run> = runs.iter().filter(|r| r.build == "A").collect();
+    let o = gate_over(tool, &a[..12], &a[12..]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.starts_with("PROMOTE"), "{out}");
+    let rows = rows(&out);
+    assert_eq!(rows.len(), 30, "{out}");
+    assert!(rows.iter().all(|r| r.2 != "slower"), "{out}");
+}
+
+/// hyperfine: B's 12 runs against A's first 12.
+#[test]
+fn a_5_percent_regression_in_one_of_30_hyperfine_benchmarks_is_rejected_named_and_sized() {
+    regressed_is_rejected_named_and_sized(&HYPERFINE);
+}
+
+/// hyperfine: A's last 12 runs against its first 12.
+#[test]
+fn an_unchanged_30_benchmark_hyperfine_suite_promotes() {
+    unchanged_promotes(&HYPERFINE);
+}
+
+/// Google Benchmark (wall time): B's 12 runs against A's first 12.
+#[test]
+fn a_5_percent_regression_in_one_of_30_google_benchmark_benchmarks_is_rejected_named_and_sized() {
+    regressed_is_rejected_named_and_sized(&GOOGLE_BENCHMARK);
+}
+
+/// Google Benchmark (wall time): A's last 12 runs against its first 12.
+#[test]
+fn an_unchanged_30_benchmark_google_benchmark_suite_promotes() {
+    unchanged_promotes(&GOOGLE_BENCHMARK);
+}
+
+/// pytest-benchmark (wall time): B's 12 runs against A's first 12.
+#[test]
+fn a_5_percent_regression_in_one_of_30_pytest_benchmark_benchmarks_is_rejected_named_and_sized() {
+    regressed_is_rejected_named_and_sized(&PYTEST_BENCHMARK);
+}
+
+/// pytest-benchmark (wall time): A's last 12 runs against its first 12.
+#[test]
+fn an_unchanged_30_benchmark_pytest_benchmark_suite_promotes() {
+    unchanged_promotes(&PYTEST_BENCHMARK);
+}
+
+/// go test -bench: B's 12 runs against A's first 12.
+#[test]
+fn a_5_percent_regression_in_one_of_30_go_bench_benchmarks_is_rejected_named_and_sized() {
+    regressed_is_rejected_named_and_sized(&GO_BENCH);
+}
+
+/// go test -bench: A's last 12 runs against its first 12.
+#[test]
+fn an_unchanged_30_benchmark_go_bench_suite_promotes() {
+    unchanged_promotes(&GO_BENCH);
+}
+
+/// criterion (wall time): B's 12 runs against A's first 12.
+#[test]
+fn a_5_percent_regression_in_one_of_30_criterion_benchmarks_is_rejected_named_and_sized() {
+    regressed_is_rejected_named_and_sized(&CRITERION);
+}
+
+/// criterion (wall time): A's last 12 runs against its first 12.
+#[test]
+fn an_unchanged_30_benchmark_criterion_suite_promotes() {
+    unchanged_promotes(&CRITERION);
+}
+
+/// Google Benchmark (CPU time): B's 12 runs against A's first 12.
+#[test]
+fn a_5_percent_regression_in_one_of_30_google_benchmark_cpu_time_benchmarks_is_rejected_named_and_sized() {
+    regressed_is_rejected_named_and_sized(&GOOGLE_BENCHMARK_CPU);
+}
+
+/// Google Benchmark (CPU time): A's last 12 runs against its first 12.
+#[test]
+fn an_unchanged_30_benchmark_google_benchmark_cpu_time_suite_promotes() {
+    unchanged_promotes(&GOOGLE_BENCHMARK_CPU);
+}
+
+/// pytest-benchmark (CPU time): B's 12 runs against A's first 12.
+#[test]
+fn a_5_percent_regression_in_one_of_30_pytest_benchmark_cpu_time_benchmarks_is_rejected_named_and_sized() {
+    regressed_is_rejected_named_and_sized(&PYTEST_BENCHMARK_CPU);
+}
+
+/// pytest-benchmark (CPU time): A's last 12 runs against its first 12.
+#[test]
+fn an_unchanged_30_benchmark_pytest_benchmark_cpu_time_suite_promotes() {
+    unchanged_promotes(&PYTEST_BENCHMARK_CPU);
+}
+
+/// criterion (CPU time): B's 12 runs against A's first 12.
+#[test]
+fn a_5_percent_regression_in_one_of_30_criterion_cpu_time_benchmarks_is_rejected_named_and_sized() {
+    regressed_is_rejected_named_and_sized(&CRITERION_CPU);
+}
+
+/// criterion (CPU time): A's last 12 runs against its first 12.
+#[test]
+fn an_unchanged_30_benchmark_criterion_cpu_time_suite_promotes() {
+    unchanged_promotes(&CRITERION_CPU);
+}
