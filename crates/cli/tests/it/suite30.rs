@@ -180,17 +180,25 @@ fn gate_over(tool: &Tool, base: &[&Run], cand: &[&Run]) -> std::process::Output 
     gate(d.path(), &st, BASE, CAND, "perf", &["--dry-run"])
 }
 
-/// The table's rows: (benchmark, ratio, verdict).
+/// The table's rows (between its header and its closing note):
+/// (benchmark, ratio, verdict).
 fn rows(out: &str) -> Vec<(String, f64, String)> {
     out.lines()
-        .filter_map(|line| {
-            let (left, right) = line.split_once('×')?;
+        .skip_while(|line| !line.contains("ratio [interval]"))
+        .skip(1)
+        .take_while(|line| !line.trim_start().starts_with('('))
+        .map(|line| {
+            let (left, right) = line.split_once('×').expect("a ratio");
             let mut names: Vec<&str> = left.split_whitespace().collect();
-            // baseline and candidate, then the name.
-            names.truncate(names.len().checked_sub(2)?);
-            let ratio: f64 = right.split_whitespace().next()?.parse().ok()?;
-            let verdict = right.split_once(']')?.1.trim().to_string();
-            Some((names.join(" "), ratio, verdict))
+            // The name, then the baseline and the candidate.
+            names.truncate(names.len() - 2);
+            let ratio: f64 = right
+                .split_whitespace()
+                .next()
+                .and_then(|r| r.parse().ok())
+                .expect("ratio");
+            let verdict = right.split_once(']').expect("interval").1.trim();
+            (names.join(" "), ratio, verdict.to_string())
         })
         .collect()
 }
