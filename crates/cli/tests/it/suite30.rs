@@ -249,108 +249,108 @@ fn unchanged_promotes(tool: &Tool) {
 
 /// hyperfine: B's 12 runs against A's first 12.
 #[test]
-#[ignore = "finding: wall time on a machine shared with other builds (load 5-8 on 2 CPUs), run-to-run sd(ln) 0.54: the gate says CONTINUE, 28 of 30 undecided (./prog 17 ×0.605)"]
-fn a_5_percent_regression_in_one_of_30_hyperfine_benchmarks_is_rejected_named_and_sized() {
+#[ignore = "finding: wall time on a machine shared with other builds (load 5-8 on 2 CPUs), run-to-run sd(ln) 0.54: the gate says CONTINUE, 28 of 30 undecided (./prog 17 ×1.250 [0.191, 2.617])"]
+fn a_5_percent_slower_hyperfine_benchmark_is_rejected_named_and_sized() {
     regressed_is_rejected_named_and_sized(&HYPERFINE);
 }
 
 /// hyperfine: A's last 12 runs against its first 12.
 #[test]
 #[ignore = "finding: wall time on a machine shared with other builds (load 5-8 on 2 CPUs), run-to-run sd(ln) 0.54: the gate says CONTINUE, 30 of 30 undecided (./prog 2 ×2.090)"]
-fn an_unchanged_30_benchmark_hyperfine_suite_promotes() {
+fn an_unchanged_hyperfine_suite_promotes() {
     unchanged_promotes(&HYPERFINE);
 }
 
 /// Google Benchmark (wall time, `gbench_real_ns`): B's 12 runs against A's first 12.
 #[test]
 #[ignore = "finding: wall time on a machine shared with other builds (load 5-8 on 2 CPUs), run-to-run sd(ln) 0.33: the gate says CONTINUE, 30 of 30 undecided (b02 ×1.396)"]
-fn a_5_percent_regression_in_one_of_30_google_benchmark_benchmarks_is_rejected_named_and_sized() {
+fn a_5_percent_slower_google_benchmark_benchmark_is_rejected_named_and_sized() {
     regressed_is_rejected_named_and_sized(&GOOGLE_BENCHMARK);
 }
 
 /// Google Benchmark (wall time, `gbench_real_ns`): A's last 12 runs against its first 12.
 #[test]
 #[ignore = "finding: wall time on a machine shared with other builds (load 5-8 on 2 CPUs), run-to-run sd(ln) 0.33: the gate says CONTINUE, 30 of 30 undecided (b05 ×1.669)"]
-fn an_unchanged_30_benchmark_google_benchmark_suite_promotes() {
+fn an_unchanged_google_benchmark_suite_promotes() {
     unchanged_promotes(&GOOGLE_BENCHMARK);
 }
 
 /// pytest-benchmark (wall time): B's 12 runs against A's first 12.
 #[test]
 #[ignore = "finding: run-to-run sd(ln) 0.02, up to 0.57 where contention hit: the gate says CONTINUE, 9 of 30 undecided (b17 ×1.031 [0.796, 1.128])"]
-fn a_5_percent_regression_in_one_of_30_pytest_benchmark_benchmarks_is_rejected_named_and_sized() {
+fn a_5_percent_slower_pytest_benchmark_benchmark_is_rejected_named_and_sized() {
     regressed_is_rejected_named_and_sized(&PYTEST_BENCHMARK);
 }
 
 /// pytest-benchmark (wall time): A's last 12 runs against its first 12.
 #[test]
 #[ignore = "finding: run-to-run sd(ln) 0.02, up to 0.57 where contention hit: the gate says CONTINUE, 11 of 30 undecided (b10 ×1.047)"]
-fn an_unchanged_30_benchmark_pytest_benchmark_suite_promotes() {
+fn an_unchanged_pytest_benchmark_suite_promotes() {
     unchanged_promotes(&PYTEST_BENCHMARK);
 }
 
 /// go test -bench: B's 12 runs against A's first 12.
 #[test]
 #[ignore = "finding: wall time on a machine shared with other builds (load 5-8 on 2 CPUs), run-to-run sd(ln) 0.14: the gate says CONTINUE, 27 of 30 undecided (b25 ×1.062)"]
-fn a_5_percent_regression_in_one_of_30_go_bench_benchmarks_is_rejected_named_and_sized() {
+fn a_5_percent_slower_go_bench_benchmark_is_rejected_named_and_sized() {
     regressed_is_rejected_named_and_sized(&GO_BENCH);
 }
 
 /// go test -bench: A's last 12 runs against its first 12.
 #[test]
 #[ignore = "finding: wall time on a machine shared with other builds (load 5-8 on 2 CPUs), run-to-run sd(ln) 0.14: the gate says CONTINUE, 19 of 30 undecided (b27 ×1.016)"]
-fn an_unchanged_30_benchmark_go_bench_suite_promotes() {
+fn an_unchanged_go_bench_suite_promotes() {
     unchanged_promotes(&GO_BENCH);
 }
 
 /// criterion (wall time): B's 12 runs against A's first 12.
 #[test]
 #[ignore = "finding: wall time on a machine shared with other builds (load 5-8 on 2 CPUs), run-to-run sd(ln) 0.27: the gate says CONTINUE, 12 of 30 undecided (b17 ×1.039)"]
-fn a_5_percent_regression_in_one_of_30_criterion_benchmarks_is_rejected_named_and_sized() {
+fn a_5_percent_slower_criterion_benchmark_is_rejected_named_and_sized() {
     regressed_is_rejected_named_and_sized(&CRITERION);
 }
 
 /// criterion (wall time): A's last 12 runs against its first 12.
 #[test]
 #[ignore = "finding: wall time on a machine shared with other builds (load 5-8 on 2 CPUs), run-to-run sd(ln) 0.27: the gate says CONTINUE, 10 of 30 undecided (b01 ×1.010)"]
-fn an_unchanged_30_benchmark_criterion_suite_promotes() {
+fn an_unchanged_criterion_suite_promotes() {
     unchanged_promotes(&CRITERION);
 }
 
 /// Google Benchmark's same files in CPU time (`gbench_cpu_ns`): B's 12 runs against A's first 12.
 #[test]
-fn a_5_percent_regression_in_one_of_30_google_benchmark_cpu_time_benchmarks_is_rejected_named_and_sized() {
+fn a_5_percent_slower_google_benchmark_cpu_time_benchmark_is_rejected_named_and_sized() {
     regressed_is_rejected_named_and_sized(&GOOGLE_BENCHMARK_CPU);
 }
 
 /// Google Benchmark's same files in CPU time (`gbench_cpu_ns`): A's last 12 runs against its first 12.
 #[test]
-fn an_unchanged_30_benchmark_google_benchmark_cpu_time_suite_promotes() {
+fn an_unchanged_google_benchmark_cpu_time_suite_promotes() {
     unchanged_promotes(&GOOGLE_BENCHMARK_CPU);
 }
 
 /// pytest-benchmark in CPU time (`time.process_time`): B's 12 runs against A's first 12.
 #[test]
-fn a_5_percent_regression_in_one_of_30_pytest_benchmark_cpu_time_benchmarks_is_rejected_named_and_sized() {
+fn a_5_percent_slower_pytest_benchmark_cpu_time_benchmark_is_rejected_named_and_sized() {
     regressed_is_rejected_named_and_sized(&PYTEST_BENCHMARK_CPU);
 }
 
 /// pytest-benchmark in CPU time (`time.process_time`): A's last 12 runs against its first 12.
 #[test]
 #[ignore = "finding: run-to-run sd(ln) 0.02 (Python's, in CPU time too) and ~1.5 % drift between the session's halves: the gate says CONTINUE, 11 of 30 undecided (b18 ×1.041 [0.981, 1.079])"]
-fn an_unchanged_30_benchmark_pytest_benchmark_cpu_time_suite_promotes() {
+fn an_unchanged_pytest_benchmark_cpu_time_suite_promotes() {
     unchanged_promotes(&PYTEST_BENCHMARK_CPU);
 }
 
 /// criterion in thread CPU time: B's 12 runs against A's first 12.
 #[test]
 #[ignore = "finding: run-to-run sd(ln) 0.015: one of b17's 12 pairs is below ×1.01, and a flag needs all 12: the gate says CONTINUE, b17 ×1.051 [1.003, 1.079] undecided"]
-fn a_5_percent_regression_in_one_of_30_criterion_cpu_time_benchmarks_is_rejected_named_and_sized() {
+fn a_5_percent_slower_criterion_cpu_time_benchmark_is_rejected_named_and_sized() {
     regressed_is_rejected_named_and_sized(&CRITERION_CPU);
 }
 
 /// criterion in thread CPU time: A's last 12 runs against its first 12.
 #[test]
-fn an_unchanged_30_benchmark_criterion_cpu_time_suite_promotes() {
+fn an_unchanged_criterion_cpu_time_suite_promotes() {
     unchanged_promotes(&CRITERION_CPU);
 }
