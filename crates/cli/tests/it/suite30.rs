@@ -231,7 +231,12 @@ fn regressed_is_rejected_named_and_sized(tool: &Tool) {
         (ratio - 1.05).abs() <= TOLERANCE,
         "ratio ×{ratio} not within {TOLERANCE} of 1.05: {out}"
     );
-    assert!(out.contains(tool.regressed), "{out}");
+    // The verdict's own line names it and its ratio.
+    let verdict = out.lines().next().unwrap_or("");
+    assert!(
+        verdict.contains(&format!("{} ×{ratio:.3}", tool.regressed)),
+        "{out}"
+    );
 }
 
 /// A's first 12 runs against its last 12: PROMOTE, nothing slower.
