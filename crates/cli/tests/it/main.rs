@@ -2,8 +2,9 @@
 //! module per promise — the commands end to end (`commands`), the habits
 //! of a CLI (`ux`), attacks through the files (`attacks`), whose evidence
 //! a class counts (`authority`), the inputs of a
-//! decision beside the trace (`boundaries`), the work commands (`work`)
-//! and the server with its clients (`serve`).
+//! decision beside the trace (`boundaries`), the work commands (`work`),
+//! the server with its clients (`serve`), and a 30-benchmark suite's
+//! regression caught on five real tools' runs (`suite30`).
 
 mod attacks;
 mod authority;
@@ -16,5 +17,6 @@ mod real_files_37;
 mod red_team_35;
 mod red_team_35b;
 mod serve;
+mod suite30;
 mod ux;
 mod work;
