@@ -487,6 +487,14 @@ impl Page<'_> {
                         .map(|a| format!(" after the alarm at seq {a}"))
                         .unwrap_or_default()
                 )?,
+                // A promote decision is not a deployment: only `gate
+                // --record-promotion` (or `merge --deploy`) records one. Said
+                // where the two would otherwise read as a contradiction.
+                None if last_final.is_some_and(|ep| ep.last.promoted()) => writeln!(
+                    text,
+                    "<p class=deployed>Deployed: nothing — the gate decided promote, but no promotion was recorded for this class (<code>ratchet gate … --record-promotion REPO</code> records it and moves <code>refs/ratchet/promoted/{}</code>).</p>",
+                    esc(&class)
+                )?,
                 None => writeln!(
                     text,
                     "<p class=deployed>Deployed: nothing — the trace holds no promotion for this class.</p>"

@@ -318,6 +318,30 @@ fn every_test_kind_gets_its_path_its_banner_and_its_results() {
     for svg in svgs(&page) {
         lines_inside_their_charts(svg);
     }
+    // A class decided promote with no promotion recorded says so beside
+    // "Deployed: nothing", and how one is recorded.
+    let promoted: Vec<&str> = ["sprt", "gauss", "bet", "games"]
+        .into_iter()
+        .filter(|class| {
+            let at = page
+                .find(&format!("id=\"banner-{class}\""))
+                .expect("banner");
+            let banner = &page[at..at + page[at..].find("</section>").expect("end")];
+            banner.contains("PROMOTED")
+        })
+        .collect();
+    assert!(!promoted.is_empty(), "some class promoted");
+    for class in promoted {
+        let at = page
+            .find(&format!("id=\"banner-{class}\""))
+            .expect("banner");
+        let banner = &page[at..at + page[at..].find("</section>").expect("end")];
+        assert!(
+            banner.contains("the gate decided promote, but no promotion was recorded")
+                && banner.contains("--record-promotion"),
+            "{class}: {banner}"
+        );
+    }
     // The candidate that failed its tests: rejected at tests, its failed
     // tests named under the banner's section.
     let failed = &page[page.find("id=failed-tests").expect("section")..];
