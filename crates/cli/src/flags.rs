@@ -190,7 +190,7 @@ pub enum Command {
     },
     /// Write scores and events as Parquet partitioned by commit (DuckDB,
     /// Spark and Polars read the directory directly). Needs the `parquet`
-    /// feature (`cargo install ratchet --features parquet`).
+    /// feature (`cargo install --path crates/cli --features parquet`).
     Export {
         /// New or empty output directory.
         #[arg(long)]

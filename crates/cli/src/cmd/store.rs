@@ -519,7 +519,7 @@ pub fn export(ctx: &Ctx, dir: &Path, key_file: Option<&Path>) -> Result<u8> {
 #[cfg(not(feature = "parquet"))]
 pub fn export(_ctx: &Ctx, _dir: &Path, _key_file: Option<&Path>) -> Result<u8> {
     anyhow::bail!(
-        "this ratchet was built without Parquet export; rebuild with `--features parquet`"
+        "this ratchet was built without Parquet export; rebuild it with `cargo install --path crates/cli --features parquet` from a clone of ratchet"
     )
 }
 
