@@ -13,7 +13,7 @@ use crate::decide::{Outcome, RejectCause, Stage, StageDetails, StageReport, Stag
 use crate::error::Result;
 use crate::stages::{Look, Step, lower_is_better, push, reject};
 
-use ratchet_scorers::{KIND_SAMPLES, Samples};
+use ratchet_records::{KIND_SAMPLES, Samples};
 
 /// One benchmark in a verdict's table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

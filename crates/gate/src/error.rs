@@ -120,19 +120,6 @@ impl Error {
     }
 }
 
-/// A scorers error as the gate reports it: the store's own failures stay
-/// trace errors, anything else is evidence the gate cannot read.
-impl From<ratchet_scorers::Error> for Error {
-    fn from(e: ratchet_scorers::Error) -> Error {
-        match e {
-            ratchet_scorers::Error::Trace(t) => Error::Trace(t),
-            other => Error::InvalidObservation {
-                reason: other.to_string(),
-            },
-        }
-    }
-}
-
 pub(crate) fn invalid(name: &'static str, reason: impl Into<String>) -> Error {
     Error::InvalidParameter {
         name,

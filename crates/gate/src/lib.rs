@@ -97,6 +97,6 @@ pub use policy::{
     Canaries, ClassPolicy, Guardrail, GuardrailMethod, Invariant, MarginKind, Policy, TestKind,
     Trust,
 };
-pub use ratchet_scorers::{Direction, Pinned};
+pub use ratchet_records::{Direction, Pinned};
 pub use sprt::{BernoulliSprt, Boundaries, Decision, GaussianSprt, SequentialTest};
 pub use stages::{RecordedPath, recorded_bernoulli_path, recorded_path};

@@ -18,7 +18,7 @@ use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use crate::error::{Error, Result, invalid, open_unit};
-use ratchet_scorers::Direction;
+use ratchet_records::Direction;
 
 /// How far the candidate may fall behind.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]

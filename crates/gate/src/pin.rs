@@ -26,7 +26,7 @@
 
 use serde::Serialize;
 
-use ratchet_scorers::{Pin, Pinned};
+use ratchet_records::{Pin, Pinned};
 use ratchet_trace::{Store, Verified};
 
 use crate::error::{Error, Result};
@@ -65,10 +65,10 @@ pub fn pinned_policies(
     view: &Verified,
     max_seq: u64,
 ) -> Result<std::collections::BTreeMap<String, PinnedPolicy>> {
-    class_pins(&ratchet_scorers::pins(view, max_seq)?)
+    class_pins(&ratchet_records::pins(view, max_seq)?)
 }
 
-/// The class pins in force among `pins` (as [`ratchet_scorers::pins`]
+/// The class pins in force among `pins` (as [`ratchet_records::pins`]
 /// reads them: in trace order), by class name.
 ///
 /// # Errors
@@ -139,7 +139,7 @@ pub fn pin_policy(store: &mut Store, class: &str, policy: &ClassPolicy) -> Resul
         })?,
         policy_hash: hash.to_string(),
     };
-    Ok(ratchet_scorers::append_pin(store, &pin, in_force)?)
+    Ok(ratchet_records::append_pin(store, &pin, in_force)?)
 }
 
 /// The fields in which two class policies differ, as policy files name
@@ -259,7 +259,7 @@ pub struct Reading {
     /// The scorer.
     pub scorer: String,
     /// Which way it improves.
-    pub direction: ratchet_scorers::Direction,
+    pub direction: ratchet_records::Direction,
     /// `policy`, `declared at seq N` or `default for its name`.
     pub from: String,
 }
@@ -289,12 +289,12 @@ pub fn readings(view: &Verified, policy: &ClassPolicy, at: u64) -> Result<Vec<Re
         if out.iter().any(|r| r.scorer == scorer) {
             continue;
         }
-        let declared = ratchet_scorers::declared_direction(view, scorer, at)?;
+        let declared = ratchet_records::declared_direction(view, scorer, at)?;
         let (direction, from) = match (stated, declared) {
             (Some(d), _) => (d, "policy".to_string()),
             (None, Some((d, seq))) => (d, format!("declared at seq {seq}")),
             (None, None) => (
-                ratchet_scorers::direction_of(scorer),
+                ratchet_records::direction_of(scorer),
                 "default for its name".to_string(),
             ),
         };

@@ -38,7 +38,7 @@ use crate::error::{Error, Result};
 use crate::gsprt::{EloBounds, EloModel, PairedGsprt, Pairing};
 use crate::noninferiority::{Margin, NonInferiority};
 use crate::sprt::{BernoulliSprt, Boundaries, GaussianSprt};
-use ratchet_scorers::Direction;
+use ratchet_records::Direction;
 
 /// Which sequential test judges the primary scorer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -101,7 +101,7 @@ impl TestKind {
 /// words are also what the canonical form behind the policy hash holds, so
 /// the hash of a policy does not depend on how `Direction` names itself).
 mod direction_word {
-    use ratchet_scorers::Direction;
+    use ratchet_records::Direction;
     use serde::{Deserialize, Deserializer, Serializer};
 
     fn word(d: Direction) -> &'static str {

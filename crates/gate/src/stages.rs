@@ -46,7 +46,7 @@ pub(crate) fn evaluate(
     // Read from the verified trace, once: a class pinned at `at` decides
     // under its pin and nothing else (a file edited beside the store is
     // refused), and a pinned rubric's version is the one read.
-    let pins = ratchet_scorers::pins(view, at)?;
+    let pins = ratchet_records::pins(view, at)?;
     let pin = crate::pin::class_pins(&pins)?.remove(q.class);
     if let Some(pinned) = &pin
         && !pinned.admits(q.policy)
@@ -99,7 +99,7 @@ pub(crate) fn evaluate(
 /// Required tests → versions → invariants → sequential → guardrails.
 fn stages_in_order(
     look: Look<'_>,
-    pins: &[(u64, ratchet_scorers::Pin)],
+    pins: &[(u64, ratchet_records::Pin)],
     versions: &mut BTreeMap<String, String>,
     stages: &mut Vec<StageReport>,
 ) -> Step {
@@ -315,7 +315,7 @@ fn required_tests(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
 /// finds no pairs and fails closed).
 fn choose_versions(
     look: Look<'_>,
-    pins: &[(u64, ratchet_scorers::Pin)],
+    pins: &[(u64, ratchet_records::Pin)],
     versions: &mut BTreeMap<String, String>,
 ) -> Step {
     let Look {
@@ -353,7 +353,7 @@ fn choose_versions(
             continue;
         }
         // The policy's own version pin, else a rubric pinned in the trace.
-        let rubric_pin = ratchet_scorers::rubric_pin_in(pins, scorer).map(|(v, _)| v.to_string());
+        let rubric_pin = ratchet_records::rubric_pin_in(pins, scorer).map(|(v, _)| v.to_string());
         let stated = if scorer == p.scorer {
             p.scorer_version.clone()
         } else if law >= Law::Attributed {
@@ -607,7 +607,7 @@ pub(crate) fn lower_is_better(
 ) -> Result<bool> {
     use crate::Direction;
     let (view, q) = (look.view, look.q);
-    let declared = ratchet_scorers::declared_direction(view, scorer, look.declared_until)?;
+    let declared = ratchet_records::declared_direction(view, scorer, look.declared_until)?;
     Ok(match (declared, stated) {
         (Some((d, seq)), Some(b)) if d != b => {
             return Err(Error::Policy {
@@ -619,7 +619,7 @@ pub(crate) fn lower_is_better(
         }
         (Some((d, _)), _) => d == Direction::LowerIsBetter,
         (None, Some(b)) => b == Direction::LowerIsBetter,
-        (None, None) => ratchet_scorers::direction_of(scorer) == Direction::LowerIsBetter,
+        (None, None) => ratchet_records::direction_of(scorer) == Direction::LowerIsBetter,
     })
 }
 
@@ -1311,9 +1311,9 @@ pub fn recorded_bernoulli_path(
     let lower = if lower_is_better || law != Law::NameOrder {
         lower_is_better
     } else {
-        ratchet_scorers::declared_direction(view, &scorer, at)?
+        ratchet_records::declared_direction(view, &scorer, at)?
             .map(|(d, _)| d)
-            .unwrap_or_else(|| ratchet_scorers::direction_of(&scorer))
+            .unwrap_or_else(|| ratchet_records::direction_of(&scorer))
             == crate::Direction::LowerIsBetter
     };
     let sign = if lower { -1.0 } else { 1.0 };

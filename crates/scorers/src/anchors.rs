@@ -1,119 +1,13 @@
 //! Deterministic anchors: scores no rhetoric can move — test pass rate,
 //! build/typecheck exit status, cost, latency — each with the direction in
-//! which it improves, which the gate respects.
+//! which it improves, which the gate respects. The anchors, directions and
+//! their `scorer` payload are `ratchet_records`' (what the gate reads);
+//! declaring a direction and recording an anchor's score are here.
 
-use serde::{Deserialize, Serialize};
-
-use ratchet_trace::{CommitId, EventDraft, Receipt, ReservedKind, Score, Store, Verified};
+use ratchet_trace::{CommitId, EventDraft, Receipt, ReservedKind, Score, Store};
 
 use crate::error::Result;
-
-/// Which way a scorer improves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    /// Larger is better (accuracy, pass rate).
-    HigherIsBetter,
-    /// Smaller is better (cost, latency).
-    LowerIsBetter,
-}
-
-impl std::fmt::Display for Direction {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Direction::HigherIsBetter => "higher is better",
-            Direction::LowerIsBetter => "lower is better",
-        })
-    }
-}
-
-/// The built-in deterministic scorers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Anchor {
-    /// Passed / (passed + failed) per suite (from JUnit).
-    PassRate,
-    /// 1 when a build or typecheck step exited 0, else 0.
-    BuildStatus,
-    /// Cost of producing an output.
-    Cost,
-    /// Latency in milliseconds.
-    Latency,
-}
-
-impl Anchor {
-    /// Every anchor.
-    pub const ALL: [Anchor; 4] = [
-        Anchor::PassRate,
-        Anchor::BuildStatus,
-        Anchor::Cost,
-        Anchor::Latency,
-    ];
-
-    /// The scorer name its scores are recorded under.
-    pub fn scorer(self) -> &'static str {
-        match self {
-            Anchor::PassRate => crate::ingest::PASS_RATE,
-            Anchor::BuildStatus => "build_status",
-            Anchor::Cost => "cost",
-            Anchor::Latency => "latency_ms",
-        }
-    }
-
-    /// The direction in which it improves.
-    pub fn direction(self) -> Direction {
-        match self {
-            Anchor::PassRate | Anchor::BuildStatus => Direction::HigherIsBetter,
-            Anchor::Cost | Anchor::Latency => Direction::LowerIsBetter,
-        }
-    }
-
-    /// The anchor recorded under `scorer`, if any.
-    pub fn from_scorer(scorer: &str) -> Option<Anchor> {
-        Anchor::ALL.into_iter().find(|a| a.scorer() == scorer)
-    }
-}
-
-/// The payload of a `scorer` event: a scorer's declared direction.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ScorerDeclaration {
-    /// The scorer.
-    pub scorer: String,
-    /// Which way it improves.
-    pub direction: Direction,
-}
-
-/// The direction `scorer` was declared with by this store at or before
-/// `max_seq` (its first own declaration, and the seq of it), if any.
-///
-/// # Errors
-/// [`crate::Error::Trace`] if the store cannot be read or a declaration
-/// does not parse.
-pub fn declared_direction(
-    view: &Verified,
-    scorer: &str,
-    max_seq: u64,
-) -> Result<Option<(Direction, u64)>> {
-    declared_in(view.events(), scorer, max_seq)
-}
-
-/// [`declared_direction`] among `events` (in seq order).
-fn declared_in(
-    events: &[ratchet_trace::Event],
-    scorer: &str,
-    max_seq: u64,
-) -> Result<Option<(Direction, u64)>> {
-    // Only this store's own declarations: one merged in from a cell is what
-    // the cell believed, never a rule for this store.
-    Ok(ratchet_trace::own_control_events::<ScorerDeclaration>(
-        events,
-        ReservedKind::Scorer,
-        max_seq,
-    )?
-    .into_iter()
-    .find(|(_, d)| d.scorer == scorer)
-    .map(|(e, d)| (d.direction, e.seq)))
-}
+use crate::{Anchor, Direction, ScorerDeclaration, direction_of};
 
 /// The declaration of `scorer` as the store holds it now, read before a
 /// write (not verified: the gate reads directions from its verified view,
@@ -123,7 +17,11 @@ pub(crate) fn declared_before_writing(
     scorer: &str,
 ) -> Result<Option<(Direction, u64)>> {
     let events = store.events_of_kinds(&[ReservedKind::Scorer.as_str()])?;
-    declared_in(&events, scorer, u64::MAX)
+    Ok(ratchet_records::declared_direction_among(
+        &events,
+        scorer,
+        u64::MAX,
+    )?)
 }
 
 /// Declares the direction in which `scorer` improves, once: the first
@@ -190,7 +88,7 @@ pub(crate) fn declaration_draft(scorer: &str, direction: Direction) -> Result<Ev
 /// Records one score, declaring its scorer's direction in the same
 /// transaction the first time the scorer appears: `direction` when given
 /// (a later conflicting one is an error), else the trace's declaration or
-/// the built-in default ([`direction_in`]). The score is validated before
+/// the built-in default ([`crate::direction_in`]). The score is validated before
 /// anything is declared.
 ///
 /// # Errors
@@ -213,44 +111,6 @@ pub fn record_score(
     Ok(receipts
         .pop()
         .expect("append_batch returns one receipt per draft, and there is one"))
-}
-
-/// The direction `scorer` improves in: its declaration in the trace, else
-/// the built-in default ([`direction_of`]). What every reader that needs a
-/// direction (gate, watch, heal, ingestion) goes by.
-///
-/// # Errors
-/// As [`declared_direction`].
-pub fn direction_in(view: &Verified, scorer: &str) -> Result<Direction> {
-    Ok(
-        declared_direction(view, scorer, u64::MAX)?
-            .map_or_else(|| direction_of(scorer), |(d, _)| d),
-    )
-}
-
-/// The direction of any scorer: an anchor's own, the benchmark
-/// importers' timings, bytes and allocations downwards (as each importer
-/// declares them — so a writer who may not declare, a record token or the
-/// output of `verify`, leaves nothing the gate would read the other way),
-/// otherwise higher is better.
-pub fn direction_of(scorer: &str) -> Direction {
-    use crate::ingest::bench::{
-        CRITERION_NS, GBENCH_CPU_NS, GBENCH_REAL_NS, HYPERFINE_S, PYTEST_BENCHMARK_S,
-    };
-    const DOWNWARDS: [&str; 8] = [
-        CRITERION_NS,
-        HYPERFINE_S,
-        GBENCH_REAL_NS,
-        GBENCH_CPU_NS,
-        PYTEST_BENCHMARK_S,
-        "go_ns_per_op",
-        "go_bytes_per_op",
-        "go_allocs_per_op",
-    ];
-    if DOWNWARDS.contains(&scorer) {
-        return Direction::LowerIsBetter;
-    }
-    Anchor::from_scorer(scorer).map_or(Direction::HigherIsBetter, Anchor::direction)
 }
 
 /// Records a build or typecheck step's exit status as a `build_status`
@@ -300,18 +160,6 @@ pub fn cost_and_latency(scores: &[Score]) -> Vec<Score> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn anchors_know_their_direction() {
-        assert_eq!(direction_of("latency_ms"), Direction::LowerIsBetter);
-        assert_eq!(direction_of("cost"), Direction::LowerIsBetter);
-        assert_eq!(direction_of("pass_rate"), Direction::HigherIsBetter);
-        assert_eq!(direction_of("build_status"), Direction::HigherIsBetter);
-        assert_eq!(direction_of("accuracy"), Direction::HigherIsBetter);
-        for a in Anchor::ALL {
-            assert_eq!(Anchor::from_scorer(a.scorer()), Some(a));
-        }
-    }
 
     #[test]
     fn cost_and_latency_become_their_own_scores() {

@@ -23,6 +23,9 @@
 //! * Deterministic anchors ([`Anchor`]): pass rate, build status, cost,
 //!   latency, each with its [`Direction`]; the gate takes a scorer's
 //!   direction from [`direction_of`] unless the policy says otherwise.
+//! * The recorded payloads the gate reads — [`Direction`] and the `scorer`
+//!   declarations, [`Pin`]s, [`Samples`] — are `ratchet-records`', named
+//!   here too.
 //! * Batch scoring: [`record_observation`] and [`score_pending`] (the sleep
 //!   phase: every unscored observation, idempotently).
 //!
@@ -59,10 +62,7 @@ mod pins;
 mod rubric;
 mod samples;
 
-pub use anchors::{
-    Anchor, Direction, ScorerDeclaration, cost_and_latency, declare_scorer, declared_direction,
-    direction_in, direction_of, record_build_status, record_score,
-};
+pub use anchors::{cost_and_latency, declare_scorer, record_build_status, record_score};
 pub use batch::{BatchReport, KIND_OBSERVATION, record_observation, score_pending};
 pub use error::{Error, Problem, Result};
 pub use holdout::{ProposerView, RubricSet};
@@ -72,9 +72,11 @@ pub use ingest::{
     ingest_criterion, ingest_jsonl, ingest_junit, ingest_ledger, parse_criterion, parse_jsonl,
     parse_junit, read_reports, store_reports, store_reports_in, unnameable_suite,
 };
-pub use pins::{
-    Pin, Pinned, append_pin, check_rubrics_pinned, pin_rubric, pinned_rubric_version, pins,
-    rubric_pin_in,
-};
+pub use pins::{check_rubrics_pinned, pin_rubric};
 pub use rubric::{Aggregation, Item, ItemKind, Observation, Rubric};
-pub use samples::{KIND_SAMPLES, Samples};
+// The recorded payloads the gate reads, and their readers: in
+// `ratchet-records` (which links no importer), named here as before.
+pub use ratchet_records::{
+    Anchor, Direction, KIND_SAMPLES, Pin, Pinned, Samples, ScorerDeclaration, append_pin,
+    declared_direction, direction_in, direction_of, pinned_rubric_version, pins, rubric_pin_in,
+};

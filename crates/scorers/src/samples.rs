@@ -1,170 +1,53 @@
 //! Every measurement a benchmark tool gave, kept beside the one number its
-//! summary score holds: hyperfine's `times`, criterion's per-iteration
-//! samples, pytest-benchmark's `stats.data`, Google Benchmark's
-//! repetitions, each line of `go test -bench -count N`. A per-benchmark
-//! comparison reads these; the summary score is unchanged.
-//!
-//! One event of kind [`KIND_SAMPLES`] per run of one benchmark, under the
-//! same commit, session, task name, scorer and scorer version as the
-//! summary score it stands beside, appended in the same transaction.
-//! A run whose values do not fit one event (an event's payload is held to
-//! [`ratchet_trace::DEFAULT_MAX_INLINE_PAYLOAD`] bytes: some 3,000 values)
-//! is stored as consecutive events of the same run (same commit,
-//! benchmark, scorer, version and round), in the tool's order: a reader
-//! pools a run's events to read it whole.
+//! summary score holds: the payload ([`Samples`], a `samples` event) is
+//! `ratchet_records`'; what is here is how ingestion fits a long run into
+//! events of the store's payload limit.
 
-use serde::{Deserialize, Serialize};
+use crate::Samples;
 
-use ratchet_trace::{CommitId, EventDraft, MAX_NAME_LEN};
-
-use crate::error::{Error, Result};
-
-/// The event kind of one run of one benchmark's samples.
-pub const KIND_SAMPLES: &str = "samples";
-
-/// One run of one benchmark: every measurement the tool gave, in the tool's order, in the scorer's unit.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Samples {
-    /// The commit measured.
-    pub commit: CommitId,
-    /// The same name as the summary score's task.
-    pub benchmark: String,
-    /// The same scorer name as the summary score (`hyperfine_s`,
-    /// `criterion_ns`, `pytest_benchmark_s`, `gbench_real_ns`,
-    /// `go_ns_per_op`…).
-    pub scorer: String,
-    /// The same runner fingerprint as the summary score's `scorer_version`.
-    pub scorer_version: String,
-    /// The unit of the values (`s`, `ns`…).
-    pub unit: String,
-    /// The measurements: finite (and > 0 for times); at least one.
-    pub values: Vec<f64>,
-    /// The paired round (ABBA) that measured them, set by `ratchet bench`;
-    /// `None` from a plain ingestion.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub round: Option<u64>,
-}
-
-fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
-    Error::Trace(ratchet_trace::Error::InvalidInput {
-        field,
-        reason: reason.into(),
-    })
-}
-
-fn check_name(field: &'static str, value: &str) -> Result<()> {
-    if value.is_empty() {
-        return Err(invalid(field, "must not be empty"));
+/// `run` as events that each fit `max_payload` bytes: itself when it
+/// fits, else consecutive runs of its values in order (at least one
+/// value each), every other field the same.
+pub(crate) fn split_to_fit(run: Samples, max_payload: usize) -> Vec<Samples> {
+    let whole = serde_json::to_vec(&run).map_or(usize::MAX, |b| b.len());
+    if whole <= max_payload {
+        return vec![run];
     }
-    if value.len() > MAX_NAME_LEN {
-        return Err(invalid(
-            field,
-            format!("{} bytes, over the limit of {MAX_NAME_LEN}", value.len()),
-        ));
-    }
-    if value.chars().any(char::is_control) {
-        return Err(invalid(
-            field,
-            format!("{value:?} holds control characters"),
-        ));
-    }
-    Ok(())
-}
-
-impl Samples {
-    /// Checks what [`Samples::to_draft`] checks: every name non-empty, at
-    /// most [`MAX_NAME_LEN`] bytes and free of control characters; at
-    /// least one value; every value finite.
-    fn validate(&self) -> Result<()> {
-        check_name("samples.benchmark", &self.benchmark)?;
-        check_name("samples.scorer", &self.scorer)?;
-        check_name("samples.scorer_version", &self.scorer_version)?;
-        check_name("samples.unit", &self.unit)?;
-        if self.values.is_empty() {
-            return Err(invalid("samples.values", "must hold at least one value"));
+    let empty = Samples {
+        values: Vec::new(),
+        ..run.clone()
+    };
+    let overhead = serde_json::to_vec(&empty).map_or(0, |b| b.len());
+    let budget = max_payload.saturating_sub(overhead);
+    let mut parts = Vec::new();
+    let mut current: Vec<f64> = Vec::new();
+    let mut used = 0;
+    for v in run.values {
+        // The value as serde_json writes it, and its comma.
+        let len = serde_json::to_string(&(v + 0.0)).map_or(32, |t| t.len()) + 1;
+        if !current.is_empty() && used + len > budget {
+            parts.push(std::mem::take(&mut current));
+            used = 0;
         }
-        if let Some((i, v)) = self.values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-            return Err(invalid(
-                "samples.values",
-                format!("value {i} ({v}) is not a finite number"),
-            ));
-        }
-        Ok(())
+        used += len;
+        current.push(v);
     }
-
-    /// The event to append (kind [`KIND_SAMPLES`], commit set, payload this
-    /// struct as JSON; `-0.0` stored as `0.0`, as scores are).
-    ///
-    /// # Errors
-    /// [`Error::Trace`] ([`ratchet_trace::Error::InvalidInput`]) naming the
-    /// field: a name empty, too long or holding control characters, no
-    /// values, a value not finite.
-    pub fn to_draft(&self) -> Result<EventDraft> {
-        self.validate()?;
-        let mut canonical = self.clone();
-        for v in &mut canonical.values {
-            *v += 0.0;
-        }
-        Ok(EventDraft::json(KIND_SAMPLES, &canonical)?.commit(self.commit.clone()))
+    if !current.is_empty() {
+        parts.push(current);
     }
-
-    /// Parses a stored payload (an event of kind [`KIND_SAMPLES`]).
-    ///
-    /// # Errors
-    /// [`Error::Trace`] ([`ratchet_trace::Error::InvalidInput`]) if the
-    /// payload is not this struct's JSON (an unknown field included) or
-    /// does not validate.
-    pub fn from_payload(bytes: &[u8]) -> Result<Samples> {
-        let s: Samples = serde_json::from_slice(bytes)
-            .map_err(|e| invalid("samples", format!("payload is not samples: {e}")))?;
-        s.validate()?;
-        Ok(s)
-    }
-
-    /// This run as events that each fit `max_payload` bytes: itself when it
-    /// fits, else consecutive runs of its values in order (at least one
-    /// value each), every other field the same.
-    pub(crate) fn split_to_fit(self, max_payload: usize) -> Vec<Samples> {
-        let whole = serde_json::to_vec(&self).map_or(usize::MAX, |b| b.len());
-        if whole <= max_payload {
-            return vec![self];
-        }
-        let empty = Samples {
-            values: Vec::new(),
-            ..self.clone()
-        };
-        let overhead = serde_json::to_vec(&empty).map_or(0, |b| b.len());
-        let budget = max_payload.saturating_sub(overhead);
-        let mut parts = Vec::new();
-        let mut current: Vec<f64> = Vec::new();
-        let mut used = 0;
-        for v in self.values {
-            // The value as serde_json writes it, and its comma.
-            let len = serde_json::to_string(&(v + 0.0)).map_or(32, |t| t.len()) + 1;
-            if !current.is_empty() && used + len > budget {
-                parts.push(std::mem::take(&mut current));
-                used = 0;
-            }
-            used += len;
-            current.push(v);
-        }
-        if !current.is_empty() {
-            parts.push(current);
-        }
-        parts
-            .into_iter()
-            .map(|values| Samples {
-                values,
-                ..empty.clone()
-            })
-            .collect()
-    }
+    parts
+        .into_iter()
+        .map(|values| Samples {
+            values,
+            ..empty.clone()
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ratchet_trace::CommitId;
 
     fn samples(values: Vec<f64>) -> Samples {
         Samples {
@@ -178,52 +61,13 @@ mod tests {
         }
     }
 
-    /// The payload `draft` is stored with.
-    fn stored(draft: EventDraft) -> Vec<u8> {
-        let d = tempfile::tempdir().expect("tempdir");
-        let mut store =
-            ratchet_trace::Store::create(d.path().join("s"), Default::default()).expect("store");
-        store.append(draft).expect("appends");
-        let mut events = store.events_of_kinds(&[KIND_SAMPLES]).expect("reads");
-        assert_eq!(events.len(), 1);
-        events.remove(0).payload
-    }
-
-    #[test]
-    fn a_draft_round_trips_and_refuses_what_no_reader_can_use() {
-        let s = samples(vec![1.5, 2.0, -0.0]);
-        let draft = s.to_draft().expect("draft");
-        assert_eq!(draft.kind(), KIND_SAMPLES);
-        let payload = stored(draft);
-        let back = Samples::from_payload(&payload).expect("parses");
-        assert_eq!(back.values, vec![1.5, 2.0, 0.0]);
-        assert!(back.values[2].is_sign_positive());
-        assert_eq!(back.round, None);
-        assert_eq!(back.commit, s.commit);
-        let text = String::from_utf8(payload).expect("utf8");
-        assert!(!text.contains("round"), "{text}");
-        assert!(samples(vec![]).to_draft().is_err());
-        assert!(samples(vec![1.0, f64::NAN]).to_draft().is_err());
-        assert!(samples(vec![f64::INFINITY]).to_draft().is_err());
-        let mut s = samples(vec![1.0]);
-        s.unit = String::new();
-        assert!(s.to_draft().is_err());
-        s.unit = "s".into();
-        s.benchmark = "b".repeat(MAX_NAME_LEN + 1);
-        assert!(s.to_draft().is_err());
-        let rounded = Samples {
-            round: Some(3),
-            ..samples(vec![1.0])
-        };
-        let back = Samples::from_payload(&stored(rounded.to_draft().expect("draft")));
-        assert_eq!(back.expect("parses").round, Some(3));
-        assert!(Samples::from_payload(br#"{"x": 1}"#).is_err());
-    }
-
     #[test]
     fn a_run_too_big_for_one_event_is_split_in_order() {
         let values: Vec<f64> = (0..20_000).map(|i| 1.0 + f64::from(i) * 1e-7).collect();
-        let parts = samples(values.clone()).split_to_fit(ratchet_trace::DEFAULT_MAX_INLINE_PAYLOAD);
+        let parts = split_to_fit(
+            samples(values.clone()),
+            ratchet_trace::DEFAULT_MAX_INLINE_PAYLOAD,
+        );
         assert!(parts.len() > 1);
         for p in &parts {
             let len = serde_json::to_vec(p).expect("json").len();
@@ -231,6 +75,6 @@ mod tests {
         }
         let joined: Vec<f64> = parts.into_iter().flat_map(|p| p.values).collect();
         assert_eq!(joined, values);
-        assert_eq!(samples(vec![1.0]).split_to_fit(10).len(), 1);
+        assert_eq!(split_to_fit(samples(vec![1.0]), 10).len(), 1);
     }
 }

@@ -166,9 +166,9 @@ const FAILING_JUNIT: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 
 // ---------------------------------------------------------------------------
 // HOLE A (pinned): a scorer declaration merged from a cell was taken as the home's.
-// `declared_direction` (scorers/src/anchors.rs) took the first `scorer`
-// event in seq order, whatever its origin; merge ingests reserved kinds as
-// they are. A hostile cell that declared `accuracy` lower-is-better and was
+// `declared_direction` (then scorers/src/anchors.rs, now
+// records/src/direction.rs) took the first `scorer` event in seq order,
+// whatever its origin; merge ingests reserved kinds as they are. A hostile cell that declared `accuracy` lower-is-better and was
 // merged before the honest cell flipped the gate's sign: the worse candidate
 // promoted, and the key-checked verification was clean. Now only the
 // store's own declarations count.

@@ -6,6 +6,7 @@ mod attacks;
 mod benchmarks;
 mod betting;
 mod cells_and_declarations;
+mod closure;
 mod common;
 mod decide;
 mod error_rates;

@@ -32,8 +32,13 @@ use serde::{Deserialize, Serialize};
 use ratchet_trace::{CommitId, Score};
 
 use super::{Declared, Evidence, IngestOptions, Means, Notes, malformed, read};
-use crate::anchors::Direction;
+use crate::Direction;
+// The importers' scorer names: `ratchet_records` holds them, beside the
+// default direction ([`ratchet_records::direction_of`]) keyed by them.
 use crate::error::{Error, Result};
+pub use ratchet_records::{
+    CRITERION_NS, GBENCH_CPU_NS, GBENCH_REAL_NS, HYPERFINE_S, PYTEST_BENCHMARK_S,
+};
 
 /// The environment a benchmark ran in: what must match for two timings to
 /// be comparable. Part of the scorer name of criterion scores, so the gate
@@ -100,12 +105,6 @@ fn runner_here(options: &IngestOptions, evidence: &mut Evidence) -> String {
         }
     }
 }
-
-/// The scorer name of criterion timings (nanoseconds, lower is better). Stable, so a policy can name it; the runner is the scorer
-/// *version* ([`Environment::fingerprint`]), so timings from different
-/// runners are never paired — a change of runner starts a new segment,
-/// never a regression.
-pub const CRITERION_NS: &str = "criterion_ns";
 
 #[derive(Debug, Deserialize)]
 struct CriterionBenchmark {
@@ -441,9 +440,6 @@ pub(super) fn bmf(
     Ok(evidence)
 }
 
-/// The scorer of hyperfine's mean wall time, in seconds.
-pub const HYPERFINE_S: &str = "hyperfine_s";
-
 #[derive(Debug, Deserialize)]
 struct HyperfineExport {
     results: Vec<HyperfineResult>,
@@ -522,12 +518,6 @@ pub(super) fn hyperfine(
     }
     Ok(evidence)
 }
-
-/// Google Benchmark's scorers: real (wall) and CPU time per iteration in
-/// nanoseconds; counters per second where the benchmark reports them.
-pub const GBENCH_REAL_NS: &str = "gbench_real_ns";
-/// See [`GBENCH_REAL_NS`].
-pub const GBENCH_CPU_NS: &str = "gbench_cpu_ns";
 
 #[derive(Debug, Deserialize)]
 struct GbenchFile {
@@ -829,9 +819,6 @@ pub(super) fn google_benchmark(
     }
     Ok(evidence)
 }
-
-/// The scorer of pytest-benchmark's mean time per round, in seconds.
-pub const PYTEST_BENCHMARK_S: &str = "pytest_benchmark_s";
 
 #[derive(Debug, Deserialize)]
 struct PytestBenchmarkFile {

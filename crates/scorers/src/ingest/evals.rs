@@ -17,7 +17,7 @@ use ratchet_trace::CommitId;
 
 use super::junit::storable_name;
 use super::{Declared, Evidence, IngestOptions, Means, Notes, malformed, read, read_bytes};
-use crate::anchors::Direction;
+use crate::Direction;
 use crate::error::Result;
 
 const HIGHER: Option<(Direction, Declared)> = Some((Direction::HigherIsBetter, Declared::ByFormat));

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use ratchet_trace::{CommitId, Score};
 
 use super::{Declared, Evidence, malformed, read};
-use crate::anchors::Direction;
+use crate::Direction;
 use crate::error::Result;
 use crate::holdout::RubricSet;
 

@@ -21,10 +21,10 @@ use serde::Serialize;
 
 use ratchet_trace::{AppendOnce, CommitId, EventDraft, Ledger, Score, Store, TestRun};
 
-use crate::anchors::Direction;
+use crate::Direction;
+use crate::Samples;
 use crate::error::{Error, Result};
 use crate::holdout::RubricSet;
-use crate::samples::Samples;
 
 pub(crate) mod bench;
 mod evals;
@@ -36,8 +36,7 @@ pub use bench::{CRITERION_NS, Environment, parse_criterion};
 pub use jsonl::{JSONL_FORMAT, parse_jsonl};
 pub use junit::unnameable_suite;
 
-/// The scorer name of the pass-rate anchor.
-pub const PASS_RATE: &str = "pass_rate";
+pub use ratchet_records::PASS_RATE;
 
 /// What [`ingest`] reads: the tool that wrote the files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -418,8 +417,10 @@ impl Evidence {
             .to_draft()
             .map_err(|e| malformed(file, at, e.to_string()))?;
         self.push(score, direction, file, at)?;
-        self.samples
-            .extend(samples.split_to_fit(ratchet_trace::DEFAULT_MAX_INLINE_PAYLOAD));
+        self.samples.extend(crate::samples::split_to_fit(
+            samples,
+            ratchet_trace::DEFAULT_MAX_INLINE_PAYLOAD,
+        ));
         Ok(())
     }
 
@@ -795,7 +796,7 @@ impl Target for Ledger {
         crate::pins::check_rubrics_pinned(self.view(), rubrics)
     }
     fn declared(&self, scorer: &str) -> Result<Option<(Direction, u64)>> {
-        crate::anchors::declared_direction(self.view(), scorer, u64::MAX)
+        Ok(crate::declared_direction(self.view(), scorer, u64::MAX)?)
     }
     fn append_once(&mut self, key: &str, drafts: Vec<EventDraft>) -> Result<AppendOnce> {
         Ok(Ledger::append_once(self, key, drafts)?)
