@@ -61,6 +61,7 @@ mod invariants;
 mod noninferiority;
 mod pin;
 mod policy;
+pub mod shown;
 mod sprt;
 mod stages;
 
