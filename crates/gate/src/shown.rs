@@ -201,7 +201,9 @@ impl Scale {
     /// verdict read that no guardrail or invariant names. Its direction:
     /// recorded by a bernoulli verdict; else declared in the trace (up to
     /// the class's pin under [`Law::Attributed`]); else the policy's; else
-    /// the default for the scorer's name.
+    /// the default for the scorer's name. With neither `view` nor a
+    /// policy, the direction of a gaussian or betting verdict is unknown
+    /// (`None`): its effect is shown on the judged scale, so labelled.
     pub fn of_verdict(
         view: Option<&Verified>,
         verdict: &Verdict,
@@ -248,13 +250,23 @@ impl Scale {
                 .map(|(d, _)| d)
         });
         let direction = if recorded_lower {
-            Direction::LowerIsBetter
+            Some(Direction::LowerIsBetter)
+        } else if view.is_none() && policy.is_none() {
+            // The verdict alone: a gaussian or betting verdict does not
+            // record the direction it judged in, and a declaration or a
+            // policy may have set it. Shown on the judged scale.
+            None
         } else {
-            declared
-                .or(policy.and_then(|p| p.direction))
-                .unwrap_or_else(|| ratchet_scorers::direction_of(&scorer))
+            Some(
+                declared
+                    .or(policy.and_then(|p| p.direction))
+                    .unwrap_or_else(|| ratchet_scorers::direction_of(&scorer)),
+            )
         };
-        Scale::of(&scorer, direction)
+        Scale {
+            scorer: Some(scorer),
+            direction,
+        }
     }
 
     /// The effect of a sequential stage as a person reads it (`None`: the
