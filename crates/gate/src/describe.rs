@@ -150,7 +150,7 @@ fn sequential(d: &SequentialDetails, scale: &Scale) -> String {
     };
     let effect = match (scale.effect(d), d.effect) {
         (Some(shown), Some(e)) => format!(
-            "; {} (95 % {}, shown only)",
+            "; effect — {} (95 % {}, shown only)",
             shown.text,
             e.interval
                 .map_or("fixed-sample interval", EffectInterval::as_str)

@@ -14,7 +14,7 @@
 //! use ratchet_gate::shown::{Unit, number, signed};
 //!
 //! assert_eq!(signed(-4.07e-5, Unit::of_scorer("hyperfine_s")), "-40.7 µs");
-//! assert_eq!(number(1234.5, Unit::of_scorer("criterion_ns")), "1.235 µs");
+//! assert_eq!(number(1234.6, Unit::of_scorer("criterion_ns")), "1.235 µs");
 //! assert_eq!(signed(0.05, Unit::Percent), "+5 %");
 //! assert_eq!(number(4.07e-5, Unit::Plain), "4.07e-5");
 //! assert_eq!(number(0.1234567, Unit::Plain), "0.1235");
