@@ -372,8 +372,10 @@ def test_a_faster_timing_reads_as_a_negative_difference_in_microseconds(
     s = ratchet.Store.create(tmp_path / "s")
     for t in range(60):
         base = 1e-3 + 2e-5 * ((t * 7 % 13) / 13)
-        s.record_score(BASE, f"t{t:03}", "latency_s", base)
-        s.record_score(CAND, f"t{t:03}", "latency_s", base - 4.07e-5 + 3e-6 * math.sin(t * 1.3))
+        s.record_score(BASE, f"t{t:03}", "latency_s", base, direction="lower")
+        s.record_score(
+            CAND, f"t{t:03}", "latency_s", base - 4.07e-5 + 3e-6 * math.sin(t * 1.3), direction="lower"
+        )
     v = ratchet.decide(s, BASE, CAND, "perf", policy=ratchet.Policy.from_toml(TIMED), record=False)
     assert v.status == "promote", v.reason
     seq = {st.name: st for st in v.stages}["sequential test"]
