@@ -287,12 +287,9 @@ impl Scale {
                 "above 0: the candidate wins more",
             ),
             TestFigures::Gaussian { .. } | TestFigures::Betting { .. } => match self.direction {
-                Some(Direction::LowerIsBetter) => (
-                    "candidate − baseline",
-                    self.unit(),
-                    true,
-                    "lower is better",
-                ),
+                Some(Direction::LowerIsBetter) => {
+                    ("candidate − baseline", self.unit(), true, "lower is better")
+                }
                 Some(Direction::HigherIsBetter) => (
                     "candidate − baseline",
                     self.unit(),

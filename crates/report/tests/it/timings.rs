@@ -20,7 +20,7 @@ fn decided_store(dir: &std::path::Path) -> Store {
         let c = b - 4.07e-5 + 3e-6 * (f64::from(t) * 1.3).sin();
         for (commit, v) in [(&base, b), (&cand, c)] {
             let mut score =
-                ratchet_trace::Score::new(commit.clone(), &format!("t{t:03}"), "latency_s", v);
+                ratchet_trace::Score::new(commit.clone(), format!("t{t:03}"), "latency_s", v);
             score.scorer_version = "1".into();
             drafts.push(score.to_draft().expect("score"));
         }
@@ -47,7 +47,13 @@ fn decided_store(dir: &std::path::Path) -> Store {
         "{v:#?}"
     );
     // Recorded on the judged scale: positive, better.
-    assert!(v.sequential().and_then(|f| f.effect).expect("effect").estimate > 0.0);
+    assert!(
+        v.sequential()
+            .and_then(|f| f.effect)
+            .expect("effect")
+            .estimate
+            > 0.0
+    );
     store
 }
 
