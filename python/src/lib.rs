@@ -1007,6 +1007,9 @@ impl Policy {
 struct Verdict {
     inner: ratchet_gate::Verdict,
     decision_seq: Option<u64>,
+    /// How the verdict reads its primary scorer (unit, direction): its
+    /// stages' figures are shown on it.
+    scale: ratchet_gate::shown::Scale,
 }
 
 #[pymethods]
@@ -1045,9 +1048,14 @@ impl Verdict {
     /// or what `to_json` gave): `to_json` of the result is the same text.
     #[staticmethod]
     fn from_json(json: &str) -> PyResult<Verdict> {
+        let inner = ratchet_gate::Verdict::from_json(json.as_bytes()).map_err(ToPyErr::py)?;
+        // Read alone: the primary scorer and its direction as the verdict
+        // itself names them (else the default for the scorer's name).
+        let scale = ratchet_gate::shown::Scale::of_verdict(None, &inner, None);
         Ok(Verdict {
-            inner: ratchet_gate::Verdict::from_json(json.as_bytes()).map_err(ToPyErr::py)?,
+            inner,
             decision_seq: None,
+            scale,
         })
     }
     /// The whole verdict as the `decision` event holds it (its canonical JSON).
@@ -1072,7 +1080,11 @@ impl Verdict {
     /// and N where the stage has them.
     #[getter]
     fn stages(&self) -> Vec<StageReport> {
-        self.inner.stages.iter().map(StageReport::of).collect()
+        self.inner
+            .stages
+            .iter()
+            .map(|r| StageReport::of(r, &self.scale))
+            .collect()
     }
     fn __repr__(&self) -> PyResult<String> {
         Ok(format!(
@@ -1096,9 +1108,13 @@ struct StageReport {
     name: String,
     /// True passed, False failed, None still open.
     passed: Option<bool>,
-    /// What `estimate` measures (None when the stage estimates nothing).
+    /// What `estimate` measures and which way is better (None when the
+    /// stage estimates nothing): for the sequential test `candidate −
+    /// baseline` in the scorer's own direction (a faster candidate of a
+    /// lower-is-better timing is negative), whatever scale the gate judged
+    /// on.
     measure: Option<String>,
-    /// The effect estimate.
+    /// The effect estimate, in `unit`.
     estimate: Option<f64>,
     /// Lower end of its 95 % interval (None: one-sided or no interval).
     ci_low: Option<f64>,
@@ -1111,11 +1127,26 @@ struct StageReport {
     /// What `n` counts: `pairs` (tasks scored on both sides), `tasks`,
     /// `runs` or `events`.
     n_of: Option<String>,
+    /// The unit of `estimate` and its interval (`s`, `ns`, …; None: a
+    /// plain number).
+    unit: Option<String>,
+    /// `estimate` as a person reads it, in its unit (`-40.7 µs`).
+    estimate_text: Option<String>,
+    /// The interval as a person reads it (`[-45.1 µs, -36.2 µs]`; `−∞`
+    /// for an open end).
+    interval_text: Option<String>,
+    /// The effect in words: `candidate − baseline: -40.7 µs [-45.1 µs,
+    /// -36.2 µs] (an improvement: lower is better)` (None: no effect).
+    effect_shown: Option<String>,
+    /// The stage in one line, as `ratchet gate` prints it.
+    shown: String,
 }
 
 impl StageReport {
-    fn of(r: &ratchet_gate::StageReport) -> Self {
+    fn of(r: &ratchet_gate::StageReport, scale: &ratchet_gate::shown::Scale) -> Self {
+        use ratchet_gate::shown::{Unit, signed};
         use ratchet_gate::{GuardrailResult, Stage, StageDetails};
+        let mut unit = Unit::Plain;
         let name = match &r.stage {
             Stage::TraceVerification => "trace verification".to_string(),
             Stage::Tests => "tests".to_string(),
@@ -1133,6 +1164,11 @@ impl StageReport {
             interval: None,
             n: None,
             n_of: None,
+            unit: None,
+            estimate_text: None,
+            interval_text: None,
+            effect_shown: None,
+            shown: r.shown(scale),
         };
         let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
         match &r.details {
@@ -1152,20 +1188,30 @@ impl StageReport {
                 s.n_of = s.n.map(|_| "tasks".into());
             }
             StageDetails::Sequential(d) => {
-                s.measure = Some(d.test.effect_measure().to_string());
-                match &d.effect {
-                    Some(e) => {
-                        s.estimate = Some(e.estimate);
-                        s.ci_low = Some(e.ci_low);
-                        s.ci_high = Some(e.ci_high);
+                // Shown as read (candidate − baseline in the scorer's
+                // direction), never on the gate's judged scale.
+                match (&d.effect, scale.effect(d)) {
+                    (Some(e), Some(read)) => {
+                        unit = read.unit;
+                        s.measure = Some(format!("{} ({})", read.measure, read.better));
+                        s.estimate = Some(read.value);
+                        s.ci_low = Some(read.low);
+                        s.ci_high = Some(read.high);
                         s.interval = e.interval.map(|i| i.as_str().to_string());
                         s.n = Some(count(e.n));
+                        s.effect_shown = Some(read.text);
                     }
-                    None => s.n = Some(count(d.tasks_available)),
+                    _ => {
+                        s.measure = Some(d.test.effect_measure().to_string());
+                        s.n = Some(count(d.tasks_available));
+                    }
                 }
                 s.n_of = Some("pairs".into());
             }
             StageDetails::Guardrail(d) => {
+                if let Stage::Guardrail(scorer) = &r.stage {
+                    unit = Unit::of_scorer(scorer);
+                }
                 s.measure = Some("excess over the margin (below 0: non-inferior)".into());
                 match d.result {
                     GuardrailResult::Welch(w) => {
@@ -1200,6 +1246,24 @@ impl StageReport {
                 }
             }
         }
+        if s.measure.is_some() {
+            s.unit = Some(unit.as_str().to_string()).filter(|u| !u.is_empty());
+            let shown = |v: f64| {
+                if s.n_of.is_some() && matches!(r.details, StageDetails::Benchmarks(_)) {
+                    ratchet_gate::shown::sig(v)
+                } else {
+                    signed(v, unit)
+                }
+            };
+            s.estimate_text = s.estimate.map(shown);
+            if s.ci_low.is_some() || s.ci_high.is_some() {
+                s.interval_text = Some(format!(
+                    "[{}, {}]",
+                    s.ci_low.map_or_else(|| "−∞".to_string(), shown),
+                    s.ci_high.map_or_else(|| "+∞".to_string(), shown)
+                ));
+            }
+        }
         s
     }
 }
@@ -1213,16 +1277,11 @@ impl StageReport {
             None => "open",
         };
         let mut out = format!("StageReport({:?}, {passed}", self.name);
-        if let Some(e) = self.estimate {
-            out.push_str(&format!(", estimate={}", float_text(e)));
+        if let Some(e) = &self.estimate_text {
+            out.push_str(&format!(", estimate={e}"));
         }
-        if self.ci_low.is_some() || self.ci_high.is_some() {
-            let end = |v: Option<f64>| v.map_or_else(|| "…".to_string(), float_text);
-            out.push_str(&format!(
-                ", ci=[{}, {}]",
-                end(self.ci_low),
-                end(self.ci_high)
-            ));
+        if let Some(ci) = &self.interval_text {
+            out.push_str(&format!(", ci={ci}"));
         }
         if let (Some(n), Some(of)) = (self.n, &self.n_of) {
             out.push_str(&format!(", n={n} {of}"));
@@ -1274,7 +1333,7 @@ fn decide(
                 .map_err(ToPyErr::py)?
         }
     };
-    let (inner, receipt) = py.detach(|| {
+    let (inner, receipt, scale) = py.detach(|| {
         let mut owner = store.lock()?;
         let warm = match owner.ledger() {
             Ok(l) => Some(l),
@@ -1295,7 +1354,8 @@ fn decide(
             checkpoint: None,
             allow_unpinned: false,
         };
-        match warm {
+        let verified = warm.is_some();
+        let (verdict, receipt) = match warm {
             Some(l) if record => ratchet_gate::decide_in(l, &q),
             Some(l) => ratchet_gate::verdict_in(l, &q).map(|v| (v, None)),
             None => {
@@ -1306,11 +1366,18 @@ fn decide(
                     .map(|v| (v, None))
             }
         }
-        .map_err(ToPyErr::py)
+        .map_err(ToPyErr::py)?;
+        // How the verdict reads its primary scorer: from the trace the
+        // gate read, when it verifies.
+        let ledger = if verified { owner.ledger().ok() } else { None };
+        let view = ledger.map(|l| &*l).map(ratchet_trace::Ledger::view);
+        let scale = ratchet_gate::shown::Scale::of_verdict(view, &verdict, Some(&class));
+        Ok((verdict, receipt, scale))
     })?;
     Ok(Verdict {
         inner,
         decision_seq: receipt.map(|r| r.seq),
+        scale,
     })
 }
 

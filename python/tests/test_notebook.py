@@ -335,16 +335,68 @@ def test_a_verdict_shows_effect_interval_and_n_per_stage(tmp_path: pathlib.Path)
     assert by_name["trace verification"].n == s.size
     html = v._repr_html_()
     assert "PROMOTE" in html
+    assert seq.estimate_text and seq.interval_text and guard.interval_text
+    assert guard.interval_text.startswith("[−∞, ")
     for text in (
-        f"{seq.estimate:.4g}",
-        f"[{seq.ci_low:.4g}, {seq.ci_high:.4g}]",
+        seq.estimate_text,
+        seq.interval_text,
         f"{seq.n} pairs",
-        f"[−∞, {guard.ci_high:.4g}]",
+        guard.interval_text,
         f"{guard.n} pairs",
         f"{s.size} events",
     ):
         assert text in html, text
     assert "estimate=" in repr(seq) and "n=" in repr(seq)
+
+
+TIMED = """
+[class.perf]
+scorer = "latency_s"
+direction = "lower"
+test = "gaussian"
+alpha = 0.05
+beta = 0.1
+gap = 0.00001
+max_n = 500
+"""
+
+
+def test_a_faster_timing_reads_as_a_negative_difference_in_microseconds(
+    tmp_path: pathlib.Path,
+) -> None:
+    """Issue 39: a lower-is-better timing ~40 µs faster is shown as
+    candidate − baseline (negative, an improvement) with its significant
+    digits in µs; the recorded verdict keeps the gate's judged scale."""
+    import math
+
+    s = ratchet.Store.create(tmp_path / "s")
+    for t in range(60):
+        base = 1e-3 + 2e-5 * ((t * 7 % 13) / 13)
+        s.record_score(BASE, f"t{t:03}", "latency_s", base, direction="lower")
+        s.record_score(
+            CAND, f"t{t:03}", "latency_s", base - 4.07e-5 + 3e-6 * math.sin(t * 1.3), direction="lower"
+        )
+    v = ratchet.decide(s, BASE, CAND, "perf", policy=ratchet.Policy.from_toml(TIMED), record=False)
+    assert v.status == "promote", v.reason
+    seq = {st.name: st for st in v.stages}["sequential test"]
+    assert seq.measure == "candidate − baseline (lower is better)"
+    assert seq.unit == "s"
+    assert seq.estimate is not None and -4.2e-5 < seq.estimate < -3.9e-5
+    assert seq.ci_low is not None and seq.ci_high is not None
+    assert seq.ci_low <= seq.estimate <= seq.ci_high
+    assert seq.estimate_text and seq.estimate_text.startswith("-40.") and seq.estimate_text.endswith(" µs")
+    assert seq.effect_shown and seq.effect_shown.endswith("(an improvement: lower is better)")
+    assert "µs" in seq.shown and "0.0000" not in seq.shown
+    # The recorded verdict: negated times, a positive (better) estimate.
+    recorded = v.to_dict()["stages"][-1]["details"]["effect"]["estimate"]
+    assert math.isclose(recorded, -seq.estimate)
+    # Read back from its JSON alone, without the policy or trace that name
+    # the direction: shown on the gate's judged scale, and labelled so.
+    again = {st.name: st for st in ratchet.Verdict.from_json(v.to_json()).stages}["sequential test"]
+    assert again.effect_shown and "judged scale" in again.effect_shown
+    assert again.estimate_text == "+" + seq.estimate_text[1:]
+    html = v._repr_html_()
+    assert seq.estimate_text in html and "0.0000" not in html
 
 
 def test_a_continue_says_why(tmp_path: pathlib.Path) -> None:

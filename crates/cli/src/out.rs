@@ -73,20 +73,3 @@ pub fn json_in<T: serde::Serialize>(store_id: &str, v: &T) -> Result<()> {
     }
     json(&doc)
 }
-
-/// A measurement with four significant digits, whatever its scale (a
-/// 40 µs timing is `4.070e-5`, not `0.0000`); `-` for none.
-pub fn sig(x: f64) -> String {
-    if !x.is_finite() {
-        return "-".into();
-    }
-    let a = x.abs();
-    if a == 0.0 || (1e-3..1e6).contains(&a) {
-        format!("{:.4}", x)
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_string()
-    } else {
-        format!("{x:.3e}")
-    }
-}

@@ -438,11 +438,28 @@ impl Effect {
     }
 }
 
+impl Effect {
+    /// In words, a mean shift in `unit` (the class's scorer's: `mean
+    /// shift +40.7 µs`; positive is better, on the gate's judged scale).
+    pub fn shown(&self, unit: crate::shown::Unit) -> String {
+        match self {
+            Effect::MeanShift { shift } => {
+                format!("mean shift {}", crate::shown::signed(*shift, unit))
+            }
+            other => other.to_string(),
+        }
+    }
+}
+
 impl std::fmt::Display for Effect {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Effect::PassRate { rate, theta } => write!(f, "pass rate {rate:.4} (θ {theta:.4})"),
-            Effect::MeanShift { shift } => write!(f, "mean shift {shift:+.4}"),
+            Effect::MeanShift { shift } => write!(
+                f,
+                "mean shift {}",
+                crate::shown::signed(*shift, crate::shown::Unit::Plain)
+            ),
             Effect::Elo { model, elo } => {
                 let unit = match model {
                     EloModel::Logistic => "logistic",

@@ -546,7 +546,9 @@ impl TestFigures {
         }
     }
 
-    /// What the effect estimate beside these figures measures.
+    /// What the effect estimate beside these figures measures, as
+    /// recorded (on the judged scale: see [`EffectEstimate`]; what a
+    /// person reads is [`crate::shown::EffectShown::measure`]).
     pub fn effect_measure(&self) -> &str {
         match self {
             TestFigures::Bernoulli { effect_measure, .. }
@@ -977,6 +979,14 @@ pub fn verdict_in(ledger: &mut Ledger, q: &Question<'_>) -> Result<Verdict> {
 /// its level at any stop, the sequential test's included. Under
 /// [`Law::NameOrder`] it was a fixed-sample normal interval (`interval`
 /// absent), optimistic after optional stopping.
+///
+/// Recorded on the gate's *judged* scale: a lower-is-better scorer is
+/// judged on negated scores, so for it `estimate` is positive when the
+/// candidate is better — baseline − candidate in the scorer's own terms,
+/// whatever the recorded `effect_measure` says. Never shown as such:
+/// [`crate::shown::Scale::effect`] turns it back into candidate − baseline
+/// in the scorer's unit and direction (the recorded form must stay, so
+/// that a verdict recomputes byte for byte under its law).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct EffectEstimate {
     /// Observations.

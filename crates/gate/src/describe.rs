@@ -4,21 +4,39 @@
 use std::fmt;
 
 use crate::decide::{
-    EffectInterval, GuardrailDetails, GuardrailResult, InvariantsDetails, SequentialDetails,
+    EffectInterval, GuardrailDetails, GuardrailResult, InvariantsDetails, SequentialDetails, Stage,
     StageDetails, StageReport, StageState, TestFigures, TestsDetails, VerificationDetails,
 };
+use crate::shown::{Scale, Unit, number, sig, signed};
 
 impl fmt::Display for StageReport {
-    /// What the stage computed, against what, in one line.
+    /// What the stage computed, against what, in one line; the effect on
+    /// the gate's judged scale (positive = better), the primary scorer's
+    /// direction being unknown here ([`StageReport::shown`] knows it).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.shown(&Scale::default()))
+    }
+}
+
+impl StageReport {
+    /// What the stage computed, against what, in one line, its figures in
+    /// their scorer's unit and its effect as `scale` reads it
+    /// (`candidate − baseline`, [`Scale::effect`]).
+    pub fn shown(&self, scale: &Scale) -> String {
         match &self.details {
-            StageDetails::Verification(d) => f.write_str(&verification(d)),
-            StageDetails::Tests(d) => f.write_str(&tests(d)),
-            StageDetails::Invariants(d) => f.write_str(&invariants(d)),
-            StageDetails::Sequential(d) => f.write_str(&sequential(d)),
-            StageDetails::Guardrail(d) => f.write_str(&guardrail(d, self.passed)),
-            StageDetails::TooFewTasks(d) => write!(f, "{} task(s) scored on both sides", d.tasks),
-            StageDetails::Benchmarks(d) => f.write_str(&benchmarks(d)),
+            StageDetails::Verification(d) => verification(d),
+            StageDetails::Tests(d) => tests(d),
+            StageDetails::Invariants(d) => invariants(d),
+            StageDetails::Sequential(d) => sequential(d, scale),
+            StageDetails::Guardrail(d) => {
+                let unit = match &self.stage {
+                    Stage::Guardrail(scorer) => Unit::of_scorer(scorer),
+                    _ => Unit::Plain,
+                };
+                guardrail(d, self.passed, unit)
+            }
+            StageDetails::TooFewTasks(d) => format!("{} task(s) scored on both sides", d.tasks),
+            StageDetails::Benchmarks(d) => benchmarks(d),
         }
     }
 }
@@ -75,7 +93,8 @@ fn invariants(d: &InvariantsDetails) -> String {
     )
 }
 
-fn sequential(d: &SequentialDetails) -> String {
+fn sequential(d: &SequentialDetails, scale: &Scale) -> String {
+    let unit = scale.unit();
     let (name, hypotheses) = match &d.test {
         TestFigures::Bernoulli {
             theta0,
@@ -93,8 +112,9 @@ fn sequential(d: &SequentialDetails) -> String {
         TestFigures::Gaussian { mu1, variance, .. } => (
             "gaussian",
             format!(
-                "paired differences, mean 0 vs {mu1} (variance {})",
-                variance.map_or("n/a".into(), |v| format!("{v:.4}"))
+                "paired differences, mean 0 vs {} (variance {})",
+                number(*mu1, unit),
+                variance.map_or("n/a".into(), sig)
             ),
         ),
         TestFigures::Betting {
@@ -108,8 +128,10 @@ fn sequential(d: &SequentialDetails) -> String {
         } => (
             "betting",
             format!(
-                "scores in [{}, {}], mean difference above 0 or below {gap}: ln capital for {log_capital_promote:.3} of {promote_bound:.3}, against {log_capital_reject:.3} of {reject_bound:.3}",
-                range[0], range[1]
+                "scores in [{}, {}], mean difference above 0 or below {}: ln capital for {log_capital_promote:.3} of {promote_bound:.3}, against {log_capital_reject:.3} of {reject_bound:.3}",
+                number(range[0], unit),
+                number(range[1], unit),
+                number(*gap, unit)
             ),
         ),
         TestFigures::Paired {
@@ -126,35 +148,35 @@ fn sequential(d: &SequentialDetails) -> String {
             ),
         ),
     };
-    let effect = d.effect.map_or(String::new(), |e| {
-        format!(
-            "; effect {:+.4} [{:+.4}, {:+.4}] (95 % {}, shown only)",
-            e.estimate,
-            e.ci_low,
-            e.ci_high,
+    let effect = match (scale.effect(d), d.effect) {
+        (Some(shown), Some(e)) => format!(
+            "; effect — {} (95 % {}, shown only)",
+            shown.text,
             e.interval
                 .map_or("fixed-sample interval", EffectInterval::as_str)
-        )
-    });
+        ),
+        _ => String::new(),
+    };
     format!(
         "{name} ({hypotheses}); LLR {:.3} after {} observation(s), boundaries [{:.3}, {:.3}] as applied (Wald [{:.3}, {:.3}]){effect}",
         d.llr, d.n, d.lower, d.upper, d.wald_lower, d.wald_upper
     )
 }
 
-fn guardrail(d: &GuardrailDetails, passed: StageState) -> String {
+fn guardrail(d: &GuardrailDetails, passed: StageState, unit: Unit) -> String {
     // `excess` is how far the candidate is worse than the baseline
     // allows (margin included): non-inferior means shown below 0.
     let (method, excess, shown) = match d.result {
-        GuardrailResult::Welch(r) => ("welch", r.excess, format!("p = {:.4}", r.p_value)),
+        GuardrailResult::Welch(r) => ("welch", r.excess, format!("p = {}", sig(r.p_value))),
         GuardrailResult::Sequence(r) => (
             "sequence",
             r.excess,
-            format!("upper bound {:+.4}", r.upper_bound),
+            format!("upper bound {}", signed(r.upper_bound, unit)),
         ),
     };
     format!(
-        "{method}: excess over the margin {excess:+.4} ({shown}); {}",
+        "{method}: excess over the margin {} ({shown}); {}",
+        signed(excess, unit),
         if passed == StageState::Passed {
             "non-inferior"
         } else {

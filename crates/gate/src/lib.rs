@@ -28,6 +28,11 @@
 //!   [`decide`] / [`decide_at`], which verify the trace, run the stages in
 //!   order and return a [`Verdict`] appended as a `decision` event.
 //!
+//! * [`shown`] — every measured figure as a person reads it, for the CLI,
+//!   the report and the Python bindings alike: significant digits in the
+//!   scorer's unit ([`shown::number`]), and a verdict's effect turned back
+//!   from the judged scale into candidate − baseline ([`shown::Scale`]).
+//!
 //! The statistics are pure (numbers in, numbers out); only `decide` reads a
 //! store, through `ratchet-trace`.
 //!
@@ -61,6 +66,7 @@ mod invariants;
 mod noninferiority;
 mod pin;
 mod policy;
+pub mod shown;
 mod sprt;
 mod stages;
 

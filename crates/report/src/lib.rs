@@ -39,6 +39,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use ratchet_drift::{Alarm, Shift, TraceAlarm};
+use ratchet_gate::shown::{EffectShown, Scale, Unit, number, sig, signed};
 use ratchet_gate::{
     GuardrailResult, Margin, Outcome, Stage, StageDetails, StageState, SuiteRun, TestFigures,
     TestKind,
@@ -244,25 +245,22 @@ fn alpha_beta(view: &Verified, d: &Decision) -> Option<(f64, f64)> {
     }
 }
 
-/// The primary scorer of a decision: its policy's, else the scorer it
-/// read that no guardrail or invariant names.
+/// How a decision reads its primary scorer: the scorer (its pinned
+/// policy's, else the one it read that no guardrail or invariant names),
+/// which way it improves and its unit ([`ratchet_gate::shown::Scale`]).
+pub(crate) fn scale_of(view: &Verified, d: &Decision) -> Scale {
+    Scale::of_verdict(Some(view), &d.v, None)
+}
+
+/// The primary scorer of a decision ([`scale_of`]).
 fn decision_scorer(view: &Verified, d: &Decision) -> Option<String> {
-    if let Some(p) = pinned_policy_of(view, d) {
-        return (p.test != TestKind::None).then_some(p.scorer);
-    }
-    let mut others: BTreeSet<&str> = BTreeSet::new();
-    for s in d.stages() {
-        if let Stage::Guardrail(g) = &s.stage {
-            others.insert(g);
-        }
-        if let StageDetails::Invariants(i) = &s.details {
-            others.extend(i.invariants.iter().map(|i| i.scorer.as_str()));
-        }
-    }
-    d.v.scorer_versions
-        .keys()
-        .find(|k| !others.contains(k.as_str()))
-        .cloned()
+    scale_of(view, d).scorer
+}
+
+/// A decision's effect as a person reads it: candidate − baseline in the
+/// scorer's unit, with the word for its direction.
+pub(crate) fn effect_of(view: &Verified, d: &Decision) -> Option<EffectShown> {
+    scale_of(view, d).verdict_effect(&d.v)
 }
 
 /// Whether a decision's class runs no sequential test (`test = "none"`):
@@ -347,10 +345,10 @@ fn css_class(d: &Decision) -> &'static str {
     }
 }
 
-/// "+0.125 (95 % CI +0.031 to +0.220)".
-fn effect_text(d: &Decision) -> Option<String> {
-    let (est, lo, hi, _, _) = d.effect()?;
-    Some(format!("{est:+.3} (95 % CI {lo:+.3} to {hi:+.3})"))
+/// "candidate − baseline: -40.7 µs [-45.1 µs, -36.2 µs] (an improvement:
+/// lower is better)".
+fn effect_text(view: &Verified, d: &Decision) -> Option<String> {
+    effect_of(view, d).map(|e| e.text)
 }
 
 /// A stage's state as the page's CSS class.
@@ -433,12 +431,9 @@ impl Page<'_> {
                     )?;
                     let mut facts = Vec::new();
                     match d.effect() {
-                        Some((_, _, _, tasks, iv)) => facts.push(format!(
-                            "Effect <b>{}</b>, {}, on {tasks} tasks ({})",
-                            effect_text(d).unwrap_or_default(),
-                            esc(d
-                                .sequential()
-                                .map_or("candidate − baseline", |f| f.test.effect_measure())),
+                        Some((tasks, iv)) => facts.push(format!(
+                            "Effect <b>{}</b>, on {tasks} tasks (95 % {})",
+                            esc(&effect_text(self.view, d).unwrap_or_default()),
                             esc(iv)
                         )),
                         None if decided_without_test(self.view, d) => facts.push(
@@ -450,7 +445,7 @@ impl Page<'_> {
                         )),
                     }
                     if let Some((a, b)) = alpha_beta(self.view, d) {
-                        facts.push(format!("α = {a:.3}, β = {b:.3}"));
+                        facts.push(format!("α = {}, β = {}", sig(a), sig(b)));
                     }
                     writeln!(
                         text,
@@ -536,15 +531,26 @@ impl Page<'_> {
         match (d.stage(&Stage::Sequential), d.sequential()) {
             (Some(stage), Some(f)) => {
                 let word = state(stage.passed);
-                let (est, iv) = match d.effect() {
-                    Some((e, lo, hi, n, _)) => (
-                        format!("{e:+.4} <small>on {n} tasks</small>"),
-                        format!("[{lo:+.4}, {hi:+.4}]"),
+                let (est, iv) = match effect_of(self.view, d) {
+                    Some(e) => (
+                        format!(
+                            "{} <small>{}, {}: {}; on {} tasks</small>",
+                            esc(&signed(e.value, e.unit)),
+                            esc(e.measure),
+                            e.reads_as,
+                            e.better,
+                            e.n
+                        ),
+                        esc(&format!(
+                            "[{}, {}]",
+                            signed(e.low, e.unit),
+                            signed(e.high, e.unit)
+                        )),
                     ),
                     None => ("—".into(), "—".into()),
                 };
                 let ab = alpha_beta(self.view, d)
-                    .map(|(a, b)| format!("; α {a}, β {b}", a = fmt_g(a), b = fmt_g(b)))
+                    .map(|(a, b)| format!("; α {a}, β {b}", a = sig(a), b = sig(b)))
                     .unwrap_or_default();
                 let decision = f.decision.as_str();
                 // The betting test decides on two capitals, each against
@@ -626,8 +632,8 @@ impl Page<'_> {
                         format!(
                             "×{:.3} ({} → {})",
                             r.ratio,
-                            fmt_g(r.baseline),
-                            fmt_g(r.candidate)
+                            esc(&number(r.baseline, Unit::of_scorer(&scorer))),
+                            esc(&number(r.candidate, Unit::of_scorer(&scorer)))
                         ),
                         format!(
                             "[{:.3}, {:.3}] over {} pair{}",
@@ -657,18 +663,23 @@ impl Page<'_> {
             };
             seen.insert(name.clone());
             let word = state(s.passed);
+            let unit = Unit::of_scorer(name);
             let margin = match det.margin {
-                Margin::Relative(x) => format!("{:.0} % of the baseline", x * 100.0),
-                Margin::Absolute(x) => format!("{x} (absolute)"),
+                Margin::Relative(x) => format!("{} of the baseline", number(x, Unit::Percent)),
+                Margin::Absolute(x) => format!("{} (absolute)", number(x, unit)),
             };
             let (est, iv) = match det.result {
                 GuardrailResult::Welch(w) => (
-                    format!("excess D̂ {:+.4}", w.excess),
-                    format!("se {:.4}, one-sided p = {}", w.se, fmt_g(w.p_value)),
+                    format!("excess D̂ {}", signed(w.excess, unit)),
+                    format!(
+                        "se {}, one-sided p = {}",
+                        number(w.se, unit),
+                        sig(w.p_value)
+                    ),
                 ),
                 GuardrailResult::Sequence(q) => (
-                    format!("excess D̂ {:+.4}", q.excess),
-                    format!("D ≤ {:+.4} (always valid)", q.upper_bound),
+                    format!("excess D̂ {}", signed(q.excess, unit)),
+                    format!("D ≤ {} (always valid)", signed(q.upper_bound, unit)),
                 ),
             };
             rows.push([
@@ -1164,7 +1175,7 @@ impl Page<'_> {
             let change = Some(a.change_seq as f64);
             writeln!(
                 self.body,
-                "<figure class=cusum>{}<figcaption>Alarm at seq {seq} ({} UTC): {detector}, {} shift (in-control mean {mu:.3}, σ {sd:.3}); statistic {recorded:.3} reached the limit h = {limit:.3}; the change is estimated to start at seq {}. {how}{}</figcaption></figure>",
+                "<figure class=cusum>{}<figcaption>Alarm at seq {seq} ({} UTC): {detector}, {} shift (in-control mean {}, σ {}); statistic {recorded:.3} reached the limit h = {limit:.3}; the change is estimated to start at seq {}. {how}{}</figcaption></figure>",
                 svg::alarm(&svg::AlarmPlot {
                     title: &title,
                     scores: &scores,
@@ -1179,6 +1190,8 @@ impl Page<'_> {
                 })?,
                 utc(e.ts_ms),
                 if down { "downward" } else { "upward" },
+                esc(&number(mu, Unit::of_scorer(scorer))),
+                esc(&number(sd, Unit::of_scorer(scorer))),
                 a.change_seq,
                 k.map(|k| format!(" (reference k = {k:.3})"))
                     .unwrap_or_default()
@@ -1406,7 +1419,7 @@ impl Page<'_> {
                     esc(&d.outcome()),
                     ep.interim.len() + 1,
                     n_of(d),
-                    effect_text(d).unwrap_or_else(|| "—".into())
+                    esc(&effect_text(self.view, d).unwrap_or_else(|| "—".into()))
                 )?;
                 if !ep.interim.is_empty() {
                     let mut inner = String::new();
@@ -1417,7 +1430,7 @@ impl Page<'_> {
                             utc(i.ts_ms),
                             i.seq,
                             n_of(i),
-                            effect_text(i).unwrap_or_else(|| "—".into()),
+                            esc(&effect_text(self.view, i).unwrap_or_else(|| "—".into())),
                             esc(i.reason().unwrap_or(""))
                         )?;
                     }
@@ -1451,17 +1464,6 @@ fn not_reached(metric: &str, role: &str) -> [String; 7] {
 fn n_of(d: &Decision) -> String {
     d.sequential()
         .map_or_else(|| "—".into(), |f| f.n.to_string())
-}
-
-/// A number in its shortest honest form: 0.05, 0.0012, 3.4e-7.
-fn fmt_g(x: f64) -> String {
-    if x != 0.0 && x.abs() < 1e-4 {
-        format!("{x:.1e}")
-    } else {
-        let s = format!("{x:.4}");
-        let s = s.trim_end_matches('0').trim_end_matches('.');
-        s.to_string()
-    }
 }
 
 /// A CUSUM-type detector's statistic along its window, recomputed from

@@ -14,7 +14,8 @@ use ratchet_gate::StageState;
 use ratchet_trace::{AsOf, Verified};
 
 use crate::read::{self, Decision, short, stage_name, utc};
-use crate::{Result, alpha_beta, decided_without_test, decision_scorer, fmt_g};
+use crate::{Result, alpha_beta, decided_without_test, decision_scorer, effect_of};
+use ratchet_gate::shown::{Unit, number, sig, signed};
 
 /// A short Markdown summary fit for a pull-request comment: per class,
 /// the latest *final* decision in plain words — what was decided, on how
@@ -103,17 +104,17 @@ fn decided(
         .map(|(a, b)| {
             format!(
                 "α = {} (false-promote rate), β = {} (false-reject rate)",
-                fmt_g(a),
-                fmt_g(b)
+                sig(a),
+                sig(b)
             )
         })
         .unwrap_or_else(|| "α and β not recorded".into());
-    match (d.sequential(), d.effect()) {
-        (Some(f), Some((est, lo, hi, tasks, iv))) => {
+    match (d.sequential(), d.effect(), effect_of(view, d)) {
+        (Some(f), Some((tasks, iv)), Some(e)) => {
             writeln!(
                 out,
                 "It read **{tasks} tasks** scored on both sides ({}): the {} sequential test, under {ab}, stopped after {} observations at statistic {:+.3} (boundaries {:+.3} and {:+.3}).\n\
-                 Effect: **{est:+.4}** — {} — 95 % interval {lo:+.4} to {hi:+.4} ({iv}).",
+                 Effect, {}: **{}** — {}: {} — 95 % interval {} to {} ({iv}).",
                 md(
                     &decision_scorer(view, d).unwrap_or_else(|| "?".into()),
                     As::Code
@@ -123,7 +124,12 @@ fn decided(
                 f.llr,
                 f.lower,
                 f.upper,
-                md(f.test.effect_measure(), As::Text),
+                e.measure,
+                signed(e.value, e.unit),
+                e.reads_as,
+                e.better,
+                signed(e.low, e.unit),
+                signed(e.high, e.unit),
             )?;
         }
         _ if decided_without_test(view, d) => writeln!(
@@ -140,6 +146,7 @@ fn decided(
     }
     writeln!(out)?;
     // A benchmarks class: every benchmark, regressions first.
+    let unit = decision_scorer(view, d).map_or(Unit::Plain, |s| Unit::of_scorer(&s));
     for s in d.stages() {
         if let ratchet_gate::StageDetails::Benchmarks(b) = &s.details {
             writeln!(
@@ -151,8 +158,8 @@ fn decided(
                     out,
                     "| {} | {} | {} | ×{:.3} \\[{:.3}, {:.3}\\] | {} |",
                     md(&r.benchmark, As::Text),
-                    fmt_g(r.baseline),
-                    fmt_g(r.candidate),
+                    number(r.baseline, unit),
+                    number(r.candidate, unit),
                     r.ratio,
                     r.low,
                     r.high,

@@ -109,13 +109,11 @@ impl Decision {
     pub fn sequential(&self) -> Option<&SequentialDetails> {
         self.v.sequential()
     }
-    /// (estimate, low, high, tasks, interval's name).
-    pub fn effect(&self) -> Option<(f64, f64, f64, u64, &'static str)> {
+    /// The effect's (tasks, interval's name); its figures are shown as
+    /// read ([`crate::effect_of`]), never on the gate's judged scale.
+    pub fn effect(&self) -> Option<(u64, &'static str)> {
         let e = self.sequential()?.effect?;
         Some((
-            e.estimate,
-            e.ci_low,
-            e.ci_high,
             e.n as u64,
             e.interval.map_or("normal interval", EffectInterval::as_str),
         ))

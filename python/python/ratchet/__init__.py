@@ -13,33 +13,24 @@ Python: ``ratchet.client``).
 >>> scores = store.scores().to_pandas()             # doctest: +SKIP
 """
 
-from typing import Optional
-
 from ratchet import _native
 from ratchet._native import *  # noqa: F403 — the names, and their types, are the stub's
 from ratchet._native import StageReport, Verdict
 from ratchet.client import Client, ServerError
 
 
-def _number(x: Optional[float]) -> str:
-    return "" if x is None else f"{x:.4g}"
-
-
 def _stage_row(s: StageReport) -> str:
     import html
 
     result = {True: "passed", False: "failed"}.get(s.passed, "open")  # type: ignore[arg-type]
-    if s.ci_low is not None or s.ci_high is not None:
-        low = "−∞" if s.ci_low is None else _number(s.ci_low)
-        high = "+∞" if s.ci_high is None else _number(s.ci_high)
-        interval = f"[{low}, {high}]"
-        if s.interval:
-            interval += f" <small>({html.escape(s.interval)})</small>"
-    else:
-        interval = ""
-    effect = _number(s.estimate)
+    # The figures as the gate's own formatter shows them (significant
+    # digits, the scorer's unit), never re-formatted here.
+    interval = html.escape(s.interval_text or "")
+    if interval and s.interval:
+        interval += f" <small>({html.escape(s.interval)})</small>"
+    effect = html.escape(s.estimate_text or "")
     if s.measure and effect:
-        effect = f'<span title="{html.escape(s.measure)}">{effect}</span>'
+        effect = f'<span title="{html.escape(s.effect_shown or s.measure)}">{effect}</span>'
     n = "" if s.n is None else f"{s.n} {html.escape(s.n_of or '')}"
     return (
         f"<tr><td>{html.escape(s.name)}</td><td>{result}</td><td>{effect}</td>"

@@ -203,10 +203,13 @@ class StageReport:
         """True passed, False failed, None still open."""
     @property
     def measure(self) -> Optional[str]:
-        """What ``estimate`` measures (None when the stage estimates nothing)."""
+        """What ``estimate`` measures and which way is better (None when the
+        stage estimates nothing): for the sequential test ``candidate −
+        baseline`` in the scorer's own direction (a faster candidate of a
+        lower-is-better timing is negative)."""
     @property
     def estimate(self) -> Optional[float]:
-        """The effect estimate."""
+        """The effect estimate, in ``unit``."""
     @property
     def ci_low(self) -> Optional[float]:
         """Lower end of its 95 % interval (None: one-sided, or no interval)."""
@@ -223,6 +226,23 @@ class StageReport:
     def n_of(self) -> Optional[str]:
         """What ``n`` counts: ``pairs`` (tasks scored on both sides),
         ``tasks``, ``runs`` or ``events``."""
+    @property
+    def unit(self) -> Optional[str]:
+        """The unit of ``estimate`` and its interval (``s``, ``ns``, …;
+        None: a plain number)."""
+    @property
+    def estimate_text(self) -> Optional[str]:
+        """``estimate`` as a person reads it, in its unit (``-40.7 µs``)."""
+    @property
+    def interval_text(self) -> Optional[str]:
+        """The interval as a person reads it (``[-45.1 µs, -36.2 µs]``)."""
+    @property
+    def effect_shown(self) -> Optional[str]:
+        """The effect in words: ``candidate − baseline: -40.7 µs [-45.1 µs,
+        -36.2 µs] (an improvement: lower is better)``."""
+    @property
+    def shown(self) -> str:
+        """The stage in one line, as ``ratchet gate`` prints it."""
 
 @final
 class Verdict:

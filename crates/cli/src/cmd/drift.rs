@@ -190,14 +190,16 @@ pub fn best(
         );
         // Timings in seconds are often below 10⁻³: significant digits,
         // not four decimals of zeros.
+        let unit = ratchet_gate::shown::Unit::of_scorer(scorer);
+        let shown = |x: f64| ratchet_gate::shown::number(x, unit);
         for r in &ranking {
             outln!(
                 "{:<42} {:>7} {:>9} {:>9} {:>11}",
                 r.commit,
                 r.n,
-                out::sig(r.mean),
-                out::sig(r.sd),
-                out::sig(r.lower_bound)
+                shown(r.mean),
+                shown(r.sd),
+                shown(r.lower_bound)
             );
         }
     }

@@ -151,6 +151,7 @@ pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
         other => other?,
     };
     let status = run.verdict.outcome.status();
+    let scale = scale_of(ctx, a.key_file.as_deref(), &run.verdict, file.as_ref());
     if ctx.json {
         #[derive(serde::Serialize)]
         struct GateJson<'a> {
@@ -160,6 +161,10 @@ pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
             policy_source: ratchet_gate::PolicySource,
             decision: Option<ratchet_trace::Receipt>,
             promotion: Option<&'a ratchet_orchestrate::Promotion>,
+            /// The sequential stage's effect as a person reads it
+            /// (candidate − baseline in the scorer's unit and direction):
+            /// presentation beside the verdict, never recorded in it.
+            effect_as_read: Option<ratchet_gate::shown::EffectShown>,
             #[serde(flatten)]
             verdict: &'a Verdict,
         }
@@ -172,11 +177,12 @@ pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
                 policy_source: source,
                 decision: run.decision,
                 promotion: run.promotion.as_ref(),
+                effect_as_read: scale.verdict_effect(&run.verdict),
                 verdict: &run.verdict,
             },
         )?;
     } else {
-        print_verdict(&run.verdict)?;
+        print_verdict(&run.verdict, &scale)?;
         if matches!(
             run.verdict.outcome,
             ratchet_gate::Outcome::Reject {
@@ -204,6 +210,24 @@ pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
         }
     }
     Ok(status.exit_code())
+}
+
+/// How `verdict` reads its primary scorer ([`ratchet_gate::shown::Scale`]):
+/// from the store as it now verifies and the policy the gate was given;
+/// from the verdict alone when the store cannot be read.
+fn scale_of(
+    ctx: &Ctx,
+    key_file: Option<&Path>,
+    verdict: &Verdict,
+    file: Option<&ratchet_gate::Policy>,
+) -> ratchet_gate::shown::Scale {
+    let policy = file.and_then(|f| f.class(&verdict.class).ok());
+    let ledger = ctx.ledger_read(key_file).ok();
+    ratchet_gate::shown::Scale::of_verdict(
+        ledger.as_ref().map(ratchet_trace::Ledger::view),
+        verdict,
+        policy,
+    )
 }
 
 /// A trace that failed verification before its class's policy could be
@@ -305,7 +329,10 @@ fn stage_name(stage: &Stage) -> String {
     }
 }
 
-pub(crate) fn print_verdict(v: &Verdict) -> Result<()> {
+/// The verdict in words, its figures read on `scale` (the primary
+/// scorer's unit and direction).
+pub(crate) fn print_verdict(v: &Verdict, scale: &ratchet_gate::shown::Scale) -> Result<()> {
+    use ratchet_gate::shown::number;
     let mut o = std::io::stdout().lock();
     match &v.outcome {
         Outcome::Promote => writeln!(
@@ -347,8 +374,8 @@ pub(crate) fn print_verdict(v: &Verdict) -> Result<()> {
                     o,
                     "  {:<32} {:>12} {:>12} {:>26}  {}",
                     r.benchmark,
-                    out::sig(r.baseline),
-                    out::sig(r.candidate),
+                    number(r.baseline, scale.unit()),
+                    number(r.candidate, scale.unit()),
                     format!("×{:.3} [{:.3}, {:.3}]", r.ratio, r.low, r.high),
                     r.verdict.as_str()
                 )?;
@@ -371,7 +398,12 @@ pub(crate) fn print_verdict(v: &Verdict) -> Result<()> {
             StageState::Failed => "FAIL",
             StageState::Open => "open",
         };
-        writeln!(o, "  {mark:<4}  {:<20} {}", stage_name(&s.stage), s)?;
+        writeln!(
+            o,
+            "  {mark:<4}  {:<20} {}",
+            stage_name(&s.stage),
+            s.shown(scale)
+        )?;
     }
     // A promotion with no stage of a test: the class runs none (`test =
     // "none"`), said so that no one looks for the effect it did not measure.
@@ -445,20 +477,22 @@ pub fn calibrate(
     };
     let class_policy = &class_policy;
     let mut world = None;
+    let unit = ratchet_gate::shown::Unit::of_scorer(&class_policy.scorer);
     if let (Some(baseline), Some(view)) = (from_store, view) {
         let w = ratchet_gate::baseline_world(view, class_policy, baseline)?;
         if !ctx.json {
             outln!(
-                "measured from {} task(s) of {} version {}: p0 {:.4}, σ of a difference {}, draw ratio {}",
+                "measured from {} task(s) of {} version {}: p0 {}, σ of a difference {}, draw ratio {}",
                 w.tasks,
                 w.scorer,
                 w.scorer_version,
-                w.p0,
-                w.sigma
-                    .map_or("n/a (one task)".into(), |s| format!("{s:.4}")),
+                ratchet_gate::shown::sig(w.p0),
+                w.sigma.map_or("n/a (one task)".into(), |s| {
+                    ratchet_gate::shown::number(s, unit)
+                }),
                 w.draw.map_or(
                     format!("{} (assumed: no task ran twice)", assumptions.draw),
-                    |d| format!("{d:.4}")
+                    ratchet_gate::shown::sig
                 )
             );
         }
@@ -478,23 +512,28 @@ pub fn calibrate(
         }))?;
         return Ok(0);
     }
-    write_calibration(&rows, warning.as_deref())?;
+    write_calibration(&rows, warning.as_deref(), unit)?;
     Ok(0)
 }
 
-/// The calibration table in words: one row per true effect.
-fn write_calibration(rows: &[ratchet_gate::CalibrationRow], warning: Option<&str>) -> Result<()> {
+/// The calibration table in words: one row per true effect (a mean shift
+/// in the scorer's unit, positive = better).
+fn write_calibration(
+    rows: &[ratchet_gate::CalibrationRow],
+    warning: Option<&str>,
+    unit: ratchet_gate::shown::Unit,
+) -> Result<()> {
     let mut o = std::io::stdout().lock();
     writeln!(
         o,
         "{:<22} {:>10} {:>12} {:>9} {:>8} {:>8} {:>8}  method",
-        "true effect", "P(promote)", "P(truncated)", "E[N]", "N10", "N50", "N90"
+        "true effect (+ better)", "P(promote)", "P(truncated)", "E[N]", "N10", "N50", "N90"
     )?;
     for r in rows {
         writeln!(
             o,
             "{:<22} {:>10.4} {:>12.4} {:>9.1} {:>8} {:>8} {:>8}  {}{}",
-            r.effect.to_string(),
+            r.effect.shown(unit),
             r.p_promote,
             r.p_truncated,
             r.expected_n,

@@ -222,7 +222,10 @@ fn print_verification(r: &VerificationReport) -> Result<()> {
                     .unwrap_or_default()
             );
         }
-        crate::cmd::gate::print_verdict(&e.verdict)?;
+        crate::cmd::gate::print_verdict(
+            &e.verdict,
+            &ratchet_gate::shown::Scale::of_verdict(None, &e.verdict, None),
+        )?;
     }
     outln!("{}", if r.passed { "PASSED" } else { "FAILED" });
     Ok(())
@@ -407,7 +410,10 @@ pub fn bench_command(ctx: &Ctx, flags: BenchFlags) -> Result<u8> {
             outln!("FAILED: {f}");
         }
         if let Some(v) = &report.verdict {
-            crate::cmd::gate::print_verdict(v)?;
+            crate::cmd::gate::print_verdict(
+                v,
+                &ratchet_gate::shown::Scale::of_verdict(None, v, None),
+            )?;
             if let Some(seq) = report.decision_seq {
                 outln!("recorded as seq {seq}");
             }

@@ -13,6 +13,7 @@ mod boundaries;
 mod commands;
 mod common;
 mod newcomer;
+mod numbers_39;
 mod real_files_37;
 mod red_team_35;
 mod red_team_35b;

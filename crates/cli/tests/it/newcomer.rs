@@ -212,7 +212,7 @@ fn best_prints_small_timings_with_significant_digits() {
         &st,
         &["best", "--scorer", "hyperfine_s", "--min-n", "3"],
     );
-    assert_says(&o, "3.000e-5");
+    assert_says(&o, "30 µs");
     assert!(!text(&o).contains("0.0000"), "{}", text(&o));
 }
 

@@ -3,3 +3,4 @@
 mod benchmarks;
 mod markdown;
 mod report;
+mod timings;

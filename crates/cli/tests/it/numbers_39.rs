@@ -1,0 +1,107 @@
+//! Every number read right (issue 39): a timing effect of ~40 µs prints
+//! with its significant digits in its unit, and the effect of a
+//! lower-is-better scorer reads as candidate − baseline (negative: faster,
+//! an improvement), in `gate`, `gate --json`, `calibrate` and the pull
+//! request comment (`report --markdown`) — while the recorded verdict
+//! keeps the gate's judged scale (positive = better), byte for byte.
+
+use crate::common;
+
+use common::{append, fresh_store, gate, in_store_ok, text};
+
+const BASE: &str = "3333333333333333333333333333333333333333";
+const CAND: &str = "4444444444444444444444444444444444444444";
+
+/// Class `perf` on `latency_s`, lower is better, a gaussian test with a
+/// gap of 10 µs.
+const POLICY: &str = "[class.perf]\nscorer = \"latency_s\"\ndirection = \"lower\"\ntest = \"gaussian\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.00001\nmax_n = 500\n";
+
+/// 60 tasks timed at about 1 ms; the candidate about 40.7 µs faster.
+fn timings() -> String {
+    let mut out = String::new();
+    for t in 0..60 {
+        let base = 1e-3 + 2e-5 * ((t * 7 % 13) as f64 / 13.0);
+        let cand = base - 4.07e-5 + 3e-6 * ((t as f64) * 1.3).sin();
+        for (c, v) in [(BASE, base), (CAND, cand)] {
+            out.push_str(&format!(
+                "{{\"kind\":\"score\",\"commit\":\"{c}\",\"payload\":{{\"task\":\"t{t:03}\",\"scorer\":\"latency_s\",\"scorer_version\":\"1\",\"value\":{v}}}}}\n"
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_faster_candidate_reads_as_a_negative_difference_in_microseconds() {
+    let (d, st) = fresh_store();
+    let policy = d.path().join("policy.toml");
+    std::fs::write(&policy, POLICY).expect("policy");
+    let policy = policy.to_str().expect("utf8");
+    append(d.path(), &st, &timings());
+    in_store_ok(d.path(), &st, &["policy", "pin", policy]);
+
+    let o = gate(d.path(), &st, BASE, CAND, "perf", &["--dry-run"]);
+    let words = text(&o);
+    assert!(words.starts_with("PROMOTE"), "{words}");
+    assert!(!words.contains("0.0000"), "zeros for a timing:\n{words}");
+    assert!(
+        words.contains("candidate − baseline: -40.")
+            && words.contains(" µs [-4")
+            && words.contains("(an improvement: lower is better)"),
+        "{words}"
+    );
+
+    let o = gate(d.path(), &st, BASE, CAND, "perf", &["--dry-run", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let shown = &v["effect_as_read"];
+    assert_eq!(shown["unit"], "s", "{v}");
+    assert_eq!(shown["reads_as"], "an improvement", "{v}");
+    assert_eq!(shown["better"], "lower is better", "{v}");
+    let value = shown["value"].as_f64().expect("value");
+    assert!((-4.2e-5..-3.9e-5).contains(&value), "{v}");
+    assert!(shown["low"].as_f64() <= Some(value) && Some(value) <= shown["high"].as_f64());
+    assert!(shown["text"].as_str().expect("text").contains("µs"), "{v}");
+    // The recorded verdict is the gate's, unchanged: judged on negated
+    // times, its estimate is positive (better).
+    let recorded = v["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .find(|s| s["stage"] == "sequential")
+        .expect("the sequential stage");
+    let estimate = recorded["details"]["effect"]["estimate"]
+        .as_f64()
+        .expect("estimate");
+    assert!((value + estimate).abs() < 1e-12, "{recorded}");
+
+    // The decision recorded, the pull-request comment reads it the same way.
+    gate(d.path(), &st, BASE, CAND, "perf", &[]);
+    let o = in_store_ok(d.path(), &st, &["report", "--markdown"]);
+    let comment = text(&o);
+    assert!(
+        comment.contains("Effect, candidate − baseline: **-40.")
+            && comment.contains(" µs** — an improvement: lower is better")
+            && !comment.contains("0.0000"),
+        "{comment}"
+    );
+
+    // Calibration's true effects in the scorer's unit, not +0.0000.
+    let o = in_store_ok(
+        d.path(),
+        &st,
+        &[
+            "calibrate",
+            "--class",
+            "perf",
+            "--sigma",
+            "0.00002",
+            "--runs",
+            "50",
+        ],
+    );
+    let table = text(&o);
+    assert!(
+        table.contains("mean shift +10 µs") && !table.contains("+0.0000"),
+        "{table}"
+    );
+}
