@@ -20,7 +20,7 @@
 //! assert_eq!(number(0.1234567, Unit::Plain), "0.1235");
 //! ```
 
-use ratchet_scorers::Direction;
+use ratchet_records::Direction;
 use ratchet_trace::Verified;
 use serde::Serialize;
 
@@ -244,7 +244,7 @@ impl Scale {
             _ => at,
         };
         let declared = view.and_then(|v| {
-            ratchet_scorers::declared_direction(v, &scorer, declared_until)
+            ratchet_records::declared_direction(v, &scorer, declared_until)
                 .ok()
                 .flatten()
                 .map(|(d, _)| d)
@@ -260,7 +260,7 @@ impl Scale {
             Some(
                 declared
                     .or(policy.and_then(|p| p.direction))
-                    .unwrap_or_else(|| ratchet_scorers::direction_of(&scorer)),
+                    .unwrap_or_else(|| ratchet_records::direction_of(&scorer)),
             )
         };
         Scale {

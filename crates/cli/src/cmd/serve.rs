@@ -550,7 +550,10 @@ pub fn gate_remote(
             .ok()
             .and_then(|bytes| ratchet_gate::Verdict::from_json(&bytes).ok());
         if let Some(v) = parsed {
-            crate::cmd::gate::print_verdict(&v)?;
+            crate::cmd::gate::print_verdict(
+                &v,
+                &ratchet_gate::shown::Scale::of_verdict(None, &v, None),
+            )?;
             if let Some(seq) = doc["decision"]["seq"].as_u64() {
                 outln!("recorded by the server as seq {seq}");
             }
