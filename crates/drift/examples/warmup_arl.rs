@@ -106,6 +106,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         summary(&format!("EWMA two-sided, self-starting, m = {m}"), &live);
         eprintln!("m = {m}: {:.1} s", t.elapsed().as_secs_f64());
     }
+    exact_bernoulli(arl0)?;
     // Bernoulli at a true 0.7, tuned to a drop of 0.1, ARL0 500, 30 warm-up scores.
     let bern = Chart::Bernoulli { shift: 0.1, arl0 };
     let wilson = |w: &Warmup| {
@@ -163,6 +164,59 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 &arl1s,
             );
         }
+    }
+    Ok(())
+}
+
+/// A fixed Bernoulli chart's ARLs are exact given its warm-up (its chain),
+/// so their distribution over the 31 warm-up counts at a true 0.7 is exact:
+/// the Wilson-bound start (before issue 40) and a fixed start at the
+/// measured rate (x + ½)/(n + 1) without self-starting.
+fn exact_bernoulli(arl0: f64) -> Result<(), Box<dyn std::error::Error>> {
+    use ratchet_drift::bernoulli_cusum_arl;
+    let n = 30u64;
+    println!();
+    println!("| fixed Bernoulli chart, m = 30, true 0.7, exact | P(ARL0 < 250) | P(ARL0 < 100) | median ARL0 | mean ARL0 | median ARL1 (0.6) | mean ARL1 |");
+    println!("|---|---|---|---|---|---|---|");
+    for (name, wilson) in [("Wilson 90 % lower bound (before)", true), ("measured rate, not self-starting", false)] {
+        let mut rows = Vec::new();
+        for x in 0..=n {
+            let pmf = statrs::distribution::Discrete::pmf(
+                &statrs::distribution::Binomial::new(0.7, n)?,
+                x,
+            );
+            let p = x as f64 / n as f64;
+            let p0 = if wilson {
+                wilson_lower(p, n, 1.281_551_565_544_600_5)
+            } else {
+                (x as f64 + 0.5) / (n as f64 + 1.0)
+            };
+            if p0 - 0.1 <= 0.0 || p0 >= 1.0 {
+                continue; // the chart cannot start (probability < 1e-9 here)
+            }
+            let c = BernoulliCusum::for_arl0(p0, p0 - 0.1, arl0)?;
+            rows.push((pmf, bernoulli_cusum_arl(&c, 0.7)?, bernoulli_cusum_arl(&c, 0.6)?));
+        }
+        let total: f64 = rows.iter().map(|r| r.0).sum();
+        let share = |f: &dyn Fn(&(f64, f64, f64)) -> bool| {
+            rows.iter().filter(|r| f(r)).map(|r| r.0).sum::<f64>() / total
+        };
+        let median = |i: usize| {
+            let mut v: Vec<(f64, f64)> = rows.iter().map(|r| (if i == 1 { r.1 } else { r.2 }, r.0)).collect();
+            v.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mut acc = 0.0;
+            v.iter().find(|(_, w)| { acc += w / total; acc >= 0.5 }).map_or(f64::NAN, |x| x.0)
+        };
+        let mean = |i: usize| rows.iter().map(|r| r.0 * if i == 1 { r.1 } else { r.2 }).sum::<f64>() / total;
+        println!(
+            "| {name} | {:.3} | {:.3} | {:.0} | {:.0} | {:.0} | {:.0} |",
+            share(&|r| r.1 < 250.0),
+            share(&|r| r.1 < 100.0),
+            median(1),
+            mean(1),
+            median(2),
+            mean(2)
+        );
     }
     Ok(())
 }
