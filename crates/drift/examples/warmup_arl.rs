@@ -176,9 +176,14 @@ fn exact_bernoulli(arl0: f64) -> Result<(), Box<dyn std::error::Error>> {
     use ratchet_drift::bernoulli_cusum_arl;
     let n = 30u64;
     println!();
-    println!("| fixed Bernoulli chart, m = 30, true 0.7, exact | P(ARL0 < 250) | P(ARL0 < 100) | median ARL0 | mean ARL0 | median ARL1 (0.6) | mean ARL1 |");
+    println!(
+        "| fixed Bernoulli chart, m = 30, true 0.7, exact | P(ARL0 < 250) | P(ARL0 < 100) | median ARL0 | mean ARL0 | median ARL1 (0.6) | mean ARL1 |"
+    );
     println!("|---|---|---|---|---|---|---|");
-    for (name, wilson) in [("Wilson 90 % lower bound (before)", true), ("measured rate, not self-starting", false)] {
+    for (name, wilson) in [
+        ("Wilson 90 % lower bound (before)", true),
+        ("measured rate, not self-starting", false),
+    ] {
         let mut rows = Vec::new();
         for x in 0..=n {
             let pmf = statrs::distribution::Discrete::pmf(
@@ -195,19 +200,36 @@ fn exact_bernoulli(arl0: f64) -> Result<(), Box<dyn std::error::Error>> {
                 continue; // the chart cannot start (probability < 1e-9 here)
             }
             let c = BernoulliCusum::for_arl0(p0, p0 - 0.1, arl0)?;
-            rows.push((pmf, bernoulli_cusum_arl(&c, 0.7)?, bernoulli_cusum_arl(&c, 0.6)?));
+            rows.push((
+                pmf,
+                bernoulli_cusum_arl(&c, 0.7)?,
+                bernoulli_cusum_arl(&c, 0.6)?,
+            ));
         }
         let total: f64 = rows.iter().map(|r| r.0).sum();
         let share = |f: &dyn Fn(&(f64, f64, f64)) -> bool| {
             rows.iter().filter(|r| f(r)).map(|r| r.0).sum::<f64>() / total
         };
         let median = |i: usize| {
-            let mut v: Vec<(f64, f64)> = rows.iter().map(|r| (if i == 1 { r.1 } else { r.2 }, r.0)).collect();
+            let mut v: Vec<(f64, f64)> = rows
+                .iter()
+                .map(|r| (if i == 1 { r.1 } else { r.2 }, r.0))
+                .collect();
             v.sort_by(|a, b| a.0.total_cmp(&b.0));
             let mut acc = 0.0;
-            v.iter().find(|(_, w)| { acc += w / total; acc >= 0.5 }).map_or(f64::NAN, |x| x.0)
+            v.iter()
+                .find(|(_, w)| {
+                    acc += w / total;
+                    acc >= 0.5
+                })
+                .map_or(f64::NAN, |x| x.0)
         };
-        let mean = |i: usize| rows.iter().map(|r| r.0 * if i == 1 { r.1 } else { r.2 }).sum::<f64>() / total;
+        let mean = |i: usize| {
+            rows.iter()
+                .map(|r| r.0 * if i == 1 { r.1 } else { r.2 })
+                .sum::<f64>()
+                / total
+        };
         println!(
             "| {name} | {:.3} | {:.3} | {:.0} | {:.0} | {:.0} | {:.0} |",
             share(&|r| r.1 < 250.0),

@@ -307,8 +307,9 @@ pub struct Monitor {
 
 impl Monitor {
     /// Starts following `commit`'s `scorer` after `from_seq`, with a CUSUM of
-    /// reference `k` and interval `h` (σ units) around the commit's measured
-    /// mean and standard deviation at `from_seq` (at least `min_n` scores).
+    /// reference `k` and interval `h` (σ units) started from the commit's
+    /// measured mean and standard deviation at `from_seq` (at least `min_n`
+    /// scores) and self-starting from there ([`LiveChart`]).
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] if the commit has fewer than `min_n` (≥ 2)
@@ -337,9 +338,10 @@ impl Monitor {
     /// [`Monitor::start`] with any [`Chart`], watching `watch`.
     ///
     /// # Errors
-    /// As [`Monitor::start`]; [`Error::InvalidParameter`] for the chart's
-    /// parameters (a Bernoulli chart on scores that are not 0/1 fails at
-    /// its first such score).
+    /// As [`Monitor::start`] (a Bernoulli chart needs no spread: a warm-up
+    /// of all passes starts it); [`Error::InvalidParameter`] for the
+    /// chart's parameters (a Bernoulli chart on scores that are not 0/1
+    /// fails at its first such score).
     pub fn start_chart(
         view: &Verified,
         commit: &CommitId,
