@@ -38,7 +38,10 @@ pub struct TraceAlarm {
     /// Seq of the first score of the estimated change (the change began
     /// between the previous score of this stream and this seq).
     pub change_seq: u64,
-    /// The baseline the detector compared against.
+    /// The baseline the detector compared against: for the self-starting
+    /// charts run since issue 40, the in-control estimate the alarming
+    /// score was judged by (the warm-up and every score passed since); in
+    /// alarms recorded before, the warm-up's mean, fixed for the deployment.
     pub baseline_mean: f64,
     /// Its standard deviation.
     pub baseline_sd: f64,
