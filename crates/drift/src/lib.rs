@@ -19,7 +19,8 @@
 //!   in-control ARL is from a short warm-up), [`record_alarm`]
 //!   appends an alarm event, [`best_commit`] ranks commits by a lower
 //!   confidence bound, and [`warmup_false_alarms`] / [`size_warmup`] report
-//!   what estimated μ and σ actually do to false alarms.
+//!   what estimated μ and σ do to a plug-in chart's false alarms (the
+//!   reason the monitor's charts self-start).
 //!
 //! The detectors and ARL arithmetic are pure; the monitor and the ranking
 //! read the store through `ratchet-trace`.

@@ -730,8 +730,10 @@ pub fn best_commit(view: &Verified, ranking: &Ranking<'_>) -> Result<Vec<RankedC
     Ok(ranked)
 }
 
-/// What a CUSUM does in control when μ and σ are estimated from `m`
-/// warm-up samples instead of known (textbook ARLs assume them known).
+/// What a plug-in CUSUM does in control when μ and σ are estimated from
+/// `m` warm-up samples instead of known (textbook ARLs assume them known).
+/// The monitor no longer runs such a chart ([`LiveChart`] self-starts);
+/// this is the measurement of why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WarmupReport {
     /// Warm-up samples.
