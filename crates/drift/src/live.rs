@@ -259,6 +259,11 @@ impl LiveChart {
     /// let cusum = Chart::cusum_for_arl0(0.5, 500.0)?;
     /// let err = LiveChart::start(cusum, &all_pass, Watch::Decreases).expect_err("no spread");
     /// assert!(err.to_string().contains("--detector bernoulli"), "{err}");
+    /// // Scores of one other value: no pass/fail advice.
+    /// let flat = Warmup { n: 30, mean: 0.8, sd: 0.0 };
+    /// let err = LiveChart::start(cusum, &flat, Watch::Decreases).expect_err("no spread");
+    /// assert!(err.to_string().contains("30 score(s), all 0.8"), "{err}");
+    /// assert!(!err.to_string().contains("bernoulli"), "{err}");
     /// # Ok(()) }
     /// ```
     ///
@@ -270,11 +275,20 @@ impl LiveChart {
     pub fn start(chart: Chart, warmup: &Warmup, watch: Watch) -> Result<LiveChart> {
         let normal = !matches!(chart, Chart::Bernoulli { .. });
         if normal && !(warmup.n >= 2 && warmup.sd > 0.0 && warmup.sd.is_finite()) {
+            // All 0 or all 1 is a pass/fail stream: its chart needs no spread.
+            let pass_fail =
+                warmup.mean.to_bits() == 0f64.to_bits() || warmup.mean.to_bits() == 1f64.to_bits();
             return Err(invalid(
                 "baseline",
                 format!(
-                    "{} score(s), all {}: {chart} scales by the scores' spread and needs at least 2 that differ; for pass/fail (0/1) scores use --detector bernoulli, which needs no spread",
-                    warmup.n, warmup.mean
+                    "{} score(s), all {}: {chart} scales by the scores' spread and needs at least 2 that differ{}",
+                    warmup.n,
+                    warmup.mean,
+                    if pass_fail {
+                        "; for pass/fail (0/1) scores use --detector bernoulli, which needs no spread"
+                    } else {
+                        ""
+                    }
                 ),
             ));
         }
