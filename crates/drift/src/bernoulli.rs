@@ -167,6 +167,15 @@ impl BernoulliCusum {
     fn watches_drop(&self) -> bool {
         self.p1 < self.p0
     }
+
+    /// Takes `other`'s rates, reference and interval, keeping this chart's
+    /// statistic and counts (a self-starting chart retuned as its rate moves).
+    pub(crate) fn retune(&mut self, other: &BernoulliCusum) {
+        self.p0 = other.p0;
+        self.p1 = other.p1;
+        self.r = other.r;
+        self.h_units = other.h_units;
+    }
 }
 
 /// The watched outcome's rates (q0, q1): failures for a drop, passes for a rise.

@@ -14,10 +14,13 @@
 //!   [`cusum_h_for_arl0`] and [`ewma_l_for_arl0`].
 //!
 //! * Live: [`Monitor`] follows one commit's score stream in the trace
-//!   (baseline = that commit's measured statistics), [`record_alarm`]
+//!   (started from that commit's measured statistics, then self-starting:
+//!   [`LiveChart`]; [`deployment_arl0s`] measures what each deployment's
+//!   in-control ARL is from a short warm-up), [`record_alarm`]
 //!   appends an alarm event, [`best_commit`] ranks commits by a lower
 //!   confidence bound, and [`warmup_false_alarms`] / [`size_warmup`] report
-//!   what estimated μ and σ actually do to false alarms.
+//!   what estimated μ and σ do to a plug-in chart's false alarms (the
+//!   reason the monitor's charts self-start).
 //!
 //! The detectors and ARL arithmetic are pure; the monitor and the ranking
 //! read the store through `ratchet-trace`.
@@ -45,6 +48,7 @@ mod arl;
 mod bernoulli;
 mod detectors;
 mod error;
+mod live;
 mod monitor;
 
 pub use arl::{
@@ -55,6 +59,7 @@ pub use arl::{
 pub use bernoulli::{BernoulliCusum, bernoulli_cusum_arl};
 pub use detectors::{Alarm, Cusum, Detector, Ewma, EwmaLimits, PageHinkley, Shift, alarms_in};
 pub use error::{Error, Result};
+pub use live::{LiveChart, Scores, Warmup, deployment_arl0s};
 pub use monitor::{
     Chart, Follow, FollowReport, KIND_ALARM, Monitor, RankedCommit, Ranking, TraceAlarm,
     WarmupReport, Watch, best_commit, deployment_start, latest_alarm, record_alarm, size_warmup,

@@ -10,9 +10,9 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use ratchet_trace::{AsOf, CommitId, EventDraft, Ledger, Receipt, ScorerRef, Verified};
 
-use crate::bernoulli::BernoulliCusum;
-use crate::detectors::{Alarm, Cusum, Detector, Ewma, EwmaLimits, PageHinkley, Shift};
+use crate::detectors::{Alarm, Cusum, Detector, Shift};
 use crate::error::{Error, Result, invalid};
+use crate::live::{LiveChart, Warmup};
 
 /// Event kind of an appended alarm.
 pub const KIND_ALARM: &str = ratchet_trace::ReservedKind::Alarm.as_str();
@@ -38,7 +38,10 @@ pub struct TraceAlarm {
     /// Seq of the first score of the estimated change (the change began
     /// between the previous score of this stream and this seq).
     pub change_seq: u64,
-    /// The baseline the detector compared against.
+    /// The baseline the detector compared against: for the self-starting
+    /// charts run since issue 40, the in-control estimate the alarming
+    /// score was judged by (the warm-up and every score passed since); in
+    /// alarms recorded before, the warm-up's mean, fixed for the deployment.
     pub baseline_mean: f64,
     /// Its standard deviation.
     pub baseline_sd: f64,
@@ -103,9 +106,11 @@ pub enum Chart {
         /// Threshold λ.
         lambda: f64,
     },
-    /// The Bernoulli CUSUM for 0/1 scores ([`BernoulliCusum`]): tuned to a
-    /// move of the pass rate by `shift` in the watched direction, with the
-    /// interval whose exact in-control ARL is `arl0`. One-sided.
+    /// The Bernoulli CUSUM for 0/1 scores ([`BernoulliCusum`](crate::BernoulliCusum)):
+    /// tuned to a move of the pass rate by `shift` in the watched direction
+    /// from the rate it measures, `(x + ½)/(n + 1)` over the in-control
+    /// scores so far (self-starting, [`LiveChart`]), with the interval whose
+    /// exact in-control ARL at that rate is `arl0`. One-sided.
     Bernoulli {
         /// Absolute change of the pass rate to catch.
         shift: f64,
@@ -276,79 +281,10 @@ pub struct FollowReport {
     pub position: u64,
 }
 
-/// z of the one-sided 90 % bound a Bernoulli chart's in-control rate is
-/// set at ([`LiveChart::build`]).
-const BASELINE_Z: f64 = 1.281_551_565_544_600_5;
-
-/// The Wilson score bound at `z` (negative: the lower bound) of a rate `p`
-/// measured on `n` trials.
-fn wilson_bound(p: f64, n: u64, z: f64) -> f64 {
-    let n = n.max(1) as f64;
-    let z2 = z * z;
-    let centre = p + z2 / (2.0 * n);
-    let spread = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
-    ((centre + spread) / (1.0 + z2 / n)).clamp(0.0, 1.0)
-}
-
-/// A monitor's running chart.
-#[derive(Debug, Clone, PartialEq)]
-enum LiveChart {
-    Cusum(Cusum),
-    Ewma(Ewma),
-    PageHinkley(PageHinkley),
-    Bernoulli(BernoulliCusum),
-}
-
-impl LiveChart {
-    fn build(chart: Chart, mean: f64, sd: f64, n: u64, watch: Watch) -> Result<LiveChart> {
-        Ok(match chart {
-            Chart::Cusum { k, h } => LiveChart::Cusum(Cusum::new(mean, sd, k, h)?),
-            Chart::Ewma { lambda, l } => {
-                LiveChart::Ewma(Ewma::new(mean, sd, lambda, l, EwmaLimits::SteadyState)?)
-            }
-            Chart::PageHinkley { delta, lambda } => {
-                LiveChart::PageHinkley(PageHinkley::new(delta * sd, lambda * sd)?)
-            }
-            Chart::Bernoulli { shift, arl0 } => {
-                // The in-control rate is estimated from the n baseline
-                // scores; a chart set above the true rate (watching
-                // decreases) sees in-control data as a drop and alarms
-                // early. So it is set at the rate's one-sided 90 % bound on
-                // the harmless side (Wilson): the in-control ARL is then at
-                // least `arl0` with probability about 0.9 over the
-                // baseline, at the cost of a slightly later alarm.
-                let mean = match watch {
-                    Watch::Decreases => wilson_bound(mean, n, -BASELINE_Z),
-                    Watch::Increases => wilson_bound(mean, n, BASELINE_Z),
-                    Watch::Both => mean,
-                };
-                let p1 = match watch {
-                    Watch::Decreases => mean - shift,
-                    Watch::Increases => mean + shift,
-                    Watch::Both => {
-                        return Err(invalid(
-                            "watch",
-                            "the Bernoulli CUSUM is one-sided: watch decreases or increases",
-                        ));
-                    }
-                };
-                LiveChart::Bernoulli(BernoulliCusum::for_arl0(mean, p1, arl0)?)
-            }
-        })
-    }
-
-    fn detector(&mut self) -> &mut dyn Detector {
-        match self {
-            LiveChart::Cusum(d) => d,
-            LiveChart::Ewma(d) => d,
-            LiveChart::PageHinkley(d) => d,
-            LiveChart::Bernoulli(d) => d,
-        }
-    }
-}
-
-/// Follows one commit's scores of one scorer with a CUSUM whose in-control
-/// mean and σ are that commit's measured statistics at `from_seq`, reporting
+/// Follows one commit's scores of one scorer with a chart started from
+/// that commit's measured statistics at `from_seq` and self-starting from
+/// there ([`LiveChart`]: each score judged against every in-control score
+/// before it, so the warm-up's error washes out), reporting
 /// the shifts it [`Watch`]es (by default decreases; a shift the other way
 /// restarts the chart without an alarm). Its state is a function of the
 /// trace alone: a new monitor started at the same point and polled to the
@@ -361,9 +297,9 @@ pub struct Monitor {
     watch: Watch,
     chart: Chart,
     detector: LiveChart,
-    baseline_mean: f64,
-    baseline_sd: f64,
-    baseline_n: u64,
+    /// The warm-up at the start (a change of watched direction restarts
+    /// the chart from it).
+    baseline: Warmup,
     position: u64,
     /// Seqs of the observations since the detector's last reset.
     seqs: Vec<u64>,
@@ -374,8 +310,9 @@ pub struct Monitor {
 
 impl Monitor {
     /// Starts following `commit`'s `scorer` after `from_seq`, with a CUSUM of
-    /// reference `k` and interval `h` (σ units) around the commit's measured
-    /// mean and standard deviation at `from_seq` (at least `min_n` scores).
+    /// reference `k` and interval `h` (σ units) started from the commit's
+    /// measured mean and standard deviation at `from_seq` (at least `min_n`
+    /// scores) and self-starting from there ([`LiveChart`]).
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] if the commit has fewer than `min_n` (≥ 2)
@@ -404,9 +341,10 @@ impl Monitor {
     /// [`Monitor::start`] with any [`Chart`], watching `watch`.
     ///
     /// # Errors
-    /// As [`Monitor::start`]; [`Error::InvalidParameter`] for the chart's
-    /// parameters (a Bernoulli chart on scores that are not 0/1 fails at
-    /// its first such score).
+    /// As [`Monitor::start`] (a Bernoulli chart needs no spread: a warm-up
+    /// of all passes starts it); [`Error::InvalidParameter`] for the
+    /// chart's parameters (a Bernoulli chart on scores that are not 0/1
+    /// fails at its first such score).
     pub fn start_chart(
         view: &Verified,
         commit: &CommitId,
@@ -433,23 +371,26 @@ impl Monitor {
                     ),
                 )
             })?;
-        let sd = stats.variance.unwrap_or(0.0).sqrt();
-        if sd <= 0.0 {
-            return Err(invalid(
-                "baseline",
-                format!("commit {commit}'s {scorer} scores have no spread; σ cannot be 0"),
-            ));
-        }
+        let baseline = Warmup {
+            n: stats.n,
+            mean: stats.mean,
+            sd: stats.variance.unwrap_or(0.0).sqrt(),
+        };
+        let detector = LiveChart::start(chart, &baseline, watch).map_err(|e| match e {
+            Error::InvalidParameter { name, reason } => invalid(
+                name,
+                format!("commit {commit}'s {scorer} baseline at seq {from_seq}: {reason}"),
+            ),
+            e => e,
+        })?;
         Ok(Monitor {
             commit: commit.clone(),
             scorer: scorer.to_string(),
             version,
             watch,
             chart,
-            detector: LiveChart::build(chart, stats.mean, sd, stats.n, watch)?,
-            baseline_n: stats.n,
-            baseline_mean: stats.mean,
-            baseline_sd: sd,
+            detector,
+            baseline,
             position: from_seq,
             seqs: Vec::new(),
             sources: ratchet_trace::Sources::everyone(),
@@ -477,13 +418,7 @@ impl Monitor {
     /// [`Error::InvalidParameter`] for [`Watch::Both`] on a Bernoulli chart.
     pub fn watching(mut self, watch: Watch) -> Result<Self> {
         if matches!(self.chart, Chart::Bernoulli { .. }) && watch != self.watch {
-            self.detector = LiveChart::build(
-                self.chart,
-                self.baseline_mean,
-                self.baseline_sd,
-                self.baseline_n,
-                watch,
-            )?;
+            self.detector = LiveChart::start(self.chart, &self.baseline, watch)?;
         }
         self.watch = watch;
         Ok(self)
@@ -514,12 +449,10 @@ impl Monitor {
         &self.version
     }
 
-    /// The CUSUM's state, when the chart is a CUSUM.
-    pub fn cusum(&self) -> Option<&Cusum> {
-        match &self.detector {
-            LiveChart::Cusum(c) => Some(c),
-            _ => None,
-        }
+    /// The running chart (its in-control estimate, and the rate a
+    /// Bernoulli chart is tuned at).
+    pub fn live_chart(&self) -> &LiveChart {
+        &self.detector
     }
 
     /// Reads the new scores of the stream and returns the alarms they raise,
@@ -540,9 +473,12 @@ impl Monitor {
             for &(seq, value) in &page {
                 self.seqs.push(seq);
                 self.position = seq;
-                if let Some(alarm) = self.detector.detector().update(value)? {
+                // The estimate the score was judged against (an alarm
+                // records it as its baseline).
+                let judged_by = self.detector.in_control();
+                if let Some(alarm) = self.detector.update(value)? {
                     if !self.watch.reports(alarm.shift) {
-                        self.detector.detector().reset();
+                        self.detector.reset();
                         self.seqs.clear();
                         continue;
                     }
@@ -556,10 +492,10 @@ impl Monitor {
                         change_seq: self.seqs[idx],
                         seq,
                         alarm,
-                        baseline_mean: self.baseline_mean,
-                        baseline_sd: self.baseline_sd,
+                        baseline_mean: judged_by.mean,
+                        baseline_sd: judged_by.sd,
                     });
-                    self.detector.detector().reset();
+                    self.detector.reset();
                     self.seqs.clear();
                 }
             }
@@ -794,8 +730,10 @@ pub fn best_commit(view: &Verified, ranking: &Ranking<'_>) -> Result<Vec<RankedC
     Ok(ranked)
 }
 
-/// What a CUSUM does in control when μ and σ are estimated from `m`
-/// warm-up samples instead of known (textbook ARLs assume them known).
+/// What a plug-in CUSUM does in control when μ and σ are estimated from
+/// `m` warm-up samples instead of known (textbook ARLs assume them known).
+/// The monitor no longer runs such a chart ([`LiveChart`] self-starts);
+/// this is the measurement of why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WarmupReport {
     /// Warm-up samples.

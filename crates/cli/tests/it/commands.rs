@@ -882,6 +882,44 @@ fn watch_picks_the_bernoulli_chart_for_pass_fail_scores() {
     );
 }
 
+/// Issue 40 (c): `watch` on a deployment whose 30 warm-up scores are all
+/// passes (a 95 %-pass service, one deployment in five) refused with "σ
+/// cannot be 0", exit 2. Auto picks the Bernoulli chart, which needs no
+/// spread; a normal chart says what it lacks and what to use.
+#[test]
+fn watch_starts_from_a_warm_up_of_all_passes() {
+    let c = "4444444444444444444444444444444444444444";
+    let (d, st_s) = common::fresh_store();
+    let st_s = st_s.as_str();
+    let line = |t: usize, v: u8| {
+        format!(
+            "{{\"kind\":\"score\",\"commit\":\"{c}\",\"payload\":{{\"task\":\"t{t:04}\",\"scorer\":\"passed\",\"scorer_version\":\"1\",\"value\":{v}}}}}\n"
+        )
+    };
+    let warm: String = (0..30).map(|t| line(t, 1)).collect();
+    common::append(d.path(), st_s, &warm);
+    // 300 live requests at 95 %.
+    let live: String = (30..330).map(|t| line(t, u8::from(t % 20 != 0))).collect();
+    common::append(d.path(), st_s, &live);
+    let watch = |extra: &[&str]| {
+        let mut args = vec!["watch", "--commit", c, "--scorer", "passed", "--from", "30"];
+        args.extend_from_slice(extra);
+        common::in_store(d.path(), st_s, &args)
+    };
+    let o = watch(&[]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "in control, no alarm: {}",
+        text(&o)
+    );
+    assert!(text(&o).contains("Bernoulli"), "{}", text(&o));
+    let o = watch(&["--detector", "cusum"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_says(&o, "30 score(s), all 1");
+    assert_says(&o, "--detector bernoulli");
+}
+
 #[test]
 fn commits_are_typed_as_git_revisions_and_unknown_ones_are_refused() {
     let d = tempfile::tempdir().expect("tempdir");

@@ -5,3 +5,4 @@ mod alloc;
 mod bernoulli;
 mod monitor;
 mod tables;
+mod warmup;

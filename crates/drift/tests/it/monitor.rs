@@ -227,16 +227,14 @@ fn monitor_state_is_rebuilt_by_replaying_the_trace() {
     assert_eq!(incremental, replayed);
     // The comparison means something only if the monitor moved: it read
     // every live score of its commit (200) and none of the other's, and
-    // its chart holds state (a small drop of 0.01 = σ/5 keeps the CUSUM
-    // away from zero without alarming at h = 5).
+    // its self-starting chart learned from them (the baseline's 100 scores
+    // and the live ones it passed).
     assert_eq!(
         incremental.position(),
         store.head().expect("head").size - 10
     );
-    assert_ne!(
-        incremental.cusum().expect("a CUSUM").statistics(),
-        (0.0, 0.0)
-    );
+    let learned = incremental.live_chart().in_control().n;
+    assert!(learned > 100 && learned <= 300, "{learned}");
 }
 
 #[test]
@@ -579,4 +577,91 @@ fn a_one_sided_watch_holds_its_arl0() {
     let two = Chart::cusum_for_arl0(0.5, arl0).expect("chart");
     let (arl, _) = mean_run_length(two, Watch::Decreases, 100_000, 72);
     assert!(arl > 1.5 * arl0, "two-sided h on one side: {arl:.1}");
+}
+
+/// Issue 40 (c): a 95 %-pass service's 30 warm-up scores are all passes
+/// about one deployment in five (0.95³⁰ = 0.21); `watch` refused them with
+/// "σ cannot be 0". A Bernoulli chart needs no spread: it starts at the
+/// rate 30.5/31 and follows the stream. A normal chart on the same scores
+/// says how many it has and what it needs instead.
+#[test]
+fn a_warm_up_of_all_passes_starts_a_bernoulli_chart_and_a_normal_chart_says_what_it_lacks() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
+    let a = commit(1);
+    let pass_fail = |from: usize, to: usize, pass: &dyn Fn(usize) -> bool| -> Vec<Score> {
+        (from..to)
+            .map(|i| {
+                Score::new(
+                    a.clone(),
+                    format!("t{i}"),
+                    "passed",
+                    f64::from(u8::from(pass(i))),
+                )
+            })
+            .collect()
+    };
+    store
+        .record_scores(&pass_fail(0, 30, &|_| true), "eval")
+        .expect("warm-up");
+    let start = store.head().expect("head").size;
+    let chart = ratchet_drift::Chart::Bernoulli {
+        shift: 0.1,
+        arl0: 10_000.0,
+    };
+    let mut monitor = Monitor::start_chart(
+        &view(&store),
+        &a,
+        "passed",
+        start,
+        chart,
+        Watch::Decreases,
+        30,
+    )
+    .expect("a Bernoulli chart starts from 30 passes");
+    let rate = monitor.live_chart().in_control_rate().expect("bernoulli");
+    assert!(
+        (rate - 0.985).abs() < 1e-9,
+        "30.5/31 on the 0.005 grid: {rate}"
+    );
+    // 400 live requests at 95 %: in control (the chart learns the rate).
+    store
+        .record_scores(&pass_fail(30, 430, &|i| i % 20 != 0), "live")
+        .expect("live");
+    assert!(
+        monitor.poll(&view(&store)).expect("poll").is_empty(),
+        "in control"
+    );
+    assert!(
+        (monitor.live_chart().in_control_rate().expect("bernoulli") - 0.95).abs() < 0.011,
+        "learned the rate: {:?}",
+        monitor.live_chart().in_control_rate()
+    );
+    // Then every other request fails: caught.
+    store
+        .record_scores(&pass_fail(430, 530, &|i| i % 2 == 0), "live")
+        .expect("drop");
+    let alarms = monitor.poll(&view(&store)).expect("poll");
+    assert_eq!(alarms.first().map(|a| a.alarm.shift), Some(Shift::Down));
+    // A CUSUM on the same warm-up: refused, saying why and what to use.
+    let cusum = ratchet_drift::Chart::cusum_for_arl0(0.5, 500.0).expect("chart");
+    let err = Monitor::start_chart(
+        &view(&store),
+        &a,
+        "passed",
+        start,
+        cusum,
+        Watch::Decreases,
+        30,
+    )
+    .expect_err("no spread");
+    let said = err.to_string();
+    for want in [
+        "30 score(s), all 1",
+        "needs at least 2 that differ",
+        "--detector bernoulli",
+    ] {
+        assert!(said.contains(want), "{want:?} in {said}");
+    }
+    assert!(!said.contains("σ cannot be 0"), "{said}");
 }
