@@ -104,8 +104,22 @@ fn regex_escape(name: &str) -> String {
     out
 }
 
+/// Whether a benchmark's name may go into a command line: the names are
+/// what the benchmark programs printed — the candidate's code among them —
+/// and the filter goes into the baseline's command too. Letters, digits
+/// and `_ . / : - = + ,` only: nothing a shell or a quoted `-k` expression
+/// reads as syntax (the filter's own `^ ( | ) $ \` are safe inside single
+/// quotes). A name outside them leaves the round unfiltered.
+fn plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./:-=+,".contains(c))
+}
+
 /// The benchmarks a verdict leaves undecided, once some are decided
-/// (`None`: none is, or there is no benchmark table).
+/// (`None`: none is, there is no benchmark table, or a name is not plain
+/// enough to be written into a command, [`plain_name`]).
 fn undecided_in(verdict: &Verdict) -> Option<BTreeSet<String>> {
     verdict.stages.iter().find_map(|s| match &s.details {
         ratchet_gate::StageDetails::Benchmarks(d) => {
@@ -115,7 +129,7 @@ fn undecided_in(verdict: &Verdict) -> Option<BTreeSet<String>> {
                 .filter(|b| b.verdict == ratchet_gate::benchmarks::BenchVerdict::Undecided)
                 .map(|b| b.benchmark.clone())
                 .collect();
-            (open.len() < d.benchmarks.len()).then_some(open)
+            (open.len() < d.benchmarks.len() && open.iter().all(|n| plain_name(n))).then_some(open)
         }
         _ => None,
     })

@@ -843,7 +843,7 @@ fn calibrate_from_the_store_measures_its_inputs() {
     assert!(o.status.success(), "{}", text(&o));
     assert_says(
         &o,
-        "measured from 200 task(s) of accuracy version 1: p0 0.5000",
+        "measured from 200 task(s) of accuracy version 1: p0 0.5,",
     );
     // A tampered store is not calibrated from.
     overwrite_score(&st, 3);

@@ -184,16 +184,22 @@ fn rows(out: &str) -> Vec<(String, f64, String)> {
         .take_while(|line| !line.trim_start().starts_with('('))
         .map(|line| {
             let (left, right) = line.split_once('×').expect("a ratio");
-            let mut names: Vec<&str> = left.split_whitespace().collect();
-            // The name, then the baseline and the candidate.
-            names.truncate(names.len() - 2);
+            // Columns are two spaces apart or more (a name may hold one:
+            // `./prog 17`; a value its unit: `40.49 µs`): the name first.
+            let name = left
+                .trim()
+                .split("  ")
+                .next()
+                .expect("a name")
+                .trim()
+                .to_string();
             let ratio: f64 = right
                 .split_whitespace()
                 .next()
                 .and_then(|r| r.parse().ok())
                 .expect("ratio");
             let verdict = right.split_once(']').expect("interval").1.trim();
-            (names.join(" "), ratio, verdict.to_string())
+            (name, ratio, verdict.to_string())
         })
         .collect()
 }

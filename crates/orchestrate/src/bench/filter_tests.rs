@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use ratchet_scorers::Format;
 
-use super::harness_filter;
+use super::{harness_filter, plain_name};
 
 fn set(names: &[&str]) -> BTreeSet<String> {
     names.iter().map(|n| (*n).to_string()).collect()
@@ -71,4 +71,31 @@ fn pytest_filters_test_functions_joined_by_or() {
 fn tools_that_cannot_filter_have_no_filter() {
     assert_eq!(harness_filter(Format::Hyperfine, None), None);
     assert_eq!(harness_filter(Format::Bmf, Some(&set(&["a"]))), None);
+}
+
+/// Names come from what the benchmark programs printed, the candidate's
+/// among them, and the filter goes into the baseline's command too: a name
+/// with anything a shell or a `-k` expression reads leaves the round
+/// unfiltered.
+#[test]
+fn only_plain_names_go_into_a_command() {
+    for plain in [
+        "BM_sort/1024",
+        "pkg.BenchmarkX-8",
+        "tests/t.py::test_a",
+        "b=1,c=2+x",
+    ] {
+        assert!(plain_name(plain), "{plain}");
+    }
+    for hostile in [
+        "x'; sleep 5; '",
+        "a or not b",
+        "$(touch pwned)",
+        "BM_copy<int>",
+        "t[1]",
+        "a\nb",
+        "",
+    ] {
+        assert!(!plain_name(hostile), "{hostile:?}");
+    }
 }
