@@ -12,6 +12,7 @@ pub fn ratchet(cwd: &Path, args: &[&str], stdin: &str) -> Output {
         .env_remove("RATCHET_STORE")
         .env_remove("RATCHET_SERVER")
         .env_remove("RATCHET_TOKEN_FILE")
+        .env_remove("RATCHET_KEY_FILE")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
