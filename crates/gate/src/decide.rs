@@ -156,6 +156,33 @@ impl GateStatus {
         }
     }
 
+    /// The outcome as a person reads it, the same words wherever it is
+    /// shown (the CLI's headline, the report, the comment): `promote`,
+    /// `reject`, `continue`, `cannot decide (evidence missing)`, `cannot
+    /// decide (trace does not verify)`, `truncated (max_n reached
+    /// undecided; not promoted)`. A refusal is recorded as a reject with
+    /// its cause; it reads as what it is.
+    pub fn words(self) -> &'static str {
+        match self {
+            GateStatus::Promote => "promote",
+            GateStatus::Reject => "reject",
+            GateStatus::Continue => "continue",
+            GateStatus::MissingEvidence => "cannot decide (evidence missing)",
+            GateStatus::UnverifiedTrace => "cannot decide (trace does not verify)",
+            GateStatus::Truncated => "truncated (max_n reached undecided; not promoted)",
+        }
+    }
+
+    /// [`GateStatus::words`] as a headline: the outcome in capitals, its
+    /// reason in brackets as it is (`CANNOT DECIDE (evidence missing)`).
+    pub fn headline(self) -> String {
+        let words = self.words();
+        match words.split_once(" (") {
+            Some((head, rest)) => format!("{} ({rest}", head.to_uppercase()),
+            None => words.to_uppercase(),
+        }
+    }
+
     /// The exit code `ratchet gate` uses (2 is reserved for errors).
     pub fn exit_code(self) -> u8 {
         match self {

@@ -332,6 +332,10 @@ fn verdict_words(d: &Decision) -> &'static str {
     match &d.v.outcome {
         Outcome::Promote => "PROMOTED",
         Outcome::Reject { .. } if d.truncated() => "NOT PROMOTED (truncated)",
+        Outcome::Reject { .. } if !d.measured_reject() => match d.v.outcome.status() {
+            ratchet_gate::GateStatus::UnverifiedTrace => "CANNOT DECIDE (trace does not verify)",
+            _ => "CANNOT DECIDE (evidence missing)",
+        },
         Outcome::Reject { .. } => "REJECTED",
         Outcome::Continue { .. } => "STILL OPEN",
     }
@@ -341,6 +345,8 @@ fn css_class(d: &Decision) -> &'static str {
     match &d.v.outcome {
         Outcome::Promote => "promote",
         Outcome::Continue { .. } => "open",
+        // A refusal or a truncation is not a measured reject: not red.
+        Outcome::Reject { .. } if !d.measured_reject() => "open",
         Outcome::Reject { .. } => "reject",
     }
 }
@@ -1213,9 +1219,7 @@ impl Page<'_> {
                     let rejected = self
                         .decisions
                         .binary_search_by_key(&e.seq, |d| d.seq)
-                        .is_ok_and(|i| {
-                            matches!(self.decisions[i].v.outcome, Outcome::Reject { .. })
-                        });
+                        .is_ok_and(|i| self.decisions[i].measured_reject());
                     if !rejected {
                         continue;
                     }

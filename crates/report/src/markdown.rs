@@ -81,6 +81,8 @@ fn decided(
         "promoted"
     } else if d.truncated() {
         "did not promote (the test was truncated)"
+    } else if !d.measured_reject() {
+        "could not decide about"
     } else {
         "rejected"
     };

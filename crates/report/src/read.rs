@@ -47,14 +47,6 @@ impl Decision {
         (read, unreadable)
     }
 
-    /// "promote", "reject" or "continue".
-    pub fn verdict(&self) -> &'static str {
-        match self.v.outcome {
-            Outcome::Promote => "promote",
-            Outcome::Reject { .. } => "reject",
-            Outcome::Continue { .. } => "continue",
-        }
-    }
     pub fn is_final(&self) -> bool {
         !matches!(self.v.outcome, Outcome::Continue { .. })
     }
@@ -83,15 +75,27 @@ impl Decision {
     pub fn at(&self) -> u64 {
         self.v.trace.size
     }
-    /// "promote", "reject at sequential", "reject at guardrail cost".
+    /// "promote", "reject at sequential", "cannot decide (evidence
+    /// missing) at sequential": the gate's words ([`GateStatus::words`]),
+    /// the same the CLI prints.
+    ///
+    /// [`GateStatus::words`]: ratchet_gate::GateStatus::words
     pub fn outcome(&self) -> String {
+        let status = self.v.outcome.status();
         match &self.v.outcome {
             Outcome::Reject { stage, .. } if self.truncated() => {
                 format!("truncated at {}", stage_name(stage))
             }
-            Outcome::Reject { stage, .. } => format!("reject at {}", stage_name(stage)),
-            _ => self.verdict().to_string(),
+            Outcome::Reject { stage, .. } => {
+                format!("{} at {}", status.words(), stage_name(stage))
+            }
+            _ => status.words().to_string(),
         }
+    }
+
+    /// Rejected on measured evidence (not a refusal, not truncated).
+    pub fn measured_reject(&self) -> bool {
+        self.v.outcome.status() == ratchet_gate::GateStatus::Reject
     }
     pub fn reason(&self) -> Option<&str> {
         match &self.v.outcome {

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use ratchet_gate::{Outcome, RejectCause, Stage, StageState, Verdict};
+use ratchet_gate::{Outcome, Stage, StageState, Verdict};
 use ratchet_trace::{Checkpoint, CommitId};
 
 use crate::flags::{CalibrateFlags, GateFlags};
@@ -340,17 +340,8 @@ pub(crate) fn print_verdict(v: &Verdict, scale: &ratchet_gate::shown::Scale) -> 
             "PROMOTE {} over {} ({})",
             v.candidate, v.baseline, v.class
         )?,
-        Outcome::Reject {
-            stage,
-            reason,
-            cause,
-        } => {
-            let what = match cause {
-                RejectCause::Measured => "REJECT",
-                RejectCause::MissingEvidence => "CANNOT DECIDE (evidence missing)",
-                RejectCause::UnverifiedTrace => "CANNOT DECIDE (trace does not verify)",
-                RejectCause::Truncated => "TRUNCATED (max_n reached undecided; not promoted)",
-            };
+        Outcome::Reject { stage, reason, .. } => {
+            let what = v.outcome.status().headline();
             writeln!(o, "{what} at {}: {reason}", stage_name(stage))?
         }
         Outcome::Continue {

@@ -665,3 +665,60 @@ fn a_decision_of_a_later_law_is_said_to_be_unread_not_dropped_silently() {
         "{md}"
     );
 }
+
+/// A refusal is recorded as a reject with its cause, and reads as what it
+/// is — the gate's words, not a red "reject at sequential": the gaussian
+/// test cannot judge differences this skewed (+0.2 on nine tasks of ten,
+/// −0.3 on the tenth: g1 ≈ −2.7), and says so.
+#[test]
+fn a_refusal_reads_as_cannot_decide_not_as_a_reject() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
+    let (base, cand) = (commit(1), commit(2));
+    let mut scores = Vec::new();
+    for task in 0..60 {
+        scores.push(Score::new(base.clone(), format!("t{task:03}"), "acc", 0.5));
+        let c = if task % 10 == 9 { 0.2 } else { 0.7 };
+        scores.push(Score::new(cand.clone(), format!("t{task:03}"), "acc", c));
+    }
+    store.record_scores(&scores, "eval").expect("scores");
+    let policy = Policy::parse(
+        "[class.flat]\nscorer = \"acc\"\ntest = \"gaussian\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 1000\n",
+    )
+    .expect("policy");
+    let q = Question {
+        class: "flat",
+        policy: policy.class("flat").expect("class"),
+        baseline: &base,
+        candidate: &cand,
+        checkpoint: None,
+        allow_unpinned: true,
+    };
+    let v = ratchet_gate::decide(&mut store, &q).expect("decide");
+    assert_eq!(
+        v.outcome.status(),
+        ratchet_gate::GateStatus::MissingEvidence,
+        "{v:?}"
+    );
+    let page = html(&mut store, &ReportOptions::default()).expect("report");
+    let at = page.find("id=\"banner-flat\"").expect("banner");
+    let open = page[..at].rfind("<section").expect("its section");
+    let section = &page[open..at + page[at..].find("</section>").expect("end")];
+    assert!(!section.contains("class=\"banner reject"), "{section}");
+    assert!(
+        page.contains("cannot decide (evidence missing) at sequential"),
+        "the gate's words"
+    );
+    assert!(!page.contains("reject at sequential"), "not a reject");
+    assert!(
+        section.contains("CANNOT DECIDE (evidence missing)"),
+        "{section}"
+    );
+    let view = store.verified(&VerifyOptions::default()).expect("verifies");
+    let comment = markdown(&view).expect("markdown");
+    assert!(
+        comment.contains("CANNOT DECIDE \\(EVIDENCE MISSING\\) AT SEQUENTIAL")
+            && comment.contains("could not decide about"),
+        "{comment}"
+    );
+}
