@@ -609,7 +609,9 @@ pub struct WatchFlags {
     /// Poll interval with --follow.
     #[arg(long, default_value_t = 1000)]
     pub interval_ms: u64,
-    /// Writer key file (keyed stores, with --record).
+    /// Writer key file of a keyed store (or RATCHET_KEY_FILE): needed to
+    /// read one at all — without it nothing in it is verified, so nothing is
+    /// watched — and to --record.
     #[arg(long)]
     pub key_file: Option<PathBuf>,
     /// Producers whose scores count (repeatable): `key_holder`,

@@ -359,18 +359,18 @@ impl Monitor {
         let version = view
             .shared_scorer_version(scorer, commit, commit, from_seq)
             .unwrap_or_default();
-        let stats = view
-            .commit_stats_for(commit, ScorerRef::at_version(scorer, &version), from_seq)
-            .filter(|s| s.n >= min_n.max(2))
-            .ok_or_else(|| {
-                invalid(
-                    "baseline",
-                    format!(
-                        "commit {commit} has fewer than {} {scorer} scores to take a baseline from",
-                        min_n.max(2)
-                    ),
-                )
-            })?;
+        let found =
+            view.commit_stats_for(commit, ScorerRef::at_version(scorer, &version), from_seq);
+        let have = found.as_ref().map_or(0, |s| s.n);
+        let stats = found.filter(|s| s.n >= min_n.max(2)).ok_or_else(|| {
+            invalid(
+                "baseline",
+                format!(
+                    "commit {commit} has {have} {scorer} score(s) up to seq {from_seq}, fewer than the {} a baseline needs: start from a later seq once it has them (watch --from SEQ), or ask for fewer (--min-n)",
+                    min_n.max(2)
+                ),
+            )
+        })?;
         let baseline = Warmup {
             n: stats.n,
             mean: stats.mean,

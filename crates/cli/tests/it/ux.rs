@@ -425,3 +425,40 @@ fn an_error_and_its_cause_are_each_said_once() {
     let first = message.split(": ").next().expect("a part");
     assert_eq!(message.matches(first).count(), 1, "{message}");
 }
+
+/// `watch` with too short a baseline says how many scores it found, up to
+/// which seq, and the two ways out (`--from`, `--min-n`), instead of
+/// "fewer than 30 … to take a baseline from".
+#[test]
+fn watch_with_too_short_a_baseline_names_what_it_found_and_the_way_out() {
+    let (d, st) = common::fresh_store();
+    let c = "3333333333333333333333333333333333333333";
+    let lines: String = (0..5)
+        .map(|i| {
+            format!("{{\"task\":\"t{i}\",\"scorer\":\"acc\",\"value\":0.{i},\"commit\":\"{c}\"}}\n")
+        })
+        .collect();
+    std::fs::write(d.path().join("s.jsonl"), lines).expect("lines");
+    common::in_store_ok(
+        d.path(),
+        &st,
+        &[
+            "ingest",
+            "jsonl",
+            d.path().join("s.jsonl").to_str().expect("utf8"),
+        ],
+    );
+    let o = common::in_store(
+        d.path(),
+        &st,
+        &["watch", "--commit", c, "--scorer", "acc", "--from", "5"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let said = text(&o);
+    assert!(
+        said.contains("has 5 acc score(s) up to seq 5")
+            && said.contains("--from SEQ")
+            && said.contains("--min-n"),
+        "{said}"
+    );
+}
