@@ -21,6 +21,7 @@ import ratchet  # noqa: E402
 
 store_dir = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".ratchet")
 out = pathlib.Path(sys.argv[2] if len(sys.argv) > 2 else ".")
+out.mkdir(parents=True, exist_ok=True)  # where the figures go, made if new
 store = ratchet.Store.open(store_dir)
 print(store.verify())
 
