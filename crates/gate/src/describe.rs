@@ -157,6 +157,12 @@ fn sequential(d: &SequentialDetails, scale: &Scale) -> String {
         ),
         _ => String::new(),
     };
+    // Betting's statistic is its capital, shown in its hypotheses with its
+    // bounds: an LLR and Wald's boundaries beside it would be a second,
+    // different pair of numbers for the same look.
+    if matches!(d.test, TestFigures::Betting { .. }) {
+        return format!("{name} ({hypotheses}) after {} observation(s){effect}", d.n);
+    }
     format!(
         "{name} ({hypotheses}); LLR {:.3} after {} observation(s), boundaries [{:.3}, {:.3}] as applied (Wald [{:.3}, {:.3}]){effect}",
         d.llr, d.n, d.lower, d.upper, d.wald_lower, d.wald_upper

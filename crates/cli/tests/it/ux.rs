@@ -462,3 +462,56 @@ fn watch_with_too_short_a_baseline_names_what_it_found_and_the_way_out() {
         "{said}"
     );
 }
+
+/// A betting class's line shows its statistic once — ln capital against
+/// its bounds — not an LLR and Wald's boundaries beside it as well.
+#[test]
+fn a_betting_line_shows_its_capital_not_an_llr_beside_it() {
+    let (d, st) = common::fresh_store();
+    let (a, b) = (
+        "1111111111111111111111111111111111111111",
+        "2222222222222222222222222222222222222222",
+    );
+    let lines: String = (0..60)
+        .flat_map(|i| {
+            [
+                format!(
+                    "{{\"task\":\"t{i}\",\"scorer\":\"acc\",\"value\":0.5,\"commit\":\"{a}\"}}\n"
+                ),
+                format!(
+                    "{{\"task\":\"t{i}\",\"scorer\":\"acc\",\"value\":0.9,\"commit\":\"{b}\"}}\n"
+                ),
+            ]
+        })
+        .collect();
+    std::fs::write(d.path().join("s.jsonl"), lines).expect("lines");
+    common::in_store_ok(
+        d.path(),
+        &st,
+        &[
+            "ingest",
+            "jsonl",
+            d.path().join("s.jsonl").to_str().expect("utf8"),
+        ],
+    );
+    std::fs::write(
+        d.path().join("s/policy.toml"),
+        "[class.bet]\nscorer = \"acc\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 200\n",
+    )
+    .expect("policy");
+    let o = common::gate(
+        d.path(),
+        &st,
+        a,
+        b,
+        "bet",
+        &["--dry-run", "--allow-unpinned"],
+    );
+    let said = text(&o);
+    let line = said
+        .lines()
+        .find(|l| l.contains("sequential test"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(line.contains("ln capital for"), "{line}");
+    assert!(!line.contains("LLR") && !line.contains("Wald"), "{line}");
+}
