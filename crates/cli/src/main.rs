@@ -152,13 +152,11 @@ fn options_and_key_id(key_file: Option<&Path>) -> Result<(StoreOptions, Option<S
 /// only the key is wrong.
 fn same_key(store: Store, given: Option<String>) -> Result<Store> {
     match (store.writer_key_id(), given) {
-        (Some(expected), Some(given)) if expected != given => {
-            Err(ratchet_trace::Error::WrongKey {
-                expected: expected.to_string(),
-                given,
-            }
-            .into())
+        (Some(expected), Some(given)) if expected != given => Err(ratchet_trace::Error::WrongKey {
+            expected: expected.to_string(),
+            given,
         }
+        .into()),
         _ => Ok(store),
     }
 }

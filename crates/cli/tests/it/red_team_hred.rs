@@ -31,7 +31,14 @@ fn two_keyed_stores() -> tempfile::TempDir {
         let o = with_key_env(
             d.path(),
             None,
-            &["--store", s, "init", "--keyed", "--key-file", &format!("{s}.key")],
+            &[
+                "--store",
+                s,
+                "init",
+                "--keyed",
+                "--key-file",
+                &format!("{s}.key"),
+            ],
         );
         assert!(o.status.success(), "{}", text(&o));
     }
@@ -40,8 +47,17 @@ fn two_keyed_stores() -> tempfile::TempDir {
         d.path(),
         Some(&d.path().join("a.key")),
         &[
-            "--store", "a", "record-score", "--commit", commit, "--task", "t", "--scorer", "s",
-            "--value", "1",
+            "--store",
+            "a",
+            "record-score",
+            "--commit",
+            commit,
+            "--task",
+            "t",
+            "--scorer",
+            "s",
+            "--value",
+            "1",
         ],
     );
     assert!(o.status.success(), "{}", text(&o));
@@ -53,7 +69,11 @@ fn two_keyed_stores() -> tempfile::TempDir {
 #[test]
 fn verify_chain_takes_the_key_from_the_environment() {
     let d = two_keyed_stores();
-    let o = with_key_env(d.path(), Some(&d.path().join("a.key")), &["--store", "a", "verify-chain"]);
+    let o = with_key_env(
+        d.path(),
+        Some(&d.path().join("a.key")),
+        &["--store", "a", "verify-chain"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("MACs checked"), "{}", text(&o));
 }
@@ -75,12 +95,87 @@ fn a_key_of_another_store_is_said_to_be_one() {
         vec!["--store", "a", "log"],
         vec!["--store", "b", "status"],
     ] {
-        let key = if args[1] == "b" { d.path().join("a.key") } else { wrong.clone() };
+        let key = if args[1] == "b" {
+            d.path().join("a.key")
+        } else {
+            wrong.clone()
+        };
         let o = with_key_env(d.path(), Some(&key), &args);
         let said = text(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {said}");
-        assert!(said.contains("does not match this store's key"), "{args:?}: {said}");
+        assert!(
+            said.contains("does not match this store's key"),
+            "{args:?}: {said}"
+        );
         assert!(!said.contains("MAC does not match"), "{args:?}: {said}");
         assert!(!said.contains("trusted copy"), "{args:?}: {said}");
     }
+}
+
+/// Google Benchmark JSON of one benchmark `BM_s`, one run of `ns`.
+fn gbench_one(ns: &str) -> String {
+    format!(
+        r#"{{"context":{{"host_name":"h","num_cpus":2,"mhz_per_cpu":1000,"library_build_type":"release"}},"benchmarks":[{{"name":"BM_s","run_name":"BM_s","run_type":"iteration","iterations":1,"real_time":{ns},"cpu_time":{ns},"time_unit":"ns"}}]}}"#
+    )
+}
+
+/// One run whose timing is 0 (ingest takes it: 0 is a measurement) made
+/// its commit's level 0, and `change_points` shows nothing for a history
+/// holding a non-positive level: that one run hid a 30 % step from the
+/// report. The run is left out, and counted, instead.
+#[test]
+fn one_zero_timing_does_not_hide_the_reports_change_points() {
+    let (d, st) = common::fresh_store();
+    let ingest = |i: u32, ns: &str, file: &str| {
+        let path = d.path().join(file);
+        std::fs::write(&path, gbench_one(ns)).expect("write");
+        let commit = format!("{i:08x}{:032x}", 0);
+        let o = common::ratchet(
+            d.path(),
+            &[
+                "--store",
+                &st,
+                "--allow-unknown-commit",
+                "ingest",
+                "google-benchmark",
+                path.to_str().expect("utf8"),
+                "--commit",
+                &commit,
+            ],
+            "",
+        );
+        assert!(o.status.success(), "{}", text(&o));
+    };
+    for (i, ns) in [
+        "1000", "1003", "998", "1001", "1300", "1302", "1297", "1301", "1299", "1303",
+    ]
+    .iter()
+    .enumerate()
+    {
+        ingest(
+            u32::try_from(i).expect("small") + 1,
+            ns,
+            &format!("f{i}.json"),
+        );
+    }
+    ingest(2, "0", "zero.json");
+    let out = d.path().join("r.html");
+    let o = common::ratchet(
+        d.path(),
+        &[
+            "--store",
+            &st,
+            "report",
+            "--out",
+            out.to_str().expect("utf8"),
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let html = std::fs::read_to_string(&out).expect("report");
+    assert!(
+        html.contains("×1.300 at <code>00000005</code>"),
+        "the step is hidden"
+    );
+    assert!(html.contains("1 run(s) whose median is not a positive number left out"));
 }
