@@ -149,7 +149,8 @@ fn options_and_key_id(key_file: Option<&Path>) -> Result<(StoreOptions, Option<S
 
 /// A key of another store is said to be one before anything is read with
 /// it: its MACs would not match, and the store would look altered when
-/// only the key is wrong.
+/// only the key is wrong. (A store whose key record an attacker replaced
+/// is refused here too; the hint says so.)
 fn same_key(store: Store, given: Option<String>) -> Result<Store> {
     match (store.writer_key_id(), given) {
         (Some(expected), Some(given)) if expected != given => Err(ratchet_trace::Error::WrongKey {
@@ -309,7 +310,9 @@ fn hint(e: &anyhow::Error) -> Option<&'static str> {
                 T::KeyRequired | T::MacsUnchecked { .. } => {
                     Some("pass the store's writer key with --key-file, or set RATCHET_KEY_FILE to its path")
                 }
-                T::WrongKey { .. } => Some("--key-file (or RATCHET_KEY_FILE) names a key of another store"),
+                T::WrongKey { .. } => Some(
+                    "--key-file (or RATCHET_KEY_FILE) names a key of another store; if it is this store's key, the store's key record was replaced: treat the store as altered",
+                ),
                 T::CellKeyRequired { .. } => Some("pass the cells' writer key with --cell-key-file"),
                 T::StoreMissing { .. } => {
                     Some("create one with `ratchet init`, or point --store (RATCHET_STORE) at it")
