@@ -134,7 +134,8 @@ fn key_file_or_env(key_file: Option<&Path>) -> Option<PathBuf> {
     })
 }
 
-/// [`options`] and the id of the key they carry.
+/// The store options carrying the writer key (`--key-file`, else
+/// `RATCHET_KEY_FILE`), and that key's id.
 fn options_and_key_id(key_file: Option<&Path>) -> Result<(StoreOptions, Option<String>)> {
     let mut o = StoreOptions::default();
     let mut id = None;
