@@ -78,12 +78,14 @@ impl Ctx {
 
     /// Opens the store for writing (read-only when its file cannot be written).
     fn open(&self, key_file: Option<&Path>) -> Result<Store> {
-        Ok(Store::open(&self.store_dir, options(key_file)?)?)
+        let (o, given) = options_and_key_id(key_file)?;
+        same_key(Store::open(&self.store_dir, o)?, given)
     }
 
     /// Opens the store for reading only.
     fn open_read(&self, key_file: Option<&Path>) -> Result<Store> {
-        Ok(Store::open_read_only(&self.store_dir, options(key_file)?)?)
+        let (o, given) = options_and_key_id(key_file)?;
+        same_key(Store::open_read_only(&self.store_dir, o)?, given)
     }
 
     /// Opens the store and verifies it once: a ledger whose view is what
@@ -122,18 +124,43 @@ impl Ctx {
 /// it once).
 const KEY_FILE_ENV: &str = "RATCHET_KEY_FILE";
 
-fn options(key_file: Option<&Path>) -> Result<StoreOptions> {
+/// `--key-file`, else the file `RATCHET_KEY_FILE` names (unset or empty:
+/// none).
+fn key_file_or_env(key_file: Option<&Path>) -> Option<PathBuf> {
+    key_file.map(Path::to_path_buf).or_else(|| {
+        std::env::var_os(KEY_FILE_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    })
+}
+
+/// The store options carrying the writer key (`--key-file`, else
+/// `RATCHET_KEY_FILE`), and that key's id.
+fn options_and_key_id(key_file: Option<&Path>) -> Result<(StoreOptions, Option<String>)> {
     let mut o = StoreOptions::default();
-    let from_env = std::env::var_os(KEY_FILE_ENV)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from);
-    if let Some(p) = key_file.or(from_env.as_deref()) {
-        o = o.writer_key(
-            WriterKey::read_file(p)
-                .with_context(|| format!("reading the writer key {}", p.display()))?,
-        );
+    let mut id = None;
+    if let Some(p) = key_file_or_env(key_file) {
+        let key = WriterKey::read_file(&p)
+            .with_context(|| format!("reading the writer key {}", p.display()))?;
+        id = Some(key.id_hex());
+        o = o.writer_key(key);
     }
-    Ok(o)
+    Ok((o, id))
+}
+
+/// A key of another store is said to be one before anything is read with
+/// it: its MACs would not match, and the store would look altered when
+/// only the key is wrong. (A store whose key record an attacker replaced
+/// is refused here too; the hint says so.)
+fn same_key(store: Store, given: Option<String>) -> Result<Store> {
+    match (store.writer_key_id(), given) {
+        (Some(expected), Some(given)) if expected != given => Err(ratchet_trace::Error::WrongKey {
+            expected: expected.to_string(),
+            given,
+        }
+        .into()),
+        _ => Ok(store),
+    }
 }
 
 fn main() -> ExitCode {
@@ -284,7 +311,9 @@ fn hint(e: &anyhow::Error) -> Option<&'static str> {
                 T::KeyRequired | T::MacsUnchecked { .. } => {
                     Some("pass the store's writer key with --key-file, or set RATCHET_KEY_FILE to its path")
                 }
-                T::WrongKey { .. } => Some("--key-file names a key of another store"),
+                T::WrongKey { .. } => Some(
+                    "--key-file (or RATCHET_KEY_FILE) names a key of another store; if it is this store's key, the store's key record was replaced: treat the store as altered",
+                ),
                 T::CellKeyRequired { .. } => Some("pass the cells' writer key with --cell-key-file"),
                 T::StoreMissing { .. } => {
                     Some("create one with `ratchet init`, or point --store (RATCHET_STORE) at it")

@@ -1294,7 +1294,19 @@ impl Page<'_> {
                 }
             }
         }
+        // Runs whose median is not a positive number (a 0 ns timing
+        // ingests) have no place on a log scale: one of them made its
+        // commit's level 0, and that one run hid every change point of the
+        // benchmark's history. They are left out, and counted.
+        let mut left_out: BTreeMap<(String, String, String, String), usize> = BTreeMap::new();
         for (s, values) in runs {
+            let m = ratchet_gate::benchmarks::median(&values);
+            if !(m.is_finite() && m > 0.0) {
+                *left_out
+                    .entry((s.scorer, s.scorer_version, s.unit, s.benchmark))
+                    .or_default() += 1;
+                continue;
+            }
             found
                 .entry((s.scorer, s.scorer_version, s.unit))
                 .or_default()
@@ -1302,7 +1314,7 @@ impl Page<'_> {
                 .or_default()
                 .entry(s.commit.to_string())
                 .or_default()
-                .push(ratchet_gate::benchmarks::median(&values));
+                .push(m);
         }
         let marks = self.marks();
         // The main line: commits promoted or deployed, and the baselines
@@ -1368,10 +1380,23 @@ impl Page<'_> {
                     esc(&scorer),
                     esc(short(&runner)),
                     on_line.len(),
-                    if said.is_empty() {
-                        ": none".to_string()
-                    } else {
-                        format!(": {}", said.join(", "))
+                    {
+                        let shown = if said.is_empty() {
+                            ": none".to_string()
+                        } else {
+                            format!(": {}", said.join(", "))
+                        };
+                        match left_out.get(&(
+                            scorer.clone(),
+                            runner.clone(),
+                            unit.clone(),
+                            bench.clone(),
+                        )) {
+                            Some(n) => format!(
+                                "{shown}; {n} run(s) whose median is not a positive number left out"
+                            ),
+                            None => shown,
+                        }
                     }
                 )?;
                 self.plots += 1;

@@ -362,7 +362,10 @@ pub fn verify_chain(
     without_macs: bool,
     repo: Option<&Path>,
 ) -> Result<u8> {
-    let store = ctx.open_read(None)?;
+    // RATCHET_KEY_FILE names the key when --key-file does not.
+    let key_file = crate::key_file_or_env(key_file);
+    let key_file = key_file.as_deref();
+    let store = ctx.open_read(key_file)?;
     if let (Some(key_id), None, false) = (store.writer_key_id(), key_file, without_macs) {
         return Err(anyhow!(
             "this store is keyed (key id {key_id}): pass --key-file to check its MACs, or --without-macs to verify the plain chain only (which anyone who can write the file can rebuild)"

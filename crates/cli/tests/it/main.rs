@@ -18,6 +18,7 @@ mod numbers_39;
 mod real_files_37;
 mod red_team_35;
 mod red_team_35b;
+mod red_team_hred;
 mod serve;
 mod suite30;
 mod ux;
