@@ -105,8 +105,9 @@ fn regex_escape(name: &str) -> String {
 }
 
 /// Whether a benchmark's name may go into a command line: the names are
-/// what the benchmark programs printed — the candidate's code among them —
-/// and the filter goes into the baseline's command too. Letters, digits
+/// the gate's rows, which are the baseline's benchmarks (nothing only the
+/// candidate prints), but a program's output is still no place to take
+/// shell syntax from, and the filter goes into both sides' commands. Letters, digits
 /// and `_ . / : - = + ,` only: nothing a shell or a quoted `-k` expression
 /// reads as syntax (the filter's own `^ ( | ) $ \` are safe inside single
 /// quotes). A name outside them leaves the round unfiltered.
