@@ -255,6 +255,31 @@ fn demo_catches_its_tampering() {
     assert_eq!(v["summary"]["chain_verified"], true);
 }
 
+/// The default demo tells the whole story it exists to tell: regressions
+/// fire in live traffic, each is caught, and heal checks out a better
+/// commit (the old default seed showed none).
+#[test]
+fn the_default_demo_shows_a_regression_caught_and_healed() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let o = ratchet_ok(
+        d.path(),
+        &[
+            "--json",
+            "demo",
+            "--dir",
+            d.path().join("demo").to_str().expect("utf8"),
+        ],
+        "",
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let fired = v["summary"]["regressions"].as_array().expect("regressions");
+    assert!(!fired.is_empty(), "a regression fired: {v}");
+    for r in fired {
+        assert!(r["detected_after"].is_u64(), "caught: {r}");
+        assert!(r["healed_to"].is_string(), "healed: {r}");
+    }
+}
+
 /// The class the CLI's gate tests decide: `prompt`, a bernoulli test on
 /// `accuracy` that detects a difference of 0.2 (at most 2000 tasks), the
 /// `unit` suite required. The text of `policy.toml`.
