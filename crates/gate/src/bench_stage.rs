@@ -77,28 +77,31 @@ fn runs_of(look: Look<'_>, commit: &CommitId, side: Side, version: Option<&str>)
         .events_from(KIND_SAMPLES, commit, look.at, sources, side);
     look.set_aside(aside);
     let mut out: Runs = BTreeMap::new();
-    // The seq of the last event folded into each benchmark's last run.
-    let mut last_seq: BTreeMap<String, u64> = BTreeMap::new();
+    // Each benchmark's last run's first event (values moved out) and the
+    // seq of the last event folded into it: a run split over several
+    // events (a payload holds at most 64 KiB) pools back
+    // ([`Samples::continued_by`]).
+    let mut last: BTreeMap<String, (u64, Samples)> = BTreeMap::new();
     for e in events {
-        // A run split over several events (a payload holds at most 64 KiB)
-        // pools back: its events are consecutive, with one round.
-        let s =
+        let mut s =
             Samples::from_payload(&e.payload).map_err(|err| crate::Error::InvalidObservation {
                 reason: format!("the samples event at seq {} does not parse: {err}", e.seq),
             })?;
         if s.scorer != look.q.policy.scorer || version.is_some_and(|v| v != s.scorer_version) {
             continue;
         }
-        // An importer splits a run too large for one event into events of
-        // consecutive seqs (one batch); anything else is a run of its own.
+        let values = std::mem::take(&mut s.values);
         let runs = out.entry(s.benchmark.clone()).or_default();
-        let continues = last_seq.get(&s.benchmark) == Some(&(e.seq - 1))
-            && runs.last().is_some_and(|(round, _)| *round == s.round);
-        match runs.last_mut() {
-            Some((_, values)) if continues => values.extend(s.values),
-            _ => runs.push((s.round, s.values)),
+        match (last.get_mut(&s.benchmark), runs.last_mut()) {
+            (Some((seq, run)), Some((_, pooled))) if run.continued_by(*seq, &s, e.seq) => {
+                pooled.extend(values);
+                *seq = e.seq;
+            }
+            _ => {
+                runs.push((s.round, values));
+                last.insert(s.benchmark.clone(), (e.seq, s));
+            }
         }
-        last_seq.insert(s.benchmark, e.seq);
     }
     Ok(out)
 }

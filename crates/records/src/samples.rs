@@ -109,6 +109,20 @@ impl Samples {
         Ok(EventDraft::json(KIND_SAMPLES, &canonical)?.commit(self.commit.clone()))
     }
 
+    /// Whether `next`, stored at `next_seq`, holds more of the run this
+    /// event (stored at `seq`) began: an importer splits a run too large
+    /// for one event into events of consecutive seqs with the same commit,
+    /// benchmark, scorer, version and round; anything else is a run of its
+    /// own.
+    pub fn continued_by(&self, seq: u64, next: &Samples, next_seq: u64) -> bool {
+        next_seq == seq.saturating_add(1)
+            && self.commit == next.commit
+            && self.benchmark == next.benchmark
+            && self.scorer == next.scorer
+            && self.scorer_version == next.scorer_version
+            && self.round == next.round
+    }
+
     /// Parses a stored payload (an event of kind [`KIND_SAMPLES`]).
     ///
     /// # Errors

@@ -1269,29 +1269,19 @@ impl Page<'_> {
         // (scorer, runner, unit) → benchmark → commit → each run's median.
         type Runs = BTreeMap<String, Vec<f64>>;
         let mut found: BTreeMap<(String, String, String), BTreeMap<String, Runs>> = BTreeMap::new();
-        // A run too large for one event is split over consecutive seqs.
-        let mut last: Option<(u64, String, Option<u64>, Vec<f64>)> = None;
-        let mut runs: Vec<(ratchet_scorers::Samples, Vec<f64>)> = Vec::new();
+        // A run too large for one event is split over consecutive seqs:
+        // each run, pooled, with the seq of its last event.
+        let mut runs: Vec<(u64, ratchet_scorers::Samples)> = Vec::new();
         for e in self.view.events_of_kinds(&[ratchet_scorers::KIND_SAMPLES]) {
             let Ok(s) = ratchet_scorers::Samples::from_payload(&e.payload) else {
                 continue;
             };
-            let key = format!(
-                "{}\u{0}{}\u{0}{}\u{0}{}",
-                s.commit, s.benchmark, s.scorer, s.scorer_version
-            );
-            match (&mut last, runs.last_mut()) {
-                (Some((seq, k, round, _)), Some((_, values)))
-                    if *seq + 1 == e.seq && *k == key && *round == s.round =>
-                {
-                    values.extend_from_slice(&s.values);
+            match runs.last_mut() {
+                Some((seq, run)) if run.continued_by(*seq, &s, e.seq) => {
+                    run.values.extend(s.values);
                     *seq = e.seq;
                 }
-                _ => {
-                    last = Some((e.seq, key, s.round, Vec::new()));
-                    let values = s.values.clone();
-                    runs.push((s, values));
-                }
+                _ => runs.push((e.seq, s)),
             }
         }
         // Runs whose median is not a positive number (a 0 ns timing
@@ -1299,8 +1289,8 @@ impl Page<'_> {
         // commit's level 0, and that one run hid every change point of the
         // benchmark's history. They are left out, and counted.
         let mut left_out: BTreeMap<(String, String, String, String), usize> = BTreeMap::new();
-        for (s, values) in runs {
-            let m = ratchet_gate::benchmarks::median(&values);
+        for (_, s) in runs {
+            let m = ratchet_gate::benchmarks::median(&s.values);
             if !(m.is_finite() && m > 0.0) {
                 *left_out
                     .entry((s.scorer, s.scorer_version, s.unit, s.benchmark))

@@ -627,14 +627,18 @@ fn files_of(format: Format, paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
             }
             Some(_) if meta.is_file() => files.push(path.clone()),
             Some(extensions) => {
+                let wanted = |entry: &PathBuf| {
+                    entry
+                        .extension()
+                        .and_then(|e| e.to_str())
+                        .is_some_and(|e| extensions.contains(&e))
+                        && entry.is_file()
+                        && format.wanted_in_directory(entry)
+                };
                 let mut found = Vec::new();
                 let mut below = Vec::new();
                 for entry in list_directory(path)? {
-                    let wanted = entry
-                        .extension()
-                        .and_then(|e| e.to_str())
-                        .is_some_and(|e| extensions.contains(&e));
-                    if wanted && entry.is_file() && format.wanted_in_directory(&entry) {
+                    if wanted(&entry) {
                         found.push(entry);
                     } else if format.descends() && entry.is_dir() {
                         below.push(entry);
@@ -643,15 +647,7 @@ fn files_of(format: Format, paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
                 // One level down only, and only for a tool that writes
                 // there: a directory tree is not searched.
                 for dir in below {
-                    for entry in list_directory(&dir)? {
-                        let wanted = entry
-                            .extension()
-                            .and_then(|e| e.to_str())
-                            .is_some_and(|e| extensions.contains(&e));
-                        if wanted && entry.is_file() && format.wanted_in_directory(&entry) {
-                            found.push(entry);
-                        }
-                    }
+                    found.extend(list_directory(&dir)?.into_iter().filter(|e| wanted(e)));
                 }
                 if found.is_empty() {
                     let place = if format.descends() {
