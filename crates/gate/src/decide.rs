@@ -690,11 +690,15 @@ pub enum Law {
     /// direction is the policy's, else one declared no later than the
     /// class's pin — evidence recorded after the pin cannot declare it.
     Attributed = 3,
+    /// [`Law::Attributed`] with the evidence's size put to use: the parts
+    /// this law changes are listed in `docs/design.md`, "the law as used,
+    /// round two" (issue 40), each behind `law >= Law::Tuned`.
+    Tuned = 4,
 }
 
 impl Law {
     /// The law new verdicts are computed under.
-    pub const CURRENT: Law = Law::Attributed;
+    pub const CURRENT: Law = Law::Tuned;
 
     fn is_first(&self) -> bool {
         *self == Law::NameOrder
@@ -736,8 +740,9 @@ impl TryFrom<u32> for Law {
             1 => Ok(Law::NameOrder),
             2 => Ok(Law::BaselineOrder),
             3 => Ok(Law::Attributed),
+            4 => Ok(Law::Tuned),
             other => Err(format!(
-                "law {other} is not one this gate knows (it knows 1 to 3): recompute the verdict with the ratchet that recorded it"
+                "law {other} is not one this gate knows (it knows 1 to 4): recompute the verdict with the ratchet that recorded it"
             )),
         }
     }
