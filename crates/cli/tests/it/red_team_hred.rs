@@ -271,21 +271,15 @@ fn a_five_percent_regression_is_rejected_on_its_runner_after_the_runner_changes(
     assert!(text(&o).contains("b1"), "{}", text(&o));
     // The switch: both commits measured again on `h2`, `b2` only, the
     // baseline last (so `h2` is its newest runner).
-    for i in 0..30u32 {
-        let j = f64::from(i) * 0.01;
-        ingest(
-            &format!("c2-{i}.json"),
-            gbench_on("h2", &[("b2", 2000.0 + j)]),
-            &cand,
-        );
-    }
-    for i in 0..30u32 {
-        let j = f64::from(i) * 0.01;
-        ingest(
-            &format!("b2-{i}.json"),
-            gbench_on("h2", &[("b2", 2000.0 + j)]),
-            &base,
-        );
+    for (prefix, commit) in [("c2", &cand), ("b2", &base)] {
+        for i in 0..30u32 {
+            let j = f64::from(i) * 0.01;
+            ingest(
+                &format!("{prefix}-{i}.json"),
+                gbench_on("h2", &[("b2", 2000.0 + j)]),
+                commit,
+            );
+        }
     }
     let o = gate(&st);
     let out = text(&o);
