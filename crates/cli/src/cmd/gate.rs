@@ -422,6 +422,11 @@ pub(crate) fn print_verdict(v: &Verdict, scale: &ratchet_gate::shown::Scale) -> 
             a.side, a.producer, v.class, a.side
         )?;
     }
+    // The order the test read: the declared list (and what it left
+    // unread), or the baseline's trace order and how to fix it.
+    if let Some(order) = &v.order {
+        writeln!(o, "  order: {}", order.words())?;
+    }
     writeln!(
         o,
         "policy {} at trace size {} ({})",

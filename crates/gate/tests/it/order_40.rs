@@ -1,0 +1,186 @@
+//! Issue 40, item 1: the order a test reads is fixed before any outcome is
+//! known. Honest outcomes arrive in an order that depends on them: a pool
+//! of workers runs each task's jobs, failures finish sooner than passes
+//! (crashes, compile errors) or later (time-outs, step limits), and scores
+//! are recorded as jobs complete. A class that declares its `tasks` is read
+//! in the declared order, so that timing never reaches the test.
+//!
+//! Each run: a fresh store, a pool of [`WORKERS`] workers taking the jobs
+//! (task i's baseline job, then its candidate job) in submission order,
+//! each job's duration exponential with mean 1 for the outcome that
+//! finishes sooner and [`SLOW`] for the other; scores recorded in batches
+//! of ten completed jobs through a warm [`Ledger`], the gate asked after
+//! every batch until it stops saying "continue" (`verdict_in`, the
+//! library's `decide_at` on the ledger's head). Tolerances: three
+//! Monte-Carlo standard errors of the bound, √(b(1−b)/R) for R runs.
+
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use rand_distr::{Distribution, Exp};
+use ratchet_gate::{Outcome, Policy, TaskOrder, verdict_in};
+use ratchet_trace::{CommitId, Durability, Ledger, Score, Store, StoreOptions, VerifyOptions};
+
+/// Workers in the pool (the issue's).
+const WORKERS: usize = 10;
+/// Mean duration of the outcome that finishes later (the sooner one's: 1).
+const SLOW: f64 = 4.0;
+/// Jobs completed between two looks at the gate.
+const BATCH: usize = 10;
+/// Tasks a run submits at most (a run still open then counts as open).
+const TASKS: usize = 400;
+
+/// Which outcome finishes sooner.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Timing {
+    FailuresFirst,
+    PassesFirst,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    promote: usize,
+    reject: usize,
+    open: usize,
+}
+
+/// Three Monte-Carlo standard errors of a rate near `bound` over `runs`.
+fn tolerance(bound: f64, runs: usize) -> f64 {
+    3.0 * (bound * (1.0 - bound) / runs as f64).sqrt()
+}
+
+fn task(t: usize) -> String {
+    format!("t{t:05}")
+}
+
+/// A betting class on pass/fail scores (`s`), gap 0.2, α 0.05, β 0.1, with
+/// the task list declared inline (`declared`) or not.
+fn policy(declared: bool) -> Policy {
+    let tasks = if declared {
+        let ids: Vec<String> = (0..TASKS).map(|t| format!("\"{}\"", task(t))).collect();
+        format!("tasks = [{}]\n", ids.join(", "))
+    } else {
+        String::new()
+    };
+    Policy::parse(&format!(
+        "[class.c]\nscorer = \"s\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.2\nmax_n = 100000\n{tasks}"
+    ))
+    .expect("policy")
+}
+
+/// The jobs of one run in the order they complete: `(task, candidate?,
+/// score)`. Jobs start in submission order, each on the first worker free.
+fn pool_completions(
+    rng: &mut StdRng,
+    p_base: f64,
+    p_cand: f64,
+    timing: Timing,
+) -> Vec<(usize, bool, f64)> {
+    let exp = Exp::new(1.0).expect("exp");
+    let mut free = [0.0f64; WORKERS];
+    let mut jobs = Vec::with_capacity(2 * TASKS);
+    for t in 0..TASKS {
+        for (is_cand, p) in [(false, p_base), (true, p_cand)] {
+            let pass = rng.random_bool(p);
+            let slow = pass == (timing == Timing::FailuresFirst);
+            let mean = if slow { SLOW } else { 1.0 };
+            let worker = (0..WORKERS)
+                .min_by(|&a, &b| free[a].total_cmp(&free[b]))
+                .expect("a worker");
+            free[worker] += mean * exp.sample(rng);
+            jobs.push((free[worker], t, is_cand, f64::from(u8::from(pass))));
+        }
+    }
+    jobs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    jobs.into_iter().map(|(_, t, c, v)| (t, c, v)).collect()
+}
+
+/// `runs` runs of the pool, the gate polled after every batch; the tally
+/// of first decisions. Seeded: the declared and undeclared classes see the
+/// same runs.
+fn simulate(
+    declared: bool,
+    runs: usize,
+    seed: u64,
+    p_base: f64,
+    p_cand: f64,
+    timing: Timing,
+) -> Tally {
+    let policy = policy(declared);
+    let class = policy.class("c").expect("class");
+    let (base, cand) = (
+        CommitId::parse(&"aa".repeat(20)).expect("commit"),
+        CommitId::parse(&"bb".repeat(20)).expect("commit"),
+    );
+    let q = crate::common::question("c", class, &base, &cand);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut tally = Tally::default();
+    for _ in 0..runs {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::create(
+            dir.path().join("s"),
+            StoreOptions::default().durability(Durability::Normal),
+        )
+        .expect("store");
+        let mut ledger = Ledger::new(store, VerifyOptions::default()).expect("ledger");
+        let mut outcome = None;
+        for batch in pool_completions(&mut rng, p_base, p_cand, timing).chunks(BATCH) {
+            let scores: Vec<Score> = batch
+                .iter()
+                .map(|&(t, is_cand, v)| {
+                    let commit = if is_cand { &cand } else { &base };
+                    Score::new(commit.clone(), task(t), "s", v)
+                })
+                .collect();
+            ledger.record_scores(&scores, "pool").expect("scores");
+            let v = verdict_in(&mut ledger, &q).expect("decide");
+            match (&v.order, declared) {
+                (Some(TaskOrder::Declared { .. }), true) | (Some(TaskOrder::BaselineTrace), false) => {}
+                (order, _) => panic!("the verdict names the order it read: {order:?}"),
+            }
+            match v.outcome {
+                Outcome::Continue { .. } => {}
+                other => {
+                    outcome = Some(other);
+                    break;
+                }
+            }
+        }
+        match outcome {
+            Some(Outcome::Promote) => tally.promote += 1,
+            Some(Outcome::Reject { .. }) => tally.reject += 1,
+            _ => tally.open += 1,
+        }
+    }
+    eprintln!(
+        "order_40: declared {declared}, {timing:?}, p {p_base} vs {p_cand}, seed {seed}, {runs} runs: {tally:?}"
+    );
+    tally
+}
+
+/// The null (both pass half the time), failures finishing sooner: the
+/// declared order promotes at most α.
+#[test]
+fn a_declared_order_holds_alpha_when_failures_finish_sooner() {
+    let runs = 300;
+    let alpha = 0.05;
+    let t = simulate(true, runs, 4001, 0.5, 0.5, Timing::FailuresFirst);
+    let promoted = t.promote as f64 / runs as f64;
+    assert!(
+        promoted <= alpha + tolerance(alpha, runs),
+        "false promotes {promoted} at α {alpha}: {t:?}"
+    );
+}
+
+/// The design effect (0.4 against 0.6), passes finishing sooner: the
+/// declared order rejects at most β.
+#[test]
+fn a_declared_order_holds_beta_when_passes_finish_sooner() {
+    let runs = 300;
+    let beta = 0.1;
+    let t = simulate(true, runs, 4002, 0.4, 0.6, Timing::PassesFirst);
+    let rejected = t.reject as f64 / runs as f64;
+    assert!(
+        rejected <= beta + tolerance(beta, runs),
+        "false rejects {rejected} at β {beta}: {t:?}"
+    );
+    assert!(t.open * 20 < runs, "enough tasks to decide: {t:?}");
+}
