@@ -81,8 +81,8 @@ pub use decide::{
     BaselineWorld, EffectEstimate, EffectInterval, GateStatus, GuardrailDetails, GuardrailResult,
     InvariantsDetails, KIND_DECISION, Law, Outcome, Question, RejectCause, SequentialDetails,
     Stage, StageDetails, StageReport, StageState, SuiteReport, SuiteRun, TaskOrder, TestFigures,
-    TestsDetails, TooFewTasks, TraceHead, Undeclared, Verdict, VerificationDetails, baseline_world, decide, decide_at,
-    decide_in, decide_recorded, recompute_at, verdict_in,
+    TestsDetails, TooFewTasks, TraceHead, Undeclared, Verdict, VerificationDetails, baseline_world,
+    decide, decide_at, decide_in, decide_recorded, recompute_at, verdict_in,
 };
 pub use error::{Error, Result};
 pub use gsprt::{

@@ -817,7 +817,9 @@ impl ClassPolicy {
             Some(Tasks::File(file)) => {
                 return Err(bad(
                     field,
-                    format!("names the file {file:?}, not yet read: read the policy with Policy::from_path"),
+                    format!(
+                        "names the file {file:?}, not yet read: read the policy with Policy::from_path"
+                    ),
                 ));
             }
             Some(Tasks::Listed(ids)) => ids,
@@ -1109,7 +1111,10 @@ max_n = 1000
     #[test]
     fn a_task_file_is_read_beside_the_policy_file_and_its_ids_are_the_policy() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let text = GOOD.replace("max_n = 1000\n", "max_n = 1000\ntasks = \"lists/tasks.txt\"\n");
+        let text = GOOD.replace(
+            "max_n = 1000\n",
+            "max_n = 1000\ntasks = \"lists/tasks.txt\"\n",
+        );
         std::fs::create_dir(dir.path().join("lists")).expect("dir");
         std::fs::write(dir.path().join("lists/tasks.txt"), " b\r\n\na\nc \n").expect("list");
         std::fs::write(dir.path().join("policy.toml"), &text).expect("policy");
@@ -1135,8 +1140,11 @@ max_n = 1000
         let (field, reason) = field_of(&text);
         assert_eq!(field, "class.tool.tasks");
         assert!(reason.contains("relative to the policy file"), "{reason}");
-        let inline = Policy::parse(&GOOD.replace("max_n = 1000\n", "max_n = 1000\ntasks = [\"b\", \"a\", \"c\"]\n"))
-            .expect("inline");
+        let inline = Policy::parse(&GOOD.replace(
+            "max_n = 1000\n",
+            "max_n = 1000\ntasks = [\"b\", \"a\", \"c\"]\n",
+        ))
+        .expect("inline");
         assert_eq!(inline.class("tool").expect("class").hash(), c.hash());
         // A missing file is named.
         std::fs::remove_file(dir.path().join("lists/tasks.txt")).expect("rm");
@@ -1146,10 +1154,14 @@ max_n = 1000
 
     #[test]
     fn a_task_list_names_each_task_once_and_only_where_a_test_reads_an_order() {
-        let with = |extra: &str| GOOD.replace("max_n = 1000\n", &format!("max_n = 1000\n{extra}\n"));
+        let with =
+            |extra: &str| GOOD.replace("max_n = 1000\n", &format!("max_n = 1000\n{extra}\n"));
         let (field, reason) = field_of(&with("tasks = [\"a\", \"b\", \"a\"]"));
         assert_eq!(field, "class.tool.tasks");
-        assert!(reason.contains("\"a\" is listed twice (entries 1 and 3)"), "{reason}");
+        assert!(
+            reason.contains("\"a\" is listed twice (entries 1 and 3)"),
+            "{reason}"
+        );
         let (field, _) = field_of(&with("tasks = []"));
         assert_eq!(field, "class.tool.tasks");
         let (field, _) = field_of(&with("tasks = [\"a\", \"\"]"));

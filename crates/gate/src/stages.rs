@@ -660,7 +660,9 @@ fn in_declared_order<'s>(
 ) -> Vec<Option<PairedTask<'s>>> {
     let by_name: std::collections::HashMap<&str, PairedTask<'s>> =
         scores.iter().map(|t| (t.task, t)).collect();
-    ids.iter().map(|id| by_name.get(id.as_str()).copied()).collect()
+    ids.iter()
+        .map(|id| by_name.get(id.as_str()).copied())
+        .collect()
 }
 
 /// [`Law::NameOrder`]'s pairs, kept to recompute its verdicts: per-task
@@ -797,6 +799,29 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
         1.0
     };
     let (base, cand, mut gap) = paired_firsts(look, at_version(versions, &p.scorer));
+    // A declared order waits at its first listed task until both sides
+    // have scored it: no pair yet is the sequence not started, not
+    // evidence missing (the earlier laws fail closed, as recorded).
+    if base.is_empty()
+        && look.declared().is_some()
+        && let Some(task) = &gap
+    {
+        push(
+            stages,
+            Stage::Sequential,
+            StageState::Open,
+            StageDetails::TooFewTasks(TooFewTasks {
+                test: Some(p.test),
+                tasks: 0,
+            }),
+        );
+        return Ok(Some(Outcome::Continue {
+            expected_more: 1,
+            reason: format!(
+                "task {task}, first in the declared order, is not yet scored on both sides, where the sequence waits"
+            ),
+        }));
+    }
     if base.is_empty() {
         push(
             stages,

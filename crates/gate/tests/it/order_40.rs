@@ -16,7 +16,8 @@
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use rand_distr::{Distribution, Exp};
-use ratchet_gate::{Outcome, Policy, TaskOrder, verdict_in};
+use ratchet_gate::{Outcome, Policy, RejectCause, TaskOrder, verdict_in};
+use ratchet_testkit::pool_completions;
 use ratchet_trace::{CommitId, Durability, Ledger, Score, Store, StoreOptions, VerifyOptions};
 
 /// Workers in the pool (the issue's).
@@ -51,9 +52,9 @@ fn task(t: usize) -> String {
     format!("t{t:05}")
 }
 
-/// A betting class on pass/fail scores (`s`), gap 0.2, α 0.05, β 0.1, with
-/// the task list declared inline (`declared`) or not.
-fn policy(declared: bool) -> Policy {
+/// A class of `test` on pass/fail scores (`s`), gap 0.2, α 0.05, β 0.1,
+/// with the task list declared inline (`declared`) or not.
+fn policy(test: &str, declared: bool) -> Policy {
     let tasks = if declared {
         let ids: Vec<String> = (0..TASKS).map(|t| format!("\"{}\"", task(t))).collect();
         format!("tasks = [{}]\n", ids.join(", "))
@@ -61,42 +62,36 @@ fn policy(declared: bool) -> Policy {
         String::new()
     };
     Policy::parse(&format!(
-        "[class.c]\nscorer = \"s\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.2\nmax_n = 100000\n{tasks}"
+        "[class.c]\nscorer = \"s\"\ntest = \"{test}\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.2\nmax_n = 100000\n{tasks}"
     ))
     .expect("policy")
 }
 
-/// The jobs of one run in the order they complete: `(task, candidate?,
-/// score)`. Jobs start in submission order, each on the first worker free.
-fn pool_completions(
-    rng: &mut StdRng,
-    p_base: f64,
-    p_cand: f64,
-    timing: Timing,
-) -> Vec<(usize, bool, f64)> {
+/// The jobs of one run in the order a pool of [`WORKERS`] completes them:
+/// `(task, candidate?, score)`, task i's baseline job submitted before its
+/// candidate job, before task i + 1's.
+fn pool_run(rng: &mut StdRng, p_base: f64, p_cand: f64, timing: Timing) -> Vec<(usize, bool, f64)> {
     let exp = Exp::new(1.0).expect("exp");
-    let mut free = [0.0f64; WORKERS];
     let mut jobs = Vec::with_capacity(2 * TASKS);
     for t in 0..TASKS {
         for (is_cand, p) in [(false, p_base), (true, p_cand)] {
             let pass = rng.random_bool(p);
             let slow = pass == (timing == Timing::FailuresFirst);
             let mean = if slow { SLOW } else { 1.0 };
-            let worker = (0..WORKERS)
-                .min_by(|&a, &b| free[a].total_cmp(&free[b]))
-                .expect("a worker");
-            free[worker] += mean * exp.sample(rng);
-            jobs.push((free[worker], t, is_cand, f64::from(u8::from(pass))));
+            jobs.push((
+                (t, is_cand, f64::from(u8::from(pass))),
+                mean * exp.sample(rng),
+            ));
         }
     }
-    jobs.sort_by(|a, b| a.0.total_cmp(&b.0));
-    jobs.into_iter().map(|(_, t, c, v)| (t, c, v)).collect()
+    pool_completions(WORKERS, jobs)
 }
 
 /// `runs` runs of the pool, the gate polled after every batch; the tally
 /// of first decisions. Seeded: the declared and undeclared classes see the
 /// same runs.
 fn simulate(
+    test: &str,
     declared: bool,
     runs: usize,
     seed: u64,
@@ -104,7 +99,7 @@ fn simulate(
     p_cand: f64,
     timing: Timing,
 ) -> Tally {
-    let policy = policy(declared);
+    let policy = policy(test, declared);
     let class = policy.class("c").expect("class");
     let (base, cand) = (
         CommitId::parse(&"aa".repeat(20)).expect("commit"),
@@ -122,7 +117,7 @@ fn simulate(
         .expect("store");
         let mut ledger = Ledger::new(store, VerifyOptions::default()).expect("ledger");
         let mut outcome = None;
-        for batch in pool_completions(&mut rng, p_base, p_cand, timing).chunks(BATCH) {
+        for batch in pool_run(&mut rng, p_base, p_cand, timing).chunks(BATCH) {
             let scores: Vec<Score> = batch
                 .iter()
                 .map(|&(t, is_cand, v)| {
@@ -133,11 +128,18 @@ fn simulate(
             ledger.record_scores(&scores, "pool").expect("scores");
             let v = verdict_in(&mut ledger, &q).expect("decide");
             match (&v.order, declared) {
-                (Some(TaskOrder::Declared { .. }), true) | (Some(TaskOrder::BaselineTrace), false) => {}
+                (Some(TaskOrder::Declared { .. }), true)
+                | (Some(TaskOrder::BaselineTrace), false) => {}
                 (order, _) => panic!("the verdict names the order it read: {order:?}"),
             }
             match v.outcome {
                 Outcome::Continue { .. } => {}
+                // Before the first pair the earlier order fails closed
+                // (missing evidence): a control plane asks again.
+                Outcome::Reject {
+                    cause: RejectCause::MissingEvidence,
+                    ..
+                } if !declared => {}
                 other => {
                     outcome = Some(other);
                     break;
@@ -151,18 +153,61 @@ fn simulate(
         }
     }
     eprintln!(
-        "order_40: declared {declared}, {timing:?}, p {p_base} vs {p_cand}, seed {seed}, {runs} runs: {tally:?}"
+        "order_40: {test}, declared {declared}, {timing:?}, p {p_base} vs {p_cand}, seed {seed}, {runs} runs: {tally:?}"
     );
     tally
+}
+
+/// Runs per cell: 300 (about 20 s in a debug build), or
+/// `RATCHET_ORDER_40_RUNS` to measure — which also runs the same seeds
+/// without the declaration and the gaussian test, for the contrast in
+/// `benches/README.md` ("Issue 40: an order fixed before outcomes").
+fn runs() -> (usize, bool) {
+    match std::env::var("RATCHET_ORDER_40_RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        Some(n) => (n, true),
+        None => (300, false),
+    }
 }
 
 /// The null (both pass half the time), failures finishing sooner: the
 /// declared order promotes at most α.
 #[test]
 fn a_declared_order_holds_alpha_when_failures_finish_sooner() {
-    let runs = 300;
+    let (runs, measuring) = runs();
     let alpha = 0.05;
-    let t = simulate(true, runs, 4001, 0.5, 0.5, Timing::FailuresFirst);
+    let t = simulate("betting", true, runs, 4001, 0.5, 0.5, Timing::FailuresFirst);
+    if measuring {
+        simulate(
+            "betting",
+            false,
+            runs,
+            4001,
+            0.5,
+            0.5,
+            Timing::FailuresFirst,
+        );
+        simulate(
+            "gaussian",
+            true,
+            runs,
+            4003,
+            0.5,
+            0.5,
+            Timing::FailuresFirst,
+        );
+        simulate(
+            "gaussian",
+            false,
+            runs,
+            4003,
+            0.5,
+            0.5,
+            Timing::FailuresFirst,
+        );
+    }
     let promoted = t.promote as f64 / runs as f64;
     assert!(
         promoted <= alpha + tolerance(alpha, runs),
@@ -174,9 +219,12 @@ fn a_declared_order_holds_alpha_when_failures_finish_sooner() {
 /// declared order rejects at most β.
 #[test]
 fn a_declared_order_holds_beta_when_passes_finish_sooner() {
-    let runs = 300;
+    let (runs, measuring) = runs();
     let beta = 0.1;
-    let t = simulate(true, runs, 4002, 0.4, 0.6, Timing::PassesFirst);
+    let t = simulate("betting", true, runs, 4002, 0.4, 0.6, Timing::PassesFirst);
+    if measuring {
+        simulate("betting", false, runs, 4002, 0.4, 0.6, Timing::PassesFirst);
+    }
     let rejected = t.reject as f64 / runs as f64;
     assert!(
         rejected <= beta + tolerance(beta, runs),
