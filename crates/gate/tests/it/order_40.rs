@@ -16,7 +16,7 @@
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use rand_distr::{Distribution, Exp};
-use ratchet_gate::{Outcome, Policy, RejectCause, TaskOrder, verdict_in};
+use ratchet_gate::{Law, Outcome, Policy, RejectCause, TaskOrder, verdict_in};
 use ratchet_testkit::pool_completions;
 use ratchet_trace::{CommitId, Durability, Ledger, Score, Store, StoreOptions, VerifyOptions};
 
@@ -231,4 +231,74 @@ fn a_declared_order_holds_beta_when_passes_finish_sooner() {
         "false rejects {rejected} at β {beta}: {t:?}"
     );
     assert!(t.open * 20 < runs, "enough tasks to decide: {t:?}");
+}
+
+/// A verdict read in the declared order recomputes byte for byte under the
+/// law it names and its path replays the same pairs; the same trace under
+/// the third law reads the baseline's trace order, and its verdict carries
+/// no `order`.
+#[test]
+fn a_declared_order_verdict_recomputes_and_the_third_law_still_reads_the_trace_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+    let (base, cand) = (
+        CommitId::parse(&"aa".repeat(20)).expect("commit"),
+        CommitId::parse(&"bb".repeat(20)).expect("commit"),
+    );
+    // Recorded last task first; the candidate has no score of t00030 yet.
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut scores = Vec::new();
+    for t in (0..60).rev() {
+        for (commit, lift) in [(&base, 0.0), (&cand, 0.1)] {
+            if t == 30 && commit == &cand {
+                continue;
+            }
+            let v: f64 = (rng.random::<f64>() * 0.8 + lift).min(1.0);
+            scores.push(Score::new(commit.clone(), task(t), "s", v));
+            scores.push(Score::new(commit.clone(), task(t), "cost", 1.0 + v));
+        }
+    }
+    store.record_scores(&scores, "harness").expect("scores");
+    let ids: Vec<String> = (0..60).map(|t| format!("\"{}\"", task(t))).collect();
+    let policy = Policy::parse(&format!(
+        "[class.c]\nscorer = \"s\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 1000\ntasks = [{}]\n\n[[class.c.guardrail]]\nscorer = \"cost\"\ndirection = \"lower\"\nmargin = 0.5\nmargin_kind = \"relative\"\nmethod = \"sequence\"\n",
+        ids.join(", ")
+    ))
+    .expect("policy");
+    let class = policy.class("c").expect("class");
+    let q = crate::common::question("c", class, &base, &cand);
+    let (v, receipt) = ratchet_gate::decide_recorded(&mut store, &q).expect("decide");
+    let fig = v.sequential().expect("sequential stage");
+    assert_eq!(
+        (fig.n, fig.stopped_at_missing_task.as_deref()),
+        (30, Some("t00030")),
+        "t00000…t00029 read, waiting at t00030: {v:?}"
+    );
+    assert_eq!(
+        v.order,
+        Some(TaskOrder::Declared {
+            tasks: 60,
+            undeclared: Vec::new()
+        })
+    );
+    // Byte for byte, under the law it names.
+    let recorded = store
+        .event_by_seq(receipt.expect("recorded").seq)
+        .expect("read")
+        .expect("the decision");
+    let again = ratchet_gate::recompute_at(&store, &q, v.trace.size, Law::Tuned).expect("again");
+    assert_eq!(again.to_json().expect("json"), recorded.payload);
+    // The path a report draws is the declared order's.
+    let view = store.verified(&VerifyOptions::default()).expect("view");
+    let path = ratchet_gate::recorded_path(&view, &v, class)
+        .expect("path")
+        .expect("a test ran");
+    assert_eq!(path.promote.len(), 30);
+    // The third law reads the trace order (t00059 first: 29 pairs before
+    // the gap at t00030) and says nothing of an order.
+    let third =
+        ratchet_gate::recompute_at(&store, &q, v.trace.size, Law::Attributed).expect("law 3");
+    let fig3 = third.sequential().expect("sequential stage");
+    assert_eq!((fig3.n, third.order.as_ref()), (29, None), "{third:?}");
+    assert!(!String::from_utf8_lossy(&third.to_json().expect("json")).contains("\"order\""));
 }
