@@ -764,8 +764,9 @@ pub enum Law {
     ///   kind) and guardrails read pairs in the declared order, waiting at
     ///   the first listed task not scored on both sides; scores of tasks
     ///   off the list are not read and are counted
-    ///   ([`TaskOrder::Declared`]); every verdict of a class with a test
-    ///   records its [`TaskOrder`].
+    ///   ([`TaskOrder::Declared`]); before its first pair the declared
+    ///   sequence waits (continue) where earlier laws fail closed; every
+    ///   verdict of a class with a test records its [`TaskOrder`].
     Tuned = 4,
 }
 

@@ -13,6 +13,7 @@
 //! pairing = "trinomial"      # paired: or "pentanomial" (two runs per task)
 //! max_n = 5000               # truncation: always decide eventually
 //! required_suites = ["unit"]
+//! tasks = "tasks.txt"        # the order the test reads: task ids one a line, relative to this file
 //!
 //! [[class.prompt.guardrail]]
 //! scorer = "cost"

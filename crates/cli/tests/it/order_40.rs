@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 
 use crate::common;
 
-use common::{append, fresh_store, gate, in_store, in_store_ok, text};
+use common::{append, fresh_store, gate, in_store_ok, text};
 
 const BASE: &str = "5555555555555555555555555555555555555555";
 const CAND: &str = "6666666666666666666666666666666666666666";
@@ -107,24 +107,20 @@ fn the_gate_reads_the_declared_order_says_so_and_counts_what_is_off_the_list() {
         .expect("tasks")
         .replacen("t0000\nt0001\n", "t0001\nt0000\n", 1);
     std::fs::write(d.path().join("tasks.txt"), swapped).expect("edit");
-    let o = in_store(
+    let o = gate(
         d.path(),
         &st,
-        &[
-            "gate",
-            "--baseline",
-            BASE,
-            "--candidate",
-            CAND,
-            "--class",
-            "listed",
-            "--policy",
-            &policy,
-            "--dry-run",
-        ],
+        BASE,
+        CAND,
+        "listed",
+        &["--policy", &policy, "--dry-run"],
     );
     assert!(!o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("tasks"), "names the field: {}", text(&o));
+    assert!(
+        text(&o).contains("tasks[0]"),
+        "names the field that differs from the pin: {}",
+        text(&o)
+    );
 }
 
 /// A seeded run of the pool (10 workers, failures finishing within mean 1,

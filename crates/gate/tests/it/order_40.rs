@@ -302,3 +302,59 @@ fn a_declared_order_verdict_recomputes_and_the_third_law_still_reads_the_trace_o
     assert_eq!((fig3.n, third.order.as_ref()), (29, None), "{third:?}");
     assert!(!String::from_utf8_lossy(&third.to_json().expect("json")).contains("\"order\""));
 }
+
+/// Every reader of pairs takes the declared order: a guardrail waits at
+/// the first listed task the candidate has no guardrail score of, and the
+/// pentanomial test (two runs a task) at the first listed task either side
+/// has not run twice — whatever order the trace holds them in.
+#[test]
+fn guardrails_and_pentanomial_pairs_wait_in_the_declared_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut store = Store::create(dir.path().join("s"), StoreOptions::default()).expect("store");
+    let (base, cand) = (
+        CommitId::parse(&"aa".repeat(20)).expect("commit"),
+        CommitId::parse(&"bb".repeat(20)).expect("commit"),
+    );
+    let mut scores = Vec::new();
+    for t in (0..40).rev() {
+        for (commit, v) in [(&base, 0.0), (&cand, 1.0)] {
+            // Two runs of each task, but the candidate ran t00002 once.
+            let runs = if t == 2 && commit == &cand { 1 } else { 2 };
+            for _ in 0..runs {
+                scores.push(Score::new(commit.clone(), task(t), "s", v));
+            }
+            // The candidate has no cost of t00003.
+            if !(t == 3 && commit == &cand) {
+                scores.push(Score::new(commit.clone(), task(t), "cost", 1.0));
+            }
+        }
+    }
+    store.record_scores(&scores, "harness").expect("scores");
+    let ids: Vec<String> = (0..40).map(|t| format!("\"{}\"", task(t))).collect();
+    let tasks = format!("tasks = [{}]\n", ids.join(", "));
+    let policy = Policy::parse(&format!(
+        "[class.g]\nscorer = \"s\"\ntest = \"betting\"\nalpha = 0.05\nbeta = 0.1\ngap = 0.1\nmax_n = 1000\n{tasks}\n[[class.g.guardrail]]\nscorer = \"cost\"\ndirection = \"lower\"\nmargin = 0.1\nmargin_kind = \"relative\"\n\n[class.p]\nscorer = \"s\"\ntest = \"paired\"\npairing = \"pentanomial\"\nalpha = 0.05\nbeta = 0.1\nelo0 = 0.0\nelo1 = 30.0\nmax_n = 1000\n{tasks}"
+    ))
+    .expect("policy");
+    let decide = |class: &str, store: &mut Store| {
+        let q = crate::common::question(class, policy.class(class).expect("class"), &base, &cand);
+        ratchet_gate::decide_at(store, &q, store.head().expect("head").size).expect("decide")
+    };
+    // Every candidate score beats the baseline's: the test promotes within
+    // the first listed tasks, then the guardrail waits at t00003.
+    let v = decide("g", &mut store);
+    match &v.outcome {
+        Outcome::Continue { reason, .. } => assert!(
+            reason.contains("guardrail cost: task t00003, next in the declared order"),
+            "{reason}"
+        ),
+        other => panic!("the guardrail waits: {other:?}"),
+    }
+    let v = decide("p", &mut store);
+    let fig = v.sequential().expect("sequential stage");
+    assert_eq!(
+        (fig.n, fig.stopped_at_missing_task.as_deref()),
+        (2, Some("t00002")),
+        "{v:?}"
+    );
+}
