@@ -111,6 +111,14 @@ pub fn policy_pin(
             for r in &readings {
                 outln!("  {}: {} ({})", r.scorer, r.direction, r.from);
             }
+            // The order the test will read, now pinned with the policy.
+            if let Some(ids) = c.declared_tasks() {
+                outln!(
+                    "  tasks: {} listed, read in that order (first {})",
+                    ids.len(),
+                    ids.first().map_or("", String::as_str)
+                );
+            }
         }
     }
     if ctx.json {

@@ -48,7 +48,12 @@ fn score_line(commit: &str, task: &str, value: f64) -> String {
 fn the_gate_reads_the_declared_order_says_so_and_counts_what_is_off_the_list() {
     let (d, st) = fresh_store();
     let policy = write_policy(d.path(), 40);
-    in_store_ok(d.path(), &st, &["policy", "pin", &policy]);
+    let o = in_store_ok(d.path(), &st, &["policy", "pin", &policy]);
+    assert!(
+        text(&o).contains("tasks: 40 listed, read in that order (first t0000)"),
+        "{}",
+        text(&o)
+    );
     // Recorded last task first, two tasks off the list among them, and the
     // candidate without a score of t0005 yet.
     let mut lines = String::new();
