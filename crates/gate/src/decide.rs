@@ -657,6 +657,11 @@ pub struct Verdict {
     /// per side and producer (absent when nothing was set aside).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub set_aside: Vec<ratchet_trace::SetAside>,
+    /// The order the sequential test and the guardrails read tasks in
+    /// (since [`Law::Tuned`], for a class with a sequential test; absent
+    /// before, so older verdicts keep their bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<TaskOrder>,
     /// Decided under a policy not pinned in the trace (since
     /// [`Law::Attributed`]; on a keyed store only when the caller allowed
     /// it, [`Question::allow_unpinned`]).
@@ -664,6 +669,67 @@ pub struct Verdict {
     pub unpinned: bool,
     /// Each stage that ran, in order.
     pub stages: Vec<StageReport>,
+}
+
+/// The order a verdict's sequential test and guardrails read tasks in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "by", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TaskOrder {
+    /// The class's declared task list ([`ClassPolicy::tasks`]), fixed
+    /// before any outcome was known: each side's first trusted score of
+    /// each listed task, in the list's order, waiting at the first listed
+    /// task not yet scored on both sides.
+    Declared {
+        /// Tasks on the list.
+        tasks: u64,
+        /// Scores of tasks not on the list, per scorer read and side: not
+        /// read (absent when there were none).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        undeclared: Vec<Undeclared>,
+    },
+    /// The baseline's trusted trace order (the class declares no `tasks`):
+    /// the order the baseline's first scores were recorded in. When a
+    /// task's outcome changes how soon its score is recorded (failures
+    /// finish sooner, or later), that order carries the outcomes' timing
+    /// into the test (issue 40); a declared task list fixes it before any
+    /// outcome is known.
+    BaselineTrace,
+}
+
+impl TaskOrder {
+    /// The order in one sentence, as the CLI and the report print it.
+    pub fn words(&self) -> String {
+        match self {
+            TaskOrder::Declared { tasks, undeclared } => {
+                let mut s = format!(
+                    "tasks read in the class's declared order ({tasks} listed), fixed before any outcome"
+                );
+                for u in undeclared {
+                    s.push_str(&format!(
+                        "; not read: {} score(s) of {} task(s) off the list ({}, {})",
+                        u.scores, u.tasks, u.scorer, u.side
+                    ));
+                }
+                s
+            }
+            TaskOrder::BaselineTrace => "tasks read in the baseline's trace order, which carries how soon each outcome was recorded: declare the class's `tasks` to fix the order before any outcome".into(),
+        }
+    }
+}
+
+/// Scores a declared task list left unread: those of tasks not on it, for
+/// one scorer and side.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Undeclared {
+    /// The scorer read.
+    pub scorer: String,
+    /// The side the scores are about.
+    pub side: ratchet_trace::Side,
+    /// Tasks off the list with a score of this side.
+    pub tasks: u64,
+    /// Their scores (every run).
+    pub scores: u64,
 }
 
 /// Which law a verdict was computed under: how the evidence is put in
@@ -692,7 +758,15 @@ pub enum Law {
     Attributed = 3,
     /// [`Law::Attributed`] with the evidence's size put to use: the parts
     /// this law changes are listed in `docs/design.md`, "the law as used,
-    /// round two" (issue 40), each behind `law >= Law::Tuned`.
+    /// round two" (issue 40), each behind `law >= Law::Tuned`:
+    ///
+    /// * a class that declares its `tasks` has its sequential test (every
+    ///   kind) and guardrails read pairs in the declared order, waiting at
+    ///   the first listed task not scored on both sides; scores of tasks
+    ///   off the list are not read and are counted
+    ///   ([`TaskOrder::Declared`]); before its first pair the declared
+    ///   sequence waits (continue) where earlier laws fail closed; every
+    ///   verdict of a class with a test records its [`TaskOrder`].
     Tuned = 4,
 }
 
@@ -1109,6 +1183,7 @@ fn verdict_of(
         scorer_versions: BTreeMap::new(),
         law,
         set_aside: Vec::new(),
+        order: None,
         unpinned: false,
         stages: Vec::new(),
     };

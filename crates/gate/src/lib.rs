@@ -80,9 +80,9 @@ pub use calibrate::{
 pub use decide::{
     BaselineWorld, EffectEstimate, EffectInterval, GateStatus, GuardrailDetails, GuardrailResult,
     InvariantsDetails, KIND_DECISION, Law, Outcome, Question, RejectCause, SequentialDetails,
-    Stage, StageDetails, StageReport, StageState, SuiteReport, SuiteRun, TestFigures, TestsDetails,
-    TooFewTasks, TraceHead, Verdict, VerificationDetails, baseline_world, decide, decide_at,
-    decide_in, decide_recorded, recompute_at, verdict_in,
+    Stage, StageDetails, StageReport, StageState, SuiteReport, SuiteRun, TaskOrder, TestFigures,
+    TestsDetails, TooFewTasks, TraceHead, Undeclared, Verdict, VerificationDetails, baseline_world,
+    decide, decide_at, decide_in, decide_recorded, recompute_at, verdict_in,
 };
 pub use error::{Error, Result};
 pub use gsprt::{
@@ -100,8 +100,8 @@ pub use pin::{
     policy_differences, readings, resolve_policy,
 };
 pub use policy::{
-    Canaries, ClassPolicy, Guardrail, GuardrailMethod, Invariant, MarginKind, Policy, TestKind,
-    Trust,
+    Canaries, ClassPolicy, Guardrail, GuardrailMethod, Invariant, MarginKind, Policy, Tasks,
+    TestKind, Trust,
 };
 pub use ratchet_records::{Direction, Pinned};
 pub use sprt::{BernoulliSprt, Boundaries, Decision, GaussianSprt, SequentialTest};

@@ -13,6 +13,7 @@
 //! pairing = "trinomial"      # paired: or "pentanomial" (two runs per task)
 //! max_n = 5000               # truncation: always decide eventually
 //! required_suites = ["unit"]
+//! tasks = "tasks.txt"        # the order the test reads: task ids one a line, relative to this file
 //!
 //! [[class.prompt.guardrail]]
 //! scorer = "cost"
@@ -392,6 +393,68 @@ pub struct ClassPolicy {
     /// Not serialized when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trust: Option<Trust>,
+    /// The class's tasks in the order the harness submits them: the order
+    /// the sequential test and the guardrails read pairs in (since
+    /// `Law::Tuned`), fixed before any outcome is known. A policy file
+    /// names a file of task ids, one a line, relative to itself
+    /// ([`Policy::from_path`] reads it), or lists them inline; the
+    /// canonical form (the hash, the pin) holds the ids themselves, so the
+    /// list is pinned with the policy and an edit of the file is an edit
+    /// of the policy. Not serialized when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<Tasks>,
+}
+
+/// A class's declared task list (`tasks`): its ids, or — only between
+/// reading a policy file and resolving it — the file that holds them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Tasks {
+    /// The task ids, in the order the harness submits them (the only form
+    /// a validated policy holds).
+    Listed(Vec<String>),
+    /// A file of task ids, one a line, as the policy file names it
+    /// (relative to the policy file): [`Policy::from_path`] replaces it by
+    /// the ids it holds; [`Policy::parse`], which knows no file, refuses it.
+    File(String),
+}
+
+impl<'de> Deserialize<'de> for Tasks {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Tasks, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Tasks;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a file of task ids (its path) or a list of task ids")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Tasks, E> {
+                Ok(Tasks::File(v.to_string()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<Tasks, A::Error> {
+                let mut ids = Vec::new();
+                while let Some(id) = seq.next_element::<String>()? {
+                    ids.push(id);
+                }
+                Ok(Tasks::Listed(ids))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// The ids of a task file: one a line, surrounding blanks trimmed, blank
+/// lines skipped (duplicates are refused by validation, naming the id).
+fn task_file_ids(text: &str) -> Vec<String> {
+    text.strip_prefix('\u{feff}')
+        .unwrap_or(text)
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// `alpha` of a `test = "none"` class that leaves it out. The field is
@@ -485,6 +548,12 @@ impl Policy {
     /// # Errors
     /// [`Error::Policy`] naming the field (`class.NAME.alpha`) and the reason.
     pub fn parse(text: &str) -> Result<Policy> {
+        Policy::parse_in(text, None)
+    }
+
+    /// [`Policy::parse`] of a file in `dir` (`None`: text known by no
+    /// file): a class's `tasks = "FILE"` is read relative to `dir`.
+    fn parse_in(text: &str, dir: Option<&std::path::Path>) -> Result<Policy> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let policy: Policy = toml::from_str(text).map_err(|e| {
             // toml renders "TOML parse error at line L, column C" and a
@@ -499,6 +568,28 @@ impl Policy {
             bad(place, e.message().trim().to_string())
         })?;
         test_fields_given(text)?;
+        let mut policy = policy;
+        for (name, c) in &mut policy.class {
+            if let Some(Tasks::File(file)) = &c.tasks {
+                let field = format!("class.{name}.tasks");
+                let Some(dir) = dir else {
+                    return Err(bad(
+                        field,
+                        format!(
+                            "names the file {file:?}, which is read relative to the policy file: read the policy from its file (`ratchet policy pin FILE`, `Policy::from_path`), or list the ids inline (tasks = [\"t1\", \"t2\"])"
+                        ),
+                    ));
+                };
+                let path = dir.join(file);
+                let ids = std::fs::read_to_string(&path).map_err(|e| {
+                    bad(
+                        field,
+                        format!("cannot read the task list {}: {e}", path.display()),
+                    )
+                })?;
+                c.tasks = Some(Tasks::Listed(task_file_ids(&ids)));
+            }
+        }
         if policy.class.is_empty() {
             return Err(bad(
                 "class".into(),
@@ -522,7 +613,9 @@ impl Policy {
             path: path.to_path_buf(),
             reason: e.to_string(),
         })?;
-        Policy::parse(&text).map_err(|e| Error::PolicyFile {
+        // A class's task file is named relative to the policy file.
+        let dir = path.parent().unwrap_or(std::path::Path::new("."));
+        Policy::parse_in(&text, Some(dir)).map_err(|e| Error::PolicyFile {
             path: path.to_path_buf(),
             reason: e.to_string(),
         })
@@ -713,7 +806,63 @@ impl ClassPolicy {
                 return Err(bad(f("canaries.minimum"), "must be a finite number"));
             }
         }
+        self.validate_tasks(name)
+    }
+
+    /// A declared task list names each task once, and only where a test
+    /// reads tasks in an order.
+    fn validate_tasks(&self, name: &str) -> Result<()> {
+        let field = format!("class.{name}.tasks");
+        let ids = match &self.tasks {
+            None => return Ok(()),
+            Some(Tasks::File(file)) => {
+                return Err(bad(
+                    field,
+                    format!(
+                        "names the file {file:?}, not yet read: read the policy with Policy::from_path"
+                    ),
+                ));
+            }
+            Some(Tasks::Listed(ids)) => ids,
+        };
+        if self.test == TestKind::Benchmarks {
+            return Err(bad(
+                field,
+                "the benchmarks test reads each benchmark's samples, not tasks in an order: remove it",
+            ));
+        }
+        if ids.is_empty() {
+            return Err(bad(field, "lists no task"));
+        }
+        let mut seen = std::collections::HashMap::with_capacity(ids.len());
+        for (i, id) in ids.iter().enumerate() {
+            if id.trim().is_empty() || id.chars().any(char::is_control) {
+                return Err(bad(
+                    format!("{field}[{i}]"),
+                    format!("{id:?} is not a task id (empty, or with control characters)"),
+                ));
+            }
+            if let Some(first) = seen.insert(id.as_str(), i) {
+                return Err(bad(
+                    field,
+                    format!(
+                        "task {id:?} is listed twice (entries {} and {}): an order names each task once",
+                        first + 1,
+                        i + 1
+                    ),
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// The declared task ids in order (`tasks`), if the class declares
+    /// them.
+    pub fn declared_tasks(&self) -> Option<&[String]> {
+        match &self.tasks {
+            Some(Tasks::Listed(ids)) => Some(ids),
+            _ => None,
+        }
     }
 
     /// A `test = "none"` class: something to decide on (a required suite,
@@ -744,6 +893,7 @@ impl ClassPolicy {
             ("warmup", self.warmup.is_some()),
             ("regression", self.regression.is_some()),
             ("equivalence", self.equivalence.is_some()),
+            ("tasks", self.tasks.is_some()),
         ] {
             if given {
                 return Err(unread(key));
@@ -957,6 +1107,77 @@ max_n = 1000
         assert_ne!(c.hash(), p.class("tool").expect("class").hash());
         let e = p.class("agent").expect_err("missing class");
         assert!(e.to_string().contains("\"prompt\""), "{e}");
+    }
+
+    #[test]
+    fn a_task_file_is_read_beside_the_policy_file_and_its_ids_are_the_policy() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let text = GOOD.replace(
+            "max_n = 1000\n",
+            "max_n = 1000\ntasks = \"lists/tasks.txt\"\n",
+        );
+        std::fs::create_dir(dir.path().join("lists")).expect("dir");
+        std::fs::write(dir.path().join("lists/tasks.txt"), " b\r\n\na\nc \n").expect("list");
+        std::fs::write(dir.path().join("policy.toml"), &text).expect("policy");
+        let p = Policy::from_path(dir.path().join("policy.toml")).expect("policy");
+        let c = p.class("tool").expect("class");
+        let ids = ["b", "a", "c"].map(String::from);
+        assert_eq!(c.declared_tasks(), Some(&ids[..]));
+        // The canonical form holds the ids, not the path: the hash covers
+        // the list, and a pin reads back the same class.
+        let json = serde_json::to_value(c).expect("json");
+        assert_eq!(json["tasks"], serde_json::json!(["b", "a", "c"]));
+        let back = ClassPolicy::from_pinned("tool", json, 1).expect("pinned form");
+        assert_eq!((&back, back.hash()), (c, c.hash()));
+        // An edit of the file is an edit of the policy.
+        std::fs::write(dir.path().join("lists/tasks.txt"), "a\nb\nc\n").expect("list");
+        let edited = Policy::from_path(dir.path().join("policy.toml")).expect("policy");
+        assert_ne!(edited.class("tool").expect("class").hash(), c.hash());
+        // A class without the field hashes as it did before it existed.
+        let plain = Policy::parse(GOOD).expect("good");
+        let json = serde_json::to_value(plain.class("tool").expect("class")).expect("json");
+        assert!(json.get("tasks").is_none(), "{json}");
+        // Text known by no file cannot resolve a path; an inline list can.
+        let (field, reason) = field_of(&text);
+        assert_eq!(field, "class.tool.tasks");
+        assert!(reason.contains("relative to the policy file"), "{reason}");
+        let inline = Policy::parse(&GOOD.replace(
+            "max_n = 1000\n",
+            "max_n = 1000\ntasks = [\"b\", \"a\", \"c\"]\n",
+        ))
+        .expect("inline");
+        assert_eq!(inline.class("tool").expect("class").hash(), c.hash());
+        // A missing file is named.
+        std::fs::remove_file(dir.path().join("lists/tasks.txt")).expect("rm");
+        let e = Policy::from_path(dir.path().join("policy.toml")).expect_err("missing list");
+        assert!(e.to_string().contains("tasks.txt"), "{e}");
+    }
+
+    #[test]
+    fn a_task_list_names_each_task_once_and_only_where_a_test_reads_an_order() {
+        let with =
+            |extra: &str| GOOD.replace("max_n = 1000\n", &format!("max_n = 1000\n{extra}\n"));
+        let (field, reason) = field_of(&with("tasks = [\"a\", \"b\", \"a\"]"));
+        assert_eq!(field, "class.tool.tasks");
+        assert!(
+            reason.contains("\"a\" is listed twice (entries 1 and 3)"),
+            "{reason}"
+        );
+        let (field, _) = field_of(&with("tasks = []"));
+        assert_eq!(field, "class.tool.tasks");
+        let (field, _) = field_of(&with("tasks = [\"a\", \"\"]"));
+        assert_eq!(field, "class.tool.tasks[1]");
+        let (_, reason) = field_of(&with("tasks = { file = \"x\" }"));
+        assert!(reason.contains("a list of task ids"), "{reason}");
+        let (field, _) = field_of(
+            "[class.ci]\ntest = \"none\"\nrequired_suites = [\"unit\"]\ntasks = [\"a\"]\n",
+        );
+        assert_eq!(field, "class.ci.tasks");
+        let (field, reason) = field_of(
+            "[class.perf]\nscorer = \"t\"\ntest = \"benchmarks\"\nalpha = 0.05\nbeta = 0.1\nmax_n = 10\ntasks = [\"a\"]\n",
+        );
+        assert_eq!(field, "class.perf.tasks");
+        assert!(reason.contains("samples"), "{reason}");
     }
 
     #[test]

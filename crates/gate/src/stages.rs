@@ -6,13 +6,15 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use ratchet_trace::{PairedScores, ScorerRef, SetAside, Side, Sources, Verified, VerifyReport};
+use ratchet_trace::{
+    PairedScores, PairedTask, ScorerRef, SetAside, Side, Sources, Verified, VerifyReport,
+};
 
 use crate::decide::{
     EffectEstimate, EffectInterval, GuardrailDetails, GuardrailResult, InvariantsDetails, Law,
     Outcome, Question, RejectCause, SequentialDetails, Stage, StageDetails, StageReport,
-    StageState, SuiteReport, SuiteRun, TestFigures, TestsDetails, TooFewTasks, Verdict,
-    VerificationDetails,
+    StageState, SuiteReport, SuiteRun, TaskOrder, TestFigures, TestsDetails, TooFewTasks,
+    Undeclared, Verdict, VerificationDetails,
 };
 use crate::error::{Error, Result};
 use crate::gsprt::Pairing;
@@ -79,6 +81,7 @@ pub(crate) fn evaluate(
         _ => at,
     };
     let set_aside = RefCell::new(Vec::new());
+    let undeclared = RefCell::new(Vec::new());
     let look = Look {
         view,
         q,
@@ -88,11 +91,24 @@ pub(crate) fn evaluate(
         sources: &sources,
         declared_until,
         set_aside: &set_aside,
+        undeclared: &undeclared,
     };
     let mut versions = BTreeMap::new();
     let outcome = stages_in_order(look, &pins, &mut versions, &mut v.stages);
     v.scorer_versions = versions;
     v.set_aside = set_aside.into_inner();
+    // Since the fourth law every verdict of a class whose test reads tasks
+    // in an order says which order (a benchmarks class reads samples per
+    // benchmark, a class without a test reads none).
+    if law >= Law::Tuned && !matches!(q.policy.test, TestKind::Benchmarks | TestKind::None) {
+        v.order = Some(match q.policy.declared_tasks() {
+            Some(ids) => TaskOrder::Declared {
+                tasks: ids.len() as u64,
+                undeclared: undeclared.into_inner(),
+            },
+            None => TaskOrder::BaselineTrace,
+        });
+    }
     Ok(outcome?.unwrap_or(Outcome::Promote))
 }
 
@@ -147,8 +163,9 @@ fn guardrails(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
 
 /// What the stages read: the view as of `at`, the scorer versions chosen,
 /// the law that puts the evidence in order, whose evidence counts per side
-/// (and where what was set aside is counted), and the last seq at which a
-/// scorer's declared direction counts.
+/// (and where what was set aside is counted), the last seq at which a
+/// scorer's declared direction counts, and where the scores a declared
+/// task list leaves unread are counted.
 #[derive(Clone, Copy)]
 pub(crate) struct Look<'a> {
     pub(crate) view: &'a Verified,
@@ -159,6 +176,7 @@ pub(crate) struct Look<'a> {
     pub(crate) sources: &'a [Sources; 2],
     pub(crate) declared_until: u64,
     pub(crate) set_aside: &'a RefCell<Vec<SetAside>>,
+    pub(crate) undeclared: &'a RefCell<Vec<Undeclared>>,
 }
 
 impl Look<'_> {
@@ -166,6 +184,41 @@ impl Look<'_> {
     pub(crate) fn set_aside(&self, aside: Vec<SetAside>) {
         if !aside.is_empty() {
             ratchet_trace::merge_set_aside(&mut self.set_aside.borrow_mut(), aside);
+        }
+    }
+
+    /// The class's declared task order, when the law reads one (since
+    /// [`Law::Tuned`]).
+    fn declared(&self) -> Option<&[String]> {
+        (self.law >= Law::Tuned)
+            .then(|| self.q.policy.declared_tasks())
+            .flatten()
+    }
+
+    /// Counts the scores of `scorer` on tasks off the list `ids` (per side;
+    /// a scorer read twice is counted once).
+    fn count_undeclared(&self, scorer: &str, scores: &PairedScores<'_>, ids: &[String]) {
+        let listed: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
+        let mut counts = [(0u64, 0u64); 2];
+        for t in scores.iter().filter(|t| !listed.contains(t.task)) {
+            for (slot, values) in counts.iter_mut().zip([t.baseline, t.candidate]) {
+                if !values.is_empty() {
+                    slot.0 += 1;
+                    slot.1 += values.len() as u64;
+                }
+            }
+        }
+        let mut all = self.undeclared.borrow_mut();
+        all.retain(|u| u.scorer != scorer);
+        for (side, (tasks, scores)) in [Side::Baseline, Side::Candidate].into_iter().zip(counts) {
+            if tasks > 0 {
+                all.push(Undeclared {
+                    scorer: scorer.to_string(),
+                    side,
+                    tasks,
+                    scores,
+                });
+            }
         }
     }
 
@@ -537,7 +590,12 @@ fn invariants(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
     }
 }
 
-/// The pairs a sequential test reads, in the baseline's trace order (the
+/// The pairs a sequential test reads. Since [`Law::Tuned`], when the class
+/// declares its `tasks`: in the declared order, each side's first score of
+/// each listed task, up to the first listed task not scored on both sides
+/// (the order was fixed before any outcome, so nothing that finishes
+/// sooner comes first); tasks off the list are not read (counted in the
+/// verdict). Otherwise in the baseline's trace order (the
 /// order its first score of each task was recorded in): each side's
 /// *first* score of the task, up to the first task the baseline has a
 /// score of and the candidate does not. Such a gap ends the sequence (the
@@ -549,15 +607,37 @@ fn invariants(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
 /// same path and polling is one sequential test, not many. Tasks only the
 /// candidate ran are not pairs. Returns the two sides and the first gap.
 fn paired_firsts(look: Look<'_>, scorer: ScorerRef<'_>) -> (Vec<f64>, Vec<f64>, Option<String>) {
-    pairs_under(&look.paired(scorer), look.law)
+    let scores = look.paired(scorer);
+    let declared = look.declared();
+    if let Some(ids) = declared {
+        look.count_undeclared(scorer.name, &scores, ids);
+    }
+    pairs_under(&scores, look.law, declared)
 }
 
-/// The pairs `law` reads from `scores` (see [`paired_firsts`]).
-fn pairs_under(scores: &PairedScores<'_>, law: Law) -> (Vec<f64>, Vec<f64>, Option<String>) {
+/// The pairs `law` reads from `scores` (see [`paired_firsts`]), in the
+/// `declared` order when the class declares one (and the law reads it).
+fn pairs_under(
+    scores: &PairedScores<'_>,
+    law: Law,
+    declared: Option<&[String]>,
+) -> (Vec<f64>, Vec<f64>, Option<String>) {
     if law == Law::NameOrder {
         return name_order_means(scores);
     }
     let (mut base, mut cand) = (Vec::new(), Vec::new());
+    if let Some(ids) = declared {
+        for (id, t) in ids.iter().zip(in_declared_order(scores, ids)) {
+            match t.and_then(|t| Some((*t.baseline.first()?, *t.candidate.first()?))) {
+                Some((b, c)) => {
+                    base.push(b);
+                    cand.push(c);
+                }
+                None => return (base, cand, Some(id.clone())),
+            }
+        }
+        return (base, cand, None);
+    }
     for t in scores.iter() {
         match (t.baseline.first(), t.candidate.first()) {
             (Some(_), None) => return (base, cand, Some(t.task.to_string())),
@@ -570,6 +650,19 @@ fn pairs_under(scores: &PairedScores<'_>, law: Law) -> (Vec<f64>, Vec<f64>, Opti
         }
     }
     (base, cand, None)
+}
+
+/// Each of `ids`' tasks among `scores`, in the list's order (`None`: no
+/// score of it on either side yet).
+fn in_declared_order<'s>(
+    scores: &'s PairedScores<'_>,
+    ids: &[String],
+) -> Vec<Option<PairedTask<'s>>> {
+    let by_name: std::collections::HashMap<&str, PairedTask<'s>> =
+        scores.iter().map(|t| (t.task, t)).collect();
+    ids.iter()
+        .map(|id| by_name.get(id.as_str()).copied())
+        .collect()
 }
 
 /// [`Law::NameOrder`]'s pairs, kept to recompute its verdicts: per-task
@@ -706,6 +799,29 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
         1.0
     };
     let (base, cand, mut gap) = paired_firsts(look, at_version(versions, &p.scorer));
+    // A declared order waits at its first listed task until both sides
+    // have scored it: no pair yet is the sequence not started, not
+    // evidence missing (the earlier laws fail closed, as recorded).
+    if base.is_empty()
+        && look.declared().is_some()
+        && let Some(task) = &gap
+    {
+        push(
+            stages,
+            Stage::Sequential,
+            StageState::Open,
+            StageDetails::TooFewTasks(TooFewTasks {
+                test: Some(p.test),
+                tasks: 0,
+            }),
+        );
+        return Ok(Some(Outcome::Continue {
+            expected_more: 1,
+            reason: format!(
+                "task {task}, first in the declared order, is not yet scored on both sides, where the sequence waits"
+            ),
+        }));
+    }
     if base.is_empty() {
         push(
             stages,
@@ -869,6 +985,9 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
             Ok(Some(Outcome::Continue {
                 expected_more,
                 reason: match &gap {
+                    Some(task) if look.declared().is_some() => format!(
+                        "LLR {llr:.3} between {lower:.3} and {upper:.3} after {n} observations; task {task}, next in the declared order, is not yet scored on both sides, where the sequence waits"
+                    ),
                     Some(task) => format!(
                         "LLR {llr:.3} between {lower:.3} and {upper:.3} after {n} observations; the candidate has no score yet on task {task}, where the sequence waits"
                     ),
@@ -1067,11 +1186,27 @@ fn game_classes(
             .map(|(&b, &c)| class_of(b, c))
             .collect(),
         // Two runs per task: run i against run i, the pair's total 0..=4,
-        // in the baseline's order and up to the first task either side has
-        // not yet run twice (the path only ever extends).
+        // in the baseline's order (the declared order, when the class
+        // declares one) and up to the first task either side has not yet
+        // run twice (the path only ever extends).
         Pairing::Pentanomial => {
             let mut classes = Vec::new();
             let scores = look.paired(at_version(versions, &p.scorer));
+            if let Some(ids) = look.declared() {
+                for (id, t) in ids.iter().zip(in_declared_order(&scores, ids)) {
+                    match t.filter(|t| t.baseline.len() >= 2 && t.candidate.len() >= 2) {
+                        Some(t) => classes.push(
+                            class_of(sign * t.baseline[0], sign * t.candidate[0])
+                                + class_of(sign * t.baseline[1], sign * t.candidate[1]),
+                        ),
+                        None => {
+                            *waits_at = Some(id.clone());
+                            break;
+                        }
+                    }
+                }
+                return classes;
+            }
             let mut tasks: Vec<_> = scores.iter().collect();
             if law == Law::NameOrder {
                 // The first law: name order, tasks lacking two runs skipped.
@@ -1178,12 +1313,22 @@ fn guardrail(look: Look<'_>, g: &Guardrail, used: usize, stages: &mut Vec<StageR
                 tasks: gb.len(),
             }),
         );
-        return Ok(Some(Outcome::Continue {
-            expected_more: 1,
-            reason: format!(
+        // (The words of a verdict are its bytes: the wait of the earlier
+        // laws is said as it always was.)
+        let reason = if look.declared().is_some() {
+            format!(
+                "guardrail {}: task {task}, next in the declared order, is not yet scored on both sides, where the guardrail waits",
+                g.scorer
+            )
+        } else {
+            format!(
                 "guardrail {}: the candidate has no score yet on task {task}, where the guardrail waits",
                 g.scorer
-            ),
+            )
+        };
+        return Ok(Some(Outcome::Continue {
+            expected_more: 1,
+            reason,
         }));
     }
     if gb.len() < 2 {
@@ -1294,15 +1439,24 @@ pub fn recorded_bernoulli_path(
     // Since the third law the pairs are the trusted producers' only, as
     // the class's pinned policy names them; a verdict taken under a policy
     // that is not the pin in force then is not redrawn from here.
-    let sources = if law >= Law::Attributed {
-        match crate::pin::pinned_policy(view, &verdict.class, at)? {
-            Some(p) if p.hash == verdict.policy_hash => p.policy.sources(&verdict.class)?,
-            // A verdict that set nothing aside read everyone's evidence.
-            _ if verdict.set_aside.is_empty() => [Sources::everyone(), Sources::everyone()],
-            _ => return Ok(None),
-        }
+    let pinned = if law >= Law::Attributed {
+        crate::pin::pinned_policy(view, &verdict.class, at)?
+            .filter(|p| p.hash == verdict.policy_hash)
     } else {
-        [Sources::everyone(), Sources::everyone()]
+        None
+    };
+    let sources = match (&pinned, law >= Law::Attributed) {
+        (Some(p), true) => p.policy.sources(&verdict.class)?,
+        // A verdict that set nothing aside read everyone's evidence.
+        (None, true) if !verdict.set_aside.is_empty() => return Ok(None),
+        _ => [Sources::everyone(), Sources::everyone()],
+    };
+    // A declared order is the pinned policy's list: a verdict that read
+    // one under a policy not pinned then is not redrawn from here.
+    let declared = match (&verdict.order, &pinned) {
+        (Some(TaskOrder::Declared { .. }), Some(p)) => p.policy.declared_tasks(),
+        (Some(TaskOrder::Declared { .. }), None) => return Ok(None),
+        _ => None,
     };
     let scorer = scorer.to_string();
     // The orientation the gate judged on: recorded since the second law
@@ -1325,7 +1479,7 @@ pub fn recorded_bernoulli_path(
         at,
         [&sources[0], &sources[1]],
     );
-    let (base, cand, _) = pairs_under(&scores, law);
+    let (base, cand, _) = pairs_under(&scores, law, declared);
     let mut t = crate::BernoulliSprt::new(theta0, theta1, crate::Boundaries::new(0.05, 0.05)?)?;
     let mut path = Vec::new();
     for (&b, &c) in base.iter().zip(&cand) {
@@ -1418,6 +1572,7 @@ pub fn recorded_path(
         ([Sources::everyone(), Sources::everyone()], at)
     };
     let set_aside = RefCell::new(Vec::new());
+    let undeclared = RefCell::new(Vec::new());
     let look = Look {
         view,
         q: &q,
@@ -1427,6 +1582,7 @@ pub fn recorded_path(
         sources: &sources,
         declared_until,
         set_aside: &set_aside,
+        undeclared: &undeclared,
     };
     let p = policy;
     // The orientation the gate judged on: recorded by bernoulli verdicts

@@ -1,11 +1,13 @@
 //! Fixtures shared by the tests of ratchet's crates, written once: commit
 //! ids, stores in temporary directories, the gate's policy tables, the
-//! edits an attacker with file access makes to `trace.db`, and (feature
+//! order a pool of workers completes jobs in, the edits an attacker with
+//! file access makes to `trace.db`, and (feature
 //! `git`) repositories built without a git binary.
 //!
 //! A dev-dependency only (`publish = false`): nothing here is part of
 //! ratchet's API, and no crate's library may depend on it.
 
+mod arrival;
 mod policy;
 mod raw;
 mod store;
@@ -14,6 +16,7 @@ mod utf16;
 #[cfg(feature = "git")]
 pub mod git;
 
+pub use arrival::pool_completions;
 pub use policy::{
     REQUIRES_UNIT, gap_class, gap_class_with_beta, guardrail, paired_class, paired_class_to,
     prompt_policy,

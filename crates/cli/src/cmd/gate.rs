@@ -111,6 +111,14 @@ pub fn policy_pin(
             for r in &readings {
                 outln!("  {}: {} ({})", r.scorer, r.direction, r.from);
             }
+            // The order the test will read, now pinned with the policy.
+            if let Some(ids) = c.declared_tasks() {
+                outln!(
+                    "  tasks: {} listed, read in that order (first {})",
+                    ids.len(),
+                    ids.first().map_or("", String::as_str)
+                );
+            }
         }
     }
     if ctx.json {
@@ -433,6 +441,11 @@ pub(crate) fn print_verdict(v: &Verdict, scale: &ratchet_gate::shown::Scale) -> 
             "  set aside: {what} about the {} from {}: not a producer class {} trusts for the {} (its `trust`)",
             a.side, a.producer, v.class, a.side
         )?;
+    }
+    // The order the test read: the declared list (and what it left
+    // unread), or the baseline's trace order and how to fix it.
+    if let Some(order) = &v.order {
+        writeln!(o, "  order: {}", order.words())?;
     }
     writeln!(
         o,

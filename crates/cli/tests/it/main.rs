@@ -15,6 +15,7 @@ mod commands;
 mod common;
 mod newcomer;
 mod numbers_39;
+mod order_40;
 mod real_files_37;
 mod red_team_35;
 mod red_team_35b;

@@ -13,6 +13,7 @@ mod error_rates;
 mod file_edits_of_the_evidence;
 mod fishtest;
 mod noninferiority;
+mod order_40;
 mod polled_by_the_evidence_writer;
 mod recorded;
 mod red_team_36;
