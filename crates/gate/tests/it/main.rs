@@ -16,5 +16,6 @@ mod noninferiority;
 mod polled_by_the_evidence_writer;
 mod recorded;
 mod red_team_36;
+mod red_team_rt;
 mod simulation;
 mod verdict_json;
