@@ -19,6 +19,7 @@ mod real_files_37;
 mod red_team_35;
 mod red_team_35b;
 mod red_team_hred;
+mod red_team_rt;
 mod serve;
 mod suite30;
 mod ux;

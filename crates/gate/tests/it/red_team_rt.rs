@@ -47,7 +47,11 @@ fn polled(d: &[f64], every: usize, reading: Reading) -> (bool, bool) {
 /// run, log-normal.
 fn slow_mode_removed(rng: &mut StdRng) -> f64 {
     let noise = Normal::new(0.0, 0.02).expect("normal");
-    let slow = if rng.random_bool(0.35) { 1.30f64.ln() } else { 0.0 };
+    let slow = if rng.random_bool(0.35) {
+        1.30f64.ln()
+    } else {
+        0.0
+    };
     let base = noise.sample(rng) + slow;
     let cand = 1.08f64.ln() + noise.sample(rng);
     cand - base
@@ -81,7 +85,10 @@ fn a_change_that_removes_a_slow_mode_but_slows_the_common_path_by_8_percent_is_p
         promoted[0],
         promoted[1]
     );
-    assert!(promoted[0] as f64 / RUNS as f64 <= bound(0.05, RUNS), "signs: {promoted:?}");
+    assert!(
+        promoted[0] as f64 / RUNS as f64 <= bound(0.05, RUNS),
+        "signs: {promoted:?}"
+    );
     assert!(
         promoted[1] as f64 / RUNS as f64 <= bound(0.05, RUNS),
         "sized: a benchmark whose median pair is ≥ 5 % slower promoted in {}/{RUNS} polled runs",
@@ -107,7 +114,9 @@ fn occasional_slow_mode(rng: &mut StdRng) -> f64 {
 #[test]
 fn a_change_whose_median_pair_is_within_the_margin_is_flagged_slower() {
     let mut rng = StdRng::seed_from_u64(4243);
-    let big: Vec<f64> = (0..200_000).map(|_| occasional_slow_mode(&mut rng)).collect();
+    let big: Vec<f64> = (0..200_000)
+        .map(|_| occasional_slow_mode(&mut rng))
+        .collect();
     let med = median(&big);
     assert!(med < 1.01f64.ln(), "the null holds: median pair {med}");
     const RUNS: usize = 200;
@@ -124,7 +133,10 @@ fn a_change_whose_median_pair_is_within_the_margin_is_flagged_slower() {
         flagged[0],
         flagged[1]
     );
-    assert!(flagged[0] as f64 / RUNS as f64 <= bound(0.05, RUNS), "signs: {flagged:?}");
+    assert!(
+        flagged[0] as f64 / RUNS as f64 <= bound(0.05, RUNS),
+        "signs: {flagged:?}"
+    );
     assert!(
         flagged[1] as f64 / RUNS as f64 <= bound(0.05, RUNS),
         "sized: a benchmark whose median pair is within 1 % flagged slower in {}/{RUNS} polled runs",
