@@ -20,6 +20,7 @@ mod real_files_37;
 mod red_team_35;
 mod red_team_35b;
 mod red_team_hred;
+mod red_team_rt;
 mod serve;
 mod snapshots;
 mod suite30;

@@ -17,5 +17,6 @@ mod order_40;
 mod polled_by_the_evidence_writer;
 mod recorded;
 mod red_team_36;
+mod red_team_rt;
 mod simulation;
 mod verdict_json;
