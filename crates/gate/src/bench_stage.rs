@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use ratchet_trace::{CommitId, Side};
 
-use crate::benchmarks::{BenchVerdict, Reading, Thresholds, judge_with, median};
+use crate::benchmarks::{BenchVerdict, Thresholds, judge, median};
 use crate::decide::{Law, Outcome, RejectCause, Stage, StageDetails, StageReport, StageState};
 use crate::error::Result;
 use crate::stages::{Look, Step, lower_is_better, push, reject};
@@ -238,13 +238,6 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
         benchmarks: cells,
     };
     let max_n = usize::try_from(p.max_n).unwrap_or(usize::MAX);
-    // Since the fourth law the bets read how far each pair is past a
-    // threshold, not only its side (`Reading::Sized`).
-    let reading = if look.law >= Law::Tuned {
-        Reading::Sized
-    } else {
-        Reading::Signs
-    };
     let mut rows = Vec::new();
     let mut all_paired = true;
     let mut missing = Vec::new();
@@ -269,7 +262,7 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
             }
             let (d, paired) = log_ratios(b, c, lower, max_n);
             all_paired &= paired;
-            let j = judge_with(&d, &thresholds, reading);
+            let j = judge(&d, &thresholds);
             rows.push(BenchmarkRow {
                 benchmark: name.clone(),
                 baseline: median(&samples(b).copied().collect::<Vec<_>>()),
