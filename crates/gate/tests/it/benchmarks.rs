@@ -292,3 +292,22 @@ fn an_unchanged_suite_of_thirty_benchmarks_promotes() {
         .to_string();
     assert!(line.contains("unpaired"), "{line}");
 }
+
+/// The hardest null for a "slower" flag: every benchmark exactly at the
+/// equivalence margin (1 % slower), where the claim "more than 1 %
+/// slower" is false by the least. 10 benchmarks, 200 pairs polled every
+/// 10, each shape: the family-wise rate of a flag stays within α = 0.05
+/// (the bound: α plus three Monte-Carlo standard errors).
+#[test]
+fn flags_at_the_equivalence_margin_stay_within_alpha_for_every_shape() {
+    const RUNS: usize = 200;
+    let mut rng = StdRng::seed_from_u64(3601);
+    for shape in SHAPES {
+        let flagged = (0..RUNS)
+            .filter(|_| polled_suite(shape, &[1.01; 10], 200, 10, &mut rng).0)
+            .count();
+        let rate = flagged as f64 / RUNS as f64;
+        eprintln!("{shape:?}: flags at the margin {flagged}/{RUNS}");
+        assert!(rate <= bound(0.05, RUNS), "{shape:?}: {rate}");
+    }
+}
