@@ -243,11 +243,24 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
     let mut missing = Vec::new();
     let judged =
         std::iter::once((None, &base, &cand)).chain(others.iter().map(|(r, b, c)| (Some(r), b, c)));
+    // Benchmarks with a sample no ratio can be read of (0, negative, not a
+    // number): since the fourth law they are set aside and said after any
+    // regression the rest show — one such sample, which the candidate's
+    // producer may write, no longer outranks a regression shown on the
+    // other benchmarks (the earlier laws stopped at the first).
+    let mut unreadable: Vec<String> = Vec::new();
     for (runner, base, cand) in judged {
         for (name, b) in base {
             let positive =
                 |runs: &[(Option<u64>, Vec<f64>)]| samples(runs).all(|x| x.is_finite() && *x > 0.0);
             let c = cand.get(name).map(Vec::as_slice).unwrap_or(&[]);
+            if look.law >= Law::Tuned && (!positive(b) || !positive(c)) {
+                unreadable.push(match runner {
+                    Some(runner) => format!("{name} on {runner}"),
+                    None => name.clone(),
+                });
+                continue;
+            }
             if !positive(b) || !positive(c) {
                 return reject(
                     Stage::Sequential,
@@ -302,13 +315,22 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
             )
         })
         .collect();
-    // Only the chosen runner's benchmarks must be shown not slower: the
-    // others can flag a regression, never hold a promotion back.
+    // The chosen runner's benchmarks must be shown not slower; another
+    // runner's can flag a regression, and hold a promotion back only for a
+    // benchmark the chosen runner has no row of (else a benchmark measured
+    // slower where it was last measured, and not measured since, would be
+    // required nowhere).
+    let on_chosen: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .filter(|r| r.runner.is_none())
+        .map(|r| r.benchmark.as_str())
+        .collect();
     let undecided: Vec<&BenchmarkRow> = rows
         .iter()
-        .filter(|r| r.runner.is_none() && !r.verdict.not_slower())
+        .filter(|r| r.runner.is_none() || !on_chosen.contains(r.benchmark.as_str()))
+        .filter(|r| !r.verdict.not_slower())
         .collect();
-    let state = if !slower.is_empty() || !missing.is_empty() {
+    let state = if !slower.is_empty() || !missing.is_empty() || !unreadable.is_empty() {
         StageState::Failed
     } else if undecided.is_empty() {
         StageState::Passed
@@ -349,6 +371,17 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
             ),
         );
     }
+    if !unreadable.is_empty() {
+        return reject(
+            Stage::Sequential,
+            RejectCause::MissingEvidence,
+            format!(
+                "{} benchmark(s) hold a sample that is not a positive number, so no ratio of them can be judged (first: {}); the others show no regression",
+                unreadable.len(),
+                unreadable[0]
+            ),
+        );
+    }
     if !missing.is_empty() {
         return reject(
             Stage::Sequential,
@@ -372,7 +405,7 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
                 undecided.len(),
                 regression * 100.0,
                 max_n,
-                undecided[0].benchmark
+                undecided[0].label()
             ),
         );
     }
@@ -386,10 +419,12 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
             "{} of {} benchmark(s) undecided (first: {}, ×{:.3} over {} pair(s)); more samples decide them{}",
             undecided.len(),
             base.len(),
-            first.benchmark,
+            first.label(),
             first.ratio,
             first.n,
-            if first.n < fewest {
+            if first.runner.is_some() {
+                " — the baseline's newest runner has no samples of it: measure it there on both commits, or pin the runner (`scorer_version`) to judge one".to_string()
+            } else if first.n < fewest {
                 format!(
                     " — flagging one of {} benchmarks at α = {} needs at least {fewest} pairs: runs of each side (a run's samples share its process's state and count as one), i.e. `ratchet bench` rounds or as many separate runs of the tool ingested per commit",
                     rows.len(),

@@ -131,7 +131,9 @@ impl Keyed {
     }
 }
 
-/// HIDE A REGRESSION. The key holder's runs show `b1` 5 % slower on
+/// HIDE A REGRESSION (found by the red team, fixed in the same law: an
+/// unreadable sample is set aside and said after any regression). The
+/// key holder's runs show `b1` 5 % slower on
 /// runner `h` (24 runs each side): REJECT, measured, `b1` named — a reject
 /// heal honours (it never checks out a commit rejected on *measured*
 /// evidence). Then `evil`, trusted for the candidate only, ingests one
@@ -141,7 +143,7 @@ impl Keyed {
 /// regressed commit out. A sample the candidate's producer wrote should
 /// not outrank a regression shown on trusted evidence.
 #[test]
-fn one_zero_timing_from_the_candidates_producer_turns_a_measured_reject_into_missing_evidence() {
+fn one_zero_timing_from_the_candidates_producer_does_not_hide_a_measured_reject() {
     let k = Keyed::new();
     for i in 0..24u32 {
         let j = f64::from(i) * 0.01;
@@ -170,7 +172,9 @@ fn one_zero_timing_from_the_candidates_producer_turns_a_measured_reject_into_mis
     assert!(out.contains("b1"), "b1 named: {out}");
 }
 
-/// REGRESSION PROMOTED. `b1` is 8 % slower on runner `h`; 5 runs of each
+/// REGRESSION PROMOTED (found by the red team, fixed in the same law: a
+/// benchmark the chosen runner lacks must be shown not slower where it
+/// was measured). `b1` is 8 % slower on runner `h`; 5 runs of each
 /// side there leave it undecided (a flag at α/2 needs 6): CONTINUE. Then
 /// the baseline's newest runs are on a new runner `h2` and hold `b2` only
 /// (a runner pool changed; a filtered nightly), and `evil` records the
@@ -179,7 +183,7 @@ fn one_zero_timing_from_the_candidates_producer_turns_a_measured_reject_into_mis
 /// shown not slower; on `h` it is undecided, which "can flag, never hold
 /// back": PROMOTE, with a benchmark 8 % slower never shown within 5 %.
 #[test]
-fn an_undecided_regression_on_the_old_runner_promotes_once_the_baseline_moves_to_a_runner_without_it()
+fn an_undecided_regression_on_the_old_runner_holds_the_promotion_back_once_the_baseline_moves_to_a_runner_without_it()
  {
     let k = Keyed::new();
     for i in 0..5u32 {
