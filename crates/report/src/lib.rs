@@ -49,7 +49,8 @@ use ratchet_trace::{AsOf, CommitId, Event, ScorerRef, Verified};
 pub use markdown::markdown;
 pub use svg::thin;
 
-use read::{Decision, Deployed, Episode, payload, short, utc};
+use ratchet_records::{DeployedBy, Deployment};
+use read::{Decision, Episode, short, utc};
 
 /// What can go wrong making a report.
 #[derive(Debug, thiserror::Error)]
@@ -166,7 +167,9 @@ struct Page<'v> {
     /// Decisions this gate cannot read (a later law's), by seq, and why.
     unreadable: Vec<(u64, String)>,
     episodes: BTreeMap<String, Vec<Episode<'v>>>,
-    deployed: BTreeMap<String, Deployed>,
+    /// What runs for each class: the one reading `status`, `serve` and
+    /// Python give ([`ratchet_records::deployments`]).
+    deployed: BTreeMap<String, Deployment>,
     events: Vec<&'v Event>,
     body: String,
     plots: usize,
@@ -194,7 +197,7 @@ pub fn html_of(
         decisions: &decisions,
         unreadable,
         episodes: read::episodes(&decisions),
-        deployed: read::deployed(view),
+        deployed: ratchet_records::deployments(view)?,
         events,
         body: String::new(),
         plots: 0,
@@ -476,17 +479,19 @@ impl Page<'_> {
                 Some(dep) => writeln!(
                     text,
                     "<p class=deployed>Deployed: <code>{}</code> — {} at seq {} ({} UTC){}.</p>",
-                    esc(short(&dep.commit)),
-                    if dep.how == "heal" {
-                        "checked out by a heal"
-                    } else {
-                        "promoted"
+                    esc(short(dep.commit.as_str())),
+                    match dep.how {
+                        DeployedBy::Heal { .. } => "checked out by a heal",
+                        DeployedBy::Promotion => "promoted",
                     },
                     dep.seq,
                     utc(dep.ts_ms),
-                    dep.alarm_seq
-                        .map(|a| format!(" after the alarm at seq {a}"))
-                        .unwrap_or_default()
+                    match &dep.how {
+                        DeployedBy::Heal {
+                            alarm_seq: Some(a), ..
+                        } => format!(" after the alarm at seq {a}"),
+                        _ => String::new(),
+                    }
                 )?,
                 // A promote decision is not a deployment: only `gate
                 // --record-promotion` (or `merge --deploy`) records one. Said
@@ -816,7 +821,7 @@ impl Page<'_> {
             );
         }
         for (class, d) in &self.deployed {
-            add(&d.commit, format!("deployed for {class}"));
+            add(d.commit.as_str(), format!("deployed for {class}"));
         }
         writeln!(self.body, "<section id=failed-tests><h2>Failed tests</h2>")?;
         if commits.is_empty() {
@@ -922,7 +927,8 @@ impl Page<'_> {
                     }
                 }
                 Some(ReservedKind::Checkout) => {
-                    if let Some(to) = payload(e)["to"].as_str() {
+                    // A heal checks out the event's commit (its payload's `to`).
+                    if let Some(to) = &e.commit {
                         marks.entry(to.to_string()).or_default().healed = true;
                     }
                 }
@@ -938,7 +944,7 @@ impl Page<'_> {
             }
         }
         for d in self.deployed.values() {
-            marks.entry(d.commit.clone()).or_default().deployed = true;
+            marks.entry(d.commit.to_string()).or_default().deployed = true;
         }
         marks
     }
@@ -1129,20 +1135,8 @@ impl Page<'_> {
             let (limit, recorded) = (al.limit, al.statistic);
             let down = al.shift != Shift::Up;
             let detector = al.detector.as_ref();
-            let start = self
-                .events
-                .iter()
-                .filter(|x| {
-                    matches!(
-                        x.reserved_kind(),
-                        Some(ReservedKind::Promotion | ReservedKind::Checkout)
-                    ) && x.seq < seq
-                        && (x.commit.as_ref() == Some(commit)
-                            || payload(x)["to"].as_str() == Some(commit.as_str()))
-                })
-                .map(|x| x.seq)
-                .max()
-                .unwrap_or(0);
+            // Where the monitor that raised it started: drift's own rule.
+            let start = ratchet_records::deployment_start(self.view, commit, seq)?.unwrap_or(0);
             let scorer_ref = match &a.scorer_version {
                 Some(v) => ScorerRef::at_version(scorer, v),
                 None => ScorerRef::from(scorer),

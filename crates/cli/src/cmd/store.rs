@@ -334,11 +334,33 @@ fn write_pins(o: &mut impl Write, s: &ratchet_orchestrate::Status) -> Result<()>
         )?;
     }
     for (class, d) in &s.deployed {
-        writeln!(
-            o,
-            "deployed for {class}: {} (promotion at seq {})",
-            d.commit, d.seq
-        )?;
+        match &d.how {
+            ratchet_orchestrate::DeployedBy::Promotion => writeln!(
+                o,
+                "deployed for {class}: {} (promotion at seq {})",
+                d.commit, d.seq
+            )?,
+            ratchet_orchestrate::DeployedBy::Heal { alarm_seq, from } => writeln!(
+                o,
+                "deployed for {class}: {} (checked out by a heal at seq {}{}, away from {}; promoted: {})",
+                d.commit,
+                d.seq,
+                alarm_seq
+                    .map(|a| format!(" after the alarm at seq {a}"))
+                    .unwrap_or_default(),
+                out::short(from.as_str()),
+                out::short(d.promoted.as_str())
+            )?,
+        }
+        // The work tree is a cache of the trace: say when it shows
+        // something else, rather than let either be read as the other.
+        if let Some(head) = s.checked_out.as_deref().filter(|h| *h != d.commit.as_str()) {
+            writeln!(
+                o,
+                "checked out: {head}, not the commit deployed for {class} ({})",
+                out::short(d.commit.as_str())
+            )?;
+        }
     }
     if s.ref_faults.is_none() {
         writeln!(
