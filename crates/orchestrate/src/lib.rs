@@ -470,7 +470,11 @@ pub fn heal(
     // deployed commit's estimate are read from the owner's verified view,
     // refreshed first.
     ledger.refresh()?;
-    let (ranking, deployed, rejected) = heal_inputs(ledger.view(), alarm, options)?;
+    let HealInputs {
+        ranking,
+        deployed,
+        rejected,
+    } = heal_inputs(ledger.view(), alarm, options)?;
     let repo = Repository::discover(repo_path)?;
     let store_dir = ledger.store().dir().to_path_buf();
     let (chosen, skipped) = choose_target(&repo, &ranking, &rejected, &store_dir)?;
@@ -535,15 +539,7 @@ pub fn heal(
 /// ranking of every other commit, the alarmed commit's mean since the
 /// change (the estimate a target must beat), and the commits the gate
 /// rejected on measured evidence (never healed to).
-fn heal_inputs(
-    all: &Verified,
-    alarm: &TraceAlarm,
-    options: &HealOptions,
-) -> Result<(
-    Vec<RankedCommit>,
-    Option<f64>,
-    std::collections::BTreeMap<CommitId, String>,
-)> {
+fn heal_inputs(all: &Verified, alarm: &TraceAlarm, options: &HealOptions) -> Result<HealInputs> {
     let view = &all.restricted_to(&options.trust);
     let ranking = best_commit(
         view,
@@ -568,8 +564,24 @@ fn heal_inputs(
     );
     let deployed =
         (!since.is_empty()).then(|| since.iter().map(|(_, v)| v).sum::<f64>() / since.len() as f64);
-    Ok((ranking, deployed, gate_rejected(all)?))
+    Ok(HealInputs {
+        ranking,
+        deployed,
+        rejected: gate_rejected(all)?,
+    })
 }
+
+/// What [`heal_inputs`] reads.
+struct HealInputs {
+    ranking: Vec<RankedCommit>,
+    /// The alarmed commit's mean since the change.
+    deployed: Option<f64>,
+    /// Commits never healed to, with why.
+    rejected: std::collections::BTreeMap<CommitId, String>,
+}
+
+/// Commits passed over, each with why.
+type Passed = Vec<(CommitId, String)>;
 
 /// The best-ranked commit heal may check out, and every better one passed
 /// over with why: gone from the repository, rejected by the gate on
@@ -580,7 +592,7 @@ fn choose_target(
     ranking: &[RankedCommit],
     rejected: &std::collections::BTreeMap<CommitId, String>,
     store_dir: &Path,
-) -> Result<(Option<CommitId>, Vec<(CommitId, String)>)> {
+) -> Result<(Option<CommitId>, Passed)> {
     let mut skipped = Vec::new();
     for r in ranking {
         let present = Oid::from_str(r.commit.as_str())

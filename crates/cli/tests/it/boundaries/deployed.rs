@@ -120,7 +120,7 @@ fn all_say(w: &World, expected: &str, when: &str) {
     );
     assert_eq!(report_says(w), expected[..8], "the report {when}");
     assert_eq!(serve_says(w), expected, "serve {when}");
-    let mut store = w.open_keyed();
+    let store = w.open_keyed();
     let view = store.verified(&Default::default()).expect("verifies");
     let d = ratchet_orchestrate::deployed(&view, "prompt")
         .expect("reads")
