@@ -536,253 +536,14 @@ impl Page<'_> {
     /// The per-metric results of one decision.
     fn results(&mut self, class: &str, d: &Decision) -> Result<()> {
         let policy = pinned_policy_of(self.view, d);
-        let mut rows: Vec<[String; 7]> = Vec::new();
         let scorer = decision_scorer(self.view, d).unwrap_or_else(|| "primary".into());
-        // Primary.
-        match (d.stage(&Stage::Sequential), d.sequential()) {
-            (Some(stage), Some(f)) => {
-                let word = state(stage.passed);
-                let (est, iv) = match effect_of(self.view, d) {
-                    Some(e) => (
-                        format!(
-                            "{} <small>{}, {}: {}; on {} tasks</small>",
-                            esc(&signed(e.value, e.unit)),
-                            esc(e.measure),
-                            e.reads_as,
-                            e.better,
-                            e.n
-                        ),
-                        esc(&format!(
-                            "[{}, {}]",
-                            signed(e.low, e.unit),
-                            signed(e.high, e.unit)
-                        )),
-                    ),
-                    None => ("—".into(), "—".into()),
-                };
-                let ab = alpha_beta(self.view, d)
-                    .map(|(a, b)| format!("; α {a}, β {b}", a = sig(a), b = sig(b)))
-                    .unwrap_or_default();
-                let decision = f.decision.as_str();
-                // The betting test decides on two capitals, each against
-                // its own bound: its "llr" (their difference) is not what
-                // it judged.
-                let (criterion, result) = match &f.test {
-                    TestFigures::Betting {
-                        log_capital_promote,
-                        log_capital_reject,
-                        promote_bound,
-                        reject_bound,
-                        ..
-                    } => (
-                        format!(
-                            "promote when ln K⁺ ≥ ln(1/α) = {promote_bound:.3}, reject when ln K⁻ ≥ ln(1/β) = {reject_bound:.3}{ab}"
-                        ),
-                        format!(
-                            "{word}: {decision}, ln K⁺ {log_capital_promote:.3}, ln K⁻ {log_capital_reject:.3} after {} observations",
-                            f.n
-                        ),
-                    ),
-                    _ => (
-                        format!(
-                            "promote at LLR ≥ {:.3}, reject at ≤ {:.3}{ab}",
-                            f.upper, f.lower
-                        ),
-                        format!(
-                            "{word}: {decision}, LLR {:+.3} after {} observations",
-                            f.llr, f.n
-                        ),
-                    ),
-                };
-                rows.push([
-                    esc(&scorer),
-                    format!("primary ({})", f.test.test().as_str()),
-                    est,
-                    iv,
-                    criterion,
-                    word.into(),
-                    result,
-                ]);
-            }
-            (Some(stage), None) => {
-                let word = state(stage.passed);
-                rows.push([
-                    esc(&scorer),
-                    "primary".into(),
-                    "—".into(),
-                    "—".into(),
-                    "—".into(),
-                    word.into(),
-                    format!("{word}: {}", esc(d.reason().unwrap_or("no test ran"))),
-                ]);
-            }
-            // A class without a sequential test has no primary row.
-            (None, _) if decided_without_test(self.view, d) => {}
-            (None, _) => rows.push(not_reached(&scorer, "primary")),
-        }
-        // A benchmarks class: each benchmark first, regressions first.
-        for s in d.stages() {
-            if let StageDetails::Benchmarks(b) = &s.details {
-                let rows_before = std::mem::take(&mut rows);
-                for r in &b.benchmarks {
-                    let word = match r.verdict {
-                        ratchet_gate::benchmarks::BenchVerdict::Slower => "fail",
-                        v if v.not_slower() => "pass",
-                        _ => "open",
-                    };
-                    rows.push([
-                        esc(&r.label()),
-                        format!(
-                            "benchmark ({})",
-                            if b.paired {
-                                "paired by round"
-                            } else {
-                                "unpaired"
-                            }
-                        ),
-                        format!(
-                            "×{:.3} ({} → {})",
-                            r.ratio,
-                            esc(&number(r.baseline, Unit::of_scorer(&scorer))),
-                            esc(&number(r.candidate, Unit::of_scorer(&scorer)))
-                        ),
-                        format!(
-                            "[{:.3}, {:.3}] over {} pair{}",
-                            r.low,
-                            r.high,
-                            r.n,
-                            if r.n == 1 { "" } else { "s" }
-                        ),
-                        format!(
-                            "not slower than +{:.1} %; slower than +{:.1} % rejects",
-                            b.regression * 100.0,
-                            b.equivalence * 100.0
-                        ),
-                        word.into(),
-                        r.verdict.as_str().into(),
-                    ]);
-                }
-                rows.extend(rows_before);
-            }
-        }
-        // Guardrails.
-        let mut seen = BTreeSet::new();
-        for s in d.stages() {
-            let (Stage::Guardrail(name), StageDetails::Guardrail(det)) = (&s.stage, &s.details)
-            else {
-                continue;
-            };
-            seen.insert(name.clone());
-            let word = state(s.passed);
-            let unit = Unit::of_scorer(name);
-            let margin = match det.margin {
-                Margin::Relative(x) => format!("{} of the baseline", number(x, Unit::Percent)),
-                Margin::Absolute(x) => format!("{} (absolute)", number(x, unit)),
-            };
-            let (est, iv) = match det.result {
-                GuardrailResult::Welch(w) => (
-                    format!("excess D̂ {}", signed(w.excess, unit)),
-                    format!(
-                        "se {}, one-sided p = {}",
-                        number(w.se, unit),
-                        sig(w.p_value)
-                    ),
-                ),
-                GuardrailResult::Sequence(q) => (
-                    format!("excess D̂ {}", signed(q.excess, unit)),
-                    format!("D ≤ {} (always valid)", signed(q.upper_bound, unit)),
-                ),
-            };
-            rows.push([
-                esc(name),
-                format!("guardrail ({})", det.method.as_str()),
-                est,
-                iv,
-                format!("worse by less than {}: D &lt; 0", esc(&margin)),
-                word.into(),
-                if word == "pass" {
-                    "pass: non-inferior".into()
-                } else {
-                    word.into()
-                },
-            ]);
-        }
-        for g in policy.iter().flat_map(|p| &p.guardrails) {
-            if !seen.contains(&g.scorer) {
-                rows.push(not_reached(&g.scorer, "guardrail"));
-            }
-        }
-        // Invariants and canaries.
-        match d.stage(&Stage::Invariants).map(|s| &s.details) {
-            Some(StageDetails::Invariants(inv)) => {
-                for i in &inv.invariants {
-                    rows.push([
-                        esc(&i.scorer),
-                        "invariant".into(),
-                        format!("{} violations on {} tasks", i.violations.len(), i.tasks),
-                        format!(
-                            "violation rate ≤ {:.3} ({:.0} %)",
-                            i.failure_rate_upper_bound,
-                            inv.confidence * 100.0
-                        ),
-                        format!("≥ {} on every task", serde_json::Value::from(i.minimum)),
-                        if i.holds { "pass" } else { "fail" }.into(),
-                        if i.holds {
-                            "pass: holds".into()
-                        } else {
-                            format!(
-                                "fail: violated on {}",
-                                esc(&serde_json::to_string(&i.violations).unwrap_or_default())
-                            )
-                        },
-                    ]);
-                }
-                if let Some(c) = &inv.canaries {
-                    let word = if c.holds { "pass" } else { "fail" };
-                    rows.push([
-                        "canaries".into(),
-                        "invariant".into(),
-                        format!("failed {}, missing {}", c.failed.len(), c.missing.len()),
-                        "—".into(),
-                        "every canary passes".into(),
-                        word.into(),
-                        word.into(),
-                    ]);
-                }
-            }
-            Some(_) => {}
-            None => {
-                for i in policy.iter().flat_map(|p| &p.invariants) {
-                    rows.push(not_reached(&i.scorer, "invariant"));
-                }
-            }
-        }
-        // Required tests.
-        if let Some(StageDetails::Tests(tests)) = d.stage(&Stage::Tests).map(|s| &s.details) {
-            for suite in &tests.suites {
-                let runs = &suite.runs;
-                let sum = |count: fn(&SuiteRun) -> u64| runs.iter().map(count).sum::<u64>();
-                let ok = suite.passed;
-                rows.push([
-                    format!("suite {}", esc(&suite.suite)),
-                    "required tests".into(),
-                    format!(
-                        "{} passed, {} failed, {} skipped",
-                        sum(|r| r.passed),
-                        sum(|r| r.failed),
-                        sum(|r| r.skipped)
-                    ),
-                    format!(
-                        "{} run{}",
-                        runs.len(),
-                        if runs.len() == 1 { "" } else { "s" }
-                    ),
-                    "every recorded run green".into(),
-                    if ok { "pass" } else { "fail" }.into(),
-                    if ok { "pass" } else { "fail" }.into(),
-                ]);
-            }
-        }
+        // A benchmarks class: each benchmark first, regressions first; then
+        // the primary test, the guardrails, the invariants and the suites.
+        let mut rows = benchmark_rows(d, &scorer);
+        rows.extend(primary_rows(self.view, d, &scorer));
+        rows.extend(guardrail_rows(d, policy.as_ref()));
+        rows.extend(invariant_rows(d, policy.as_ref()));
+        rows.extend(suite_rows(d));
         writeln!(
             self.body,
             "<table class=results id=\"results-{}\"><caption>Results of the decision at seq {} (class {}), per metric</caption>\
@@ -1460,6 +1221,279 @@ impl Page<'_> {
         }
         Ok(())
     }
+}
+
+/// One row of a decision's results table: metric, role, estimate,
+/// interval or evidence, criterion, result class, result.
+type Row = [String; 7];
+
+/// The primary (sequential) test's row, if the class has one.
+fn primary_rows(view: &Verified, d: &Decision, scorer: &str) -> Vec<Row> {
+    let mut rows = Vec::new();
+    match (d.stage(&Stage::Sequential), d.sequential()) {
+        (Some(stage), Some(f)) => {
+            let word = state(stage.passed);
+            let (est, iv) = match effect_of(view, d) {
+                Some(e) => (
+                    format!(
+                        "{} <small>{}, {}: {}; on {} tasks</small>",
+                        esc(&signed(e.value, e.unit)),
+                        esc(e.measure),
+                        e.reads_as,
+                        e.better,
+                        e.n
+                    ),
+                    esc(&format!(
+                        "[{}, {}]",
+                        signed(e.low, e.unit),
+                        signed(e.high, e.unit)
+                    )),
+                ),
+                None => ("—".into(), "—".into()),
+            };
+            let ab = alpha_beta(view, d)
+                .map(|(a, b)| format!("; α {a}, β {b}", a = sig(a), b = sig(b)))
+                .unwrap_or_default();
+            let decision = f.decision.as_str();
+            // The betting test decides on two capitals, each against
+            // its own bound: its "llr" (their difference) is not what
+            // it judged.
+            let (criterion, result) = match &f.test {
+                TestFigures::Betting {
+                    log_capital_promote,
+                    log_capital_reject,
+                    promote_bound,
+                    reject_bound,
+                    ..
+                } => (
+                    format!(
+                        "promote when ln K⁺ ≥ ln(1/α) = {promote_bound:.3}, reject when ln K⁻ ≥ ln(1/β) = {reject_bound:.3}{ab}"
+                    ),
+                    format!(
+                        "{word}: {decision}, ln K⁺ {log_capital_promote:.3}, ln K⁻ {log_capital_reject:.3} after {} observations",
+                        f.n
+                    ),
+                ),
+                _ => (
+                    format!(
+                        "promote at LLR ≥ {:.3}, reject at ≤ {:.3}{ab}",
+                        f.upper, f.lower
+                    ),
+                    format!(
+                        "{word}: {decision}, LLR {:+.3} after {} observations",
+                        f.llr, f.n
+                    ),
+                ),
+            };
+            rows.push([
+                esc(scorer),
+                format!("primary ({})", f.test.test().as_str()),
+                est,
+                iv,
+                criterion,
+                word.into(),
+                result,
+            ]);
+        }
+        (Some(stage), None) => {
+            let word = state(stage.passed);
+            rows.push([
+                esc(scorer),
+                "primary".into(),
+                "—".into(),
+                "—".into(),
+                "—".into(),
+                word.into(),
+                format!("{word}: {}", esc(d.reason().unwrap_or("no test ran"))),
+            ]);
+        }
+        // A class without a sequential test has no primary row.
+        (None, _) if decided_without_test(view, d) => {}
+        (None, _) => rows.push(not_reached(scorer, "primary")),
+    }
+    rows
+}
+
+/// A benchmarks class's rows, one per benchmark, in the gate's order.
+fn benchmark_rows(d: &Decision, scorer: &str) -> Vec<Row> {
+    let mut rows: Vec<Row> = Vec::new();
+    for s in d.stages() {
+        if let StageDetails::Benchmarks(b) = &s.details {
+            for r in &b.benchmarks {
+                let word = match r.verdict {
+                    ratchet_gate::benchmarks::BenchVerdict::Slower => "fail",
+                    v if v.not_slower() => "pass",
+                    _ => "open",
+                };
+                rows.push([
+                    esc(&r.label()),
+                    format!(
+                        "benchmark ({})",
+                        if b.paired {
+                            "paired by round"
+                        } else {
+                            "unpaired"
+                        }
+                    ),
+                    format!(
+                        "×{:.3} ({} → {})",
+                        r.ratio,
+                        esc(&number(r.baseline, Unit::of_scorer(scorer))),
+                        esc(&number(r.candidate, Unit::of_scorer(scorer)))
+                    ),
+                    format!(
+                        "[{:.3}, {:.3}] over {} pair{}",
+                        r.low,
+                        r.high,
+                        r.n,
+                        if r.n == 1 { "" } else { "s" }
+                    ),
+                    format!(
+                        "not slower than +{:.1} %; slower than +{:.1} % rejects",
+                        b.regression * 100.0,
+                        b.equivalence * 100.0
+                    ),
+                    word.into(),
+                    r.verdict.as_str().into(),
+                ]);
+            }
+        }
+    }
+    rows
+}
+
+/// Each guardrail's row; a guardrail of the policy the verdict never
+/// reached, as not reached.
+fn guardrail_rows(d: &Decision, policy: Option<&ratchet_gate::ClassPolicy>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut seen = BTreeSet::new();
+    for s in d.stages() {
+        let (Stage::Guardrail(name), StageDetails::Guardrail(det)) = (&s.stage, &s.details) else {
+            continue;
+        };
+        seen.insert(name.clone());
+        let word = state(s.passed);
+        let unit = Unit::of_scorer(name);
+        let margin = match det.margin {
+            Margin::Relative(x) => format!("{} of the baseline", number(x, Unit::Percent)),
+            Margin::Absolute(x) => format!("{} (absolute)", number(x, unit)),
+        };
+        let (est, iv) = match det.result {
+            GuardrailResult::Welch(w) => (
+                format!("excess D̂ {}", signed(w.excess, unit)),
+                format!(
+                    "se {}, one-sided p = {}",
+                    number(w.se, unit),
+                    sig(w.p_value)
+                ),
+            ),
+            GuardrailResult::Sequence(q) => (
+                format!("excess D̂ {}", signed(q.excess, unit)),
+                format!("D ≤ {} (always valid)", signed(q.upper_bound, unit)),
+            ),
+        };
+        rows.push([
+            esc(name),
+            format!("guardrail ({})", det.method.as_str()),
+            est,
+            iv,
+            format!("worse by less than {}: D &lt; 0", esc(&margin)),
+            word.into(),
+            if word == "pass" {
+                "pass: non-inferior".into()
+            } else {
+                word.into()
+            },
+        ]);
+    }
+    for g in policy.iter().flat_map(|p| &p.guardrails) {
+        if !seen.contains(&g.scorer) {
+            rows.push(not_reached(&g.scorer, "guardrail"));
+        }
+    }
+    rows
+}
+
+/// Each invariant's row and the canaries'; the policy's invariants as not
+/// reached when the stage never ran.
+fn invariant_rows(d: &Decision, policy: Option<&ratchet_gate::ClassPolicy>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    match d.stage(&Stage::Invariants).map(|s| &s.details) {
+        Some(StageDetails::Invariants(inv)) => {
+            for i in &inv.invariants {
+                rows.push([
+                    esc(&i.scorer),
+                    "invariant".into(),
+                    format!("{} violations on {} tasks", i.violations.len(), i.tasks),
+                    format!(
+                        "violation rate ≤ {:.3} ({:.0} %)",
+                        i.failure_rate_upper_bound,
+                        inv.confidence * 100.0
+                    ),
+                    format!("≥ {} on every task", serde_json::Value::from(i.minimum)),
+                    if i.holds { "pass" } else { "fail" }.into(),
+                    if i.holds {
+                        "pass: holds".into()
+                    } else {
+                        format!(
+                            "fail: violated on {}",
+                            esc(&serde_json::to_string(&i.violations).unwrap_or_default())
+                        )
+                    },
+                ]);
+            }
+            if let Some(c) = &inv.canaries {
+                let word = if c.holds { "pass" } else { "fail" };
+                rows.push([
+                    "canaries".into(),
+                    "invariant".into(),
+                    format!("failed {}, missing {}", c.failed.len(), c.missing.len()),
+                    "—".into(),
+                    "every canary passes".into(),
+                    word.into(),
+                    word.into(),
+                ]);
+            }
+        }
+        Some(_) => {}
+        None => {
+            for i in policy.iter().flat_map(|p| &p.invariants) {
+                rows.push(not_reached(&i.scorer, "invariant"));
+            }
+        }
+    }
+    rows
+}
+
+/// Each required suite's row.
+fn suite_rows(d: &Decision) -> Vec<Row> {
+    let mut rows = Vec::new();
+    if let Some(StageDetails::Tests(tests)) = d.stage(&Stage::Tests).map(|s| &s.details) {
+        for suite in &tests.suites {
+            let runs = &suite.runs;
+            let sum = |count: fn(&SuiteRun) -> u64| runs.iter().map(count).sum::<u64>();
+            let ok = suite.passed;
+            rows.push([
+                format!("suite {}", esc(&suite.suite)),
+                "required tests".into(),
+                format!(
+                    "{} passed, {} failed, {} skipped",
+                    sum(|r| r.passed),
+                    sum(|r| r.failed),
+                    sum(|r| r.skipped)
+                ),
+                format!(
+                    "{} run{}",
+                    runs.len(),
+                    if runs.len() == 1 { "" } else { "s" }
+                ),
+                "every recorded run green".into(),
+                if ok { "pass" } else { "fail" }.into(),
+                if ok { "pass" } else { "fail" }.into(),
+            ]);
+        }
+    }
+    rows
 }
 
 fn not_reached(metric: &str, role: &str) -> [String; 7] {
