@@ -826,10 +826,7 @@ pub fn recover_checkout(repo_path: &Path, ledger: &mut Ledger) -> Result<Option<
         remove()?;
         return Ok(None);
     };
-    let dirty = crate::dirty_paths(&repo)?;
-    if !dirty.is_empty() {
-        return Err(Error::DirtyWorkTree { paths: dirty });
-    }
+    crate::refuse_dirty(&repo)?;
     let store_dir = ledger.store().dir().to_path_buf();
     if let Some(reason) = checkout_refusal(&repo, &record.to, &store_dir)? {
         return Err(Error::UnsafeCheckout {

@@ -376,6 +376,21 @@ pub fn repository_of(dir: &Path) -> Option<std::path::PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// Refuses a work tree with uncommitted changes ([`dirty_paths`]): nothing
+/// ratchet moves may overwrite them.
+///
+/// # Errors
+/// [`Error::DirtyWorkTree`] listing the paths; [`Error::Git`] if the
+/// status cannot be read.
+pub(crate) fn refuse_dirty(repo: &Repository) -> Result<()> {
+    let paths = dirty_paths(repo)?;
+    if paths.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::DirtyWorkTree { paths })
+    }
+}
+
 /// Paths with uncommitted changes (untracked included, ignored excluded).
 ///
 /// # Errors
@@ -662,10 +677,7 @@ fn record_and_check_out(
     target: &CommitId,
     skipped: &[(CommitId, String)],
 ) -> Result<u64> {
-    let dirty = dirty_paths(repo)?;
-    if !dirty.is_empty() {
-        return Err(Error::DirtyWorkTree { paths: dirty });
-    }
+    refuse_dirty(repo)?;
     let store_dir = ledger.store().dir().to_path_buf();
     let head_was = deploy::leaving(repo).map(|o| o.to_string());
     let marker = deploy::pending_checkout_path(repo);
