@@ -84,7 +84,7 @@ pub struct Promoted {
 }
 
 /// How a deployment began.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "by", rename_all = "snake_case")]
 pub enum DeployedBy {
     /// A promotion (`gate --record-promotion`).
@@ -98,8 +98,10 @@ pub enum DeployedBy {
     },
 }
 
-/// What is deployed for a class, by the trace ([`deployments`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// What is deployed for a class, by the trace ([`deployments`]). Read back
+/// from a status document too (`status --server`), so a client names the
+/// deployed commit with the same type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Deployment {
     /// The class.
     pub class: String,

@@ -333,7 +333,30 @@ fn write_pins(o: &mut impl Write, s: &ratchet_orchestrate::Status) -> Result<()>
             p.seq
         )?;
     }
-    for (class, d) in &s.deployed {
+    write_deployed(o, &s.deployed, s.checked_out.as_deref())?;
+    if s.ref_faults.is_none() {
+        writeln!(
+            o,
+            "promotion refs: not compared (no git repository here; pass --repo)"
+        )?;
+    }
+    for class in &s.unpinned_classes {
+        writeln!(
+            o,
+            "class {class}: policy not pinned (decided or promoted under a file; `ratchet policy pin FILE --class {class}`)"
+        )?;
+    }
+    Ok(())
+}
+
+/// What is deployed for each class, and when the work tree shows another
+/// commit: the lines `status` prints, locally and through `--server`.
+pub(crate) fn write_deployed(
+    o: &mut impl Write,
+    deployed: &std::collections::BTreeMap<String, ratchet_orchestrate::Deployment>,
+    checked_out: Option<&str>,
+) -> Result<()> {
+    for (class, d) in deployed {
         match &d.how {
             ratchet_orchestrate::DeployedBy::Promotion => writeln!(
                 o,
@@ -354,25 +377,13 @@ fn write_pins(o: &mut impl Write, s: &ratchet_orchestrate::Status) -> Result<()>
         }
         // The work tree is a cache of the trace: say when it shows
         // something else, rather than let either be read as the other.
-        if let Some(head) = s.checked_out.as_deref().filter(|h| *h != d.commit.as_str()) {
+        if let Some(head) = checked_out.filter(|h| *h != d.commit.as_str()) {
             writeln!(
                 o,
                 "checked out: {head}, not the commit deployed for {class} ({})",
                 out::short(d.commit.as_str())
             )?;
         }
-    }
-    if s.ref_faults.is_none() {
-        writeln!(
-            o,
-            "promotion refs: not compared (no git repository here; pass --repo)"
-        )?;
-    }
-    for class in &s.unpinned_classes {
-        writeln!(
-            o,
-            "class {class}: policy not pinned (decided or promoted under a file; `ratchet policy pin FILE --class {class}`)"
-        )?;
     }
     Ok(())
 }

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use super::*;
-use crate::common::text;
+use crate::common::{ratchet, text};
 
 /// `gate` of `cand` over `base` in class `prompt`, recording a promotion
 /// on promote; expects exit `code`.
@@ -70,6 +70,7 @@ fn serve_says(w: &World) -> String {
         assert!(o.status.success(), "{}", text(&o));
     }
     let socket = w.dir.path().join("serve.sock");
+    let socket_s = socket.to_str().expect("utf8").to_string();
     let store = w.store();
     let key = w.key_s();
     let mut child = Command::new(env!("CARGO_BIN_EXE_ratchet"))
@@ -99,15 +100,33 @@ fn serve_says(w: &World) -> String {
     );
     client.timeout = Duration::from_secs(120);
     let status = client.get_json("/v1/status");
+    // `status --server` reads the same document, typed, into the same words.
+    let remote = ratchet(
+        w.dir.path(),
+        &[
+            "--server",
+            socket_s.as_str(),
+            "--token-file",
+            token.to_str().expect("utf8"),
+            "status",
+        ],
+        "",
+    );
     let _ = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status();
     let _ = child.wait();
     let status = status.expect("status served");
-    status["deployed"]["prompt"]["commit"]
+    let commit = status["deployed"]["prompt"]["commit"]
         .as_str()
         .unwrap_or_else(|| panic!("nothing deployed: {status:#}"))
-        .to_string()
+        .to_string();
+    assert!(
+        text(&remote).contains(&format!("deployed for prompt: {commit}")),
+        "status --server: {}",
+        text(&remote)
+    );
+    commit
 }
 
 /// Every face names `expected` as deployed for `prompt`.
