@@ -1360,3 +1360,51 @@ fn pinned_rubrics(view: &Verified) -> Result<std::collections::BTreeMap<String, 
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratchet_gate::GateStatus;
+
+    fn outcome(json: &str) -> OutcomeSummary {
+        serde_json::from_str(json).expect("an outcome reads")
+    }
+
+    /// Heal lifts or keeps a reject by the typed status, never by the
+    /// word: a truncation or a refusal is recorded as `reject` too, and a
+    /// later law's word is shown but never acted on.
+    #[test]
+    fn a_recorded_outcome_reads_typed_and_a_later_laws_word_is_never_acted_on() {
+        let cases = [
+            (
+                r#"{"verdict":"reject","cause":"measured"}"#,
+                Some(GateStatus::Reject),
+            ),
+            (
+                r#"{"verdict":"reject","cause":"truncated"}"#,
+                Some(GateStatus::Truncated),
+            ),
+            (
+                r#"{"verdict":"reject","cause":"missing_evidence"}"#,
+                Some(GateStatus::MissingEvidence),
+            ),
+            (r#"{"verdict":"reject"}"#, None),
+            (r#"{"verdict":"promote"}"#, Some(GateStatus::Promote)),
+            (r#"{"verdict":"continue"}"#, Some(GateStatus::Continue)),
+            (r#"{"verdict":"abstain"}"#, None),
+        ];
+        for (json, status) in cases {
+            assert_eq!(outcome(json).status(), status, "{json}");
+        }
+        assert_eq!(
+            outcome(r#"{"verdict":"abstain"}"#).verdict,
+            VerdictWord::Later
+        );
+        // `status --json` still shows the word as recorded.
+        assert_eq!(
+            serde_json::to_string(&outcome(r#"{"verdict":"reject","cause":"measured"}"#))
+                .expect("json"),
+            r#"{"verdict":"reject","cause":"measured"}"#
+        );
+    }
+}
