@@ -566,30 +566,18 @@ pub fn record_alarm(ledger: &mut Ledger, alarm: &TraceAlarm) -> Result<Option<Re
     })
 }
 
-/// Where the deployment of `commit` began: the seq of the latest
-/// `promotion` or `checkout` event this store recorded for it (a live
-/// monitor starts there by default). `None` if the trace holds neither.
+/// Where the deployment of `commit` began: the seq of the latest event
+/// this store recorded that deployed it — a promotion or a heal's
+/// checkout; one that only restored a ref or completed an interrupted
+/// checkout deploys nothing new (a live monitor starts there by default).
+/// `None` if the trace holds neither. The one rule, shared with the
+/// report's alarm charts: [`ratchet_records::deployment_start`].
 ///
 /// # Errors
-/// [`Error::Trace`] if the store cannot be read.
+/// [`Error::Trace`] if the store cannot be read or a deployment event
+/// does not parse.
 pub fn deployment_start(view: &Verified, commit: &CommitId) -> Result<Option<u64>> {
-    let kinds = [
-        ratchet_trace::ReservedKind::Promotion.as_str(),
-        ratchet_trace::ReservedKind::Checkout.as_str(),
-    ];
-    Ok(view
-        .events_of_kinds(&kinds)
-        .into_iter()
-        .filter(|e| e.origin.is_none() && e.commit.as_ref() == Some(commit))
-        // A promotion that only brought a ref back to the trace's record
-        // (`restores`) deployed nothing new.
-        .filter(|e| {
-            e.kind != ratchet_trace::ReservedKind::Promotion.as_str()
-                || serde_json::from_slice::<serde_json::Value>(&e.payload)
-                    .map_or(true, |v| v.get("restores").is_none())
-        })
-        .map(|e| e.seq)
-        .next_back())
+    Ok(ratchet_records::deployment_start(view, commit, u64::MAX)?)
 }
 
 /// The latest alarm this store's own monitor recorded (for `commit`, if

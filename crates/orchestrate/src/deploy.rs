@@ -22,6 +22,7 @@ use std::path::{Component, Path, PathBuf};
 use git2::{ObjectType, Oid, Repository, build::CheckoutBuilder};
 use serde::{Deserialize, Serialize};
 
+pub use ratchet_records::{CheckoutRecord, Promoted, PromotionRecord};
 use ratchet_trace::{CommitId, EventDraft, Ledger, Receipt, ReservedKind, Store, Verified};
 
 use crate::{Error, Result};
@@ -51,72 +52,14 @@ pub(crate) fn crash_point(step: &str) {
 #[inline(always)]
 pub(crate) fn crash_point(_step: &str) {}
 
-/// The payload of a `promotion` event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PromotionRecord {
-    /// The ref it moves.
-    #[serde(rename = "ref")]
-    pub reference: String,
-    /// The class.
-    pub class: String,
-    /// Seq of the decision that allowed it (`None` for an initial deployment).
-    pub decision_seq: Option<u64>,
-    /// Set when this event only brought the ref back to an earlier
-    /// promotion (seq) after a crash or a foreign move.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub restores: Option<u64>,
-    /// What the ref pointed at when it was restored (`None`: it was absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ref_was: Option<String>,
-}
-
-/// What is deployed for a class, according to the verified trace.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Deployment {
-    /// The class.
-    pub class: String,
-    /// The promoted commit.
-    pub commit: CommitId,
-    /// Seq of the `promotion` event.
-    pub seq: u64,
-    /// Seq of the decision that allowed it.
-    pub decision_seq: Option<u64>,
-}
-
-/// The latest own promotion of every class in the verified trace.
+/// The latest own promotion of every class in the verified trace: what
+/// each promotion ref must name ([`ratchet_records::promotions`]). What
+/// runs after a heal is [`ratchet_records::deployments`].
 ///
 /// # Errors
 /// [`Error::Trace`] if a promotion event does not parse.
-pub fn promotions_in(view: &Verified) -> Result<BTreeMap<String, Deployment>> {
-    let mut out = BTreeMap::new();
-    for (e, r) in view.own_control_events::<PromotionRecord>(ReservedKind::Promotion, u64::MAX)? {
-        let Some(commit) = e.commit.clone() else {
-            return Err(ratchet_trace::Error::InvalidInput {
-                field: "commit",
-                reason: format!("promotion event {} names no commit", e.seq),
-            }
-            .into());
-        };
-        out.insert(
-            r.class.clone(),
-            Deployment {
-                class: r.class,
-                commit,
-                seq: e.seq,
-                decision_seq: r.decision_seq,
-            },
-        );
-    }
-    Ok(out)
-}
-
-/// What is promoted for `class`, from the verified trace (never from the
-/// ref): what a control plane deploys.
-///
-/// # Errors
-/// [`Error::Trace`] if a promotion event does not parse.
-pub fn deployed(view: &Verified, class: &str) -> Result<Option<Deployment>> {
-    Ok(promotions_in(view)?.remove(class))
+pub fn promotions_in(view: &Verified) -> Result<BTreeMap<String, Promoted>> {
+    Ok(ratchet_records::promotions(view)?)
 }
 
 /// A promotion ref that disagrees with the trace.
@@ -747,49 +690,18 @@ pub fn check_out_detached(repo: &Repository, commit: &CommitId, store_dir: &Path
     Ok(())
 }
 
-/// The payload of a `checkout` event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CheckoutRecord {
-    /// The commit the work tree left.
-    pub from: CommitId,
-    /// The commit checked out.
-    pub to: CommitId,
-    /// Seq of the alarm healed from.
-    #[serde(default)]
-    pub alarm_seq: Option<u64>,
-    /// The alarmed scorer.
-    #[serde(default)]
-    pub scorer: Option<String>,
-    /// Why.
-    pub reason: String,
-    /// Commits passed over, with why.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub skipped: Vec<(CommitId, String)>,
-    /// What HEAD pointed at before the checkout (how a later command tells
-    /// a checkout that never happened from a person's own move).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub head_was: Option<String>,
-    /// Set when this event completes an earlier checkout (seq) that a crash
-    /// or failure left undone.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub completes: Option<u64>,
-}
-
 /// The latest own `checkout` event, with its seq.
 fn latest_checkout(view: &Verified) -> Result<Option<(u64, CheckoutRecord)>> {
     Ok(checkouts_in(view)?.pop())
 }
 
-/// This store's own `checkout` events, in trace order, with their seqs.
+/// This store's own `checkout` events, in trace order, with their seqs
+/// ([`ratchet_records::checkouts`]).
 ///
 /// # Errors
 /// [`Error::Trace`] if the store cannot be read or an event does not parse.
 pub fn checkouts_in(view: &Verified) -> Result<Vec<(u64, CheckoutRecord)>> {
-    Ok(view
-        .own_control_events::<CheckoutRecord>(ReservedKind::Checkout, u64::MAX)?
-        .into_iter()
-        .map(|(e, r)| (e.seq, r))
-        .collect())
+    Ok(ratchet_records::checkouts(view)?)
 }
 
 /// Writes `value` as JSON to `path` and syncs it before returning: the
@@ -914,10 +826,7 @@ pub fn recover_checkout(repo_path: &Path, ledger: &mut Ledger) -> Result<Option<
         remove()?;
         return Ok(None);
     };
-    let dirty = crate::dirty_paths(&repo)?;
-    if !dirty.is_empty() {
-        return Err(Error::DirtyWorkTree { paths: dirty });
-    }
+    crate::refuse_dirty(&repo)?;
     let store_dir = ledger.store().dir().to_path_buf();
     if let Some(reason) = checkout_refusal(&repo, &record.to, &store_dir)? {
         return Err(Error::UnsafeCheckout {

@@ -43,14 +43,18 @@ pub use bench::{
     UNDECIDED, bench, bench_with, harness_filter,
 };
 pub use deploy::{
-    CheckoutRecord, Deployment, PROMOTION_REF_PREFIX, Promotion, PromotionRecord, RefFault,
-    check_out_detached, check_promotion_refs, checkout_refusal, deployed, promotions_in,
-    record_promotion, recover_checkout, store_paths_in, sync_promotion_ref,
+    CheckoutRecord, PROMOTION_REF_PREFIX, Promoted, Promotion, PromotionRecord, RefFault,
+    check_out_detached, check_promotion_refs, checkout_refusal, promotions_in, record_promotion,
+    recover_checkout, store_paths_in, sync_promotion_ref,
 };
 pub use merge::{
     ConflictFile, ConflictReport, MERGE_ATTEMPTS, MergeLock, MergeOutcome, MergeRequest, merge,
     merge_all,
 };
+/// What runs for each class — the latest promotion, or the heal that moved
+/// away from it — is one reading of the trace, shared with the report and
+/// drift: `ratchet-records` owns it.
+pub use ratchet_records::{DeployedBy, Deployment, deployed, deployments};
 pub use sandbox::{
     CommandReport, EnvPolicy, Exit, FileMode, Limits, NamespaceSandbox, ProcessSandbox, Sandbox,
 };
@@ -301,8 +305,17 @@ pub struct HealReport {
     /// estimate a target must beat.
     pub deployed_estimate: Option<f64>,
     /// Why the heal stayed on the deployed commit, when it did: the alarm
-    /// was not harmful, or no measured commit is surely better.
+    /// was not harmful, or no measured commit is surely better, or an
+    /// earlier heal already acted on the alarm.
     pub stayed: Option<String>,
+    /// The deployed commit the heal stayed on, when it stayed: the alarmed
+    /// commit, or the commit an earlier heal of the same alarm checked out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub staying_on: Option<CommitId>,
+    /// The commit the work tree had checked out (HEAD) when the heal ran —
+    /// what a checkout leaves, which need not be the alarmed commit (the
+    /// tree may be on another branch); `None`: an unborn HEAD.
+    pub head: Option<String>,
     /// Seq of the `checkout` event with which this run first completed an
     /// earlier heal's interrupted checkout (the work tree moved then).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -363,6 +376,21 @@ pub fn repository_of(dir: &Path) -> Option<std::path::PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// Refuses a work tree with uncommitted changes ([`dirty_paths`]): nothing
+/// ratchet moves may overwrite them.
+///
+/// # Errors
+/// [`Error::DirtyWorkTree`] listing the paths; [`Error::Git`] if the
+/// status cannot be read.
+pub(crate) fn refuse_dirty(repo: &Repository) -> Result<()> {
+    let paths = dirty_paths(repo)?;
+    if paths.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::DirtyWorkTree { paths })
+    }
+}
+
 /// Paths with uncommitted changes (untracked included, ignored excluded).
 ///
 /// # Errors
@@ -390,7 +418,6 @@ pub fn dirty_paths(repo: &Repository) -> Result<Vec<String>> {
 /// alone, which a `decide` token can obtain against a baseline of its
 /// choosing — is no finding that the commit got better.
 fn gate_rejected(view: &Verified) -> Result<std::collections::BTreeMap<CommitId, String>> {
-    use ratchet_gate::RejectCause;
     // Per (candidate, class): the seq of a measured reject not lifted since.
     let mut open: std::collections::BTreeMap<(CommitId, String), u64> =
         std::collections::BTreeMap::new();
@@ -404,7 +431,7 @@ fn gate_rejected(view: &Verified) -> Result<std::collections::BTreeMap<CommitId,
     // promotion that deploys it), in trace order.
     let mut moves: Vec<(u64, (CommitId, String), bool)> = Vec::new();
     for (e, d) in decisions {
-        if d.outcome.verdict == "reject" && d.outcome.cause == Some(RejectCause::Measured) {
+        if d.outcome.status() == Some(ratchet_gate::GateStatus::Reject) {
             moves.push((e.seq, (d.candidate.clone(), d.class.clone()), true));
         }
     }
@@ -458,66 +485,14 @@ pub fn heal(
     // deployed commit's estimate are read from the owner's verified view,
     // refreshed first.
     ledger.refresh()?;
-    let (ranking, deployed, rejected) = {
-        let all = ledger.view();
-        let view = &all.restricted_to(&options.trust);
-        let ranking = best_commit(
-            view,
-            &Ranking {
-                scorer: &alarm.scorer,
-                version: alarm.scorer_version.as_deref(),
-                min_n: options.min_n,
-                confidence: options.confidence,
-                exclude: std::slice::from_ref(&alarm.commit),
-                lower_is_better: options.lower_is_better,
-            },
-        )?;
-        let scorer = match &alarm.scorer_version {
-            Some(v) => ratchet_trace::ScorerRef::at_version(&alarm.scorer, v),
-            None => alarm.scorer.as_str().into(),
-        };
-        let since = view.score_stream(
-            &alarm.commit,
-            scorer,
-            alarm.change_seq.saturating_sub(1),
-            usize::MAX,
-        );
-        let deployed = (!since.is_empty())
-            .then(|| since.iter().map(|(_, v)| v).sum::<f64>() / since.len() as f64);
-        (ranking, deployed, gate_rejected(all)?)
-    };
+    let HealInputs {
+        ranking,
+        deployed,
+        rejected,
+    } = heal_inputs(ledger.view(), alarm, options)?;
     let repo = Repository::discover(repo_path)?;
     let store_dir = ledger.store().dir().to_path_buf();
-    let mut skipped = Vec::new();
-    let mut chosen = None;
-    for r in &ranking {
-        let present = Oid::from_str(r.commit.as_str())
-            .ok()
-            .and_then(|oid| repo.find_commit(oid).ok());
-        if present.is_none() {
-            skipped.push((
-                r.commit.clone(),
-                "no longer exists in the repository".to_string(),
-            ));
-            continue;
-        }
-        // The best measured commit is not always one the gate let through:
-        // a candidate it rejected on measured evidence (a failing required
-        // suite, a broken invariant, worse scores) is never healed to.
-        if let Some(why) = rejected.get(&r.commit) {
-            skipped.push((r.commit.clone(), why.clone()));
-            continue;
-        }
-        // A commit that would write into the store, or over files it did
-        // not write, is never checked out: the next best safe one is.
-        match deploy::checkout_refusal(&repo, &r.commit, &store_dir)? {
-            Some(why) => skipped.push((r.commit.clone(), why)),
-            None => {
-                chosen = Some(r.commit.clone());
-                break;
-            }
-        }
-    }
+    let (chosen, skipped) = choose_target(&repo, &ranking, &rejected, &store_dir)?;
     let mut report = HealReport {
         alarmed: alarm.commit.clone(),
         ranking,
@@ -527,39 +502,14 @@ pub fn heal(
         checkout_seq: None,
         deployed_estimate: deployed,
         stayed: None,
+        staying_on: None,
+        head: deploy::leaving(&repo).map(|o| o.to_string()),
         completed: None,
     };
-    // Heal only on harm, and only towards a commit surely better than what
-    // runs now: its pessimistic bound must beat the deployed commit's
-    // estimate since the change.
-    let stay = if !Watch::harm(options.lower_is_better).reports(alarm.alarm.shift) {
-        Some(format!(
-            "the alarm is a {:?} shift of {}, an improvement for this scorer: nothing to heal",
-            alarm.alarm.shift, alarm.scorer
-        ))
-    } else if let (Some(best), Some(now)) = (
-        chosen
-            .as_ref()
-            .and_then(|c| report.ranking.iter().find(|r| &r.commit == c)),
-        deployed,
-    ) {
-        let beats = if options.lower_is_better {
-            best.lower_bound < now
-        } else {
-            best.lower_bound > now
-        };
-        (!beats).then(|| {
-            format!(
-                "the best measured commit {} has a confidence bound of {:.4}, which does not beat the deployed commit's {:.4} since the change",
-                best.commit, best.lower_bound, now
-            )
-        })
-    } else {
-        None
-    };
-    if let Some(why) = stay {
+    if let Some(why) = stay_reason(&report, alarm, options) {
         report.chosen = None;
         report.stayed = Some(why);
+        report.staying_on = Some(alarm.commit.clone());
         return Ok((report, None));
     }
     let Some(target) = chosen else {
@@ -580,15 +530,157 @@ pub fn heal(
     if options.dry_run {
         return Ok((report, None));
     }
-    let dirty = dirty_paths(&repo)?;
-    if !dirty.is_empty() {
-        return Err(Error::DirtyWorkTree { paths: dirty });
+    let seq = record_and_check_out(&repo, ledger, alarm, &target, &report.skipped)?;
+    report.checked_out = true;
+    report.checkout_seq = Some(seq);
+    tracing::info!(from = %alarm.commit, to = %target, "healed by checkout");
+    // The restarted monitor's baseline is read from the verified view too,
+    // from the producers the heal trusts, and it reads only theirs.
+    let monitor = Monitor::start(
+        &ledger.view().restricted_to(&options.trust),
+        &target,
+        &alarm.scorer,
+        seq,
+        options.k,
+        options.h,
+        options.min_n,
+    )?
+    .watching(Watch::harm(options.lower_is_better))?
+    .reading(options.trust.clone());
+    Ok((report, Some(monitor)))
+}
+
+/// What a heal weighs, read from the verified view: the trusted producers'
+/// ranking of every other commit, the alarmed commit's mean since the
+/// change (the estimate a target must beat), and the commits the gate
+/// rejected on measured evidence (never healed to).
+fn heal_inputs(all: &Verified, alarm: &TraceAlarm, options: &HealOptions) -> Result<HealInputs> {
+    let view = &all.restricted_to(&options.trust);
+    let ranking = best_commit(
+        view,
+        &Ranking {
+            scorer: &alarm.scorer,
+            version: alarm.scorer_version.as_deref(),
+            min_n: options.min_n,
+            confidence: options.confidence,
+            exclude: std::slice::from_ref(&alarm.commit),
+            lower_is_better: options.lower_is_better,
+        },
+    )?;
+    let scorer = match &alarm.scorer_version {
+        Some(v) => ratchet_trace::ScorerRef::at_version(&alarm.scorer, v),
+        None => alarm.scorer.as_str().into(),
+    };
+    let since = view.score_stream(
+        &alarm.commit,
+        scorer,
+        alarm.change_seq.saturating_sub(1),
+        usize::MAX,
+    );
+    let deployed =
+        (!since.is_empty()).then(|| since.iter().map(|(_, v)| v).sum::<f64>() / since.len() as f64);
+    Ok(HealInputs {
+        ranking,
+        deployed,
+        rejected: gate_rejected(all)?,
+    })
+}
+
+/// What [`heal_inputs`] reads.
+struct HealInputs {
+    ranking: Vec<RankedCommit>,
+    /// The alarmed commit's mean since the change.
+    deployed: Option<f64>,
+    /// Commits never healed to, with why.
+    rejected: std::collections::BTreeMap<CommitId, String>,
+}
+
+/// Commits passed over, each with why.
+type Passed = Vec<(CommitId, String)>;
+
+/// The best-ranked commit heal may check out, and every better one passed
+/// over with why: gone from the repository, rejected by the gate on
+/// measured evidence, or unsafe to check out (paths in the store, files it
+/// would overwrite).
+fn choose_target(
+    repo: &Repository,
+    ranking: &[RankedCommit],
+    rejected: &std::collections::BTreeMap<CommitId, String>,
+    store_dir: &Path,
+) -> Result<(Option<CommitId>, Passed)> {
+    let mut skipped = Vec::new();
+    for r in ranking {
+        let present = Oid::from_str(r.commit.as_str())
+            .ok()
+            .and_then(|oid| repo.find_commit(oid).ok());
+        if present.is_none() {
+            skipped.push((
+                r.commit.clone(),
+                "no longer exists in the repository".to_string(),
+            ));
+            continue;
+        }
+        // The best measured commit is not always one the gate let through:
+        // a candidate it rejected on measured evidence (a failing required
+        // suite, a broken invariant, worse scores) is never healed to.
+        if let Some(why) = rejected.get(&r.commit) {
+            skipped.push((r.commit.clone(), why.clone()));
+            continue;
+        }
+        // A commit that would write into the store, or over files it did
+        // not write, is never checked out: the next best safe one is.
+        match deploy::checkout_refusal(repo, &r.commit, store_dir)? {
+            Some(why) => skipped.push((r.commit.clone(), why)),
+            None => return Ok((Some(r.commit.clone()), skipped)),
+        }
     }
-    // Recorded first, checked out second: a crash between the two leaves
-    // the trace ahead of the work tree, and the next heal completes it
-    // (`recover_checkout`).
-    let head_was = deploy::leaving(&repo).map(|o| o.to_string());
-    let marker = deploy::pending_checkout_path(&repo);
+    Ok((None, skipped))
+}
+
+/// Why the heal stays on the deployed commit, if it does: heal only on
+/// harm, and only towards a commit surely better than what runs now (its
+/// pessimistic bound must beat the deployed commit's estimate since the
+/// change).
+fn stay_reason(report: &HealReport, alarm: &TraceAlarm, options: &HealOptions) -> Option<String> {
+    if !Watch::harm(options.lower_is_better).reports(alarm.alarm.shift) {
+        return Some(format!(
+            "the alarm is a {:?} shift of {}, an improvement for this scorer: nothing to heal",
+            alarm.alarm.shift, alarm.scorer
+        ));
+    }
+    let best = report
+        .chosen
+        .as_ref()
+        .and_then(|c| report.ranking.iter().find(|r| &r.commit == c))?;
+    let now = report.deployed_estimate?;
+    let beats = if options.lower_is_better {
+        best.lower_bound < now
+    } else {
+        best.lower_bound > now
+    };
+    (!beats).then(|| {
+        format!(
+            "the best measured commit {} has a confidence bound of {:.4}, which does not beat the deployed commit's {:.4} since the change",
+            best.commit, best.lower_bound, now
+        )
+    })
+}
+
+/// Recorded first, checked out second: a crash between the two leaves the
+/// trace ahead of the work tree, and the next heal completes it
+/// (`recover_checkout`, told by the synced marker). Returns the `checkout`
+/// event's seq.
+fn record_and_check_out(
+    repo: &Repository,
+    ledger: &mut Ledger,
+    alarm: &TraceAlarm,
+    target: &CommitId,
+    skipped: &[(CommitId, String)],
+) -> Result<u64> {
+    refuse_dirty(repo)?;
+    let store_dir = ledger.store().dir().to_path_buf();
+    let head_was = deploy::leaving(repo).map(|o| o.to_string());
+    let marker = deploy::pending_checkout_path(repo);
     deploy::write_synced_json(
         &marker,
         &deploy::PendingCheckout::new(
@@ -607,7 +699,7 @@ pub fn heal(
                 alarm_seq: Some(alarm.seq),
                 scorer: Some(alarm.scorer.clone()),
                 reason: "monitor alarm: best measured commit by lower confidence bound".into(),
-                skipped: report.skipped.clone(),
+                skipped: skipped.to_vec(),
                 head_was,
                 completes: None,
             },
@@ -616,26 +708,10 @@ pub fn heal(
         .session("heal"),
     )?;
     deploy::crash_point("heal:recorded");
-    deploy::check_out_detached(&repo, &target, &store_dir)?;
+    deploy::check_out_detached(repo, target, &store_dir)?;
     std::fs::remove_file(&marker).map_err(io_err(&marker))?;
     deploy::crash_point("heal:checked-out");
-    report.checked_out = true;
-    report.checkout_seq = Some(receipt.seq);
-    tracing::info!(from = %alarm.commit, to = %target, "healed by checkout");
-    // The restarted monitor's baseline is read from the verified view too,
-    // from the producers the heal trusts, and it reads only theirs.
-    let monitor = Monitor::start(
-        &ledger.view().restricted_to(&options.trust),
-        &target,
-        &alarm.scorer,
-        receipt.seq,
-        options.k,
-        options.h,
-        options.min_n,
-    )?
-    .watching(Watch::harm(options.lower_is_better))?
-    .reading(options.trust.clone());
-    Ok((report, Some(monitor)))
+    Ok(receipt.seq)
 }
 
 /// Whether the commit healed to stayed in control after the heal.
@@ -865,6 +941,9 @@ pub fn heal_latest(
         (alarm, healed)
     };
     if let Some((seq, c)) = healed {
+        // What stays deployed is what that heal checked out (not the
+        // alarmed commit it left), and "was" is the tree's own HEAD.
+        let head = deploy::leaving(&Repository::discover(repo_path)?).map(|o| o.to_string());
         return Ok((
             HealReport {
                 alarmed: alarm.commit.clone(),
@@ -874,6 +953,8 @@ pub fn heal_latest(
                 checked_out: completed.is_some(),
                 checkout_seq: completed,
                 deployed_estimate: None,
+                staying_on: Some(c.to.clone()),
+                head,
                 stayed: Some(format!(
                     "nothing to heal: the alarm at seq {} was healed at seq {seq} (checked out {}){}",
                     alarm.seq,
@@ -1002,8 +1083,16 @@ pub struct Status {
     pub unpinned_classes: Vec<String>,
     /// Each pinned rubric's version and the pin's seq.
     pub pinned_rubrics: std::collections::BTreeMap<String, PinSummary>,
-    /// What the trace says is promoted, per class.
+    /// What the trace says is deployed, per class: the latest promotion,
+    /// or the heal that moved away from it ([`deployments`]; the same
+    /// answer the report, `serve` and Python give).
     pub deployed: std::collections::BTreeMap<String, Deployment>,
+    /// The commit the repository's work tree has checked out (HEAD), when
+    /// a repository was compared: it can differ from what the trace says
+    /// is deployed (a person moved it, or a branch is checked out), and
+    /// `status` says so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checked_out: Option<String>,
     /// Promotion refs that disagree with the trace (`None`: no repository
     /// was compared).
     pub ref_faults: Option<Vec<RefFault>>,
@@ -1080,11 +1169,70 @@ pub struct DecisionSummary {
 /// A recorded outcome, in brief.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct OutcomeSummary {
-    /// `promote`, `reject` or `continue`.
-    pub verdict: String,
+    /// `promote`, `reject` or `continue` (the tag of
+    /// [`ratchet_gate::Outcome`]).
+    pub verdict: VerdictWord,
     /// For a reject: why (`measured`, `missing_evidence`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cause: Option<ratchet_gate::RejectCause>,
+}
+
+impl OutcomeSummary {
+    /// The gate's one-word status of this outcome, as
+    /// [`ratchet_gate::Outcome::status`] gives it; `None` for a verdict word
+    /// of a later law, or a reject that names no cause (neither is
+    /// anything this build may act on).
+    pub fn status(&self) -> Option<ratchet_gate::GateStatus> {
+        use ratchet_gate::{GateStatus, RejectCause};
+        match (self.verdict, self.cause) {
+            (VerdictWord::Promote, _) => Some(GateStatus::Promote),
+            (VerdictWord::Continue, _) => Some(GateStatus::Continue),
+            (VerdictWord::Reject, Some(RejectCause::Measured)) => Some(GateStatus::Reject),
+            (VerdictWord::Reject, Some(RejectCause::MissingEvidence)) => {
+                Some(GateStatus::MissingEvidence)
+            }
+            (VerdictWord::Reject, Some(RejectCause::UnverifiedTrace)) => {
+                Some(GateStatus::UnverifiedTrace)
+            }
+            (VerdictWord::Reject, Some(RejectCause::Truncated)) => Some(GateStatus::Truncated),
+            (VerdictWord::Reject, None) | (VerdictWord::Later, _) => None,
+        }
+    }
+}
+
+/// The verdict word a recorded decision carries (the `verdict` tag of
+/// [`ratchet_gate::Outcome`]), typed so that no reader compares strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictWord {
+    /// Promote.
+    Promote,
+    /// Reject (its cause says of what kind).
+    Reject,
+    /// Collect more evidence.
+    Continue,
+    /// A word of a later law than this build knows: shown, never acted on.
+    #[serde(other)]
+    Later,
+}
+
+impl VerdictWord {
+    /// The word as recorded (`promote`, `reject`, `continue`; `later` for
+    /// one this build does not know).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictWord::Promote => "promote",
+            VerdictWord::Reject => "reject",
+            VerdictWord::Continue => "continue",
+            VerdictWord::Later => "later",
+        }
+    }
+}
+
+impl std::fmt::Display for VerdictWord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The store's [`Status`]. A trace that fails verification is reported as
@@ -1119,6 +1267,7 @@ pub fn status(store: &mut Store, repo: Option<&Path>) -> Result<Status> {
             unpinned_classes: Vec::new(),
             pinned_rubrics: Default::default(),
             deployed: Default::default(),
+            checked_out: None,
             ref_faults: None,
             failing_runs: Vec::new(),
         });
@@ -1160,7 +1309,7 @@ fn status_of(
         d
     });
     let pinned = ratchet_gate::pinned_policies(view, u64::MAX)?;
-    let deployed = promotions_in(view)?;
+    let deployed = deployments(view)?;
     let unpinned_classes: Vec<String> = decided
         .into_iter()
         .chain(deployed.keys().cloned())
@@ -1192,6 +1341,11 @@ fn status_of(
         unpinned_classes,
         pinned_rubrics: pinned_rubrics(view)?,
         deployed,
+        checked_out: repo
+            .map(|r| Ok::<_, Error>(deploy::leaving(&Repository::discover(r)?)))
+            .transpose()?
+            .flatten()
+            .map(|o| o.to_string()),
         ref_faults: repo.map(|r| check_promotion_refs(r, view)).transpose()?,
         failing_runs: failing,
     })
@@ -1205,4 +1359,52 @@ fn pinned_rubrics(view: &Verified) -> Result<std::collections::BTreeMap<String, 
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratchet_gate::GateStatus;
+
+    fn outcome(json: &str) -> OutcomeSummary {
+        serde_json::from_str(json).expect("an outcome reads")
+    }
+
+    /// Heal lifts or keeps a reject by the typed status, never by the
+    /// word: a truncation or a refusal is recorded as `reject` too, and a
+    /// later law's word is shown but never acted on.
+    #[test]
+    fn a_recorded_outcome_reads_typed_and_a_later_laws_word_is_never_acted_on() {
+        let cases = [
+            (
+                r#"{"verdict":"reject","cause":"measured"}"#,
+                Some(GateStatus::Reject),
+            ),
+            (
+                r#"{"verdict":"reject","cause":"truncated"}"#,
+                Some(GateStatus::Truncated),
+            ),
+            (
+                r#"{"verdict":"reject","cause":"missing_evidence"}"#,
+                Some(GateStatus::MissingEvidence),
+            ),
+            (r#"{"verdict":"reject"}"#, None),
+            (r#"{"verdict":"promote"}"#, Some(GateStatus::Promote)),
+            (r#"{"verdict":"continue"}"#, Some(GateStatus::Continue)),
+            (r#"{"verdict":"abstain"}"#, None),
+        ];
+        for (json, status) in cases {
+            assert_eq!(outcome(json).status(), status, "{json}");
+        }
+        assert_eq!(
+            outcome(r#"{"verdict":"abstain"}"#).verdict,
+            VerdictWord::Later
+        );
+        // `status --json` still shows the word as recorded.
+        assert_eq!(
+            serde_json::to_string(&outcome(r#"{"verdict":"reject","cause":"measured"}"#))
+                .expect("json"),
+            r#"{"verdict":"reject","cause":"measured"}"#
+        );
+    }
 }

@@ -443,23 +443,14 @@ fn merge_locked(
 ) -> Result<MergeOutcome> {
     let into_ref = branch_ref(&request.into);
     let (into, branch_name) = (request.into.clone(), branch.to_string());
-    let checked_out = !repo.is_bare()
-        && repo
-            .head()
-            .ok()
-            .and_then(|h| h.name().ok().map(str::to_string))
-            .as_deref()
-            == Some(into_ref.as_str());
+    let checked_out = attached_to(repo, &into_ref);
     let theirs = resolve_branch(repo, branch)?;
     if let Some(path) = checked_out_elsewhere(repo, &into_ref)? {
         return Err(Error::CheckedOutElsewhere { branch: into, path });
     }
     for attempt in 1..=request.attempts.max(1) {
         if checked_out {
-            let paths = crate::dirty_paths(repo)?;
-            if !paths.is_empty() {
-                return Err(Error::DirtyWorkTree { paths });
-            }
+            crate::refuse_dirty(repo)?;
         }
         let ours = resolve_ref(repo, &into_ref)?;
         if ours == theirs || repo.graph_descendant_of(ours, theirs)? {
@@ -469,29 +460,16 @@ fn merge_locked(
                 tip: ours.to_string(),
             });
         }
-        let (our_commit, their_commit) = (repo.find_commit(ours)?, repo.find_commit(theirs)?);
-        let mut index = repo.merge_commits(&our_commit, &their_commit, None)?;
-        if index.has_conflicts() {
-            return Ok(MergeOutcome::Conflict {
-                report: conflict_report(repo, &index, ours, theirs, &into, &branch_name)?,
-                branch: branch_name,
-                into,
-            });
-        }
-        let tree = repo.find_tree(index.write_tree_to(repo)?)?;
-        let sig = repo
-            .signature()
-            .or_else(|_| git2::Signature::now("ratchet", "ratchet@localhost"))?;
-        let message =
-            format!("Merge {branch_name} into {into}\n\nVerified by ratchet before landing.\n");
-        let commit = repo.commit(
-            None,
-            &sig,
-            &sig,
-            &message,
-            &tree,
-            &[&our_commit, &their_commit],
-        )?;
+        let (commit, tree) = match write_merge_commit(repo, (ours, theirs), &branch_name, &into)? {
+            Ok(merged) => merged,
+            Err(report) => {
+                return Ok(MergeOutcome::Conflict {
+                    report,
+                    branch: branch_name,
+                    into,
+                });
+            }
+        };
         let commit_id = CommitId::parse(&commit.to_string())?;
         // A checked-out `into` gets the merged tree in its work tree: a
         // tree that would write into the store never lands there.
@@ -505,18 +483,14 @@ fn merge_locked(
             });
         }
 
-        let mut loaded = Loaded {
-            files: Vec::new(),
-            skipped: Vec::new(),
-            commit: Some(commit_id.clone()),
-            name: format!("merge of {branch_name} into {into}"),
-        };
-        tree_files(repo, &tree, &mut loaded)?;
-        let mut spec = request.verify.clone();
-        if let Some(e) = &mut spec.evaluation {
-            e.candidate = Some(commit_id.clone());
-        }
-        let (verification, _) = verify_loaded(store, sandbox, loaded, &spec)?;
+        let verification = verify_merge(
+            repo,
+            (store, &mut *sandbox),
+            &tree,
+            &commit_id,
+            &format!("merge of {branch_name} into {into}"),
+            &request.verify,
+        )?;
         if !verification.passed {
             return Ok(MergeOutcome::SemanticConflict {
                 branch: branch_name,
@@ -526,87 +500,30 @@ fn merge_locked(
             });
         }
         let log = format!("ratchet merge: {branch_name} (verified)");
-        if checked_out {
-            // The verification took its time: the work tree is checked again
-            // right before anything moves.
-            let paths = crate::dirty_paths(repo)?;
-            if !paths.is_empty() {
+        let landing = if checked_out {
+            land_checked_out(repo, (&into_ref, &into), ours, commit, &tree, &log)?
+        } else {
+            Landing::of(repo.reference_matching(&into_ref, commit, true, ours, &log))?
+        };
+        match landing {
+            Landing::Moved => {}
+            Landing::TargetMoved => {
+                tracing::info!(attempt, %into, "the target moved while verifying; merging again");
+                continue;
+            }
+            Landing::Refused(why) => {
                 return Ok(MergeOutcome::Refused {
-                    reason: format!(
-                        "the work tree of {into} changed during verification ({}); nothing landed",
-                        paths.join(", ")
-                    ),
+                    reason: why,
                     branch: branch_name,
                     into,
                 });
             }
-            // libgit2 checks a work tree out against HEAD's tree: HEAD is
-            // detached at the old tip while the ref moves, so a safe
-            // checkout of the merge sees the work tree as clean and updates
-            // it, refusing to overwrite anything edited meanwhile (ignored
-            // files included).
-            crate::deploy::write_synced_json(
-                &pending_path(repo),
-                &PendingLanding {
-                    into_ref: into_ref.clone(),
-                    previous: ours.to_string(),
-                    commit: commit.to_string(),
-                },
-            )?;
-            repo.set_head_detached(ours)?;
-            crate::deploy::crash_point("merge:detached");
         }
-        let moved = repo.reference_matching(&into_ref, commit, true, ours, &log);
-        crate::deploy::crash_point("merge:ref-moved");
-        let mut undone = None;
-        if checked_out {
-            if moved.is_ok() {
-                // The verified bytes, exactly (no checkout filter), never
-                // over an edited, untracked or ignored file.
-                let checkout = crate::deploy::safe_checkout(repo, tree.as_object(), false);
-                if let Err(e) = checkout {
-                    // Nothing was written (a safe checkout checks before it
-                    // writes): put the ref back, so `into` and its work tree
-                    // agree again, and say so.
-                    repo.reference_matching(
-                        &into_ref,
-                        ours,
-                        true,
-                        commit,
-                        "ratchet merge: undone, the work tree could not be updated",
-                    )?;
-                    undone = Some(e);
-                }
-                crate::deploy::crash_point("merge:checked-out");
-            }
-            repo.set_head(&into_ref)?;
-            let pending = pending_path(repo);
-            std::fs::remove_file(&pending).map_err(io_err(&pending))?;
-        }
-        if let Some(e) = undone {
-            return Ok(MergeOutcome::Refused {
-                reason: format!("the work tree could not be updated ({e}); {into} was put back"),
-                branch: branch_name,
-                into,
-            });
-        }
-        match moved {
-            Ok(_) => {}
-            Err(e) if e.code() == git2::ErrorCode::Modified => {
-                tracing::info!(attempt, %into, "the target moved while verifying; merging again");
-                continue;
-            }
-            Err(e) => return Err(e.into()),
-        }
-        let deploy = match &request.deploy {
-            Some(argv) => Some(run_deploy(
-                repo,
-                argv,
-                &request.verify.limits,
-                &request.verify.env,
-            )?),
-            None => None,
-        };
+        let deploy = request
+            .deploy
+            .as_ref()
+            .map(|argv| run_deploy(repo, argv, &request.verify.limits, &request.verify.env))
+            .transpose()?;
         return Ok(MergeOutcome::Landed {
             branch: branch_name,
             into,
@@ -625,6 +542,162 @@ fn merge_locked(
         branch: branch_name,
         into,
     })
+}
+
+/// Verifies the merge's tree — the bytes that will land, read from the
+/// object database — as the candidate `commit` (its evaluation's evidence
+/// recorded for the merge commit).
+fn verify_merge(
+    repo: &Repository,
+    (store, sandbox): (&mut Store, &mut dyn Sandbox),
+    tree: &git2::Tree<'_>,
+    commit: &CommitId,
+    name: &str,
+    spec: &VerifySpec,
+) -> Result<VerificationReport> {
+    let mut loaded = Loaded {
+        files: Vec::new(),
+        skipped: Vec::new(),
+        commit: Some(commit.clone()),
+        name: name.to_string(),
+    };
+    tree_files(repo, tree, &mut loaded)?;
+    let mut spec = spec.clone();
+    if let Some(e) = &mut spec.evaluation {
+        e.candidate = Some(commit.clone());
+    }
+    Ok(verify_loaded(store, sandbox, loaded, &spec)?.0)
+}
+
+/// The merge of `theirs` into `ours` as a commit on no branch (its id and
+/// tree), or the conflicts that stop it.
+fn write_merge_commit<'r>(
+    repo: &'r Repository,
+    (ours, theirs): (Oid, Oid),
+    branch_name: &str,
+    into: &str,
+) -> Result<std::result::Result<(Oid, git2::Tree<'r>), ConflictReport>> {
+    let (our_commit, their_commit) = (repo.find_commit(ours)?, repo.find_commit(theirs)?);
+    let mut index = repo.merge_commits(&our_commit, &their_commit, None)?;
+    if index.has_conflicts() {
+        return Ok(Err(conflict_report(
+            repo,
+            &index,
+            ours,
+            theirs,
+            into,
+            branch_name,
+        )?));
+    }
+    let tree = repo.find_tree(index.write_tree_to(repo)?)?;
+    let sig = repo
+        .signature()
+        .or_else(|_| git2::Signature::now("ratchet", "ratchet@localhost"))?;
+    let message =
+        format!("Merge {branch_name} into {into}\n\nVerified by ratchet before landing.\n");
+    let parents = [&our_commit, &their_commit];
+    let commit = repo.commit(None, &sig, &sig, &message, &tree, &parents)?;
+    Ok(Ok((commit, tree)))
+}
+
+/// Whether `repo`'s work tree has HEAD attached to `refname` (a landing
+/// there updates the work tree too).
+fn attached_to(repo: &Repository, refname: &str) -> bool {
+    !repo.is_bare()
+        && repo
+            .head()
+            .ok()
+            .and_then(|h| h.name().ok().map(str::to_string))
+            .as_deref()
+            == Some(refname)
+}
+
+/// How moving `into` to a verified merge ended.
+enum Landing {
+    /// `into` names the merge (and its work tree shows it, when checked out).
+    Moved,
+    /// `into` moved since it was read: merge again on its new tip.
+    TargetMoved,
+    /// Nothing landed, for this reason.
+    Refused(String),
+}
+
+impl Landing {
+    /// The compare-and-swap's result read: moved, raced, or failed.
+    fn of<T>(moved: std::result::Result<T, git2::Error>) -> Result<Landing> {
+        match moved {
+            Ok(_) => Ok(Landing::Moved),
+            Err(e) if e.code() == git2::ErrorCode::Modified => Ok(Landing::TargetMoved),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// Lands `commit` (tree `tree`) on a checked-out `into_ref` at `ours`: the
+/// work tree checked clean once more (verification took its time), HEAD
+/// detached at the old tip under a synced marker (the next merge finishes
+/// a landing cut short), the ref moved by compare-and-swap, the verified
+/// bytes checked out safely — or the ref put back when they cannot be —
+/// and HEAD attached again.
+fn land_checked_out(
+    repo: &Repository,
+    (into_ref, into): (&str, &str),
+    ours: Oid,
+    commit: Oid,
+    tree: &git2::Tree<'_>,
+    log: &str,
+) -> Result<Landing> {
+    let paths = crate::dirty_paths(repo)?;
+    if !paths.is_empty() {
+        return Ok(Landing::Refused(format!(
+            "the work tree of {into} changed during verification ({}); nothing landed",
+            paths.join(", ")
+        )));
+    }
+    // libgit2 checks a work tree out against HEAD's tree: HEAD is
+    // detached at the old tip while the ref moves, so a safe checkout of
+    // the merge sees the work tree as clean and updates it, refusing to
+    // overwrite anything edited meanwhile (ignored files included).
+    crate::deploy::write_synced_json(
+        &pending_path(repo),
+        &PendingLanding {
+            into_ref: into_ref.to_string(),
+            previous: ours.to_string(),
+            commit: commit.to_string(),
+        },
+    )?;
+    repo.set_head_detached(ours)?;
+    crate::deploy::crash_point("merge:detached");
+    let moved = repo.reference_matching(into_ref, commit, true, ours, log);
+    crate::deploy::crash_point("merge:ref-moved");
+    let mut undone = None;
+    if moved.is_ok() {
+        // The verified bytes, exactly (no checkout filter), never over an
+        // edited, untracked or ignored file.
+        if let Err(e) = crate::deploy::safe_checkout(repo, tree.as_object(), false) {
+            // Nothing was written (a safe checkout checks before it
+            // writes): put the ref back, so `into` and its work tree agree
+            // again, and say so.
+            repo.reference_matching(
+                into_ref,
+                ours,
+                true,
+                commit,
+                "ratchet merge: undone, the work tree could not be updated",
+            )?;
+            undone = Some(e);
+        }
+        crate::deploy::crash_point("merge:checked-out");
+    }
+    repo.set_head(into_ref)?;
+    let pending = pending_path(repo);
+    std::fs::remove_file(&pending).map_err(io_err(&pending))?;
+    if let Some(e) = undone {
+        return Ok(Landing::Refused(format!(
+            "the work tree could not be updated ({e}); {into} was put back"
+        )));
+    }
+    Landing::of(moved)
 }
 
 /// Runs the deploy hook once, as a process in the repository's directory.

@@ -1,5 +1,6 @@
-//! `ratchet-records`: the recorded payloads the gate reads besides scores
-//! and test runs, and the functions that read and append them — nothing
+//! `ratchet-records`: the recorded payloads the gate and every reader
+//! read besides scores and test runs, and the functions that read and
+//! append them — nothing
 //! that parses any tool's format. The importers (`ratchet-scorers`) write
 //! these payloads; the gate (`ratchet-gate`) reads them through this crate
 //! alone, so the gate's dependency closure holds no parser.
@@ -15,6 +16,12 @@
 //! * Pins: a `policy` event's payload ([`Pin`]: a class's policy or a
 //!   rubric's version), this store's own pins at a seq ([`pins`]), the one
 //!   in force for a rubric ([`rubric_pin_in`]), and [`append_pin`].
+//! * Deployments: the `promotion` and `checkout` payloads
+//!   ([`PromotionRecord`], [`CheckoutRecord`]) and the one reading of them
+//!   every face shares: what runs for each class ([`deployments`],
+//!   [`deployed`]: the latest promotion, or the heal that moved away from
+//!   it), what each promotion ref must name ([`promotions`]), and where a
+//!   deployment starts ([`deployment_start`]).
 //! * Benchmark samples: every measurement of one run of one benchmark
 //!   ([`Samples`], an event of kind [`KIND_SAMPLES`]), beside its summary
 //!   score.
@@ -44,10 +51,15 @@
 //! ```
 #![deny(missing_docs)]
 
+mod deployment;
 mod direction;
 mod pins;
 mod samples;
 
+pub use deployment::{
+    CheckoutRecord, DeployedBy, Deployment, Promoted, PromotionRecord, checkouts, deployed,
+    deployment_start, deployments, promotions,
+};
 pub use direction::{
     Anchor, CRITERION_NS, Direction, GBENCH_CPU_NS, GBENCH_REAL_NS, HYPERFINE_S, PASS_RATE,
     PYTEST_BENCHMARK_S, ScorerDeclaration, declared_direction, declared_direction_among,

@@ -49,7 +49,8 @@ use ratchet_trace::{AsOf, CommitId, Event, ScorerRef, Verified};
 pub use markdown::markdown;
 pub use svg::thin;
 
-use read::{Decision, Deployed, Episode, payload, short, utc};
+use ratchet_records::{DeployedBy, Deployment};
+use read::{Decision, Episode, short, utc};
 
 /// What can go wrong making a report.
 #[derive(Debug, thiserror::Error)]
@@ -166,7 +167,9 @@ struct Page<'v> {
     /// Decisions this gate cannot read (a later law's), by seq, and why.
     unreadable: Vec<(u64, String)>,
     episodes: BTreeMap<String, Vec<Episode<'v>>>,
-    deployed: BTreeMap<String, Deployed>,
+    /// What runs for each class: the one reading `status`, `serve` and
+    /// Python give ([`ratchet_records::deployments`]).
+    deployed: BTreeMap<String, Deployment>,
     events: Vec<&'v Event>,
     body: String,
     plots: usize,
@@ -194,7 +197,7 @@ pub fn html_of(
         decisions: &decisions,
         unreadable,
         episodes: read::episodes(&decisions),
-        deployed: read::deployed(view),
+        deployed: ratchet_records::deployments(view)?,
         events,
         body: String::new(),
         plots: 0,
@@ -476,17 +479,19 @@ impl Page<'_> {
                 Some(dep) => writeln!(
                     text,
                     "<p class=deployed>Deployed: <code>{}</code> — {} at seq {} ({} UTC){}.</p>",
-                    esc(short(&dep.commit)),
-                    if dep.how == "heal" {
-                        "checked out by a heal"
-                    } else {
-                        "promoted"
+                    esc(short(dep.commit.as_str())),
+                    match dep.how {
+                        DeployedBy::Heal { .. } => "checked out by a heal",
+                        DeployedBy::Promotion => "promoted",
                     },
                     dep.seq,
                     utc(dep.ts_ms),
-                    dep.alarm_seq
-                        .map(|a| format!(" after the alarm at seq {a}"))
-                        .unwrap_or_default()
+                    match &dep.how {
+                        DeployedBy::Heal {
+                            alarm_seq: Some(a), ..
+                        } => format!(" after the alarm at seq {a}"),
+                        _ => String::new(),
+                    }
                 )?,
                 // A promote decision is not a deployment: only `gate
                 // --record-promotion` (or `merge --deploy`) records one. Said
@@ -531,253 +536,14 @@ impl Page<'_> {
     /// The per-metric results of one decision.
     fn results(&mut self, class: &str, d: &Decision) -> Result<()> {
         let policy = pinned_policy_of(self.view, d);
-        let mut rows: Vec<[String; 7]> = Vec::new();
         let scorer = decision_scorer(self.view, d).unwrap_or_else(|| "primary".into());
-        // Primary.
-        match (d.stage(&Stage::Sequential), d.sequential()) {
-            (Some(stage), Some(f)) => {
-                let word = state(stage.passed);
-                let (est, iv) = match effect_of(self.view, d) {
-                    Some(e) => (
-                        format!(
-                            "{} <small>{}, {}: {}; on {} tasks</small>",
-                            esc(&signed(e.value, e.unit)),
-                            esc(e.measure),
-                            e.reads_as,
-                            e.better,
-                            e.n
-                        ),
-                        esc(&format!(
-                            "[{}, {}]",
-                            signed(e.low, e.unit),
-                            signed(e.high, e.unit)
-                        )),
-                    ),
-                    None => ("—".into(), "—".into()),
-                };
-                let ab = alpha_beta(self.view, d)
-                    .map(|(a, b)| format!("; α {a}, β {b}", a = sig(a), b = sig(b)))
-                    .unwrap_or_default();
-                let decision = f.decision.as_str();
-                // The betting test decides on two capitals, each against
-                // its own bound: its "llr" (their difference) is not what
-                // it judged.
-                let (criterion, result) = match &f.test {
-                    TestFigures::Betting {
-                        log_capital_promote,
-                        log_capital_reject,
-                        promote_bound,
-                        reject_bound,
-                        ..
-                    } => (
-                        format!(
-                            "promote when ln K⁺ ≥ ln(1/α) = {promote_bound:.3}, reject when ln K⁻ ≥ ln(1/β) = {reject_bound:.3}{ab}"
-                        ),
-                        format!(
-                            "{word}: {decision}, ln K⁺ {log_capital_promote:.3}, ln K⁻ {log_capital_reject:.3} after {} observations",
-                            f.n
-                        ),
-                    ),
-                    _ => (
-                        format!(
-                            "promote at LLR ≥ {:.3}, reject at ≤ {:.3}{ab}",
-                            f.upper, f.lower
-                        ),
-                        format!(
-                            "{word}: {decision}, LLR {:+.3} after {} observations",
-                            f.llr, f.n
-                        ),
-                    ),
-                };
-                rows.push([
-                    esc(&scorer),
-                    format!("primary ({})", f.test.test().as_str()),
-                    est,
-                    iv,
-                    criterion,
-                    word.into(),
-                    result,
-                ]);
-            }
-            (Some(stage), None) => {
-                let word = state(stage.passed);
-                rows.push([
-                    esc(&scorer),
-                    "primary".into(),
-                    "—".into(),
-                    "—".into(),
-                    "—".into(),
-                    word.into(),
-                    format!("{word}: {}", esc(d.reason().unwrap_or("no test ran"))),
-                ]);
-            }
-            // A class without a sequential test has no primary row.
-            (None, _) if decided_without_test(self.view, d) => {}
-            (None, _) => rows.push(not_reached(&scorer, "primary")),
-        }
-        // A benchmarks class: each benchmark first, regressions first.
-        for s in d.stages() {
-            if let StageDetails::Benchmarks(b) = &s.details {
-                let rows_before = std::mem::take(&mut rows);
-                for r in &b.benchmarks {
-                    let word = match r.verdict {
-                        ratchet_gate::benchmarks::BenchVerdict::Slower => "fail",
-                        v if v.not_slower() => "pass",
-                        _ => "open",
-                    };
-                    rows.push([
-                        esc(&r.label()),
-                        format!(
-                            "benchmark ({})",
-                            if b.paired {
-                                "paired by round"
-                            } else {
-                                "unpaired"
-                            }
-                        ),
-                        format!(
-                            "×{:.3} ({} → {})",
-                            r.ratio,
-                            esc(&number(r.baseline, Unit::of_scorer(&scorer))),
-                            esc(&number(r.candidate, Unit::of_scorer(&scorer)))
-                        ),
-                        format!(
-                            "[{:.3}, {:.3}] over {} pair{}",
-                            r.low,
-                            r.high,
-                            r.n,
-                            if r.n == 1 { "" } else { "s" }
-                        ),
-                        format!(
-                            "not slower than +{:.1} %; slower than +{:.1} % rejects",
-                            b.regression * 100.0,
-                            b.equivalence * 100.0
-                        ),
-                        word.into(),
-                        r.verdict.as_str().into(),
-                    ]);
-                }
-                rows.extend(rows_before);
-            }
-        }
-        // Guardrails.
-        let mut seen = BTreeSet::new();
-        for s in d.stages() {
-            let (Stage::Guardrail(name), StageDetails::Guardrail(det)) = (&s.stage, &s.details)
-            else {
-                continue;
-            };
-            seen.insert(name.clone());
-            let word = state(s.passed);
-            let unit = Unit::of_scorer(name);
-            let margin = match det.margin {
-                Margin::Relative(x) => format!("{} of the baseline", number(x, Unit::Percent)),
-                Margin::Absolute(x) => format!("{} (absolute)", number(x, unit)),
-            };
-            let (est, iv) = match det.result {
-                GuardrailResult::Welch(w) => (
-                    format!("excess D̂ {}", signed(w.excess, unit)),
-                    format!(
-                        "se {}, one-sided p = {}",
-                        number(w.se, unit),
-                        sig(w.p_value)
-                    ),
-                ),
-                GuardrailResult::Sequence(q) => (
-                    format!("excess D̂ {}", signed(q.excess, unit)),
-                    format!("D ≤ {} (always valid)", signed(q.upper_bound, unit)),
-                ),
-            };
-            rows.push([
-                esc(name),
-                format!("guardrail ({})", det.method.as_str()),
-                est,
-                iv,
-                format!("worse by less than {}: D &lt; 0", esc(&margin)),
-                word.into(),
-                if word == "pass" {
-                    "pass: non-inferior".into()
-                } else {
-                    word.into()
-                },
-            ]);
-        }
-        for g in policy.iter().flat_map(|p| &p.guardrails) {
-            if !seen.contains(&g.scorer) {
-                rows.push(not_reached(&g.scorer, "guardrail"));
-            }
-        }
-        // Invariants and canaries.
-        match d.stage(&Stage::Invariants).map(|s| &s.details) {
-            Some(StageDetails::Invariants(inv)) => {
-                for i in &inv.invariants {
-                    rows.push([
-                        esc(&i.scorer),
-                        "invariant".into(),
-                        format!("{} violations on {} tasks", i.violations.len(), i.tasks),
-                        format!(
-                            "violation rate ≤ {:.3} ({:.0} %)",
-                            i.failure_rate_upper_bound,
-                            inv.confidence * 100.0
-                        ),
-                        format!("≥ {} on every task", serde_json::Value::from(i.minimum)),
-                        if i.holds { "pass" } else { "fail" }.into(),
-                        if i.holds {
-                            "pass: holds".into()
-                        } else {
-                            format!(
-                                "fail: violated on {}",
-                                esc(&serde_json::to_string(&i.violations).unwrap_or_default())
-                            )
-                        },
-                    ]);
-                }
-                if let Some(c) = &inv.canaries {
-                    let word = if c.holds { "pass" } else { "fail" };
-                    rows.push([
-                        "canaries".into(),
-                        "invariant".into(),
-                        format!("failed {}, missing {}", c.failed.len(), c.missing.len()),
-                        "—".into(),
-                        "every canary passes".into(),
-                        word.into(),
-                        word.into(),
-                    ]);
-                }
-            }
-            Some(_) => {}
-            None => {
-                for i in policy.iter().flat_map(|p| &p.invariants) {
-                    rows.push(not_reached(&i.scorer, "invariant"));
-                }
-            }
-        }
-        // Required tests.
-        if let Some(StageDetails::Tests(tests)) = d.stage(&Stage::Tests).map(|s| &s.details) {
-            for suite in &tests.suites {
-                let runs = &suite.runs;
-                let sum = |count: fn(&SuiteRun) -> u64| runs.iter().map(count).sum::<u64>();
-                let ok = suite.passed;
-                rows.push([
-                    format!("suite {}", esc(&suite.suite)),
-                    "required tests".into(),
-                    format!(
-                        "{} passed, {} failed, {} skipped",
-                        sum(|r| r.passed),
-                        sum(|r| r.failed),
-                        sum(|r| r.skipped)
-                    ),
-                    format!(
-                        "{} run{}",
-                        runs.len(),
-                        if runs.len() == 1 { "" } else { "s" }
-                    ),
-                    "every recorded run green".into(),
-                    if ok { "pass" } else { "fail" }.into(),
-                    if ok { "pass" } else { "fail" }.into(),
-                ]);
-            }
-        }
+        // A benchmarks class: each benchmark first, regressions first; then
+        // the primary test, the guardrails, the invariants and the suites.
+        let mut rows = benchmark_rows(d, &scorer);
+        rows.extend(primary_rows(self.view, d, &scorer));
+        rows.extend(guardrail_rows(d, policy.as_ref()));
+        rows.extend(invariant_rows(d, policy.as_ref()));
+        rows.extend(suite_rows(d));
         writeln!(
             self.body,
             "<table class=results id=\"results-{}\"><caption>Results of the decision at seq {} (class {}), per metric</caption>\
@@ -816,7 +582,7 @@ impl Page<'_> {
             );
         }
         for (class, d) in &self.deployed {
-            add(&d.commit, format!("deployed for {class}"));
+            add(d.commit.as_str(), format!("deployed for {class}"));
         }
         writeln!(self.body, "<section id=failed-tests><h2>Failed tests</h2>")?;
         if commits.is_empty() {
@@ -922,7 +688,8 @@ impl Page<'_> {
                     }
                 }
                 Some(ReservedKind::Checkout) => {
-                    if let Some(to) = payload(e)["to"].as_str() {
+                    // A heal checks out the event's commit (its payload's `to`).
+                    if let Some(to) = &e.commit {
                         marks.entry(to.to_string()).or_default().healed = true;
                     }
                 }
@@ -938,7 +705,7 @@ impl Page<'_> {
             }
         }
         for d in self.deployed.values() {
-            marks.entry(d.commit.clone()).or_default().deployed = true;
+            marks.entry(d.commit.to_string()).or_default().deployed = true;
         }
         marks
     }
@@ -1129,20 +896,8 @@ impl Page<'_> {
             let (limit, recorded) = (al.limit, al.statistic);
             let down = al.shift != Shift::Up;
             let detector = al.detector.as_ref();
-            let start = self
-                .events
-                .iter()
-                .filter(|x| {
-                    matches!(
-                        x.reserved_kind(),
-                        Some(ReservedKind::Promotion | ReservedKind::Checkout)
-                    ) && x.seq < seq
-                        && (x.commit.as_ref() == Some(commit)
-                            || payload(x)["to"].as_str() == Some(commit.as_str()))
-                })
-                .map(|x| x.seq)
-                .max()
-                .unwrap_or(0);
+            // Where the monitor that raised it started: drift's own rule.
+            let start = ratchet_records::deployment_start(self.view, commit, seq)?.unwrap_or(0);
             let scorer_ref = match &a.scorer_version {
                 Some(v) => ScorerRef::at_version(scorer, v),
                 None => ScorerRef::from(scorer),
@@ -1466,6 +1221,279 @@ impl Page<'_> {
         }
         Ok(())
     }
+}
+
+/// One row of a decision's results table: metric, role, estimate,
+/// interval or evidence, criterion, result class, result.
+type Row = [String; 7];
+
+/// The primary (sequential) test's row, if the class has one.
+fn primary_rows(view: &Verified, d: &Decision, scorer: &str) -> Vec<Row> {
+    let mut rows = Vec::new();
+    match (d.stage(&Stage::Sequential), d.sequential()) {
+        (Some(stage), Some(f)) => {
+            let word = state(stage.passed);
+            let (est, iv) = match effect_of(view, d) {
+                Some(e) => (
+                    format!(
+                        "{} <small>{}, {}: {}; on {} tasks</small>",
+                        esc(&signed(e.value, e.unit)),
+                        esc(e.measure),
+                        e.reads_as,
+                        e.better,
+                        e.n
+                    ),
+                    esc(&format!(
+                        "[{}, {}]",
+                        signed(e.low, e.unit),
+                        signed(e.high, e.unit)
+                    )),
+                ),
+                None => ("—".into(), "—".into()),
+            };
+            let ab = alpha_beta(view, d)
+                .map(|(a, b)| format!("; α {a}, β {b}", a = sig(a), b = sig(b)))
+                .unwrap_or_default();
+            let decision = f.decision.as_str();
+            // The betting test decides on two capitals, each against
+            // its own bound: its "llr" (their difference) is not what
+            // it judged.
+            let (criterion, result) = match &f.test {
+                TestFigures::Betting {
+                    log_capital_promote,
+                    log_capital_reject,
+                    promote_bound,
+                    reject_bound,
+                    ..
+                } => (
+                    format!(
+                        "promote when ln K⁺ ≥ ln(1/α) = {promote_bound:.3}, reject when ln K⁻ ≥ ln(1/β) = {reject_bound:.3}{ab}"
+                    ),
+                    format!(
+                        "{word}: {decision}, ln K⁺ {log_capital_promote:.3}, ln K⁻ {log_capital_reject:.3} after {} observations",
+                        f.n
+                    ),
+                ),
+                _ => (
+                    format!(
+                        "promote at LLR ≥ {:.3}, reject at ≤ {:.3}{ab}",
+                        f.upper, f.lower
+                    ),
+                    format!(
+                        "{word}: {decision}, LLR {:+.3} after {} observations",
+                        f.llr, f.n
+                    ),
+                ),
+            };
+            rows.push([
+                esc(scorer),
+                format!("primary ({})", f.test.test().as_str()),
+                est,
+                iv,
+                criterion,
+                word.into(),
+                result,
+            ]);
+        }
+        (Some(stage), None) => {
+            let word = state(stage.passed);
+            rows.push([
+                esc(scorer),
+                "primary".into(),
+                "—".into(),
+                "—".into(),
+                "—".into(),
+                word.into(),
+                format!("{word}: {}", esc(d.reason().unwrap_or("no test ran"))),
+            ]);
+        }
+        // A class without a sequential test has no primary row.
+        (None, _) if decided_without_test(view, d) => {}
+        (None, _) => rows.push(not_reached(scorer, "primary")),
+    }
+    rows
+}
+
+/// A benchmarks class's rows, one per benchmark, in the gate's order.
+fn benchmark_rows(d: &Decision, scorer: &str) -> Vec<Row> {
+    let mut rows: Vec<Row> = Vec::new();
+    for s in d.stages() {
+        if let StageDetails::Benchmarks(b) = &s.details {
+            for r in &b.benchmarks {
+                let word = match r.verdict {
+                    ratchet_gate::benchmarks::BenchVerdict::Slower => "fail",
+                    v if v.not_slower() => "pass",
+                    _ => "open",
+                };
+                rows.push([
+                    esc(&r.label()),
+                    format!(
+                        "benchmark ({})",
+                        if b.paired {
+                            "paired by round"
+                        } else {
+                            "unpaired"
+                        }
+                    ),
+                    format!(
+                        "×{:.3} ({} → {})",
+                        r.ratio,
+                        esc(&number(r.baseline, Unit::of_scorer(scorer))),
+                        esc(&number(r.candidate, Unit::of_scorer(scorer)))
+                    ),
+                    format!(
+                        "[{:.3}, {:.3}] over {} pair{}",
+                        r.low,
+                        r.high,
+                        r.n,
+                        if r.n == 1 { "" } else { "s" }
+                    ),
+                    format!(
+                        "not slower than +{:.1} %; slower than +{:.1} % rejects",
+                        b.regression * 100.0,
+                        b.equivalence * 100.0
+                    ),
+                    word.into(),
+                    r.verdict.as_str().into(),
+                ]);
+            }
+        }
+    }
+    rows
+}
+
+/// Each guardrail's row; a guardrail of the policy the verdict never
+/// reached, as not reached.
+fn guardrail_rows(d: &Decision, policy: Option<&ratchet_gate::ClassPolicy>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut seen = BTreeSet::new();
+    for s in d.stages() {
+        let (Stage::Guardrail(name), StageDetails::Guardrail(det)) = (&s.stage, &s.details) else {
+            continue;
+        };
+        seen.insert(name.clone());
+        let word = state(s.passed);
+        let unit = Unit::of_scorer(name);
+        let margin = match det.margin {
+            Margin::Relative(x) => format!("{} of the baseline", number(x, Unit::Percent)),
+            Margin::Absolute(x) => format!("{} (absolute)", number(x, unit)),
+        };
+        let (est, iv) = match det.result {
+            GuardrailResult::Welch(w) => (
+                format!("excess D̂ {}", signed(w.excess, unit)),
+                format!(
+                    "se {}, one-sided p = {}",
+                    number(w.se, unit),
+                    sig(w.p_value)
+                ),
+            ),
+            GuardrailResult::Sequence(q) => (
+                format!("excess D̂ {}", signed(q.excess, unit)),
+                format!("D ≤ {} (always valid)", signed(q.upper_bound, unit)),
+            ),
+        };
+        rows.push([
+            esc(name),
+            format!("guardrail ({})", det.method.as_str()),
+            est,
+            iv,
+            format!("worse by less than {}: D &lt; 0", esc(&margin)),
+            word.into(),
+            if word == "pass" {
+                "pass: non-inferior".into()
+            } else {
+                word.into()
+            },
+        ]);
+    }
+    for g in policy.iter().flat_map(|p| &p.guardrails) {
+        if !seen.contains(&g.scorer) {
+            rows.push(not_reached(&g.scorer, "guardrail"));
+        }
+    }
+    rows
+}
+
+/// Each invariant's row and the canaries'; the policy's invariants as not
+/// reached when the stage never ran.
+fn invariant_rows(d: &Decision, policy: Option<&ratchet_gate::ClassPolicy>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    match d.stage(&Stage::Invariants).map(|s| &s.details) {
+        Some(StageDetails::Invariants(inv)) => {
+            for i in &inv.invariants {
+                rows.push([
+                    esc(&i.scorer),
+                    "invariant".into(),
+                    format!("{} violations on {} tasks", i.violations.len(), i.tasks),
+                    format!(
+                        "violation rate ≤ {:.3} ({:.0} %)",
+                        i.failure_rate_upper_bound,
+                        inv.confidence * 100.0
+                    ),
+                    format!("≥ {} on every task", serde_json::Value::from(i.minimum)),
+                    if i.holds { "pass" } else { "fail" }.into(),
+                    if i.holds {
+                        "pass: holds".into()
+                    } else {
+                        format!(
+                            "fail: violated on {}",
+                            esc(&serde_json::to_string(&i.violations).unwrap_or_default())
+                        )
+                    },
+                ]);
+            }
+            if let Some(c) = &inv.canaries {
+                let word = if c.holds { "pass" } else { "fail" };
+                rows.push([
+                    "canaries".into(),
+                    "invariant".into(),
+                    format!("failed {}, missing {}", c.failed.len(), c.missing.len()),
+                    "—".into(),
+                    "every canary passes".into(),
+                    word.into(),
+                    word.into(),
+                ]);
+            }
+        }
+        Some(_) => {}
+        None => {
+            for i in policy.iter().flat_map(|p| &p.invariants) {
+                rows.push(not_reached(&i.scorer, "invariant"));
+            }
+        }
+    }
+    rows
+}
+
+/// Each required suite's row.
+fn suite_rows(d: &Decision) -> Vec<Row> {
+    let mut rows = Vec::new();
+    if let Some(StageDetails::Tests(tests)) = d.stage(&Stage::Tests).map(|s| &s.details) {
+        for suite in &tests.suites {
+            let runs = &suite.runs;
+            let sum = |count: fn(&SuiteRun) -> u64| runs.iter().map(count).sum::<u64>();
+            let ok = suite.passed;
+            rows.push([
+                format!("suite {}", esc(&suite.suite)),
+                "required tests".into(),
+                format!(
+                    "{} passed, {} failed, {} skipped",
+                    sum(|r| r.passed),
+                    sum(|r| r.failed),
+                    sum(|r| r.skipped)
+                ),
+                format!(
+                    "{} run{}",
+                    runs.len(),
+                    if runs.len() == 1 { "" } else { "s" }
+                ),
+                "every recorded run green".into(),
+                if ok { "pass" } else { "fail" }.into(),
+                if ok { "pass" } else { "fail" }.into(),
+            ]);
+        }
+    }
+    rows
 }
 
 fn not_reached(metric: &str, role: &str) -> [String; 7] {

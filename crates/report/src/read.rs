@@ -8,12 +8,7 @@ use std::collections::BTreeMap;
 use ratchet_gate::{
     EffectInterval, Outcome, RejectCause, SequentialDetails, Stage, StageReport, Verdict,
 };
-use ratchet_trace::{Event, Verified};
-use serde_json::Value;
-
-pub(crate) fn payload(e: &Event) -> Value {
-    serde_json::from_slice(&e.payload).unwrap_or(Value::Null)
-}
+use ratchet_trace::Event;
 
 pub(crate) fn short(c: &str) -> &str {
     c.get(..8).unwrap_or(c)
@@ -188,65 +183,6 @@ pub(crate) fn episodes(decisions: &[Decision]) -> BTreeMap<String, Vec<Episode<'
             .push(e);
     }
     by_class
-}
-
-/// What is deployed for a class, by the trace.
-#[derive(Debug, Clone)]
-pub(crate) struct Deployed {
-    pub commit: String,
-    pub seq: u64,
-    pub ts_ms: i64,
-    /// "promotion" or "heal".
-    pub how: &'static str,
-    /// A heal's alarm seq.
-    pub alarm_seq: Option<u64>,
-}
-
-/// Each class's deployed commit: its latest promotion, unless a heal
-/// (a `checkout` event) moved away from that commit since.
-pub(crate) fn deployed(view: &Verified) -> BTreeMap<String, Deployed> {
-    let mut out: BTreeMap<String, Deployed> = BTreeMap::new();
-    for e in view.events_of_kinds(&[
-        ReservedKind::Promotion.as_str(),
-        ReservedKind::Checkout.as_str(),
-    ]) {
-        if e.origin.is_some() {
-            continue;
-        }
-        let p = payload(e);
-        match e.reserved_kind() {
-            Some(ReservedKind::Promotion) => {
-                let (Some(class), Some(commit)) = (p["class"].as_str(), e.commit.as_ref()) else {
-                    continue;
-                };
-                out.insert(
-                    class.to_string(),
-                    Deployed {
-                        commit: commit.to_string(),
-                        seq: e.seq,
-                        ts_ms: e.ts_ms,
-                        how: "promotion",
-                        alarm_seq: None,
-                    },
-                );
-            }
-            _ => {
-                let (Some(from), Some(to)) = (p["from"].as_str(), p["to"].as_str()) else {
-                    continue;
-                };
-                for d in out.values_mut().filter(|d| d.commit == from) {
-                    *d = Deployed {
-                        commit: to.to_string(),
-                        seq: e.seq,
-                        ts_ms: e.ts_ms,
-                        how: "heal",
-                        alarm_seq: p["alarm_seq"].as_u64(),
-                    };
-                }
-            }
-        }
-    }
-    out
 }
 
 /// A wall-clock time in UTC, `2026-11-30 14:05:09`.

@@ -105,13 +105,26 @@ pub fn heal(
         outln!("skipped {c}: {why}");
     }
     if let Some(why) = &report.stayed {
-        outln!("staying on {}: {why}", report.alarmed);
+        let on = report.staying_on.as_ref().unwrap_or(&report.alarmed);
+        outln!("staying on {on}: {why}");
+        if let Some(head) = report.head.as_deref().filter(|h| *h != on.as_str()) {
+            outln!("checked out: {head}, not {on}");
+        }
     }
+    // "was" is what the work tree had checked out, which need not be the
+    // alarmed (deployed) commit: say both when they differ.
+    let was = report.head.as_deref().unwrap_or("an unborn HEAD");
     match (&report.chosen, report.checked_out) {
-        (Some(c), true) => outln!("healed: checked out {c} (was {})", report.alarmed),
-        (Some(c), false) => outln!("dry run: would check out {c} (was {})", report.alarmed),
+        (Some(c), true) => outln!("healed: checked out {c} (was {was})"),
+        (Some(c), false) => outln!("dry run: would check out {c} (was {was})"),
         (None, _) if report.stayed.is_some() => {}
         (None, _) => outln!("no commit to heal to"),
+    }
+    if report.chosen.is_some() && report.head.as_deref() != Some(report.alarmed.as_str()) {
+        outln!(
+            "the alarm was on {}, the deployed commit; the work tree was not on it",
+            report.alarmed
+        );
     }
     Ok(0)
 }

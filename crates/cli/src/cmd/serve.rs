@@ -586,5 +586,15 @@ pub fn status_remote(ctx: &Ctx, client: &ratchet_serve::Client) -> Result<u8> {
             d["overview"]["size"]
         )
     })?;
+    if !ctx.json {
+        // What is deployed, read with the type the server wrote it with,
+        // in the words a local `status` uses.
+        let deployed: std::collections::BTreeMap<String, ratchet_orchestrate::Deployment> =
+            serde_json::from_value(doc["deployed"].clone())
+                .map_err(|e| anyhow!("the server's status names no readable deployment: {e}"))?;
+        let mut text = Vec::new();
+        crate::cmd::store::write_deployed(&mut text, &deployed, None)?;
+        outln!("{}", String::from_utf8_lossy(&text).trim_end());
+    }
     Ok(0)
 }

@@ -333,13 +333,7 @@ fn write_pins(o: &mut impl Write, s: &ratchet_orchestrate::Status) -> Result<()>
             p.seq
         )?;
     }
-    for (class, d) in &s.deployed {
-        writeln!(
-            o,
-            "deployed for {class}: {} (promotion at seq {})",
-            d.commit, d.seq
-        )?;
-    }
+    write_deployed(o, &s.deployed, s.checked_out.as_deref())?;
     if s.ref_faults.is_none() {
         writeln!(
             o,
@@ -351,6 +345,45 @@ fn write_pins(o: &mut impl Write, s: &ratchet_orchestrate::Status) -> Result<()>
             o,
             "class {class}: policy not pinned (decided or promoted under a file; `ratchet policy pin FILE --class {class}`)"
         )?;
+    }
+    Ok(())
+}
+
+/// What is deployed for each class, and when the work tree shows another
+/// commit: the lines `status` prints, locally and through `--server`.
+pub(crate) fn write_deployed(
+    o: &mut impl Write,
+    deployed: &std::collections::BTreeMap<String, ratchet_orchestrate::Deployment>,
+    checked_out: Option<&str>,
+) -> Result<()> {
+    for (class, d) in deployed {
+        match &d.how {
+            ratchet_orchestrate::DeployedBy::Promotion => writeln!(
+                o,
+                "deployed for {class}: {} (promotion at seq {})",
+                d.commit, d.seq
+            )?,
+            ratchet_orchestrate::DeployedBy::Heal { alarm_seq, from } => writeln!(
+                o,
+                "deployed for {class}: {} (checked out by a heal at seq {}{}, away from {}; promoted: {})",
+                d.commit,
+                d.seq,
+                alarm_seq
+                    .map(|a| format!(" after the alarm at seq {a}"))
+                    .unwrap_or_default(),
+                out::short(from.as_str()),
+                out::short(d.promoted.as_str())
+            )?,
+        }
+        // The work tree is a cache of the trace: say when it shows
+        // something else, rather than let either be read as the other.
+        if let Some(head) = checked_out.filter(|h| *h != d.commit.as_str()) {
+            writeln!(
+                o,
+                "checked out: {head}, not the commit deployed for {class} ({})",
+                out::short(d.commit.as_str())
+            )?;
+        }
     }
     Ok(())
 }

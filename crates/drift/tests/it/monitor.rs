@@ -160,12 +160,19 @@ fn the_monitor_watches_the_harmful_direction_and_starts_at_the_deployment() {
         .record_scores(&scores(&a, 0.8, 0.05, 200, &mut rng, "measured"), "eval")
         .expect("baseline");
     assert_eq!(deployment_start(&view(&store), &a).expect("read"), None);
-    // A promotion of `a`, recorded as its owner records it.
+    // A promotion of `a`, recorded as its owner records it (the payload
+    // `ratchet_orchestrate::record_promotion` writes).
     let promoted = store
         .append(
             ratchet_trace::EventDraft::reserved(
                 ratchet_trace::ReservedKind::Promotion,
-                &serde_json::json!({"class": "prompt"}),
+                &ratchet_records::PromotionRecord {
+                    reference: "refs/ratchet/promoted/prompt".into(),
+                    class: "prompt".into(),
+                    decision_seq: None,
+                    restores: None,
+                    ref_was: None,
+                },
             )
             .expect("draft")
             .commit(a.clone()),

@@ -14,6 +14,7 @@ mod trace_common;
 // (`cargo test --all-features`, as scripts/test runs).
 #[cfg(feature = "crash-hooks")]
 mod crash;
+mod deployed;
 mod heal;
 mod ids;
 mod merge;
