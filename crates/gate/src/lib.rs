@@ -57,6 +57,7 @@
 mod bench_stage;
 pub mod benchmarks;
 mod betting;
+mod bound;
 mod calibrate;
 mod decide;
 mod describe;
@@ -71,14 +72,17 @@ mod sprt;
 mod stages;
 
 pub use bench_stage::{BenchmarkRow, BenchmarksDetails};
-pub use betting::{BettingCapital, BettingTest, ValidInterval, betting_interval};
+pub use betting::{
+    BettingCapital, BettingTest, ValidInterval, betting_interval, betting_lower_bound,
+    betting_upper_bound,
+};
 pub use calibrate::{
     Assumptions, CALIBRATION_ROWS, CalibrationMethod, CalibrationRow, Effect, MonteCarloEstimate,
     OperatingPoint, WaldApproximation, calibration_table, exact_bernoulli, monte_carlo,
     power_warning, sample_game, wald_bernoulli,
 };
 pub use decide::{
-    BaselineWorld, EffectEstimate, EffectInterval, GateStatus, GuardrailDetails, GuardrailResult,
+    BaselineWorld, BoundSide, DecisionBound, EffectEstimate, EffectInterval, GateStatus, GuardrailDetails, GuardrailResult,
     InvariantsDetails, KIND_DECISION, Law, Outcome, Question, RejectCause, SequentialDetails,
     Stage, StageDetails, StageReport, StageState, SuiteReport, SuiteRun, TestFigures, TestsDetails,
     TooFewTasks, TraceHead, Verdict, VerificationDetails, baseline_world, decide, decide_at,
