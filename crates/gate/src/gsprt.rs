@@ -406,6 +406,15 @@ pub fn llr_counts(counts: &[u64], elo: EloBounds) -> f64 {
 /// the GSPRT puts on `counts` under a hypothesis of `elo` in `model`'s
 /// unit: how a bound on the Elo reads as a bound on the score.
 pub(crate) fn expected_score(counts: &[u64], model: EloModel, elo: f64) -> f64 {
+    // The logistic hypothesis *is* a mean score: taken as it is, not as
+    // the mean of the distribution solved for it (equal up to the root's
+    // precision), so that an Elo of 0 reads as exactly 0.
+    if model == EloModel::Logistic {
+        return logistic_score(elo);
+    }
+    if model == EloModel::Normalized && elo == 0.0 {
+        return 0.5;
+    }
     let (_, pdf) = regularized_pdf(counts);
     hypothesis(&pdf, model, elo)
         .iter()
