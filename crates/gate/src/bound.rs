@@ -100,10 +100,22 @@ mod tests {
     #[test]
     fn a_linear_llr_is_inverted_where_it_meets_its_boundary() {
         // LLR 5 − 2m: reaches the upper boundary 3 at m = 1.
-        let m = shifted(|m| 5.0 - 2.0 * m, Decision::Promote, (-3.0, 3.0), (-10.0, 10.0), 0.1);
+        let m = shifted(
+            |m| 5.0 - 2.0 * m,
+            Decision::Promote,
+            (-3.0, 3.0),
+            (-10.0, 10.0),
+            0.1,
+        );
         assert!((m.expect("a promote") - 1.0).abs() < 1e-9);
         // LLR −5 − 2m: reaches the lower boundary −3 at m = −1.
-        let m = shifted(|m| -5.0 - 2.0 * m, Decision::Reject, (-3.0, 3.0), (-10.0, 10.0), 0.1);
+        let m = shifted(
+            |m| -5.0 - 2.0 * m,
+            Decision::Reject,
+            (-3.0, 3.0),
+            (-10.0, 10.0),
+            0.1,
+        );
         assert!((m.expect("a reject") + 1.0).abs() < 1e-9);
         assert_eq!(
             shifted(|m| -m, Decision::Continue, (-3.0, 3.0), (-10.0, 10.0), 0.1),

@@ -82,11 +82,11 @@ pub use calibrate::{
     power_warning, sample_game, wald_bernoulli,
 };
 pub use decide::{
-    BaselineWorld, BoundSide, DecisionBound, EffectEstimate, EffectInterval, GateStatus, GuardrailDetails, GuardrailResult,
-    InvariantsDetails, KIND_DECISION, Law, Outcome, Question, RejectCause, SequentialDetails,
-    Stage, StageDetails, StageReport, StageState, SuiteReport, SuiteRun, TestFigures, TestsDetails,
-    TooFewTasks, TraceHead, Verdict, VerificationDetails, baseline_world, decide, decide_at,
-    decide_in, decide_recorded, recompute_at, verdict_in,
+    BaselineWorld, BoundSide, DecisionBound, EffectEstimate, EffectInterval, GateStatus,
+    GuardrailDetails, GuardrailResult, InvariantsDetails, KIND_DECISION, Law, Outcome, Question,
+    RejectCause, SequentialDetails, Stage, StageDetails, StageReport, StageState, SuiteReport,
+    SuiteRun, TestFigures, TestsDetails, TooFewTasks, TraceHead, Verdict, VerificationDetails,
+    baseline_world, decide, decide_at, decide_in, decide_recorded, recompute_at, verdict_in,
 };
 pub use error::{Error, Result};
 pub use gsprt::{

@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use ratchet_trace::{PairedScores, ScorerRef, SetAside, Side, Sources, Verified, VerifyReport};
 
 use crate::decide::{
-    BoundSide, DecisionBound, EffectEstimate, EffectInterval, GuardrailDetails, GuardrailResult, InvariantsDetails, Law,
-    Outcome, Question, RejectCause, SequentialDetails, Stage, StageDetails, StageReport,
-    StageState, SuiteReport, SuiteRun, TestFigures, TestsDetails, TooFewTasks, Verdict,
-    VerificationDetails,
+    BoundSide, DecisionBound, EffectEstimate, EffectInterval, GuardrailDetails, GuardrailResult,
+    InvariantsDetails, Law, Outcome, Question, RejectCause, SequentialDetails, Stage, StageDetails,
+    StageReport, StageState, SuiteReport, SuiteRun, TestFigures, TestsDetails, TooFewTasks,
+    Verdict, VerificationDetails,
 };
 use crate::error::{Error, Result};
 use crate::gsprt::Pairing;

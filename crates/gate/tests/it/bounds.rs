@@ -26,7 +26,14 @@ fn policy() -> Policy {
             gap_class("cont", "gaussian", "s", GAP, 100_000, ""),
             gap_class("bounded", "betting", "s", GAP, 100_000, ""),
             paired_class_to("elo", "s", 80.0, 100_000, ""),
-            gap_class("ranged", "gaussian", "s", GAP, 20_000, "range = [0.0, 1.0]\n"),
+            gap_class(
+                "ranged",
+                "gaussian",
+                "s",
+                GAP,
+                20_000,
+                "range = [0.0, 1.0]\n",
+            ),
         ]
         .concat(),
     )
