@@ -61,12 +61,7 @@ fn a_promote_prints_its_lower_bound_before_the_two_sided_interval_on_every_face(
     let bound = &v["effect_as_read"]["bound"];
     assert_eq!(bound["side"], "lower", "{v}");
     let lower = bound["improvement"].as_f64().expect("a number");
-    let recorded = v["stages"]
-        .as_array()
-        .expect("stages")
-        .iter()
-        .find(|s| s["stage"] == "sequential")
-        .expect("the sequential stage");
+    let recorded = common::sequential_stage(&v);
     let effect = &recorded["details"]["effect"];
     assert_eq!(effect["bound"]["value"].as_f64(), Some(lower), "{recorded}");
     // Above 0, as the promote says, and below the estimate.

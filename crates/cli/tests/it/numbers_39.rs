@@ -69,12 +69,7 @@ fn a_faster_candidate_reads_as_a_negative_difference_in_microseconds() {
     assert!(shown["text"].as_str().expect("text").contains("µs"), "{v}");
     // The recorded verdict is the gate's, unchanged: judged on negated
     // times, its estimate is positive (better).
-    let recorded = v["stages"]
-        .as_array()
-        .expect("stages")
-        .iter()
-        .find(|s| s["stage"] == "sequential")
-        .expect("the sequential stage");
+    let recorded = common::sequential_stage(&v);
     let estimate = recorded["details"]["effect"]["estimate"]
         .as_f64()
         .expect("estimate");
