@@ -407,7 +407,7 @@ def test_a_faster_timing_reads_as_a_negative_difference_in_microseconds(
     assert seq.bound_text and seq.bound_text.startswith("promoted: improvement ≥ +")
     assert "i.e. candidate − baseline ≤ -" in seq.bound_text
     assert seq.effect_shown.startswith(seq.bound_text + "; two-sided 95 % interval [")
-    assert html_escape(seq.bound_text) in html
+    assert f"<td>{html_escape(seq.bound_text)}</td>" in html, "the bound's own column"
 
 
 def test_a_reject_carries_its_upper_bound_below_the_gap(tmp_path: pathlib.Path) -> None:
