@@ -1138,6 +1138,19 @@ struct StageReport {
     /// The effect in words: `candidate − baseline: -40.7 µs [-45.1 µs,
     /// -36.2 µs] (an improvement: lower is better)` (None: no effect).
     effect_shown: Option<String>,
+    /// The one-sided bound that matches the sequential test's decision, on
+    /// the improvement (positive is better, whatever the scorer's
+    /// direction), in `unit`: a promote's lower bound (above 0 exactly
+    /// when it promoted), a reject's upper bound (below the gap). None for
+    /// verdicts before law 4, a test still open, and other stages.
+    bound: Option<f64>,
+    /// `lower` (the improvement is at least `bound`) or `upper` (at most).
+    bound_side: Option<String>,
+    /// The miss rate the bound holds at: the test's α (lower) or β (upper).
+    bound_level: Option<f64>,
+    /// The bound in words: `promoted: improvement ≥ +0.031 (one-sided, α =
+    /// 0.05, always valid)`.
+    bound_text: Option<String>,
     /// The stage in one line, as `ratchet gate` prints it.
     shown: String,
 }
@@ -1168,6 +1181,10 @@ impl StageReport {
             estimate_text: None,
             interval_text: None,
             effect_shown: None,
+            bound: None,
+            bound_side: None,
+            bound_level: None,
+            bound_text: None,
             shown: r.shown(scale),
         };
         let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
@@ -1199,6 +1216,18 @@ impl StageReport {
                         s.ci_high = Some(read.high);
                         s.interval = e.interval.map(|i| i.as_str().to_string());
                         s.n = Some(count(e.n));
+                        if let Some(b) = read.bound {
+                            s.bound = Some(b.improvement);
+                            s.bound_side = Some(
+                                match b.side {
+                                    ratchet_gate::BoundSide::Lower => "lower",
+                                    ratchet_gate::BoundSide::Upper => "upper",
+                                }
+                                .into(),
+                            );
+                            s.bound_level = Some(b.level);
+                            s.bound_text = Some(b.text);
+                        }
                         s.effect_shown = Some(read.text);
                     }
                     _ => {

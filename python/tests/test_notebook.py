@@ -9,6 +9,7 @@ import pathlib
 import subprocess
 import sys
 import tomllib
+from html import escape as html_escape
 
 import numpy as np
 import pandas as pd
@@ -397,6 +398,34 @@ def test_a_faster_timing_reads_as_a_negative_difference_in_microseconds(
     assert again.estimate_text == "+" + seq.estimate_text[1:]
     html = v._repr_html_()
     assert seq.estimate_text in html and "0.0000" not in html
+    # The promote's own bound, on the improvement (positive: faster), said
+    # before the two-sided interval and as candidate − baseline too.
+    recorded_bound = v.to_dict()["stages"][-1]["details"]["effect"]["bound"]
+    assert seq.bound_side == "lower" and seq.bound_level == 0.05
+    assert seq.bound is not None and 0 < seq.bound < -seq.estimate
+    assert math.isclose(seq.bound, recorded_bound["value"])
+    assert seq.bound_text and seq.bound_text.startswith("promoted: improvement ≥ +")
+    assert "i.e. candidate − baseline ≤ -" in seq.bound_text
+    assert seq.effect_shown.startswith(seq.bound_text + "; two-sided 95 % interval [")
+    assert f"<td>{html_escape(seq.bound_text)}</td>" in html, "the bound's own column"
+
+
+def test_a_reject_carries_its_upper_bound_below_the_gap(tmp_path: pathlib.Path) -> None:
+    """Issue 40, item 5: a reject reads as the upper bound at β that put the
+    candidate below the design gap."""
+    s = ratchet.Store.create(tmp_path / "s")
+    for t in range(300):
+        s.record_score(BASE, f"t{t:03}", "accuracy", float(t % 3 == 0))
+        s.record_score(CAND, f"t{t:03}", "accuracy", float((t + 1) % 3 == 0))
+    policy = ratchet.Policy.from_toml(
+        '[class.q]\nscorer = "accuracy"\ntest = "betting"\nalpha = 0.05\nbeta = 0.1\ngap = 0.2\nmax_n = 2000\n'
+    )
+    v = ratchet.decide(s, BASE, CAND, "q", policy=policy, record=False)
+    assert v.status == "reject", v.reason
+    seq = {st.name: st for st in v.stages}["sequential test"]
+    assert seq.bound_side == "upper" and seq.bound_level == 0.1
+    assert seq.bound is not None and seq.bound < 0.2
+    assert seq.bound_text and ", below the gap +0.2 (one-sided, β = 0.1, always valid)" in seq.bound_text
 
 
 def test_a_continue_says_why(tmp_path: pathlib.Path) -> None:

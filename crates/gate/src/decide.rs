@@ -767,6 +767,16 @@ pub enum Law {
     ///   ([`TaskOrder::Declared`]); before its first pair the declared
     ///   sequence waits (continue) where earlier laws fail closed; every
     ///   verdict of a class with a test records its [`TaskOrder`].
+    /// * the effect estimate records the one-sided bound that matches the
+    ///   sequential test's decision ([`DecisionBound`]), and a gaussian
+    ///   class that declares its scores' `range` has its interval
+    ///   intersected with the range the differences can take and with the
+    ///   betting confidence sequence (each at α/2);
+    /// * a `benchmarks` class that pins no runner judges every runner both
+    ///   sides were measured on (the baseline's newest decides promotion,
+    ///   a benchmark it lacks must be shown not slower where measured, any
+    ///   runner's "slower" rejects), and a sample no ratio can be read of
+    ///   is set aside and said after any regression the others show.
     Tuned = 4,
 }
 
@@ -1109,6 +1119,58 @@ pub struct EffectEstimate {
     /// The always-valid interval's method (absent: fixed-sample).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<EffectInterval>,
+    /// The one-sided always-valid bound that matches the test's decision
+    /// (since [`Law::Tuned`]; absent before, and for a test still open or
+    /// truncated): a two-sided 95 % interval through zero beside a
+    /// promote reads as "maybe worse", though the test showed better.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<DecisionBound>,
+}
+
+/// The one-sided bound on the effect that matches a sequential test's
+/// decision, computed by inverting that test itself (the same statistic
+/// and boundary, the hypotheses shifted), on the judged scale and in the
+/// effect's measure like [`EffectEstimate::estimate`]:
+///
+/// * a **promote**: the lower bound at α — the largest effect the test
+///   would still have rejected in favour of more. It is above
+///   [`DecisionBound::against`] (0, the test's null) exactly when the test
+///   promoted;
+/// * a **reject**: the upper bound at β — below `against` (the design
+///   gap) exactly when the test rejected.
+///
+/// Valid at any stop, at the rate the test itself holds: for betting by
+/// Ville's inequality on the same capital; for the SPRT kinds by Ville on
+/// the shifted likelihood ratio, which bounds the miss rate by Wald's
+/// α/(1−β) (β/(1−α)), as it bounds the test's own error (variance
+/// estimated for gaussian, the GSPRT's likelihood for paired: as
+/// approximate as the test). Coverage at the stop is measured in
+/// `tests/it/bounds.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DecisionBound {
+    /// Lower (a promote) or upper (a reject).
+    pub side: BoundSide,
+    /// Its miss rate: the test's α for a lower bound, β for an upper one.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
+    pub level: f64,
+    /// The bound.
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
+    pub value: f64,
+    /// What the bound is set against: 0 for a promote, the design gap for
+    /// a reject (in the effect's measure: for bernoulli, the gap among
+    /// discordant pairs times the share of pairs discordant).
+    #[serde(deserialize_with = "crate::decide::recorded_f64")]
+    pub against: f64,
+}
+
+/// Which side of the effect a [`DecisionBound`] bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BoundSide {
+    /// The effect is at least the bound (a promote).
+    Lower,
+    /// The effect is at most the bound (a reject).
+    Upper,
 }
 
 /// Which always-valid interval an [`EffectEstimate`] is (recorded by its
@@ -1123,6 +1185,14 @@ pub enum EffectInterval {
     /// effects.
     #[serde(rename = "confidence sequence, asymptotic (Waudby-Smith et al. 2024)")]
     Asymptotic,
+    /// Gaussian differences of scores in a declared range (since
+    /// [`Law::Tuned`]): the asymptotic and the betting confidence
+    /// sequences, each at α/2, intersected with each other and with the
+    /// range the differences can take.
+    #[serde(
+        rename = "confidence sequences, asymptotic ∩ betting at α/2 each, within the scores' range"
+    )]
+    Bounded,
 }
 
 impl EffectInterval {
@@ -1132,6 +1202,9 @@ impl EffectInterval {
             EffectInterval::Betting => "confidence sequence, betting (Waudby-Smith & Ramdas 2024)",
             EffectInterval::Asymptotic => {
                 "confidence sequence, asymptotic (Waudby-Smith et al. 2024)"
+            }
+            EffectInterval::Bounded => {
+                "confidence sequences, asymptotic ∩ betting at α/2 each, within the scores' range"
             }
         }
     }

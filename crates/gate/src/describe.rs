@@ -150,8 +150,15 @@ fn sequential(d: &SequentialDetails, scale: &Scale) -> String {
     };
     let effect = match (scale.effect(d), d.effect) {
         (Some(shown), Some(e)) => format!(
-            "; effect — {} (95 % {}, shown only)",
+            "; effect — {} ({} {}, shown only)",
             shown.text,
+            // With the decision's bound first, the method named is the
+            // two-sided interval's.
+            if e.bound.is_some() {
+                "two-sided:"
+            } else {
+                "95 %"
+            },
             e.interval
                 .map_or("fixed-sample interval", EffectInterval::as_str)
         ),

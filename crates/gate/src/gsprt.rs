@@ -391,13 +391,47 @@ impl SequentialTest for PairedGsprt {
 /// path (`update_SPRT` with `elo_model = "BayesElo"`).
 pub fn llr_counts(counts: &[u64], elo: EloBounds) -> f64 {
     let (total, pdf) = regularized_pdf(counts);
-    let (q0, q1) = match elo.model {
-        EloModel::Logistic => (
-            mle_with_mean(&pdf, logistic_score(elo.elo0)),
-            mle_with_mean(&pdf, logistic_score(elo.elo1)),
-        ),
+    let q0 = hypothesis(&pdf, elo.model, elo.elo0);
+    let q1 = hypothesis(&pdf, elo.model, elo.elo1);
+    total
+        * pdf
+            .iter()
+            .zip(q0.iter().zip(&q1))
+            .map(|(&(_, p), (a, b))| p * (b.ln() - a.ln()))
+            .sum::<f64>()
+}
+
+/// The expected score per outcome (0 … 1: a loss 0, a draw ½, a win 1;
+/// per game pair for pentanomial) of the maximum-likelihood distribution
+/// the GSPRT puts on `counts` under a hypothesis of `elo` in `model`'s
+/// unit: how a bound on the Elo reads as a bound on the score.
+pub(crate) fn expected_score(counts: &[u64], model: EloModel, elo: f64) -> f64 {
+    // The logistic hypothesis *is* a mean score: taken as it is, not as
+    // the mean of the distribution solved for it (equal up to the root's
+    // precision), so that an Elo of 0 reads as exactly 0.
+    if model == EloModel::Logistic {
+        return logistic_score(elo);
+    }
+    if model == EloModel::Normalized && elo == 0.0 {
+        return 0.5;
+    }
+    let (_, pdf) = regularized_pdf(counts);
+    hypothesis(&pdf, model, elo)
+        .iter()
+        .zip(&pdf)
+        .map(|(q, (a, _))| q * a)
+        .sum()
+}
+
+/// The maximum-likelihood distribution on the support of `pdf` under a
+/// hypothesis of `elo` in `model`'s unit: fishtest's `LLR_logistic`,
+/// `LLR_normalized`, or its BayesElo path (`update_SPRT` with `elo_model =
+/// "BayesElo"`).
+fn hypothesis(pdf: &[(f64, f64)], model: EloModel, elo: f64) -> Vec<f64> {
+    match model {
+        EloModel::Logistic => mle_with_mean(pdf, logistic_score(elo)),
         EloModel::BayesElo => {
-            // The draw Elo of the regularized trinomial counts, and each
+            // The draw Elo of the regularized trinomial counts, and the
             // bound's expected score P(win) + ½P(draw) under it.
             let p = |i: usize| pdf[i].1;
             let (loss, win) = (p(0), p(pdf.len() - 1));
@@ -407,30 +441,17 @@ pub fn llr_counts(counts: &[u64], elo: EloBounds) -> f64 {
                 let l = 1.0 / (1.0 + 10f64.powf((belo + drawelo) / 400.0));
                 w + 0.5 * (1.0 - w - l)
             };
-            (
-                mle_with_mean(&pdf, score(elo.elo0)),
-                mle_with_mean(&pdf, score(elo.elo1)),
-            )
+            mle_with_mean(pdf, score(elo))
         }
         EloModel::Normalized => {
-            let per_pair = if counts.len() == 5 {
+            let per_pair = if pdf.len() == 5 {
                 std::f64::consts::SQRT_2
             } else {
                 1.0
             };
-            let t = |nelo: f64| nelo / NELO_PER_T * per_pair;
-            (
-                mle_with_t_value(&pdf, 0.5, t(elo.elo0)),
-                mle_with_t_value(&pdf, 0.5, t(elo.elo1)),
-            )
+            mle_with_t_value(pdf, 0.5, elo / NELO_PER_T * per_pair)
         }
-    };
-    total
-        * pdf
-            .iter()
-            .zip(q0.iter().zip(&q1))
-            .map(|(&(_, p), (a, b))| p * (b.ln() - a.ln()))
-            .sum::<f64>()
+    }
 }
 
 /// The counts as (score, frequency) pairs with their total, an empty class

@@ -57,6 +57,7 @@
 mod bench_stage;
 pub mod benchmarks;
 mod betting;
+mod bound;
 mod calibrate;
 mod decide;
 mod describe;
@@ -71,18 +72,22 @@ mod sprt;
 mod stages;
 
 pub use bench_stage::{BenchmarkRow, BenchmarksDetails};
-pub use betting::{BettingCapital, BettingTest, ValidInterval, betting_interval};
+pub use betting::{
+    BettingCapital, BettingTest, ValidInterval, betting_interval, betting_lower_bound,
+    betting_upper_bound,
+};
 pub use calibrate::{
     Assumptions, CALIBRATION_ROWS, CalibrationMethod, CalibrationRow, Effect, MonteCarloEstimate,
     OperatingPoint, WaldApproximation, calibration_table, exact_bernoulli, monte_carlo,
     power_warning, sample_game, wald_bernoulli,
 };
 pub use decide::{
-    BaselineWorld, EffectEstimate, EffectInterval, GateStatus, GuardrailDetails, GuardrailResult,
-    InvariantsDetails, KIND_DECISION, Law, Outcome, Question, RejectCause, SequentialDetails,
-    Stage, StageDetails, StageReport, StageState, SuiteReport, SuiteRun, TaskOrder, TestFigures,
-    TestsDetails, TooFewTasks, TraceHead, Undeclared, Verdict, VerificationDetails, baseline_world,
-    decide, decide_at, decide_in, decide_recorded, recompute_at, verdict_in,
+    BaselineWorld, BoundSide, DecisionBound, EffectEstimate, EffectInterval, GateStatus,
+    GuardrailDetails, GuardrailResult, InvariantsDetails, KIND_DECISION, Law, Outcome, Question,
+    RejectCause, SequentialDetails, Stage, StageDetails, StageReport, StageState, SuiteReport,
+    SuiteRun, TaskOrder, TestFigures, TestsDetails, TooFewTasks, TraceHead, Undeclared, Verdict,
+    VerificationDetails, baseline_world, decide, decide_at, decide_in, decide_recorded,
+    recompute_at, verdict_in,
 };
 pub use error::{Error, Result};
 pub use gsprt::{

@@ -339,8 +339,10 @@ pub struct ClassPolicy {
     /// Pass threshold of a task score (bernoulli; default 1.0).
     #[serde(default)]
     pub pass_threshold: Option<f64>,
-    /// The range every score lies in (betting; default `[0, 1]`): a score
-    /// outside it is refused, never clipped. Not serialized when absent.
+    /// The range every score lies in (betting, default `[0, 1]`; gaussian,
+    /// optional: under the tuned law it bounds the effect's interval): a
+    /// score outside it is refused, never clipped. Not serialized when
+    /// absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub range: Option<[f64; 2]>,
     /// Null hypothesis in `elo_model`'s unit (paired).
@@ -696,8 +698,11 @@ impl ClassPolicy {
                 format!("[{lo}, {hi}] must be two finite numbers, the lower first"),
             ));
         }
-        if self.range.is_some() && self.test != TestKind::Betting {
-            return Err(bad(f("range"), "only the betting test reads a range"));
+        if self.range.is_some() && !matches!(self.test, TestKind::Betting | TestKind::Gaussian) {
+            return Err(bad(
+                f("range"),
+                "only the betting and gaussian tests read a range",
+            ));
         }
         match self.test {
             TestKind::Betting => {

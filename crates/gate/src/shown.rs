@@ -24,7 +24,9 @@ use ratchet_records::Direction;
 use ratchet_trace::Verified;
 use serde::Serialize;
 
-use crate::decide::{SequentialDetails, Stage, StageDetails, TestFigures, Verdict};
+use crate::decide::{
+    BoundSide, DecisionBound, SequentialDetails, Stage, StageDetails, TestFigures, Verdict,
+};
 use crate::{ClassPolicy, Law, TestKind};
 
 /// Significant digits of every figure shown.
@@ -315,12 +317,25 @@ impl Scale {
         } else {
             "no difference"
         };
-        let text = format!(
-            "{measure}: {} [{}, {}] ({reads_as}: {better})",
-            signed(value, unit),
-            signed(low, unit),
-            signed(high, unit),
-        );
+        let bound = e.bound.map(|b| BoundShown::of(b, flip, unit));
+        let text = match &bound {
+            // The decision's own bound leads: the two-sided interval
+            // beside a promote often reaches below 0 and, read alone,
+            // says "maybe worse" of a candidate the test showed better.
+            Some(b) => format!(
+                "{}; two-sided 95 % interval [{}, {}]; {measure}: {} ({reads_as}: {better})",
+                b.text,
+                signed(low, unit),
+                signed(high, unit),
+                signed(value, unit),
+            ),
+            None => format!(
+                "{measure}: {} [{}, {}] ({reads_as}: {better})",
+                signed(value, unit),
+                signed(low, unit),
+                signed(high, unit),
+            ),
+        };
         Some(EffectShown {
             measure,
             scorer: self.scorer.clone(),
@@ -331,6 +346,7 @@ impl Scale {
             n: e.n,
             reads_as,
             better,
+            bound,
             text,
         })
     }
@@ -386,9 +402,78 @@ pub struct EffectShown {
     pub reads_as: &'static str,
     /// Which way is better (`lower is better`, …).
     pub better: &'static str,
+    /// The one-sided bound that matches the test's decision (verdicts of
+    /// [`Law::Tuned`] on; `None` before, or for a test still open).
+    pub bound: Option<BoundShown>,
     /// All of it in words: `candidate − baseline: -40.7 µs [-45.1 µs,
-    /// -36.2 µs] (an improvement: lower is better)`.
+    /// -36.2 µs] (an improvement: lower is better)`; with a bound, that
+    /// first: `promoted: improvement ≥ +0.031 (one-sided, α = 0.05, always
+    /// valid); two-sided 95 % interval [-0.012, +0.094]; …`.
     pub text: String,
+}
+
+/// A [`DecisionBound`] as a person reads it: as an improvement (positive
+/// is better, whatever the scorer's direction) and, for a lower-is-better
+/// scorer, as candidate − baseline in its unit too.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BoundShown {
+    /// `lower` (a promote: the improvement is at least `improvement`) or
+    /// `upper` (a reject: at most).
+    pub side: BoundSide,
+    /// The miss rate it holds at: the test's α (lower) or β (upper).
+    pub level: f64,
+    /// The bound on the improvement (positive is better).
+    pub improvement: f64,
+    /// The bound as candidate − baseline in the scorer's own direction
+    /// (`−improvement` for a lower-is-better scorer): with `side` flipped
+    /// for such a scorer, it bounds [`EffectShown::value`].
+    pub value: f64,
+    /// What it is set against, as an improvement: 0 (the test's null) for
+    /// a promote, the design gap for a reject.
+    pub against: f64,
+    /// In words: `promoted: improvement ≥ +0.031 (one-sided, α = 0.05,
+    /// always valid)`; `rejected: improvement ≤ +0.07, below the gap +0.1
+    /// (one-sided, β = 0.1, always valid)`.
+    pub text: String,
+}
+
+impl BoundShown {
+    fn of(b: DecisionBound, flip: bool, unit: Unit) -> BoundShown {
+        let value = if flip { -b.value } else { b.value };
+        // For a lower-is-better scorer an improvement is a fall: the same
+        // bound said as candidate − baseline too, so that no sign is
+        // left to guess.
+        let as_difference = |rel: &str| {
+            if flip {
+                format!(", i.e. candidate − baseline {rel} {}", signed(value, unit))
+            } else {
+                String::new()
+            }
+        };
+        let text = match b.side {
+            BoundSide::Lower => format!(
+                "promoted: improvement ≥ {}{} (one-sided, α = {}, always valid)",
+                signed(b.value, unit),
+                as_difference("≤"),
+                sig(b.level)
+            ),
+            BoundSide::Upper => format!(
+                "rejected: improvement ≤ {}, below the gap {}{} (one-sided, β = {}, always valid)",
+                signed(b.value, unit),
+                signed(b.against, unit),
+                as_difference("≥"),
+                sig(b.level)
+            ),
+        };
+        BoundShown {
+            side: b.side,
+            level: b.level,
+            improvement: b.value,
+            value,
+            against: b.against,
+            text,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -442,6 +527,7 @@ mod tests {
                 ci_low: 3.62e-5,
                 ci_high: 4.51e-5,
                 interval: None,
+                bound: None,
             }),
             max_n: 1000,
             decision: crate::Decision::Promote,
@@ -459,6 +545,89 @@ mod tests {
         assert_eq!(
             higher.effect(&fig).expect("an effect").text,
             "candidate − baseline: +40.7 µs [+36.2 µs, +45.1 µs] (an improvement: higher is better)"
+        );
+    }
+
+    fn promoted_with(bound: DecisionBound) -> SequentialDetails {
+        SequentialDetails {
+            test: TestFigures::Betting {
+                design: "paired differences, betting".into(),
+                effect_measure: "mean difference (candidate − baseline)".into(),
+                range: [0.0, 1.0],
+                gap: 0.1,
+                log_capital_promote: 3.1,
+                log_capital_reject: -1.0,
+                promote_bound: 3.0,
+                reject_bound: 2.3,
+            },
+            llr: 4.1,
+            n: 400,
+            lower: -2.3,
+            upper: 3.0,
+            wald_lower: -2.3,
+            wald_upper: 2.9,
+            effect: Some(crate::EffectEstimate {
+                n: 400,
+                estimate: 0.07,
+                ci_low: -0.012,
+                ci_high: 0.14,
+                interval: Some(crate::EffectInterval::Betting),
+                bound: Some(bound),
+            }),
+            max_n: 10_000,
+            decision: crate::Decision::Promote,
+            tasks_available: 400,
+            stopped_at_missing_task: None,
+        }
+    }
+
+    #[test]
+    fn a_promote_reads_as_its_one_sided_bound_before_the_two_sided_interval() {
+        let fig = promoted_with(DecisionBound {
+            side: BoundSide::Lower,
+            level: 0.05,
+            value: 0.031,
+            against: 0.0,
+        });
+        let e = Scale::of("accuracy", Direction::HigherIsBetter)
+            .effect(&fig)
+            .expect("an effect");
+        assert_eq!(
+            e.text,
+            "promoted: improvement ≥ +0.031 (one-sided, α = 0.05, always valid); two-sided 95 % interval [-0.012, +0.14]; candidate − baseline: +0.07 (an improvement: higher is better)"
+        );
+        // A lower-is-better scorer: the same bound said both ways.
+        let e = Scale::of("latency_s", Direction::LowerIsBetter)
+            .effect(&fig)
+            .expect("an effect");
+        assert!(
+            e.text.starts_with(
+                "promoted: improvement ≥ +31 ms, i.e. candidate − baseline ≤ -31 ms (one-sided, α = 0.05, always valid)"
+            ),
+            "{}",
+            e.text
+        );
+        assert_eq!(e.bound.map(|b| b.value), Some(-0.031));
+    }
+
+    #[test]
+    fn a_reject_reads_as_its_upper_bound_against_the_gap() {
+        let mut fig = promoted_with(DecisionBound {
+            side: BoundSide::Upper,
+            level: 0.1,
+            value: 0.07,
+            against: 0.1,
+        });
+        fig.decision = crate::Decision::Reject;
+        let e = Scale::of("accuracy", Direction::HigherIsBetter)
+            .effect(&fig)
+            .expect("an effect");
+        assert!(
+            e.text.starts_with(
+                "rejected: improvement ≤ +0.07, below the gap +0.1 (one-sided, β = 0.1, always valid); two-sided 95 % interval"
+            ),
+            "{}",
+            e.text
         );
     }
 }

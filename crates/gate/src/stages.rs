@@ -11,10 +11,10 @@ use ratchet_trace::{
 };
 
 use crate::decide::{
-    EffectEstimate, EffectInterval, GuardrailDetails, GuardrailResult, InvariantsDetails, Law,
-    Outcome, Question, RejectCause, SequentialDetails, Stage, StageDetails, StageReport,
-    StageState, SuiteReport, SuiteRun, TaskOrder, TestFigures, TestsDetails, TooFewTasks,
-    Undeclared, Verdict, VerificationDetails,
+    BoundSide, DecisionBound, EffectEstimate, EffectInterval, GuardrailDetails, GuardrailResult,
+    InvariantsDetails, Law, Outcome, Question, RejectCause, SequentialDetails, Stage, StageDetails,
+    StageReport, StageState, SuiteReport, SuiteRun, TaskOrder, TestFigures, TestsDetails,
+    TooFewTasks, Undeclared, Verdict, VerificationDetails,
 };
 use crate::error::{Error, Result};
 use crate::gsprt::Pairing;
@@ -719,12 +719,17 @@ pub(crate) fn lower_is_better(
 /// The effect estimate of a verdict ([`EffectEstimate`]): under the first
 /// law a fixed-sample normal interval, as it was recorded; now an
 /// always-valid one — the betting confidence sequence when the effects are
-/// bounded in `[−width, width]`, else the asymptotic one tuned to `max_n`.
+/// bounded in `[−width, width]` (`Bounded::Betting`), else the asymptotic
+/// one tuned to `max_n`; under [`Law::Tuned`] a gaussian class that
+/// declares its scores' range (`Bounded::Declared`) has the asymptotic one
+/// cut to what the range allows (below), and the one-sided `bound` that
+/// matches the decision is recorded beside the interval.
 fn effect_estimate(
     xs: &[f64],
     law: Law,
-    width: Option<f64>,
+    width: Bounded,
     max_n: u64,
+    bound: Option<DecisionBound>,
 ) -> Result<Option<EffectEstimate>> {
     if xs.len() < 2 {
         return Ok(None);
@@ -732,27 +737,53 @@ fn effect_estimate(
     let n = xs.len() as f64;
     let mean = xs.iter().sum::<f64>() / n;
     let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
+    let betting = |w: f64, alpha: f64| -> Result<(f64, f64)> {
+        let unit: Vec<f64> = xs
+            .iter()
+            .map(|d| ((d / w + 1.0) / 2.0).clamp(0.0, 1.0))
+            .collect();
+        let cs = crate::betting::betting_interval(&unit, alpha)?;
+        Ok((w * (2.0 * cs.low - 1.0), w * (2.0 * cs.high - 1.0)))
+    };
+    let asymptotic = |alpha: f64| -> Result<(f64, f64)> {
+        let cs = crate::noninferiority::ConfidenceSequence::new(alpha, max_n)?;
+        let half = cs.half_width(xs.len() as u64, var.sqrt());
+        Ok((mean - half, mean + half))
+    };
     let (ci_low, ci_high, interval) = match (law, width) {
         (Law::NameOrder, _) => {
             let half = 1.959_963_984_540_054 * (var / n).sqrt();
             (mean - half, mean + half, None)
         }
-        (_, Some(w)) => {
-            let unit: Vec<f64> = xs
-                .iter()
-                .map(|d| ((d / w + 1.0) / 2.0).clamp(0.0, 1.0))
-                .collect();
-            let cs = crate::betting::betting_interval(&unit, EFFECT_ALPHA)?;
-            (
-                w * (2.0 * cs.low - 1.0),
-                w * (2.0 * cs.high - 1.0),
-                Some(EffectInterval::Betting),
-            )
+        (_, Bounded::Betting(w)) => {
+            let (low, high) = betting(w, EFFECT_ALPHA)?;
+            (low, high, Some(EffectInterval::Betting))
         }
-        (_, None) => {
-            let cs = crate::noninferiority::ConfidenceSequence::new(EFFECT_ALPHA, max_n)?;
-            let half = cs.half_width(xs.len() as u64, var.sqrt());
-            (mean - half, mean + half, Some(EffectInterval::Asymptotic))
+        // The asymptotic sequence knows nothing of a range: tuned to a
+        // max_n of 20,000 it is 1.3–3.3 wide early on for differences that
+        // cannot leave [−1, 1] (issue 40, finding 6). Scores in a declared
+        // range make the betting sequence valid too. Taking whichever of
+        // the two is narrower on the data would not be: the choice would
+        // look at the outcomes, and the pair covers only at 1 − 2α by the
+        // union bound. Each at α/2, both intersected, covers at 1 − α (the
+        // union bound again, at every n at once), and the range itself
+        // costs nothing: it holds surely.
+        (law, Bounded::Declared(w)) if law >= Law::Tuned => {
+            let (a_low, a_high) = asymptotic(EFFECT_ALPHA / 2.0)?;
+            let (b_low, b_high) = betting(w, EFFECT_ALPHA / 2.0)?;
+            let (low, high) = (a_low.max(b_low).max(-w), a_high.min(b_high).min(w));
+            // Disjoint: one of the two missed (at most α of the time); the
+            // betting one alone, which needs no asymptotics, is shown.
+            let (low, high) = if low <= high {
+                (low, high)
+            } else {
+                (b_low, b_high)
+            };
+            (low, high, Some(EffectInterval::Bounded))
+        }
+        (_, Bounded::Declared(_) | Bounded::No) => {
+            let (low, high) = asymptotic(EFFECT_ALPHA)?;
+            (low, high, Some(EffectInterval::Asymptotic))
         }
     };
     Ok(Some(EffectEstimate {
@@ -761,7 +792,21 @@ fn effect_estimate(
         ci_low,
         ci_high,
         interval,
+        bound: bound.filter(|_| law >= Law::Tuned),
     }))
+}
+
+/// What bounds the per-observation effects of a sequential test.
+#[derive(Debug, Clone, Copy)]
+enum Bounded {
+    /// Bounded in `[−w, w]` by the test itself (pass-rate differences,
+    /// game scores, betting's range): the betting confidence sequence.
+    Betting(f64),
+    /// Gaussian differences of scores in a range the policy declares,
+    /// `[−w, w]` for its width `w` (since [`Law::Tuned`]).
+    Declared(f64),
+    /// Nothing known.
+    No,
 }
 
 /// The effect interval's miss rate (a 95 % interval).
@@ -776,6 +821,8 @@ struct Run {
     /// The per-observation effect on the policy's scale, for the estimate.
     diffs: Vec<f64>,
     test: TestFigures,
+    /// The one-sided bound that matches the decision ([`crate::bound`]).
+    bound: Option<DecisionBound>,
 }
 
 /// Stage 3, the sequential test, fed the pairs in the baseline's trace
@@ -841,7 +888,9 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
             ),
         );
     }
-    if p.test == TestKind::Betting {
+    // A gaussian class's declared range (since the tuned law) bounds its
+    // interval, so a score outside it is refused as betting refuses one.
+    if p.test == TestKind::Betting || (p.range.is_some() && law >= Law::Tuned) {
         let [lo, hi] = p.score_range();
         if let Some(x) = base.iter().chain(&cand).find(|x| !(lo..=hi).contains(*x)) {
             push(
@@ -849,15 +898,20 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
                 Stage::Sequential,
                 StageState::Failed,
                 StageDetails::TooFewTasks(TooFewTasks {
-                    test: Some(TestKind::Betting),
+                    test: Some(p.test),
                     tasks: base.len(),
                 }),
             );
+            let judge = if p.test == TestKind::Betting {
+                "the betting test cannot judge it"
+            } else {
+                "the interval it bounds would not hold"
+            };
             return reject(
                 Stage::Sequential,
                 RejectCause::MissingEvidence,
                 format!(
-                    "a {} score of {x} is outside the policy's range [{lo}, {hi}]: the betting test cannot judge it (set `range` to the scores' true bounds, or choose another test)",
+                    "a {} score of {x} is outside the policy's range [{lo}, {hi}]: {judge} (set `range` to the scores' true bounds, or choose another test)",
                     p.scorer
                 ),
             );
@@ -916,17 +970,19 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
         bounds: (lower, upper),
         diffs,
         test,
+        bound,
     } = run;
     // The per-observation effects are bounded for every kind but gaussian:
     // pass-rate differences and game scores in [−1, 1], betting's in the
-    // range's width.
-    let effect_width = match p.test {
-        TestKind::Gaussian | TestKind::Benchmarks | TestKind::None => None,
-        TestKind::Betting => {
+    // range's width; gaussian's when the policy declares its range.
+    let effect_width = match (p.test, p.range) {
+        (TestKind::Gaussian, Some([lo, hi])) => Bounded::Declared(hi - lo),
+        (TestKind::Gaussian | TestKind::Benchmarks | TestKind::None, _) => Bounded::No,
+        (TestKind::Betting, _) => {
             let [lo, hi] = p.score_range();
-            Some(hi - lo)
+            Bounded::Betting(hi - lo)
         }
-        TestKind::Bernoulli | TestKind::Paired => Some(1.0),
+        (TestKind::Bernoulli | TestKind::Paired, _) => Bounded::Betting(1.0),
     };
     let wald = p.boundaries()?;
     push(
@@ -945,7 +1001,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
             upper,
             wald_lower: wald.lower(),
             wald_upper: wald.upper(),
-            effect: effect_estimate(&diffs, law, effect_width, p.max_n)?,
+            effect: effect_estimate(&diffs, law, effect_width, p.max_n, bound)?,
             max_n: p.max_n,
             decision,
             tasks_available: base.len(),
@@ -1031,12 +1087,14 @@ fn bernoulli(q: &Question<'_>, sign: f64, base: &[f64], cand: &[f64], law: Law) 
         }
     }
     let b = t.boundaries();
+    let bound = bernoulli_bound(&t, diffs.len(), p);
     Ok(Run {
         decision: t.decision(),
         llr: t.llr(),
         n: t.n(),
         bounds: (b.lower(), b.upper()),
         diffs,
+        bound,
         test: TestFigures::Bernoulli {
             design: "discordant pairs".into(),
             effect_measure: "pass-rate difference (candidate − baseline)".into(),
@@ -1112,12 +1170,14 @@ fn gaussian(q: &Question<'_>, base: &[f64], cand: &[f64]) -> Result<Run> {
     let mut t = p.gaussian_test()?;
     let diffs = feed_differences(&mut t, base, cand)?;
     let b = t.boundaries();
+    let bound = gaussian_bound(&t, p);
     Ok(Run {
         decision: t.decision(),
         llr: t.llr(),
         n: t.n(),
         bounds: (b.lower(), b.upper()),
         diffs,
+        bound,
         test: TestFigures::Gaussian {
             design: "paired differences".into(),
             effect_measure: "mean difference (candidate − baseline)".into(),
@@ -1135,12 +1195,14 @@ fn betting(q: &Question<'_>, base: &[f64], cand: &[f64]) -> Result<Run> {
     let p = q.policy;
     let mut t = p.betting_test()?;
     let diffs = feed_differences(&mut t, base, cand)?;
+    let bound = betting_bound(&t, &diffs, p)?;
     Ok(Run {
         decision: t.decision(),
         llr: t.llr(),
         n: t.n(),
         bounds: (-t.reject_bound(), t.promote_bound()),
         diffs,
+        bound,
         test: TestFigures::Betting {
             design: "paired differences, betting e-process (Waudby-Smith & Ramdas 2024)".into(),
             effect_measure: "mean difference (candidate − baseline)".into(),
@@ -1152,6 +1214,146 @@ fn betting(q: &Question<'_>, base: &[f64], cand: &[f64]) -> Result<Run> {
             reject_bound: t.reject_bound(),
         },
     })
+}
+
+/// The bound matching a promote (lower, at α, against `null`) or a
+/// reject (upper, at β, against `gap`) of a test run under `p`.
+fn decision_bound(
+    decision: Decision,
+    p: &crate::ClassPolicy,
+    value: f64,
+    null: f64,
+    gap: f64,
+) -> Option<DecisionBound> {
+    let (side, level, against) = match decision {
+        Decision::Promote => (BoundSide::Lower, p.alpha, null),
+        Decision::Reject => (BoundSide::Upper, p.beta, gap),
+        Decision::Continue | Decision::Truncated => return None,
+    };
+    Some(DecisionBound {
+        side,
+        level,
+        value,
+        against,
+    })
+}
+
+/// The discordant-pair test inverted ([`crate::bound::shifted`]): θ0 + m
+/// against θ1 + m on the same wins and losses, read as a pass-rate
+/// difference through the share of the `pairs` read that were discordant
+/// (a bound on the difference *given* which tasks were discordant: the
+/// test conditions on them, and `2θ − 1` times that share is the expected
+/// difference over the pairs read).
+fn bernoulli_bound(
+    t: &crate::sprt::BernoulliSprt,
+    pairs: usize,
+    p: &crate::ClassPolicy,
+) -> Option<DecisionBound> {
+    let (theta0, theta1) = t.hypotheses();
+    let (wins, losses) = (t.successes() as f64, (t.n() - t.successes()) as f64);
+    let llr = |m: f64| {
+        if m == 0.0 {
+            return t.llr();
+        }
+        wins * ((theta1 + m) / (theta0 + m)).ln()
+            + losses * ((1.0 - theta1 - m) / (1.0 - theta0 - m)).ln()
+    };
+    let b = t.boundaries();
+    let span = (1e-9 - theta0, 1.0 - theta1 - 1e-9);
+    let m = crate::bound::shifted(llr, t.decision(), (b.lower(), b.upper()), span, 1e-3)?;
+    let share = t.n() as f64 / pairs.max(1) as f64;
+    let theta = match t.decision() {
+        Decision::Promote => theta0 + m,
+        _ => theta1 + m,
+    };
+    decision_bound(
+        t.decision(),
+        p,
+        share * (2.0 * theta - 1.0),
+        share * (2.0 * theta0 - 1.0),
+        share * (2.0 * theta1 - 1.0),
+    )
+}
+
+/// The paired-difference SPRT inverted: its LLR `(gap/σ̂²)(S − n(m +
+/// gap/2))` for means m against m + gap is linear in m, so the edge is
+/// where it meets the boundary, in closed form.
+fn gaussian_bound(t: &GaussianSprt, p: &crate::ClassPolicy) -> Option<DecisionBound> {
+    let v = t.variance().filter(|v| *v > 0.0)?;
+    let gap = p.gap.unwrap_or_default();
+    let n = t.n() as f64;
+    let b = t.boundaries();
+    let value = match t.decision() {
+        Decision::Promote => (t.llr() - b.upper()) * v / (gap * n),
+        Decision::Reject => (t.llr() - b.lower()) * v / (gap * n) + gap,
+        Decision::Continue | Decision::Truncated => return None,
+    };
+    decision_bound(t.decision(), p, value, 0.0, gap)
+}
+
+/// The betting test inverted: the same capitals at every hypothesised
+/// mean ([`crate::betting_lower_bound`], [`crate::betting_upper_bound`]),
+/// probed first at the test's own.
+fn betting_bound(
+    t: &crate::BettingTest,
+    diffs: &[f64],
+    p: &crate::ClassPolicy,
+) -> Result<Option<DecisionBound>> {
+    let w = t.width();
+    // The test's own mapping to [0, 1], so that its hypotheses are met
+    // bit for bit.
+    let unit: Vec<f64> = diffs.iter().map(|d| (d / w + 1.0) / 2.0).collect();
+    let value = match t.decision() {
+        Decision::Promote => crate::betting::betting_lower_bound(&unit, p.alpha, 0.5)?,
+        Decision::Reject => {
+            let m1 = (t.gap() / w + 1.0) / 2.0;
+            crate::betting::betting_upper_bound(&unit, p.beta, m1)?
+        }
+        Decision::Continue | Decision::Truncated => return Ok(None),
+    };
+    Ok(decision_bound(
+        t.decision(),
+        p,
+        w * (2.0 * value - 1.0),
+        0.0,
+        t.gap(),
+    ))
+}
+
+/// The paired GSPRT inverted: both Elo hypotheses shifted together, the
+/// edge read as a score per game (`2s − 1`, the effect's measure) under
+/// the GSPRT's own maximum-likelihood distribution at that Elo. Above the
+/// null's score (0 for an Elo of 0) exactly when the test promoted.
+fn paired_bound(t: &crate::PairedGsprt, p: &crate::ClassPolicy) -> Option<DecisionBound> {
+    let elo = t.elo();
+    let counts = t.counts();
+    let llr = |m: f64| {
+        if m == 0.0 {
+            return t.llr();
+        }
+        crate::gsprt::llr_counts(
+            counts,
+            crate::EloBounds {
+                model: elo.model,
+                elo0: elo.elo0 + m,
+                elo1: elo.elo1 + m,
+            },
+        )
+    };
+    let span = (-2000.0 - elo.elo0, 2000.0 - elo.elo1);
+    let m = crate::bound::shifted(llr, t.decision(), t.effective_boundaries(), span, 1.0)?;
+    let effect = |e: f64| 2.0 * crate::gsprt::expected_score(counts, elo.model, e) - 1.0;
+    let at = match t.decision() {
+        Decision::Promote => elo.elo0 + m,
+        _ => elo.elo1 + m,
+    };
+    decision_bound(
+        t.decision(),
+        p,
+        effect(at),
+        effect(elo.elo0),
+        effect(elo.elo1),
+    )
 }
 
 /// A game's class from one side's score against the other's (judged
@@ -1263,12 +1465,14 @@ fn paired(
         .map(|&label| Cow::Borrowed(label))
         .zip(t.counts().iter().copied())
         .collect();
+    let bound = paired_bound(&t, p);
     Ok(Run {
         decision: t.decision(),
         llr: t.llr(),
         n: t.n(),
         bounds: t.effective_boundaries(),
         diffs,
+        bound,
         test: TestFigures::Paired {
             pairing: t.pairing(),
             effect_measure: "score − ½ per game (wins count +½, losses −½)".into(),

@@ -116,7 +116,7 @@ fn decided(
             writeln!(
                 out,
                 "It read **{tasks} tasks** scored on both sides ({}): the {} sequential test, under {ab}, stopped after {} observations at statistic {:+.3} (boundaries {:+.3} and {:+.3}).\n\
-                 Effect, {}: **{}** — {}: {} — 95 % interval {} to {} ({iv}).",
+                 Effect, {}: **{}** — {}: {} — {}95 % interval {} to {} ({iv}).",
                 md(
                     &decision_scorer(view, d).unwrap_or_else(|| "?".into()),
                     As::Code
@@ -130,6 +130,11 @@ fn decided(
                 signed(e.value, e.unit),
                 e.reads_as,
                 e.better,
+                // The decision's own one-sided bound first: the two-sided
+                // interval alone reads "maybe worse" beside most promotes.
+                e.bound
+                    .as_ref()
+                    .map_or_else(String::new, |b| format!("**{}**; two-sided ", b.text)),
                 signed(e.low, e.unit),
                 signed(e.high, e.unit),
             )?;

@@ -32,15 +32,19 @@ def _stage_row(s: StageReport) -> str:
     if s.measure and effect:
         effect = f'<span title="{html.escape(s.effect_shown or s.measure)}">{effect}</span>'
     n = "" if s.n is None else f"{s.n} {html.escape(s.n_of or '')}"
+    # The decided test's own one-sided bound, in its own column: the
+    # two-sided interval alone reads "maybe worse" beside most promotes.
+    bound = html.escape(s.bound_text or "")
     return (
         f"<tr><td>{html.escape(s.name)}</td><td>{result}</td><td>{effect}</td>"
-        f"<td>{interval}</td><td>{n}</td></tr>"
+        f"<td>{bound}</td><td>{interval}</td><td>{n}</td></tr>"
     )
 
 
 def _verdict_repr_html(self: Verdict) -> str:
     """A verdict as an HTML table, for notebooks: per stage its result, effect
-    estimate (hover for what it measures), 95 % interval and N."""
+    estimate (hover for what it measures), the one-sided bound that matches
+    the decision, the two-sided 95 % interval and N."""
     import html
 
     rows = "".join(_stage_row(s) for s in self.stages)
@@ -49,7 +53,8 @@ def _verdict_repr_html(self: Verdict) -> str:
         f"<p><b>{html.escape(self.status.upper())}</b> — class {html.escape(self.class_name)}: "
         f"candidate <code>{html.escape(self.candidate[:8])}</code> against baseline "
         f"<code>{html.escape(self.baseline[:8])}</code></p>{reason}"
-        "<table><tr><th>stage</th><th>result</th><th>effect</th><th>95 % interval</th>"
+        "<table><tr><th>stage</th><th>result</th><th>effect</th><th>the decision's bound</th>"
+        "<th>two-sided 95 % interval</th>"
         f"<th>N</th></tr>{rows}</table>"
     )
 

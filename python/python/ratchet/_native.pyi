@@ -241,6 +241,23 @@ class StageReport:
         """The effect in words: ``candidate − baseline: -40.7 µs [-45.1 µs,
         -36.2 µs] (an improvement: lower is better)``."""
     @property
+    def bound(self) -> Optional[float]:
+        """The one-sided bound that matches the sequential test's decision,
+        on the improvement (positive is better, whatever the scorer's
+        direction), in ``unit``: a promote's lower bound (above 0 exactly
+        when it promoted), a reject's upper bound (below the gap). None for
+        verdicts before law 4, a test still open, and other stages."""
+    @property
+    def bound_side(self) -> Optional[str]:
+        """``lower`` (the improvement is at least ``bound``) or ``upper`` (at most)."""
+    @property
+    def bound_level(self) -> Optional[float]:
+        """The miss rate the bound holds at: the test's α (lower) or β (upper)."""
+    @property
+    def bound_text(self) -> Optional[str]:
+        """The bound in words: ``promoted: improvement ≥ +0.031 (one-sided,
+        α = 0.05, always valid)``."""
+    @property
     def shown(self) -> str:
         """The stage in one line, as ``ratchet gate`` prints it."""
 

@@ -10,6 +10,7 @@ mod attacks;
 mod authority;
 mod benchmarks;
 mod boundaries;
+mod bounds_40;
 mod ci_recipe;
 mod commands;
 mod common;

@@ -46,8 +46,14 @@ fn a_faster_candidate_reads_as_a_negative_difference_in_microseconds() {
     assert!(!words.contains("0.0000"), "zeros for a timing:\n{words}");
     assert!(
         words.contains("candidate − baseline: -40.")
-            && words.contains(" µs [-4")
+            && words.contains("two-sided 95 % interval [-4")
             && words.contains("(an improvement: lower is better)"),
+        "{words}"
+    );
+    // The promote's own bound, said both ways for a lower-is-better timing.
+    assert!(
+        words.contains("promoted: improvement ≥ +")
+            && words.contains(" µs, i.e. candidate − baseline ≤ -"),
         "{words}"
     );
 
@@ -63,12 +69,7 @@ fn a_faster_candidate_reads_as_a_negative_difference_in_microseconds() {
     assert!(shown["text"].as_str().expect("text").contains("µs"), "{v}");
     // The recorded verdict is the gate's, unchanged: judged on negated
     // times, its estimate is positive (better).
-    let recorded = v["stages"]
-        .as_array()
-        .expect("stages")
-        .iter()
-        .find(|s| s["stage"] == "sequential")
-        .expect("the sequential stage");
+    let recorded = common::sequential_stage(&v);
     let estimate = recorded["details"]["effect"]["estimate"]
         .as_f64()
         .expect("estimate");

@@ -5,6 +5,7 @@
 mod attacks;
 mod benchmarks;
 mod betting;
+mod bounds;
 mod cells_and_declarations;
 mod closure;
 mod common;

@@ -65,7 +65,9 @@ fn a_faster_candidate_reads_as_minus_microseconds_in_the_comment_and_the_report(
     let md = ratchet_report::markdown(&view).expect("markdown");
     assert!(
         md.contains("Effect, candidate − baseline: **-40.")
-            && md.contains(" µs** — an improvement: lower is better — 95 % interval -4")
+            && md.contains(" µs** — an improvement: lower is better — **promoted: improvement ≥ +")
+            && md.contains(" µs, i.e. candidate − baseline ≤ -")
+            && md.contains("(one-sided, α = 0.05, always valid)**; two-sided 95 % interval -4")
             && !md.contains("0.0000"),
         "{md}"
     );
@@ -73,7 +75,9 @@ fn a_faster_candidate_reads_as_minus_microseconds_in_the_comment_and_the_report(
     let banner = &html[html.find("id=\"banner-perf\"").expect("banner")..];
     let banner = &banner[..banner.find("</section>").expect("end")];
     assert!(
-        banner.contains("Effect <b>candidate − baseline: -40.")
+        banner.contains("Effect <b>promoted: improvement ≥ +")
+            && banner.contains("; two-sided 95 % interval [-4")
+            && banner.contains("; candidate − baseline: -40.")
             && banner.contains("(an improvement: lower is better)</b>")
             && !banner.contains("+0.000"),
         "{banner}"

@@ -60,6 +60,17 @@ pub fn fresh_store() -> (tempfile::TempDir, String) {
     (d, st)
 }
 
+/// The recorded sequential stage of `gate --json`'s verdict.
+#[track_caller]
+pub fn sequential_stage(verdict: &serde_json::Value) -> &serde_json::Value {
+    verdict["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .find(|s| s["stage"] == "sequential")
+        .expect("the sequential stage")
+}
+
 /// Asserts that `o`'s output (either stream) contains `needle`, showing all
 /// of it when not: the check most CLI steps end with.
 #[track_caller]
