@@ -1,7 +1,7 @@
 """Type stubs of ratchet._native (checked against the module by mypy.stubtest).
 
 The docstrings here are what an editor shows; the module's own (``help()``)
-say the same in the Rust source, python/src/lib.rs.
+say the same in the Rust source, python/src/ (one module per role).
 """
 
 import os
