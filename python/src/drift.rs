@@ -108,12 +108,23 @@ impl Ewma {
 
 #[pymethods]
 impl PageHinkley {
-    /// A Page–Hinkley test with tolerance `delta` and threshold `lam`.
+    /// A Page–Hinkley test with tolerance `delta` and threshold `lam` in
+    /// σ units of `sigma` (the in-control standard deviation), as `ratchet
+    /// watch --page-hinkley DELTA LAMBDA` takes them, with its defaults;
+    /// `sigma=1.0` reads them in the data's own units.
     #[new]
-    #[pyo3(signature = (delta=0.005, lam=50.0))]
-    fn new(delta: f64, lam: f64) -> PyResult<Self> {
+    #[pyo3(signature = (delta=0.5, lam=50.0, sigma=1.0))]
+    fn new(delta: f64, lam: f64, sigma: f64) -> PyResult<Self> {
+        if !(sigma.is_finite() && sigma > 0.0) {
+            return Err(crate::errors::InvalidInputError::new_err(format!(
+                "sigma {sigma}: the in-control standard deviation must be a finite number > 0"
+            )));
+        }
+        // Scaled as the CLI's live chart scales them (`delta * sd`,
+        // `lambda * sd`): one detector, one unit.
         Ok(PageHinkley {
-            inner: ratchet_drift::PageHinkley::new(delta, lam).map_err(ToPyErr::py)?,
+            inner: ratchet_drift::PageHinkley::new(delta * sigma, lam * sigma)
+                .map_err(ToPyErr::py)?,
         })
     }
 }

@@ -63,12 +63,69 @@ pub(crate) struct Verdict {
     scale: ratchet_gate::shown::Scale,
 }
 
+/// A verdict's outcome (`ratchet_gate::GateStatus`): the one vocabulary the
+/// CLI, its `--json`, the report and the comment read it with. Equal to
+/// its name as text (`status == "promote"`), so code that compared the
+/// text keeps working.
+#[pyclass(module = "ratchet._native", frozen)]
+pub(crate) struct GateStatus {
+    inner: ratchet_gate::GateStatus,
+}
+
+#[pymethods]
+impl GateStatus {
+    /// The name as `--json` serializes it: `promote`, `reject`, `continue`,
+    /// `missing_evidence`, `unverified_trace` or `truncated`.
+    #[getter]
+    fn name(&self) -> &'static str {
+        self.inner.as_str()
+    }
+    /// The outcome as a person reads it, the CLI's words:
+    /// `cannot decide (evidence missing)` for a refusal.
+    #[getter]
+    fn words(&self) -> &'static str {
+        self.inner.words()
+    }
+    /// The words as the CLI's headline: `CANNOT DECIDE (evidence missing)`.
+    #[getter]
+    fn headline(&self) -> String {
+        self.inner.headline()
+    }
+    /// The exit code `ratchet gate` uses for it.
+    #[getter]
+    fn exit_code(&self) -> u8 {
+        self.inner.exit_code()
+    }
+    fn __str__(&self) -> &'static str {
+        self.inner.as_str()
+    }
+    fn __repr__(&self) -> String {
+        format!("GateStatus({:?})", self.inner.as_str())
+    }
+    /// Equal to another status of the same name, or to the name as text.
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        if let Ok(other) = other.cast::<GateStatus>() {
+            return other.get().inner == self.inner;
+        }
+        other
+            .extract::<&str>()
+            .is_ok_and(|text| text == self.inner.as_str())
+    }
+    /// The hash of its name (equal objects hash alike: the status and its
+    /// name as text).
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        pyo3::types::PyString::new(py, self.inner.as_str()).hash()
+    }
+}
+
 #[pymethods]
 impl Verdict {
-    /// `promote`, `reject`, `continue`, `missing_evidence` or `unverified_trace`.
+    /// The outcome ([`GateStatus`]): its name, words, headline and exit code.
     #[getter]
-    fn status(&self) -> PyResult<String> {
-        Ok(self.inner.outcome.status().as_str().to_string())
+    fn status(&self) -> GateStatus {
+        GateStatus {
+            inner: self.inner.outcome.status(),
+        }
     }
     /// The exit code `ratchet gate` would use.
     #[getter]
@@ -140,7 +197,7 @@ impl Verdict {
     fn __repr__(&self) -> PyResult<String> {
         Ok(format!(
             "Verdict(status={:?}, class={:?}, candidate={:?}, baseline={:?})",
-            self.status()?,
+            self.inner.outcome.status().as_str(),
             self.inner.class,
             self.inner.candidate,
             self.inner.baseline
@@ -451,7 +508,8 @@ pub(crate) fn pin_policy(
 }
 
 /// The operating characteristic of a class's test: an Arrow table of
-/// effect_unit, effect, p_promote, expected_n, n_p10, n_p50, n_p90, method.
+/// effect_unit, effect, p_promote, p_truncated (`max_n` reached
+/// undecided), expected_n, n_p10, n_p50, n_p90, method.
 #[pyfunction]
 #[pyo3(signature = (policy, cls, p0=0.5, sigma=1.0, draw=0.3, runs=2000, seed=1))]
 #[allow(clippy::too_many_arguments)]
@@ -487,6 +545,12 @@ pub(crate) fn calibrate(
             "p_promote",
             Arc::new(Float64Array::from_iter_values(
                 rows.iter().map(|r| r.p_promote),
+            )),
+        ),
+        (
+            "p_truncated",
+            Arc::new(Float64Array::from_iter_values(
+                rows.iter().map(|r| r.p_truncated),
             )),
         ),
         (

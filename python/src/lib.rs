@@ -22,7 +22,7 @@ use crate::errors::{
     InvalidInputError, KeyRequiredError, NotFoundError, RatchetError, ReadOnlyError, TamperedError,
 };
 use crate::gate::{
-    Policy, StageReport, Verdict, calibrate, decide, pin_policy, welch_non_inferiority,
+    GateStatus, Policy, StageReport, Verdict, calibrate, decide, pin_policy, welch_non_inferiority,
 };
 use crate::scorers::{Rubric, ingest, ingest_jsonl, ingest_junit};
 use crate::store::Store;
@@ -40,6 +40,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Store>()?;
     m.add_class::<Policy>()?;
     m.add_class::<Verdict>()?;
+    m.add_class::<GateStatus>()?;
     m.add_class::<StageReport>()?;
     m.add_class::<Table>()?;
     m.add_class::<Cusum>()?;

@@ -222,7 +222,7 @@ pub(crate) fn import_for<'py>(
             return e;
         }
         let err = PyImportError::new_err(format!(
-            "Table.{method}() needs {module}: pip install {module} (or pip install 'ratchet[notebook]')"
+            "Table.{method}() needs {module}: pip install {module} (or pip install './python[notebook]' from a clone of ratchet: the distribution is ratchet-gate)"
         ));
         err.set_cause(py, Some(e));
         err

@@ -403,6 +403,26 @@ def test_a_revoked_token_is_refused_at_once(server: Server) -> None:
     assert e.value.status == 404
 
 
+def test_a_token_minted_to_expire_in_12h_lives_12_hours_as_the_cli_would_mint_it(
+    server: Server,
+) -> None:
+    import time
+
+    admin = Client(server.socket, token_file=server.admin)
+    before = int(time.time() * 1000)
+    minted = admin.mint_token("read", "py-12h", expires="12h")
+    after = int(time.time() * 1000)
+    (token,) = [t for t in admin.tokens()["tokens"] if t["id"] == minted["id"]]
+    twelve_hours = 12 * 3600 * 1000
+    # Read against the server's clock, between the two readings of ours.
+    assert before + twelve_hours <= token["expires_at_ms"] <= after + twelve_hours, token
+    assert Client(server.tcp, token=minted["token"]).status()["store_id"]
+    with pytest.raises(ServerError) as e:
+        admin.mint_token("read", "py-12x", expires="12x")
+    assert (e.value.status, e.value.kind) == (400, "bad_request")
+    assert "the unit is ms, s, m, h or d" in e.value.message
+
+
 def test_a_token_and_a_token_file_are_one_or_the_other(server: Server) -> None:
     with pytest.raises(ValueError):
         Client(server.socket, token="rtk_a_b", token_file=server.record)

@@ -380,7 +380,9 @@ class Client:
         ids) under the class's pinned policy; the server records the verdict
         (unless ``dry_run``). The verdict as a dict, with ``status``
         (promote, reject, continue, missing_evidence, unverified_trace,
-        truncated) and the ``decision`` receipt."""
+        truncated), ``words`` (the CLI's: ``cannot decide (evidence
+        missing)``), ``exit_code`` (``ratchet gate``'s) and the
+        ``decision`` receipt."""
         body = json.dumps(
             {"class": cls, "baseline": baseline, "candidate": candidate, "dry_run": dry_run}
         ).encode()
@@ -418,7 +420,7 @@ class Client:
         can: Union[str, Sequence[str]],
         session: str,
         cell: Optional[str] = None,
-        expires_at_ms: Optional[int] = None,
+        expires: Optional[str] = None,
         max_events: Optional[int] = None,
         max_bytes: Optional[int] = None,
         events_per_hour: Optional[int] = None,
@@ -426,15 +428,18 @@ class Client:
     ) -> dict[str, Any]:
         """Mints a token of scopes ``can`` (record, decide, read, admin)
         recording under ``session``: token (the bearer string, shown only
-        here), id, receipts, store_id. The quotas (events and bytes, in all
-        and per hour) default to the server's; a write past one is refused
-        with :class:`ServerError` 429 ``over_quota``."""
+        here), id, receipts, store_id. ``expires`` is its lifetime as the
+        CLI's ``token mint --expires`` takes it (``"90s"``, ``"30m"``,
+        ``"12h"``, ``"7d"``; default: until revoked), read by the server
+        against its own clock. The quotas (events and bytes, in all and per
+        hour) default to the server's; a write past one is refused with
+        :class:`ServerError` 429 ``over_quota``."""
         scopes = [can] if isinstance(can, str) else list(can)
         spec: dict[str, Any] = {"can": scopes, "session": session}
         if cell is not None:
             spec["cell"] = cell
-        if expires_at_ms is not None:
-            spec["expires_at_ms"] = int(expires_at_ms)
+        if expires is not None:
+            spec["expires"] = str(expires)
         quota = {
             k: int(v)
             for k, v in (
