@@ -471,7 +471,8 @@ pub struct ReportFlags {
     /// Print a Markdown summary of the latest decision instead.
     #[arg(long)]
     pub markdown: bool,
-    /// The scorer of the ladder (default: the most-scored one).
+    /// The scorer of the ladder (default: the one the latest decision
+    /// judged; without a decision, the most-scored one).
     #[arg(long)]
     pub scorer: Option<String>,
     /// Writer key file (a keyed store is verified with its key).

@@ -84,8 +84,9 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// What to show.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReportOptions {
-    /// The scorer of the ladder (default: the scorer with the most scores,
-    /// anchors and benchmarks aside).
+    /// The scorer of the ladder (default: the primary scorer of the
+    /// latest final decision, the one the gate judged; with no decision,
+    /// the scorer with the most scores, anchors and benchmarks aside).
     pub scorer: Option<String>,
     /// Points a plotted series keeps at most (longer ones are thinned).
     pub max_points: usize,
@@ -945,9 +946,16 @@ impl Page<'_> {
 
     fn ladder(&mut self) -> Result<()> {
         writeln!(self.body, "<h2>Score ladder</h2>")?;
+        // The gate's scorer first: a store with hundreds of benchmark or
+        // cost scores beside the few the gate decides on drew those, under
+        // a verdict about another scorer.
         let scorer = match &self.options.scorer {
             Some(s) => Some(s.clone()),
-            None => primary_scorer(self.view),
+            None => latest_finals(&self.episodes)
+                .map(|(_, ep)| ep.last)
+                .max_by_key(|d| d.seq)
+                .and_then(|d| decision_scorer(self.view, d))
+                .or_else(|| primary_scorer(self.view)),
         };
         let Some(scorer) = scorer else {
             writeln!(self.body, "<p>No scores in this store.</p>")?;
