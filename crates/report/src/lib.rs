@@ -46,7 +46,7 @@ use ratchet_gate::{
 };
 use ratchet_trace::{AsOf, CommitId, Event, ScorerRef, Verified};
 
-pub use markdown::markdown;
+pub use markdown::{Summary, markdown, markdown_of};
 pub use svg::thin;
 
 use read::{Decision, Deployed, Episode, payload, short, utc};

@@ -105,3 +105,53 @@ fn a_faster_candidate_reads_as_a_negative_difference_in_microseconds() {
         "{table}"
     );
 }
+
+/// A pull request's comment is its candidate's verdict (issue 39 item 7):
+/// `report --markdown --candidate` keeps it after a later decision about
+/// another commit, `--class` narrows to a class.
+#[test]
+fn the_comment_of_a_candidate_stays_its_own_after_a_later_decision() {
+    const WORSE: &str = "5555555555555555555555555555555555555555";
+    let (d, st) = fresh_store();
+    let policy = d.path().join("policy.toml");
+    std::fs::write(&policy, POLICY).expect("policy");
+    let policy = policy.to_str().expect("utf8");
+    let mut lines = timings();
+    for t in 0..60 {
+        // Half a millisecond slower than the baseline: rejected.
+        let v = 1.5e-3 + 1e-6 * (t % 5) as f64;
+        lines.push_str(&format!(
+            "{{\"kind\":\"score\",\"commit\":\"{WORSE}\",\"payload\":{{\"task\":\"t{t:03}\",\"scorer\":\"latency_s\",\"scorer_version\":\"1\",\"value\":{v}}}}}\n"
+        ));
+    }
+    append(d.path(), &st, &lines);
+    in_store_ok(d.path(), &st, &["policy", "pin", policy]);
+    let o = gate(d.path(), &st, BASE, CAND, "perf", &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = gate(d.path(), &st, BASE, WORSE, "perf", &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+
+    let latest = text(&in_store_ok(d.path(), &st, &["report", "--markdown"]));
+    assert!(latest.contains("candidate ` 55555555 `"), "{latest}");
+    let mine = text(&in_store_ok(
+        d.path(),
+        &st,
+        &["report", "--markdown", "--candidate", CAND],
+    ));
+    assert!(
+        mine.contains("candidate ` 44444444 `") && !mine.contains("55555555"),
+        "{mine}"
+    );
+    assert!(mine.to_lowercase().contains("promote"), "{mine}");
+    let none = text(&in_store_ok(
+        d.path(),
+        &st,
+        &["report", "--markdown", "--class", "other"],
+    ));
+    assert!(
+        none.contains("no decision recorded in this store for class ` other `"),
+        "{none}"
+    );
+    let o = common::in_store(d.path(), &st, &["report", "--candidate", CAND]);
+    assert_eq!(o.status.code(), Some(2), "--candidate is of --markdown");
+}
