@@ -387,6 +387,15 @@ def test_reads(server: Server) -> None:
     assert {"py-record", "py-reader", "py-admin"} <= sessions
 
 
+def test_the_summary_is_of_the_class_and_candidate_asked_for(server: Server) -> None:
+    c = Client(server.tcp, token_file=server.admin)
+    text = c.summary_markdown(cls="prompt", candidate=C2)
+    assert "no decision recorded in this store for class ` prompt ` candidate ` " + C2[:8] in text, text
+    with pytest.raises(ServerError) as e:
+        c.summary_markdown(candidate="main")
+    assert (e.value.status, e.value.kind) == (400, "bad_request") and "candidate" in e.value.message
+
+
 def test_a_revoked_token_is_refused_at_once(server: Server) -> None:
     admin = Client(server.socket, token_file=server.admin)
     minted = admin.mint_token(["record"], "py-temp", cell="ci-7")

@@ -101,7 +101,7 @@ pub const ROUTES: &[Route] = &[
         method: "GET",
         path: "/v1/summary.md",
         scope: Some(Scope::Read),
-        summary: "The Markdown summary a pull request shows.",
+        summary: "The Markdown summary a pull request shows (?class= and ?candidate=, a full id: only those decisions).",
         body: None,
         returns: "text/markdown",
     },
@@ -582,13 +582,34 @@ async fn decisions(
     .await
 }
 
+/// Which decisions the summary is of (`ratchet report --markdown`'s
+/// `--class` and `--candidate`, the candidate a full id).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SummaryQuery {
+    class: Option<String>,
+    candidate: Option<String>,
+}
+
 async fn summary(
     State(owner): State<Shared>,
     Extension(who): Extension<Capability>,
+    query: std::result::Result<Query<SummaryQuery>, QueryRejection>,
 ) -> Result<Reply> {
-    with_token(owner, who, |o, who| {
+    let q = query_of(query)?;
+    let which = ratchet_report::Summary {
+        class: q.class,
+        candidate: q
+            .candidate
+            .map(|c| {
+                ratchet_trace::CommitId::parse(&c)
+                    .map_err(|e| Error::BadRequest(format!("candidate {c:?}: {e}")))
+            })
+            .transpose()?,
+    };
+    with_token(owner, who, move |o, who| {
         Ok(Reply::Text(
-            o.markdown(who)?,
+            o.markdown(who, &which)?,
             "text/markdown; charset=utf-8",
         ))
     })

@@ -401,9 +401,12 @@ class Client:
         events (each seq, ts_ms and verdict)."""
         return self._json("GET", f"/v1/decisions?last={int(last)}")
 
-    def summary_markdown(self) -> str:
-        """The Markdown summary a pull request shows."""
-        return self._call("GET", "/v1/summary.md").decode("utf-8")
+    def summary_markdown(self, cls: Optional[str] = None, candidate: Optional[str] = None) -> str:
+        """The Markdown summary a pull request shows: of class ``cls`` and
+        candidate ``candidate`` (a full id) only, when given, so that a
+        later decision about another commit does not replace it."""
+        query = urlencode({k: v for k, v in (("class", cls), ("candidate", candidate)) if v is not None})
+        return self._call("GET", "/v1/summary.md" + (f"?{query}" if query else "")).decode("utf-8")
 
     def report_html(self) -> str:
         """The HTML report."""
