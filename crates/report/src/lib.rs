@@ -1137,20 +1137,25 @@ impl Page<'_> {
             let (limit, recorded) = (al.limit, al.statistic);
             let down = al.shift != Shift::Up;
             let detector = al.detector.as_ref();
-            let start = self
-                .events
-                .iter()
-                .filter(|x| {
-                    matches!(
-                        x.reserved_kind(),
-                        Some(ReservedKind::Promotion | ReservedKind::Checkout)
-                    ) && x.seq < seq
-                        && (x.commit.as_ref() == Some(commit)
-                            || payload(x)["to"].as_str() == Some(commit.as_str()))
-                })
-                .map(|x| x.seq)
-                .max()
-                .unwrap_or(0);
+            // Where the watch began following the stream, as it recorded
+            // it (its deployment, or `watch --from`); for an alarm recorded
+            // before that, the commit's latest deployment before it.
+            let deployed_at = || {
+                self.events
+                    .iter()
+                    .filter(|x| {
+                        matches!(
+                            x.reserved_kind(),
+                            Some(ReservedKind::Promotion | ReservedKind::Checkout)
+                        ) && x.seq < seq
+                            && (x.commit.as_ref() == Some(commit)
+                                || payload(x)["to"].as_str() == Some(commit.as_str()))
+                    })
+                    .map(|x| x.seq)
+                    .max()
+                    .unwrap_or(0)
+            };
+            let start = a.from_seq.unwrap_or_else(deployed_at);
             let scorer_ref = match &a.scorer_version {
                 Some(v) => ScorerRef::at_version(scorer, v),
                 None => ScorerRef::from(scorer),
@@ -1183,8 +1188,13 @@ impl Page<'_> {
             let (moving, _) = thin(&moving, self.options.max_points);
             let (statistic, _) = thin(&statistic, self.options.max_points);
             let title = format!(
-                "{scorer} under {} after seq {start}",
-                short(commit.as_str())
+                "{scorer} under {} {} seq {start}",
+                short(commit.as_str()),
+                if a.from_seq.is_some() {
+                    "watched after"
+                } else {
+                    "after its deployment at"
+                }
             );
             let change = Some(a.change_seq as f64);
             writeln!(

@@ -155,3 +155,57 @@ fn the_comment_of_a_candidate_stays_its_own_after_a_later_decision() {
     let o = common::in_store(d.path(), &st, &["report", "--candidate", CAND]);
     assert_eq!(o.status.code(), Some(2), "--candidate is of --markdown");
 }
+
+/// An alarm's chart starts where the watch did (issue 39 item 7): a watch
+/// started with `--from` is drawn after that seq, and its title says so,
+/// not after an earlier deployment (here: none, which read as seq 0).
+#[test]
+fn an_alarm_chart_is_titled_with_the_seq_the_watch_started_after() {
+    let (d, st) = fresh_store();
+    let line = |i: usize, v: f64| {
+        format!(
+            "{{\"kind\":\"score\",\"commit\":\"{CAND}\",\"payload\":{{\"task\":\"live{i:04}\",\"scorer\":\"answer\",\"scorer_version\":\"1\",\"value\":{v}}}}}\n"
+        )
+    };
+    // In control at 0.8 (a deterministic wobble of ±0.05), then a drop to 0.5.
+    let before: String = (0..80)
+        .map(|i| line(i, 0.8 + 0.05 * (i as f64 * 1.7).sin()))
+        .collect();
+    append(d.path(), &st, &before);
+    let from = 80;
+    let after: String = (80..200)
+        .map(|i| line(i, 0.5 + 0.05 * (i as f64 * 1.7).sin()))
+        .collect();
+    append(d.path(), &st, &after);
+    let o = common::in_store(
+        d.path(),
+        &st,
+        &[
+            "watch",
+            "--commit",
+            CAND,
+            "--scorer",
+            "answer",
+            "--from",
+            &from.to_string(),
+            "--record",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "an alarm: {}", text(&o));
+    assert!(text(&o).contains("ALARM"), "{}", text(&o));
+    let page = d.path().join("report.html");
+    in_store_ok(
+        d.path(),
+        &st,
+        &["report", "--out", page.to_str().expect("utf8")],
+    );
+    let html = std::fs::read_to_string(&page).expect("report");
+    assert!(
+        html.contains(&format!("answer under 44444444 watched after seq {from}")),
+        "{}",
+        html.lines()
+            .filter(|l| l.contains("answer under"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
