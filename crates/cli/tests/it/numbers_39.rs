@@ -209,3 +209,45 @@ fn an_alarm_chart_is_titled_with_the_seq_the_watch_started_after() {
             .join("\n")
     );
 }
+
+/// pytest-benchmark scores ingested by `ratchet ingest` have a history in
+/// the report, not "No benchmark samples" beside them (issue 39 item 7):
+/// even a file saved without its data keeps each run's mean as its sample.
+#[test]
+fn pytest_benchmark_scores_have_a_benchmark_history_in_the_report() {
+    let (d, st) = fresh_store();
+    let real = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scorers/tests/fixtures/real/pytest-benchmark");
+    for (file, commit) in [
+        ("pytest-benchmark-5.3.1-sort-data.json", BASE),
+        ("pytest-benchmark-3.2.2-fib-data-elided.json", CAND),
+    ] {
+        let path = real.join(file);
+        in_store_ok(
+            d.path(),
+            &st,
+            &[
+                "ingest",
+                "pytest-benchmark",
+                path.to_str().expect("utf8"),
+                "--commit",
+                commit,
+            ],
+        );
+    }
+    let page = d.path().join("report.html");
+    in_store_ok(
+        d.path(),
+        &st,
+        &["report", "--out", page.to_str().expect("utf8")],
+    );
+    let html = std::fs::read_to_string(&page).expect("report");
+    let history = &html[html
+        .find("<h2>Benchmark history</h2>")
+        .expect("the section")..];
+    assert!(
+        !history.contains("No benchmark samples") && history.contains("pytest_benchmark_s"),
+        "{}",
+        &history[..history.len().min(600)]
+    );
+}
