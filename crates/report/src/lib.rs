@@ -1117,7 +1117,36 @@ impl Page<'_> {
         if alarms.is_empty() {
             writeln!(self.body, "<p>No alarm recorded.</p>")?;
         }
-        for e in alarms.iter().rev().take(self.options.max_paths) {
+        // A watch restarts its chart after each alarm, so a lasting drop
+        // alarms again and again: one chart per watch (commit, scorer,
+        // version, the seq it started after), of its latest alarm, the
+        // earlier ones named in its caption — not a row of near-identical
+        // charts. Alarms recorded before `from_seq` was are drawn each.
+        type WatchKey = (String, String, Option<String>, u64);
+        let watch_of = |a: &TraceAlarm| -> Option<WatchKey> {
+            a.from_seq.map(|from| {
+                (
+                    a.commit.to_string(),
+                    a.scorer.clone(),
+                    a.scorer_version.clone(),
+                    from,
+                )
+            })
+        };
+        let mut of_watch: BTreeMap<WatchKey, Vec<u64>> = BTreeMap::new();
+        for e in &alarms {
+            if let Ok(a) = serde_json::from_slice::<TraceAlarm>(&e.payload)
+                && let Some(key) = watch_of(&a)
+            {
+                of_watch.entry(key).or_default().push(a.seq);
+            }
+        }
+        let mut drawn: BTreeSet<WatchKey> = BTreeSet::new();
+        let mut charts = 0;
+        for e in alarms.iter().rev() {
+            if charts >= self.options.max_paths {
+                break;
+            }
             let a: TraceAlarm = match serde_json::from_slice(&e.payload) {
                 Ok(a) => a,
                 Err(why) => {
@@ -1130,6 +1159,15 @@ impl Page<'_> {
                     continue;
                 }
             };
+            let earlier: Vec<u64> = match watch_of(&a) {
+                Some(key) if !drawn.insert(key.clone()) => continue,
+                Some(key) => of_watch
+                    .get(&key)
+                    .map(|seqs| seqs.iter().copied().filter(|s| *s < a.seq).collect())
+                    .unwrap_or_default(),
+                None => Vec::new(),
+            };
+            charts += 1;
             let (commit, scorer, seq) = (&a.commit, a.scorer.as_str(), a.seq);
             let mu = a.baseline_mean;
             let sd = a.baseline_sd.max(1e-12);
@@ -1217,8 +1255,25 @@ impl Page<'_> {
                 esc(&number(mu, Unit::of_scorer(scorer))),
                 esc(&number(sd, Unit::of_scorer(scorer))),
                 a.change_seq,
-                k.map(|k| format!(" (reference k = {k:.3})"))
-                    .unwrap_or_default()
+                {
+                    let k = k
+                        .map(|k| format!(" (reference k = {k:.3})"))
+                        .unwrap_or_default();
+                    match earlier.as_slice() {
+                        [] => k,
+                        seqs => format!(
+                            "{k}. The same watch alarmed {} time{} before, at seq {}{}: its chart restarts after each alarm, so they are one lasting shift, drawn once",
+                            seqs.len(),
+                            if seqs.len() == 1 { "" } else { "s" },
+                            seqs.iter()
+                                .take(10)
+                                .map(u64::to_string)
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            if seqs.len() > 10 { ", …" } else { "" }
+                        ),
+                    }
+                }
             )?;
             self.plots += 1;
         }

@@ -208,6 +208,26 @@ fn an_alarm_chart_is_titled_with_the_seq_the_watch_started_after() {
             .collect::<Vec<_>>()
             .join("\n")
     );
+    // The drop lasts: the watch alarmed again after each restart. One
+    // chart of the watch, the earlier alarms named under it.
+    let alarms = text(&o).matches("ALARM").count();
+    assert!(alarms > 2, "{}", text(&o));
+    assert_eq!(
+        html.matches("<figure class=cusum>").count(),
+        1,
+        "one chart per watch"
+    );
+    assert!(
+        html.contains(&format!(
+            "The same watch alarmed {} times before",
+            alarms - 1
+        )),
+        "{}",
+        html.lines()
+            .filter(|l| l.contains("The same watch"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
 }
 
 /// pytest-benchmark scores ingested by `ratchet ingest` have a history in
