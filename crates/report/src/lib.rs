@@ -525,7 +525,42 @@ impl Page<'_> {
                 self.results(&class, ep.last)?;
             }
         }
+        self.alarms_in_brief()?;
         writeln!(self.body, "</div>")?;
+        Ok(())
+    }
+
+    /// The top box's word on live quality: how many alarms the trace
+    /// records and the latest (a verdict on top of a regression caught
+    /// live read as if all were well). Their charts are further down.
+    fn alarms_in_brief(&mut self) -> Result<()> {
+        let recorded: Vec<(&Event, TraceAlarm)> = self
+            .events
+            .iter()
+            .copied()
+            .filter(|e| e.reserved_kind() == Some(ReservedKind::Alarm) && e.origin.is_none())
+            .filter_map(|e| Some((e, serde_json::from_slice::<TraceAlarm>(&e.payload).ok()?)))
+            .collect();
+        let Some((latest, a)) = recorded.last() else {
+            return writeln!(self.body, "<p class=live>Live: no alarm recorded.</p>")
+                .map_err(Error::from);
+        };
+        writeln!(
+            self.body,
+            "<p class=live>Live: <b>{} alarm{} recorded</b>, the latest at seq {} ({} UTC): {} shift of <code>{}</code> on <code>{}</code> ({}; charts under “Live quality and alarms”).</p>",
+            recorded.len(),
+            if recorded.len() == 1 { "" } else { "s" },
+            latest.seq,
+            utc(latest.ts_ms),
+            if a.alarm.shift == Shift::Up {
+                "an upward"
+            } else {
+                "a downward"
+            },
+            esc(&a.scorer),
+            esc(short(a.commit.as_str())),
+            esc(a.alarm.detector.as_ref())
+        )?;
         Ok(())
     }
 

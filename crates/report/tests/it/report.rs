@@ -758,3 +758,30 @@ fn the_ladder_plots_the_scorer_the_gate_judged_not_the_most_scored_one() {
     let page = html(&mut store, &asked).expect("report");
     assert!(page.contains("tokens (mean)"));
 }
+
+#[test]
+fn the_top_box_says_how_many_alarms_were_recorded_and_the_latest() {
+    let d = tempfile::tempdir().expect("tmp");
+    let s = demo(d.path(), 1, 16);
+    let mut store =
+        Store::open(d.path().join("repo/.ratchet"), StoreOptions::default()).expect("store");
+    let alarms = {
+        let view = store.verified(&VerifyOptions::default()).expect("verify");
+        view.events_of_kinds(&["alarm"]).len()
+    };
+    assert!(
+        alarms > 0 && !s.regressions.is_empty(),
+        "seed 1 catches regressions live"
+    );
+    let page = html(&mut store, &ReportOptions::default()).expect("report");
+    let top = &page[page.find("<div id=verdicts>").expect("the top box")..];
+    let top = &top[..top.find("<h2>Score ladder</h2>").expect("then the ladder")];
+    assert!(
+        top.contains(&format!(
+            "Live: <b>{alarms} alarm{} recorded</b>",
+            if alarms == 1 { "" } else { "s" }
+        )),
+        "{}",
+        &top[top.len().saturating_sub(600)..]
+    );
+}
