@@ -193,13 +193,7 @@ fn an_alarm_chart_is_titled_with_the_seq_the_watch_started_after() {
     );
     assert_eq!(o.status.code(), Some(1), "an alarm: {}", text(&o));
     assert!(text(&o).contains("ALARM"), "{}", text(&o));
-    let page = d.path().join("report.html");
-    in_store_ok(
-        d.path(),
-        &st,
-        &["report", "--out", page.to_str().expect("utf8")],
-    );
-    let html = std::fs::read_to_string(&page).expect("report");
+    let html = report_html(d.path(), &st);
     assert!(
         html.contains(&format!("answer under 44444444 watched after seq {from}")),
         "{}",
@@ -255,13 +249,7 @@ fn pytest_benchmark_scores_have_a_benchmark_history_in_the_report() {
             ],
         );
     }
-    let page = d.path().join("report.html");
-    in_store_ok(
-        d.path(),
-        &st,
-        &["report", "--out", page.to_str().expect("utf8")],
-    );
-    let html = std::fs::read_to_string(&page).expect("report");
+    let html = report_html(d.path(), &st);
     let history = &html[html
         .find("<h2>Benchmark history</h2>")
         .expect("the section")..];
@@ -270,4 +258,15 @@ fn pytest_benchmark_scores_have_a_benchmark_history_in_the_report() {
         "{}",
         &history[..history.len().min(600)]
     );
+}
+
+/// `ratchet report` of the store, as the page it writes.
+fn report_html(dir: &std::path::Path, store: &str) -> String {
+    let page = dir.join("report.html");
+    in_store_ok(
+        dir,
+        store,
+        &["report", "--out", page.to_str().expect("utf8")],
+    );
+    std::fs::read_to_string(&page).expect("report")
 }
