@@ -350,14 +350,17 @@ export class RatchetClient {
   /**
    * @param {string[]} can record, decide, read, admin
    * @param {string} session
-   * @param {{ cell?: string, expiresAtMs?: number, maxEvents?: number, maxBytes?: number, eventsPerHour?: number, bytesPerHour?: number }} [options]
-   *   quotas default to the server's; a write past one is a ServerError 429 `over_quota`
+   * @param {{ cell?: string, expires?: string, expiresAtMs?: number, maxEvents?: number, maxBytes?: number, eventsPerHour?: number, bytesPerHour?: number }} [options]
+   *   `expires`: a lifetime as the CLI's `token mint --expires` takes it (`'12h'`, `'7d'`), read
+   *   against the server's clock (or `expiresAtMs`, a time); quotas default to the server's; a
+   *   write past one is a ServerError 429 `over_quota`
    * @returns {Promise<{ token: string, id: string, receipts: Receipt[], store_id: string }>}
    */
   mintToken(can, session, options = {}) {
     /** @type {Record<string, unknown>} */
     const spec = { can, session };
     if (options.cell !== undefined) spec.cell = options.cell;
+    if (options.expires !== undefined) spec.expires = options.expires;
     if (options.expiresAtMs !== undefined) spec.expires_at_ms = options.expiresAtMs;
     /** @type {Record<string, number>} */
     const quota = {};

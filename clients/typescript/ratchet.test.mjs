@@ -172,6 +172,17 @@ test('a revoked token is refused at once', async () => {
   await refused(c.appendEvents([{ kind: 'note', payload: {} }]), 403, 'forbidden');
 });
 
+test('a token minted to expire in 12h lives 12 hours, as the CLI would mint it', async () => {
+  const admin = client('admin');
+  const before = Date.now();
+  const minted = await admin.mintToken(['read'], 'js-12h', { expires: '12h' });
+  const after = Date.now();
+  const token = (await admin.json('GET', '/v1/tokens')).tokens.find((t) => t.id === minted.id);
+  const twelveHours = 12 * 3600 * 1000;
+  assert.ok(before + twelveHours <= token.expires_at_ms && token.expires_at_ms <= after + twelveHours, JSON.stringify(token));
+  await refused(admin.mintToken(['read'], 'js-12x', { expires: '12x' }), 400, 'bad_request');
+});
+
 test('a token is never sent in clear text to another machine', async () => {
   for (const [url, local] of [
     ['http://127.0.0.1:8787', true],

@@ -4,7 +4,8 @@
 # Open the store `ratchet demo` made, plot its score ladder and a CUSUM
 # chart of live quality with matplotlib, and calibrate the gate's test.
 # Run it as a script (`python examples/notebook.py STORE OUT_DIR`) or cell by
-# cell in Jupyter (the `# %%` markers). Needs `pip install 'ratchet[notebook]'`.
+# cell in Jupyter (the `# %%` markers). Needs `pip install './python[notebook]'`
+# from a clone of ratchet (the distribution `ratchet-gate`, the import `ratchet`).
 
 # %%
 import pathlib

@@ -387,6 +387,15 @@ def test_reads(server: Server) -> None:
     assert {"py-record", "py-reader", "py-admin"} <= sessions
 
 
+def test_the_summary_is_of_the_class_and_candidate_asked_for(server: Server) -> None:
+    c = Client(server.tcp, token_file=server.admin)
+    text = c.summary_markdown(cls="prompt", candidate=C2)
+    assert "no decision recorded in this store for class ` prompt ` candidate ` " + C2[:8] in text, text
+    with pytest.raises(ServerError) as e:
+        c.summary_markdown(candidate="main")
+    assert (e.value.status, e.value.kind) == (400, "bad_request") and "candidate" in e.value.message
+
+
 def test_a_revoked_token_is_refused_at_once(server: Server) -> None:
     admin = Client(server.socket, token_file=server.admin)
     minted = admin.mint_token(["record"], "py-temp", cell="ci-7")
@@ -401,6 +410,26 @@ def test_a_revoked_token_is_refused_at_once(server: Server) -> None:
     with pytest.raises(ServerError) as e:
         admin.revoke_token("0000000000000000")
     assert e.value.status == 404
+
+
+def test_a_token_minted_to_expire_in_12h_lives_12_hours_as_the_cli_would_mint_it(
+    server: Server,
+) -> None:
+    import time
+
+    admin = Client(server.socket, token_file=server.admin)
+    before = int(time.time() * 1000)
+    minted = admin.mint_token("read", "py-12h", expires="12h")
+    after = int(time.time() * 1000)
+    (token,) = [t for t in admin.tokens()["tokens"] if t["id"] == minted["id"]]
+    twelve_hours = 12 * 3600 * 1000
+    # Read against the server's clock, between the two readings of ours.
+    assert before + twelve_hours <= token["expires_at_ms"] <= after + twelve_hours, token
+    assert Client(server.tcp, token=minted["token"]).status()["store_id"]
+    with pytest.raises(ServerError) as e:
+        admin.mint_token("read", "py-12x", expires="12x")
+    assert (e.value.status, e.value.kind) == (400, "bad_request")
+    assert "the unit is ms, s, m, h or d" in e.value.message
 
 
 def test_a_token_and_a_token_file_are_one_or_the_other(server: Server) -> None:

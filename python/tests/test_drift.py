@@ -72,3 +72,18 @@ def test_arl_functions_reproduce_the_published_tables() -> None:
     # Two-sided CUSUM k=0.5, h=5: ARL0 ≈ 465 (Montgomery, table 9.3 gives 465).
     assert ratchet.cusum_arl(0.5, 5.0) == pytest.approx(465.0, rel=0.02)
     assert ratchet.cusum_arl(0.5, 5.0, shift=1.0) == pytest.approx(10.4, rel=0.03)
+
+
+def test_page_hinkley_reads_delta_and_lambda_in_sigma_units_as_the_cli() -> None:
+    """``ratchet watch --page-hinkley 0.5 50`` scales δ and λ by the
+    warm-up's σ; Python's ``sigma`` does the same: a stream 4× as wide
+    alarms where the unit stream does (4 is a power of two, so the scaled
+    sums are exactly the unit ones times 4)."""
+    xs = stream(5, n=6000, shift_at=4000, shift=1.0)
+    unit = ratchet.PageHinkley(0.5, 50.0).run(xs)
+    assert unit, "the shift is found"
+    assert ratchet.PageHinkley(0.5, 50.0, sigma=4.0).run(xs * 4.0) == unit
+    assert ratchet.PageHinkley().run(xs) == unit, "the CLI's defaults: 0.5 and 50"
+    assert ratchet.PageHinkley(0.5, 50.0).run(xs * 4.0) != unit, "raw units would differ"
+    with pytest.raises(ratchet.InvalidInputError, match="sigma"):
+        ratchet.PageHinkley(sigma=0.0)

@@ -45,6 +45,52 @@ def test_decide_gives_a_typed_verdict_that_is_recorded(tmp_path: pathlib.Path) -
         ratchet.Verdict.from_json(v.to_json().replace('"candidate":"' + CAND, '"candidate":"abc'))
 
 
+def test_a_refusal_reads_as_cannot_decide_in_python_in_json_and_in_words_alike(
+    tmp_path: pathlib.Path,
+) -> None:
+    """One verdict, one reading (issue 39 item 5): a class whose required
+    suite never ran refuses; Python's status, `ratchet gate`'s words, its
+    `--json` and its exit code are the one `GateStatus`'s."""
+    import json
+    import subprocess
+
+    from conftest import ratchet_binary
+
+    s = ratchet.Store.create(tmp_path / "s")
+    for i in range(50):
+        s.record_score(BASE, f"t{i:04}", "accuracy", float(i % 2 == 0))
+        s.record_score(CAND, f"t{i:04}", "accuracy", float(i % 10 != 0))
+    policy_file = tmp_path / "policy.toml"
+    policy_file.write_text(POLICY + 'required_suites = ["unit"]\n')
+    v = ratchet.decide(s, BASE, CAND, "tool", policy=ratchet.Policy.from_path(policy_file), record=False)
+    assert isinstance(v.status, ratchet.GateStatus)
+    assert v.status == "missing_evidence" and v.status.name == "missing_evidence"
+    assert v.status.words == "cannot decide (evidence missing)"
+    assert v.status.headline == "CANNOT DECIDE (evidence missing)"
+    assert v.exit_code == v.status.exit_code == 4
+    assert v.to_dict()["outcome"]["cause"] == "missing_evidence", "recorded as the gate records it"
+    assert "CANNOT DECIDE (evidence missing)" in v._repr_html_()
+    assert {v.status: 1}["missing_evidence"] == 1, "hashes as its name"
+
+    def gate(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(ratchet_binary()), "--store", str(tmp_path / "s"), *extra, "gate", "--baseline", BASE,
+             "--candidate", CAND, "--class", "tool", "--policy", str(policy_file), "--dry-run",
+             "--allow-unknown-commit"],
+            capture_output=True, text=True, check=False,
+        )
+
+    words = gate()
+    assert words.returncode == v.exit_code, words.stderr
+    assert words.stdout.startswith(v.status.headline), words.stdout
+    doc = gate("--json")
+    assert doc.returncode == v.exit_code, doc.stderr
+    answer = json.loads(doc.stdout)
+    assert (answer["status"], answer["words"], answer["exit_code"]) == (
+        v.status.name, v.status.words, v.exit_code
+    ), answer
+
+
 def test_a_pinned_class_decides_under_its_pin_and_refuses_another(tmp_path: pathlib.Path) -> None:
     s = ratchet.Store.create(tmp_path / "s")
     for i in range(400):
@@ -74,6 +120,29 @@ def test_calibrate_is_a_table_of_the_operating_characteristic() -> None:
     assert at_null.height == 1
     assert at_null["p_promote"][0] <= 0.05 + 1e-9
     assert (oc["p_promote"].diff().drop_nulls() >= -1e-12).all(), "P(promote) rises with the effect"
+
+
+def test_calibrate_gives_p_truncated_as_the_cli_does(tmp_path: pathlib.Path) -> None:
+    import json
+    import subprocess
+
+    from conftest import ratchet_binary
+
+    # A max_n too small for the gap: the test often stops undecided.
+    tight = POLICY.replace("max_n = 3000", "max_n = 40")
+    (tmp_path / "policy.toml").write_text(tight)
+    oc = pl.DataFrame(ratchet.calibrate(ratchet.Policy.from_toml(tight), "tool", p0=0.5, runs=400))
+    assert ((oc["p_truncated"] >= 0) & (oc["p_promote"] + oc["p_truncated"] <= 1 + 1e-9)).all()
+    assert oc["p_truncated"].max() > 0, "max_n = 40 truncates"
+    cli = subprocess.run(
+        [str(ratchet_binary()), "--json", "calibrate", "--policy", str(tmp_path / "policy.toml"),
+         "--class", "tool", "--p0", "0.5", "--runs", "400"],
+        capture_output=True, text=True, check=True,
+    )
+    doc = json.loads(cli.stdout)
+    rows = doc["rows"] if isinstance(doc, dict) else doc
+    # The same simulation (same seed, runs): the same figures.
+    assert [r["p_truncated"] for r in rows] == oc["p_truncated"].to_list()
 
 
 def test_rubric_scores_are_arithmetic_over_the_checklist() -> None:

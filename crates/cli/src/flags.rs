@@ -471,7 +471,16 @@ pub struct ReportFlags {
     /// Print a Markdown summary of the latest decision instead.
     #[arg(long)]
     pub markdown: bool,
-    /// The scorer of the ladder (default: the most-scored one).
+    /// With --markdown: only this class's decisions.
+    #[arg(long, requires = "markdown")]
+    pub class: Option<String>,
+    /// With --markdown: only decisions about this candidate (a pull
+    /// request's head), so that a later decision about another commit does
+    /// not replace its comment.
+    #[arg(long, requires = "markdown")]
+    pub candidate: Option<String>,
+    /// The scorer of the ladder (default: the one the latest decision
+    /// judged; without a decision, the most-scored one).
     #[arg(long)]
     pub scorer: Option<String>,
     /// Writer key file (a keyed store is verified with its key).

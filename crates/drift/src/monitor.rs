@@ -45,6 +45,11 @@ pub struct TraceAlarm {
     pub baseline_mean: f64,
     /// Its standard deviation.
     pub baseline_sd: f64,
+    /// The seq the watch followed the stream after (its deployment, or
+    /// `watch --from`): where a chart of the alarm starts. Absent in alarms
+    /// recorded before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_seq: Option<u64>,
 }
 
 /// Which shifts a [`Monitor`] reports. A live stream that improves is not
@@ -300,6 +305,8 @@ pub struct Monitor {
     /// The warm-up at the start (a change of watched direction restarts
     /// the chart from it).
     baseline: Warmup,
+    /// The seq it was started after (recorded in its alarms).
+    from_seq: u64,
     position: u64,
     /// Seqs of the observations since the detector's last reset.
     seqs: Vec<u64>,
@@ -391,6 +398,7 @@ impl Monitor {
             chart,
             detector,
             baseline,
+            from_seq,
             position: from_seq,
             seqs: Vec::new(),
             sources: ratchet_trace::Sources::everyone(),
@@ -494,6 +502,7 @@ impl Monitor {
                         alarm,
                         baseline_mean: judged_by.mean,
                         baseline_sd: judged_by.sd,
+                        from_seq: Some(self.from_seq),
                     });
                     self.detector.reset();
                     self.seqs.clear();

@@ -46,7 +46,7 @@ use ratchet_gate::{
 };
 use ratchet_trace::{AsOf, CommitId, Event, ScorerRef, Verified};
 
-pub use markdown::markdown;
+pub use markdown::{Summary, markdown, markdown_of};
 pub use svg::thin;
 
 use ratchet_records::{DeployedBy, Deployment};
@@ -85,8 +85,9 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// What to show.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReportOptions {
-    /// The scorer of the ladder (default: the scorer with the most scores,
-    /// anchors and benchmarks aside).
+    /// The scorer of the ladder (default: the primary scorer of the
+    /// latest final decision, the one the gate judged; with no decision,
+    /// the scorer with the most scores, anchors and benchmarks aside).
     pub scorer: Option<String>,
     /// Points a plotted series keeps at most (longer ones are thinned).
     pub max_points: usize,
@@ -529,7 +530,42 @@ impl Page<'_> {
                 self.results(&class, ep.last)?;
             }
         }
+        self.alarms_in_brief()?;
         writeln!(self.body, "</div>")?;
+        Ok(())
+    }
+
+    /// The top box's word on live quality: how many alarms the trace
+    /// records and the latest (a verdict on top of a regression caught
+    /// live read as if all were well). Their charts are further down.
+    fn alarms_in_brief(&mut self) -> Result<()> {
+        let recorded: Vec<(&Event, TraceAlarm)> = self
+            .events
+            .iter()
+            .copied()
+            .filter(|e| e.reserved_kind() == Some(ReservedKind::Alarm) && e.origin.is_none())
+            .filter_map(|e| Some((e, serde_json::from_slice::<TraceAlarm>(&e.payload).ok()?)))
+            .collect();
+        let Some((latest, a)) = recorded.last() else {
+            return writeln!(self.body, "<p class=live>Live: no alarm recorded.</p>")
+                .map_err(Error::from);
+        };
+        writeln!(
+            self.body,
+            "<p class=live>Live: <b>{} alarm{} recorded</b>, the latest at seq {} ({} UTC): {} shift of <code>{}</code> on <code>{}</code> ({}; charts under “Live quality and alarms”).</p>",
+            recorded.len(),
+            if recorded.len() == 1 { "" } else { "s" },
+            latest.seq,
+            utc(latest.ts_ms),
+            if a.alarm.shift == Shift::Up {
+                "an upward"
+            } else {
+                "a downward"
+            },
+            esc(&a.scorer),
+            esc(short(a.commit.as_str())),
+            esc(a.alarm.detector.as_ref())
+        )?;
         Ok(())
     }
 
@@ -712,9 +748,16 @@ impl Page<'_> {
 
     fn ladder(&mut self) -> Result<()> {
         writeln!(self.body, "<h2>Score ladder</h2>")?;
+        // The gate's scorer first: a store with hundreds of benchmark or
+        // cost scores beside the few the gate decides on drew those, under
+        // a verdict about another scorer.
         let scorer = match &self.options.scorer {
             Some(s) => Some(s.clone()),
-            None => primary_scorer(self.view),
+            None => latest_finals(&self.episodes)
+                .map(|(_, ep)| ep.last)
+                .max_by_key(|d| d.seq)
+                .and_then(|d| decision_scorer(self.view, d))
+                .or_else(|| primary_scorer(self.view)),
         };
         let Some(scorer) = scorer else {
             writeln!(self.body, "<p>No scores in this store.</p>")?;
@@ -876,7 +919,36 @@ impl Page<'_> {
         if alarms.is_empty() {
             writeln!(self.body, "<p>No alarm recorded.</p>")?;
         }
-        for e in alarms.iter().rev().take(self.options.max_paths) {
+        // A watch restarts its chart after each alarm, so a lasting drop
+        // alarms again and again: one chart per watch (commit, scorer,
+        // version, the seq it started after), of its latest alarm, the
+        // earlier ones named in its caption — not a row of near-identical
+        // charts. Alarms recorded before `from_seq` was are drawn each.
+        type WatchKey = (String, String, Option<String>, u64);
+        let watch_of = |a: &TraceAlarm| -> Option<WatchKey> {
+            a.from_seq.map(|from| {
+                (
+                    a.commit.to_string(),
+                    a.scorer.clone(),
+                    a.scorer_version.clone(),
+                    from,
+                )
+            })
+        };
+        let mut of_watch: BTreeMap<WatchKey, Vec<u64>> = BTreeMap::new();
+        for e in &alarms {
+            if let Ok(a) = serde_json::from_slice::<TraceAlarm>(&e.payload)
+                && let Some(key) = watch_of(&a)
+            {
+                of_watch.entry(key).or_default().push(a.seq);
+            }
+        }
+        let mut drawn: BTreeSet<WatchKey> = BTreeSet::new();
+        let mut charts = 0;
+        for e in alarms.iter().rev() {
+            if charts >= self.options.max_paths {
+                break;
+            }
             let a: TraceAlarm = match serde_json::from_slice(&e.payload) {
                 Ok(a) => a,
                 Err(why) => {
@@ -889,6 +961,15 @@ impl Page<'_> {
                     continue;
                 }
             };
+            let earlier: Vec<u64> = match watch_of(&a) {
+                Some(key) if !drawn.insert(key.clone()) => continue,
+                Some(key) => of_watch
+                    .get(&key)
+                    .map(|seqs| seqs.iter().copied().filter(|s| *s < a.seq).collect())
+                    .unwrap_or_default(),
+                None => Vec::new(),
+            };
+            charts += 1;
             let (commit, scorer, seq) = (&a.commit, a.scorer.as_str(), a.seq);
             let mu = a.baseline_mean;
             let sd = a.baseline_sd.max(1e-12);
@@ -896,8 +977,14 @@ impl Page<'_> {
             let (limit, recorded) = (al.limit, al.statistic);
             let down = al.shift != Shift::Up;
             let detector = al.detector.as_ref();
-            // Where the monitor that raised it started: drift's own rule.
-            let start = ratchet_records::deployment_start(self.view, commit, seq)?.unwrap_or(0);
+            // Where the watch began following the stream, as it recorded
+            // it (its deployment, or `watch --from`); for an alarm recorded
+            // before that, where the monitor that raised it started:
+            // drift's own rule.
+            let start = match a.from_seq {
+                Some(from) => from,
+                None => ratchet_records::deployment_start(self.view, commit, seq)?.unwrap_or(0),
+            };
             let scorer_ref = match &a.scorer_version {
                 Some(v) => ScorerRef::at_version(scorer, v),
                 None => ScorerRef::from(scorer),
@@ -930,8 +1017,13 @@ impl Page<'_> {
             let (moving, _) = thin(&moving, self.options.max_points);
             let (statistic, _) = thin(&statistic, self.options.max_points);
             let title = format!(
-                "{scorer} under {} after seq {start}",
-                short(commit.as_str())
+                "{scorer} under {} {} seq {start}",
+                short(commit.as_str()),
+                if a.from_seq.is_some() {
+                    "watched after"
+                } else {
+                    "after its deployment at"
+                }
             );
             let change = Some(a.change_seq as f64);
             writeln!(
@@ -954,8 +1046,25 @@ impl Page<'_> {
                 esc(&number(mu, Unit::of_scorer(scorer))),
                 esc(&number(sd, Unit::of_scorer(scorer))),
                 a.change_seq,
-                k.map(|k| format!(" (reference k = {k:.3})"))
-                    .unwrap_or_default()
+                {
+                    let k = k
+                        .map(|k| format!(" (reference k = {k:.3})"))
+                        .unwrap_or_default();
+                    match earlier.as_slice() {
+                        [] => k,
+                        seqs => format!(
+                            "{k}. The same watch alarmed {} time{} before, at seq {}{}: its chart restarts after each alarm, so they are one lasting shift, drawn once",
+                            seqs.len(),
+                            if seqs.len() == 1 { "" } else { "s" },
+                            seqs.iter()
+                                .take(10)
+                                .map(u64::to_string)
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            if seqs.len() > 10 { ", …" } else { "" }
+                        ),
+                    }
+                }
             )?;
             self.plots += 1;
         }

@@ -17,18 +17,47 @@ use crate::read::{self, Decision, short, stage_name, utc};
 use crate::{Result, alpha_beta, decided_without_test, decision_scorer, effect_of};
 use ratchet_gate::shown::{Unit, number, sig, signed};
 
+/// Which decisions a summary is of: one class, one candidate, or (the
+/// default) the latest of every class.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Only this class.
+    pub class: Option<String>,
+    /// Only comparisons of this candidate (a pull request's head): a
+    /// later decision about another commit does not replace its verdict.
+    pub candidate: Option<ratchet_trace::CommitId>,
+}
+
 /// A short Markdown summary fit for a pull-request comment: per class,
 /// the latest *final* decision in plain words — what was decided, on how
 /// many tasks, under which α and β, the effect with its interval, the
 /// failed tests of the candidate by name — then each stage's result; and
-/// a comparison still open, if any.
+/// a comparison still open, if any. [`markdown_of`] narrows it to a class
+/// or a candidate.
 ///
 /// # Errors
 /// [`crate::Error::Fmt`] only (writing to a string).
 pub fn markdown(view: &Verified) -> Result<String> {
+    markdown_of(view, &Summary::default())
+}
+
+/// [`markdown`] of the decisions `which` names only.
+///
+/// # Errors
+/// [`crate::Error::Fmt`] only (writing to a string).
+pub fn markdown_of(view: &Verified, which: &Summary) -> Result<String> {
     let (decisions, unreadable) =
         Decision::read_all(&view.events_of_kinds(&[ReservedKind::Decision.as_str()]));
-    let episodes = read::episodes(&decisions);
+    let mut episodes = read::episodes(&decisions);
+    if let Some(class) = &which.class {
+        episodes.retain(|c, _| c == class);
+    }
+    if let Some(candidate) = &which.candidate {
+        for eps in episodes.values_mut() {
+            eps.retain(|e| e.last.candidate() == candidate.as_str());
+        }
+        episodes.retain(|_, eps| !eps.is_empty());
+    }
     let mut out = String::new();
     for (seq, why) in &unreadable {
         writeln!(
@@ -38,7 +67,21 @@ pub fn markdown(view: &Verified) -> Result<String> {
         )?;
     }
     if episodes.is_empty() {
-        out.push_str("**ratchet**: no decision recorded in this store.\n");
+        let of = match (&which.class, &which.candidate) {
+            (None, None) => String::new(),
+            (class, candidate) => format!(
+                " for{}{}",
+                class
+                    .as_deref()
+                    .map(|c| format!(" class {}", md(c, As::Code)))
+                    .unwrap_or_default(),
+                candidate
+                    .as_ref()
+                    .map(|c| format!(" candidate {}", md(short(c.as_str()), As::Code)))
+                    .unwrap_or_default()
+            ),
+        };
+        writeln!(out, "**ratchet**: no decision recorded in this store{of}.")?;
         return Ok(out);
     }
     for (class, eps) in &episodes {

@@ -101,7 +101,7 @@ pub const ROUTES: &[Route] = &[
         method: "GET",
         path: "/v1/summary.md",
         scope: Some(Scope::Read),
-        summary: "The Markdown summary a pull request shows.",
+        summary: "The Markdown summary a pull request shows (?class= and ?candidate=, a full id: only those decisions).",
         body: None,
         returns: "text/markdown",
     },
@@ -133,7 +133,7 @@ pub const ROUTES: &[Route] = &[
         method: "POST",
         path: "/v1/tokens",
         scope: Some(Scope::Admin),
-        summary: "Mint a token {can, session, cell?, expires_at_ms?}; its secret is in this answer only.",
+        summary: "Mint a token {can, session, cell?, expires? (a lifetime: \"12h\") or expires_at_ms?}; its secret is in this answer only.",
         body: Some(JSON),
         returns: JSON,
     },
@@ -534,8 +534,12 @@ async fn decide(
         let run = o.decide(who, &in_flight, &request)?;
         let mut doc = serde_json::to_value(&run.verdict)
             .map_err(|e| Error::Internal(format!("serializing the verdict: {e}")))?;
-        doc["status"] = serde_json::to_value(run.verdict.outcome.status())
-            .map_err(|e| Error::Internal(e.to_string()))?;
+        // The outcome as every face reads it (`GateStatus`): its name, its
+        // words and the exit code `ratchet gate` gives it.
+        let status = run.verdict.outcome.status();
+        doc["status"] = serde_json::to_value(status).map_err(|e| Error::Internal(e.to_string()))?;
+        doc["words"] = status.words().into();
+        doc["exit_code"] = status.exit_code().into();
         doc["decision"] =
             serde_json::to_value(run.decision).map_err(|e| Error::Internal(e.to_string()))?;
         doc["store_id"] = o.store_id()?.into();
@@ -578,13 +582,34 @@ async fn decisions(
     .await
 }
 
+/// Which decisions the summary is of (`ratchet report --markdown`'s
+/// `--class` and `--candidate`, the candidate a full id).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SummaryQuery {
+    class: Option<String>,
+    candidate: Option<String>,
+}
+
 async fn summary(
     State(owner): State<Shared>,
     Extension(who): Extension<Capability>,
+    query: std::result::Result<Query<SummaryQuery>, QueryRejection>,
 ) -> Result<Reply> {
-    with_token(owner, who, |o, who| {
+    let q = query_of(query)?;
+    let which = ratchet_report::Summary {
+        class: q.class,
+        candidate: q
+            .candidate
+            .map(|c| {
+                ratchet_trace::CommitId::parse(&c)
+                    .map_err(|e| Error::BadRequest(format!("candidate {c:?}: {e}")))
+            })
+            .transpose()?,
+    };
+    with_token(owner, who, move |o, who| {
         Ok(Reply::Text(
-            o.markdown(who)?,
+            o.markdown(who, &which)?,
             "text/markdown; charset=utf-8",
         ))
     })
@@ -649,7 +674,7 @@ async fn mint(
     let body = body_of(body)?;
     with_token(owner, who, move |o, who| {
         let _held = o.bodies.hold();
-        let spec: TokenSpec = json_body(&body, "the token spec")?;
+        let spec = token_spec(&body)?;
         let minted = o.mint(who, &in_flight, &spec)?;
         to_json(&serde_json::json!({
             "store_id": o.store_id()?,
@@ -659,6 +684,37 @@ async fn mint(
         }))
     })
     .await
+}
+
+/// The mint route's body: a [`TokenSpec`], whose lifetime may be given
+/// as the CLI's `--expires` takes it (`"expires": "12h"`, read against the
+/// server's clock, the one expiry is checked by) instead of
+/// `expires_at_ms`.
+fn token_spec(body: &[u8]) -> Result<TokenSpec> {
+    let mut doc: serde_json::Value = json_body(body, "the token spec")?;
+    let lifetime = match doc.as_object_mut().and_then(|o| o.remove("expires")) {
+        None => None,
+        Some(serde_json::Value::String(text)) => Some(text),
+        Some(other) => {
+            return Err(Error::BadRequest(format!(
+                "the token spec: expires is a lifetime as text (\"12h\", \"7d\"), not {other}"
+            )));
+        }
+    };
+    let mut spec: TokenSpec = serde_json::from_value(doc)
+        .map_err(|e| Error::BadRequest(format!("the token spec: {e}")))?;
+    if let Some(text) = lifetime {
+        if spec.expires_at_ms.is_some() {
+            return Err(Error::BadRequest(
+                "the token spec: give expires (a lifetime, \"12h\") or expires_at_ms (a time), not both".into(),
+            ));
+        }
+        spec.expires_at_ms = Some(
+            crate::tokens::expires_in(&text)
+                .map_err(|e| Error::BadRequest(format!("the token spec: expires {e}")))?,
+        );
+    }
+    Ok(spec)
 }
 
 async fn revoke(

@@ -53,6 +53,6 @@ pub use error::{Error, Result};
 pub use owner::{Health, Owner, ServeOptions};
 pub use server::{Listen, serve};
 pub use tokens::{
-    Capability, MAX_CELL_LEN, Minted, Quota, Scope, TokenSpec, authenticate, mint_token, now_ms,
-    revoke_token, tokens_in,
+    Capability, MAX_CELL_LEN, Minted, Quota, Scope, TokenSpec, authenticate, expires_in,
+    mint_token, now_ms, parse_duration, revoke_token, tokens_in,
 };

@@ -973,12 +973,17 @@ impl Owner {
             .collect())
     }
 
-    /// The Markdown summary (what a pull request shows).
-    pub(crate) fn markdown(&self, who: &Capability) -> Result<String> {
+    /// The Markdown summary (what a pull request shows) of the decisions
+    /// `which` names.
+    pub(crate) fn markdown(
+        &self,
+        who: &Capability,
+        which: &ratchet_report::Summary,
+    ) -> Result<String> {
         need(who, Scope::Read)?;
         let mut ledger = self.lock()?;
         ledger.refresh()?;
-        Ok(ratchet_report::markdown(ledger.view())?)
+        Ok(ratchet_report::markdown_of(ledger.view(), which)?)
     }
 
     /// The HTML report.

@@ -359,6 +359,48 @@ fn random_hex(bytes: usize) -> Result<String> {
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// A token's lifetime as written by a person: `90s`, `30m`, `12h`, `7d`
+/// (and `500ms`; a bare number is seconds). The one reading of it: the
+/// CLI's `token mint --expires`, the mint route's `expires` (what
+/// Python's and JavaScript's `mint_token(expires="12h")` send) and
+/// `serve --reverify-every` all parse it here.
+///
+/// # Errors
+/// [`Error::BadRequest`] for text that is not a number and one of those
+/// units, or a lifetime too long to count in milliseconds.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(split);
+    let n: u64 = n.parse().map_err(|_| {
+        Error::BadRequest(format!("{text:?}: a number and a unit (90s, 30m, 12h, 7d)"))
+    })?;
+    let millis = match unit {
+        "ms" => Some(n),
+        "s" | "" => n.checked_mul(1000),
+        "m" => n.checked_mul(60_000),
+        "h" => n.checked_mul(3_600_000),
+        "d" => n.checked_mul(86_400_000),
+        _ => {
+            return Err(Error::BadRequest(format!(
+                "{text:?}: the unit is ms, s, m, h or d"
+            )));
+        }
+    };
+    let millis = millis.ok_or_else(|| Error::BadRequest(format!("{text:?}: too long")))?;
+    Ok(std::time::Duration::from_millis(millis))
+}
+
+/// When a token minted now for `lifetime` ([`parse_duration`]'s text)
+/// stops working, in Unix milliseconds (a [`TokenSpec::expires_at_ms`]).
+///
+/// # Errors
+/// As [`parse_duration`].
+pub fn expires_in(lifetime: &str) -> Result<i64> {
+    let d = parse_duration(lifetime)?;
+    Ok(now_ms().saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2)))
+}
+
 /// Unix time in milliseconds: the clock token expiry is read against.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()

@@ -50,7 +50,7 @@ def _verdict_repr_html(self: Verdict) -> str:
     rows = "".join(_stage_row(s) for s in self.stages)
     reason = f"<p>{html.escape(self.reason)}</p>" if self.reason else ""
     return (
-        f"<p><b>{html.escape(self.status.upper())}</b> — class {html.escape(self.class_name)}: "
+        f"<p><b>{html.escape(self.status.headline)}</b> — class {html.escape(self.class_name)}: "
         f"candidate <code>{html.escape(self.candidate[:8])}</code> against baseline "
         f"<code>{html.escape(self.baseline[:8])}</code></p>{reason}"
         "<table><tr><th>stage</th><th>result</th><th>effect</th><th>the decision's bound</th>"

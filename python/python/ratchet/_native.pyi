@@ -1,7 +1,7 @@
 """Type stubs of ratchet._native (checked against the module by mypy.stubtest).
 
 The docstrings here are what an editor shows; the module's own (``help()``)
-say the same in the Rust source, python/src/lib.rs.
+say the same in the Rust source, python/src/ (one module per role).
 """
 
 import os
@@ -15,6 +15,7 @@ __version__: str
 __all__ = [
     "Cusum",
     "Ewma",
+    "GateStatus",
     "InvalidInputError",
     "KeyRequiredError",
     "NotFoundError",
@@ -262,14 +263,37 @@ class StageReport:
         """The stage in one line, as ``ratchet gate`` prints it."""
 
 @final
+class GateStatus:
+    """A verdict's outcome (``ratchet_gate::GateStatus``): the one vocabulary
+    the CLI, its ``--json``, the report and the pull-request comment read it
+    with. Equal to its name as text."""
+
+    @property
+    def name(self) -> str:
+        """As ``--json`` serializes it: ``promote``, ``reject``, ``continue``,
+        ``missing_evidence``, ``unverified_trace`` or ``truncated``."""
+    @property
+    def words(self) -> str:
+        """As a person reads it: ``cannot decide (evidence missing)`` for a refusal."""
+    @property
+    def headline(self) -> str:
+        """The CLI's headline: ``CANNOT DECIDE (evidence missing)``."""
+    @property
+    def exit_code(self) -> int:
+        """The exit code ``ratchet gate`` uses for it."""
+    def __eq__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
 class Verdict:
     """A verdict of the gate (``ratchet_gate::Verdict``); shown as an HTML
     table in notebooks."""
 
     @property
-    def status(self) -> str:
-        """``promote``, ``reject``, ``continue``, ``missing_evidence``,
-        ``unverified_trace`` or ``truncated``."""
+    def status(self) -> GateStatus:
+        """The outcome: its ``name``, ``words``, ``headline`` and
+        ``exit_code``, as the CLI reads it; equal to its name as text
+        (``v.status == "promote"``)."""
     @property
     def exit_code(self) -> int:
         """The exit code ``ratchet gate`` would use."""
@@ -337,7 +361,9 @@ def calibrate(
     seed: int = 1,
 ) -> Table:
     """The operating characteristic of a class's test: effect_unit, effect,
-    p_promote, expected_n, n_p10, n_p50, n_p90, method (one row per effect)."""
+    p_promote, p_truncated (max_n reached undecided, as ``ratchet
+    calibrate`` shows it), expected_n, n_p10, n_p50, n_p90, method (one row
+    per effect)."""
 
 def welch_non_inferiority(
     baseline: _Floats,
@@ -399,8 +425,11 @@ class Ewma:
 class PageHinkley:
     """Page–Hinkley test (``ratchet_drift::PageHinkley``)."""
 
-    def __new__(cls, delta: float = 0.005, lam: float = 50.0) -> PageHinkley:
-        """A Page–Hinkley test with tolerance ``delta`` and threshold ``lam``."""
+    def __new__(cls, delta: float = 0.5, lam: float = 50.0, sigma: float = 1.0) -> PageHinkley:
+        """A Page–Hinkley test with tolerance ``delta`` and threshold ``lam``
+        in σ units of ``sigma`` (the in-control sd), as ``ratchet watch
+        --page-hinkley DELTA LAMBDA`` takes them, with its defaults;
+        ``sigma=1.0``: the data's own units."""
     def update(self, x: float) -> Optional[dict[str, Any]]:
         """Adds one observation: the alarm (a dict) when a limit is crossed, else None."""
     def run(self, values: _Floats) -> list[int]:

@@ -380,7 +380,9 @@ class Client:
         ids) under the class's pinned policy; the server records the verdict
         (unless ``dry_run``). The verdict as a dict, with ``status``
         (promote, reject, continue, missing_evidence, unverified_trace,
-        truncated) and the ``decision`` receipt."""
+        truncated), ``words`` (the CLI's: ``cannot decide (evidence
+        missing)``), ``exit_code`` (``ratchet gate``'s) and the
+        ``decision`` receipt."""
         body = json.dumps(
             {"class": cls, "baseline": baseline, "candidate": candidate, "dry_run": dry_run}
         ).encode()
@@ -399,9 +401,12 @@ class Client:
         events (each seq, ts_ms and verdict)."""
         return self._json("GET", f"/v1/decisions?last={int(last)}")
 
-    def summary_markdown(self) -> str:
-        """The Markdown summary a pull request shows."""
-        return self._call("GET", "/v1/summary.md").decode("utf-8")
+    def summary_markdown(self, cls: Optional[str] = None, candidate: Optional[str] = None) -> str:
+        """The Markdown summary a pull request shows: of class ``cls`` and
+        candidate ``candidate`` (a full id) only, when given, so that a
+        later decision about another commit does not replace it."""
+        query = urlencode({k: v for k, v in (("class", cls), ("candidate", candidate)) if v is not None})
+        return self._call("GET", "/v1/summary.md" + (f"?{query}" if query else "")).decode("utf-8")
 
     def report_html(self) -> str:
         """The HTML report."""
@@ -418,7 +423,7 @@ class Client:
         can: Union[str, Sequence[str]],
         session: str,
         cell: Optional[str] = None,
-        expires_at_ms: Optional[int] = None,
+        expires: Optional[str] = None,
         max_events: Optional[int] = None,
         max_bytes: Optional[int] = None,
         events_per_hour: Optional[int] = None,
@@ -426,15 +431,18 @@ class Client:
     ) -> dict[str, Any]:
         """Mints a token of scopes ``can`` (record, decide, read, admin)
         recording under ``session``: token (the bearer string, shown only
-        here), id, receipts, store_id. The quotas (events and bytes, in all
-        and per hour) default to the server's; a write past one is refused
-        with :class:`ServerError` 429 ``over_quota``."""
+        here), id, receipts, store_id. ``expires`` is its lifetime as the
+        CLI's ``token mint --expires`` takes it (``"90s"``, ``"30m"``,
+        ``"12h"``, ``"7d"``; default: until revoked), read by the server
+        against its own clock. The quotas (events and bytes, in all and per
+        hour) default to the server's; a write past one is refused with
+        :class:`ServerError` 429 ``over_quota``."""
         scopes = [can] if isinstance(can, str) else list(can)
         spec: dict[str, Any] = {"can": scopes, "session": session}
         if cell is not None:
             spec["cell"] = cell
-        if expires_at_ms is not None:
-            spec["expires_at_ms"] = int(expires_at_ms)
+        if expires is not None:
+            spec["expires"] = str(expires)
         quota = {
             k: int(v)
             for k, v in (

@@ -164,6 +164,10 @@ pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
         #[derive(serde::Serialize)]
         struct GateJson<'a> {
             status: ratchet_gate::GateStatus,
+            /// The status as the words print it (`cannot decide (evidence
+            /// missing)`): one reading of the verdict, whatever the
+            /// recorded `outcome` says it was stored as.
+            words: &'static str,
             exit_code: u8,
             recorded: bool,
             policy_source: ratchet_gate::PolicySource,
@@ -180,6 +184,7 @@ pub fn gate(ctx: &Ctx, a: &GateArgs) -> Result<u8> {
             &store_id,
             &GateJson {
                 status,
+                words: status.words(),
                 exit_code: status.exit_code(),
                 recorded: run.decision.is_some(),
                 policy_source: source,
@@ -251,13 +256,14 @@ fn unverified_before_policy(
             store_id,
             &serde_json::json!({
                 "status": status,
+                "words": status.words(),
                 "exit_code": status.exit_code(),
                 "recorded": false,
                 "reason": e.to_string(),
             }),
         )?;
     } else {
-        outln!("CANNOT DECIDE (trace failed verification): {e}");
+        outln!("{}: {e}", status.headline());
     }
     Ok(status.exit_code())
 }
@@ -277,12 +283,22 @@ fn explain_tests(ctx: &Ctx, key_file: Option<&std::path::Path>, verdict: &Verdic
     let mut suites: Vec<&str> = runs.iter().map(|(_, r)| r.suite.as_str()).collect();
     suites.sort_unstable();
     suites.dedup();
-    let missing = verdict.stages.iter().flat_map(|s| match &s.details {
-        ratchet_gate::StageDetails::Tests(t) => {
-            t.suites.iter().filter(|x| x.runs.is_empty()).collect()
-        }
-        _ => Vec::new(),
+    let tests = verdict.stages.iter().filter_map(|s| match &s.details {
+        ratchet_gate::StageDetails::Tests(t) => Some(t),
+        _ => None,
     });
+    let required: Vec<&str> = tests
+        .clone()
+        .flat_map(|t| t.suites.iter().map(|x| x.suite.as_str()))
+        .collect();
+    // The candidate's suites the policy does not require yet: the only
+    // ones "name it in required_suites" can be said of.
+    let unrequired: Vec<&str> = suites
+        .iter()
+        .copied()
+        .filter(|s| !required.contains(s))
+        .collect();
+    let missing = tests.flat_map(|t| t.suites.iter().filter(|x| x.runs.is_empty()));
     for suite in missing {
         let name = suite.suite.as_str();
         let on_baseline = baseline_runs
@@ -302,6 +318,13 @@ fn explain_tests(ctx: &Ctx, key_file: Option<&std::path::Path>, verdict: &Verdic
         );
         if suites.is_empty() {
             outln!("  the candidate has no test run at all: {record}");
+        } else if unrequired.is_empty() {
+            // Every suite it has is required already: renaming the policy
+            // would not help, only a run of {name} will.
+            outln!(
+                "  the candidate has runs of: {} (each required already); {record}",
+                suites.join(", ")
+            );
         } else {
             outln!(
                 "  the candidate has runs of: {}; if one of them is {name} under another name, record it again with {record}, or name that suite in required_suites",

@@ -277,11 +277,7 @@ fn mint(ctx: &Ctx, flags: &MintFlags) -> Result<u8> {
         .collect::<Result<Vec<_>, _>>()?;
     let expires_at_ms = expires
         .as_deref()
-        .map(|e| {
-            parse_duration(e).map(|d| {
-                ratchet_serve::now_ms() + i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2)
-            })
-        })
+        .map(|e| ratchet_serve::expires_in(e).map_err(|e| anyhow!("--expires {e}")))
         .transpose()?;
     let spec = TokenSpec {
         can,
@@ -320,30 +316,11 @@ fn mint(ctx: &Ctx, flags: &MintFlags) -> Result<u8> {
     Ok(0)
 }
 
-/// `90s`, `30m`, `12h`, `7d`.
-fn parse_duration(text: &str) -> Result<Duration> {
-    parse_duration_of("--expires", text)
-}
-
-/// `90s`, `30m`, `12h`, `7d` (and `500ms`) as a duration; `flag` names
-/// the flag in an error.
+/// `90s`, `30m`, `12h`, `7d` (and `500ms`) as a duration, read by the
+/// server's own reader ([`ratchet_serve::parse_duration`], which the mint
+/// route's `expires` goes through too); `flag` names the flag in an error.
 fn parse_duration_of(flag: &str, text: &str) -> Result<Duration> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (n, unit) = t.split_at(split);
-    let n: u64 = n
-        .parse()
-        .map_err(|_| anyhow!("{flag} {text:?}: a number and a unit (90s, 30m, 12h, 7d)"))?;
-    let millis = match unit {
-        "ms" => Some(n),
-        "s" | "" => n.checked_mul(1000),
-        "m" => n.checked_mul(60_000),
-        "h" => n.checked_mul(3_600_000),
-        "d" => n.checked_mul(86_400_000),
-        _ => anyhow::bail!("{flag} {text:?}: the unit is ms, s, m, h or d"),
-    };
-    let millis = millis.ok_or_else(|| anyhow!("{flag} {text:?}: too long"))?;
-    Ok(Duration::from_millis(millis))
+    ratchet_serve::parse_duration(text).map_err(|e| anyhow!("{flag} {e}"))
 }
 
 /// Writes a secret to a new file only its owner can read.
@@ -542,7 +519,7 @@ pub fn gate_remote(
     if !ctx.json {
         let mut verdict = doc.clone();
         if let Some(fields) = verdict.as_object_mut() {
-            for added in ["status", "decision", "store_id"] {
+            for added in ["status", "words", "exit_code", "decision", "store_id"] {
                 fields.remove(added);
             }
         }

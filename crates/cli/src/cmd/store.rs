@@ -562,14 +562,14 @@ pub fn export(_ctx: &Ctx, _dir: &Path, _key_file: Option<&Path>) -> Result<u8> {
 pub fn report(
     ctx: &Ctx,
     out_path: &Path,
-    markdown: bool,
+    markdown: Option<&ratchet_report::Summary>,
     scorer: Option<String>,
     key_file: Option<&Path>,
 ) -> Result<u8> {
     let mut store = ctx.open_read(key_file)?;
-    if markdown {
+    if let Some(which) = markdown {
         let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
-        let text = ratchet_report::markdown(&view)?;
+        let text = ratchet_report::markdown_of(&view, which)?;
         if ctx.json {
             out::json(&serde_json::json!({ "store_id": store.id(), "markdown": text }))?;
         } else {
@@ -708,8 +708,24 @@ pub fn report_command(ctx: &Ctx, flags: ReportFlags) -> Result<u8> {
     let ReportFlags {
         out,
         markdown,
+        class,
+        candidate,
         scorer,
         key_file,
     } = flags;
-    crate::cmd::store::report(ctx, &out, markdown, scorer, key_file.as_deref())
+    // Resolved as the gate resolves it (`HEAD`, a short id), so that the
+    // comment's candidate is the commit the gate decided.
+    let summary = markdown.then(|| -> Result<ratchet_report::Summary> {
+        Ok(ratchet_report::Summary {
+            class,
+            candidate: candidate.map(|c| ctx.commit(&c)).transpose()?,
+        })
+    });
+    crate::cmd::store::report(
+        ctx,
+        &out,
+        summary.transpose()?.as_ref(),
+        scorer,
+        key_file.as_deref(),
+    )
 }

@@ -145,6 +145,34 @@ fn a_missing_suite_is_named_with_the_side_that_lacks_it_and_how_to_name_a_report
     assert_says(&o, "unit.c0");
 }
 
+#[test]
+fn a_missing_suite_beside_suites_already_required_gets_no_hint_to_require_them() {
+    let (d, st) = common::fresh_store();
+    let (dir, st) = (d.path(), st.as_str());
+    std::fs::write(
+        dir.join("s/policy.toml"),
+        "[class.ci]\ntest = \"none\"\nrequired_suites = [\"unit\", \"integration\"]\n",
+    )
+    .expect("policy");
+    ingest_junit(dir, st, "base.xml", &junit("unit", 0), BASE, None);
+    ingest_junit(dir, st, "cand.xml", &junit("integration", 0), CAND, None);
+    let o = common::gate(dir, st, BASE, CAND, "ci", &["--dry-run"]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    assert_says(&o, "suite unit has no run on the candidate");
+    // `integration` is named in required_suites already: naming it there
+    // is no way out, recording a run of unit is.
+    assert_says(
+        &o,
+        "the candidate has runs of: integration (each required already)",
+    );
+    assert_says(&o, "--suite unit");
+    assert!(!text(&o).contains("in required_suites"), "{}", text(&o));
+    // A suite the policy does not name still gets the hint.
+    ingest_junit(dir, st, "more.xml", &junit("pytest", 0), CAND, None);
+    let o = common::gate(dir, st, BASE, CAND, "ci", &["--dry-run"]);
+    assert_says(&o, "or name that suite in required_suites");
+}
+
 /// A store with five timings in seconds, tens of microseconds each, of
 /// one commit.
 fn store_with_small_timings() -> (tempfile::TempDir, String) {

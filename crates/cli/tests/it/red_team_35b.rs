@@ -313,6 +313,7 @@ fn heals_restarted_monitor_and_recovery_read_an_untrusted_cells_scores() {
         change_seq: head - 8,
         baseline_mean: 0.9,
         baseline_sd: 0.03,
+        from_seq: None,
     };
     let options = ratchet_orchestrate::HealOptions::default();
     let (report, monitor) =

@@ -51,6 +51,7 @@ fn alarm_on(c: &CommitId, seq: u64) -> TraceAlarm {
         change_seq: seq - 8,
         baseline_mean: 0.9,
         baseline_sd: 0.03,
+        from_seq: None,
     }
 }
 

@@ -197,6 +197,7 @@ fn break_heal_checks_out_a_worse_commit_after_a_misordered_page() {
         change_seq: head - 9,
         baseline_mean: 0.9,
         baseline_sd: 0.03,
+        from_seq: None,
     };
     let dry = ratchet_orchestrate::HealOptions {
         dry_run: true,

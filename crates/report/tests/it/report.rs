@@ -722,3 +722,66 @@ fn a_refusal_reads_as_cannot_decide_not_as_a_reject() {
         "{comment}"
     );
 }
+
+#[test]
+fn the_ladder_plots_the_scorer_the_gate_judged_not_the_most_scored_one() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut store = every_kind(dir.path());
+    let acc = {
+        let view = store.verified(&VerifyOptions::default()).expect("verify");
+        view.overview()
+            .scorers
+            .iter()
+            .filter(|s| s.scorer == "acc")
+            .flat_map(|s| s.versions.iter().map(|v| v.n))
+            .sum::<u64>()
+    };
+    // More scores of another scorer than the gate's (a benchmark suite, a
+    // token count): the store had 264 of them beside its eval.
+    let tokens: Vec<Score> = (0..=acc)
+        .map(|i| Score::new(commit(4), format!("t{i:05}"), "tokens", (i % 7) as f64))
+        .collect();
+    store.record_scores(&tokens, "bench").expect("scores");
+    let page = html(&mut store, &ReportOptions::default()).expect("report");
+    let ladder = &page[page.find("<figure id=ladder>").expect("a ladder")..];
+    let ladder = &ladder[..ladder.find("</figure>").expect("closed")];
+    assert!(
+        ladder.contains("acc (mean)") && !ladder.contains("tokens"),
+        "the ladder shows the decisions' scorer: {}",
+        &ladder[ladder.len().saturating_sub(400)..]
+    );
+    // Asked for, another scorer is drawn.
+    let asked = ReportOptions {
+        scorer: Some("tokens".into()),
+        ..ReportOptions::default()
+    };
+    let page = html(&mut store, &asked).expect("report");
+    assert!(page.contains("tokens (mean)"));
+}
+
+#[test]
+fn the_top_box_says_how_many_alarms_were_recorded_and_the_latest() {
+    let d = tempfile::tempdir().expect("tmp");
+    let s = demo(d.path(), 1, 16);
+    let mut store =
+        Store::open(d.path().join("repo/.ratchet"), StoreOptions::default()).expect("store");
+    let alarms = {
+        let view = store.verified(&VerifyOptions::default()).expect("verify");
+        view.events_of_kinds(&["alarm"]).len()
+    };
+    assert!(
+        alarms > 0 && !s.regressions.is_empty(),
+        "seed 1 catches regressions live"
+    );
+    let page = html(&mut store, &ReportOptions::default()).expect("report");
+    let top = &page[page.find("<div id=verdicts>").expect("the top box")..];
+    let top = &top[..top.find("<h2>Score ladder</h2>").expect("then the ladder")];
+    assert!(
+        top.contains(&format!(
+            "Live: <b>{alarms} alarm{} recorded</b>",
+            if alarms == 1 { "" } else { "s" }
+        )),
+        "{}",
+        &top[top.len().saturating_sub(600)..]
+    );
+}
