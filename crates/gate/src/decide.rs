@@ -692,7 +692,14 @@ pub enum Law {
     Attributed = 3,
     /// [`Law::Attributed`] with the evidence's size put to use: the parts
     /// this law changes are listed in `docs/design.md`, "the law as used,
-    /// round two" (issue 40), each behind `law >= Law::Tuned`.
+    /// round two" (issue 40), each behind `law >= Law::Tuned`:
+    ///
+    /// * the betting kind bets for the design effect: each capital is a
+    ///   fixed mixture, mostly bets sized for growth at the other
+    ///   hypothesis (a mean difference of `gap`, or 0), the rest the
+    ///   PrPl-EB bets of the earlier laws ([`crate::BettingTest::tuned`]);
+    ///   about Wald's tasks at the design effect where those bets needed
+    ///   twice as many on pass/fail data.
     Tuned = 4,
 }
 

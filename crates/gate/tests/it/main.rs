@@ -14,6 +14,7 @@ mod file_edits_of_the_evidence;
 mod fishtest;
 mod noninferiority;
 mod polled_by_the_evidence_writer;
+mod price;
 mod recorded;
 mod red_team_36;
 mod simulation;
