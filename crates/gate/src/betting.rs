@@ -262,7 +262,8 @@ impl BettingCapital {
                 });
             }
         }
-        if alternative == m {
+        // Equal means bet nothing: a capital stuck at 1 that tests nothing.
+        if (alternative - m).abs() < f64::EPSILON {
             return Err(Error::InvalidParameter {
                 name: "alternative",
                 reason: format!("{alternative} must differ from m = {m}: nothing to bet on"),
