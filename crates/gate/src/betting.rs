@@ -189,9 +189,10 @@ const TUNED_TRUNCATION: f64 = 0.8;
 
 /// One capital process for observations in `[0, 1]` at a hypothesised
 /// mean `m`, betting that the mean is above `m` ([`BettingCapital::above`])
-/// or below it ([`BettingCapital::below`]), with PrPl-EB bets at a level.
-/// Its log is kept. This is `confseq.betting.betting_mart` with `theta` 1
-/// or 0 and its defaults.
+/// or below it ([`BettingCapital::below`]), with PrPl-EB bets at a level —
+/// `confseq.betting.betting_mart` with `theta` 1 or 0 and its defaults —
+/// or with bets tuned to one alternative mean ([`BettingCapital::toward`]).
+/// Its log is kept.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BettingCapital {
     m: f64,
