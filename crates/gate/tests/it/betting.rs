@@ -90,6 +90,36 @@ fn on_pass_fail_differences_the_tuned_capital_is_walds_likelihood_ratio() {
     }
 }
 
+/// The test of law 4 is the fixed mixture it says: its promote capital is
+/// 0.95 × Wald's likelihood ratio + 0.05 × the capital of the earlier
+/// laws' test (PrPl-EB, checked against confseq above), at every step of
+/// pass/fail differences. (α and β of 10⁻⁶ keep both tests open for the
+/// 300 steps: Wald's LLR would need ln 10⁶ ≈ 13.8 at a growth of 0.004.)
+#[test]
+fn the_tuned_test_mixes_walds_ratio_with_the_earlier_laws_capital() {
+    let mut rng = StdRng::seed_from_u64(41);
+    let (level, gap) = (1e-6, 0.2);
+    let mut tuned = BettingTest::tuned(level, level, gap, 1.0).expect("test");
+    let mut earlier = BettingTest::new(level, level, gap, 1.0).expect("test");
+    let wald =
+        BernoulliSprt::new(0.5, 0.6, Boundaries::new(0.05, 0.1).expect("bounds")).expect("sprt");
+    let mut wins = 0;
+    for t in 1..=300 {
+        let won = rng.random_bool(0.53);
+        wins += u64::from(won);
+        let d = if won { 1.0 } else { -1.0 };
+        assert_eq!(tuned.update(d).expect("in range"), Decision::Continue);
+        assert_eq!(earlier.update(d).expect("in range"), Decision::Continue);
+        let want =
+            (0.95 * wald.llr_at(t, wins).exp() + 0.05 * earlier.log_capital_promote().exp()).ln();
+        let got = tuned.log_capital_promote();
+        assert!(
+            (got - want).abs() <= 1e-9 * want.abs().max(1.0),
+            "step {t}: {got} vs the mixture's {want}"
+        );
+    }
+}
+
 #[test]
 fn the_confidence_sequence_matches_confseq_within_its_grid() {
     let f = fixture();
