@@ -28,7 +28,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "| data | effect | Wald's SPRT | betting, laws 1–3 | × Wald | betting, law 4 (tuned) | × Wald | × fixed n | P(promote), law 4 | fixed-horizon n |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    for (d, data) in [Data::PassFail, Data::Rubric].into_iter().enumerate() {
+    for (d, data) in [Data::PassFail, Data::PassFailTies, Data::Rubric]
+        .into_iter()
+        .enumerate()
+    {
         let fixed = fixed_horizon_n(data);
         for (k, scale) in [0.0, 1.0, 2.0].into_iter().enumerate() {
             let effect = scale * data.gap();

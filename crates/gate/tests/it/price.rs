@@ -4,11 +4,15 @@
 //! there is (a control plane asking after every batch reads a subset of
 //! those looks).
 //!
-//! Two kinds of data, α 0.05 and β 0.10 (the issue's setting):
+//! Three kinds of data, α 0.05 and β 0.10 (the issue's setting):
 //! * **pass/fail**, every pair discordant (the hardest case the bernoulli
 //!   kind is designed for): the difference is +1 with probability θ, −1
 //!   otherwise; gap 0.2 is θ₁ = 0.6 against θ₀ = ½. Wald's ASN is exact
 //!   (`exact_bernoulli`: no Monte-Carlo error).
+//! * **pass/fail, half tied**: half the pairs concordant (difference 0),
+//!   the other half as above; gap 0.1 (a mean difference over all tasks)
+//!   is θ₁ = 0.6 on the discordant pairs, and Wald's ASN in tasks is the
+//!   exact ASN in discordant pairs over ½.
 //! * **rubric scores**: a 4-item rubric, each side scored by the share of
 //!   items it passes, items passed independently with the task's own
 //!   chance p ~ U(0.2, 0.8) (the candidate's p + effect); differences in
@@ -39,16 +43,23 @@ pub const MAX_N: u64 = 20_000;
 pub enum Data {
     /// Differences ±1 (every pair discordant).
     PassFail,
+    /// Pass/fail with half the pairs concordant (difference 0): the
+    /// discordant half as [`Data::PassFail`], the gap 0.1 a mean
+    /// difference over all tasks (θ₁ 0.6 on the discordant pairs).
+    PassFailTies,
     /// Differences of two 4-item rubric scores.
     Rubric,
 }
+
+/// The share of discordant pairs in [`Data::PassFailTies`].
+const DISCORDANT: f64 = 0.5;
 
 impl Data {
     /// The policy's gap: the design effect, a mean difference.
     pub fn gap(self) -> f64 {
         match self {
             Data::PassFail => 0.2,
-            Data::Rubric => 0.1,
+            Data::PassFailTies | Data::Rubric => 0.1,
         }
     }
 
@@ -57,6 +68,7 @@ impl Data {
     pub fn null_variance(self) -> f64 {
         match self {
             Data::PassFail => 1.0,
+            Data::PassFailTies => DISCORDANT,
             Data::Rubric => 0.11,
         }
     }
@@ -68,6 +80,7 @@ impl Data {
     pub fn variance(self, effect: f64) -> f64 {
         match self {
             Data::PassFail => 1.0 - effect * effect,
+            Data::PassFailTies => DISCORDANT - effect * effect,
             Data::Rubric => (0.22 + 0.22 - effect * effect) / 4.0,
         }
     }
@@ -77,6 +90,15 @@ impl Data {
         match self {
             Data::PassFail => {
                 if rng.random_bool((1.0 + effect) / 2.0) {
+                    1.0
+                } else {
+                    -1.0
+                }
+            }
+            Data::PassFailTies => {
+                if !rng.random_bool(DISCORDANT) {
+                    0.0
+                } else if rng.random_bool(0.5 + effect / (2.0 * DISCORDANT)) {
                     1.0
                 } else {
                     -1.0
@@ -95,6 +117,7 @@ impl Data {
     pub fn name(self) -> &'static str {
         match self {
             Data::PassFail => "pass/fail",
+            Data::PassFailTies => "pass/fail, half tied",
             Data::Rubric => "rubric",
         }
     }
@@ -151,20 +174,24 @@ impl SequentialTest for KnownVariance {
     }
 }
 
-/// Wald's ASN for `data` at `effect`: exact on the lattice for pass/fail,
-/// simulated for rubric scores (with its standard error; 0 when exact).
+/// Wald's ASN for `data` at `effect`: exact on the lattice for pass/fail
+/// (with ties: the SPRT of θ = ½ against θ₁ = ½ + gap/(2q) on the
+/// discordant pairs, a share q of the tasks, so E[tasks] = E[pairs]/q by
+/// Wald's identity), simulated for rubric scores (with its standard error;
+/// 0 when exact).
 pub fn wald(data: Data, effect: f64, runs: usize, seed: u64) -> Result<(f64, f64)> {
     match data {
-        Data::PassFail => {
+        Data::PassFail | Data::PassFailTies => {
+            let q = data.null_variance();
             // The lattice costs n²/2 steps: 4000 pairs hold all but a
             // negligible mass at these designs (P(N > 4000) is asserted
             // below 1e-9, so the truncation moves the ASN by < 1e-5).
-            let t =
-                BernoulliSprt::new(0.5, (1.0 + data.gap()) / 2.0, Boundaries::new(ALPHA, BETA)?)?
-                    .with_truncation(4000)?;
-            let exact = exact_bernoulli(&t, (1.0 + effect) / 2.0)?;
+            let theta = |e: f64| 0.5 + e / (2.0 * q);
+            let t = BernoulliSprt::new(0.5, theta(data.gap()), Boundaries::new(ALPHA, BETA)?)?
+                .with_truncation(4000)?;
+            let exact = exact_bernoulli(&t, theta(effect))?;
             assert!(exact.p_truncated < 1e-9, "{exact:?}");
-            Ok((exact.expected_n, 0.0))
+            Ok((exact.expected_n / q, 0.0))
         }
         Data::Rubric => {
             let m = monte_carlo(&KnownVariance::new(data)?, runs, MAX_N, seed, |r| {
@@ -230,7 +257,7 @@ mod tests {
         // variance's about σ²·√(2/40000)·(kurtosis factor ≤ 2) (≤ 0.002
         // for rubric scores); four standard errors each.
         let mut rng = StdRng::seed_from_u64(400);
-        for data in [Data::PassFail, Data::Rubric] {
+        for data in [Data::PassFail, Data::PassFailTies, Data::Rubric] {
             for effect in [0.0, data.gap()] {
                 let n = 40_000;
                 let xs: Vec<f64> = (0..n).map(|_| data.draw(&mut rng, effect)).collect();
@@ -253,7 +280,11 @@ mod tests {
     #[test]
     fn looked_at_after_every_observation_the_tuned_test_holds_alpha_at_no_effect_and_beta_at_the_gap()
      {
-        for (data, seed) in [(Data::PassFail, 401), (Data::Rubric, 402)] {
+        for (data, seed) in [
+            (Data::PassFail, 401),
+            (Data::PassFailTies, 403),
+            (Data::Rubric, 402),
+        ] {
             let null = betting(data, true, 0.0, RUNS, seed).expect("simulate");
             assert!(
                 null.point.p_promote <= ALPHA + tolerance(ALPHA, RUNS),
@@ -279,7 +310,11 @@ mod tests {
     /// issue measured 1.97× and 1.30×): this test can fail.
     #[test]
     fn at_the_design_effect_the_tuned_test_needs_at_most_1_2_times_walds_tasks() {
-        for (data, seed) in [(Data::PassFail, 411), (Data::Rubric, 412)] {
+        for (data, seed) in [
+            (Data::PassFail, 411),
+            (Data::PassFailTies, 413),
+            (Data::Rubric, 412),
+        ] {
             let effect = data.gap();
             let (wald_n, wald_se) = wald(data, effect, RUNS, seed).expect("wald");
             let price = |tuned: bool| {
