@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use ratchet_trace::{CommitId, Side};
 
-use crate::benchmarks::{BenchVerdict, Thresholds, judge, median};
-use crate::decide::{Outcome, RejectCause, Stage, StageDetails, StageReport, StageState};
+use crate::benchmarks::{BenchVerdict, Reading, Thresholds, judge_with, median};
+use crate::decide::{Law, Outcome, RejectCause, Stage, StageDetails, StageReport, StageState};
 use crate::error::Result;
 use crate::stages::{Look, Step, lower_is_better, push, reject};
 
@@ -43,6 +43,23 @@ pub struct BenchmarkRow {
     pub n: usize,
     /// What it came to.
     pub verdict: BenchVerdict,
+    /// Another runner (samples' `scorer_version`) than the verdict's
+    /// chosen one (its `scorer_versions`), which both sides were measured
+    /// on: judged since [`Law::Tuned`] when the policy pins no runner. Such
+    /// a row can flag a regression, never hold a promotion back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
+}
+
+impl BenchmarkRow {
+    /// The benchmark's name as a table shows it: with its runner when that
+    /// is not the verdict's chosen one.
+    pub fn label(&self) -> String {
+        match &self.runner {
+            Some(runner) => format!("{} on {runner}", self.benchmark),
+            None => self.benchmark.clone(),
+        }
+    }
 }
 
 /// The figures of a `benchmarks` class's sequential stage.
@@ -66,8 +83,14 @@ pub struct BenchmarksDetails {
 /// split over consecutive events pooled back into one.
 type Runs = BTreeMap<String, Vec<(Option<u64>, Vec<f64>)>>;
 
-/// The runs of `commit` at `version` from the producers `side` trusts.
-fn runs_of(look: Look<'_>, commit: &CommitId, side: Side, version: Option<&str>) -> Result<Runs> {
+/// The runs of `commit` from the producers `side` trusts, per runner (the
+/// samples' `scorer_version`), or of `version`'s runner alone.
+fn runs_of(
+    look: Look<'_>,
+    commit: &CommitId,
+    side: Side,
+    version: Option<&str>,
+) -> Result<BTreeMap<String, Runs>> {
     let sources = match side {
         Side::Baseline => &look.sources[0],
         Side::Candidate => &look.sources[1],
@@ -76,12 +99,12 @@ fn runs_of(look: Look<'_>, commit: &CommitId, side: Side, version: Option<&str>)
         .view
         .events_from(KIND_SAMPLES, commit, look.at, sources, side);
     look.set_aside(aside);
-    let mut out: Runs = BTreeMap::new();
-    // Each benchmark's last run's first event (values moved out) and the
-    // seq of the last event folded into it: a run split over several
-    // events (a payload holds at most 64 KiB) pools back
+    let mut out: BTreeMap<String, Runs> = BTreeMap::new();
+    // Each (runner, benchmark)'s last run's first event (values moved
+    // out) and the seq of the last event folded into it: a run split over
+    // several events (a payload holds at most 64 KiB) pools back
     // ([`Samples::continued_by`]).
-    let mut last: BTreeMap<String, (u64, Samples)> = BTreeMap::new();
+    let mut last: BTreeMap<(String, String), (u64, Samples)> = BTreeMap::new();
     for e in events {
         let mut s =
             Samples::from_payload(&e.payload).map_err(|err| crate::Error::InvalidObservation {
@@ -91,15 +114,20 @@ fn runs_of(look: Look<'_>, commit: &CommitId, side: Side, version: Option<&str>)
             continue;
         }
         let values = std::mem::take(&mut s.values);
-        let runs = out.entry(s.benchmark.clone()).or_default();
-        match (last.get_mut(&s.benchmark), runs.last_mut()) {
+        let key = (s.scorer_version.clone(), s.benchmark.clone());
+        let runs = out
+            .entry(s.scorer_version.clone())
+            .or_default()
+            .entry(s.benchmark.clone())
+            .or_default();
+        match (last.get_mut(&key), runs.last_mut()) {
             (Some((seq, run)), Some((_, pooled))) if run.continued_by(*seq, &s, e.seq) => {
                 pooled.extend(values);
                 *seq = e.seq;
             }
             _ => {
                 runs.push((s.round, values));
-                last.insert(s.benchmark.clone(), (e.seq, s));
+                last.insert(key, (e.seq, s));
             }
         }
     }
@@ -164,8 +192,33 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
     let p = q.policy;
     let lower = lower_is_better(look, &p.scorer, p.direction)?;
     let version = look.versions.get(&p.scorer).map(String::as_str);
-    let base = runs_of(look, q.baseline, Side::Baseline, version)?;
-    let cand = runs_of(look, q.candidate, Side::Candidate, version)?;
+    // Since the fourth law, a policy that pins no runner has every runner
+    // both sides measured on judged: the chosen one (the baseline's
+    // newest) decides promotion, the others can flag a regression. Read
+    // on its newest runner alone, a baseline re-measured on another host
+    // hid a regression both sides had shown on the old one.
+    let every_runner = look.law >= Law::Tuned && p.scorer_version.is_none();
+    let filter = if every_runner { None } else { version };
+    let mut base_by = runs_of(look, q.baseline, Side::Baseline, filter)?;
+    let mut cand_by = runs_of(look, q.candidate, Side::Candidate, filter)?;
+    let chosen = version.unwrap_or_default();
+    let base = base_by.remove(chosen).unwrap_or_default();
+    let cand = cand_by.remove(chosen).unwrap_or_default();
+    // The other runners both sides have samples of, each benchmark both
+    // measured there.
+    let others: Vec<(String, Runs, Runs)> = base_by
+        .into_iter()
+        .filter_map(|(runner, b)| {
+            let c = cand_by.remove(&runner)?;
+            let (b, c): (Runs, Runs) = b
+                .into_iter()
+                .filter_map(|(name, runs)| {
+                    Some(((name.clone(), runs), (name.clone(), c.get(&name)?.clone())))
+                })
+                .unzip();
+            (!b.is_empty()).then_some((runner, b, c))
+        })
+        .collect();
     if base.is_empty() {
         return reject(
             Stage::Sequential,
@@ -177,45 +230,58 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
         );
     }
     let (regression, equivalence) = p.benchmark_thresholds();
+    let cells = base.len() + others.iter().map(|(_, b, _)| b.len()).sum::<usize>();
     let thresholds = Thresholds {
         alpha: p.alpha,
         regression,
         equivalence,
-        benchmarks: base.len(),
+        benchmarks: cells,
     };
     let max_n = usize::try_from(p.max_n).unwrap_or(usize::MAX);
+    // Since the fourth law the bets read how far each pair is past a
+    // threshold, not only its side (`Reading::Sized`).
+    let reading = if look.law >= Law::Tuned {
+        Reading::Sized
+    } else {
+        Reading::Signs
+    };
     let mut rows = Vec::new();
     let mut all_paired = true;
     let mut missing = Vec::new();
-    for (name, b) in &base {
-        let positive =
-            |runs: &[(Option<u64>, Vec<f64>)]| samples(runs).all(|x| x.is_finite() && *x > 0.0);
-        let c = cand.get(name).map(Vec::as_slice).unwrap_or(&[]);
-        if !positive(b) || !positive(c) {
-            return reject(
-                Stage::Sequential,
-                RejectCause::MissingEvidence,
-                format!(
-                    "benchmark {name}: a sample is not a positive number, so no ratio of it can be judged"
-                ),
-            );
+    let judged =
+        std::iter::once((None, &base, &cand)).chain(others.iter().map(|(r, b, c)| (Some(r), b, c)));
+    for (runner, base, cand) in judged {
+        for (name, b) in base {
+            let positive =
+                |runs: &[(Option<u64>, Vec<f64>)]| samples(runs).all(|x| x.is_finite() && *x > 0.0);
+            let c = cand.get(name).map(Vec::as_slice).unwrap_or(&[]);
+            if !positive(b) || !positive(c) {
+                return reject(
+                    Stage::Sequential,
+                    RejectCause::MissingEvidence,
+                    format!(
+                        "benchmark {name}: a sample is not a positive number, so no ratio of it can be judged"
+                    ),
+                );
+            }
+            if c.is_empty() {
+                missing.push(name.clone());
+            }
+            let (d, paired) = log_ratios(b, c, lower, max_n);
+            all_paired &= paired;
+            let j = judge_with(&d, &thresholds, reading);
+            rows.push(BenchmarkRow {
+                benchmark: name.clone(),
+                baseline: median(&samples(b).copied().collect::<Vec<_>>()),
+                candidate: median(&samples(c).copied().collect::<Vec<_>>()),
+                ratio: if lower { j.ratio } else { 1.0 / j.ratio },
+                low: if lower { j.low } else { 1.0 / j.high },
+                high: if lower { j.high } else { 1.0 / j.low },
+                n: j.n,
+                verdict: j.verdict,
+                runner: runner.cloned(),
+            });
         }
-        if c.is_empty() {
-            missing.push(name.clone());
-        }
-        let (d, paired) = log_ratios(b, c, lower, max_n);
-        all_paired &= paired;
-        let j = judge(&d, &thresholds);
-        rows.push(BenchmarkRow {
-            benchmark: name.clone(),
-            baseline: median(&samples(b).copied().collect::<Vec<_>>()),
-            candidate: median(&samples(c).copied().collect::<Vec<_>>()),
-            ratio: if lower { j.ratio } else { 1.0 / j.ratio },
-            low: if lower { j.low } else { 1.0 / j.high },
-            high: if lower { j.high } else { 1.0 / j.low },
-            n: j.n,
-            verdict: j.verdict,
-        });
     }
     // Regressions first, then what is still open, then the rest.
     let rank = |v: BenchVerdict| match v {
@@ -236,11 +302,19 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
         .map(|r| {
             format!(
                 "{} ×{:.3} [{:.3}, {:.3}]",
-                r.benchmark, r.ratio, r.low, r.high
+                r.label(),
+                r.ratio,
+                r.low,
+                r.high
             )
         })
         .collect();
-    let undecided: Vec<&BenchmarkRow> = rows.iter().filter(|r| !r.verdict.not_slower()).collect();
+    // Only the chosen runner's benchmarks must be shown not slower: the
+    // others can flag a regression, never hold a promotion back.
+    let undecided: Vec<&BenchmarkRow> = rows
+        .iter()
+        .filter(|r| r.runner.is_none() && !r.verdict.not_slower())
+        .collect();
     let state = if !slower.is_empty() || !missing.is_empty() {
         StageState::Failed
     } else if undecided.is_empty() {
@@ -259,8 +333,7 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
             equivalence,
             family: format!(
                 "bonferroni: each \"slower\"/\"faster\" flag at α/{} (family-wise α = {})",
-                base.len(),
-                p.alpha
+                cells, p.alpha
             ),
             benchmarks: rows.clone(),
         }),
@@ -312,14 +385,14 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
     }
     // A flag at α/m needs at least this many pairs, however clear the
     // change: say so when the samples are fewer.
-    let fewest = crate::benchmarks::fewest_pairs(p.alpha / rows.len().max(1) as f64);
+    let fewest = crate::benchmarks::fewest_pairs(p.alpha / cells.max(1) as f64);
     let first = undecided[0];
     Ok(Some(Outcome::Continue {
         expected_more: fewest.saturating_sub(first.n).max(1) as u64,
         reason: format!(
             "{} of {} benchmark(s) undecided (first: {}, ×{:.3} over {} pair(s)); more samples decide them{}",
             undecided.len(),
-            rows.len(),
+            base.len(),
             first.benchmark,
             first.ratio,
             first.n,

@@ -209,7 +209,11 @@ fn benchmarks(d: &crate::BenchmarksDetails) -> String {
     let first = d.benchmarks.first().map_or(String::new(), |r| {
         format!(
             "; first: {} ×{:.3} [{:.3}, {:.3}] over {} pair(s)",
-            r.benchmark, r.ratio, r.low, r.high, r.n
+            r.label(),
+            r.ratio,
+            r.low,
+            r.high,
+            r.n
         )
     });
     format!(

@@ -124,13 +124,14 @@ fn plain_name(name: &str) -> bool {
 fn undecided_in(verdict: &Verdict) -> Option<BTreeSet<String>> {
     verdict.stages.iter().find_map(|s| match &s.details {
         ratchet_gate::StageDetails::Benchmarks(d) => {
-            let open: BTreeSet<String> = d
-                .benchmarks
+            // The chosen runner's rows (another runner's can only flag).
+            let chosen: Vec<_> = d.benchmarks.iter().filter(|b| b.runner.is_none()).collect();
+            let open: BTreeSet<String> = chosen
                 .iter()
                 .filter(|b| b.verdict == ratchet_gate::benchmarks::BenchVerdict::Undecided)
                 .map(|b| b.benchmark.clone())
                 .collect();
-            (open.len() < d.benchmarks.len() && open.iter().all(|n| plain_name(n))).then_some(open)
+            (open.len() < chosen.len() && open.iter().all(|n| plain_name(n))).then_some(open)
         }
         _ => None,
     })

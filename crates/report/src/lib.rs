@@ -626,7 +626,7 @@ impl Page<'_> {
                         _ => "open",
                     };
                     rows.push([
-                        esc(&r.benchmark),
+                        esc(&r.label()),
                         format!(
                             "benchmark ({})",
                             if b.paired {

@@ -159,7 +159,7 @@ fn decided(
                 writeln!(
                     out,
                     "| {} | {} | {} | ×{:.3} \\[{:.3}, {:.3}\\] | {} |",
-                    md(&r.benchmark, As::Text),
+                    md(&r.label(), As::Text),
                     number(r.baseline, unit),
                     number(r.candidate, unit),
                     r.ratio,

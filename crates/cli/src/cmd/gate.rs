@@ -347,10 +347,22 @@ pub(crate) fn print_verdict(v: &Verdict, scale: &ratchet_gate::shown::Scale) -> 
         Outcome::Continue {
             expected_more,
             reason,
-        } => writeln!(
-            o,
-            "CONTINUE: about {expected_more} more tasks needed ({reason})"
-        )?,
+        } => {
+            // A benchmarks class counts pairs of runs, not tasks.
+            let benchmarks = v
+                .stages
+                .iter()
+                .any(|s| matches!(s.details, ratchet_gate::StageDetails::Benchmarks(_)));
+            let more = if benchmarks {
+                "runs of each side (or `ratchet bench` rounds)"
+            } else {
+                "tasks"
+            };
+            writeln!(
+                o,
+                "CONTINUE: about {expected_more} more {more} needed ({reason})"
+            )?
+        }
     }
     // A benchmarks class leads with its table: regressions first.
     for s in &v.stages {
@@ -364,7 +376,7 @@ pub(crate) fn print_verdict(v: &Verdict, scale: &ratchet_gate::shown::Scale) -> 
                 writeln!(
                     o,
                     "  {:<32} {:>12} {:>12} {:>26}  {}",
-                    r.benchmark,
+                    r.label(),
                     number(r.baseline, scale.unit()),
                     number(r.candidate, scale.unit()),
                     format!("×{:.3} [{:.3}, {:.3}]", r.ratio, r.low, r.high),

@@ -466,7 +466,7 @@ fn bench_rows(v: &ratchet_gate::Verdict) -> Option<String> {
         ratchet_gate::StageDetails::Benchmarks(d) => Some(
             d.benchmarks
                 .iter()
-                .map(|b| format!("{}: {}", b.benchmark, b.verdict.as_str()))
+                .map(|b| format!("{}: {}", b.label(), b.verdict.as_str()))
                 .collect::<Vec<_>>()
                 .join(", "),
         ),

@@ -20,6 +20,7 @@ mod red_team_35;
 mod red_team_35b;
 mod red_team_hred;
 mod serve;
+mod snapshots;
 mod suite30;
 mod ux;
 mod work;

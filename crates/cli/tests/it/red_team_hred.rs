@@ -196,17 +196,16 @@ fn gbench_on(host: &str, rows: &[(&str, f64)]) -> String {
     )
 }
 
-/// HOLE (not fixed; README "Gating on benchmarks", threat model): the
-/// benchmarks gate reads only the runner of the baseline's newest runs,
-/// and its table is the benchmarks the baseline has there. Here `b1` is
-/// 5 % slower and is rejected on runner `h`; then one-benchmark runs of
-/// both commits on a new runner `h2` (a runner pool changed, a filtered
-/// run, or anyone trusted for the baseline side) make the gate read `h2`
-/// only — and it PROMOTES, `b1` and runner `h` named nowhere in the
-/// verdict. This test asserts only what holds: the rejection before the
-/// switch.
+/// Found by a red team under the third law: the benchmarks gate read only
+/// the runner of the baseline's newest runs. Here `b1` is 5 % slower and
+/// is rejected on runner `h`; then one-benchmark runs of both commits on a
+/// new runner `h2` (a runner pool changed, a filtered run, or anyone
+/// trusted for the baseline side) made the gate read `h2` only — and it
+/// PROMOTED, `b1` and runner `h` named nowhere. Since the fourth law every
+/// runner both sides were measured on is judged: still REJECT, `b1` on
+/// `h` named.
 #[test]
-fn a_five_percent_regression_is_rejected_on_its_runner() {
+fn a_five_percent_regression_is_rejected_on_its_runner_after_the_runner_changes() {
     let (d, st) = common::fresh_store();
     let policy = d.path().join("policy.toml");
     std::fs::write(
@@ -270,6 +269,24 @@ fn a_five_percent_regression_is_rejected_on_its_runner() {
     let o = gate(&st);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("b1"), "{}", text(&o));
-    // The switch: `gbench_on("h2", &[("b2", …)])` for both commits, 30 runs
-    // each, and the same gate exits 0 (PROMOTE). Not asserted: a hole.
+    // The switch: both commits measured again on `h2`, `b2` only, the
+    // baseline last (so `h2` is its newest runner).
+    for (prefix, commit) in [("c2", &cand), ("b2", &base)] {
+        for i in 0..30u32 {
+            let j = f64::from(i) * 0.01;
+            ingest(
+                &format!("{prefix}-{i}.json"),
+                gbench_on("h2", &[("b2", 2000.0 + j)]),
+                commit,
+            );
+        }
+    }
+    let o = gate(&st);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "still rejected: {out}");
+    let first = out.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("b1 on ") && first.contains("slower"),
+        "b1 named with its runner: {out}"
+    );
 }
