@@ -18,6 +18,19 @@
 //! `½/(1 − m)` for bets against), as `confseq.betting.betting_mart` does by
 //! default; `tests/it/betting.rs` checks the capital against it to 1e-9.
 //!
+//! Since [`crate::Law::Tuned`] the gate's test ([`BettingTest::tuned`])
+//! bets mostly for the effect it was designed to find: each capital is a
+//! fixed mixture, `TUNED_WEIGHT` of a capital whose bets are sized for
+//! growth at the design effect ([`BettingCapital::toward`]) and the rest a
+//! PrPl-EB capital as above (power for effects far beyond the design). Any
+//! mixture of nonnegative supermartingales with fixed weights is one, so
+//! Ville's inequality still holds at any stopping time. PrPl-EB bets are
+//! sized for an interval's width, not for a test's growth: they paid about
+//! twice Wald's sample size on pass/fail data (issue 40). On pass/fail
+//! differences the tuned capital *is* Wald's likelihood ratio of θ = ½
+//! against θ₁ on the discordant pairs (`benches/README.md`, "Issue 40: the
+//! default test's price").
+//!
 //! ```
 //! use ratchet_gate::{BettingTest, Decision, SequentialTest};
 //! // Paired differences in [-1, 1]: promote when the mean difference is
@@ -80,17 +93,112 @@ impl PlugIn {
     }
 }
 
+/// Bets sized for growth at one alternative mean `a` of the observations
+/// (the design effect): `λ_t = |a − m| / M̂_{t−1}`, where `M̂` is a
+/// regularised running mean of `(x − m)²` (a tenth of a pseudo-observation
+/// at the prior).
+///
+/// Why this size: the capital's growth per observation,
+/// `E log(1 + λ(x − m))`, is `λ E[x − m] − λ² E[(x − m)²] / 2` to second
+/// order, largest at `λ = E[x − m] / E[(x − m)²]`; `E[x − m]` is the
+/// alternative's `a − m`, and `E[(x − m)²]` is estimated from the data.
+/// That estimate is the alternative's own when the data come from it —
+/// exactly when this capital's growth matters. On pass/fail differences
+/// (`x ∈ {0, 1}`, `m = ½`) every `(x − m)²` is ¼, so with the prior ¼ the
+/// bet is the constant `4(a − ½)`, and `1 + λ(x − ½)` is `2a` or `2(1 − a)`:
+/// Wald's likelihood ratio of θ₁ = `a` against θ₀ = ½, step by step; a tie
+/// (`x = ½`, a concordant pair) leaves the capital as it was and raises the
+/// next bets to the three-point distribution's optimum `(a − m)/E[(x − m)²]`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Tuned {
+    /// `|a − m|`, the alternative's edge.
+    edge: f64,
+    t: u64,
+    squares: f64,
+    /// `max(m, 1 − m)²`, the largest `(x − m)²` the range allows: the
+    /// first bets are the smallest the estimate could call for.
+    prior: f64,
+}
+
+impl Tuned {
+    fn new(m: f64, a: f64) -> Self {
+        Tuned {
+            edge: (a - m).abs(),
+            t: 0,
+            squares: 0.0,
+            prior: m.max(1.0 - m).powi(2),
+        }
+    }
+
+    /// The bet for the next observation (from the ones before it only).
+    fn next_bet(&self) -> f64 {
+        // The prior's weight keeps the first bet finite and conservative;
+        // a tenth of an observation lets the data's own spread size the
+        // bets within a few observations (a whole one cost rubric scores
+        // 8 % more tasks at the design effect, 20 % at twice it, where
+        // decisions come after 20 to 60 tasks: `examples/price.rs`).
+        const PRIOR_WEIGHT: f64 = 0.1;
+        self.edge * (self.t as f64 + PRIOR_WEIGHT) / (PRIOR_WEIGHT * self.prior + self.squares)
+    }
+
+    fn push(&mut self, deviation: f64) {
+        self.t += 1;
+        self.squares += deviation * deviation;
+    }
+}
+
+/// How a capital sizes its bets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Bets {
+    /// PrPl-EB (confseq's default; every law).
+    PlugIn(PlugIn),
+    /// Tuned to an alternative mean ([`crate::Law::Tuned`]).
+    Tuned(Tuned),
+}
+
+impl Bets {
+    fn next_bet(&self) -> f64 {
+        match self {
+            Bets::PlugIn(b) => b.next_bet(),
+            Bets::Tuned(b) => b.next_bet(),
+        }
+    }
+
+    fn push(&mut self, x: f64, m: f64) {
+        match self {
+            Bets::PlugIn(b) => b.push(x),
+            Bets::Tuned(b) => b.push(x - m),
+        }
+    }
+}
+
+/// The weight of the tuned capital in each capital of
+/// [`BettingTest::tuned`] (the rest is PrPl-EB's). It costs
+/// `ln(1/TUNED_WEIGHT)` ≈ 0.05 nats of a bound of `ln(1/α)` ≈ 3.0 at the
+/// design effect (about 2 % more tasks), and keeps a capital whose bets
+/// keep growing with the evidence, for effects far beyond the design.
+const TUNED_WEIGHT: f64 = 0.95;
+
+/// The truncation of tuned bets, as a fraction of the largest bet that
+/// keeps the capital nonnegative (`c/m` betting above `m`, `c/(1 − m)`
+/// below): one observation at the far end of the range keeps at least
+/// `1 − c` of the capital. PrPl-EB's is ½ (confseq's `trunc_scale`); tuned
+/// bets on scores of small spread ask for more, and a capped bet grows the
+/// capital more slowly (at half the asked bet, ¾ of the growth).
+const TUNED_TRUNCATION: f64 = 0.8;
+
 /// One capital process for observations in `[0, 1]` at a hypothesised
 /// mean `m`, betting that the mean is above `m` ([`BettingCapital::above`])
-/// or below it ([`BettingCapital::below`]), with PrPl-EB bets at a level.
-/// Its log is kept. This is `confseq.betting.betting_mart` with `theta` 1
-/// or 0 and its defaults.
+/// or below it ([`BettingCapital::below`]), with PrPl-EB bets at a level —
+/// `confseq.betting.betting_mart` with `theta` 1 or 0 and its defaults —
+/// or with bets tuned to one alternative mean ([`BettingCapital::toward`]).
+/// Its log is kept.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BettingCapital {
     m: f64,
     side: f64,
     cap: f64,
-    bets: PlugIn,
+    bets: Bets,
     log_k: f64,
 }
 
@@ -131,7 +239,48 @@ impl BettingCapital {
             m,
             side,
             cap,
-            bets: PlugIn::new(level),
+            bets: Bets::PlugIn(PlugIn::new(level)),
+            log_k: 0.0,
+        }
+    }
+
+    /// Betting that the mean is `alternative` rather than `m` (above `m`
+    /// when `alternative > m`, below it otherwise: a supermartingale
+    /// whenever the mean is on `m`'s side), with bets sized for the
+    /// capital's growth when the mean is `alternative` (see the module
+    /// docs), truncated at 0.8 of the largest bet that keeps the capital
+    /// nonnegative (`TUNED_TRUNCATION`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for `m` or `alternative` outside (0, 1),
+    /// or equal.
+    pub fn toward(m: f64, alternative: f64) -> Result<Self> {
+        for (name, v) in [("m", m), ("alternative", alternative)] {
+            if !(v > 0.0 && v < 1.0) {
+                return Err(Error::InvalidParameter {
+                    name,
+                    reason: format!("{v} must be in (0, 1)"),
+                });
+            }
+        }
+        // Equal means bet nothing: a capital stuck at 1 that tests nothing.
+        if (alternative - m).abs() < f64::EPSILON {
+            return Err(Error::InvalidParameter {
+                name: "alternative",
+                reason: format!("{alternative} must differ from m = {m}: nothing to bet on"),
+            });
+        }
+        Ok(Self::tuned(m, alternative))
+    }
+
+    fn tuned(m: f64, alternative: f64) -> Self {
+        let side = if alternative > m { 1.0 } else { -1.0 };
+        let cap = TUNED_TRUNCATION * if side > 0.0 { 1.0 / m } else { 1.0 / (1.0 - m) };
+        BettingCapital {
+            m,
+            side,
+            cap,
+            bets: Bets::Tuned(Tuned::new(m, alternative)),
             log_k: 0.0,
         }
     }
@@ -158,9 +307,52 @@ impl BettingCapital {
 
     fn push(&mut self, x: f64) {
         let lambda = self.bets.next_bet().min(self.cap);
-        // 1 + λ(x − m) ≥ 1 − ½ = ½ with the truncation: never 0.
+        // 1 + λ(x − m) ≥ 1 − c > 0 with the truncation c (½ for PrPl-EB,
+        // TUNED_TRUNCATION tuned): never 0.
         self.log_k += (1.0 + self.side * lambda * (x - self.m)).ln();
-        self.bets.push(x);
+        self.bets.push(x, self.m);
+    }
+}
+
+/// One side's capital in a [`BettingTest`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Capital {
+    /// PrPl-EB alone (laws 1 to 3).
+    PlugIn(BettingCapital),
+    /// `TUNED_WEIGHT` of a capital tuned to the design effect, the rest
+    /// PrPl-EB's ([`crate::Law::Tuned`]).
+    Mixed {
+        tuned: BettingCapital,
+        plug_in: BettingCapital,
+    },
+}
+
+impl Capital {
+    fn push(&mut self, x: f64) {
+        match self {
+            Capital::PlugIn(k) => k.push(x),
+            Capital::Mixed { tuned, plug_in } => {
+                tuned.push(x);
+                plug_in.push(x);
+            }
+        }
+    }
+
+    /// ln of the capital: for the mixture,
+    /// `ln(w e^{ln K_tuned} + (1 − w) e^{ln K_plug_in})`, summed from the
+    /// larger term so that neither exponential overflows.
+    fn log_k(&self) -> f64 {
+        match self {
+            Capital::PlugIn(k) => k.log_k,
+            Capital::Mixed { tuned, plug_in } => {
+                let (a, b) = (
+                    TUNED_WEIGHT.ln() + tuned.log_k,
+                    (1.0 - TUNED_WEIGHT).ln() + plug_in.log_k,
+                );
+                let top = a.max(b);
+                top + ((a - top).exp() + (b - top).exp()).ln()
+            }
+        }
     }
 }
 
@@ -184,8 +376,8 @@ pub struct BettingTest {
     beta: f64,
     gap: f64,
     width: f64,
-    promote: BettingCapital,
-    reject: BettingCapital,
+    promote: Capital,
+    reject: Capital,
     n: u64,
     max_n: Option<u64>,
     decision: Decision,
@@ -217,6 +409,53 @@ impl BettingTest {
     /// [`Error::InvalidParameter`] for α, β outside (0, 1), a width that is
     /// not positive, or a gap outside (0, width).
     pub fn new(alpha: f64, beta: f64, gap: f64, width: f64) -> Result<Self> {
+        Self::checked(alpha, beta, gap, width, false)
+    }
+
+    /// The test of [`crate::Law::Tuned`]: as [`BettingTest::new`], with
+    /// each capital a fixed mixture — 19/20 (`TUNED_WEIGHT`) of a capital whose
+    /// bets are sized for growth at the other hypothesis (the promote
+    /// capital's at a mean difference of `gap`, the reject capital's at 0;
+    /// [`BettingCapital::toward`]) and the rest PrPl-EB's. Valid for any
+    /// distribution of the differences in their range and any stopping
+    /// rule, as [`BettingTest::new`]; on pass/fail differences (every pair
+    /// discordant) its promote capital is 19/20 of Wald's
+    /// likelihood ratio of θ = ½ against θ₁ = (1 + gap/width)/2, plus the
+    /// plug-in's share.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ratchet_gate::{BettingTest, Decision, SequentialTest};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // Pass/fail differences at the design effect: 6 wins in 10 discordant pairs.
+    /// let wins = |i: u64| if i % 10 < 6 { 1.0 } else { -1.0 };
+    /// let mut tuned = BettingTest::tuned(0.05, 0.1, 0.2, 1.0)?;
+    /// let mut plug_in = BettingTest::new(0.05, 0.1, 0.2, 1.0)?;
+    /// for test in [&mut tuned, &mut plug_in] {
+    ///     let mut i = 0;
+    ///     while !test.update(wins(i))?.is_final() { i += 1; }
+    ///     assert_eq!(test.decision(), Decision::Promote);
+    /// }
+    /// // Wald's LLR grows 6 ln 1.2 + 4 ln 0.8 ≈ 0.20 a block of ten and
+    /// // peaks 6 ln 1.2 ≈ 1.09 above that after each block's wins: it
+    /// // crosses ln 18 ≈ 2.89 at the 96th pair. The tuned capital is 0.95
+    /// // of that same ratio (plus the plug-in's share) against ln 20: it
+    /// // needs a peak of ln(20/0.95) ≈ 3.05, one block later.
+    /// assert_eq!(tuned.n(), 106);
+    /// // The earlier laws' bets need 135 here, and twice Wald's pairs on
+    /// // random pass/fail differences (`benches/README.md`, issue 40).
+    /// assert_eq!(plug_in.n(), 135);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`BettingTest::new`].
+    pub fn tuned(alpha: f64, beta: f64, gap: f64, width: f64) -> Result<Self> {
+        Self::checked(alpha, beta, gap, width, true)
+    }
+
+    fn checked(alpha: f64, beta: f64, gap: f64, width: f64, tuned: bool) -> Result<Self> {
         for (name, v) in [("alpha", alpha), ("beta", beta)] {
             if !(v > 0.0 && v < 1.0) {
                 return Err(Error::InvalidParameter {
@@ -241,13 +480,31 @@ impl BettingTest {
         }
         let m0 = 0.5;
         let m1 = (gap / width + 1.0) / 2.0;
+        let (promote, reject) = (
+            BettingCapital::new(m0, 1.0, alpha),
+            BettingCapital::new(m1, -1.0, beta),
+        );
+        let (promote, reject) = if tuned {
+            (
+                Capital::Mixed {
+                    tuned: BettingCapital::tuned(m0, m1),
+                    plug_in: promote,
+                },
+                Capital::Mixed {
+                    tuned: BettingCapital::tuned(m1, m0),
+                    plug_in: reject,
+                },
+            )
+        } else {
+            (Capital::PlugIn(promote), Capital::PlugIn(reject))
+        };
         Ok(BettingTest {
             alpha,
             beta,
             gap,
             width,
-            promote: BettingCapital::new(m0, 1.0, alpha),
-            reject: BettingCapital::new(m1, -1.0, beta),
+            promote,
+            reject,
             n: 0,
             max_n: None,
             decision: Decision::Continue,
@@ -271,12 +528,12 @@ impl BettingTest {
 
     /// ln of the capital betting on an improvement (promotes at ln(1/α)).
     pub fn log_capital_promote(&self) -> f64 {
-        self.promote.log_k
+        self.promote.log_k()
     }
 
     /// ln of the capital betting on less than the gap (rejects at ln(1/β)).
     pub fn log_capital_reject(&self) -> f64 {
-        self.reject.log_k
+        self.reject.log_k()
     }
 
     /// ln(1/α), the promote bound of [`BettingTest::log_capital_promote`].
@@ -319,9 +576,9 @@ impl SequentialTest for BettingTest {
         self.promote.push(x);
         self.reject.push(x);
         self.n += 1;
-        let d = if self.reject.log_k >= self.reject_bound() {
+        let d = if self.reject.log_k() >= self.reject_bound() {
             Decision::Reject
-        } else if self.promote.log_k >= self.promote_bound() {
+        } else if self.promote.log_k() >= self.promote_bound() {
             Decision::Promote
         } else {
             Decision::Continue
@@ -334,7 +591,7 @@ impl SequentialTest for BettingTest {
     /// `ln K⁺ − ln K⁻` (not a likelihood ratio; the decisions are taken on
     /// each capital against its own bound).
     fn llr(&self) -> f64 {
-        self.promote.log_k - self.reject.log_k
+        self.promote.log_k() - self.reject.log_k()
     }
 
     fn n(&self) -> u64 {

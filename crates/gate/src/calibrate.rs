@@ -657,7 +657,8 @@ pub fn calibration_table(
             let [lo, hi] = policy.score_range();
             let width = hi - lo;
             let gap = policy.gap.unwrap_or_default();
-            let t = policy.betting_test()?;
+            // The test new verdicts run.
+            let t = policy.betting_test(crate::Law::CURRENT)?;
             for k in -2i32..=6 {
                 let shift = f64::from(k) * gap / 4.0;
                 let rate = a.p0 + shift / width;

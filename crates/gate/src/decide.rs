@@ -776,7 +776,13 @@ pub enum Law {
     ///   sides were measured on (the baseline's newest decides promotion,
     ///   a benchmark it lacks must be shown not slower where measured, any
     ///   runner's "slower" rejects), and a sample no ratio can be read of
-    ///   is set aside and said after any regression the others show.
+    ///   is set aside and said after any regression the others show;
+    /// * the betting kind bets for the design effect: each capital is a
+    ///   fixed mixture, mostly bets sized for growth at the other
+    ///   hypothesis (a mean difference of `gap`, or 0), the rest the
+    ///   PrPl-EB bets of the earlier laws ([`crate::BettingTest::tuned`]);
+    ///   about Wald's tasks at the design effect where those bets needed
+    ///   twice as many on pass/fail data.
     Tuned = 4,
 }
 

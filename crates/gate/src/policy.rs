@@ -1011,17 +1011,24 @@ impl ClassPolicy {
         self.range.unwrap_or([0.0, 1.0])
     }
 
-    /// The betting test this class runs: paired differences in
-    /// `[−w, w]` for the range's width `w`, promote above 0 at α, reject
-    /// below `gap` at β, truncated at `max_n`.
+    /// The betting test this class runs under `law`: paired differences
+    /// in `[−w, w]` for the range's width `w`, promote above 0 at α, reject
+    /// below `gap` at β, truncated at `max_n`; since [`crate::Law::Tuned`]
+    /// with bets tuned to `gap` ([`crate::BettingTest::tuned`]), before it
+    /// PrPl-EB's alone ([`crate::BettingTest::new`]).
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for an invalid gap or range (impossible
     /// after [`Policy::parse`]).
-    pub fn betting_test(&self) -> Result<crate::BettingTest> {
+    pub fn betting_test(&self, law: crate::Law) -> Result<crate::BettingTest> {
         let [lo, hi] = self.score_range();
-        crate::BettingTest::new(self.alpha, self.beta, self.gap.unwrap_or_default(), hi - lo)?
-            .with_truncation(self.max_n)
+        let (a, b, gap, width) = (self.alpha, self.beta, self.gap.unwrap_or_default(), hi - lo);
+        if law >= crate::Law::Tuned {
+            crate::BettingTest::tuned(a, b, gap, width)
+        } else {
+            crate::BettingTest::new(a, b, gap, width)
+        }?
+        .with_truncation(self.max_n)
     }
 
     /// The paired (trinomial) GSPRT this class runs.

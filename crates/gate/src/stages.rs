@@ -959,7 +959,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
             run
         }
         TestKind::Paired => paired(look, sign, &base, &cand, &mut gap)?,
-        TestKind::Betting => betting(q, &base, &cand)?,
+        TestKind::Betting => betting(q, &base, &cand, law)?,
         // Judged above, before any pair of summaries is read.
         TestKind::Benchmarks | TestKind::None => return Ok(None),
     };
@@ -1191,9 +1191,9 @@ fn gaussian(q: &Question<'_>, base: &[f64], cand: &[f64]) -> Result<Run> {
 /// Bounded paired differences, judged by betting: valid for any
 /// distribution of the scores in the policy's range, however often the gate
 /// is asked.
-fn betting(q: &Question<'_>, base: &[f64], cand: &[f64]) -> Result<Run> {
+fn betting(q: &Question<'_>, base: &[f64], cand: &[f64], law: Law) -> Result<Run> {
     let p = q.policy;
-    let mut t = p.betting_test()?;
+    let mut t = p.betting_test(law)?;
     let diffs = feed_differences(&mut t, base, cand)?;
     let bound = betting_bound(&t, &diffs, p)?;
     Ok(Run {
@@ -1204,7 +1204,12 @@ fn betting(q: &Question<'_>, base: &[f64], cand: &[f64]) -> Result<Run> {
         diffs,
         bound,
         test: TestFigures::Betting {
-            design: "paired differences, betting e-process (Waudby-Smith & Ramdas 2024)".into(),
+            design: if law >= Law::Tuned {
+                "paired differences, betting e-process with bets tuned to the gap (Waudby-Smith & Ramdas 2024)"
+            } else {
+                "paired differences, betting e-process (Waudby-Smith & Ramdas 2024)"
+            }
+            .into(),
             effect_measure: "mean difference (candidate − baseline)".into(),
             range: p.score_range(),
             gap: t.gap(),
@@ -1850,7 +1855,7 @@ pub fn recorded_path(
             "task"
         }
         TestKind::Betting => {
-            let mut t = p.betting_test()?;
+            let mut t = p.betting_test(law)?;
             let mut against = Vec::new();
             for (&b, &c) in base.iter().zip(&cand) {
                 if t.n() >= n {

@@ -2,10 +2,15 @@
 //! (`confseq`, fixtures made by tests/fixtures/betting.py): the capital
 //! processes step by step, and the confidence sequence's ends within its
 //! grid; then its coverage at a sequential test's stop, by seeded
-//! simulation.
+//! simulation. The capital tuned to the design effect
+//! ([`BettingCapital::toward`], law 4) against Wald's likelihood ratio,
+//! which it is on pass/fail differences.
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
-use ratchet_gate::{BettingCapital, BettingTest, Decision, SequentialTest, betting_interval};
+use ratchet_gate::{
+    BernoulliSprt, BettingCapital, BettingTest, Boundaries, Decision, SequentialTest,
+    betting_interval,
+};
 use serde_json::Value;
 
 fn fixture() -> Value {
@@ -48,6 +53,70 @@ fn the_capital_matches_confseq_at_every_step() {
                 c["side"]
             );
         }
+    }
+}
+
+/// On pass/fail differences (x = 1 the candidate passed, 0 the baseline),
+/// the capital tuned to θ₁ against ½ is Wald's likelihood ratio at every
+/// step, to rounding: its bet is the constant 4(θ₁ − ½), so each factor is
+/// θ₁/½ or (1 − θ₁)/½. A tie (a concordant pair, x = ½) leaves it as it was.
+#[test]
+fn on_pass_fail_differences_the_tuned_capital_is_walds_likelihood_ratio() {
+    let mut rng = StdRng::seed_from_u64(40);
+    for theta1 in [0.55, 0.6, 0.75] {
+        let mut k = BettingCapital::toward(0.5, theta1).expect("capital");
+        // The LLR at (pairs, wins) from the lattice formula: the state
+        // machine itself stops moving once it crosses a boundary.
+        let wald = BernoulliSprt::new(0.5, theta1, Boundaries::new(0.05, 0.1).expect("bounds"))
+            .expect("sprt");
+        let mut wins = 0;
+        for t in 1..=2000 {
+            let won = rng.random_bool(0.58);
+            wins += u64::from(won);
+            k.observe(f64::from(u8::from(won))).expect("in range");
+            let (got, want) = (k.log_capital(), wald.llr_at(t, wins));
+            assert!(
+                (got - want).abs() <= 1e-9 * want.abs().max(1.0),
+                "θ₁ {theta1}, step {t}: {got} vs Wald's {want}"
+            );
+        }
+        let before = k.log_capital();
+        k.observe(0.5).expect("a tie");
+        assert_eq!(
+            k.log_capital().to_bits(),
+            before.to_bits(),
+            "a concordant pair bets nothing"
+        );
+    }
+}
+
+/// The test of law 4 is the fixed mixture it says: its promote capital is
+/// 0.95 × Wald's likelihood ratio + 0.05 × the capital of the earlier
+/// laws' test (PrPl-EB, checked against confseq above), at every step of
+/// pass/fail differences. (α and β of 10⁻⁶ keep both tests open for the
+/// 300 steps: Wald's LLR would need ln 10⁶ ≈ 13.8 at a growth of 0.004.)
+#[test]
+fn the_tuned_test_mixes_walds_ratio_with_the_earlier_laws_capital() {
+    let mut rng = StdRng::seed_from_u64(41);
+    let (level, gap) = (1e-6, 0.2);
+    let mut tuned = BettingTest::tuned(level, level, gap, 1.0).expect("test");
+    let mut earlier = BettingTest::new(level, level, gap, 1.0).expect("test");
+    let wald =
+        BernoulliSprt::new(0.5, 0.6, Boundaries::new(0.05, 0.1).expect("bounds")).expect("sprt");
+    let mut wins = 0;
+    for t in 1..=300 {
+        let won = rng.random_bool(0.53);
+        wins += u64::from(won);
+        let d = if won { 1.0 } else { -1.0 };
+        assert_eq!(tuned.update(d).expect("in range"), Decision::Continue);
+        assert_eq!(earlier.update(d).expect("in range"), Decision::Continue);
+        let want =
+            (0.95 * wald.llr_at(t, wins).exp() + 0.05 * earlier.log_capital_promote().exp()).ln();
+        let got = tuned.log_capital_promote();
+        assert!(
+            (got - want).abs() <= 1e-9 * want.abs().max(1.0),
+            "step {t}: {got} vs the mixture's {want}"
+        );
     }
 }
 

@@ -26,7 +26,7 @@ use rand_distr::{Distribution, Normal};
 use ratchet_gate::{
     Outcome, Policy, Question, decide_at, exact_bernoulli, logistic_score, monte_carlo, verdict_in,
 };
-use ratchet_testkit::{gap_class, paired_class_to};
+use ratchet_testkit::{gap_class, gap_class_with_beta, paired_class_to};
 use ratchet_trace::{CommitId, Durability, Ledger, Score, Store, StoreOptions, VerifyOptions};
 
 /// One class per test kind, all on the scorer `s`, bounded far above any
@@ -37,6 +37,16 @@ fn policy_text() -> String {
         gap_class("pass", "bernoulli", "s", 0.2, 100_000, ""),
         gap_class("cont", "gaussian", "s", 0.1, 100_000, ""),
         gap_class("bounded", "betting", "s", 0.1, 100_000, ""),
+        // The issue 40 setting of `price.rs`: α 0.05, β 0.10, gap 0.2.
+        gap_class_with_beta(
+            "coin",
+            "betting",
+            "s",
+            crate::price::BETA,
+            crate::price::Data::PassFail.gap(),
+            100_000,
+            "",
+        ),
         paired_class_to("elo", "s", 80.0, 100_000, ""),
     ]
     .concat()
@@ -50,6 +60,9 @@ struct Tally {
     promote: usize,
     reject: usize,
     open: usize,
+    /// Observations the sequential test had read at the decisions (polled
+    /// runs), summed.
+    read: u64,
 }
 
 impl Tally {
@@ -333,9 +346,12 @@ fn simulate_polled(
                 }
             }
             ledger.record_scores(&scores, "sim").expect("scores");
-            match verdict_in(&mut ledger, &q).expect("decide").outcome {
+            let verdict = verdict_in(&mut ledger, &q).expect("decide");
+            let read = verdict.sequential().map_or(0, |f| f.n);
+            match verdict.outcome {
                 Outcome::Continue { .. } => {}
                 other => {
+                    tally.read += read;
                     outcome = Some(other);
                     break;
                 }
@@ -449,5 +465,52 @@ fn skewed_differences_promote_at_most_alpha_with_betting_and_never_beyond_the_bo
     assert!(
         better.promote * 10 >= runs * 9,
         "betting's power at a 0.15 improvement: {better:?}"
+    );
+}
+
+/// Issue 40, item 4, through `decide` as a control plane asks it (batches
+/// of ten, arbitrary names, the gate asked after every batch): the default
+/// kind on pass/fail scores, every pair discordant, α 0.05 and β 0.10 at
+/// gap 0.2 (θ₁ 0.6). At no effect it promotes at most α of the time, at the
+/// gap it rejects at most β (three Monte-Carlo standard errors over 300
+/// runs: 0.038 and 0.052), and at the gap the tasks it read to decide are
+/// at most 1.2× Wald's exact ASN plus three standard errors of their mean
+/// (sd(N) ≤ ASN, so ≤ 3·ASN/√runs; the earlier laws' bets read 1.97×).
+#[test]
+fn the_default_test_polled_after_every_batch_holds_alpha_and_beta_at_about_walds_price() {
+    use crate::price::{BETA as DESIGN_BETA, Data, wald};
+    let runs = 300;
+    let data = Data::PassFail;
+    let pair = |r: &mut StdRng, effect: f64| {
+        if data.draw(r, effect) > 0.0 {
+            (0.0, 1.0)
+        } else {
+            (1.0, 0.0)
+        }
+    };
+    let null = simulate_polled("coin", runs, 3000, 10, Arrival::Arbitrary, 61, |r| {
+        pair(r, 0.0)
+    });
+    let promoted = Tally::rate(null.promote, runs);
+    assert!(
+        promoted <= ALPHA + tolerance(ALPHA, runs),
+        "false promotes {promoted}: {null:?}"
+    );
+    let gap = data.gap();
+    let design = simulate_polled("coin", runs, 3000, 10, Arrival::Arbitrary, 62, |r| {
+        pair(r, gap)
+    });
+    let rejected = Tally::rate(design.reject, runs);
+    assert!(
+        rejected <= DESIGN_BETA + tolerance(DESIGN_BETA, runs),
+        "false rejects {rejected}: {design:?}"
+    );
+    assert_eq!(design.open + null.open, 0, "every run decided");
+    let (wald_n, _) = wald(data, gap, 0, 0).expect("exact");
+    let asn = design.read as f64 / runs as f64;
+    eprintln!("coin at the gap, polled: {asn:.1} tasks against Wald's {wald_n:.1}");
+    assert!(
+        asn <= 1.2 * wald_n + 3.0 * asn / (runs as f64).sqrt(),
+        "{asn:.1} tasks to a decision against Wald's {wald_n:.1}"
     );
 }

@@ -16,6 +16,7 @@ mod fishtest;
 mod noninferiority;
 mod order_40;
 mod polled_by_the_evidence_writer;
+mod price;
 mod recorded;
 mod red_team_36;
 mod red_team_rt;
