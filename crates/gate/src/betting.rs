@@ -511,6 +511,16 @@ impl BettingTest {
         })
     }
 
+    /// How far its tuned bets reach, on the `[0, 1]` scale its capitals
+    /// bet on (the distance between its null and its alternative), when it
+    /// is [`BettingTest::tuned`]; `None` for PrPl-EB alone.
+    pub fn tuned_shift(&self) -> Option<f64> {
+        match self.promote {
+            Capital::Mixed { .. } => Some(self.gap / self.width / 2.0),
+            Capital::PlugIn(_) => None,
+        }
+    }
+
     /// Stops as [`Decision::Truncated`] after `max_n` observations.
     ///
     /// # Errors
@@ -691,51 +701,61 @@ pub fn betting_interval(xs: &[f64], alpha: f64) -> Result<ValidInterval> {
 
 /// The one-sided always-valid lower bound at level `1 − level` on the mean
 /// of `xs ∈ [0, 1]`, read after the last observation: the largest `m`
-/// whose capital betting that the mean exceeds it, `K⁺_t(m)` with PrPl-EB
-/// bets at `level` truncated at `½/m` (the promote capital of
-/// [`BettingTest`] at its null), reached `1/level` at some `t` (0 when no
-/// `m` did). Each factor `1 + λ(x − m)` falls as `m` rises, so the
-/// excluded `m` are an interval `(0, L]`, found by bisection; `at` is
-/// probed first, so that `L ≥ at` exactly when the capital at `at`
-/// crossed — for the test's null ½, exactly when it promoted. The bound
-/// returned is on the excluded side of the bisection (conservative).
+/// whose capital betting that the mean exceeds it, `K⁺_t(m)`, reached
+/// `1/level` at some `t` (0 when no `m` did). The capital is the promote
+/// capital of [`BettingTest`] moved to its null `m`: PrPl-EB bets at
+/// `level` truncated at `½/m` (laws 1–3, `toward` `None`), or since
+/// [`crate::Law::Tuned`] (`toward` `Some(shift)`) the same fixed mixture
+/// with bets tuned toward `m + shift`, as the test's are toward its
+/// alternative. `at` is probed first, so that `L ≥ at` exactly when the
+/// capital at `at` crossed — for the test's null ½, exactly when it
+/// promoted; the edge is then found by bisection (each factor
+/// `1 + λ(x − m)` falls as `m` rises for a fixed bet, and the coverage of
+/// the result is measured in `tests/it/bounds.rs`). The bound returned is
+/// on the excluded side of the bisection (conservative).
 ///
 /// # Errors
 /// As [`betting_interval`].
-pub fn betting_lower_bound(xs: &[f64], level: f64, at: f64) -> Result<f64> {
+pub fn betting_lower_bound(xs: &[f64], level: f64, at: f64, toward: Option<f64>) -> Result<f64> {
     check_unit(xs, level)?;
-    let bound = (1.0 / level).ln();
-    let excluded = |m: f64| -> bool {
-        let mut k = BettingCapital::new(m, 1.0, level);
-        xs.iter().any(|&x| {
-            k.push(x);
-            k.log_k >= bound
-        })
-    };
+    let excluded = |m: f64| crossed(xs, m, 1.0, level, toward);
     // 1 is never excluded: every factor is at most 1 there.
     Ok(crate::bound::frontier(excluded, 1e-9, 1.0, at).unwrap_or(0.0))
 }
 
 /// The one-sided always-valid upper bound at level `1 − level` on the mean
 /// of `xs ∈ [0, 1]`: the smallest `m` whose capital betting that the mean
-/// is below it, `K⁻_t(m)` (bets truncated at `½/(1 − m)`: the reject
-/// capital of [`BettingTest`] at its gap), reached `1/level` at some `t`
-/// (1 when none did); `at` is probed first, as in [`betting_lower_bound`].
+/// is below it, `K⁻_t(m)` (the reject capital of [`BettingTest`] at its
+/// gap moved to `m`; tuned toward `m − shift` since the fourth law),
+/// reached `1/level` at some `t` (1 when none did); `at` is probed first,
+/// as in [`betting_lower_bound`].
 ///
 /// # Errors
 /// As [`betting_interval`].
-pub fn betting_upper_bound(xs: &[f64], level: f64, at: f64) -> Result<f64> {
+pub fn betting_upper_bound(xs: &[f64], level: f64, at: f64, toward: Option<f64>) -> Result<f64> {
     check_unit(xs, level)?;
-    let bound = (1.0 / level).ln();
-    let excluded = |m: f64| -> bool {
-        let mut k = BettingCapital::new(m, -1.0, level);
-        xs.iter().any(|&x| {
-            k.push(x);
-            k.log_k >= bound
-        })
-    };
+    let excluded = |m: f64| crossed(xs, m, -1.0, level, toward);
     // 0 is never excluded: every factor is at most 1 there.
     Ok(crate::bound::frontier(excluded, 1.0 - 1e-9, 0.0, at).unwrap_or(1.0))
+}
+
+/// Whether the capital betting on `side` of `m` (PrPl-EB at `level`, or
+/// the fourth law's mixture tuned `shift` away) reached `1/level` at some
+/// observation of `xs`.
+fn crossed(xs: &[f64], m: f64, side: f64, level: f64, shift: Option<f64>) -> bool {
+    let plug_in = BettingCapital::new(m, side, level);
+    let mut k = match shift {
+        Some(shift) => Capital::Mixed {
+            tuned: BettingCapital::tuned(m, (m + side * shift).clamp(1e-9, 1.0 - 1e-9)),
+            plug_in,
+        },
+        None => Capital::PlugIn(plug_in),
+    };
+    let bound = (1.0 / level).ln();
+    xs.iter().any(|&x| {
+        k.push(x);
+        k.log_k() >= bound
+    })
 }
 
 fn check_unit(xs: &[f64], level: f64) -> Result<()> {
@@ -799,39 +819,45 @@ mod tests {
         // Differences with mean 0.4 in [−1, 1]: the test promotes, and the
         // bound read at its stop is above ½ (a positive difference); one
         // observation before the stop it was not.
-        let mut t = BettingTest::new(0.05, 0.1, 0.2, 1.0).expect("test");
-        let mut xs = Vec::new();
-        for i in 0..2000 {
-            let d = if i % 10 < 7 { 1.0 } else { -1.0 };
-            xs.push((d + 1.0) / 2.0);
-            if t.update(d).expect("in range").is_final() {
-                break;
+        for make in [BettingTest::new, BettingTest::tuned] {
+            let mut t = make(0.05, 0.1, 0.2, 1.0).expect("test");
+            let mut xs = Vec::new();
+            for i in 0..2000 {
+                let d = if i % 10 < 7 { 1.0 } else { -1.0 };
+                xs.push((d + 1.0) / 2.0);
+                if t.update(d).expect("in range").is_final() {
+                    break;
+                }
             }
+            assert_eq!(t.decision(), Decision::Promote);
+            let shift = t.tuned_shift();
+            let at_stop = betting_lower_bound(&xs, 0.05, 0.5, shift).expect("bound");
+            let before = betting_lower_bound(&xs[..xs.len() - 1], 0.05, 0.5, shift).expect("bound");
+            assert!(at_stop > 0.5 && at_stop < 0.7, "{at_stop}");
+            assert!(before < 0.5, "{before}");
         }
-        assert_eq!(t.decision(), Decision::Promote);
-        let at_stop = betting_lower_bound(&xs, 0.05, 0.5).expect("bound");
-        let before = betting_lower_bound(&xs[..xs.len() - 1], 0.05, 0.5).expect("bound");
-        assert!(at_stop > 0.5 && at_stop < 0.7, "{at_stop}");
-        assert!(before < 0.5, "{before}");
     }
 
     #[test]
     fn the_upper_bound_passes_the_gap_exactly_when_the_test_rejects() {
         let (gap, width) = (0.2, 1.0);
         let m1 = (gap / width + 1.0) / 2.0;
-        let mut t = BettingTest::new(0.05, 0.1, gap, width).expect("test");
-        let mut xs = Vec::new();
-        for i in 0..5000 {
-            let d = if i % 2 == 0 { 0.5 } else { -0.5 };
-            xs.push((d / width + 1.0) / 2.0);
-            if t.update(d).expect("in range").is_final() {
-                break;
+        for make in [BettingTest::new, BettingTest::tuned] {
+            let mut t = make(0.05, 0.1, gap, width).expect("test");
+            let mut xs = Vec::new();
+            for i in 0..5000 {
+                let d = if i % 2 == 0 { 0.5 } else { -0.5 };
+                xs.push((d / width + 1.0) / 2.0);
+                if t.update(d).expect("in range").is_final() {
+                    break;
+                }
             }
+            assert_eq!(t.decision(), Decision::Reject);
+            let shift = t.tuned_shift();
+            let at_stop = betting_upper_bound(&xs, 0.1, m1, shift).expect("bound");
+            let before = betting_upper_bound(&xs[..xs.len() - 1], 0.1, m1, shift).expect("bound");
+            assert!(at_stop < m1 && at_stop > 0.5, "{at_stop}");
+            assert!(before > m1, "{before}");
         }
-        assert_eq!(t.decision(), Decision::Reject);
-        let at_stop = betting_upper_bound(&xs, 0.1, m1).expect("bound");
-        let before = betting_upper_bound(&xs[..xs.len() - 1], 0.1, m1).expect("bound");
-        assert!(at_stop < m1 && at_stop > 0.5, "{at_stop}");
-        assert!(before > m1, "{before}");
     }
 }

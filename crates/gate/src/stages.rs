@@ -1309,10 +1309,12 @@ fn betting_bound(
     // bit for bit.
     let unit: Vec<f64> = diffs.iter().map(|d| (d / w + 1.0) / 2.0).collect();
     let value = match t.decision() {
-        Decision::Promote => crate::betting::betting_lower_bound(&unit, p.alpha, 0.5)?,
+        Decision::Promote => {
+            crate::betting::betting_lower_bound(&unit, p.alpha, 0.5, t.tuned_shift())?
+        }
         Decision::Reject => {
             let m1 = (t.gap() / w + 1.0) / 2.0;
-            crate::betting::betting_upper_bound(&unit, p.beta, m1)?
+            crate::betting::betting_upper_bound(&unit, p.beta, m1, t.tuned_shift())?
         }
         Decision::Continue | Decision::Truncated => return Ok(None),
     };
