@@ -1072,6 +1072,10 @@ pub struct Status {
     pub overview: ratchet_trace::Overview,
     /// Each scorer's direction: declared in the trace, else the default.
     pub directions: std::collections::BTreeMap<String, ratchet_scorers::Direction>,
+    /// The scorers whose direction nothing in the trace declares: theirs is
+    /// the built-in default, which a class's policy may state otherwise.
+    #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub undeclared: std::collections::BTreeSet<String>,
     /// The newest `decision` event.
     pub last_decision: Option<DecisionSummary>,
     /// The newest alarm this store's monitor recorded.
@@ -1261,6 +1265,7 @@ pub fn status(store: &mut Store, repo: Option<&Path>) -> Result<Status> {
             },
             verification,
             directions: Default::default(),
+            undeclared: Default::default(),
             last_decision: None,
             last_alarm: None,
             pinned_policies: Default::default(),
@@ -1295,11 +1300,15 @@ fn status_of(
     let overview = view.overview();
     let failing = failing_runs(view, &overview.commits);
     let mut directions = std::collections::BTreeMap::new();
+    let mut undeclared = std::collections::BTreeSet::new();
     for s in &overview.scorers {
         directions.insert(
             s.scorer.clone(),
             ratchet_scorers::direction_in(view, &s.scorer)?,
         );
+        if ratchet_records::declared_direction(view, &s.scorer, u64::MAX)?.is_none() {
+            undeclared.insert(s.scorer.clone());
+        }
     }
     let decisions = view
         .own_control_events::<DecisionSummary>(ratchet_trace::ReservedKind::Decision, u64::MAX)?;
@@ -1324,6 +1333,7 @@ fn status_of(
         verification,
         overview,
         directions,
+        undeclared,
         last_decision,
         last_alarm: ratchet_drift::latest_alarm(view, None)?,
         pinned_policies: pinned

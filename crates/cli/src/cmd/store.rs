@@ -230,10 +230,17 @@ fn write_overview(o: &mut impl Write, s: &ratchet_orchestrate::Status) -> Result
     }
     writeln!(o, "\nscorers ({}):", s.overview.scorers.len())?;
     for sc in &s.overview.scorers {
-        let direction = s
+        let mut direction = s
             .directions
             .get(&sc.scorer)
             .map_or(String::new(), |d| d.to_string());
+        if s.undeclared.contains(&sc.scorer) {
+            // The gate reads a class's stated direction first: say that
+            // this one is only the default.
+            direction.push_str(
+                " (the default: not declared in the trace; a policy's `direction` decides)",
+            );
+        }
         let versions: Vec<String> = sc
             .versions
             .iter()
