@@ -629,7 +629,7 @@ pub fn calibration_table(
         }
         TestKind::Gaussian => {
             let gap = policy.gap.unwrap_or_default();
-            let t = policy.gaussian_test()?;
+            let t = policy.gaussian_test(crate::Law::CURRENT)?;
             for k in -2i32..=6 {
                 let shift = f64::from(k) * gap / 4.0;
                 let normal = rand_distr::Normal::new(shift, a.sigma)

@@ -303,6 +303,9 @@ pub struct GaussianSprt {
 impl GaussianSprt {
     /// Default warm-up length.
     pub const DEFAULT_WARMUP: u64 = 20;
+    /// The default warm-up of a class's gaussian test since
+    /// [`crate::Law::Tuned`] (`ClassPolicy::gaussian_warmup`).
+    pub const TUNED_WARMUP: u64 = 30;
 
     /// A test of `mu0` against `mu1`.
     ///

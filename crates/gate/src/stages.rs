@@ -936,11 +936,11 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
                     }),
                 );
                 return Ok(Some(Outcome::Continue {
-                    expected_more: p.warmup.unwrap_or(GaussianSprt::DEFAULT_WARMUP),
+                    expected_more: p.gaussian_warmup(law),
                     reason: "fewer than two tasks scored on both sides".into(),
                 }));
             }
-            let run = gaussian(q, &base, &cand)?;
+            let run = gaussian(q, &base, &cand, law)?;
             if law != Law::NameOrder
                 && run.decision == Decision::Promote
                 && let Some(why) = too_skewed_for_normal_theory(&run.diffs)
@@ -1165,9 +1165,9 @@ fn feed_differences(
 
 /// Paired differences: the task's own difficulty cancels, and the null
 /// (mean difference 0) does not depend on an estimated baseline mean.
-fn gaussian(q: &Question<'_>, base: &[f64], cand: &[f64]) -> Result<Run> {
+fn gaussian(q: &Question<'_>, base: &[f64], cand: &[f64], law: Law) -> Result<Run> {
     let p = q.policy;
-    let mut t = p.gaussian_test()?;
+    let mut t = p.gaussian_test(law)?;
     let diffs = feed_differences(&mut t, base, cand)?;
     let b = t.boundaries();
     let bound = gaussian_bound(&t, p);
@@ -1842,8 +1842,8 @@ pub fn recorded_path(
             "discordant pair"
         }
         TestKind::Gaussian => {
-            let mut t = p.gaussian_test()?;
-            judged_from = p.warmup.unwrap_or(GaussianSprt::DEFAULT_WARMUP);
+            let mut t = p.gaussian_test(law)?;
+            judged_from = p.gaussian_warmup(law);
             for (&b, &c) in base.iter().zip(&cand) {
                 if t.n() >= n {
                     break;

@@ -238,7 +238,7 @@ fn gaussian_holds_walds_bounds_at_the_null_and_the_alternative() {
     let test = policy
         .class("cont")
         .expect("class")
-        .gaussian_test()
+        .gaussian_test(ratchet_gate::Law::CURRENT)
         .expect("test");
     let diff = Normal::new(0.0, 0.2 * std::f64::consts::SQRT_2).expect("normal");
     let predicted = monte_carlo(&test, 20_000, 300, 23, |r| diff.sample(r))
