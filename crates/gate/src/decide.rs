@@ -782,7 +782,9 @@ pub enum Law {
     ///   hypothesis (a mean difference of `gap`, or 0), the rest the
     ///   PrPl-EB bets of the earlier laws ([`crate::BettingTest::tuned`]);
     ///   about Wald's tasks at the design effect where those bets needed
-    ///   twice as many on pass/fail data.
+    ///   twice as many on pass/fail data;
+    /// * the gaussian kind's default warm-up is 30 tasks, not 20
+    ///   ([`crate::ClassPolicy::gaussian_warmup`]).
     Tuned = 4,
 }
 
