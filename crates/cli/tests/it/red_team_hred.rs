@@ -181,7 +181,7 @@ fn one_zero_timing_does_not_hide_the_reports_change_points() {
 }
 
 /// Google Benchmark JSON from host `host` of the benchmarks `(name, ns)`.
-fn gbench_on(host: &str, rows: &[(&str, f64)]) -> String {
+pub(crate) fn gbench_on(host: &str, rows: &[(&str, f64)]) -> String {
     let rows: Vec<String> = rows
         .iter()
         .map(|(n, v)| {

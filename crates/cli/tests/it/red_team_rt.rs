@@ -7,22 +7,7 @@
 use std::process::Output;
 
 use crate::common::{ratchet, text};
-
-/// Google Benchmark JSON from host `host` of the benchmarks `(name, ns)`.
-fn gbench_on(host: &str, rows: &[(&str, f64)]) -> String {
-    let rows: Vec<String> = rows
-        .iter()
-        .map(|(n, v)| {
-            format!(
-                r#"{{"name":"{n}","run_name":"{n}","run_type":"iteration","iterations":1,"real_time":{v},"cpu_time":{v},"time_unit":"ns"}}"#
-            )
-        })
-        .collect();
-    format!(
-        r#"{{"context":{{"host_name":"{host}","num_cpus":2,"mhz_per_cpu":1000,"library_build_type":"release"}},"benchmarks":[{}]}}"#,
-        rows.join(",")
-    )
-}
+use crate::red_team_hred::gbench_on;
 
 const BASE: &str = "1111111111111111111111111111111111111111";
 const CAND: &str = "2222222222222222222222222222222222222222";
