@@ -268,13 +268,7 @@ impl StageReport {
         use ratchet_gate::shown::{Unit, signed};
         use ratchet_gate::{GuardrailResult, Stage, StageDetails};
         let mut unit = Unit::Plain;
-        let name = match &r.stage {
-            Stage::TraceVerification => "trace verification".to_string(),
-            Stage::Tests => "tests".to_string(),
-            Stage::Invariants => "invariants".to_string(),
-            Stage::Sequential => "sequential test".to_string(),
-            Stage::Guardrail(scorer) => format!("guardrail {scorer}"),
-        };
+        let name = r.stage.to_string();
         let mut s = StageReport {
             name,
             passed: r.passed.as_option(),

@@ -314,7 +314,7 @@ def test_a_verdict_shows_effect_interval_and_n_per_stage(tmp_path: pathlib.Path)
     by_name = {st.name: st for st in v.stages}
     assert list(by_name) == [
         "trace verification",
-        "tests",
+        "required tests",
         "invariants",
         "sequential test",
         "guardrail cost",

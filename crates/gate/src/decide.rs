@@ -64,6 +64,21 @@ pub enum Stage {
     Guardrail(String),
 }
 
+/// The stage's name as every face shows it: "trace verification",
+/// "required tests", "invariants", "sequential test", "guardrail cost".
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `pad`, so that a table's `{:<20}` aligns it.
+        match self {
+            Stage::TraceVerification => f.pad("trace verification"),
+            Stage::Tests => f.pad("required tests"),
+            Stage::Invariants => f.pad("invariants"),
+            Stage::Sequential => f.pad("sequential test"),
+            Stage::Guardrail(scorer) => f.pad(&format!("guardrail {scorer}")),
+        }
+    }
+}
+
 /// The gate's answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]

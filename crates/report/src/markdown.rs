@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use ratchet_gate::StageState;
 use ratchet_trace::{AsOf, Verified};
 
-use crate::read::{self, Decision, short, stage_name, utc};
+use crate::read::{self, Decision, short, utc};
 use crate::{Result, alpha_beta, decided_without_test, decision_scorer, effect_of};
 use ratchet_gate::shown::{Unit, number, sig, signed};
 
@@ -295,11 +295,7 @@ fn decided(
             StageState::Open => "not decided",
         };
         // A table cell: text mode (its `|` escaped), never a code span.
-        writeln!(
-            out,
-            "| {} | {result} |",
-            md(&stage_name(&s.stage), As::Text)
-        )?;
+        writeln!(out, "| {} | {result} |", md(&s.stage.to_string(), As::Text))?;
     }
     writeln!(out)?;
     Ok(())

@@ -79,10 +79,10 @@ impl Decision {
         let status = self.v.outcome.status();
         match &self.v.outcome {
             Outcome::Reject { stage, .. } if self.truncated() => {
-                format!("truncated at {}", stage_name(stage))
+                format!("truncated at {}", stage)
             }
             Outcome::Reject { stage, .. } => {
-                format!("{} at {}", status.words(), stage_name(stage))
+                format!("{} at {}", status.words(), stage)
             }
             _ => status.words().to_string(),
         }
@@ -116,17 +116,6 @@ impl Decision {
             e.n as u64,
             e.interval.map_or("normal interval", EffectInterval::as_str),
         ))
-    }
-}
-
-/// "trace verification", "sequential", "guardrail cost".
-pub(crate) fn stage_name(stage: &Stage) -> String {
-    match stage {
-        Stage::TraceVerification => "trace verification".into(),
-        Stage::Tests => "tests".into(),
-        Stage::Invariants => "invariants".into(),
-        Stage::Sequential => "sequential".into(),
-        Stage::Guardrail(scorer) => format!("guardrail {scorer}"),
     }
 }
 

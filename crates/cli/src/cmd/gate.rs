@@ -350,16 +350,6 @@ fn explain_tests(ctx: &Ctx, key_file: Option<&std::path::Path>, verdict: &Verdic
     Ok(())
 }
 
-fn stage_name(stage: &Stage) -> String {
-    match stage {
-        Stage::TraceVerification => "trace verification".into(),
-        Stage::Tests => "required tests".into(),
-        Stage::Invariants => "invariants".into(),
-        Stage::Sequential => "sequential test".into(),
-        Stage::Guardrail(g) => format!("guardrail {g}"),
-    }
-}
-
 /// The verdict in words, its figures read on `scale` (the primary
 /// scorer's unit and direction).
 pub(crate) fn print_verdict(v: &Verdict, scale: &ratchet_gate::shown::Scale) -> Result<()> {
@@ -373,7 +363,7 @@ pub(crate) fn print_verdict(v: &Verdict, scale: &ratchet_gate::shown::Scale) -> 
         )?,
         Outcome::Reject { stage, reason, .. } => {
             let what = v.outcome.status().headline();
-            writeln!(o, "{what} at {}: {reason}", stage_name(stage))?
+            writeln!(o, "{what} at {}: {reason}", stage)?
         }
         Outcome::Continue {
             expected_more,
@@ -432,12 +422,7 @@ pub(crate) fn print_verdict(v: &Verdict, scale: &ratchet_gate::shown::Scale) -> 
             StageState::Failed => "FAIL",
             StageState::Open => "open",
         };
-        writeln!(
-            o,
-            "  {mark:<4}  {:<20} {}",
-            stage_name(&s.stage),
-            s.shown(scale)
-        )?;
+        writeln!(o, "  {mark:<4}  {:<20} {}", s.stage, s.shown(scale))?;
     }
     // A promotion with no stage of a test: the class runs none (`test =
     // "none"`), said so that no one looks for the effect it did not measure.

@@ -288,7 +288,7 @@ fn the_report_shows_every_part_and_its_plots_are_well_formed_svg() {
         .expect("the demo's store verifies");
     let md = markdown(&view).expect("markdown");
     assert!(md.starts_with("### ratchet gate: **"), "{md}");
-    assert!(md.contains("| sequential |"), "{md}");
+    assert!(md.contains("| sequential test |"), "{md}");
     assert!(md.contains("α = 0.05") && md.contains("β = 0.1"), "{md}");
     assert!(md.contains(" tasks** scored on both sides"), "{md}");
     assert!(md.contains(&last.commit.as_str()[..8]), "{md}");
@@ -368,7 +368,7 @@ fn every_test_kind_gets_its_path_its_banner_and_its_results() {
     );
     assert!(md.contains("looks at the gate"), "{md}");
     assert!(
-        md.contains("**REJECT AT TESTS** (class ` strict `)"),
+        md.contains("**REJECT AT REQUIRED TESTS** (class ` strict `)"),
         "{md}"
     );
 }
@@ -706,10 +706,10 @@ fn a_refusal_reads_as_cannot_decide_not_as_a_reject() {
     let section = &page[open..at + page[at..].find("</section>").expect("end")];
     assert!(!section.contains("class=\"banner reject"), "{section}");
     assert!(
-        page.contains("cannot decide (evidence missing) at sequential"),
+        page.contains("cannot decide (evidence missing) at sequential test"),
         "the gate's words"
     );
-    assert!(!page.contains("reject at sequential"), "not a reject");
+    assert!(!page.contains("reject at sequential test"), "not a reject");
     assert!(
         section.contains("CANNOT DECIDE (evidence missing)"),
         "{section}"
