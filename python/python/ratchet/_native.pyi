@@ -197,7 +197,7 @@ class StageReport:
 
     @property
     def name(self) -> str:
-        """``trace verification``, ``tests``, ``invariants``, ``sequential
+        """``trace verification``, ``required tests``, ``invariants``, ``sequential
         test`` or ``guardrail <scorer>``."""
     @property
     def passed(self) -> Optional[bool]:
