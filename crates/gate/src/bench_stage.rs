@@ -55,10 +55,15 @@ impl BenchmarkRow {
     /// The benchmark's name as a table shows it: with its runner when that
     /// is not the verdict's chosen one.
     pub fn label(&self) -> String {
-        match &self.runner {
-            Some(runner) => format!("{} on {runner}", self.benchmark),
-            None => self.benchmark.clone(),
-        }
+        label(&self.benchmark, self.runner.as_deref())
+    }
+}
+
+/// A benchmark's name with its runner when that is not the chosen one.
+fn label(benchmark: &str, runner: Option<&str>) -> String {
+    match runner {
+        Some(runner) => format!("{benchmark} on {runner}"),
+        None => benchmark.to_string(),
     }
 }
 
@@ -209,11 +214,12 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
     let others: Vec<(String, Runs, Runs)> = base_by
         .into_iter()
         .filter_map(|(runner, b)| {
-            let c = cand_by.remove(&runner)?;
+            let mut c = cand_by.remove(&runner)?;
             let (b, c): (Runs, Runs) = b
                 .into_iter()
                 .filter_map(|(name, runs)| {
-                    Some(((name.clone(), runs), (name.clone(), c.get(&name)?.clone())))
+                    let cand = c.remove(&name)?;
+                    Some(((name.clone(), runs), (name, cand)))
                 })
                 .unzip();
             (!b.is_empty()).then_some((runner, b, c))
@@ -254,14 +260,12 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
             let positive =
                 |runs: &[(Option<u64>, Vec<f64>)]| samples(runs).all(|x| x.is_finite() && *x > 0.0);
             let c = cand.get(name).map(Vec::as_slice).unwrap_or(&[]);
-            if look.law >= Law::Tuned && (!positive(b) || !positive(c)) {
-                unreadable.push(match runner {
-                    Some(runner) => format!("{name} on {runner}"),
-                    None => name.clone(),
-                });
+            let readable = positive(b) && positive(c);
+            if !readable && look.law >= Law::Tuned {
+                unreadable.push(label(name, runner.map(String::as_str)));
                 continue;
             }
-            if !positive(b) || !positive(c) {
+            if !readable {
                 return reject(
                     Stage::Sequential,
                     RejectCause::MissingEvidence,

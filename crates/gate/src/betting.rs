@@ -328,6 +328,20 @@ enum Capital {
 }
 
 impl Capital {
+    /// The capital betting on `side` of `m` at `level`: PrPl-EB alone, or
+    /// (`toward` an alternative mean) the fourth law's mixture with bets
+    /// tuned toward it.
+    fn new(m: f64, side: f64, level: f64, toward: Option<f64>) -> Capital {
+        let plug_in = BettingCapital::new(m, side, level);
+        match toward {
+            Some(alternative) => Capital::Mixed {
+                tuned: BettingCapital::tuned(m, alternative),
+                plug_in,
+            },
+            None => Capital::PlugIn(plug_in),
+        }
+    }
+
     fn push(&mut self, x: f64) {
         match self {
             Capital::PlugIn(k) => k.push(x),
@@ -480,24 +494,15 @@ impl BettingTest {
         }
         let m0 = 0.5;
         let m1 = (gap / width + 1.0) / 2.0;
+        // Each tuned capital bets toward the other hypothesis, written as
+        // its own mean ± the shift, as `betting_lower_bound` and
+        // `betting_upper_bound` move it, so that their probe at the test's
+        // null is this capital bit for bit.
+        let shift = half_gap(gap, width);
         let (promote, reject) = (
-            BettingCapital::new(m0, 1.0, alpha),
-            BettingCapital::new(m1, -1.0, beta),
+            Capital::new(m0, 1.0, alpha, tuned.then_some(m0 + shift)),
+            Capital::new(m1, -1.0, beta, tuned.then_some(m1 - shift)),
         );
-        let (promote, reject) = if tuned {
-            (
-                Capital::Mixed {
-                    tuned: BettingCapital::tuned(m0, m1),
-                    plug_in: promote,
-                },
-                Capital::Mixed {
-                    tuned: BettingCapital::tuned(m1, m0),
-                    plug_in: reject,
-                },
-            )
-        } else {
-            (Capital::PlugIn(promote), Capital::PlugIn(reject))
-        };
         Ok(BettingTest {
             alpha,
             beta,
@@ -516,9 +521,17 @@ impl BettingTest {
     /// is [`BettingTest::tuned`]; `None` for PrPl-EB alone.
     pub fn tuned_shift(&self) -> Option<f64> {
         match self.promote {
-            Capital::Mixed { .. } => Some(self.gap / self.width / 2.0),
+            Capital::Mixed { .. } => Some(half_gap(self.gap, self.width)),
             Capital::PlugIn(_) => None,
         }
+    }
+
+    /// A difference `d ∈ [−width, width]` on the `[0, 1]` scale the
+    /// capitals bet on (the gap maps to the reject capital's null): the
+    /// one mapping, so that a bound probing the test's hypotheses meets
+    /// them bit for bit.
+    pub fn on_unit_scale(&self, d: f64) -> f64 {
+        (d / self.width + 1.0) / 2.0
     }
 
     /// Stops as [`Decision::Truncated`] after `max_n` observations.
@@ -582,7 +595,7 @@ impl SequentialTest for BettingTest {
                 ),
             });
         }
-        let x = (d / self.width + 1.0) / 2.0;
+        let x = self.on_unit_scale(d);
         self.promote.push(x);
         self.reject.push(x);
         self.n += 1;
@@ -739,18 +752,18 @@ pub fn betting_upper_bound(xs: &[f64], level: f64, at: f64, toward: Option<f64>)
     Ok(crate::bound::frontier(excluded, 1.0 - 1e-9, 0.0, at).unwrap_or(1.0))
 }
 
+/// The distance between a [`BettingTest`]'s null and its alternative on
+/// the `[0, 1]` scale its capitals bet on.
+fn half_gap(gap: f64, width: f64) -> f64 {
+    gap / width / 2.0
+}
+
 /// Whether the capital betting on `side` of `m` (PrPl-EB at `level`, or
 /// the fourth law's mixture tuned `shift` away) reached `1/level` at some
 /// observation of `xs`.
 fn crossed(xs: &[f64], m: f64, side: f64, level: f64, shift: Option<f64>) -> bool {
-    let plug_in = BettingCapital::new(m, side, level);
-    let mut k = match shift {
-        Some(shift) => Capital::Mixed {
-            tuned: BettingCapital::tuned(m, (m + side * shift).clamp(1e-9, 1.0 - 1e-9)),
-            plug_in,
-        },
-        None => Capital::PlugIn(plug_in),
-    };
+    let toward = shift.map(|shift| (m + side * shift).clamp(1e-9, 1.0 - 1e-9));
+    let mut k = Capital::new(m, side, level, toward);
     let bound = (1.0 / level).ln();
     xs.iter().any(|&x| {
         k.push(x);

@@ -1305,15 +1305,13 @@ fn betting_bound(
     p: &crate::ClassPolicy,
 ) -> Result<Option<DecisionBound>> {
     let w = t.width();
-    // The test's own mapping to [0, 1], so that its hypotheses are met
-    // bit for bit.
-    let unit: Vec<f64> = diffs.iter().map(|d| (d / w + 1.0) / 2.0).collect();
+    let unit: Vec<f64> = diffs.iter().map(|&d| t.on_unit_scale(d)).collect();
     let value = match t.decision() {
         Decision::Promote => {
             crate::betting::betting_lower_bound(&unit, p.alpha, 0.5, t.tuned_shift())?
         }
         Decision::Reject => {
-            let m1 = (t.gap() / w + 1.0) / 2.0;
+            let m1 = t.on_unit_scale(t.gap());
             crate::betting::betting_upper_bound(&unit, p.beta, m1, t.tuned_shift())?
         }
         Decision::Continue | Decision::Truncated => return Ok(None),

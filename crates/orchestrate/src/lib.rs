@@ -1302,13 +1302,16 @@ fn status_of(
     let mut directions = std::collections::BTreeMap::new();
     let mut undeclared = std::collections::BTreeSet::new();
     for s in &overview.scorers {
-        directions.insert(
-            s.scorer.clone(),
-            ratchet_scorers::direction_in(view, &s.scorer)?,
-        );
-        if ratchet_records::declared_direction(view, &s.scorer, u64::MAX)?.is_none() {
-            undeclared.insert(s.scorer.clone());
-        }
+        // `direction_in`'s rule, read once: the declared direction, else
+        // the default (and then it is said to be the default).
+        let direction = match ratchet_records::declared_direction(view, &s.scorer, u64::MAX)? {
+            Some((declared, _)) => declared,
+            None => {
+                undeclared.insert(s.scorer.clone());
+                ratchet_records::direction_of(&s.scorer)
+            }
+        };
+        directions.insert(s.scorer.clone(), direction);
     }
     let decisions = view
         .own_control_events::<DecisionSummary>(ratchet_trace::ReservedKind::Decision, u64::MAX)?;
