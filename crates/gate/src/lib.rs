@@ -65,6 +65,7 @@ mod error;
 mod gsprt;
 mod invariants;
 mod noninferiority;
+mod order;
 mod pin;
 mod policy;
 pub mod shown;

@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::gsprt::Pairing;
 use crate::invariants::{check_canaries, check_minimum};
 use crate::noninferiority::{Margin, NonInferiority, SampleStats};
+use crate::order::{SweepTask, name_sweep};
 use crate::policy::{Guardrail, GuardrailMethod, MarginKind, TestKind};
 use crate::sprt::{Decision, GaussianSprt, SequentialTest as _};
 
@@ -106,6 +107,7 @@ pub(crate) fn evaluate(
                 tasks: ids.len() as u64,
                 undeclared: undeclared.into_inner(),
             },
+            None if law >= Law::NameSweep => TaskOrder::NameSweep,
             None => TaskOrder::BaselineTrace,
         });
     }
@@ -193,6 +195,19 @@ impl Look<'_> {
         (self.law >= Law::Tuned)
             .then(|| self.q.policy.declared_tasks())
             .flatten()
+    }
+
+    /// The name of the order the law reads when it was fixed before any
+    /// outcome (a declared list, or since [`Law::NameSweep`] the name
+    /// sweep), as a wait says it; `None` for the baseline's trace order.
+    fn fixed_order(&self) -> Option<&'static str> {
+        if self.declared().is_some() {
+            Some("the declared order")
+        } else if self.law >= Law::NameSweep {
+            Some("name order")
+        } else {
+            None
+        }
     }
 
     /// Counts the scores of `scorer` on tasks off the list `ids` (per side;
@@ -626,6 +641,14 @@ fn pairs_under(
         return name_order_means(scores);
     }
     let (mut base, mut cand) = (Vec::new(), Vec::new());
+    if law >= Law::NameSweep && declared.is_none() {
+        let (read, waits_at) = name_swept(scores, 1);
+        for t in read {
+            base.push(t.baseline[0]);
+            cand.push(t.candidate[0]);
+        }
+        return (base, cand, waits_at);
+    }
     if let Some(ids) = declared {
         for (id, t) in ids.iter().zip(in_declared_order(scores, ids)) {
             match t.and_then(|t| Some((*t.baseline.first()?, *t.candidate.first()?))) {
@@ -650,6 +673,35 @@ fn pairs_under(
         }
     }
     (base, cand, None)
+}
+
+/// The tasks [`Law::NameSweep`]'s name sweep reads of `scores`, in order,
+/// each complete once both sides have `runs` scores of it, and the task it
+/// waits at ([`crate::order`]).
+fn name_swept<'s>(
+    scores: &'s PairedScores<'_>,
+    runs: usize,
+) -> (Vec<PairedTask<'s>>, Option<String>) {
+    let tasks: Vec<PairedTask<'s>> = scores.iter().collect();
+    let sweep: Vec<SweepTask<'_>> = tasks
+        .iter()
+        .zip(scores.seqs())
+        .map(|(t, seqs)| SweepTask {
+            name: t.task,
+            baseline: seqs.baseline.first().copied(),
+            candidate: seqs.candidate.first().copied(),
+            complete: seqs
+                .baseline
+                .get(runs - 1)
+                .zip(seqs.candidate.get(runs - 1))
+                .map(|(&b, &c)| b.max(c)),
+        })
+        .collect();
+    let path = name_sweep(&sweep);
+    (
+        path.read.iter().map(|&i| tasks[i]).collect(),
+        path.waits_at.map(|i| tasks[i].task.to_string()),
+    )
 }
 
 /// Each of `ids`' tasks among `scores`, in the list's order (`None`: no
@@ -850,7 +902,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
     // have scored it: no pair yet is the sequence not started, not
     // evidence missing (the earlier laws fail closed, as recorded).
     if base.is_empty()
-        && look.declared().is_some()
+        && let Some(order) = look.fixed_order()
         && let Some(task) = &gap
     {
         push(
@@ -865,7 +917,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
         return Ok(Some(Outcome::Continue {
             expected_more: 1,
             reason: format!(
-                "task {task}, first in the declared order, is not yet scored on both sides, where the sequence waits"
+                "task {task}, first in {order}, is not yet scored on both sides, where the sequence waits"
             ),
         }));
     }
@@ -1041,8 +1093,8 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
             Ok(Some(Outcome::Continue {
                 expected_more,
                 reason: match &gap {
-                    Some(task) if look.declared().is_some() => format!(
-                        "LLR {llr:.3} between {lower:.3} and {upper:.3} after {n} observations; task {task}, next in the declared order, is not yet scored on both sides, where the sequence waits"
+                    Some(task) if let Some(order) = look.fixed_order() => format!(
+                        "LLR {llr:.3} between {lower:.3} and {upper:.3} after {n} observations; task {task}, next in {order}, is not yet scored on both sides, where the sequence waits"
                     ),
                     Some(task) => format!(
                         "LLR {llr:.3} between {lower:.3} and {upper:.3} after {n} observations; the candidate has no score yet on task {task}, where the sequence waits"
@@ -1414,6 +1466,17 @@ fn game_classes(
                 }
                 return classes;
             }
+            if law >= Law::NameSweep {
+                let (read, waits) = name_swept(&scores, 2);
+                for t in read {
+                    classes.push(
+                        class_of(sign * t.baseline[0], sign * t.candidate[0])
+                            + class_of(sign * t.baseline[1], sign * t.candidate[1]),
+                    );
+                }
+                *waits_at = waits;
+                return classes;
+            }
             let mut tasks: Vec<_> = scores.iter().collect();
             if law == Law::NameOrder {
                 // The first law: name order, tasks lacking two runs skipped.
@@ -1524,9 +1587,9 @@ fn guardrail(look: Look<'_>, g: &Guardrail, used: usize, stages: &mut Vec<StageR
         );
         // (The words of a verdict are its bytes: the wait of the earlier
         // laws is said as it always was.)
-        let reason = if look.declared().is_some() {
+        let reason = if let Some(order) = look.fixed_order() {
             format!(
-                "guardrail {}: task {task}, next in the declared order, is not yet scored on both sides, where the guardrail waits",
+                "guardrail {}: task {task}, next in {order}, is not yet scored on both sides, where the guardrail waits",
                 g.scorer
             )
         } else {

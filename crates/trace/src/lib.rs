@@ -122,7 +122,7 @@ pub use store::{AppendOnce, DB_FILE, EventFilter, Head, Store, StoreOptions};
 pub use ulid::Ulid;
 pub use verify::{Fault, FaultKind, VerifyOptions, VerifyReport};
 pub use view::{
-    AsOf, CommitCounts, CommitStats, KEPT_CALLER_KINDS, Overview, PairedScores, PairedTask,
-    Producer, ScoreRow, ScorerCounts, ScorerRef, ScorerVersion, SetAside, Side, Sources, Verified,
-    is_plain, merge_set_aside, own_control_events,
+    AsOf, CommitCounts, CommitStats, KEPT_CALLER_KINDS, Overview, PairedScores, PairedSeqs,
+    PairedTask, Producer, ScoreRow, ScorerCounts, ScorerRef, ScorerVersion, SetAside, Side,
+    Sources, Verified, is_plain, merge_set_aside, own_control_events,
 };

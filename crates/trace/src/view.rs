@@ -142,6 +142,20 @@ pub struct PairedScores<'v> {
     names: &'v Names,
     rows: Vec<PairRow>,
     values: Vec<f64>,
+    /// The seq each of `values` was recorded at, index for index.
+    seqs: Vec<u64>,
+}
+
+/// The seqs one task's scores were recorded at, index for index with its
+/// [`PairedTask`]'s values: from [`PairedScores::seqs`]. A reader that
+/// fixes its own order of tasks (the gate's name sweep) needs to know when
+/// each score arrived, not only the baseline's order.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PairedSeqs<'a> {
+    /// Seqs of the baseline's values.
+    pub baseline: &'a [u64],
+    /// Seqs of the candidate's values.
+    pub candidate: &'a [u64],
 }
 
 /// One task's place in [`PairedScores::values`]: the baseline's values at
@@ -185,6 +199,19 @@ impl<'v> PairedScores<'v> {
     /// The tasks in order (see the type's documentation).
     pub fn iter(&self) -> impl ExactSizeIterator<Item = PairedTask<'_>> + '_ {
         self.rows.iter().map(|r| self.task_at(r))
+    }
+
+    /// The seqs of each task's scores, in the order of [`PairedScores::iter`].
+    pub fn seqs(&self) -> impl ExactSizeIterator<Item = PairedSeqs<'_>> + '_ {
+        self.rows.iter().map(|r| {
+            let s = r.start as usize;
+            let b = s + r.base as usize;
+            let c = b + r.cand as usize;
+            PairedSeqs {
+                baseline: &self.seqs[s..b],
+                candidate: &self.seqs[b..c],
+            }
+        })
     }
 
     /// The task named `task`, if either side ran it.

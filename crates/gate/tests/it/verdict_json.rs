@@ -248,7 +248,7 @@ fn bytes_that_are_not_a_verdict_are_refused_naming_what_is_wrong() {
     /// What is wrong, the edit that makes it so, what the error says.
     type Edit = (&'static str, fn(&mut serde_json::Value), &'static str);
     let edits: [Edit; 5] = [
-        ("a law from the future", |j| j["law"] = 5.into(), "law 5"),
+        ("a law from the future", |j| j["law"] = 6.into(), "law 6"),
         (
             "an abbreviated commit",
             |j| j["candidate"] = "abc123".into(),

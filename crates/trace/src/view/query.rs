@@ -296,15 +296,20 @@ impl Verified {
             start += r.base + r.cand;
         }
         let mut values = vec![0.0; start as usize];
+        let mut seqs = vec![0u64; start as usize];
         let mut filled: Vec<u32> = vec![0; rows.len()];
         for (side, entries) in sides.iter().enumerate() {
-            for &Entry { task, value, .. } in entries.iter() {
+            for &Entry {
+                task, value, seq, ..
+            } in entries.iter()
+            {
                 let Some(&ix) = slot.get(task as usize) else {
                     continue;
                 };
                 let (r, f) = (&rows[ix as usize], &mut filled[ix as usize]);
                 let at = r.start + if side == 0 { *f } else { r.base + *f };
                 values[at as usize] = value;
+                seqs[at as usize] = seq;
                 *f += 1;
             }
             filled.iter_mut().for_each(|f| *f = 0);
@@ -313,6 +318,7 @@ impl Verified {
             names: &self.names,
             rows,
             values,
+            seqs,
         }
     }
 
