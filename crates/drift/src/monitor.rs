@@ -50,6 +50,16 @@ pub struct TraceAlarm {
     /// recorded before it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_seq: Option<u64>,
+    /// The chart the watch ran. With `from_seq` and `watch`, what starts the
+    /// monitor that raised the alarm again, so that a chart of the alarm
+    /// is that monitor's own statistic ([`TraceAlarm::path`]). Absent in
+    /// alarms recorded before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart: Option<Chart>,
+    /// The sides the watch reported (an alarm on another side restarted
+    /// its chart silently). Absent in alarms recorded before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch: Option<Watch>,
 }
 
 /// Which shifts a [`Monitor`] reports. A live stream that improves is not
@@ -469,6 +479,17 @@ impl Monitor {
     /// # Errors
     /// [`Error::Trace`] if the store cannot be read.
     pub fn poll(&mut self, view: &Verified) -> Result<Vec<TraceAlarm>> {
+        self.poll_observed(view, &mut |_, _, _| {})
+    }
+
+    /// [`Monitor::poll`], showing `step` each score's seq, the chart just
+    /// after it judged the score (before any restart) and whether it
+    /// alarmed: how [`TraceAlarm::path`] replays the statistic.
+    pub(crate) fn poll_observed(
+        &mut self,
+        view: &Verified,
+        step: &mut dyn FnMut(u64, &LiveChart, Option<&Alarm>),
+    ) -> Result<Vec<TraceAlarm>> {
         let mut alarms = Vec::new();
         loop {
             let page = view.score_stream_from(
@@ -484,7 +505,9 @@ impl Monitor {
                 // The estimate the score was judged against (an alarm
                 // records it as its baseline).
                 let judged_by = self.detector.in_control();
-                if let Some(alarm) = self.detector.update(value)? {
+                let raised = self.detector.update(value)?;
+                step(seq, &self.detector, raised.as_ref());
+                if let Some(alarm) = raised {
                     if !self.watch.reports(alarm.shift) {
                         self.detector.reset();
                         self.seqs.clear();
@@ -503,6 +526,8 @@ impl Monitor {
                         baseline_mean: judged_by.mean,
                         baseline_sd: judged_by.sd,
                         from_seq: Some(self.from_seq),
+                        chart: Some(self.chart),
+                        watch: Some(self.watch),
                     });
                     self.detector.reset();
                     self.seqs.clear();
