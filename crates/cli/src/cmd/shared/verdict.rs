@@ -10,7 +10,6 @@ use crate::out;
 /// The verdict in words, its figures read on `scale` (the primary
 /// scorer's unit and direction).
 pub fn print_verdict(v: &Verdict, scale: &ratchet_gate::shown::Scale) -> Result<()> {
-    use ratchet_gate::shown::number;
     let mut o = std::io::stdout().lock();
     match &v.outcome {
         Outcome::Promote => writeln!(
@@ -45,32 +44,7 @@ pub fn print_verdict(v: &Verdict, scale: &ratchet_gate::shown::Scale) -> Result<
     // A benchmarks class leads with its table: regressions first.
     for s in &v.stages {
         if let ratchet_gate::StageDetails::Benchmarks(d) = &s.details {
-            writeln!(
-                o,
-                "  {:<32} {:>12} {:>12} {:>26}  verdict",
-                "benchmark", "baseline", "candidate", "ratio [interval]"
-            )?;
-            for r in &d.benchmarks {
-                writeln!(
-                    o,
-                    "  {:<32} {:>12} {:>12} {:>26}  {}",
-                    r.label(),
-                    number(r.baseline, scale.unit()),
-                    number(r.candidate, scale.unit()),
-                    format!("×{:.3} [{:.3}, {:.3}]", r.ratio, r.low, r.high),
-                    r.verdict.as_str()
-                )?;
-            }
-            writeln!(
-                o,
-                "  ({}; ratio = candidate ÷ baseline, lower bound at α/{} per benchmark, upper at α)",
-                if d.paired {
-                    "paired by round"
-                } else {
-                    "unpaired samples: the machine's drift between the two runs is not cancelled"
-                },
-                d.benchmarks.len()
-            )?;
+            write_benchmarks(&mut o, d, scale)?;
         }
     }
     for s in &v.stages {
@@ -118,6 +92,43 @@ pub fn print_verdict(v: &Verdict, scale: &ratchet_gate::shown::Scale) -> Result<
         out::short(&v.policy_hash.to_hex()),
         v.trace.size,
         out::short(&v.trace.hash.to_hex())
+    )?;
+    Ok(())
+}
+
+/// A benchmarks stage's table: each benchmark's figures on `scale` and its
+/// verdict, then how the ratios were read.
+fn write_benchmarks(
+    o: &mut impl Write,
+    d: &ratchet_gate::BenchmarksDetails,
+    scale: &ratchet_gate::shown::Scale,
+) -> Result<()> {
+    use ratchet_gate::shown::number;
+    writeln!(
+        o,
+        "  {:<32} {:>12} {:>12} {:>26}  verdict",
+        "benchmark", "baseline", "candidate", "ratio [interval]"
+    )?;
+    for r in &d.benchmarks {
+        writeln!(
+            o,
+            "  {:<32} {:>12} {:>12} {:>26}  {}",
+            r.label(),
+            number(r.baseline, scale.unit()),
+            number(r.candidate, scale.unit()),
+            format!("×{:.3} [{:.3}, {:.3}]", r.ratio, r.low, r.high),
+            r.verdict.as_str()
+        )?;
+    }
+    writeln!(
+        o,
+        "  ({}; ratio = candidate ÷ baseline, lower bound at α/{} per benchmark, upper at α)",
+        if d.paired {
+            "paired by round"
+        } else {
+            "unpaired samples: the machine's drift between the two runs is not cancelled"
+        },
+        d.benchmarks.len()
     )?;
     Ok(())
 }
