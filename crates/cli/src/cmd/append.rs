@@ -13,16 +13,14 @@ use crate::{Ctx, out};
 /// the server under `--server`).
 pub fn run(ctx: &Ctx, key_file: Option<&Path>) -> Result<u8> {
     if let Some(client) = ctx.client()? {
-        return remote(ctx, &client);
+        let doc = client.record_events(&stdin_text()?)?;
+        answer(ctx, &doc, receipts_in_words)?;
+        return Ok(0);
     }
+    // The store first: a missing one is said before stdin is waited for.
     let mut store = ctx.open(key_file)?;
-    let mut text = String::new();
-    std::io::stdin()
-        .lock()
-        .read_to_string(&mut text)
-        .context("reading stdin (JSON Lines, UTF-8)")?;
     let receipts = store
-        .append_json_lines(&text)
+        .append_json_lines(&stdin_text()?)
         .context("appending the events on stdin")?;
     if ctx.json {
         out::written(&store, &receipts, serde_json::json!({}))?;
@@ -40,15 +38,12 @@ pub fn run(ctx: &Ctx, key_file: Option<&Path>) -> Result<u8> {
     Ok(0)
 }
 
-/// `append --server`: the lines on stdin, recorded once by the server.
-fn remote(ctx: &Ctx, client: &ratchet_serve::Client) -> Result<u8> {
-    use std::io::Read;
+/// All of stdin, as UTF-8.
+fn stdin_text() -> Result<String> {
     let mut text = String::new();
     std::io::stdin()
         .lock()
         .read_to_string(&mut text)
         .context("reading stdin (JSON Lines, UTF-8)")?;
-    let doc = client.record_events(&text)?;
-    answer(ctx, &doc, receipts_in_words)?;
-    Ok(0)
+    Ok(text)
 }

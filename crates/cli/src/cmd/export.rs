@@ -8,6 +8,8 @@ use crate::Ctx;
 #[cfg(feature = "parquet")]
 use crate::out;
 
+/// Every score and event written under `dir` as Parquet partitioned by
+/// commit (a build without the `parquet` feature says how to get one).
 #[cfg(feature = "parquet")]
 pub fn run(ctx: &Ctx, dir: &Path, key_file: Option<&Path>) -> Result<u8> {
     let mut store = ctx.open_read(key_file)?;
@@ -27,6 +29,7 @@ pub fn run(ctx: &Ctx, dir: &Path, key_file: Option<&Path>) -> Result<u8> {
     Ok(0)
 }
 
+/// Without the `parquet` feature: refused, saying how to build it in.
 #[cfg(not(feature = "parquet"))]
 pub fn run(_ctx: &Ctx, _dir: &Path, _key_file: Option<&Path>) -> Result<u8> {
     anyhow::bail!(

@@ -20,6 +20,8 @@ pub fn answer(
     }
 }
 
+/// A writing answer's receipts in words: the seqs recorded, or that nothing
+/// was (the server had them already).
 pub fn receipts_in_words(doc: &serde_json::Value) -> String {
     let receipts = doc["receipts"].as_array().map_or(&[][..], Vec::as_slice);
     match (receipts.first(), receipts.last()) {

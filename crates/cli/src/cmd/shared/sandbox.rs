@@ -144,6 +144,8 @@ pub fn env_policy(flags: &[String]) -> EnvPolicy {
     env
 }
 
+/// One command's run in a line (and, when it failed, the last ten lines
+/// of each of its outputs).
 pub fn print_command(c: &CommandReport) -> Result<()> {
     outln!(
         "  {} {}: {} in {:.0} ms (cpu {:.0} ms, peak {} KiB)",
