@@ -2,27 +2,14 @@
 //! report draws come from the monitor that raised the alarm, replayed.
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
-use rand_distr::{Distribution, Normal};
 use ratchet_drift::{
     Chart, Cusum, Detector, Monitor, NotDrawn, PathFrom, Shift, TraceAlarm, Watch, latest_alarm,
     record_alarm,
 };
 use ratchet_testkit::commit;
-use ratchet_trace::{CommitId, Ledger, Score, Store, StoreOptions, VerifyOptions};
 
-fn normal_scores(c: &CommitId, mean: f64, n: usize, rng: &mut StdRng, tag: &str) -> Vec<Score> {
-    let normal = Normal::new(mean, 0.05).expect("normal");
-    (0..n)
-        .map(|i| {
-            Score::new(
-                c.clone(),
-                format!("{tag}-{i}"),
-                "quality",
-                normal.sample(rng),
-            )
-        })
-        .collect()
-}
+use crate::monitor::scores;
+use ratchet_trace::{Ledger, Score, Store, StoreOptions, VerifyOptions};
 
 /// A ledger whose commit has 60 warm-up scores of N(0.8, 0.05), then 150
 /// in control and a 2σ drop under `chart`, the first alarm recorded:
@@ -33,7 +20,7 @@ fn recorded_alarm(chart: Chart, seed: u64) -> (tempfile::TempDir, Ledger, TraceA
     let mut store = Store::create(d.path().join("s"), StoreOptions::default()).expect("store");
     let mut rng = StdRng::seed_from_u64(seed);
     store
-        .record_scores(&normal_scores(&a, 0.8, 60, &mut rng, "warm"), "eval")
+        .record_scores(&scores(&a, 0.8, 0.05, 60, &mut rng, "warm"), "eval")
         .expect("warm-up");
     let from = store.head().expect("head").size;
     let mut ledger = Ledger::new(store, VerifyOptions::default()).expect("verifies");
@@ -48,10 +35,10 @@ fn recorded_alarm(chart: Chart, seed: u64) -> (tempfile::TempDir, Ledger, TraceA
     )
     .expect("monitor");
     ledger
-        .record_scores(&normal_scores(&a, 0.8, 150, &mut rng, "live"), "live")
+        .record_scores(&scores(&a, 0.8, 0.05, 150, &mut rng, "live"), "live")
         .expect("live");
     ledger
-        .record_scores(&normal_scores(&a, 0.7, 100, &mut rng, "drop"), "live")
+        .record_scores(&scores(&a, 0.7, 0.05, 100, &mut rng, "drop"), "live")
         .expect("drop");
     let alarms = monitor.poll(ledger.view()).expect("poll");
     let alarm = alarms.last().expect("the drop is caught").clone();
@@ -164,9 +151,9 @@ fn an_alarm_recorded_before_its_chart_is_solved_on_its_window() {
     // of seqs 11, 12, …: the alarm it raised, recorded without its chart.
     let (mu, sd, k, h) = (0.8, 0.05, 0.5, 4.0);
     let mut rng = StdRng::seed_from_u64(9);
-    let values: Vec<f64> = normal_scores(&commit(1), 0.8, 40, &mut rng, "in")
+    let values: Vec<f64> = scores(&commit(1), 0.8, 0.05, 40, &mut rng, "in")
         .into_iter()
-        .chain(normal_scores(&commit(1), 0.7, 40, &mut rng, "out"))
+        .chain(scores(&commit(1), 0.7, 0.05, 40, &mut rng, "out"))
         .map(|s| s.value)
         .collect();
     let stream: Vec<(u64, f64)> = (11..).zip(values).collect();
