@@ -2,7 +2,7 @@
 //! raised it: what a chart of the alarm draws (the report's), so that the
 //! chart and the decision cannot disagree about k, h or the path.
 
-use ratchet_trace::Verified;
+use ratchet_trace::{Sources, Verified};
 
 use crate::detectors::{Cusum, Detector, Shift};
 use crate::monitor::{Chart, Monitor, TraceAlarm, Watch};
@@ -50,9 +50,9 @@ pub enum NotDrawn {
     /// Solved for k, the path does not reach the recorded statistic (the
     /// detector may have restarted in its window).
     DoesNotReach,
-    /// Started again as recorded, the monitor does not raise this alarm
-    /// here (it read scores this view no longer gives it: another
-    /// scorer version, or producers it did not trust).
+    /// Started again as recorded, reading everyone's scores or the key
+    /// holder's, the monitor does not raise this alarm here (its watch read
+    /// another scorer version, or trusted other producers).
     DoesNotReplay,
 }
 
@@ -88,12 +88,33 @@ impl TraceAlarm {
         if matches!(chart, Chart::Ewma { .. } | Chart::PageHinkley { .. }) {
             return Err(NotDrawn::NotCusum);
         }
+        // Whose scores the watch read is not recorded: everyone's (a watch
+        // before trust, or a store only its key holder writes), else the
+        // key holder's (`watch`'s default). Only a replay that raises the
+        // recorded alarm again is drawn, so a wrong guess draws nothing.
+        self.replayed_reading(view, chart, watch, from, Sources::everyone())
+            .or_else(|_| {
+                let key_holder = Sources::key_holder();
+                let view = view.restricted_to(&key_holder);
+                self.replayed_reading(&view, chart, watch, from, key_holder)
+            })
+    }
+
+    fn replayed_reading(
+        &self,
+        view: &Verified,
+        chart: Chart,
+        watch: Watch,
+        from: u64,
+        sources: Sources,
+    ) -> Result<AlarmPath, NotDrawn> {
         // The baseline was at least the watch's min_n scores, or it would
         // not have started: 2, the least any start takes, refuses nothing
         // the watch accepted.
         let mut monitor =
             Monitor::start_chart(view, &self.commit, &self.scorer, from, chart, watch, 2)
-                .map_err(|_| NotDrawn::DoesNotReplay)?;
+                .map_err(|_| NotDrawn::DoesNotReplay)?
+                .reading(sources);
         if self
             .scorer_version
             .as_deref()

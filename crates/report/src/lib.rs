@@ -1654,7 +1654,7 @@ fn not_drawn(why: NotDrawn) -> &'static str {
             "The detector's statistic is not drawn: recomputed from the stream it does not reach the recorded value (the detector may have restarted in its window)."
         }
         NotDrawn::DoesNotReplay => {
-            "The detector's statistic is not drawn: started again where and as the alarm records, the watch does not raise this alarm on this trace (it read scores of another version, or of producers the watch did not trust)."
+            "The detector's statistic is not drawn: started again where and as the alarm records, the watch does not raise this alarm on this trace (it read another scorer version, or trusted producers other than the key holder)."
         }
         _ => "The detector's statistic is not drawn.",
     }

@@ -193,3 +193,56 @@ fn an_alarm_recorded_before_its_chart_is_solved_on_its_window() {
     assert_eq!(at, seq);
     assert!((last - alarm.alarm.statistic).abs() < 1e-6);
 }
+
+#[test]
+fn a_watch_that_read_only_the_key_holders_scores_is_replayed_on_them() {
+    // A merged cell's scores of the same stream: everyone's replay reads
+    // them (and alarms at once on their 0.2s), the key holder's does not.
+    let a = commit(1);
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut home = Store::create(d.path().join("home"), StoreOptions::default()).expect("store");
+    let mut rng = StdRng::seed_from_u64(8);
+    home.record_scores(&scores(&a, 0.8, 0.05, 60, &mut rng, "warm"), "eval")
+        .expect("warm-up");
+    let from = home.head().expect("head").size;
+    let mut cell = Store::create(d.path().join("cell"), StoreOptions::default()).expect("cell");
+    cell.record_scores(&scores(&a, 0.2, 0.05, 40, &mut rng, "cell"), "cell")
+        .expect("cell scores");
+    home.merge_cell(cell.dir(), &ratchet_trace::MergeOptions::default())
+        .expect("merge");
+    let mut ledger = Ledger::new(home, VerifyOptions::default()).expect("verifies");
+    let key_holder = ratchet_trace::Sources::key_holder();
+    let trusted = ledger.view().restricted_to(&key_holder);
+    let chart = Chart::Cusum { k: 0.5, h: 8.0 };
+    let mut monitor =
+        Monitor::start_chart(&trusted, &a, "quality", from, chart, Watch::Decreases, 30)
+            .expect("monitor")
+            .reading(key_holder);
+    ledger
+        .record_scores(&scores(&a, 0.8, 0.05, 150, &mut rng, "live"), "live")
+        .expect("live");
+    ledger
+        .record_scores(&scores(&a, 0.7, 0.05, 100, &mut rng, "drop"), "live")
+        .expect("drop");
+    let alarms = monitor.poll(ledger.view()).expect("poll");
+    let alarm = alarms.first().expect("the drop is caught");
+    let path = alarm.path(ledger.view(), &[]).expect("drawn");
+    assert_eq!(path.from, PathFrom::Replayed);
+    assert_eq!(path.points.last().map(|p| p.0), Some(alarm.seq));
+    // Everyone's monitor alarms on the cell's scores, before the drop.
+    let mut everyone = Monitor::start_chart(
+        ledger.view(),
+        &a,
+        "quality",
+        from,
+        chart,
+        Watch::Decreases,
+        30,
+    )
+    .expect("monitor");
+    let first = everyone.poll(ledger.view()).expect("poll");
+    assert!(
+        first.first().is_some_and(|f| f.seq < alarm.seq),
+        "the cell's scores alarm a watch that reads them"
+    );
+}
