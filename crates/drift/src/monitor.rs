@@ -62,6 +62,11 @@ pub struct TraceAlarm {
     pub watch: Option<Watch>,
 }
 
+/// What [`Monitor::poll_observed`] shows each score to: its seq, the
+/// chart just after judging it, the alarm it raised; a break stops the poll.
+pub(crate) type Observer<'a> =
+    dyn FnMut(u64, &LiveChart, Option<&Alarm>) -> std::ops::ControlFlow<()> + 'a;
+
 /// Which shifts a [`Monitor`] reports. A live stream that improves is not
 /// an incident: by default only the harmful direction alarms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
@@ -479,16 +484,17 @@ impl Monitor {
     /// # Errors
     /// [`Error::Trace`] if the store cannot be read.
     pub fn poll(&mut self, view: &Verified) -> Result<Vec<TraceAlarm>> {
-        self.poll_observed(view, &mut |_, _, _| {})
+        self.poll_observed(view, &mut |_, _, _| std::ops::ControlFlow::Continue(()))
     }
 
     /// [`Monitor::poll`], showing `step` each score's seq, the chart just
     /// after it judged the score (before any restart) and whether it
-    /// alarmed: how [`TraceAlarm::path`] replays the statistic.
+    /// alarmed, until `step` breaks (the rest of the stream is then left
+    /// unread): how [`TraceAlarm::path`] replays the statistic.
     pub(crate) fn poll_observed(
         &mut self,
         view: &Verified,
-        step: &mut dyn FnMut(u64, &LiveChart, Option<&Alarm>),
+        step: &mut Observer<'_>,
     ) -> Result<Vec<TraceAlarm>> {
         let mut alarms = Vec::new();
         loop {
@@ -506,7 +512,7 @@ impl Monitor {
                 // records it as its baseline).
                 let judged_by = self.detector.in_control();
                 let raised = self.detector.update(value)?;
-                step(seq, &self.detector, raised.as_ref());
+                let seen = step(seq, &self.detector, raised.as_ref());
                 if let Some(alarm) = raised {
                     if !self.watch.reports(alarm.shift) {
                         self.detector.reset();
@@ -531,6 +537,9 @@ impl Monitor {
                     });
                     self.detector.reset();
                     self.seqs.clear();
+                }
+                if seen.is_break() {
+                    return Ok(alarms);
                 }
             }
             if page.len() < PAGE {

@@ -2,6 +2,8 @@
 //! raised it: what a chart of the alarm draws (the report's), so that the
 //! chart and the decision cannot disagree about k, h or the path.
 
+use std::ops::ControlFlow;
+
 use ratchet_trace::{Sources, Verified};
 
 use crate::detectors::{Cusum, Detector, Shift};
@@ -127,19 +129,22 @@ impl TraceAlarm {
         let mut at_alarm = None;
         monitor
             .poll_observed(view, &mut |at, live, raised| {
-                if at_alarm.is_some() || at > seq {
-                    return;
+                if at > seq {
+                    return ControlFlow::Break(());
                 }
                 let Some((statistic, k)) = live.cusum_state(shift) else {
-                    return;
+                    return ControlFlow::Break(());
                 };
                 points.push((at, statistic));
                 if at == seq {
                     at_alarm = Some((raised.cloned(), statistic, k));
-                } else if raised.is_some() {
+                    return ControlFlow::Break(());
+                }
+                if raised.is_some() {
                     // Every alarm, reported or not, restarts the chart.
                     points.clear();
                 }
+                ControlFlow::Continue(())
             })
             .map_err(|_| NotDrawn::DoesNotReplay)?;
         match at_alarm {
