@@ -1,6 +1,6 @@
 //! The command line as typed: every flag, its help and its raw type
 //! (clap). Nothing here reads a file or a store; `main` turns these into
-//! a validated plan in each command's module (`cmd::*::*_command`), which
+//! a validated plan in each command's file (`cmd::*::run`), which
 //! makes one library call.
 
 use std::path::PathBuf;
@@ -215,7 +215,7 @@ pub enum Command {
     /// Mint, revoke and list the capability tokens of `ratchet serve`.
     Token {
         #[command(subcommand)]
-        what: cmd::serve::TokenCommand,
+        what: cmd::token::TokenCommand,
     },
     /// Write the store's report: one self-contained HTML file with SVG plots
     /// (or, with --markdown, the latest decision as a pull-request comment).
@@ -714,7 +714,7 @@ pub struct VerifyFlags {
     #[arg(long)]
     pub candidate: Option<String>,
     #[command(flatten)]
-    pub run: cmd::work::RunFlags,
+    pub run: cmd::shared::sandbox::RunFlags,
 }
 
 /// The flags of `ratchet merge`.
@@ -733,7 +733,7 @@ pub struct MergeFlags {
     #[arg(long)]
     pub deploy: Option<String>,
     #[command(flatten)]
-    pub run: cmd::work::RunFlags,
+    pub run: cmd::shared::sandbox::RunFlags,
 }
 
 /// The flags of `ratchet demo`.
@@ -794,8 +794,8 @@ pub struct BenchFlags {
     #[arg(long)]
     pub max_seconds: Option<f64>,
     /// Where the commands run.
-    #[arg(long, value_enum, default_value_t = cmd::work::SandboxKind::Process)]
-    pub sandbox: cmd::work::SandboxKind,
+    #[arg(long, value_enum, default_value_t = cmd::shared::sandbox::SandboxKind::Process)]
+    pub sandbox: cmd::shared::sandbox::SandboxKind,
     /// Seconds a command may take before its process group is killed.
     #[arg(long, default_value_t = 600)]
     pub timeout: u64,

@@ -36,12 +36,11 @@ macro_rules! out {
 }
 
 mod cmd;
-mod demo;
 mod exit;
 mod flags;
 mod out;
 
-use flags::{Cli, Command, PolicyCommand, RubricCommand};
+use flags::{Cli, Command};
 
 /// The `--help` heading of the options every command takes.
 const GLOBAL: &str = "Global options";
@@ -366,61 +365,37 @@ fn run(cli: Cli, name: &str) -> Result<u8> {
             "`ratchet {name}` does not speak to a server: drop --server (or unset RATCHET_SERVER) to run it on a local store; through a server: append, record-score, ingest, gate and status"
         );
     }
+    // One line per command: its file under `cmd/` does the rest.
     match cli.command {
-        Command::Completions { shell } => {
-            clap_complete::generate(
-                shell,
-                &mut Cli::command(),
-                "ratchet",
-                &mut std::io::stdout(),
-            );
-            Ok(0)
-        }
-        Command::Demo(flags) => crate::demo::demo_command(&ctx, flags),
-        Command::Report(flags) => cmd::store::report_command(&ctx, flags),
-        Command::Init { keyed, key_file } => cmd::store::init(&ctx, keyed, key_file.as_deref()),
-        Command::Append { key_file } => match ctx.client()? {
-            Some(client) => cmd::serve::append_remote(&ctx, &client),
-            None => cmd::store::append(&ctx, key_file.as_deref()),
-        },
-        Command::RecordScore(flags) => cmd::store::record_score_command(&ctx, flags),
-        Command::Log(flags) => cmd::store::log_command(&ctx, flags),
-        Command::Status(flags) => cmd::store::status_command(&ctx, flags),
-        Command::VerifyChain(flags) => cmd::store::verify_chain_command(&ctx, flags),
-        Command::Checkpoint { out } => cmd::store::checkpoint(&ctx, out.as_deref()),
-        Command::MergeCells(flags) => cmd::store::merge_cells_command(&ctx, flags),
+        Command::Init { keyed, key_file } => cmd::init::run(&ctx, keyed, key_file.as_deref()),
+        Command::Append { key_file } => cmd::append::run(&ctx, key_file.as_deref()),
+        Command::RecordScore(flags) => cmd::record_score::run(&ctx, flags),
+        Command::Log(flags) => cmd::log::run(&ctx, flags),
+        Command::Status(flags) => cmd::status::run(&ctx, flags),
+        Command::Completions { shell } => cmd::completions::run(shell),
+        Command::VerifyChain(flags) => cmd::verify_chain::run(&ctx, flags),
+        Command::Checkpoint { out } => cmd::checkpoint::run(&ctx, out.as_deref()),
+        Command::MergeCells(flags) => cmd::merge_cells::run(&ctx, flags),
+        Command::Gate(flags) => cmd::gate::run(&ctx, flags),
+        Command::Calibrate(flags) => cmd::calibrate::run(&ctx, flags),
+        Command::Watch(flags) => cmd::watch::run(&ctx, flags),
+        Command::Heal(flags) => cmd::heal::run(&ctx, flags),
+        Command::Verify(flags) => cmd::verify::run(&ctx, flags),
+        Command::Bench(flags) => cmd::bench::run(&ctx, flags),
+        Command::Merge(flags) => cmd::merge::run(&ctx, flags),
+        Command::Best(flags) => cmd::best::run(&ctx, flags),
+        Command::Arl(flags) => cmd::arl::run(&ctx, flags),
+        Command::Ingest(flags) => cmd::ingest::run(&ctx, flags),
+        Command::Score { rubric, key_file } => cmd::score::run(&ctx, &rubric, key_file.as_deref()),
         Command::Export { parquet, key_file } => {
-            cmd::store::export(&ctx, &parquet, key_file.as_deref())
+            cmd::export::run(&ctx, &parquet, key_file.as_deref())
         }
-        Command::Gate(flags) => cmd::gate::gate_command(&ctx, flags),
-        Command::Calibrate(flags) => cmd::gate::calibrate_command(&ctx, flags),
-        Command::Watch(flags) => cmd::drift::watch_command(&ctx, flags),
-        Command::Heal(flags) => cmd::drift::heal_command(&ctx, flags),
-        Command::Verify(flags) => cmd::work::verify_command(&ctx, flags),
-        Command::Bench(flags) => cmd::work::bench_command(&ctx, flags),
-        Command::Merge(flags) => cmd::work::merge_command(&ctx, flags),
-        Command::Best(flags) => cmd::drift::best_command(&ctx, flags),
-        Command::Arl(flags) => cmd::drift::arl_command(&ctx, flags),
-        Command::Ingest(args) => cmd::ingest::ingest(&ctx, args),
-        Command::Score { rubric, key_file } => {
-            cmd::ingest::score(&ctx, &rubric, key_file.as_deref())
-        }
-        Command::Rubric {
-            what: RubricCommand::Check { path },
-        } => cmd::ingest::rubric_check(&ctx, &path),
-        Command::Rubric {
-            what: RubricCommand::Pin { path, key_file },
-        } => cmd::ingest::rubric_pin(&ctx, &path, key_file.as_deref()),
-        Command::Serve(args) => cmd::serve::serve(&ctx, &args),
-        Command::Token { what } => cmd::serve::token(&ctx, &what),
-        Command::Policy {
-            what:
-                PolicyCommand::Pin {
-                    path,
-                    class,
-                    key_file,
-                },
-        } => cmd::gate::policy_pin(&ctx, &path, class.as_deref(), key_file.as_deref()),
+        Command::Rubric { what } => cmd::rubric::run(&ctx, what),
+        Command::Policy { what } => cmd::policy::run(&ctx, what),
+        Command::Serve(flags) => cmd::serve::run(&ctx, &flags),
+        Command::Token { what } => cmd::token::run(&ctx, &what),
+        Command::Report(flags) => cmd::report::run(&ctx, flags),
+        Command::Demo(flags) => cmd::demo::run(&ctx, flags),
     }
 }
 

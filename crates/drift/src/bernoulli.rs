@@ -159,6 +159,11 @@ impl BernoulliCusum {
         (self.r as f64 / m, self.h_units as f64 / m)
     }
 
+    /// The statistic now, in counts of the watched outcome.
+    pub fn statistic(&self) -> f64 {
+        self.s as f64 / Self::UNITS as f64
+    }
+
     /// The in-control and tuned-for pass rates.
     pub fn rates(&self) -> (f64, f64) {
         (self.p0, self.p1)

@@ -50,6 +50,7 @@ mod detectors;
 mod error;
 mod live;
 mod monitor;
+mod path;
 
 pub use arl::{
     ARL_SHIFTS, ArlProfile, ArlRow, DEFAULT_STATES, RunLengthEstimate, arl_profile, cusum_arl,
@@ -65,3 +66,4 @@ pub use monitor::{
     WarmupReport, Watch, best_commit, deployment_start, latest_alarm, record_alarm, size_warmup,
     warmup_false_alarms,
 };
+pub use path::{AlarmPath, NotDrawn, PathFrom};

@@ -51,7 +51,7 @@ use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use crate::bernoulli::BernoulliCusum;
-use crate::detectors::{Alarm, Cusum, Detector, Ewma, EwmaLimits, PageHinkley};
+use crate::detectors::{Alarm, Cusum, Detector, Ewma, EwmaLimits, PageHinkley, Shift};
 use crate::error::{Error, Result, invalid};
 use crate::monitor::{Chart, Watch};
 
@@ -352,6 +352,24 @@ impl LiveChart {
     /// warm-up and every score cleared since.
     pub fn in_control(&self) -> Warmup {
         self.estimate.warmup()
+    }
+
+    /// A CUSUM-type chart's statistic on the `shift` side now, and the
+    /// reference value k it subtracts per score (the self-starting CUSUM's
+    /// on Hawkins' U, in σ; the Bernoulli CUSUM's as now tuned, in counts of
+    /// the watched outcome — one-sided, so `shift` is its side): what an
+    /// alarm's chart draws ([`TraceAlarm::path`](crate::TraceAlarm::path)).
+    /// `None` for EWMA and Page–Hinkley, whose statistics are no such sum.
+    pub fn cusum_state(&self, shift: Shift) -> Option<(f64, f64)> {
+        match &self.inner {
+            Inner::Cusum(c) => {
+                let (up, down) = c.statistics();
+                let side = if shift == Shift::Up { up } else { down };
+                Some((side, c.parameters().0))
+            }
+            Inner::Bernoulli(r) => Some((r.chart.statistic(), r.chart.parameters().0)),
+            Inner::Ewma(_) | Inner::PageHinkley(_) => None,
+        }
     }
 
     /// The Bernoulli chart's in-control pass rate as tuned (a point of the

@@ -50,7 +50,22 @@ pub struct TraceAlarm {
     /// recorded before it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_seq: Option<u64>,
+    /// The chart the watch ran. With `from_seq` and `watch`, what starts the
+    /// monitor that raised the alarm again, so that a chart of the alarm
+    /// is that monitor's own statistic ([`TraceAlarm::path`]). Absent in
+    /// alarms recorded before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart: Option<Chart>,
+    /// The sides the watch reported (an alarm on another side restarted
+    /// its chart silently). Absent in alarms recorded before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch: Option<Watch>,
 }
+
+/// What [`Monitor::poll_observed`] shows each score to: its seq, the
+/// chart just after judging it, the alarm it raised; a break stops the poll.
+pub(crate) type Observer<'a> =
+    dyn FnMut(u64, &LiveChart, Option<&Alarm>) -> std::ops::ControlFlow<()> + 'a;
 
 /// Which shifts a [`Monitor`] reports. A live stream that improves is not
 /// an incident: by default only the harmful direction alarms.
@@ -469,6 +484,18 @@ impl Monitor {
     /// # Errors
     /// [`Error::Trace`] if the store cannot be read.
     pub fn poll(&mut self, view: &Verified) -> Result<Vec<TraceAlarm>> {
+        self.poll_observed(view, &mut |_, _, _| std::ops::ControlFlow::Continue(()))
+    }
+
+    /// [`Monitor::poll`], showing `step` each score's seq, the chart just
+    /// after it judged the score (before any restart) and whether it
+    /// alarmed, until `step` breaks (the rest of the stream is then left
+    /// unread): how [`TraceAlarm::path`] replays the statistic.
+    pub(crate) fn poll_observed(
+        &mut self,
+        view: &Verified,
+        step: &mut Observer<'_>,
+    ) -> Result<Vec<TraceAlarm>> {
         let mut alarms = Vec::new();
         loop {
             let page = view.score_stream_from(
@@ -484,7 +511,9 @@ impl Monitor {
                 // The estimate the score was judged against (an alarm
                 // records it as its baseline).
                 let judged_by = self.detector.in_control();
-                if let Some(alarm) = self.detector.update(value)? {
+                let raised = self.detector.update(value)?;
+                let seen = step(seq, &self.detector, raised.as_ref());
+                if let Some(alarm) = raised {
                     if !self.watch.reports(alarm.shift) {
                         self.detector.reset();
                         self.seqs.clear();
@@ -503,9 +532,14 @@ impl Monitor {
                         baseline_mean: judged_by.mean,
                         baseline_sd: judged_by.sd,
                         from_seq: Some(self.from_seq),
+                        chart: Some(self.chart),
+                        watch: Some(self.watch),
                     });
                     self.detector.reset();
                     self.seqs.clear();
+                }
+                if seen.is_break() {
+                    return Ok(alarms);
                 }
             }
             if page.len() < PAGE {

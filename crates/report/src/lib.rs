@@ -38,7 +38,7 @@ use ratchet_trace::ReservedKind;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use ratchet_drift::{Alarm, Shift, TraceAlarm};
+use ratchet_drift::{NotDrawn, PathFrom, Shift, TraceAlarm};
 use ratchet_gate::shown::{EffectShown, Scale, Unit, number, sig, signed};
 use ratchet_gate::{
     GuardrailResult, Margin, Outcome, Stage, StageDetails, StageState, SuiteRun, TestFigures,
@@ -998,8 +998,26 @@ impl Page<'_> {
                 .filter(|(s, _)| *s <= end)
                 .map(|(s, v)| (*s as f64, *v))
                 .collect();
-            let (statistic, k, how) =
-                detector_statistic(detector, &stream, seq, al, down, mu, sd, recorded);
+            // The detector's own statistic and k (drift's, the decider's):
+            // never re-derived here.
+            let (statistic, k, how) = match a.path(self.view, &stream) {
+                Ok(path) => (
+                    path.points
+                        .iter()
+                        .map(|(s, v)| (*s as f64, *v))
+                        .collect::<Vec<_>>(),
+                    Some(path.k),
+                    match path.from {
+                        PathFrom::Replayed => {
+                            "The statistic is the watch's own: its monitor started again where and as the alarm records, run over the trace to the alarm, where it reaches the recorded value."
+                        }
+                        PathFrom::Solved => {
+                            "The statistic is recomputed from the stream over the detector's window; it reaches the recorded value at the alarm."
+                        }
+                    },
+                ),
+                Err(why) => (Vec::new(), None, not_drawn(why)),
+            };
             let window = 25usize;
             let moving: Vec<(f64, f64)> = shown
                 .iter()
@@ -1622,69 +1640,23 @@ fn n_of(d: &Decision) -> String {
         .map_or_else(|| "—".into(), |f| f.n.to_string())
 }
 
-/// A CUSUM-type detector's statistic along its window, recomputed from
-/// the stream, with its reference value and a sentence saying how. The
-/// alarm records the statistic at the alarm, its window length `n` and
-/// the change start (the observation after the statistic was last at
-/// zero), so the reference value is what makes the evidence since the
-/// change sum to the recorded statistic; the recomputed path is drawn only
-/// if it reaches the recorded value exactly there.
-#[allow(clippy::too_many_arguments)]
-fn detector_statistic(
-    detector: &str,
-    stream: &[(u64, f64)],
-    seq: u64,
-    alarm: &Alarm,
-    down: bool,
-    mu: f64,
-    sd: f64,
-    recorded: f64,
-) -> (Vec<(f64, f64)>, Option<f64>, &'static str) {
-    let evidence = |x: f64| -> Option<f64> {
-        match detector {
-            // Counts the watched outcome: failures when the rate may drop.
-            "bernoulli_cusum" => Some(f64::from(u8::from(if down { x < 0.5 } else { x >= 0.5 }))),
-            "cusum" => {
-                let z = (x - mu) / sd;
-                Some(if down { -z } else { z })
-            }
-            _ => None,
+/// Why an alarm's chart draws no statistic, in a sentence.
+fn not_drawn(why: NotDrawn) -> &'static str {
+    match why {
+        NotDrawn::WindowOutOfRange => {
+            "The detector's statistic is not drawn: its window is out of range."
         }
-    };
-    let none = |why| (Vec::new(), None, why);
-    let (n, cs) = (alarm.n, alarm.change_start);
-    let upto: Vec<&(u64, f64)> = stream.iter().filter(|(s, _)| *s <= seq).collect();
-    let (Ok(n), Ok(cs)) = (usize::try_from(n), usize::try_from(cs)) else {
-        return none("The detector's statistic is not drawn: its window is out of range.");
-    };
-    if n == 0 || n > upto.len() || cs == 0 || cs > n {
-        return none("The detector's statistic is not drawn: its window is not in the stream.");
-    }
-    let window = &upto[upto.len() - n..];
-    let Some(e): Option<Vec<f64>> = window.iter().map(|(_, x)| evidence(*x)).collect() else {
-        return none("The statistic of this detector is not recomputed by the report.");
-    };
-    let since = &e[cs - 1..];
-    let k = (since.iter().sum::<f64>() - recorded) / since.len() as f64;
-    let mut s = 0.0f64;
-    let path: Vec<(f64, f64)> = window
-        .iter()
-        .zip(&e)
-        .map(|((seq, _), x)| {
-            s = (s + x - k).max(0.0);
-            (*seq as f64, s)
-        })
-        .collect();
-    if k.is_finite() && (s - recorded).abs() <= 1e-6 * recorded.abs().max(1.0) {
-        (
-            path,
-            Some(k),
-            "The statistic is recomputed from the stream over the detector's window; it reaches the recorded value at the alarm.",
-        )
-    } else {
-        none(
-            "The detector's statistic is not drawn: recomputed from the stream it does not reach the recorded value (the detector may have restarted in its window).",
-        )
+        NotDrawn::WindowNotInStream => {
+            "The detector's statistic is not drawn: its window is not in the stream."
+        }
+        NotDrawn::NotCusum => "The statistic of this detector is not recomputed by the report.",
+        NotDrawn::DoesNotReach => {
+            "The detector's statistic is not drawn: recomputed from the stream it does not reach the recorded value (the detector may have restarted in its window)."
+        }
+        NotDrawn::DoesNotReplay => {
+            "The detector's statistic is not drawn: started again where and as the alarm records, the watch does not raise this alarm on this trace (it read another scorer version, or trusted producers other than the key holder)."
+        }
+        _ => "The detector's statistic is not drawn.",
     }
 }
 

@@ -1,23 +1,15 @@
-//! Ingestion and scoring: `ingest`, `score`, `rubric check`.
+//! `ratchet ingest`: a tool's result files recorded as test runs and
+//! scores, in one transaction — locally or uploaded through `--server`.
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use ratchet_scorers::{Rubric, RubricSet};
 
+use crate::cmd::shared::rubrics;
 use crate::flags::{IngestArgs, IngestDirection};
 use crate::{Ctx, out};
-
-fn rubrics(paths: &[PathBuf]) -> Result<RubricSet> {
-    Ok(RubricSet::new(
-        paths
-            .iter()
-            .map(|p| Rubric::from_path(p).with_context(|| format!("rubric {}", p.display())))
-            .collect::<Result<_>>()?,
-    ))
-}
 
 /// The `--direction`s given: the one for every metric without a known
 /// direction, and one per metric named. The same metric (or the plain one)
@@ -51,7 +43,9 @@ fn directions(
     Ok((all, each))
 }
 
-pub fn ingest(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
+/// The files read by `format`'s parser and stored all or none; what was
+/// recorded said by scorer, failed benchmark runs warned of on stderr.
+pub fn run(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
     let format = args.format;
     let (direction, per_metric) = directions(&args.direction)?;
     let options = ratchet_scorers::IngestOptions {
@@ -66,7 +60,7 @@ pub fn ingest(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
         ..ratchet_scorers::IngestOptions::default()
     };
     if let Some(client) = ctx.client()? {
-        return crate::cmd::serve::ingest_remote(ctx, &client, format, &args.paths, &options);
+        return remote(ctx, &client, format, &args.paths, &options);
     }
     let mut store = ctx.open(args.key_file.as_deref())?;
     let report = ratchet_scorers::ingest(&mut store, format, &args.paths, &options).map_err(
@@ -141,94 +135,87 @@ pub fn ingest(ctx: &Ctx, args: IngestArgs) -> Result<u8> {
 /// Said on standard error (under `--json` too: standard output is the
 /// document): timings fingerprinted as this machine because their file
 /// does not name the one that measured them.
-pub fn runner_from_here(format: ratchet_scorers::Format, here: &str) {
+fn runner_from_here(format: ratchet_scorers::Format, here: &str) {
     eprintln!(
         "warning: {format} files do not name the machine they ran on, so these timings are recorded as measured on this one (runner {here}); if they were measured elsewhere they will never pair with that machine's timings: ingest them with --runner NAME, the same name wherever that runner's timings are ingested"
     );
 }
 
-pub fn score(ctx: &Ctx, rubric_paths: &[PathBuf], key_file: Option<&Path>) -> Result<u8> {
-    let rubrics = rubrics(rubric_paths)?;
-    let mut store = ctx.open(key_file)?;
-    let r = ratchet_scorers::score_pending(&mut store, &rubrics)?;
-    if ctx.json {
-        out::written(&store, &r.receipts, serde_json::json!({ "scoring": r }))?;
-    } else {
-        outln!(
-            "{} observation(s): {} scored now, {} already scored, {} with an unknown rubric, {} invalid",
-            r.observations,
-            r.scored,
-            r.already_scored,
-            r.unknown_rubric,
-            r.invalid.len()
+/// `ingest --server`: each file uploaded and ingested by the server (one
+/// transaction per file; a directory is for local ingestion only).
+fn remote(
+    ctx: &Ctx,
+    client: &ratchet_serve::Client,
+    format: ratchet_scorers::Format,
+    paths: &[PathBuf],
+    options: &ratchet_scorers::IngestOptions,
+) -> Result<u8> {
+    if !options.directions.is_empty() {
+        // The server's query takes one direction for every metric; sending
+        // only that one would record the named metrics the wrong way.
+        anyhow::bail!(
+            "--direction NAME=higher|lower is not sent to a server (its ingest takes one direction for every metric): ingest locally with --store, or give one --direction higher|lower"
         );
-        if r.not_the_key_holders > 0 {
-            outln!(
-                "  {} observation(s) left unscored: written by a token's session or a merged cell, not by this store's key holder (a score made here would be the key holder's evidence)",
-                r.not_the_key_holders
+    }
+    let mut docs = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            anyhow::bail!(
+                "{}: a directory; with --server, name its files (each is uploaded and ingested on its own)",
+                path.display()
             );
         }
-        for (seq, why) in &r.invalid {
-            outln!("  seq {seq}: {why}");
+        let body = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("upload");
+        let commit = options.commit.as_ref().map(|c| c.as_str().to_string());
+        let direction = options.direction.map(|d| match d {
+            ratchet_scorers::Direction::HigherIsBetter => "higher",
+            ratchet_scorers::Direction::LowerIsBetter => "lower",
+        });
+        let mut query: Vec<(&str, &str)> = vec![("name", name)];
+        if let Some(c) = &commit {
+            query.push(("commit", c));
         }
+        if let Some(s) = &options.suite {
+            query.push(("suite", s));
+        }
+        if let Some(d) = direction {
+            query.push(("direction", d));
+        }
+        if !options.runner_label.is_empty() {
+            query.push(("label", &options.runner_label));
+        }
+        if let Some(r) = &options.runner {
+            query.push(("runner", r));
+        }
+        let doc = client.ingest(format.name(), &query, &body)?;
+        if let Some(here) = doc["ingest"]["runner_from_here"].as_str() {
+            runner_from_here(format, &format!("{here}, the server's"));
+        }
+        docs.push(doc);
     }
-    Ok(0)
-}
-
-pub fn rubric_check(ctx: &Ctx, path: &Path) -> Result<u8> {
-    let r = Rubric::from_path(path).with_context(|| format!("rubric {}", path.display()))?;
     if ctx.json {
+        let receipts: Vec<serde_json::Value> = docs
+            .iter()
+            .flat_map(|d| d["receipts"].as_array().cloned().unwrap_or_default())
+            .collect();
         out::json(&serde_json::json!({
-            "name": r.name, "version": r.version(), "holdout": r.holdout, "items": r.items
+            "store_id": docs.first().map(|d| d["store_id"].clone()),
+            "receipts": receipts,
+            "ingest": docs.iter().map(|d| d["ingest"].clone()).collect::<Vec<_>>(),
         }))?;
-        return Ok(0);
-    }
-    outln!(
-        "rubric {} ok, version {}{}",
-        r.name,
-        r.version(),
-        if r.holdout { " (holdout)" } else { "" }
-    );
-    for it in &r.items {
-        outln!(
-            "  {:<24} {} weight {}{}",
-            it.id,
-            it.kind,
-            it.weight,
-            if it.must { " must" } else { "" }
-        );
-    }
-    Ok(0)
-}
-
-pub fn rubric_pin(ctx: &Ctx, path: &Path, key_file: Option<&Path>) -> Result<u8> {
-    let r = Rubric::from_path(path).with_context(|| format!("rubric {}", path.display()))?;
-    let mut store = ctx.open(key_file)?;
-    let pinned = ratchet_scorers::pin_rubric(&mut store, &r)?;
-    if ctx.json {
-        let receipts = match &pinned {
-            ratchet_scorers::Pinned::Appended { receipt } => vec![*receipt],
-            ratchet_scorers::Pinned::AlreadyPinned { .. } => Vec::new(),
-        };
-        out::written(
-            &store,
-            &receipts,
-            serde_json::json!({ "rubric": r.name, "version": r.version(), "pin": pinned }),
-        )?;
-        return Ok(0);
-    }
-    match &pinned {
-        ratchet_scorers::Pinned::Appended { receipt } => outln!(
-            "pinned rubric {} at version {} (seq {})",
-            r.name,
-            r.version(),
-            receipt.seq
-        ),
-        ratchet_scorers::Pinned::AlreadyPinned { seq } => outln!(
-            "rubric {} is already pinned at version {} (seq {seq}): nothing appended",
-            r.name,
-            r.version()
-        ),
+    } else {
+        for (p, d) in paths.iter().zip(&docs) {
+            outln!(
+                "{}: {} test run(s), {} score(s) recorded by the server",
+                p.display(),
+                d["ingest"]["test_runs"],
+                d["ingest"]["scores"]
+            );
+        }
     }
     Ok(0)
 }

@@ -314,6 +314,8 @@ fn heals_restarted_monitor_and_recovery_read_an_untrusted_cells_scores() {
         baseline_mean: 0.9,
         baseline_sd: 0.03,
         from_seq: None,
+        chart: None,
+        watch: None,
     };
     let options = ratchet_orchestrate::HealOptions::default();
     let (report, monitor) =

@@ -4,5 +4,6 @@
 mod alloc;
 mod bernoulli;
 mod monitor;
+mod path;
 mod tables;
 mod warmup;

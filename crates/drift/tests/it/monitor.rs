@@ -57,7 +57,15 @@ fn measured(
     (d, store, rng, size)
 }
 
-fn scores(c: &CommitId, mean: f64, sd: f64, n: usize, rng: &mut StdRng, tag: &str) -> Vec<Score> {
+/// `n` quality scores of `c` drawn from N(`mean`, `sd`), tasks `tag-i`.
+pub(crate) fn scores(
+    c: &CommitId,
+    mean: f64,
+    sd: f64,
+    n: usize,
+    rng: &mut StdRng,
+    tag: &str,
+) -> Vec<Score> {
     let normal = Normal::new(mean, sd).expect("normal");
     (0..n)
         .map(|i| {

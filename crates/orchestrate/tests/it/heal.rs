@@ -52,6 +52,8 @@ fn alarm_on(c: &CommitId, seq: u64) -> TraceAlarm {
         baseline_mean: 0.9,
         baseline_sd: 0.03,
         from_seq: None,
+        chart: None,
+        watch: None,
     }
 }
 

@@ -198,6 +198,8 @@ fn break_heal_checks_out_a_worse_commit_after_a_misordered_page() {
         baseline_mean: 0.9,
         baseline_sd: 0.03,
         from_seq: None,
+        chart: None,
+        watch: None,
     };
     let dry = ratchet_orchestrate::HealOptions {
         dry_run: true,

@@ -1,7 +1,6 @@
 //! `ratchet demo`: the whole law end to end (the library's
 //! `ratchet_demo::run_demo`), with a progress bar and a summary.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -11,7 +10,15 @@ use crate::Ctx;
 use crate::flags::DemoFlags;
 use crate::out;
 
-pub fn run(out_dir: Option<PathBuf>, seed: u64, proposals: usize, json: bool) -> Result<u8> {
+/// The demo run in a directory of its own (`--out`, else a new one kept
+/// for looking at), its summary said and its report written there.
+pub fn run(ctx: &Ctx, flags: DemoFlags) -> Result<u8> {
+    let DemoFlags {
+        out: out_dir,
+        seed,
+        proposals,
+    } = flags;
+    let json = ctx.json;
     let dir = match out_dir {
         Some(d) => d,
         // Kept: the repository, the store and the report are for looking at.
@@ -145,14 +152,4 @@ fn print_summary(s: &DemoSummary, seconds: f64) -> Result<()> {
     outln!("  repository: {}", s.repo.display());
     outln!("  store:      {}", s.store.display());
     Ok(())
-}
-
-/// `ratchet demo`: the flags checked and turned into the library's terms, then run.
-pub fn demo_command(ctx: &Ctx, flags: DemoFlags) -> Result<u8> {
-    let DemoFlags {
-        out,
-        seed,
-        proposals,
-    } = flags;
-    crate::demo::run(out, seed, proposals, ctx.json)
 }
