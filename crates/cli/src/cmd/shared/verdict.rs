@@ -82,7 +82,8 @@ pub fn print_verdict(v: &Verdict, scale: &ratchet_gate::shown::Scale) -> Result<
         )?;
     }
     // The order the test read: the declared list (and what it left
-    // unread), or the baseline's trace order and how to fix it.
+    // unread), the name sweep (law 5), or the baseline's trace order (laws
+    // 2–4) and how to fix it.
     if let Some(order) = &v.order {
         writeln!(o, "  order: {}", order.words())?;
     }
