@@ -362,6 +362,10 @@ impl StageReport {
                 s.n = Some(count(d.tasks));
                 s.n_of = Some("pairs".into());
             }
+            StageDetails::Refused(d) => {
+                s.n = Some(count(d.tasks));
+                s.n_of = Some("pairs".into());
+            }
             // The slowest benchmark first: the one the stage turns on.
             StageDetails::Benchmarks(d) => {
                 if let Some(first) = d.benchmarks.first() {
@@ -493,7 +497,7 @@ pub(crate) fn decide(
                 let s = owner.store()?;
                 s.head()
                     .map_err(ratchet_gate::Error::from)
-                    .and_then(|h| ratchet_gate::decide_at(s, &q, h.size))
+                    .and_then(|h| ratchet_gate::verdict_at(s, &q, h.size))
                     .map(|v| (v, None))
             }
         }

@@ -25,7 +25,7 @@
 //!   [`monte_carlo`] (seeded simulation of any test).
 //!
 //! * The law over a store: [`Policy`] (TOML, per artifact class) and
-//!   [`decide`] / [`decide_at`], which verify the trace, run the stages in
+//!   [`decide`] / [`verdict_at`], which verify the trace, run the stages in
 //!   order and return a [`Verdict`] appended as a `decision` event.
 //!
 //! * [`shown`] — every measured figure as a person reads it, for the CLI,
@@ -85,11 +85,14 @@ pub use calibrate::{
 pub use decide::{
     BaselineWorld, BoundSide, DecisionBound, EffectEstimate, EffectInterval, GateStatus,
     GuardrailDetails, GuardrailResult, InvariantsDetails, KIND_DECISION, Law, Outcome, Question,
-    RejectCause, SequentialDetails, Stage, StageDetails, StageReport, StageState, SuiteReport,
-    SuiteRun, TaskOrder, TestFigures, TestsDetails, TooFewTasks, TraceHead, Undeclared, Verdict,
-    VerificationDetails, baseline_world, decide, decide_at, decide_in, decide_recorded,
-    recompute_at, verdict_in,
+    Refusal, Refused, RejectCause, SequentialDetails, Stage, StageDetails, StageReport, StageState,
+    SuiteReport, SuiteRun, TaskOrder, TestFigures, TestsDetails, TooFewTasks, TraceHead,
+    Undeclared, Verdict, VerificationDetails, baseline_world, decide, decide_in, decide_recorded,
+    recompute_at, verdict_at, verdict_in,
 };
+// The name `verdict_at` had, kept for callers written before.
+#[allow(deprecated)]
+pub use decide::decide_at;
 pub use error::{Error, Result};
 pub use gsprt::{
     EloBounds, EloModel, LogisticElo, NELO_PER_T, PairedGsprt, Pairing, game_probabilities,

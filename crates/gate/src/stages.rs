@@ -12,9 +12,9 @@ use ratchet_trace::{
 
 use crate::decide::{
     BoundSide, DecisionBound, EffectEstimate, EffectInterval, GuardrailDetails, GuardrailResult,
-    InvariantsDetails, Law, Outcome, Question, RejectCause, SequentialDetails, Stage, StageDetails,
-    StageReport, StageState, SuiteReport, SuiteRun, TaskOrder, TestFigures, TestsDetails,
-    TooFewTasks, Undeclared, Verdict, VerificationDetails,
+    InvariantsDetails, Law, Outcome, Question, Refusal, Refused, RejectCause, SequentialDetails,
+    Stage, StageDetails, StageReport, StageState, SuiteReport, SuiteRun, TaskOrder, TestFigures,
+    TestsDetails, TooFewTasks, Undeclared, Verdict, VerificationDetails,
 };
 use crate::error::{Error, Result};
 use crate::gsprt::Pairing;
@@ -613,14 +613,14 @@ fn invariants(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
 /// verdict). Otherwise in the baseline's trace order (the
 /// order its first score of each task was recorded in): each side's
 /// *first* score of the task, up to the first task the baseline has a
-/// score of and the candidate does not. Such a gap ends the sequence (the
+/// score of and the candidate does not. Such a missing task ends the sequence (the
 /// rest waits for it to be filled) instead of being skipped, so a candidate
 /// cannot pick the tasks that count by leaving the hard ones out; nor can
 /// it reorder them (the baseline's order was fixed before it ran) or re-run
 /// a task until it passes (only the first score counts). Evidence arriving
 /// later only extends the sequence, so every look at the gate continues the
 /// same path and polling is one sequential test, not many. Tasks only the
-/// candidate ran are not pairs. Returns the two sides and the first gap.
+/// candidate ran are not pairs. Returns the two sides and the task it waits at.
 fn paired_firsts(look: Look<'_>, scorer: ScorerRef<'_>) -> (Vec<f64>, Vec<f64>, Option<String>) {
     let scores = look.paired(scorer);
     let declared = look.declared();
@@ -897,13 +897,13 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
     } else {
         1.0
     };
-    let (base, cand, mut gap) = paired_firsts(look, at_version(versions, &p.scorer));
+    let (base, cand, mut waits_at) = paired_firsts(look, at_version(versions, &p.scorer));
     // A declared order waits at its first listed task until both sides
     // have scored it: no pair yet is the sequence not started, not
     // evidence missing (the earlier laws fail closed, as recorded).
     if base.is_empty()
         && let Some(order) = look.fixed_order()
-        && let Some(task) = &gap
+        && let Some(task) = &waits_at
     {
         push(
             stages,
@@ -944,15 +944,21 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
     // interval, so a score outside it is refused as betting refuses one.
     if p.test == TestKind::Betting || (p.range.is_some() && law >= Law::Tuned) {
         let [lo, hi] = p.score_range();
-        if let Some(x) = base.iter().chain(&cand).find(|x| !(lo..=hi).contains(*x)) {
+        if let Some(&x) = base.iter().chain(&cand).find(|x| !(lo..=hi).contains(*x)) {
             push(
                 stages,
                 Stage::Sequential,
                 StageState::Failed,
-                StageDetails::TooFewTasks(TooFewTasks {
-                    test: Some(p.test),
-                    tasks: base.len(),
-                }),
+                refused_or_too_few(
+                    law,
+                    p.test,
+                    base.len(),
+                    Refusal::OutOfRange {
+                        score: x,
+                        low: lo,
+                        high: hi,
+                    },
+                ),
             );
             let judge = if p.test == TestKind::Betting {
                 "the betting test cannot judge it"
@@ -995,22 +1001,19 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
             let run = gaussian(q, &base, &cand, law)?;
             if law != Law::NameOrder
                 && run.decision == Decision::Promote
-                && let Some(why) = too_skewed_for_normal_theory(&run.diffs)
+                && let Some((refusal, why)) = too_skewed_for_normal_theory(&run.diffs)
             {
                 push(
                     stages,
                     Stage::Sequential,
                     StageState::Failed,
-                    StageDetails::TooFewTasks(TooFewTasks {
-                        test: Some(TestKind::Gaussian),
-                        tasks: base.len(),
-                    }),
+                    refused_or_too_few(law, TestKind::Gaussian, base.len(), refusal),
                 );
                 return reject(Stage::Sequential, RejectCause::MissingEvidence, why);
             }
             run
         }
-        TestKind::Paired => paired(look, sign, &base, &cand, &mut gap)?,
+        TestKind::Paired => paired(look, sign, &base, &cand, &mut waits_at)?,
         TestKind::Betting => betting(q, &base, &cand, law)?,
         // Judged above, before any pair of summaries is read.
         TestKind::Benchmarks | TestKind::None => return Ok(None),
@@ -1057,7 +1060,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
             max_n: p.max_n,
             decision,
             tasks_available: base.len(),
-            stopped_at_missing_task: gap.clone(),
+            stopped_at_missing_task: waits_at.clone(),
         }),
     );
     match decision {
@@ -1092,7 +1095,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
                 (to_go.ceil().max(1.0) as u64).min(p.max_n.saturating_sub(n).max(1));
             Ok(Some(Outcome::Continue {
                 expected_more,
-                reason: match &gap {
+                reason: match &waits_at {
                     Some(task) if let Some(order) = look.fixed_order() => format!(
                         "LLR {llr:.3} between {lower:.3} and {upper:.3} after {n} observations; task {task}, next in {order}, is not yet scored on both sides, where the sequence waits"
                     ),
@@ -1174,28 +1177,54 @@ const GAUSSIAN_MAX_SKEW: f64 = 1.5;
 /// they are constant (no variance to judge by) or skewed beyond
 /// [`GAUSSIAN_MAX_SKEW`]. Its promote is then refused, and the reason says
 /// which test can judge them.
-fn too_skewed_for_normal_theory(diffs: &[f64]) -> Option<String> {
+fn too_skewed_for_normal_theory(diffs: &[f64]) -> Option<(Refusal, String)> {
     let n = diffs.len() as f64;
     let mean = diffs.iter().sum::<f64>() / n;
     let m2 = diffs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / n;
     let m3 = diffs.iter().map(|d| (d - mean).powi(3)).sum::<f64>() / n;
-    let refuse = |what: String| {
-        Some(format!(
-            "the gaussian test cannot judge these paired differences: {what} over {} tasks; its variance estimate assumes roughly normal differences. Use test = \"betting\" (valid for any bounded scores)",
-            diffs.len()
+    let refuse = |refusal: Refusal, what: String| {
+        Some((
+            refusal,
+            format!(
+                "the gaussian test cannot judge these paired differences: {what} over {} tasks; its variance estimate assumes roughly normal differences. Use test = \"betting\" (valid for any bounded scores)",
+                diffs.len()
+            ),
         ))
     };
     if m2 <= 1e-12 * mean * mean {
-        return refuse("they are all equal".into());
+        return refuse(Refusal::NoSpread, "they are all equal".into());
     }
-    let g1 = m3 / m2.powf(1.5);
-    (g1.abs() > GAUSSIAN_MAX_SKEW)
+    let skewness = m3 / m2.powf(1.5);
+    (skewness.abs() > GAUSSIAN_MAX_SKEW)
         .then(|| {
-            refuse(format!(
-                "their skewness is {g1:+.2} (beyond ±{GAUSSIAN_MAX_SKEW})"
-            ))
+            refuse(
+                Refusal::Skewed {
+                    skewness,
+                    limit: GAUSSIAN_MAX_SKEW,
+                },
+                format!("their skewness is {skewness:+.2} (beyond ±{GAUSSIAN_MAX_SKEW})"),
+            )
         })
         .flatten()
+}
+
+/// What a sequential stage that refused its scores records: since
+/// [`Law::NameSweep`] the refusal and why ([`Refused`]); before, as those
+/// laws recorded it, the count of tasks ([`TooFewTasks`]) — which said
+/// "N tasks scored" of a stage that had tasks enough.
+fn refused_or_too_few(law: Law, test: TestKind, tasks: usize, because: Refusal) -> StageDetails {
+    if law >= Law::NameSweep {
+        StageDetails::Refused(Refused {
+            test,
+            tasks,
+            because,
+        })
+    } else {
+        StageDetails::TooFewTasks(TooFewTasks {
+            test: Some(test),
+            tasks,
+        })
+    }
 }
 
 /// Feeds the paired differences `cand − base` to `t` until it stops;
@@ -1566,7 +1595,7 @@ fn guardrail(look: Look<'_>, g: &Guardrail, used: usize, stages: &mut Vec<StageR
     // The guardrail's direction must agree with the scorer's declared one.
     lower_is_better(look, &g.scorer, Some(g.direction))?;
     let test = NonInferiority::new(g.direction, margin, p.alpha)?;
-    let (gb, gc, gap) = paired_firsts(look, at_version(versions, &g.scorer));
+    let (gb, gc, waits_at) = paired_firsts(look, at_version(versions, &g.scorer));
     let stage = Stage::Guardrail(g.scorer.clone());
     // A guardrail is judged on at least the tasks the primary scorer
     // pairs, in the same order: a task among them the candidate has no
@@ -1574,7 +1603,7 @@ fn guardrail(look: Look<'_>, g: &Guardrail, used: usize, stages: &mut Vec<StageR
     // is not judged on the cheap ones).
     if law != Law::NameOrder
         && gb.len() < used
-        && let Some(task) = gap
+        && let Some(task) = waits_at
     {
         push(
             stages,

@@ -902,7 +902,7 @@ pub fn gate_once(
             }
             let head = store.head()?.size;
             GateRun {
-                verdict: ratchet_gate::decide_at(&mut store, &q, head)?,
+                verdict: ratchet_gate::verdict_at(&mut store, &q, head)?,
                 decision: None,
                 promotion: None,
             }

@@ -11,7 +11,7 @@
 //! finishes sooner and [`SLOW`] for the other; scores recorded in batches
 //! of ten completed jobs through a warm [`Ledger`], the gate asked after
 //! every batch until it stops saying "continue" (`verdict_in`, the
-//! library's `decide_at` on the ledger's head). Tolerances: three
+//! library's `verdict_at` on the ledger's head). Tolerances: three
 //! Monte-Carlo standard errors of the bound, √(b(1−b)/R) for R runs.
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
@@ -407,7 +407,7 @@ fn guardrails_and_pentanomial_pairs_wait_in_the_declared_order() {
     .expect("policy");
     let decide = |class: &str, store: &mut Store| {
         let q = crate::common::question(class, policy.class(class).expect("class"), &base, &cand);
-        ratchet_gate::decide_at(store, &q, store.head().expect("head").size).expect("decide")
+        ratchet_gate::verdict_at(store, &q, store.head().expect("head").size).expect("decide")
     };
     // Every candidate score beats the baseline's: the test promotes within
     // the first listed tasks, then the guardrail waits at t00003.
