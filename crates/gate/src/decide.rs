@@ -43,7 +43,7 @@ use crate::gsprt::Pairing;
 use crate::invariants::{CanaryReport, MinimumReport};
 use crate::noninferiority::{Margin, SequenceOutcome, WelchOutcome};
 use crate::policy::{ClassPolicy, GuardrailMethod, TestKind};
-use crate::sprt::Decision;
+use crate::sprt::TestState;
 
 /// Event kind of an appended verdict.
 pub const KIND_DECISION: &str = ReservedKind::Decision.as_str();
@@ -486,7 +486,7 @@ pub struct SequentialDetails {
     /// Truncation limit.
     pub max_n: u64,
     /// The test's decision.
-    pub decision: Decision,
+    pub decision: TestState,
     /// Tasks scored on both sides (before the first gap).
     pub tasks_available: usize,
     /// The first task the baseline has and the candidate lacks: the

@@ -12,7 +12,7 @@
 //!   outcomes, fishtest's generalized SPRT) and [`BettingTest`] (bounded
 //!   scores, any distribution: a betting e-process, valid under any
 //!   stopping rule — the default kind).
-//! * [`Decision`] — `Continue`, `Promote`, `Reject`, `Truncated` (a
+//! * [`TestState`] — `Continue`, `Promote`, `Reject`, `Truncated` (a
 //!   truncated test fails closed).
 //! * [`NonInferiority`] — guardrails (cost, latency) within an absolute or
 //!   relative margin: a fixed-horizon Welch test and an always-valid
@@ -37,15 +37,15 @@
 //! store, through `ratchet-trace`.
 //!
 //! ```
-//! use ratchet_gate::{BernoulliSprt, Boundaries, Decision, SequentialTest, exact_bernoulli};
+//! use ratchet_gate::{BernoulliSprt, Boundaries, TestState, SequentialTest, exact_bernoulli};
 //!
 //! let bounds = Boundaries::new(0.05, 0.05)?;
 //! let mut test = BernoulliSprt::new(0.70, 0.80, bounds)?.with_truncation(2000)?;
-//! let mut decision = Decision::Continue;
+//! let mut decision = TestState::Continue;
 //! for passed in [true, true, false, true, true, true, true, true] {
 //!     decision = test.update(passed)?;
 //! }
-//! assert_eq!(decision, Decision::Continue); // eight tasks prove nothing yet
+//! assert_eq!(decision, TestState::Continue); // eight tasks prove nothing yet
 //!
 //! // What the test does when the candidate is truly no better than p0:
 //! let at_null = exact_bernoulli(&test, 0.70)?;
@@ -113,5 +113,5 @@ pub use policy::{
     TestKind, Trust,
 };
 pub use ratchet_records::{Direction, Pinned};
-pub use sprt::{BernoulliSprt, Boundaries, Decision, GaussianSprt, SequentialTest};
+pub use sprt::{BernoulliSprt, Boundaries, Decision, GaussianSprt, SequentialTest, TestState};
 pub use stages::{RecordedPath, recorded_bernoulli_path, recorded_path};

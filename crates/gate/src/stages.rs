@@ -22,7 +22,7 @@ use crate::invariants::{check_canaries, check_minimum};
 use crate::noninferiority::{Margin, NonInferiority, SampleStats};
 use crate::order::{SweepTask, name_sweep};
 use crate::policy::{Guardrail, GuardrailMethod, MarginKind, TestKind};
-use crate::sprt::{Decision, GaussianSprt, SequentialTest as _};
+use crate::sprt::{GaussianSprt, SequentialTest as _, TestState};
 
 /// Confidence of the bounds reported with invariants.
 const INVARIANT_CONFIDENCE: f64 = 0.95;
@@ -866,7 +866,7 @@ const EFFECT_ALPHA: f64 = 0.05;
 
 /// What one sequential test made of the pairs.
 struct Run {
-    decision: Decision,
+    decision: TestState,
     llr: f64,
     n: u64,
     bounds: (f64, f64),
@@ -1000,7 +1000,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
             }
             let run = gaussian(q, &base, &cand, law)?;
             if law != Law::NameOrder
-                && run.decision == Decision::Promote
+                && run.decision == TestState::Promote
                 && let Some((refusal, why)) = too_skewed_for_normal_theory(&run.diffs)
             {
                 push(
@@ -1044,8 +1044,8 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
         stages,
         Stage::Sequential,
         match decision {
-            Decision::Promote => StageState::Passed,
-            Decision::Continue => StageState::Open,
+            TestState::Promote => StageState::Passed,
+            TestState::Continue => StageState::Open,
             _ => StageState::Failed,
         },
         StageDetails::Sequential(SequentialDetails {
@@ -1064,12 +1064,12 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
         }),
     );
     match decision {
-        Decision::Reject => reject(
+        TestState::Reject => reject(
             Stage::Sequential,
             RejectCause::Measured,
             format!("LLR {llr:.3} reached the lower boundary {lower:.3} after {n} observations"),
         ),
-        Decision::Truncated => reject(
+        TestState::Truncated => reject(
             Stage::Sequential,
             if law == Law::NameOrder {
                 RejectCause::Measured
@@ -1081,7 +1081,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
                 p.max_n
             ),
         ),
-        Decision::Continue => {
+        TestState::Continue => {
             // Rough: tasks to reach the nearer boundary at the average drift so far.
             let drift = if n > 0 { llr / n as f64 } else { 0.0 };
             let to_go = if drift > 0.0 {
@@ -1108,7 +1108,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
                 },
             }))
         }
-        Decision::Promote => Ok(None),
+        TestState::Promote => Ok(None),
     }
 }
 
@@ -1305,16 +1305,16 @@ fn betting(q: &Question<'_>, base: &[f64], cand: &[f64], law: Law) -> Result<Run
 /// The bound matching a promote (lower, at α, against `null`) or a
 /// reject (upper, at β, against `gap`) of a test run under `p`.
 fn decision_bound(
-    decision: Decision,
+    decision: TestState,
     p: &crate::ClassPolicy,
     value: f64,
     null: f64,
     gap: f64,
 ) -> Option<DecisionBound> {
     let (side, level, against) = match decision {
-        Decision::Promote => (BoundSide::Lower, p.alpha, null),
-        Decision::Reject => (BoundSide::Upper, p.beta, gap),
-        Decision::Continue | Decision::Truncated => return None,
+        TestState::Promote => (BoundSide::Lower, p.alpha, null),
+        TestState::Reject => (BoundSide::Upper, p.beta, gap),
+        TestState::Continue | TestState::Truncated => return None,
     };
     Some(DecisionBound {
         side,
@@ -1349,7 +1349,7 @@ fn bernoulli_bound(
     let m = crate::bound::shifted(llr, t.decision(), (b.lower(), b.upper()), span, 1e-3)?;
     let share = t.n() as f64 / pairs.max(1) as f64;
     let theta = match t.decision() {
-        Decision::Promote => theta0 + m,
+        TestState::Promote => theta0 + m,
         _ => theta1 + m,
     };
     decision_bound(
@@ -1370,9 +1370,9 @@ fn gaussian_bound(t: &GaussianSprt, p: &crate::ClassPolicy) -> Option<DecisionBo
     let n = t.n() as f64;
     let b = t.boundaries();
     let value = match t.decision() {
-        Decision::Promote => (t.llr() - b.upper()) * v / (gap * n),
-        Decision::Reject => (t.llr() - b.lower()) * v / (gap * n) + gap,
-        Decision::Continue | Decision::Truncated => return None,
+        TestState::Promote => (t.llr() - b.upper()) * v / (gap * n),
+        TestState::Reject => (t.llr() - b.lower()) * v / (gap * n) + gap,
+        TestState::Continue | TestState::Truncated => return None,
     };
     decision_bound(t.decision(), p, value, 0.0, gap)
 }
@@ -1388,14 +1388,14 @@ fn betting_bound(
     let w = t.width();
     let unit: Vec<f64> = diffs.iter().map(|&d| t.on_unit_scale(d)).collect();
     let value = match t.decision() {
-        Decision::Promote => {
+        TestState::Promote => {
             crate::betting::betting_lower_bound(&unit, p.alpha, 0.5, t.tuned_shift())?
         }
-        Decision::Reject => {
+        TestState::Reject => {
             let m1 = t.on_unit_scale(t.gap());
             crate::betting::betting_upper_bound(&unit, p.beta, m1, t.tuned_shift())?
         }
-        Decision::Continue | Decision::Truncated => return Ok(None),
+        TestState::Continue | TestState::Truncated => return Ok(None),
     };
     Ok(decision_bound(
         t.decision(),
@@ -1430,7 +1430,7 @@ fn paired_bound(t: &crate::PairedGsprt, p: &crate::ClassPolicy) -> Option<Decisi
     let m = crate::bound::shifted(llr, t.decision(), t.effective_boundaries(), span, 1.0)?;
     let effect = |e: f64| 2.0 * crate::gsprt::expected_score(counts, elo.model, e) - 1.0;
     let at = match t.decision() {
-        Decision::Promote => elo.elo0 + m,
+        TestState::Promote => elo.elo0 + m,
         _ => elo.elo1 + m,
     };
     decision_bound(

@@ -9,8 +9,8 @@
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use rand_distr::{Distribution, Normal};
 use ratchet_gate::{
-    BoundSide, Decision, EffectInterval, Law, Policy, Question, Refusal, Refused, StageDetails,
-    TestKind, TooFewTasks, Verdict, logistic_score, recompute_at, verdict_at,
+    BoundSide, EffectInterval, Law, Policy, Question, Refusal, Refused, StageDetails, TestKind,
+    TestState, TooFewTasks, Verdict, logistic_score, recompute_at, verdict_at,
 };
 use ratchet_testkit::{gap_class, paired_class_to};
 use ratchet_trace::{CommitId, Durability, Score, Store, StoreOptions};
@@ -111,7 +111,7 @@ fn world(
         b.runs += 1;
         let bound = seq.effect.and_then(|e| e.bound);
         match (seq.decision, bound) {
-            (Decision::Promote, Some(d)) => {
+            (TestState::Promote, Some(d)) => {
                 b.promotes += 1;
                 assert_eq!(d.side, BoundSide::Lower);
                 assert!((d.level - ALPHA).abs() < 1e-15, "level {}", d.level);
@@ -123,7 +123,7 @@ fn world(
                 );
                 b.lower_misses += usize::from(d.value > truth(&v));
             }
-            (Decision::Reject, Some(d)) => {
+            (TestState::Reject, Some(d)) => {
                 b.rejects += 1;
                 assert_eq!(d.side, BoundSide::Upper);
                 assert!((d.level - BETA).abs() < 1e-15, "level {}", d.level);
@@ -135,7 +135,7 @@ fn world(
                 );
                 b.upper_misses += usize::from(d.value < truth(&v));
             }
-            (Decision::Continue | Decision::Truncated, None) => {}
+            (TestState::Continue | TestState::Truncated, None) => {}
             (d, bound) => panic!("{class}: decision {d:?} with bound {bound:?}"),
         }
     }
