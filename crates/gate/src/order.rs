@@ -519,7 +519,7 @@ mod red_team {
         const TRIALS: usize = 20_000;
         let mut rng = Rng(0xD1B5_4A32_D192_ED03);
         let names: Vec<String> = (0..N).map(|t| format!("t{t}")).collect();
-        let mut sums = [0f64; 4];
+        let mut sums = [0f64; 5];
         for _ in 0..TRIALS {
             let bpass: Vec<bool> = (0..N).map(|_| rng.below(2) == 1).collect();
             let cpass: Vec<bool> = (0..N).map(|_| rng.below(2) == 1).collect();
@@ -561,6 +561,20 @@ mod red_team {
                         ev.extend((0..N).filter(|&t| t != border[0] && (done.contains(&t) || !lose(t))).map(|t| (t, 1)));
                         ev.extend(border[4..].iter().map(|&t| (t, 0)));
                     }
+                    3 => {
+                        // (d) the documented exception: window closed as in
+                        // (b); the candidate records its passes at once and
+                        // holds back its failures on tasks the baseline has
+                        // not scored until the baseline's run is over.
+                        let done: Vec<usize> = border[..4].to_vec();
+                        let lose = |t: usize| !cpass[t] && !done.contains(&t);
+                        ev.extend(border[..3].iter().map(|&t| (t, 0)));
+                        ev.push((border[0], 1));
+                        ev.push((border[3], 0));
+                        ev.extend((0..N).filter(|&t| t != border[0] && !lose(t)).map(|t| (t, 1)));
+                        ev.extend(border[4..].iter().map(|&t| (t, 0)));
+                        ev.extend((0..N).filter(|&t| lose(t)).map(|t| (t, 1)));
+                    }
                     _ => {
                         // Reference: pure name order.
                         *sum += (0..K).map(score).sum::<f64>();
@@ -575,8 +589,8 @@ mod red_team {
         }
         let means: Vec<f64> = sums.iter().map(|s| s / TRIALS as f64).collect();
         eprintln!(
-            "mean (cand - base) over first {K} pairs: (a) batch in window {:.3}, (b) window closed {:.3}, (c) losses in window {:.3}, name order {:.3}",
-            means[0], means[1], means[2], means[3]
+            "mean (cand - base) over first {K} pairs: (a) batch in window {:.3}, (b) window closed {:.3}, (c) losses in window {:.3}, (d) losses held back {:.3}, name order {:.3}",
+            means[0], means[1], means[2], means[3], means[4]
         );
         // The attack: (a) and (c) favour the candidate; (b) does not.
         assert!(means[0] > 1.0, "batch in window biased: {}", means[0]);
