@@ -88,7 +88,13 @@ pub(crate) fn name_sweep(tasks: &[SweepTask<'_>]) -> SweepPath {
     let seen = |t: &SweepTask<'_>| match (t.baseline, t.candidate) {
         (Some(b), Some(c)) if b <= c => Some(b),
         (Some(b), None) => Some(b),
-        (b, Some(c)) if c < released_before => b,
+        // A task the candidate scored inside the window is seen when the
+        // window closes (the baseline's first new task after the candidate
+        // began), all such tasks at once — not each when the baseline
+        // scores it, which would read them in the baseline's trace order.
+        (_, Some(c)) if c < released_before => {
+            (released_before != u64::MAX).then_some(released_before)
+        }
         (_, c) => c,
     };
     // Events in trace order; a task seen and completed at one seq is seen
