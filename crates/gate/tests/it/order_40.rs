@@ -45,6 +45,11 @@ enum Runs {
     /// candidate's run (in a pool of its own) begins: an incumbent measured
     /// earlier.
     BaselineFirst,
+    /// Red team (attack A): each run in a pool of its own, run side by
+    /// side; the baseline's first batch is recorded, then the candidate's
+    /// whole run (its jobs, in completion order, in consecutive batches),
+    /// then the rest of the baseline's run.
+    CandidateBatch,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -112,6 +117,15 @@ fn pool_run(
             let cand: Vec<_> = (0..TASKS).map(|t| job(rng, t, true)).collect();
             let mut done = pool_completions(WORKERS, base);
             done.extend(pool_completions(WORKERS, cand));
+            done
+        }
+        Runs::CandidateBatch => {
+            let base: Vec<_> = (0..TASKS).map(|t| job(rng, t, false)).collect();
+            let cand: Vec<_> = (0..TASKS).map(|t| job(rng, t, true)).collect();
+            let base = pool_completions(WORKERS, base);
+            let mut done: Vec<_> = base[..BATCH].to_vec();
+            done.extend(pool_completions(WORKERS, cand));
+            done.extend_from_slice(&base[BATCH..]);
             done
         }
     }
@@ -425,5 +439,31 @@ fn guardrails_and_pentanomial_pairs_wait_in_the_declared_order() {
         (fig.n, fig.stopped_at_missing_task.as_deref()),
         (2, Some("t00002")),
         "{v:?}"
+    );
+}
+
+/// Red team, attack A: the null, failures finishing sooner, no `tasks`;
+/// the candidate's run recorded in one stretch after the baseline's first
+/// batch. The name sweep reads the baseline's trace order after that
+/// batch, so false promotes exceed α.
+#[test]
+fn red_team_a_candidate_recorded_in_one_stretch_mid_baseline_run() {
+    let runs = runs();
+    let alpha = 0.05;
+    let t = simulate(
+        "betting",
+        false,
+        runs,
+        4001,
+        0.5,
+        0.5,
+        Timing::FailuresFirst,
+        Runs::CandidateBatch,
+    );
+    let promoted = t.promote as f64 / runs as f64;
+    eprintln!("red team A: false promotes {promoted} at alpha {alpha}: {t:?}");
+    assert!(
+        promoted > alpha + tolerance(alpha, runs),
+        "attack A no longer inflates false promotes: {promoted} ({t:?})"
     );
 }
