@@ -377,7 +377,10 @@ mod tests {
 
 #[cfg(test)]
 mod red_team {
-    //! Red-team attacks on the name sweep (branch rt-sweep).
+    //! A red team's attacks on the name sweep (issue 40): the path's prefix
+    //! property over random traces, and the one attack that worked — a
+    //! candidate run recorded in one stretch while the baseline's run was
+    //! silent read the baseline's trace order — pinned as closed.
     use super::*;
 
     fn task(name: &str, baseline: Option<u64>, candidate: Option<u64>) -> SweepTask<'_> {
@@ -409,7 +412,11 @@ mod red_team {
 
     /// Event: (task, side: 0 baseline / 1 candidate). Two runs a side may
     /// appear (pentanomial); first and second scores give seqs.
-    fn tasks_at<'a>(names: &'a [String], events: &[(usize, u8)], runs: usize) -> Vec<SweepTask<'a>> {
+    fn tasks_at<'a>(
+        names: &'a [String],
+        events: &[(usize, u8)],
+        runs: usize,
+    ) -> Vec<SweepTask<'a>> {
         let n = names.len();
         let mut seqs: Vec<[Vec<u64>; 2]> = vec![[Vec::new(), Vec::new()]; n];
         for (s, &(t, side)) in events.iter().enumerate() {
@@ -428,16 +435,18 @@ mod red_team {
             .collect()
     }
 
-    /// Promise 1, brute force: random traces (overlapping runs, baseline
+    /// Every look extends one path, brute force: random traces (overlapping runs, baseline
     /// first, candidate-only and baseline-only tasks, re-runs, one or two
     /// runs a side), every prefix's path a prefix of the next.
     #[test]
-    fn brute_force_every_look_extends_one_path() {
+    fn every_look_extends_one_path_over_random_traces() {
         let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-        for _ in 0..20_000 {
+        for _ in 0..5_000 {
             let n = 1 + rng.below(7) as usize;
             let runs = 1 + rng.below(2) as usize;
-            let names: Vec<String> = (0..n).map(|t| format!("t{}", rng.below(12) * 100 + t as u64)).collect();
+            let names: Vec<String> = (0..n)
+                .map(|t| format!("t{}", rng.below(12) * 100 + t as u64))
+                .collect();
             let mut events = Vec::new();
             for t in 0..n {
                 for side in 0..2u8 {
@@ -470,23 +479,32 @@ mod red_team {
         }
     }
 
-    /// ATTACK A (promise 2, issue 40 regression). The runs overlap: the
-    /// baseline has recorded t5 when the candidate records its whole run
-    /// in one batch (seqs 1–8, one poll's worth, in any order). Its first
+    /// Attack A. The runs overlap: the baseline has recorded t5 when the
+    /// candidate records its whole run in one batch (seqs 1–8). Its first
     /// score opens the "baseline's run was over" window, which lasts until
-    /// the baseline's next new task (seq 9): every task the candidate
-    /// scored in the window is seen only when the baseline scores it, and
-    /// is then complete on arrival. Nothing is ever waited for, and the
-    /// sweep reads the rest in the baseline's trace order — the order laws
-    /// 2–4 read, whose timing bias the sweep exists to remove.
+    /// the baseline's next new task (seq 9). The sweep first seen each
+    /// task the candidate scored in the window only at the baseline's
+    /// score of it, complete on arrival, so it read the baseline's trace
+    /// order (t5 t8 t2 t7 t1 t6 t3 t4), whose timing bias it exists to
+    /// remove. Now every such task is seen when the window closes, at
+    /// once, and read in name order, as when the window closed sooner.
     #[test]
-    fn attack_a_batch_recorded_mid_baseline_run_reads_the_baseline_trace_order() {
+    fn a_candidate_run_recorded_while_the_baseline_is_silent_is_read_in_name_order() {
         let baseline_order = ["t5", "t8", "t2", "t7", "t1", "t6", "t3", "t4"];
-        let b = |n: &str| baseline_order.iter().position(|&x| x == n).map(|p| if p == 0 { 0 } else { 8 + p as u64 });
+        let b = |n: &str| {
+            baseline_order
+                .iter()
+                .position(|&x| x == n)
+                .map(|p| if p == 0 { 0 } else { 8 + p as u64 })
+        };
         let cand = ["t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8"];
         let c = |n: &str| cand.iter().position(|&x| x == n).map(|p| 1 + p as u64);
         let tasks: Vec<_> = cand.iter().map(|&n| task(n, b(n), c(n))).collect();
-        assert_eq!(names(&tasks, &name_sweep(&tasks)), baseline_order, "read in the baseline's trace order");
+        assert_eq!(
+            names(&tasks, &name_sweep(&tasks)),
+            ["t5", "t6", "t7", "t8", "t1", "t2", "t3", "t4"],
+            "not in the baseline's trace order {baseline_order:?}"
+        );
 
         // The same scores with the candidate's batch recorded one baseline
         // score later (the window closed at seq 2): read in name order, the
@@ -510,7 +528,7 @@ mod red_team {
         );
     }
 
-    /// ATTACK A quantified: null hypothesis (both sides pass with
+    /// Attack A quantified: null hypothesis (both sides pass with
     /// probability ½, independently), baseline failures finish sooner. The
     /// candidate's run is recorded in one batch after the baseline's third
     /// score — (a) straight after it (inside the window), (b) after one
@@ -518,11 +536,19 @@ mod red_team {
     /// (c) a candidate that knows outcomes puts its losses in the window
     /// batch and records its wins after the window closes. Mean of
     /// (candidate − baseline) over the first K pairs read; 0 is unbiased.
+    ///
+    /// Measured: (a) +4.56 before the fix, +1.23 after (what remains: the
+    /// tasks the baseline scored before the candidate began, its fastest
+    /// jobs, are read first); (c) +1.63 → +0.17; (d) +0.71, the documented
+    /// exception; name order 0.01. Over 5,000 trials the mean of a sum of
+    /// ten values in {−1, 0, 1} has a standard error below √(10/5000) =
+    /// 0.045, so the bounds below sit more than six errors from the
+    /// measured means.
     #[test]
-    fn attack_a_bias_under_the_null() {
+    fn a_candidate_run_recorded_inside_the_window_is_no_longer_read_first() {
         const N: usize = 40;
         const K: usize = 10;
-        const TRIALS: usize = 20_000;
+        const TRIALS: usize = 5_000;
         let mut rng = Rng(0xD1B5_4A32_D192_ED03);
         let names: Vec<String> = (0..N).map(|t| format!("t{t}")).collect();
         let mut sums = [0f64; 5];
@@ -531,7 +557,16 @@ mod red_team {
             let cpass: Vec<bool> = (0..N).map(|_| rng.below(2) == 1).collect();
             // Baseline finish times: failures in [0,1), passes in [0.5,2).
             let mut border: Vec<(u64, usize)> = (0..N)
-                .map(|t| (if bpass[t] { 500 + rng.below(1500) } else { rng.below(1000) }, t))
+                .map(|t| {
+                    (
+                        if bpass[t] {
+                            500 + rng.below(1500)
+                        } else {
+                            rng.below(1000)
+                        },
+                        t,
+                    )
+                })
                 .collect();
             border.sort();
             let border: Vec<usize> = border.into_iter().map(|(_, t)| t).collect();
@@ -562,9 +597,17 @@ mod red_team {
                         ev.extend(border[..3].iter().map(|&t| (t, 0)));
                         let lose = |t: usize| !cpass[t];
                         ev.push((border[0], 1));
-                        ev.extend((0..N).filter(|&t| !done.contains(&t) && lose(t)).map(|t| (t, 1)));
+                        ev.extend(
+                            (0..N)
+                                .filter(|&t| !done.contains(&t) && lose(t))
+                                .map(|t| (t, 1)),
+                        );
                         ev.push((border[3], 0));
-                        ev.extend((0..N).filter(|&t| t != border[0] && (done.contains(&t) || !lose(t))).map(|t| (t, 1)));
+                        ev.extend(
+                            (0..N)
+                                .filter(|&t| t != border[0] && (done.contains(&t) || !lose(t)))
+                                .map(|t| (t, 1)),
+                        );
                         ev.extend(border[4..].iter().map(|&t| (t, 0)));
                     }
                     3 => {
@@ -577,7 +620,11 @@ mod red_team {
                         ev.extend(border[..3].iter().map(|&t| (t, 0)));
                         ev.push((border[0], 1));
                         ev.push((border[3], 0));
-                        ev.extend((0..N).filter(|&t| t != border[0] && !lose(t)).map(|t| (t, 1)));
+                        ev.extend(
+                            (0..N)
+                                .filter(|&t| t != border[0] && !lose(t))
+                                .map(|t| (t, 1)),
+                        );
                         ev.extend(border[4..].iter().map(|&t| (t, 0)));
                         ev.extend((0..N).filter(|&t| lose(t)).map(|t| (t, 1)));
                     }
@@ -598,9 +645,8 @@ mod red_team {
             "mean (cand - base) over first {K} pairs: (a) batch in window {:.3}, (b) window closed {:.3}, (c) losses in window {:.3}, (d) losses held back {:.3}, name order {:.3}",
             means[0], means[1], means[2], means[3], means[4]
         );
-        // The attack: (a) and (c) favour the candidate; (b) does not.
-        assert!(means[0] > 1.0, "batch in window biased: {}", means[0]);
-        assert!(means[1].abs() < 0.2, "window closed: {}", means[1]);
+        assert!(means[0] < 1.6, "batch in the window: {}", means[0]);
+        assert!(means[1].abs() < 0.3, "window closed: {}", means[1]);
+        assert!(means[2] < 0.5, "losses in the window: {}", means[2]);
     }
 }
-

@@ -442,12 +442,14 @@ fn guardrails_and_pentanomial_pairs_wait_in_the_declared_order() {
     );
 }
 
-/// Red team, attack A: the null, failures finishing sooner, no `tasks`;
+/// A red team's attack A: the null, failures finishing sooner, no `tasks`;
 /// the candidate's run recorded in one stretch after the baseline's first
-/// batch. The name sweep reads the baseline's trace order after that
-/// batch, so false promotes exceed α.
+/// batch, while the baseline is silent. The sweep read the rest in the
+/// baseline's trace order (0.14 false promotes over 200 runs, α 0.05);
+/// a task the candidate scored in that window is now seen when the window
+/// closes, and read in name order (0.075 over 200 runs with the fix).
 #[test]
-fn red_team_a_candidate_recorded_in_one_stretch_mid_baseline_run() {
+fn a_candidate_run_recorded_in_one_stretch_mid_baseline_run_holds_alpha() {
     let runs = runs();
     let alpha = 0.05;
     let t = simulate(
@@ -461,9 +463,8 @@ fn red_team_a_candidate_recorded_in_one_stretch_mid_baseline_run() {
         Runs::CandidateBatch,
     );
     let promoted = t.promote as f64 / runs as f64;
-    eprintln!("red team A: false promotes {promoted} at alpha {alpha}: {t:?}");
     assert!(
-        promoted > alpha + tolerance(alpha, runs),
-        "attack A no longer inflates false promotes: {promoted} ({t:?})"
+        promoted <= alpha + tolerance(alpha, runs),
+        "false promotes {promoted} at α {alpha}: {t:?}"
     );
 }
