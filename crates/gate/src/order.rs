@@ -28,12 +28,15 @@
 //!
 //! One exception keeps a candidate's new tasks from stalling the gate
 //! forever: when the baseline had scored tasks before the candidate's first
-//! score and scored no new task since (its run was over), a task only the
-//! candidate has scored is not waited for; it is seen if and when the
-//! baseline scores it. Once the baseline scores a new task after the
-//! candidate began (the two runs overlap), a task the candidate scored
-//! first is waited for — as it must be: otherwise the tasks whose baseline
-//! job runs longer would be passed over, and that depends on outcomes.
+//! score and has scored no new task since (its run was over), a task only
+//! the candidate has scored is not waited for. Once the baseline scores a
+//! new task after the candidate began, the two runs overlap: every task
+//! the candidate scored before that moment is seen then, all at once (so
+//! they are read in name order, not in the order the baseline then scores
+//! them — a red team's attack), and each task it scores later is seen at
+//! its score and waited for — as it must be: otherwise the tasks whose
+//! baseline job runs longer would be passed over, and that depends on
+//! outcomes.
 //!
 //! What is read is decided by the seqs of first scores and by task names,
 //! both fixed before the test reads anything; a candidate that records its
