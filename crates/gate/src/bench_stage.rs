@@ -194,15 +194,15 @@ fn samples(runs: &[(Option<u64>, Vec<f64>)]) -> impl Iterator<Item = &f64> {
 /// Stage 3 of a `benchmarks` class.
 pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
     let q = look.q;
-    let p = q.policy;
-    let lower = lower_is_better(look, &p.scorer, p.direction)?;
-    let version = look.versions.get(&p.scorer).map(String::as_str);
+    let policy = q.policy;
+    let lower = lower_is_better(look, &policy.scorer, policy.direction)?;
+    let version = look.versions.get(&policy.scorer).map(String::as_str);
     // Since the fourth law, a policy that pins no runner has every runner
     // both sides measured on judged: the chosen one (the baseline's
     // newest) decides promotion, the others can flag a regression. Read
     // on its newest runner alone, a baseline re-measured on another host
     // hid a regression both sides had shown on the old one.
-    let every_runner = look.law >= Law::Tuned && p.scorer_version.is_none();
+    let every_runner = look.law >= Law::Tuned && policy.scorer_version.is_none();
     let filter = if every_runner { None } else { version };
     let mut base_by = runs_of(look, q.baseline, Side::Baseline, filter)?;
     let mut cand_by = runs_of(look, q.candidate, Side::Candidate, filter)?;
@@ -231,19 +231,19 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
             RejectCause::MissingEvidence,
             format!(
                 "the baseline has no samples of {} (ingest the benchmark tool's output for it; every importer keeps its samples)",
-                p.scorer
+                policy.scorer
             ),
         );
     }
-    let (regression, equivalence) = p.benchmark_thresholds();
+    let (regression, equivalence) = policy.benchmark_thresholds();
     let cells = base.len() + others.iter().map(|(_, b, _)| b.len()).sum::<usize>();
     let thresholds = Thresholds {
-        alpha: p.alpha,
+        alpha: policy.alpha,
         regression,
         equivalence,
         benchmarks: cells,
     };
-    let max_n = usize::try_from(p.max_n).unwrap_or(usize::MAX);
+    let max_n = usize::try_from(policy.max_n).unwrap_or(usize::MAX);
     let mut rows = Vec::new();
     let mut all_paired = true;
     let mut missing = Vec::new();
@@ -352,7 +352,7 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
             equivalence,
             family: format!(
                 "bonferroni: each \"slower\"/\"faster\" flag at α/{} (family-wise α = {})",
-                cells, p.alpha
+                cells, policy.alpha
             ),
             benchmarks: rows.clone(),
         }),
@@ -415,7 +415,7 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
     }
     // A flag at α/m needs at least this many pairs, however clear the
     // change: say so when the samples are fewer.
-    let fewest = crate::benchmarks::fewest_pairs(p.alpha / cells.max(1) as f64);
+    let fewest = crate::benchmarks::fewest_pairs(policy.alpha / cells.max(1) as f64);
     let first = undecided[0];
     Ok(Some(Outcome::Continue {
         expected_more: fewest.saturating_sub(first.n).max(1) as u64,
@@ -432,7 +432,7 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
                 format!(
                     " — flagging one of {} benchmarks at α = {} needs at least {fewest} pairs: runs of each side (a run's samples share its process's state and count as one), i.e. `ratchet bench` rounds or as many separate runs of the tool ingested per commit",
                     rows.len(),
-                    p.alpha
+                    policy.alpha
                 )
             } else {
                 String::new()

@@ -1346,7 +1346,7 @@ fn verdict_of(
     head_hash: Hash,
     law: Law,
 ) -> Result<Verdict> {
-    let mut v = Verdict {
+    let mut verdict = Verdict {
         outcome: Outcome::Promote,
         class: q.class.to_string(),
         policy_hash: q.policy.hash(),
@@ -1363,8 +1363,8 @@ fn verdict_of(
         unpinned: false,
         stages: Vec::new(),
     };
-    v.outcome = crate::stages::evaluate(report, view, q, at, &mut v)?;
-    Ok(v)
+    verdict.outcome = crate::stages::evaluate(report, view, q, at, &mut verdict)?;
+    Ok(verdict)
 }
 
 /// What a baseline's recorded scores say about the world a class's test

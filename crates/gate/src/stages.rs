@@ -389,23 +389,27 @@ fn choose_versions(
     let Look {
         view, q, at, law, ..
     } = look;
-    let p = q.policy;
+    let policy = q.policy;
     // A class without a sequential test names no primary scorer.
-    let primary = (p.test != TestKind::None).then_some((Stage::Sequential, p.scorer.as_str()));
+    let primary =
+        (policy.test != TestKind::None).then_some((Stage::Sequential, policy.scorer.as_str()));
     let named = primary
         .into_iter()
         .chain(
-            p.invariants
+            policy
+                .invariants
                 .iter()
                 .map(|i| (Stage::Invariants, i.scorer.as_str())),
         )
         .chain(
-            p.canaries
+            policy
+                .canaries
                 .iter()
                 .filter_map(|c| c.scorer.as_deref().map(|s| (Stage::Invariants, s))),
         )
         .chain(
-            p.guardrails
+            policy
+                .guardrails
                 .iter()
                 .map(|g| (Stage::Guardrail(g.scorer.clone()), g.scorer.as_str())),
         );
@@ -422,15 +426,17 @@ fn choose_versions(
         }
         // The policy's own version pin, else a rubric pinned in the trace.
         let rubric_pin = ratchet_records::rubric_pin_in(pins, scorer).map(|(v, _)| v.to_string());
-        let stated = if scorer == p.scorer {
-            p.scorer_version.clone()
+        let stated = if scorer == policy.scorer {
+            policy.scorer_version.clone()
         } else if law >= Law::Attributed {
-            p.guardrails
+            policy
+                .guardrails
                 .iter()
                 .filter(|g| g.scorer == scorer)
                 .find_map(|g| g.scorer_version.clone())
                 .or_else(|| {
-                    p.invariants
+                    policy
+                        .invariants
                         .iter()
                         .filter(|i| i.scorer == scorer)
                         .find_map(|i| i.scorer_version.clone())
@@ -511,10 +517,10 @@ fn at_version<'a>(versions: &'a BTreeMap<String, String>, scorer: &'a str) -> Sc
 /// Stage 2, invariants and canaries, on the candidate's own scores.
 fn invariants(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
     let Look { q, versions, .. } = look;
-    let p = q.policy;
+    let policy = q.policy;
     let mut reports = Vec::new();
     let mut failure: Option<(RejectCause, String)> = None;
-    for inv in &p.invariants {
+    for inv in &policy.invariants {
         let tasks = look.paired(at_version(versions, &inv.scorer));
         // An invariant holds on every task: a task the baseline was checked
         // on and the candidate was not is missing evidence, not a pass.
@@ -567,8 +573,8 @@ fn invariants(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
         reports.push(r);
     }
     let mut canaries = None;
-    if let Some(c) = &p.canaries {
-        let scorer = c.scorer.as_deref().unwrap_or(&p.scorer);
+    if let Some(c) = &policy.canaries {
+        let scorer = c.scorer.as_deref().unwrap_or(&policy.scorer);
         let scores = look.paired(at_version(versions, scorer));
         let r = check_canaries(&c.tasks, |task| {
             scores
@@ -884,20 +890,20 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
     let Look {
         q, versions, law, ..
     } = look;
-    let p = q.policy;
-    match p.test {
+    let policy = q.policy;
+    match policy.test {
         TestKind::Benchmarks => return crate::bench_stage::benchmarks(look, stages),
         // Decided by the stages before: no stage of its own to report
-        // (a sequential stage that "passed" would claim a test ran).
+        // (a sequential stage that
         TestKind::None => return Ok(None),
         _ => {}
     }
-    let sign = if lower_is_better(look, &p.scorer, p.direction)? {
+    let sign = if lower_is_better(look, &policy.scorer, policy.direction)? {
         -1.0
     } else {
         1.0
     };
-    let (base, cand, mut waits_at) = paired_firsts(look, at_version(versions, &p.scorer));
+    let (base, cand, mut waits_at) = paired_firsts(look, at_version(versions, &policy.scorer));
     // A declared order waits at its first listed task until both sides
     // have scored it: no pair yet is the sequence not started, not
     // evidence missing (the earlier laws fail closed, as recorded).
@@ -910,7 +916,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
             Stage::Sequential,
             StageState::Open,
             StageDetails::TooFewTasks(TooFewTasks {
-                test: Some(p.test),
+                test: Some(policy.test),
                 tasks: 0,
             }),
         );
@@ -936,14 +942,14 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
             RejectCause::MissingEvidence,
             format!(
                 "no task of {} was scored on both sides (fails closed)",
-                p.scorer
+                policy.scorer
             ),
         );
     }
     // A gaussian class's declared range (since the tuned law) bounds its
     // interval, so a score outside it is refused as betting refuses one.
-    if p.test == TestKind::Betting || (p.range.is_some() && law >= Law::Tuned) {
-        let [lo, hi] = p.score_range();
+    if policy.test == TestKind::Betting || (policy.range.is_some() && law >= Law::Tuned) {
+        let [lo, hi] = policy.score_range();
         if let Some(&x) = base.iter().chain(&cand).find(|x| !(lo..=hi).contains(*x)) {
             push(
                 stages,
@@ -951,7 +957,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
                 StageState::Failed,
                 refused_or_too_few(
                     law,
-                    p.test,
+                    policy.test,
                     base.len(),
                     Refusal::OutOfRange {
                         score: x,
@@ -960,7 +966,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
                     },
                 ),
             );
-            let judge = if p.test == TestKind::Betting {
+            let judge = if policy.test == TestKind::Betting {
                 "the betting test cannot judge it"
             } else {
                 "the interval it bounds would not hold"
@@ -970,7 +976,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
                 RejectCause::MissingEvidence,
                 format!(
                     "a {} score of {x} is outside the policy's range [{lo}, {hi}]: {judge} (set `range` to the scores' true bounds, or choose another test)",
-                    p.scorer
+                    policy.scorer
                 ),
             );
         }
@@ -979,7 +985,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
         base.into_iter().map(|x| sign * x).collect(),
         cand.into_iter().map(|x| sign * x).collect(),
     );
-    let run = match p.test {
+    let run = match policy.test {
         TestKind::Bernoulli => bernoulli(q, sign, &base, &cand, law)?,
         TestKind::Gaussian => {
             // Paired differences need two pairs before a variance exists.
@@ -994,7 +1000,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
                     }),
                 );
                 return Ok(Some(Outcome::Continue {
-                    expected_more: p.gaussian_warmup(law),
+                    expected_more: policy.gaussian_warmup(law),
                     reason: "fewer than two tasks scored on both sides".into(),
                 }));
             }
@@ -1030,16 +1036,16 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
     // The per-observation effects are bounded for every kind but gaussian:
     // pass-rate differences and game scores in [−1, 1], betting's in the
     // range's width; gaussian's when the policy declares its range.
-    let effect_width = match (p.test, p.range) {
+    let effect_width = match (policy.test, policy.range) {
         (TestKind::Gaussian, Some([lo, hi])) => Bounded::Declared(hi - lo),
         (TestKind::Gaussian | TestKind::Benchmarks | TestKind::None, _) => Bounded::No,
         (TestKind::Betting, _) => {
-            let [lo, hi] = p.score_range();
+            let [lo, hi] = policy.score_range();
             Bounded::Betting(hi - lo)
         }
         (TestKind::Bernoulli | TestKind::Paired, _) => Bounded::Betting(1.0),
     };
-    let wald = p.boundaries()?;
+    let wald = policy.boundaries()?;
     push(
         stages,
         Stage::Sequential,
@@ -1056,8 +1062,8 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
             upper,
             wald_lower: wald.lower(),
             wald_upper: wald.upper(),
-            effect: effect_estimate(&diffs, law, effect_width, p.max_n, bound)?,
-            max_n: p.max_n,
+            effect: effect_estimate(&diffs, law, effect_width, policy.max_n, bound)?,
+            max_n: policy.max_n,
             decision,
             tasks_available: base.len(),
             stopped_at_missing_task: waits_at.clone(),
@@ -1078,7 +1084,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
             },
             format!(
                 "not shown better within {} observations (truncated at LLR {llr:.3})",
-                p.max_n
+                policy.max_n
             ),
         ),
         TestState::Continue => {
@@ -1089,10 +1095,10 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
             } else if drift < 0.0 {
                 (lower - llr) / drift
             } else {
-                (p.max_n - n) as f64
+                (policy.max_n - n) as f64
             };
             let expected_more =
-                (to_go.ceil().max(1.0) as u64).min(p.max_n.saturating_sub(n).max(1));
+                (to_go.ceil().max(1.0) as u64).min(policy.max_n.saturating_sub(n).max(1));
             Ok(Some(Outcome::Continue {
                 expected_more,
                 reason: match &waits_at {
@@ -1117,14 +1123,14 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
 /// ½, whatever the pass rates: the null is simple, so Wald's bounds hold as
 /// for a known p0.
 fn bernoulli(q: &Question<'_>, sign: f64, base: &[f64], cand: &[f64], law: Law) -> Result<Run> {
-    let p = q.policy;
-    let thr = sign * p.pass_threshold.unwrap_or(1.0);
-    let mut t = p.bernoulli_test()?;
-    let (theta0, theta1) = p.discordant_hypotheses();
+    let policy = q.policy;
+    let thr = sign * policy.pass_threshold.unwrap_or(1.0);
+    let mut test = policy.bernoulli_test()?;
+    let (theta0, theta1) = policy.discordant_hypotheses();
     let (mut cand_only, mut base_only, mut concordant) = (0u64, 0u64, 0u64);
     let mut diffs = Vec::new();
     for (&b, &c) in base.iter().zip(cand) {
-        if t.decision().is_final() {
+        if test.decision().is_final() {
             break;
         }
         diffs.push(f64::from(u8::from(c >= thr)) - f64::from(u8::from(b >= thr)));
@@ -1132,21 +1138,21 @@ fn bernoulli(q: &Question<'_>, sign: f64, base: &[f64], cand: &[f64], law: Law) 
         match (b >= thr, c >= thr) {
             (false, true) => {
                 cand_only += 1;
-                t.observe(true);
+                test.observe(true);
             }
             (true, false) => {
                 base_only += 1;
-                t.observe(false);
+                test.observe(false);
             }
             _ => concordant += 1,
         }
     }
-    let b = t.boundaries();
-    let bound = bernoulli_bound(&t, diffs.len(), p);
+    let b = test.boundaries();
+    let bound = bernoulli_bound(&test, diffs.len(), policy);
     Ok(Run {
-        decision: t.decision(),
-        llr: t.llr(),
-        n: t.n(),
+        decision: test.decision(),
+        llr: test.llr(),
+        n: test.n(),
         bounds: (b.lower(), b.upper()),
         diffs,
         bound,
@@ -1247,24 +1253,24 @@ fn feed_differences(
 /// Paired differences: the task's own difficulty cancels, and the null
 /// (mean difference 0) does not depend on an estimated baseline mean.
 fn gaussian(q: &Question<'_>, base: &[f64], cand: &[f64], law: Law) -> Result<Run> {
-    let p = q.policy;
-    let mut t = p.gaussian_test(law)?;
-    let diffs = feed_differences(&mut t, base, cand)?;
-    let b = t.boundaries();
-    let bound = gaussian_bound(&t, p);
+    let policy = q.policy;
+    let mut test = policy.gaussian_test(law)?;
+    let diffs = feed_differences(&mut test, base, cand)?;
+    let bounds = test.boundaries();
+    let bound = gaussian_bound(&test, policy);
     Ok(Run {
-        decision: t.decision(),
-        llr: t.llr(),
-        n: t.n(),
-        bounds: (b.lower(), b.upper()),
+        decision: test.decision(),
+        llr: test.llr(),
+        n: test.n(),
+        bounds: (bounds.lower(), bounds.upper()),
         diffs,
         bound,
         test: TestFigures::Gaussian {
             design: "paired differences".into(),
             effect_measure: "mean difference (candidate − baseline)".into(),
             mu0: 0.0,
-            mu1: p.gap.unwrap_or_default(),
-            variance: t.variance(),
+            mu1: policy.gap.unwrap_or_default(),
+            variance: test.variance(),
         },
     })
 }
@@ -1273,15 +1279,15 @@ fn gaussian(q: &Question<'_>, base: &[f64], cand: &[f64], law: Law) -> Result<Ru
 /// distribution of the scores in the policy's range, however often the gate
 /// is asked.
 fn betting(q: &Question<'_>, base: &[f64], cand: &[f64], law: Law) -> Result<Run> {
-    let p = q.policy;
-    let mut t = p.betting_test(law)?;
-    let diffs = feed_differences(&mut t, base, cand)?;
-    let bound = betting_bound(&t, &diffs, p)?;
+    let policy = q.policy;
+    let mut test = policy.betting_test(law)?;
+    let diffs = feed_differences(&mut test, base, cand)?;
+    let bound = betting_bound(&test, &diffs, policy)?;
     Ok(Run {
-        decision: t.decision(),
-        llr: t.llr(),
-        n: t.n(),
-        bounds: (-t.reject_bound(), t.promote_bound()),
+        decision: test.decision(),
+        llr: test.llr(),
+        n: test.n(),
+        bounds: (-test.reject_bound(), test.promote_bound()),
         diffs,
         bound,
         test: TestFigures::Betting {
@@ -1292,12 +1298,12 @@ fn betting(q: &Question<'_>, base: &[f64], cand: &[f64], law: Law) -> Result<Run
             }
             .into(),
             effect_measure: "mean difference (candidate − baseline)".into(),
-            range: p.score_range(),
-            gap: t.gap(),
-            log_capital_promote: t.log_capital_promote(),
-            log_capital_reject: t.log_capital_reject(),
-            promote_bound: t.promote_bound(),
-            reject_bound: t.reject_bound(),
+            range: policy.score_range(),
+            gap: test.gap(),
+            log_capital_promote: test.log_capital_promote(),
+            log_capital_reject: test.log_capital_reject(),
+            promote_bound: test.promote_bound(),
+            reject_bound: test.reject_bound(),
         },
     })
 }
@@ -1344,9 +1350,15 @@ fn bernoulli_bound(
         wins * ((theta1 + m) / (theta0 + m)).ln()
             + losses * ((1.0 - theta1 - m) / (1.0 - theta0 - m)).ln()
     };
-    let b = t.boundaries();
+    let bounds = t.boundaries();
     let span = (1e-9 - theta0, 1.0 - theta1 - 1e-9);
-    let m = crate::bound::shifted(llr, t.decision(), (b.lower(), b.upper()), span, 1e-3)?;
+    let m = crate::bound::shifted(
+        llr,
+        t.decision(),
+        (bounds.lower(), bounds.upper()),
+        span,
+        1e-3,
+    )?;
     let share = t.n() as f64 / pairs.max(1) as f64;
     let theta = match t.decision() {
         TestState::Promote => theta0 + m,
@@ -1368,10 +1380,10 @@ fn gaussian_bound(t: &GaussianSprt, p: &crate::ClassPolicy) -> Option<DecisionBo
     let v = t.variance().filter(|v| *v > 0.0)?;
     let gap = p.gap.unwrap_or_default();
     let n = t.n() as f64;
-    let b = t.boundaries();
+    let bounds = t.boundaries();
     let value = match t.decision() {
-        TestState::Promote => (t.llr() - b.upper()) * v / (gap * n),
-        TestState::Reject => (t.llr() - b.lower()) * v / (gap * n) + gap,
+        TestState::Promote => (t.llr() - bounds.upper()) * v / (gap * n),
+        TestState::Reject => (t.llr() - bounds.lower()) * v / (gap * n) + gap,
         TestState::Continue | TestState::Truncated => return None,
     };
     decision_bound(t.decision(), p, value, 0.0, gap)
@@ -1466,7 +1478,7 @@ fn game_classes(
     let Look {
         q, versions, law, ..
     } = look;
-    let p = q.policy;
+    let policy = q.policy;
     match pairing {
         Pairing::Trinomial => base
             .iter()
@@ -1479,7 +1491,7 @@ fn game_classes(
         // run twice (the path only ever extends).
         Pairing::Pentanomial => {
             let mut classes = Vec::new();
-            let scores = look.paired(at_version(versions, &p.scorer));
+            let scores = look.paired(at_version(versions, &policy.scorer));
             if let Some(ids) = look.declared() {
                 for (id, t) in ids.iter().zip(in_declared_order(&scores, ids)) {
                     match t.filter(|t| t.baseline.len() >= 2 && t.candidate.len() >= 2) {
@@ -1540,38 +1552,38 @@ fn paired(
     waits_at: &mut Option<String>,
 ) -> Result<Run> {
     let q = look.q;
-    let p = q.policy;
-    let mut t = p.paired_test()?;
-    let elo = t.elo();
-    let pairs = game_classes(look, t.pairing(), sign, base, cand, waits_at);
-    let half = (t.pairing().classes() - 1) as f64 / 2.0;
+    let policy = q.policy;
+    let mut test = policy.paired_test()?;
+    let elo = test.elo();
+    let pairs = game_classes(look, test.pairing(), sign, base, cand, waits_at);
+    let half = (test.pairing().classes() - 1) as f64 / 2.0;
     let mut diffs = Vec::new();
     for class in pairs {
         // The pair's score minus a draw's, per game: −1 … +1.
         diffs.push((class as f64 - half) / half);
-        if t.update(class)?.is_final() {
+        if test.update(class)?.is_final() {
             break;
         }
     }
-    let labels: &[&'static str] = match t.pairing() {
+    let labels: &[&'static str] = match test.pairing() {
         Pairing::Trinomial => &["losses", "draws", "wins"],
         Pairing::Pentanomial => &["LL", "LD", "DD_or_WL", "WD", "WW"],
     };
     let counts = labels
         .iter()
         .map(|&label| Cow::Borrowed(label))
-        .zip(t.counts().iter().copied())
+        .zip(test.counts().iter().copied())
         .collect();
-    let bound = paired_bound(&t, p);
+    let bound = paired_bound(&test, policy);
     Ok(Run {
-        decision: t.decision(),
-        llr: t.llr(),
-        n: t.n(),
-        bounds: t.effective_boundaries(),
+        decision: test.decision(),
+        llr: test.llr(),
+        n: test.n(),
+        bounds: test.effective_boundaries(),
         diffs,
         bound,
         test: TestFigures::Paired {
-            pairing: t.pairing(),
+            pairing: test.pairing(),
             effect_measure: "score − ½ per game (wins count +½, losses −½)".into(),
             elo_model: elo.model,
             elo0: elo.elo0,
@@ -1587,14 +1599,14 @@ fn guardrail(look: Look<'_>, g: &Guardrail, used: usize, stages: &mut Vec<StageR
     let Look {
         q, versions, law, ..
     } = look;
-    let p = q.policy;
+    let policy = q.policy;
     let margin = match g.margin_kind {
         MarginKind::Absolute => Margin::Absolute(g.margin),
         MarginKind::Relative => Margin::Relative(g.margin),
     };
     // The guardrail's direction must agree with the scorer's declared one.
     lower_is_better(look, &g.scorer, Some(g.direction))?;
-    let test = NonInferiority::new(g.direction, margin, p.alpha)?;
+    let test = NonInferiority::new(g.direction, margin, policy.alpha)?;
     let (gb, gc, waits_at) = paired_firsts(look, at_version(versions, &g.scorer));
     let stage = Stage::Guardrail(g.scorer.clone());
     // A guardrail is judged on at least the tasks the primary scorer
@@ -1673,13 +1685,13 @@ fn guardrail(look: Look<'_>, g: &Guardrail, used: usize, stages: &mut Vec<StageR
                     RejectCause::Measured,
                     format!(
                         "guardrail {}: not shown non-inferior (p = {:.4} ≥ α = {})",
-                        g.scorer, r.p_value, p.alpha
+                        g.scorer, r.p_value, policy.alpha
                     ),
                 );
             }
         }
         GuardrailMethod::Sequence => {
-            let r = test.sequential(&gb, &gc, p.max_n)?;
+            let r = test.sequential(&gb, &gc, policy.max_n)?;
             push(
                 stages,
                 stage.clone(),
