@@ -573,7 +573,7 @@ mod red_team {
                 .collect();
             border.sort();
             let border: Vec<usize> = border.into_iter().map(|(_, t)| t).collect();
-            let score = |t: usize| (f64::from(u8::from(cpass[t])) - f64::from(u8::from(bpass[t])));
+            let score = |t: usize| f64::from(u8::from(cpass[t])) - f64::from(u8::from(bpass[t]));
             for (case, sum) in sums.iter_mut().enumerate() {
                 let mut ev: Vec<(usize, u8)> = Vec::new();
                 match case {

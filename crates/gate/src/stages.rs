@@ -883,9 +883,9 @@ struct Run {
     bound: Option<DecisionBound>,
 }
 
-/// Stage 3, the sequential test, fed the pairs in the baseline's trace
-/// order ([`paired_firsts`]). Lower-is-better scorers are judged
-/// on negated values, so "better" always means "larger" here.
+/// Stage 3, the sequential test, fed the pairs in the order the law reads
+/// ([`paired_firsts`]). Lower-is-better scorers are judged on negated
+/// values, so "better" always means "larger" here.
 fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
     let Look {
         q, versions, law, ..
@@ -893,8 +893,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
     let policy = q.policy;
     match policy.test {
         TestKind::Benchmarks => return crate::bench_stage::benchmarks(look, stages),
-        // Decided by the stages before: no stage of its own to report
-        // (a sequential stage that
+        // Decided by the stages before: no stage of its own to report.
         TestKind::None => return Ok(None),
         _ => {}
     }
@@ -904,82 +903,8 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
         1.0
     };
     let (base, cand, mut waits_at) = paired_firsts(look, at_version(versions, &policy.scorer));
-    // A declared order waits at its first listed task until both sides
-    // have scored it: no pair yet is the sequence not started, not
-    // evidence missing (the earlier laws fail closed, as recorded).
-    if base.is_empty()
-        && let Some(order) = look.fixed_order()
-        && let Some(task) = &waits_at
-    {
-        push(
-            stages,
-            Stage::Sequential,
-            StageState::Open,
-            StageDetails::TooFewTasks(TooFewTasks {
-                test: Some(policy.test),
-                tasks: 0,
-            }),
-        );
-        return Ok(Some(Outcome::Continue {
-            expected_more: 1,
-            reason: format!(
-                "task {task}, first in {order}, is not yet scored on both sides, where the sequence waits"
-            ),
-        }));
-    }
-    if base.is_empty() {
-        push(
-            stages,
-            Stage::Sequential,
-            StageState::Failed,
-            StageDetails::TooFewTasks(TooFewTasks {
-                test: None,
-                tasks: 0,
-            }),
-        );
-        return reject(
-            Stage::Sequential,
-            RejectCause::MissingEvidence,
-            format!(
-                "no task of {} was scored on both sides (fails closed)",
-                policy.scorer
-            ),
-        );
-    }
-    // A gaussian class's declared range (since the tuned law) bounds its
-    // interval, so a score outside it is refused as betting refuses one.
-    if policy.test == TestKind::Betting || (policy.range.is_some() && law >= Law::Tuned) {
-        let [lo, hi] = policy.score_range();
-        if let Some(&x) = base.iter().chain(&cand).find(|x| !(lo..=hi).contains(*x)) {
-            push(
-                stages,
-                Stage::Sequential,
-                StageState::Failed,
-                refused_or_too_few(
-                    law,
-                    policy.test,
-                    base.len(),
-                    Refusal::OutOfRange {
-                        score: x,
-                        low: lo,
-                        high: hi,
-                    },
-                ),
-            );
-            let judge = if policy.test == TestKind::Betting {
-                "the betting test cannot judge it"
-            } else {
-                "the interval it bounds would not hold"
-            };
-            return reject(
-                Stage::Sequential,
-                RejectCause::MissingEvidence,
-                format!(
-                    "a {} score of {x} is outside the policy's range [{lo}, {hi}]: {judge} (set `range` to the scores' true bounds, or choose another test)",
-                    policy.scorer
-                ),
-            );
-        }
+    if let Some(stop) = before_the_test(look, stages, &base, &cand, waits_at.as_deref())? {
+        return Ok(Some(stop));
     }
     let (base, cand): (Vec<f64>, Vec<f64>) = (
         base.into_iter().map(|x| sign * x).collect(),
@@ -1024,6 +949,112 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
         // Judged above, before any pair of summaries is read.
         TestKind::Benchmarks | TestKind::None => return Ok(None),
     };
+    what_the_run_says(look, stages, run, base.len(), waits_at)
+}
+
+/// What stops the sequential test before it reads a pair: no pair yet
+/// (waiting, in an order fixed before outcomes; failing closed, in the
+/// baseline's trace order), or a score outside the range the test's
+/// validity rests on (refused).
+fn before_the_test(
+    look: Look<'_>,
+    stages: &mut Vec<StageReport>,
+    base: &[f64],
+    cand: &[f64],
+    waits_at: Option<&str>,
+) -> Step {
+    let (policy, law) = (look.q.policy, look.law);
+    // A declared order waits at its first listed task until both sides
+    // have scored it: no pair yet is the sequence not started, not
+    // evidence missing (the earlier laws fail closed, as recorded).
+    if base.is_empty()
+        && let Some(order) = look.fixed_order()
+        && let Some(task) = waits_at
+    {
+        push(
+            stages,
+            Stage::Sequential,
+            StageState::Open,
+            StageDetails::TooFewTasks(TooFewTasks {
+                test: Some(policy.test),
+                tasks: 0,
+            }),
+        );
+        return Ok(Some(Outcome::Continue {
+            expected_more: 1,
+            reason: format!(
+                "task {task}, first in {order}, is not yet scored on both sides, where the sequence waits"
+            ),
+        }));
+    }
+    if base.is_empty() {
+        push(
+            stages,
+            Stage::Sequential,
+            StageState::Failed,
+            StageDetails::TooFewTasks(TooFewTasks {
+                test: None,
+                tasks: 0,
+            }),
+        );
+        return reject(
+            Stage::Sequential,
+            RejectCause::MissingEvidence,
+            format!(
+                "no task of {} was scored on both sides (fails closed)",
+                policy.scorer
+            ),
+        );
+    }
+    // A gaussian class's declared range (since the tuned law) bounds its
+    // interval, so a score outside it is refused as betting refuses one.
+    if policy.test == TestKind::Betting || (policy.range.is_some() && law >= Law::Tuned) {
+        let [lo, hi] = policy.score_range();
+        if let Some(&x) = base.iter().chain(cand).find(|x| !(lo..=hi).contains(*x)) {
+            push(
+                stages,
+                Stage::Sequential,
+                StageState::Failed,
+                refused_or_too_few(
+                    law,
+                    policy.test,
+                    base.len(),
+                    Refusal::OutOfRange {
+                        score: x,
+                        low: lo,
+                        high: hi,
+                    },
+                ),
+            );
+            let judge = if policy.test == TestKind::Betting {
+                "the betting test cannot judge it"
+            } else {
+                "the interval it bounds would not hold"
+            };
+            return reject(
+                Stage::Sequential,
+                RejectCause::MissingEvidence,
+                format!(
+                    "a {} score of {x} is outside the policy's range [{lo}, {hi}]: {judge} (set `range` to the scores' true bounds, or choose another test)",
+                    policy.scorer
+                ),
+            );
+        }
+    }
+    Ok(None)
+}
+
+/// The sequential stage's report of a test that ran, and what it means:
+/// reject, truncated, promote, or continue with the tasks it may still
+/// need.
+fn what_the_run_says(
+    look: Look<'_>,
+    stages: &mut Vec<StageReport>,
+    run: Run,
+    tasks_available: usize,
+    waits_at: Option<String>,
+) -> Step {
+    let (policy, law) = (look.q.policy, look.law);
     let Run {
         decision,
         llr,
@@ -1065,7 +1096,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
             effect: effect_estimate(&diffs, law, effect_width, policy.max_n, bound)?,
             max_n: policy.max_n,
             decision,
-            tasks_available: base.len(),
+            tasks_available,
             stopped_at_missing_task: waits_at.clone(),
         }),
     );

@@ -3,8 +3,9 @@
 //! processes step by step, and the confidence sequence's ends within its
 //! grid; then its coverage at a sequential test's stop, by seeded
 //! simulation. The capital tuned to the design effect
-//! ([`BettingCapital::toward`], law 4) against Wald's likelihood ratio,
-//! which it is on pass/fail differences.
+//! ([`BettingCapital::toward`], law 4) against confseq given the same
+//! bets, and against Wald's likelihood ratio, which it is on pass/fail
+//! differences.
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use ratchet_gate::{
@@ -51,6 +52,37 @@ fn the_capital_matches_confseq_at_every_step() {
                 (got - w).abs() <= 1e-9 * w.abs().max(1.0),
                 "{name} m {m} α {alpha} {}: step {t}: {got} vs confseq {w}",
                 c["side"]
+            );
+        }
+    }
+}
+
+/// The capital tuned to the design effect ([`BettingCapital::toward`], the
+/// fourth law's bets) against confseq's `betting_mart` given the same
+/// predictable bets (computed by the fixture script from the rule's
+/// definition, truncated by confseq at 0.8/m or 0.8/(1 − m)), on the
+/// fixture's five sequences, above and below m, at every step.
+#[test]
+fn the_tuned_capital_matches_confseq_given_the_same_bets() {
+    let f = fixture();
+    let cases = f["tuned_capital"].as_array().expect("cases");
+    assert_eq!(cases.len(), 25);
+    for c in cases {
+        let name = c["sequence"].as_str().expect("name");
+        let xs = numbers(&f["sequences"][name]);
+        let (m, alternative) = (
+            c["m"].as_f64().expect("m"),
+            c["alternative"].as_f64().expect("alternative"),
+        );
+        let mut capital = BettingCapital::toward(m, alternative).expect("capital");
+        let want = numbers(&c["log_capital"]);
+        assert_eq!(want.len(), xs.len());
+        for (step, (&x, &w)) in xs.iter().zip(&want).enumerate() {
+            capital.observe(x).expect("in range");
+            let got = capital.log_capital();
+            assert!(
+                (got - w).abs() <= 1e-9 * w.abs().max(1.0),
+                "{name} m {m} toward {alternative}: step {step}: {got} vs confseq {w}"
             );
         }
     }
