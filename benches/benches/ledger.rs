@@ -72,9 +72,9 @@ fn cold_and_warm(c: &mut Criterion) {
     });
     g.bench_function("decide", |b| {
         b.iter(|| {
-            let mut store = Store::open(dir.path(), StoreOptions::default()).expect("open");
+            let store = Store::open(dir.path(), StoreOptions::default()).expect("open");
             let head = store.head().expect("head").size;
-            ratchet_gate::verdict_at(&mut store, &q, head).expect("decide")
+            ratchet_gate::verdict_at(&store, &q, head).expect("decide")
         })
     });
     g.finish();

@@ -67,7 +67,7 @@ fn run(
     store.record_scores(&scores, "sim").expect("scores");
     let q = question(policy, class, &base, &cand);
     let head = store.head().expect("head").size;
-    let verdict = verdict_at(&mut store, &q, head).expect("decide");
+    let verdict = verdict_at(&store, &q, head).expect("decide");
     (dir, store, verdict)
 }
 

@@ -130,7 +130,7 @@ impl World {
             &self.base,
             &self.cand,
         );
-        verdict_at(&mut self.store, &q, seq)
+        verdict_at(&self.store, &q, seq)
     }
 }
 
@@ -217,8 +217,8 @@ fn a_warm_verdict_on_a_trace_that_fails_names_a_head_the_file_holds() {
         (file.size, file.hash),
         "the warm verdict names the file's head"
     );
-    let mut fresh = Store::open(&path, StoreOptions::default()).expect("fresh");
-    let cold = verdict_at(&mut fresh, &q, file.size).expect("cold verdict");
+    let fresh = Store::open(&path, StoreOptions::default()).expect("fresh");
+    let cold = verdict_at(&fresh, &q, file.size).expect("cold verdict");
     assert_eq!(cold.trace.size, warm.trace.size);
     assert_eq!(cold.trace.hash, warm.trace.hash);
 }
@@ -248,8 +248,8 @@ fn the_warm_gate_decides_as_the_cold_one_after_every_batch() {
     );
     // The cold verdict at `head`: a new handle, verified from genesis.
     let cold = |head: u64| {
-        let mut fresh = Store::open(&path, StoreOptions::default()).expect("fresh store");
-        verdict_at(&mut fresh, &q, head).expect("cold verdict")
+        let fresh = Store::open(&path, StoreOptions::default()).expect("fresh store");
+        verdict_at(&fresh, &q, head).expect("cold verdict")
     };
     let mut rng = StdRng::seed_from_u64(11);
     let mut statuses = Vec::new();
@@ -577,7 +577,7 @@ fn scorer_versions_are_never_mixed() {
     let policy = Policy::parse(&paired_class("c", "answer", 3000, "")).expect("policy");
     let q = common::question("c", policy.class("c").expect("class"), &base, &cand);
     let head = store.head().expect("head").size;
-    let v = verdict_at(&mut store, &q, head).expect("decide");
+    let v = verdict_at(&store, &q, head).expect("decide");
     assert_eq!(v.outcome, Outcome::Promote, "{v:#?}");
     assert_eq!(
         v.scorer_versions.get("answer").map(String::as_str),
@@ -591,7 +591,7 @@ fn scorer_versions_are_never_mixed() {
         policy: &pinned,
         ..q.clone()
     };
-    let v1 = verdict_at(&mut store, &q1, head).expect("decide");
+    let v1 = verdict_at(&store, &q1, head).expect("decide");
     assert_eq!(rejected_at(&v1), Some(&Stage::Sequential), "{v1:#?}");
     assert_eq!(
         v1.scorer_versions.get("answer").map(String::as_str),
@@ -602,7 +602,7 @@ fn scorer_versions_are_never_mixed() {
         policy: &pinned,
         ..q.clone()
     };
-    let v9 = verdict_at(&mut store, &q9, head).expect("decide");
+    let v9 = verdict_at(&store, &q9, head).expect("decide");
     assert_eq!(
         v9.outcome.status(),
         ratchet_gate::GateStatus::MissingEvidence,
@@ -642,14 +642,14 @@ fn directions_are_data_and_a_runner_change_is_never_a_regression() {
     store.record_scores(&scores, "bench").expect("scores");
     let text = |direction: &str| paired_class("perf", "criterion_ns", 3000, direction);
     let head = store.head().expect("head").size;
-    let mut ask = |policy: &Policy, candidate: &CommitId| {
+    let ask = |policy: &Policy, candidate: &CommitId| {
         let q = common::question(
             "perf",
             policy.class("perf").expect("class"),
             &base,
             candidate,
         );
-        verdict_at(&mut store, &q, head)
+        verdict_at(&store, &q, head)
     };
     // No direction in the policy: the declared one (lower) holds, and the
     // slower candidate is rejected on measured evidence.
@@ -725,10 +725,10 @@ fn a_pinned_class_decides_only_under_the_pin_in_force_at_its_seq() {
         policy: &first,
         ..q.clone()
     };
-    let recomputed = verdict_at(&mut w.store, &q_first, at).expect("recompute");
+    let recomputed = verdict_at(&w.store, &q_first, at).expect("recompute");
     assert_eq!(recomputed, verdict, "byte for byte under the old pin");
     assert!(matches!(
-        verdict_at(&mut w.store, &q, at),
+        verdict_at(&w.store, &q, at),
         Err(ratchet_gate::Error::PolicyNotPinned { .. })
     ));
     assert!(matches!(

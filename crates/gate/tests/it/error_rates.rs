@@ -144,7 +144,7 @@ fn simulate(
         }
         store.record_scores(&scores, "sim").expect("scores");
         let head = store.head().expect("head").size;
-        match verdict_at(&mut store, &q, head).expect("decide").outcome {
+        match verdict_at(&store, &q, head).expect("decide").outcome {
             Outcome::Promote => tally.promote += 1,
             Outcome::Reject { .. } => tally.reject += 1,
             Outcome::Continue { .. } => tally.open += 1,

@@ -21,7 +21,7 @@ fn every_recorded_verdict_recomputes_byte_for_byte() {
     for file in ["trace.db", "policy.toml"] {
         std::fs::copy(fixture.join(file), dir.path().join(file)).expect("copy fixture");
     }
-    let mut store = Store::open_read_only(dir.path(), StoreOptions::default()).expect("open");
+    let store = Store::open_read_only(dir.path(), StoreOptions::default()).expect("open");
     assert!(
         store
             .verify_with(&VerifyOptions::default())
@@ -53,7 +53,7 @@ fn every_recorded_verdict_recomputes_byte_for_byte() {
         assert_eq!(law, Law::NameOrder, "recorded before the law had a number");
         assert_eq!(r.law, law);
         let again = recompute_at(&store, &q, r.trace.size, law).expect("recompute");
-        let now = verdict_at(&mut store, &q, r.trace.size).expect("the current law");
+        let now = verdict_at(&store, &q, r.trace.size).expect("the current law");
         assert_eq!(now.law, Law::CURRENT);
         statuses.insert(format!("{:?}", again.outcome.status()));
         assert_eq!(again, r);

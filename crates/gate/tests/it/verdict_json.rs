@@ -178,7 +178,7 @@ fn every_shape_of_verdict_reads_back_to_the_same_bytes() {
                 shapes.insert(shape.to_string());
             }
             // A past look, recomputed, reads back as well.
-            let earlier = verdict_at(&mut store, &q, v.trace.size / 2).expect("verdict_at");
+            let earlier = verdict_at(&store, &q, v.trace.size / 2).expect("verdict_at");
             reads_back(&earlier);
         }
     }
