@@ -11,8 +11,8 @@ use serde::Serialize;
 use ratchet_gate::{GateStatus, Outcome, Policy, Question, Verdict};
 use ratchet_trace::{CommitId, Store};
 
+use crate::checks::{Loaded, Source, check_commands, load, write_snapshot};
 use crate::sandbox::{CommandReport, EnvPolicy, Limits, Sandbox, checked_relative};
-use crate::verify::{Loaded, Source, check_commands, load, write_snapshot};
 use crate::{Error, Result, io_err};
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //! [`recover_checkout`]) and records that it did. A ref moved by anyone
 //! else is a fault [`check_promotion_refs`] names.
 //!
-//! Every checkout ratchet makes goes through [`safe_checkout`]: it never
+//! Every checkout ratchet makes goes through `safe_checkout`: it never
 //! overwrites an edited, untracked or ignored file, and [`store_paths_in`]
 //! refuses a commit that tracks anything inside the store directory (a
 //! commit that carries `.ratchet/trace.db` or `.ratchet/policy.toml` would
@@ -23,9 +23,18 @@ use git2::{ObjectType, Oid, Repository, build::CheckoutBuilder};
 use serde::{Deserialize, Serialize};
 
 pub use ratchet_records::{CheckoutRecord, Promoted, PromotionRecord};
+/// What runs for each class — the latest promotion, or the heal that moved
+/// away from it — is one reading of the trace, shared with the report and
+/// drift: `ratchet-records` owns it.
+pub use ratchet_records::{DeployedBy, Deployment, deployed, deployments};
 use ratchet_trace::{CommitId, EventDraft, Ledger, Receipt, ReservedKind, Store, Verified};
 
 use crate::{Error, Result};
+
+/// Event kind recorded when a heal checks a commit out.
+pub const KIND_CHECKOUT: &str = ReservedKind::Checkout.as_str();
+/// Event kind recorded for a promotion.
+pub const KIND_PROMOTION: &str = ReservedKind::Promotion.as_str();
 
 /// The prefix of every promotion ref.
 pub const PROMOTION_REF_PREFIX: &str = "refs/ratchet/promoted/";
@@ -700,7 +709,7 @@ fn latest_checkout(view: &Verified) -> Result<Option<(u64, CheckoutRecord)>> {
 ///
 /// # Errors
 /// [`Error::Trace`] if the store cannot be read or an event does not parse.
-pub fn checkouts_in(view: &Verified) -> Result<Vec<(u64, CheckoutRecord)>> {
+pub(crate) fn checkouts_in(view: &Verified) -> Result<Vec<(u64, CheckoutRecord)>> {
     Ok(ratchet_records::checkouts(view)?)
 }
 
@@ -826,7 +835,7 @@ pub fn recover_checkout(repo_path: &Path, ledger: &mut Ledger) -> Result<Option<
         remove()?;
         return Ok(None);
     };
-    crate::refuse_dirty(&repo)?;
+    crate::git::refuse_dirty(&repo)?;
     let store_dir = ledger.store().dir().to_path_buf();
     if let Some(reason) = checkout_refusal(&repo, &record.to, &store_dir)? {
         return Err(Error::UnsafeCheckout {
