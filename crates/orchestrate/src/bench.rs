@@ -426,9 +426,12 @@ fn run_rounds(
         decision_seq: None,
     };
     for side in [BenchSide::Baseline, BenchSide::Candidate] {
-        let r = boxes[side_index(side)].exec(&spec.build, &spec.limits, &spec.env)?;
-        let passed = r.passed;
-        report.builds.push(BenchBuild { side, command: r });
+        let build = boxes[side_index(side)].exec(&spec.build, &spec.limits, &spec.env)?;
+        let passed = build.passed;
+        report.builds.push(BenchBuild {
+            side,
+            command: build,
+        });
         if !passed {
             report.failure = Some(format!("the {} build failed", side_name(side)));
             return Ok(report);

@@ -170,16 +170,17 @@ impl CheckReport {
 pub fn snapshot_hash(files: &[SourceFile]) -> blake3::Hash {
     let mut sorted: Vec<&SourceFile> = files.iter().collect();
     sorted.sort_by(|a, b| a.path.as_os_str().cmp(b.path.as_os_str()));
-    let mut h = blake3::Hasher::new_derive_key("ratchet-orchestrate 2026-11-30 file snapshot v1");
+    let mut hasher =
+        blake3::Hasher::new_derive_key("ratchet-orchestrate 2026-11-30 file snapshot v1");
     for f in sorted {
         let path = f.path.as_os_str().as_encoded_bytes();
-        h.update(&(path.len() as u32).to_le_bytes());
-        h.update(path);
-        h.update(&[f.mode.tag()]);
-        h.update(&(f.bytes.len() as u64).to_le_bytes());
-        h.update(&f.bytes);
+        hasher.update(&(path.len() as u32).to_le_bytes());
+        hasher.update(path);
+        hasher.update(&[f.mode.tag()]);
+        hasher.update(&(f.bytes.len() as u64).to_le_bytes());
+        hasher.update(&f.bytes);
     }
-    h.finalize()
+    hasher.finalize()
 }
 
 /// A source's files, the entries left out, its commit if any, and its name.
@@ -447,9 +448,9 @@ fn run_in(
     write_snapshot(sandbox, &loaded.files)?;
     let mut commands = Vec::new();
     for argv in &spec.commands {
-        let r = sandbox.exec(argv, &spec.limits, &spec.env)?;
-        let failed = !r.passed;
-        commands.push(r);
+        let ran = sandbox.exec(argv, &spec.limits, &spec.env)?;
+        let failed = !ran.passed;
+        commands.push(ran);
         if failed && !spec.keep_going {
             break;
         }
@@ -590,7 +591,7 @@ fn evaluate(
         }
         ingested.push(row);
     }
-    let q = Question {
+    let question = Question {
         class: &e.class,
         policy: class_policy,
         baseline: &e.baseline,
@@ -598,7 +599,7 @@ fn evaluate(
         checkpoint: None,
         allow_unpinned: false,
     };
-    let (verdict, receipt) = ratchet_gate::decide_recorded(store, &q)?;
+    let (verdict, receipt) = ratchet_gate::decide_recorded(store, &question)?;
     Ok(EvaluationReport {
         candidate: candidate.clone(),
         baseline: e.baseline.clone(),

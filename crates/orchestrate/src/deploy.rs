@@ -565,12 +565,15 @@ pub(crate) fn safe_checkout(
     tree: &git2::Object<'_>,
     dry_run: bool,
 ) -> Result<()> {
-    let mut b = CheckoutBuilder::new();
-    b.safe().overwrite_ignored(false).disable_filters(true);
+    let mut checkout = CheckoutBuilder::new();
+    checkout
+        .safe()
+        .overwrite_ignored(false)
+        .disable_filters(true);
     if dry_run {
-        b.dry_run();
+        checkout.dry_run();
     }
-    repo.checkout_tree(tree, Some(&mut b))?;
+    repo.checkout_tree(tree, Some(&mut checkout))?;
     Ok(())
 }
 
@@ -721,9 +724,9 @@ pub(crate) fn write_synced_json<T: Serialize>(path: &Path, value: &T) -> Result<
         path: path.to_path_buf(),
         source: std::io::Error::other(e),
     })?;
-    let mut f = std::fs::File::create(path).map_err(crate::io_err(path))?;
-    f.write_all(&bytes).map_err(crate::io_err(path))?;
-    f.sync_all().map_err(crate::io_err(path))?;
+    let mut file = std::fs::File::create(path).map_err(crate::io_err(path))?;
+    file.write_all(&bytes).map_err(crate::io_err(path))?;
+    file.sync_all().map_err(crate::io_err(path))?;
     Ok(())
 }
 
@@ -758,14 +761,14 @@ impl PendingCheckout {
         head_was: Option<String>,
         to: CommitId,
     ) -> Self {
-        let mut m = PendingCheckout {
+        let mut marker = PendingCheckout {
             after_seq,
             head_was,
             to,
             mac: None,
         };
-        m.mac = m.expected_mac(store);
-        m
+        marker.mac = marker.expected_mac(store);
+        marker
     }
 
     fn expected_mac(&self, store: &Store) -> Option<String> {

@@ -130,7 +130,7 @@ pub fn gate_once(
                 _ => return Err(e.into()),
             },
         };
-    let q = Question {
+    let question = Question {
         class: request.class,
         policy: &policy,
         baseline: request.baseline,
@@ -141,17 +141,17 @@ pub fn gate_once(
     let run = match view {
         Some(view) => {
             let mut ledger = Ledger::with_view(store, view, verify)?;
-            gate(&mut ledger, &q, options)?
+            gate(&mut ledger, &question, options)?
         }
         None => {
-            if q.baseline == q.candidate {
+            if question.baseline == question.candidate {
                 return Err(Error::SameCommit {
-                    commit: q.baseline.clone(),
+                    commit: question.baseline.clone(),
                 });
             }
             let head = store.head()?.size;
             GateRun {
-                verdict: ratchet_gate::decide_at(&mut store, &q, head)?,
+                verdict: ratchet_gate::decide_at(&mut store, &question, head)?,
                 decision: None,
                 promotion: None,
             }

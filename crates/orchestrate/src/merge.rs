@@ -733,24 +733,25 @@ fn conflict_report(
     };
     let mut files = Vec::new();
     for conflict in index.conflicts()? {
-        let c = conflict?;
-        let path = [&c.our, &c.their, &c.ancestor]
+        let found = conflict?;
+        let path = [&found.our, &found.their, &found.ancestor]
             .into_iter()
             .flatten()
             .next()
             .map(|e| String::from_utf8_lossy(&e.path).into_owned())
             .unwrap_or_default();
         let (a, o, t) = (
-            blob_bytes(&c.ancestor)?,
-            blob_bytes(&c.our)?,
-            blob_bytes(&c.their)?,
+            blob_bytes(&found.ancestor)?,
+            blob_bytes(&found.our)?,
+            blob_bytes(&found.their)?,
         );
         let diff = |old: &[u8], new: &[u8]| -> Result<String> {
-            let p = Path::new(&path);
-            let mut patch = git2::Patch::from_buffers(old, Some(p), new, Some(p), None)?;
+            let file_path = Path::new(&path);
+            let mut patch =
+                git2::Patch::from_buffers(old, Some(file_path), new, Some(file_path), None)?;
             Ok(String::from_utf8_lossy(&patch.to_buf()?).into_owned())
         };
-        let hunks = if c.our.is_some() && c.their.is_some() {
+        let hunks = if found.our.is_some() && found.their.is_some() {
             let (ia, io, it) = (
                 merge_input(&a, &path),
                 merge_input(&o, &path),
@@ -812,9 +813,9 @@ mod tests {
     #[test]
     fn hunks_are_the_marked_blocks() {
         let text = "a\n<<<<<<< main\nx\n||||||| base\nb\n=======\ny\n>>>>>>> topic\nc\n<<<<<<< main\n1\n=======\n2\n>>>>>>> topic\n";
-        let h = conflict_hunks(text);
-        assert_eq!(h.len(), 2);
-        assert!(h[0].starts_with("<<<<<<< main\nx\n") && h[0].ends_with(">>>>>>> topic\n"));
-        assert_eq!(h[1], "<<<<<<< main\n1\n=======\n2\n>>>>>>> topic\n");
+        let hunks = conflict_hunks(text);
+        assert_eq!(hunks.len(), 2);
+        assert!(hunks[0].starts_with("<<<<<<< main\nx\n") && hunks[0].ends_with(">>>>>>> topic\n"));
+        assert_eq!(hunks[1], "<<<<<<< main\n1\n=======\n2\n>>>>>>> topic\n");
     }
 }

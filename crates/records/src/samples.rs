@@ -130,10 +130,10 @@ impl Samples {
     /// payload is not this struct's JSON (an unknown field included) or
     /// does not validate.
     pub fn from_payload(bytes: &[u8]) -> Result<Samples> {
-        let s: Samples = serde_json::from_slice(bytes)
+        let read: Samples = serde_json::from_slice(bytes)
             .map_err(|e| invalid("samples", format!("payload is not samples: {e}")))?;
-        s.validate()?;
-        Ok(s)
+        read.validate()?;
+        Ok(read)
     }
 }
 
@@ -155,9 +155,9 @@ mod tests {
 
     /// The payload `draft` is stored with.
     fn stored(draft: EventDraft) -> Vec<u8> {
-        let d = tempfile::tempdir().expect("tempdir");
+        let dir = tempfile::tempdir().expect("tempdir");
         let mut store =
-            ratchet_trace::Store::create(d.path().join("s"), Default::default()).expect("store");
+            ratchet_trace::Store::create(dir.path().join("s"), Default::default()).expect("store");
         store.append(draft).expect("appends");
         let mut events = store.events_of_kinds(&[KIND_SAMPLES]).expect("reads");
         assert_eq!(events.len(), 1);
@@ -180,12 +180,12 @@ mod tests {
         assert!(samples(vec![]).to_draft().is_err());
         assert!(samples(vec![1.0, f64::NAN]).to_draft().is_err());
         assert!(samples(vec![f64::INFINITY]).to_draft().is_err());
-        let mut s = samples(vec![1.0]);
-        s.unit = String::new();
-        assert!(s.to_draft().is_err());
-        s.unit = "s".into();
-        s.benchmark = "b".repeat(MAX_NAME_LEN + 1);
-        assert!(s.to_draft().is_err());
+        let mut recorded = samples(vec![1.0]);
+        recorded.unit = String::new();
+        assert!(recorded.to_draft().is_err());
+        recorded.unit = "s".into();
+        recorded.benchmark = "b".repeat(MAX_NAME_LEN + 1);
+        assert!(recorded.to_draft().is_err());
         let rounded = Samples {
             round: Some(3),
             ..samples(vec![1.0])

@@ -303,16 +303,16 @@ fn path_of(view: &Verified, d: &Decision) -> std::result::Result<Drawn, String> 
     let fig = d.sequential().ok_or("its sequential test did not run")?;
     let test = fig.test.test();
     if let Some(policy) = pinned_policy_of(view, d) {
-        let p = ratchet_gate::recorded_path(view, &d.v, &policy)
+        let path = ratchet_gate::recorded_path(view, &d.v, &policy)
             .map_err(|e| e.to_string())?
             .ok_or("its sequential test did not run")?;
         return Ok(Drawn {
-            promote: p.promote,
-            reject: p.reject,
-            lower: p.lower,
-            upper: p.upper,
-            judged_from: p.judged_from,
-            observation: p.observation,
+            promote: path.promote,
+            reject: path.reject,
+            lower: path.lower,
+            upper: path.upper,
+            judged_from: path.judged_from,
+            observation: path.observation,
             test,
         });
     }
@@ -430,46 +430,46 @@ impl Page<'_> {
             let mut text = String::new();
             let look = match last_final {
                 Some(ep) => {
-                    let d = ep.last;
+                    let last = ep.last;
                     writeln!(
                         text,
                         "<h2>{}: {} <code>{}</code> over <code>{}</code></h2>",
                         esc(&class),
-                        verdict_words(d),
-                        esc(short(d.candidate())),
-                        esc(short(d.baseline()))
+                        verdict_words(last),
+                        esc(short(last.candidate())),
+                        esc(short(last.baseline()))
                     )?;
                     let mut facts = Vec::new();
-                    match d.effect() {
+                    match last.effect() {
                         Some((tasks, iv)) => facts.push(format!(
                             "Effect <b>{}</b>, on {tasks} tasks (95 % {})",
-                            esc(&effect_text(self.view, d).unwrap_or_default()),
+                            esc(&effect_text(self.view, last).unwrap_or_default()),
                             esc(iv)
                         )),
-                        None if decided_without_test(self.view, d) => facts.push(
+                        None if decided_without_test(self.view, last) => facts.push(
                             "No sequential test: the class is decided by its required suites and invariants alone".into(),
                         ),
                         None => facts.push(format!(
                             "No effect measured: the decision stopped at {}",
-                            esc(&d.outcome())
+                            esc(&last.outcome())
                         )),
                     }
-                    if let Some((a, b)) = alpha_beta(self.view, d) {
+                    if let Some((a, b)) = alpha_beta(self.view, last) {
                         facts.push(format!("α = {}, β = {}", sig(a), sig(b)));
                     }
                     writeln!(
                         text,
                         "<p class=effect>{}.</p><p>Decided at seq {} ({} UTC) after {} look{} at the gate{}.</p>",
                         facts.join("; "),
-                        d.seq,
-                        utc(d.ts_ms),
+                        last.seq,
+                        utc(last.ts_ms),
                         ep.interim.len() + 1,
                         if ep.interim.is_empty() { "" } else { "s" },
-                        d.reason()
+                        last.reason()
                             .map(|r| format!(": {}", esc(r)))
                             .unwrap_or_default()
                     )?;
-                    css_class(d)
+                    css_class(last)
                 }
                 None => {
                     writeln!(text, "<h2>{}: no final decision yet</h2>", esc(&class))?;
@@ -835,22 +835,22 @@ impl Page<'_> {
         let mut figures = String::new();
         let mut plots = 0;
         for ep in finals.iter().take(self.options.max_paths) {
-            let d = ep.last;
+            let last = ep.last;
             let title = format!(
                 "{}: {} vs {} — {}",
-                d.class(),
-                short(d.candidate()),
-                short(d.baseline()),
-                d.outcome()
+                last.class(),
+                short(last.candidate()),
+                short(last.baseline()),
+                last.outcome()
             );
-            let drawn = match path_of(self.view, d) {
+            let drawn = match path_of(self.view, last) {
                 Ok(p) => p,
                 Err(why) => {
                     writeln!(
                         figures,
                         "<p class=note>{} (seq {}): no path drawn — {}.</p>",
                         esc(&title),
-                        d.seq,
+                        last.seq,
                         esc(&why)
                     )?;
                     continue;
@@ -890,10 +890,10 @@ impl Page<'_> {
                     upper: drawn.upper,
                     judged_from: drawn.judged_from,
                     looks: &looks,
-                    promoted: d.promoted(),
+                    promoted: last.promoted(),
                 })?,
                 drawn.observation,
-                d.at(),
+                last.at(),
                 match looks.len() {
                     0 => "decided at its first look at the gate".to_string(),
                     1 => "grey dot: the earlier look at the gate (continue)".to_string(),
@@ -1065,13 +1065,13 @@ impl Page<'_> {
                 esc(&number(sd, Unit::of_scorer(scorer))),
                 a.change_seq,
                 {
-                    let k = k
+                    let reference_note = k
                         .map(|k| format!(" (reference k = {k:.3})"))
                         .unwrap_or_default();
                     match earlier.as_slice() {
-                        [] => k,
+                        [] => reference_note,
                         seqs => format!(
-                            "{k}. The same watch alarmed {} time{} before, at seq {}{}: its chart restarts after each alarm, so they are one lasting shift, drawn once",
+                            "{reference_note}. The same watch alarmed {} time{} before, at seq {}{}: its chart restarts after each alarm, so they are one lasting shift, drawn once",
                             seqs.len(),
                             if seqs.len() == 1 { "" } else { "s" },
                             seqs.iter()
@@ -1308,19 +1308,19 @@ impl Page<'_> {
                 eps.iter().map(|e| e.interim.len() + 1).sum::<usize>()
             )?;
             for ep in eps.iter().rev() {
-                let d = ep.last;
+                let last = ep.last;
                 writeln!(
                     self.body,
                     "<tr class=episode><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td class={}>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                    utc(d.ts_ms),
-                    d.seq,
-                    esc(short(d.candidate())),
-                    esc(short(d.baseline())),
-                    css_class(d),
-                    esc(&d.outcome()),
+                    utc(last.ts_ms),
+                    last.seq,
+                    esc(short(last.candidate())),
+                    esc(short(last.baseline())),
+                    css_class(last),
+                    esc(&last.outcome()),
                     ep.interim.len() + 1,
-                    n_of(d),
-                    esc(&effect_text(self.view, d).unwrap_or_else(|| "—".into()))
+                    n_of(last),
+                    esc(&effect_text(self.view, last).unwrap_or_else(|| "—".into()))
                 )?;
                 if !ep.interim.is_empty() {
                     let mut inner = String::new();
