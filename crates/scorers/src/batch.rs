@@ -204,10 +204,10 @@ pub fn score_pending(store: &mut Store, rubrics: &RubricSet) -> Result<BatchRepo
         }
         match rubric.score_json(&p.observation) {
             Ok(value) => {
-                let mut s = Score::new(commit, p.task, rubric.name.clone(), value);
-                s.scorer_version = version;
-                s.holdout = rubric.holdout;
-                drafts.push(s.to_draft()?.session(format!("{SESSION_PREFIX}{id}")));
+                let mut score = Score::new(commit, p.task, rubric.name.clone(), value);
+                score.scorer_version = version;
+                score.holdout = rubric.holdout;
+                drafts.push(score.to_draft()?.session(format!("{SESSION_PREFIX}{id}")));
             }
             Err(e) => report.invalid.push((seq, e.to_string())),
         }

@@ -234,15 +234,15 @@ impl Ledger {
 
     /// The options with the store's own key when none was given.
     fn key_options(&self) -> VerifyOptions {
-        let mut o = VerifyOptions::default();
+        let mut options = VerifyOptions::default();
         if let Some(k) = self
             .options
             .key_given()
             .or(self.store.options.writer_key.as_ref())
         {
-            o = o.key(k.clone());
+            options = options.key(k.clone());
         }
-        o
+        options
     }
 
     /// Appends one event and folds it in.

@@ -277,11 +277,11 @@ impl Summaries {
 }
 
 fn entry_from_row(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Entry> {
-    let n: i64 = row.get(at)?;
+    let count: i64 = row.get(at)?;
     let last_seq: i64 = row.get(at + 5)?;
     Ok(Entry {
         fold: Welford {
-            n: u64::try_from(n).map_err(|_| crate::store::conv_err(at, "n"))?,
+            n: u64::try_from(count).map_err(|_| crate::store::conv_err(at, "n"))?,
             mean: crate::read::real(row, at + 1)?,
             m2: crate::read::real(row, at + 2)?,
             min: crate::read::real(row, at + 3)?,
@@ -362,9 +362,9 @@ mod tests {
 
     #[test]
     fn keys_split_back_into_their_parts() {
-        let mut s = Summaries::default();
-        s.push("acc", "v 1.2", &"ab".repeat(20), 1.0, 3);
-        let key = s.entries.keys().next().cloned().unwrap_or_default();
+        let mut summaries = Summaries::default();
+        summaries.push("acc", "v 1.2", &"ab".repeat(20), 1.0, 3);
+        let key = summaries.entries.keys().next().cloned().unwrap_or_default();
         assert_eq!(split_key(&key), ("acc", "v 1.2", "ab".repeat(20).as_str()));
     }
 }

@@ -489,9 +489,9 @@ impl Means {
             if let Some((version, direction, sum, n, values)) = self.sums.remove(&key) {
                 let (task, scorer) = key;
                 let unit = unit_of(&scorer);
-                let mut s = Score::new(commit.clone(), task.clone(), scorer, sum / n as f64);
-                s.scorer_version = version;
-                evidence.push_run(s, direction, file, &task, &unit, values)?;
+                let mut score = Score::new(commit.clone(), task.clone(), scorer, sum / n as f64);
+                score.scorer_version = version;
+                evidence.push_run(score, direction, file, &task, &unit, values)?;
             }
         }
         Ok(())
@@ -507,10 +507,10 @@ impl Means {
         for key in self.order {
             if let Some((version, direction, sum, n, _)) = self.sums.remove(&key) {
                 let (task, scorer) = key;
-                let mut s = Score::new(commit.clone(), task.clone(), scorer, sum / n as f64);
-                s.scorer_version = version;
-                extra(&task, &mut s);
-                evidence.push(s, direction, file, &task)?;
+                let mut score = Score::new(commit.clone(), task.clone(), scorer, sum / n as f64);
+                score.scorer_version = version;
+                extra(&task, &mut score);
+                evidence.push(score, direction, file, &task)?;
             }
         }
         Ok(())
@@ -522,13 +522,13 @@ impl Means {
 /// recognized (and counted once); the same report for another commit is not
 /// the same evidence.
 fn ingest_key(format: &str, commit: Option<&CommitId>, content: &[u8]) -> String {
-    let mut h = blake3::Hasher::new_derive_key("ratchet-scorers 2026-11-30 ingest key v1");
-    h.update(format.as_bytes());
-    h.update(&[0]);
-    h.update(commit.map(CommitId::as_str).unwrap_or("").as_bytes());
-    h.update(&[0]);
-    h.update(content);
-    format!("{format}:{}", h.finalize().to_hex())
+    let mut hasher = blake3::Hasher::new_derive_key("ratchet-scorers 2026-11-30 ingest key v1");
+    hasher.update(format.as_bytes());
+    hasher.update(&[0]);
+    hasher.update(commit.map(CommitId::as_str).unwrap_or("").as_bytes());
+    hasher.update(&[0]);
+    hasher.update(content);
+    format!("{format}:{}", hasher.finalize().to_hex())
 }
 
 pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>> {
@@ -1067,15 +1067,15 @@ fn junit_evidence(
             .map_err(|e| malformed(&files[0], format!("suite {}", run.suite), e.to_string()))?;
         let ran = run.passed + run.failed;
         if ran > 0 {
-            let mut s = Score::new(
+            let mut score = Score::new(
                 commit.clone(),
                 run.suite.clone(),
                 PASS_RATE,
                 run.passed as f64 / ran as f64,
             );
-            s.scorer_version = "junit-1".into();
+            score.scorer_version = "junit-1".into();
             evidence.push(
-                s,
+                score,
                 Some((Direction::HigherIsBetter, Declared::ByFormat)),
                 &files[0],
                 "pass rate",
