@@ -325,7 +325,7 @@ impl Store {
     ) -> PyResult<Table> {
         let rows = self.warm(py, |l| {
             let view = l.view();
-            let v = match version {
+            let chosen_version = match version {
                 Some(v) => Some(v),
                 None => view
                     .scorer_versions(scorer, AsOf::Head)
@@ -333,8 +333,10 @@ impl Store {
                     .next()
                     .map(|v| v.version),
             };
-            Ok(match &v {
-                Some(v) => view.commit_stats(ScorerRef::at_version(scorer, v), AsOf::Head),
+            Ok(match &chosen_version {
+                Some(chosen_version) => {
+                    view.commit_stats(ScorerRef::at_version(scorer, chosen_version), AsOf::Head)
+                }
                 None => Vec::new(),
             })
         })?;

@@ -367,9 +367,9 @@ pub fn bench_with(
     });
     let mut destroyed = Ok(());
     for sandbox in boxes.iter_mut() {
-        let d = sandbox.destroy();
+        let destroyed_result = sandbox.destroy();
         if destroyed.is_ok() {
-            destroyed = d;
+            destroyed = destroyed_result;
         }
     }
     let report = report?;

@@ -143,7 +143,7 @@ pub fn check_promotion_refs(repo_path: &Path, view: &Verified) -> Result<Vec<Ref
     for name in promotion_ref_names(&repo)? {
         let class = name.trim_start_matches(PROMOTION_REF_PREFIX).to_string();
         let expected = trace.remove(&class).map(|d| d.commit);
-        let r = match repo.find_reference(&name) {
+        let found_ref = match repo.find_reference(&name) {
             Ok(r) => r,
             Err(e) => {
                 faults.push(RefFault {
@@ -156,11 +156,11 @@ pub fn check_promotion_refs(repo_path: &Path, view: &Verified) -> Result<Vec<Ref
                 continue;
             }
         };
-        let symbolic = r.kind() == Some(git2::ReferenceType::Symbolic);
-        let points_at = r
+        let symbolic = found_ref.kind() == Some(git2::ReferenceType::Symbolic);
+        let points_at = found_ref
             .resolve()
             .ok()
-            .and_then(|r| r.target())
+            .and_then(|found_ref| found_ref.target())
             .map(|o| o.to_string());
         // A ref of a class never promoted is a fault whatever it resolves
         // to (a dangling symbolic ref included: its target can be made later).

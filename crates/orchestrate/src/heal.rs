@@ -423,13 +423,13 @@ pub fn check_recovery(
         usize::MAX,
         monitor.sources(),
     );
-    let n = live.len() as u64;
-    let mean = (n > 0).then(|| live.iter().map(|(_, v)| v).sum::<f64>() / n as f64);
+    let scored = live.len() as u64;
+    let mean = (scored > 0).then(|| live.iter().map(|(_, v)| v).sum::<f64>() / scored as f64);
     Ok(Recovery {
-        n,
+        n: scored,
         mean,
         alarms: alarms.len(),
-        recovered: alarms.is_empty() && n >= min_n,
+        recovered: alarms.is_empty() && scored >= min_n,
     })
 }
 

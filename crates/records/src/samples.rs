@@ -166,15 +166,15 @@ mod tests {
 
     #[test]
     fn a_draft_round_trips_and_refuses_what_no_reader_can_use() {
-        let s = samples(vec![1.5, 2.0, -0.0]);
-        let draft = s.to_draft().expect("draft");
+        let recorded = samples(vec![1.5, 2.0, -0.0]);
+        let draft = recorded.to_draft().expect("draft");
         assert_eq!(draft.kind(), KIND_SAMPLES);
         let payload = stored(draft);
         let back = Samples::from_payload(&payload).expect("parses");
         assert_eq!(back.values, vec![1.5, 2.0, 0.0]);
         assert!(back.values[2].is_sign_positive());
         assert_eq!(back.round, None);
-        assert_eq!(back.commit, s.commit);
+        assert_eq!(back.commit, recorded.commit);
         let text = String::from_utf8(payload).expect("utf8");
         assert!(!text.contains("round"), "{text}");
         assert!(samples(vec![]).to_draft().is_err());

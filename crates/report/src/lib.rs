@@ -949,7 +949,7 @@ impl Page<'_> {
             if charts >= self.options.max_paths {
                 break;
             }
-            let a: TraceAlarm = match serde_json::from_slice(&e.payload) {
+            let recorded_alarm: TraceAlarm = match serde_json::from_slice(&e.payload) {
                 Ok(a) => a,
                 Err(why) => {
                     writeln!(
@@ -961,19 +961,28 @@ impl Page<'_> {
                     continue;
                 }
             };
-            let earlier: Vec<u64> = match watch_of(&a) {
+            let earlier: Vec<u64> = match watch_of(&recorded_alarm) {
                 Some(key) if !drawn.insert(key.clone()) => continue,
                 Some(key) => of_watch
                     .get(&key)
-                    .map(|seqs| seqs.iter().copied().filter(|s| *s < a.seq).collect())
+                    .map(|seqs| {
+                        seqs.iter()
+                            .copied()
+                            .filter(|s| *s < recorded_alarm.seq)
+                            .collect()
+                    })
                     .unwrap_or_default(),
                 None => Vec::new(),
             };
             charts += 1;
-            let (commit, scorer, seq) = (&a.commit, a.scorer.as_str(), a.seq);
-            let mu = a.baseline_mean;
-            let sd = a.baseline_sd.max(1e-12);
-            let al = &a.alarm;
+            let (commit, scorer, seq) = (
+                &recorded_alarm.commit,
+                recorded_alarm.scorer.as_str(),
+                recorded_alarm.seq,
+            );
+            let mu = recorded_alarm.baseline_mean;
+            let sd = recorded_alarm.baseline_sd.max(1e-12);
+            let al = &recorded_alarm.alarm;
             let (limit, recorded) = (al.limit, al.statistic);
             let down = al.shift != Shift::Up;
             let detector = al.detector.as_ref();
@@ -981,11 +990,11 @@ impl Page<'_> {
             // it (its deployment, or `watch --from`); for an alarm recorded
             // before that, where the monitor that raised it started:
             // drift's own rule.
-            let start = match a.from_seq {
+            let start = match recorded_alarm.from_seq {
                 Some(from) => from,
                 None => ratchet_records::deployment_start(self.view, commit, seq)?.unwrap_or(0),
             };
-            let scorer_ref = match &a.scorer_version {
+            let scorer_ref = match &recorded_alarm.scorer_version {
                 Some(v) => ScorerRef::at_version(scorer, v),
                 None => ScorerRef::from(scorer),
             };
@@ -1000,7 +1009,7 @@ impl Page<'_> {
                 .collect();
             // The detector's own statistic and k (drift's, the decider's):
             // never re-derived here.
-            let (statistic, k, how) = match a.path(self.view, &stream) {
+            let (statistic, k, how) = match recorded_alarm.path(self.view, &stream) {
                 Ok(path) => (
                     path.points
                         .iter()
@@ -1037,13 +1046,13 @@ impl Page<'_> {
             let title = format!(
                 "{scorer} under {} {} seq {start}",
                 short(commit.as_str()),
-                if a.from_seq.is_some() {
+                if recorded_alarm.from_seq.is_some() {
                     "watched after"
                 } else {
                     "after its deployment at"
                 }
             );
-            let change = Some(a.change_seq as f64);
+            let change = Some(recorded_alarm.change_seq as f64);
             writeln!(
                 self.body,
                 "<figure class=cusum>{}<figcaption>Alarm at seq {seq} ({} UTC): {detector}, {} shift (in-control mean {}, σ {}); statistic {recorded:.3} reached the limit h = {limit:.3}; the change is estimated to start at seq {}. {how}{}</figcaption></figure>",
@@ -1063,7 +1072,7 @@ impl Page<'_> {
                 if down { "downward" } else { "upward" },
                 esc(&number(mu, Unit::of_scorer(scorer))),
                 esc(&number(sd, Unit::of_scorer(scorer))),
-                a.change_seq,
+                recorded_alarm.change_seq,
                 {
                     let reference_note = k
                         .map(|k| format!(" (reference k = {k:.3})"))
@@ -1172,8 +1181,8 @@ impl Page<'_> {
         // benchmark's history. They are left out, and counted.
         let mut left_out: BTreeMap<(String, String, String, String), usize> = BTreeMap::new();
         for (_, s) in runs {
-            let m = ratchet_gate::benchmarks::median(&s.values);
-            if !(m.is_finite() && m > 0.0) {
+            let median = ratchet_gate::benchmarks::median(&s.values);
+            if !(median.is_finite() && median > 0.0) {
                 *left_out
                     .entry((s.scorer, s.scorer_version, s.unit, s.benchmark))
                     .or_default() += 1;
@@ -1186,7 +1195,7 @@ impl Page<'_> {
                 .or_default()
                 .entry(s.commit.to_string())
                 .or_default()
-                .push(m);
+                .push(median);
         }
         let marks = self.marks();
         // The main line: commits promoted or deployed, and the baselines

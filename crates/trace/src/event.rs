@@ -212,10 +212,10 @@ impl EventDraft {
     /// parses but is refused when appended.
     ///
     /// ```
-    /// let d = ratchet_trace::EventDraft::from_json_line(
+    /// let draft = ratchet_trace::EventDraft::from_json_line(
     ///     r#"{"kind": "note", "session": "s1", "payload": {"text": "hi"}}"#,
     /// )?;
-    /// assert_eq!(d.kind(), "note");
+    /// assert_eq!(draft.kind(), "note");
     /// # Ok::<(), ratchet_trace::Error>(())
     /// ```
     ///

@@ -58,6 +58,7 @@ impl Welford {
         // Saturating: a forged count read back from the table must not
         // panic a reader (verification reports the forgery).
         self.n = self.n.saturating_add(1);
+        // Welford's update, in its own symbols: d = x − mean, mean += d / n.
         let d = x - self.mean;
         self.mean += d / self.n as f64;
         self.m2 += d * (x - self.mean);
@@ -86,6 +87,8 @@ impl Welford {
             *self = *other;
             return;
         }
+        // Chan, Golub & LeVeque's pairwise merge, in its symbols: n = na + nb,
+        // d = mean_b − mean_a.
         let n = self.n.saturating_add(other.n);
         let d = other.mean - self.mean;
         let (na, nb) = (self.n as f64, other.n as f64);

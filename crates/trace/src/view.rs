@@ -443,9 +443,9 @@ impl Series {
 /// ```compile_fail
 /// # let dir = tempfile::tempdir().unwrap();
 /// let store = ratchet_trace::Store::create(dir.path(), Default::default()).unwrap();
-/// let c = ratchet_trace::CommitId::parse("4b825dc642cb6eb9a060e54bf8d69288fbee4904").unwrap();
+/// let commit = ratchet_trace::CommitId::parse("4b825dc642cb6eb9a060e54bf8d69288fbee4904").unwrap();
 /// // `paired_scores` is a query of the verified view, not of the store.
-/// let _ = store.paired_scores(&c, &c, "accuracy", ratchet_trace::AsOf::Head);
+/// let _ = store.paired_scores(&commit, &commit, "accuracy", ratchet_trace::AsOf::Head);
 /// ```
 ///
 /// The same query on a view made by verifying compiles and runs:
@@ -453,15 +453,15 @@ impl Series {
 /// ```
 /// # let dir = tempfile::tempdir()?;
 /// let store = ratchet_trace::Store::create(dir.path(), Default::default())?;
-/// let c = ratchet_trace::CommitId::parse("4b825dc642cb6eb9a060e54bf8d69288fbee4904")?;
+/// let commit = ratchet_trace::CommitId::parse("4b825dc642cb6eb9a060e54bf8d69288fbee4904")?;
 /// let view = store.verified(&Default::default())?;
-/// assert!(view.paired_scores(&c, &c, "accuracy", ratchet_trace::AsOf::Head).is_empty());
+/// assert!(view.paired_scores(&commit, &commit, "accuracy", ratchet_trace::AsOf::Head).is_empty());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
 /// ```compile_fail
 /// // Nor can a view be made up.
-/// let v = ratchet_trace::Verified { };
+/// let view = ratchet_trace::Verified { };
 /// ```
 #[derive(Debug, Clone)]
 pub struct Verified {

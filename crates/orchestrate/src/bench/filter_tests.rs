@@ -25,12 +25,12 @@ fn before_anything_is_decided_each_filter_selects_every_benchmark() {
 
 #[test]
 fn google_benchmark_names_are_anchored_and_escaped() {
-    let f = harness_filter(
+    let filter = harness_filter(
         Format::GoogleBenchmark,
         Some(&set(&["BM_sort/1024", "BM_copy<int>/8/real_time"])),
     );
     assert_eq!(
-        f.as_deref(),
+        filter.as_deref(),
         Some("^(BM_copy<int>/8/real_time|BM_sort/1024)$")
     );
     let filter = harness_filter(Format::GoogleBenchmark, Some(&set(&["BM_a.b(x)+"])));

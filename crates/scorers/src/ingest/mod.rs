@@ -705,8 +705,8 @@ fn list_directory(dir: &Path) -> Result<Vec<PathBuf>> {
 /// </testsuite>"#)?;
 /// let commit = CommitId::parse(&"a".repeat(40))?;
 /// let options = IngestOptions { commit: Some(commit), ..IngestOptions::default() };
-/// let r = ingest(&mut store, Format::Junit, &[report], &options)?;
-/// assert_eq!((r.test_runs, r.scores), (1, 1));
+/// let ingested = ingest(&mut store, Format::Junit, &[report], &options)?;
+/// assert_eq!((ingested.test_runs, ingested.scores), (1, 1));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
@@ -720,10 +720,10 @@ fn list_directory(dir: &Path) -> Result<Vec<PathBuf>> {
 /// let dir = tempfile::tempdir()?;
 /// let mut store = Store::create(dir.path().join("store"), Default::default())?;
 /// let file = dir.path().join("scores.jsonl");
-/// let c = "c".repeat(40);
+/// let commit = "c".repeat(40);
 /// std::fs::write(&file, format!(
-///     "{{\"task\": \"t1\", \"scorer\": \"accuracy\", \"value\": 0.5, \"commit\": \"{c}\"}}\n\
-///      {{\"task\": \"t2\", \"scorer\": \"accuracy\", \"value\": 1.0, \"commit\": \"{c}\"}}\n"))?;
+///     "{{\"task\": \"t1\", \"scorer\": \"accuracy\", \"value\": 0.5, \"commit\": \"{commit}\"}}\n\
+///      {{\"task\": \"t2\", \"scorer\": \"accuracy\", \"value\": 1.0, \"commit\": \"{commit}\"}}\n"))?;
 /// let first = ingest(&mut store, Format::Jsonl, &[file.clone()], &IngestOptions::default())?;
 /// assert_eq!((first.scores, first.already_ingested_at), (2, None));
 /// let size = store.head()?.size;
