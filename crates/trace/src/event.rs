@@ -92,10 +92,10 @@ pub enum ReservedKind {
     Scorer,
     /// A verification run's report: commands run in a sandbox, their
     /// outcomes, the verdict if a policy judged them
-    /// (`ratchet_orchestrate::verify`).
+    /// (`ratchet_orchestrate::checks::run_checks`, `ratchet verify`).
     Verification,
     /// A merge's outcome: landed, conflict, semantic conflict or refused
-    /// (`ratchet_orchestrate::merge`).
+    /// (`ratchet_orchestrate::merge::merge_branch`, `ratchet merge`).
     Merge,
     /// A pin: the policy a class decides under, or the version a rubric
     /// scores with, fixed in the trace by its writer
@@ -147,8 +147,10 @@ impl ReservedKind {
             ReservedKind::Promotion => "ratchet_orchestrate::record_promotion",
             ReservedKind::Ingest => "Store::append_once (ingestion, recorded alarms)",
             ReservedKind::Scorer => "ratchet_scorers::declare_scorer",
-            ReservedKind::Verification => "ratchet_orchestrate::verify",
-            ReservedKind::Merge => "ratchet_orchestrate::merge",
+            ReservedKind::Verification => {
+                "ratchet_orchestrate::checks::run_checks (ratchet verify)"
+            }
+            ReservedKind::Merge => "ratchet_orchestrate::merge::merge_branch (ratchet merge)",
             ReservedKind::Policy => "ratchet_gate::pin_policy (ratchet policy pin)",
             ReservedKind::Capability => "ratchet_serve::mint_token (ratchet token mint)",
         }
