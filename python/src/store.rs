@@ -334,8 +334,8 @@ impl Store {
                     .map(|v| v.version),
             };
             Ok(match &chosen_version {
-                Some(chosen_version) => {
-                    view.commit_stats(ScorerRef::at_version(scorer, chosen_version), AsOf::Head)
+                Some(chosen) => {
+                    view.commit_stats(ScorerRef::at_version(scorer, chosen), AsOf::Head)
                 }
                 None => Vec::new(),
             })

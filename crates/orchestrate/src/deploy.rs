@@ -160,7 +160,7 @@ pub fn check_promotion_refs(repo_path: &Path, view: &Verified) -> Result<Vec<Ref
         let points_at = found_ref
             .resolve()
             .ok()
-            .and_then(|found_ref| found_ref.target())
+            .and_then(|resolved| resolved.target())
             .map(|o| o.to_string());
         // A ref of a class never promoted is a fault whatever it resolves
         // to (a dangling symbolic ref included: its target can be made later).

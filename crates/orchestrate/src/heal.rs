@@ -1,5 +1,20 @@
-//! Watching a deployed commit and healing after an alarm: `start_watch`,
-//! `heal`, `heal_latest`, `check_recovery`.
+//! Watching a deployed commit and healing after an alarm: [`start_watch`],
+//! [`heal`], [`heal_latest`], [`check_recovery`]. A heal ranks commits by a
+//! lower confidence bound ([`ratchet_drift::best_commit`]), skips those the
+//! repository no longer has, refuses to touch a work tree with uncommitted
+//! changes (listing them), checks the winner out (detached HEAD, safe mode)
+//! and records a `checkout` event; it returns a [`HealReport`] and a
+//! [`ratchet_drift::Monitor`] restarted on the new commit's baseline.
+//!
+//! ```no_run
+//! use ratchet_orchestrate::heal::{HealOptions, heal};
+//! # fn demo(store: ratchet_trace::Store, alarm: &ratchet_drift::TraceAlarm) -> Result<(), Box<dyn std::error::Error>> {
+//! // Verified once; heal refreshes the view and reads nothing else.
+//! let mut ledger = ratchet_trace::Ledger::new(store, Default::default())?;
+//! let (report, _monitor) = heal(std::path::Path::new("."), &mut ledger, alarm, &HealOptions::default())?;
+//! println!("checked out {:?}", report.chosen);
+//! # Ok(()) }
+//! ```
 
 use std::path::Path;
 

@@ -116,7 +116,7 @@ fn write_overview(o: &mut impl Write, s: &ratchet_orchestrate::Status) -> Result
         let versions: Vec<String> = sc
             .versions
             .iter()
-            .map(|verification| format!("{} ({} scores)", verification.version, verification.n))
+            .map(|scored| format!("{} ({} scores)", scored.version, scored.n))
             .collect();
         writeln!(
             o,
