@@ -74,7 +74,7 @@ fn cold_and_warm(c: &mut Criterion) {
         b.iter(|| {
             let mut store = Store::open(dir.path(), StoreOptions::default()).expect("open");
             let head = store.head().expect("head").size;
-            ratchet_gate::decide_at(&mut store, &q, head).expect("decide")
+            ratchet_gate::verdict_at(&mut store, &q, head).expect("decide")
         })
     });
     g.finish();

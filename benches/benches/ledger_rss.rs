@@ -59,7 +59,7 @@ fn main() {
     let t = Instant::now();
     let mut store = Store::open(dir.path(), StoreOptions::default()).expect("open");
     let head = store.head().expect("head").size;
-    let verdict = ratchet_gate::decide_at(&mut store, &q, head).expect("decide");
+    let verdict = ratchet_gate::verdict_at(&mut store, &q, head).expect("decide");
     println!(
         "cold verify + decide of {n} score events: {:.2} s, peak RSS {:.0} MiB (was {before:.0} MiB before), {:.1} bytes/event, verdict {:?}",
         t.elapsed().as_secs_f64(),

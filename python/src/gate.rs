@@ -362,6 +362,10 @@ impl StageReport {
                 stage.n = Some(count(d.tasks));
                 stage.n_of = Some("pairs".into());
             }
+            StageDetails::Refused(d) => {
+                stage.n = Some(count(d.tasks));
+                stage.n_of = Some("pairs".into());
+            }
             // The slowest benchmark first: the one the stage turns on.
             StageDetails::Benchmarks(d) => {
                 if let Some(first) = d.benchmarks.first() {
@@ -494,7 +498,7 @@ pub(crate) fn decide(
                 store
                     .head()
                     .map_err(ratchet_gate::Error::from)
-                    .and_then(|h| ratchet_gate::decide_at(store, &question, h.size))
+                    .and_then(|h| ratchet_gate::verdict_at(store, &question, h.size))
                     .map(|v| (v, None))
             }
         }

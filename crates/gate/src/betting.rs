@@ -32,23 +32,23 @@
 //! default test's price").
 //!
 //! ```
-//! use ratchet_gate::{BettingTest, Decision, SequentialTest};
+//! use ratchet_gate::{BettingTest, TestState, SequentialTest};
 //! // Paired differences in [-1, 1]: promote when the mean difference is
 //! // shown above 0 at α = 0.05; reject when shown below the gap 0.2 at β = 0.1.
 //! let mut t = BettingTest::new(0.05, 0.1, 0.2, 1.0)?.with_truncation(10_000)?;
-//! let mut d = Decision::Continue;
+//! let mut d = TestState::Continue;
 //! for i in 0..400 {
 //!     d = t.update(if i % 10 < 6 { 1.0 } else { -1.0 })?; // mean 0.2
 //!     if d.is_final() { break; }
 //! }
-//! assert_eq!(d, Decision::Promote);
+//! assert_eq!(d, TestState::Promote);
 //! # Ok::<(), ratchet_gate::Error>(())
 //! ```
 
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::sprt::{Decision, SequentialTest, truncate};
+use crate::sprt::{SequentialTest, TestState, truncate};
 
 /// The predictable plug-in empirical-Bernstein bet sizes (PrPl-EB) for
 /// level `a`: `λ_t = √(2 ln(1/a) / (t ln(1 + t) σ̂²_{t−1}))`, where `σ̂²` is
@@ -394,7 +394,7 @@ pub struct BettingTest {
     reject: Capital,
     n: u64,
     max_n: Option<u64>,
-    decision: Decision,
+    decision: TestState,
 }
 
 impl BettingTest {
@@ -405,16 +405,16 @@ impl BettingTest {
     /// # Examples
     ///
     /// ```
-    /// use ratchet_gate::{BettingTest, Decision, SequentialTest};
+    /// use ratchet_gate::{BettingTest, TestState, SequentialTest};
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// // Differences in [−1, 1]; H1 is a mean difference of at least 0.2.
     /// let mut test = BettingTest::new(0.05, 0.1, 0.2, 1.0)?.with_truncation(10_000)?;
-    /// let mut decision = Decision::Continue;
+    /// let mut decision = TestState::Continue;
     /// for i in 0..10_000 {
     ///     decision = test.update(if i % 2 == 0 { 0.5 } else { -0.5 })?; // no improvement
     ///     if decision.is_final() { break; }
     /// }
-    /// assert_eq!(decision, Decision::Reject); // shown below the gap
+    /// assert_eq!(decision, TestState::Reject); // shown below the gap
     /// assert!(BettingTest::new(0.05, 0.1, 1.5, 1.0).is_err()); // a gap the range cannot hold
     /// # Ok(()) }
     /// ```
@@ -440,7 +440,7 @@ impl BettingTest {
     /// # Examples
     ///
     /// ```
-    /// use ratchet_gate::{BettingTest, Decision, SequentialTest};
+    /// use ratchet_gate::{BettingTest, TestState, SequentialTest};
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// // Pass/fail differences at the design effect: 6 wins in 10 discordant pairs.
     /// let wins = |i: u64| if i % 10 < 6 { 1.0 } else { -1.0 };
@@ -449,7 +449,7 @@ impl BettingTest {
     /// for test in [&mut tuned, &mut plug_in] {
     ///     let mut i = 0;
     ///     while !test.update(wins(i))?.is_final() { i += 1; }
-    ///     assert_eq!(test.decision(), Decision::Promote);
+    ///     assert_eq!(test.decision(), TestState::Promote);
     /// }
     /// // Wald's LLR grows 6 ln 1.2 + 4 ln 0.8 ≈ 0.20 a block of ten and
     /// // peaks 6 ln 1.2 ≈ 1.09 above that after each block's wins: it
@@ -512,7 +512,7 @@ impl BettingTest {
             reject,
             n: 0,
             max_n: None,
-            decision: Decision::Continue,
+            decision: TestState::Continue,
         })
     }
 
@@ -534,7 +534,7 @@ impl BettingTest {
         (d / self.width + 1.0) / 2.0
     }
 
-    /// Stops as [`Decision::Truncated`] after `max_n` observations.
+    /// Stops as [`TestState::Truncated`] after `max_n` observations.
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for `max_n` = 0.
@@ -583,7 +583,7 @@ impl BettingTest {
 impl SequentialTest for BettingTest {
     type Observation = f64;
 
-    fn update(&mut self, d: f64) -> Result<Decision> {
+    fn update(&mut self, d: f64) -> Result<TestState> {
         if self.decision.is_final() {
             return Ok(self.decision);
         }
@@ -600,11 +600,11 @@ impl SequentialTest for BettingTest {
         self.reject.push(x);
         self.n += 1;
         let d = if self.reject.log_k() >= self.reject_bound() {
-            Decision::Reject
+            TestState::Reject
         } else if self.promote.log_k() >= self.promote_bound() {
-            Decision::Promote
+            TestState::Promote
         } else {
-            Decision::Continue
+            TestState::Continue
         };
         self.decision = truncate(d, self.n, self.max_n);
         Ok(self.decision)
@@ -621,7 +621,7 @@ impl SequentialTest for BettingTest {
         self.n
     }
 
-    fn decision(&self) -> Decision {
+    fn decision(&self) -> TestState {
         self.decision
     }
 }
@@ -842,7 +842,7 @@ mod tests {
                     break;
                 }
             }
-            assert_eq!(t.decision(), Decision::Promote);
+            assert_eq!(t.decision(), TestState::Promote);
             let shift = t.tuned_shift();
             let at_stop = betting_lower_bound(&xs, 0.05, 0.5, shift).expect("bound");
             let before = betting_lower_bound(&xs[..xs.len() - 1], 0.05, 0.5, shift).expect("bound");
@@ -865,7 +865,7 @@ mod tests {
                     break;
                 }
             }
-            assert_eq!(t.decision(), Decision::Reject);
+            assert_eq!(t.decision(), TestState::Reject);
             let shift = t.tuned_shift();
             let at_stop = betting_upper_bound(&xs, 0.1, m1, shift).expect("bound");
             let before = betting_upper_bound(&xs[..xs.len() - 1], 0.1, m1, shift).expect("bound");

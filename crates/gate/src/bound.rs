@@ -17,7 +17,7 @@
 //! shift 0) reached `A` — when the test promoted. The reject side mirrors
 //! it with the lower boundary.
 
-use crate::sprt::Decision;
+use crate::sprt::TestState;
 
 /// The edge of a set of hypotheses `excluded` that runs from `far` (the
 /// excluded end) to the edge and is kept beyond it up to `kept`: `None`
@@ -72,15 +72,15 @@ pub(crate) fn frontier(
 /// never reaches past a kept shift.
 pub(crate) fn shifted(
     llr: impl Fn(f64) -> f64,
-    decision: Decision,
+    decision: TestState,
     (lower, upper): (f64, f64),
     span: (f64, f64),
     step: f64,
 ) -> Option<f64> {
     let (excluded, end): (Box<dyn Fn(f64) -> bool>, f64) = match decision {
-        Decision::Promote => (Box::new(|m| llr(m) >= upper), span.1),
-        Decision::Reject => (Box::new(|m| llr(m) <= lower), span.0),
-        Decision::Continue | Decision::Truncated => return None,
+        TestState::Promote => (Box::new(|m| llr(m) >= upper), span.1),
+        TestState::Reject => (Box::new(|m| llr(m) <= lower), span.0),
+        TestState::Continue | TestState::Truncated => return None,
     };
     let dir = end.signum();
     let mut kept = dir * step.min(end.abs());
@@ -102,7 +102,7 @@ mod tests {
         // LLR 5 − 2m: reaches the upper boundary 3 at m = 1.
         let m = shifted(
             |m| 5.0 - 2.0 * m,
-            Decision::Promote,
+            TestState::Promote,
             (-3.0, 3.0),
             (-10.0, 10.0),
             0.1,
@@ -111,14 +111,14 @@ mod tests {
         // LLR −5 − 2m: reaches the lower boundary −3 at m = −1.
         let m = shifted(
             |m| -5.0 - 2.0 * m,
-            Decision::Reject,
+            TestState::Reject,
             (-3.0, 3.0),
             (-10.0, 10.0),
             0.1,
         );
         assert!((m.expect("a reject") + 1.0).abs() < 1e-9);
         assert_eq!(
-            shifted(|m| -m, Decision::Continue, (-3.0, 3.0), (-10.0, 10.0), 0.1),
+            shifted(|m| -m, TestState::Continue, (-3.0, 3.0), (-10.0, 10.0), 0.1),
             None
         );
     }

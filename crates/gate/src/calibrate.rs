@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::error::{Error, Result, invalid, open_unit};
 use crate::gsprt::{EloModel, Pairing, game_probabilities};
 use crate::policy::{ClassPolicy, TestKind};
-use crate::sprt::{BernoulliSprt, Decision, SequentialTest};
+use crate::sprt::{BernoulliSprt, SequentialTest, TestState};
 
 /// Wald's approximations at one true parameter.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -133,12 +133,12 @@ pub fn exact_bernoulli(test: &BernoulliSprt, p: f64) -> Result<OperatingPoint> {
                 continue;
             }
             match bounds.judge(test.llr_at(n, s as u64)) {
-                Decision::Promote => {
+                TestState::Promote => {
                     promote += *m;
                     stopped_here += *m;
                     *m = 0.0;
                 }
-                Decision::Reject => {
+                TestState::Reject => {
                     reject += *m;
                     stopped_here += *m;
                     *m = 0.0;
@@ -218,8 +218,8 @@ where
             d = t.update(draw(&mut rng))?;
         }
         match d {
-            Decision::Promote => promote += 1,
-            Decision::Reject => reject += 1,
+            TestState::Promote => promote += 1,
+            TestState::Reject => reject += 1,
             _ => truncated += 1,
         }
         ns.push(t.n());

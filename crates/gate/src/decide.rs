@@ -2,7 +2,7 @@
 //! number from its caller), verifies it first, runs the stages in order —
 //! required tests → invariants → sequential test → guardrails — and returns
 //! a [`Verdict`] that it appends to the trace as a `decision` event.
-//! [`decide_at`] recomputes any past verdict from the trace as it stood,
+//! [`verdict_at`] recomputes any past verdict from the trace as it stood,
 //! byte for byte.
 //!
 //! # Error rates as wired
@@ -43,7 +43,7 @@ use crate::gsprt::Pairing;
 use crate::invariants::{CanaryReport, MinimumReport};
 use crate::noninferiority::{Margin, SequenceOutcome, WelchOutcome};
 use crate::policy::{ClassPolicy, GuardrailMethod, TestKind};
-use crate::sprt::Decision;
+use crate::sprt::TestState;
 
 /// Event kind of an appended verdict.
 pub const KIND_DECISION: &str = ReservedKind::Decision.as_str();
@@ -312,6 +312,9 @@ pub enum StageDetails {
     Guardrail(GuardrailDetails),
     /// Too few tasks scored on both sides for the stage's test to run.
     TooFewTasks(TooFewTasks),
+    /// The sequential stage refused its test on the scores it had (since
+    /// [`Law::NameSweep`]; earlier laws recorded these as [`TooFewTasks`]).
+    Refused(Refused),
     /// A `benchmarks` class's sequential stage: every benchmark's verdict.
     Benchmarks(crate::bench_stage::BenchmarksDetails),
 }
@@ -328,6 +331,8 @@ impl<'de> Deserialize<'de> for StageReport {
         #[serde(untagged)]
         enum OrTooFew<T> {
             Ran(T),
+            // Before `TooFew`: a refusal also names its test and tasks.
+            Refused(Refused),
             TooFew(TooFewTasks),
         }
         fn shape<T: serde::de::DeserializeOwned, E: serde::de::Error>(
@@ -337,6 +342,7 @@ impl<'de> Deserialize<'de> for StageReport {
         ) -> std::result::Result<StageDetails, E> {
             match serde_json::from_value::<OrTooFew<T>>(details) {
                 Ok(OrTooFew::Ran(t)) => Ok(wrap(t)),
+                Ok(OrTooFew::Refused(refused)) => Ok(StageDetails::Refused(refused)),
                 Ok(OrTooFew::TooFew(few)) => Ok(StageDetails::TooFewTasks(few)),
                 Err(e) => Err(E::custom(format!("the details of stage {stage:?}: {e}"))),
             }
@@ -480,7 +486,7 @@ pub struct SequentialDetails {
     /// Truncation limit.
     pub max_n: u64,
     /// The test's decision.
-    pub decision: Decision,
+    pub decision: TestState,
     /// Tasks scored on both sides (before the first gap).
     pub tasks_available: usize,
     /// The first task the baseline has and the candidate lacks: the
@@ -630,6 +636,51 @@ pub struct TooFewTasks {
     pub test: Option<TestKind>,
     /// Tasks scored on both sides.
     pub tasks: usize,
+}
+
+/// A sequential stage that refused to run its test on the scores it had:
+/// not too few tasks, but scores the test cannot judge (since
+/// [`Law::NameSweep`]; earlier laws recorded these as [`TooFewTasks`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Refused {
+    /// The test that refused.
+    pub test: TestKind,
+    /// Tasks scored on both sides.
+    pub tasks: usize,
+    /// Why it refused.
+    pub because: Refusal,
+}
+
+/// Why a sequential test refused its scores ([`Refused`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Refusal {
+    /// A score outside the range the test's validity rests on (the
+    /// betting test's, or a gaussian class's declared `range`).
+    OutOfRange {
+        /// The score.
+        #[serde(deserialize_with = "crate::decide::recorded_f64")]
+        score: f64,
+        /// The range's lower end.
+        #[serde(deserialize_with = "crate::decide::recorded_f64")]
+        low: f64,
+        /// The range's upper end.
+        #[serde(deserialize_with = "crate::decide::recorded_f64")]
+        high: f64,
+    },
+    /// Paired differences all equal: the gaussian test has no variance.
+    NoSpread,
+    /// Paired differences too skewed for the gaussian test's normal
+    /// theory.
+    Skewed {
+        /// Their sample skewness.
+        #[serde(deserialize_with = "crate::decide::recorded_f64")]
+        skewness: f64,
+        /// The largest |skewness| the gaussian test accepts.
+        #[serde(deserialize_with = "crate::decide::recorded_f64")]
+        limit: f64,
+    },
 }
 
 /// The trace head a verdict was computed at.
@@ -1016,15 +1067,25 @@ pub fn decide_recorded(store: &mut Store, q: &Question<'_>) -> Result<(Verdict, 
     Ok((verdict, Some(receipt)))
 }
 
-/// Recomputes the verdict as of trace size `seq` without appending anything:
-/// equal, byte for byte, to the verdict a `decide` at that head appended
-/// (under the current law; a verdict recorded under an earlier one is
-/// recomputed by [`recompute_at`]).
+/// Computes the verdict as of trace size `seq` and records nothing: equal,
+/// byte for byte, to the verdict a [`decide`] at that head appended (under
+/// the current law; a verdict recorded under an earlier one is recomputed
+/// by [`recompute_at`]). The gate's entry points are named by effect:
+/// `verdict_*` computes, `decide*` computes and records.
 ///
 /// # Errors
 /// As [`decide`].
-pub fn decide_at(store: &mut Store, q: &Question<'_>, seq: u64) -> Result<Verdict> {
+pub fn verdict_at(store: &Store, q: &Question<'_>, seq: u64) -> Result<Verdict> {
     evaluate(store, q, seq, Law::CURRENT)
+}
+
+/// The name [`verdict_at`] had: it never decided anything into the trace.
+///
+/// # Errors
+/// As [`decide`].
+#[deprecated(note = "renamed to `verdict_at`: it computes a verdict and records nothing")]
+pub fn decide_at(store: &mut Store, q: &Question<'_>, seq: u64) -> Result<Verdict> {
+    verdict_at(store, q, seq)
 }
 
 /// Recomputes a recorded verdict: as of trace size `seq` (its `trace.size`)

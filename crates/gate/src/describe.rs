@@ -36,9 +36,28 @@ impl StageReport {
                 guardrail(d, self.passed, unit)
             }
             StageDetails::TooFewTasks(d) => format!("{} task(s) scored on both sides", d.tasks),
+            StageDetails::Refused(d) => refused(d),
             StageDetails::Benchmarks(d) => benchmarks(d),
         }
     }
+}
+
+fn refused(d: &crate::decide::Refused) -> String {
+    use crate::decide::Refusal;
+    let why = match &d.because {
+        Refusal::OutOfRange { score, low, high } => {
+            format!("a score of {score} outside [{low}, {high}]")
+        }
+        Refusal::NoSpread => "paired differences all equal".to_string(),
+        Refusal::Skewed { skewness, limit } => {
+            format!("paired differences of skewness {skewness:+.2} (beyond ±{limit})")
+        }
+    };
+    format!(
+        "{} refused {why}, after {} task(s) scored on both sides",
+        d.test.as_str(),
+        d.tasks
+    )
 }
 
 fn verification(d: &VerificationDetails) -> String {

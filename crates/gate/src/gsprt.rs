@@ -42,7 +42,7 @@
 use serde::Serialize;
 
 use crate::error::{Error, Result, invalid};
-use crate::sprt::{Boundaries, Decision, SequentialTest, truncate};
+use crate::sprt::{Boundaries, SequentialTest, TestState, truncate};
 
 /// Hypotheses in logistic Elo: H0 `elo0`, H1 `elo1 > elo0`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -204,7 +204,7 @@ pub struct PairedGsprt {
     counts: [u64; 5],
     n: u64,
     overshoot: Option<Overshoot>,
-    decision: Decision,
+    decision: TestState,
 }
 
 impl PairedGsprt {
@@ -213,19 +213,19 @@ impl PairedGsprt {
     /// # Examples
     ///
     /// ```
-    /// use ratchet_gate::{Boundaries, Decision, LogisticElo, PairedGsprt, Pairing, SequentialTest};
+    /// use ratchet_gate::{Boundaries, TestState, LogisticElo, PairedGsprt, Pairing, SequentialTest};
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// // fishtest-style: H0 0 Elo against H1 40 Elo, trinomial outcomes.
     /// let elo = LogisticElo { elo0: 0.0, elo1: 40.0 };
     /// let mut test = PairedGsprt::new(Pairing::Trinomial, elo, Boundaries::new(0.05, 0.05)?)?
     ///     .with_truncation(5000)?;
-    /// let mut decision = Decision::Continue;
+    /// let mut decision = TestState::Continue;
     /// // Classes 0 = loss, 1 = draw, 2 = win (for the candidate): a mean score of 0.6.
     /// for class in [2, 1, 0, 2, 1].into_iter().cycle().take(5000) {
     ///     decision = test.update(class)?;
     ///     if decision.is_final() { break; }
     /// }
-    /// assert_eq!(decision, Decision::Promote);
+    /// assert_eq!(decision, TestState::Promote);
     /// assert_eq!(test.counts().len(), 3);
     /// # Ok(()) }
     /// ```
@@ -264,7 +264,7 @@ impl PairedGsprt {
             counts: [0; 5],
             n: 0,
             overshoot: None,
-            decision: Decision::Continue,
+            decision: TestState::Continue,
         })
     }
 
@@ -274,7 +274,7 @@ impl PairedGsprt {
         self
     }
 
-    /// Stops the test at `max_n` observations (see [`Decision::Truncated`]).
+    /// Stops the test at `max_n` observations (see [`TestState::Truncated`]).
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] if `max_n` is 0.
@@ -310,14 +310,14 @@ impl PairedGsprt {
         (self.bounds.lower() + o0, self.bounds.upper() - o1)
     }
 
-    fn judge(&self, llr: f64) -> Decision {
+    fn judge(&self, llr: f64) -> TestState {
         let (lower, upper) = self.effective_boundaries();
         let d = if llr >= upper {
-            Decision::Promote
+            TestState::Promote
         } else if llr <= lower {
-            Decision::Reject
+            TestState::Reject
         } else {
-            Decision::Continue
+            TestState::Continue
         };
         truncate(d, self.n, self.max_n)
     }
@@ -326,7 +326,7 @@ impl PairedGsprt {
     ///
     /// # Errors
     /// [`Error::InvalidObservation`] if the class does not exist for this pairing.
-    pub fn observe(&mut self, class: usize) -> Result<Decision> {
+    pub fn observe(&mut self, class: usize) -> Result<TestState> {
         if class >= self.pairing.classes() {
             return Err(Error::InvalidObservation {
                 reason: format!(
@@ -354,7 +354,7 @@ impl PairedGsprt {
 
     /// Re-evaluates the decision from the counts (what `decision()` reports
     /// when the overshoot correction is off).
-    pub fn evaluate(&mut self) -> Decision {
+    pub fn evaluate(&mut self) -> TestState {
         if !self.decision.is_final() {
             self.decision = self.judge(self.llr());
         }
@@ -365,7 +365,7 @@ impl PairedGsprt {
 impl SequentialTest for PairedGsprt {
     type Observation = usize;
 
-    fn update(&mut self, class: usize) -> Result<Decision> {
+    fn update(&mut self, class: usize) -> Result<TestState> {
         self.observe(class)?;
         Ok(self.evaluate())
     }
@@ -381,7 +381,7 @@ impl SequentialTest for PairedGsprt {
         self.n
     }
 
-    fn decision(&self) -> Decision {
+    fn decision(&self) -> TestState {
         self.decision
     }
 }
@@ -588,7 +588,7 @@ mod tests {
                 t.observe(class).expect("class exists");
             }
         }
-        assert_eq!(t.evaluate(), Decision::Continue);
+        assert_eq!(t.evaluate(), TestState::Continue);
         assert!((t.llr() - 2.1310678118).abs() < 5e-11);
     }
 

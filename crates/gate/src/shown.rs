@@ -530,7 +530,7 @@ mod tests {
                 bound: None,
             }),
             max_n: 1000,
-            decision: crate::Decision::Promote,
+            decision: crate::TestState::Promote,
             tasks_available: 40,
             stopped_at_missing_task: None,
         };
@@ -575,7 +575,7 @@ mod tests {
                 bound: Some(bound),
             }),
             max_n: 10_000,
-            decision: crate::Decision::Promote,
+            decision: crate::TestState::Promote,
             tasks_available: 400,
             stopped_at_missing_task: None,
         }
@@ -618,7 +618,7 @@ mod tests {
             value: 0.07,
             against: 0.1,
         });
-        fig.decision = crate::Decision::Reject;
+        fig.decision = crate::TestState::Reject;
         let e = Scale::of("accuracy", Direction::HigherIsBetter)
             .effect(&fig)
             .expect("an effect");

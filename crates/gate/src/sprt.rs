@@ -59,21 +59,24 @@ impl Boundaries {
     }
 
     /// The decision for a log-likelihood ratio, before truncation.
-    pub fn judge(&self, llr: f64) -> Decision {
+    pub fn judge(&self, llr: f64) -> TestState {
         if llr >= self.upper {
-            Decision::Promote
+            TestState::Promote
         } else if llr <= self.lower {
-            Decision::Reject
+            TestState::Reject
         } else {
-            Decision::Continue
+            TestState::Continue
         }
     }
 }
 
-/// The state of a sequential test.
+/// Where a sequential test stands: collecting, or stopped at a boundary.
+/// (Named `Decision` until issue 38: the recorded `decision` event is the
+/// gate's whole verdict, a different thing; [`Decision`] remains as an
+/// alias for callers written before.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Decision {
+pub enum TestState {
     /// Between the boundaries: collect more evidence.
     Continue,
     /// The upper boundary was crossed: the alternative (better) holds.
@@ -86,19 +89,22 @@ pub enum Decision {
     Truncated,
 }
 
-impl Decision {
+/// The name [`TestState`] had, kept for callers written before.
+pub type Decision = TestState;
+
+impl TestState {
     /// Whether the test has stopped.
     pub fn is_final(self) -> bool {
-        self != Decision::Continue
+        self != TestState::Continue
     }
 
     /// The word recorded (`continue`, `promote`, `reject`, `truncated`).
     pub fn as_str(self) -> &'static str {
         match self {
-            Decision::Continue => "continue",
-            Decision::Promote => "promote",
-            Decision::Reject => "reject",
-            Decision::Truncated => "truncated",
+            TestState::Continue => "continue",
+            TestState::Promote => "promote",
+            TestState::Reject => "reject",
+            TestState::Truncated => "truncated",
         }
     }
 }
@@ -114,7 +120,7 @@ pub trait SequentialTest {
     /// # Errors
     /// [`Error::InvalidObservation`] for an unusable observation (e.g. NaN);
     /// the state is unchanged.
-    fn update(&mut self, x: Self::Observation) -> Result<Decision>;
+    fn update(&mut self, x: Self::Observation) -> Result<TestState>;
 
     /// The current log-likelihood ratio of the alternative against the null.
     fn llr(&self) -> f64;
@@ -123,14 +129,14 @@ pub trait SequentialTest {
     fn n(&self) -> u64;
 
     /// The current decision.
-    fn decision(&self) -> Decision;
+    fn decision(&self) -> TestState;
 }
 
 /// Applies the truncation rule: at `max_n` observations, a test still
-/// inside its boundaries stops as [`Decision::Truncated`].
-pub(crate) fn truncate(d: Decision, n: u64, max_n: Option<u64>) -> Decision {
+/// inside its boundaries stops as [`TestState::Truncated`].
+pub(crate) fn truncate(d: TestState, n: u64, max_n: Option<u64>) -> TestState {
     match (d, max_n) {
-        (Decision::Continue, Some(m)) if n >= m => Decision::Truncated,
+        (TestState::Continue, Some(m)) if n >= m => TestState::Truncated,
         _ => d,
     }
 }
@@ -150,7 +156,7 @@ pub struct BernoulliSprt {
     loss: f64,
     n: u64,
     successes: u64,
-    decision: Decision,
+    decision: TestState,
 }
 
 impl BernoulliSprt {
@@ -159,16 +165,16 @@ impl BernoulliSprt {
     /// # Examples
     ///
     /// ```
-    /// use ratchet_gate::{BernoulliSprt, Boundaries, Decision, SequentialTest};
+    /// use ratchet_gate::{BernoulliSprt, Boundaries, TestState, SequentialTest};
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// // H0: pass rate 0.5 against H1: 0.7, at α = β = 0.05.
     /// let mut test = BernoulliSprt::new(0.5, 0.7, Boundaries::new(0.05, 0.05)?)?;
     /// // Each pass adds ln(0.7/0.5) to the LLR; the ninth crosses ln(0.95/0.05).
-    /// let mut decision = Decision::Continue;
+    /// let mut decision = TestState::Continue;
     /// while !decision.is_final() {
     ///     decision = test.update(true)?;
     /// }
-    /// assert_eq!((decision, test.n(), test.successes()), (Decision::Promote, 9, 9));
+    /// assert_eq!((decision, test.n(), test.successes()), (TestState::Promote, 9, 9));
     ///
     /// assert!(BernoulliSprt::new(0.7, 0.5, Boundaries::new(0.05, 0.05)?).is_err()); // p1 ≤ p0
     /// # Ok(()) }
@@ -194,11 +200,11 @@ impl BernoulliSprt {
             loss: ((1.0 - p1) / (1.0 - p0)).ln(),
             n: 0,
             successes: 0,
-            decision: Decision::Continue,
+            decision: TestState::Continue,
         })
     }
 
-    /// Stops the test at `max_n` observations (see [`Decision::Truncated`]).
+    /// Stops the test at `max_n` observations (see [`TestState::Truncated`]).
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] if `max_n` is 0.
@@ -241,7 +247,7 @@ impl BernoulliSprt {
     }
 
     /// Adds one pass (`true`) or fail (`false`).
-    pub fn observe(&mut self, success: bool) -> Decision {
+    pub fn observe(&mut self, success: bool) -> TestState {
         if self.decision.is_final() {
             return self.decision;
         }
@@ -256,7 +262,7 @@ impl BernoulliSprt {
 impl SequentialTest for BernoulliSprt {
     type Observation = bool;
 
-    fn update(&mut self, x: bool) -> Result<Decision> {
+    fn update(&mut self, x: bool) -> Result<TestState> {
         Ok(self.observe(x))
     }
 
@@ -268,7 +274,7 @@ impl SequentialTest for BernoulliSprt {
         self.n
     }
 
-    fn decision(&self) -> Decision {
+    fn decision(&self) -> TestState {
         self.decision
     }
 }
@@ -297,7 +303,7 @@ pub struct GaussianSprt {
     sum: f64,
     mean: f64,
     m2: f64,
-    decision: Decision,
+    decision: TestState,
 }
 
 impl GaussianSprt {
@@ -312,16 +318,16 @@ impl GaussianSprt {
     /// # Examples
     ///
     /// ```
-    /// use ratchet_gate::{Boundaries, Decision, GaussianSprt, SequentialTest};
+    /// use ratchet_gate::{Boundaries, TestState, GaussianSprt, SequentialTest};
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// // Per-task differences: H0 mean 0 against H1 mean 0.1.
     /// let mut test = GaussianSprt::new(0.0, 0.1, Boundaries::new(0.05, 0.05)?)?.with_truncation(500)?;
-    /// let mut decision = Decision::Continue;
+    /// let mut decision = TestState::Continue;
     /// for i in 0..500 {
     ///     decision = test.update(-0.05 + 0.01 * f64::from(i % 3))?; // mean −0.04: worse
     ///     if decision.is_final() { break; }
     /// }
-    /// assert_eq!(decision, Decision::Reject);
+    /// assert_eq!(decision, TestState::Reject);
     /// // Nothing is decided before the variance has a warm-up's worth of data.
     /// assert!(test.n() >= GaussianSprt::DEFAULT_WARMUP);
     /// # Ok(()) }
@@ -349,7 +355,7 @@ impl GaussianSprt {
             sum: 0.0,
             mean: 0.0,
             m2: 0.0,
-            decision: Decision::Continue,
+            decision: TestState::Continue,
         })
     }
 
@@ -368,7 +374,7 @@ impl GaussianSprt {
         Ok(self)
     }
 
-    /// Stops the test at `max_n` observations (see [`Decision::Truncated`]).
+    /// Stops the test at `max_n` observations (see [`TestState::Truncated`]).
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] if `max_n` is 0.
@@ -394,7 +400,7 @@ impl GaussianSprt {
 impl SequentialTest for GaussianSprt {
     type Observation = f64;
 
-    fn update(&mut self, x: f64) -> Result<Decision> {
+    fn update(&mut self, x: f64) -> Result<TestState> {
         if !x.is_finite() {
             return Err(Error::InvalidObservation {
                 reason: format!("{x} is not a finite score"),
@@ -409,7 +415,7 @@ impl SequentialTest for GaussianSprt {
         self.mean += d / self.n as f64;
         self.m2 += d * (x - self.mean);
         let judged = if self.n < self.warmup {
-            Decision::Continue
+            TestState::Continue
         } else {
             self.bounds.judge(self.llr())
         };
@@ -431,7 +437,7 @@ impl SequentialTest for GaussianSprt {
         self.n
     }
 
-    fn decision(&self) -> Decision {
+    fn decision(&self) -> TestState {
         self.decision
     }
 }
@@ -493,7 +499,7 @@ mod tests {
         let b = Boundaries::new(0.05, 0.05).expect("valid");
         let mut t = BernoulliSprt::new(0.5, 0.7, b).expect("valid");
         for x in [true, true, false, true] {
-            assert_eq!(t.observe(x), Decision::Continue);
+            assert_eq!(t.observe(x), TestState::Continue);
         }
         let want = 3.0 * (0.7f64 / 0.5).ln() + (0.3f64 / 0.5).ln();
         assert!((t.llr() - want).abs() < 1e-12);
@@ -501,12 +507,12 @@ mod tests {
         // ceil(ln 19 / ln 1.4) = 9 straight passes.
         let mut t = BernoulliSprt::new(0.5, 0.7, b).expect("valid");
         let n = (1..)
-            .find(|_| t.observe(true) == Decision::Promote)
+            .find(|_| t.observe(true) == TestState::Promote)
             .expect("promotes");
         assert_eq!(n, (19f64.ln() / 1.4f64.ln()).ceil() as u64);
         assert_eq!(
             t.observe(false),
-            Decision::Promote,
+            TestState::Promote,
             "a stopped test stays stopped"
         );
         assert_eq!(t.n(), n);
@@ -519,17 +525,17 @@ mod tests {
             .expect("valid")
             .with_truncation(4)
             .expect("valid");
-        let d: Vec<Decision> = [true, false, true, false]
+        let d: Vec<TestState> = [true, false, true, false]
             .into_iter()
             .map(|x| t.observe(x))
             .collect();
         assert_eq!(
             d,
             vec![
-                Decision::Continue,
-                Decision::Continue,
-                Decision::Continue,
-                Decision::Truncated
+                TestState::Continue,
+                TestState::Continue,
+                TestState::Continue,
+                TestState::Truncated
             ]
         );
     }
@@ -550,10 +556,10 @@ mod tests {
         for i in 0..4 {
             assert_eq!(
                 g.update(10.0 + f64::from(i) * 1e-3).expect("finite"),
-                Decision::Continue
+                TestState::Continue
             );
         }
-        assert_eq!(g.update(10.0).expect("finite"), Decision::Promote);
+        assert_eq!(g.update(10.0).expect("finite"), TestState::Promote);
     }
 
     #[test]

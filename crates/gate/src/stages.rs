@@ -12,9 +12,9 @@ use ratchet_trace::{
 
 use crate::decide::{
     BoundSide, DecisionBound, EffectEstimate, EffectInterval, GuardrailDetails, GuardrailResult,
-    InvariantsDetails, Law, Outcome, Question, RejectCause, SequentialDetails, Stage, StageDetails,
-    StageReport, StageState, SuiteReport, SuiteRun, TaskOrder, TestFigures, TestsDetails,
-    TooFewTasks, Undeclared, Verdict, VerificationDetails,
+    InvariantsDetails, Law, Outcome, Question, Refusal, Refused, RejectCause, SequentialDetails,
+    Stage, StageDetails, StageReport, StageState, SuiteReport, SuiteRun, TaskOrder, TestFigures,
+    TestsDetails, TooFewTasks, Undeclared, Verdict, VerificationDetails,
 };
 use crate::error::{Error, Result};
 use crate::gsprt::Pairing;
@@ -22,7 +22,7 @@ use crate::invariants::{check_canaries, check_minimum};
 use crate::noninferiority::{Margin, NonInferiority, SampleStats};
 use crate::order::{SweepTask, name_sweep};
 use crate::policy::{Guardrail, GuardrailMethod, MarginKind, TestKind};
-use crate::sprt::{Decision, GaussianSprt, SequentialTest as _};
+use crate::sprt::{GaussianSprt, SequentialTest as _, TestState};
 
 /// Confidence of the bounds reported with invariants.
 const INVARIANT_CONFIDENCE: f64 = 0.95;
@@ -613,14 +613,14 @@ fn invariants(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
 /// verdict). Otherwise in the baseline's trace order (the
 /// order its first score of each task was recorded in): each side's
 /// *first* score of the task, up to the first task the baseline has a
-/// score of and the candidate does not. Such a gap ends the sequence (the
+/// score of and the candidate does not. Such a missing task ends the sequence (the
 /// rest waits for it to be filled) instead of being skipped, so a candidate
 /// cannot pick the tasks that count by leaving the hard ones out; nor can
 /// it reorder them (the baseline's order was fixed before it ran) or re-run
 /// a task until it passes (only the first score counts). Evidence arriving
 /// later only extends the sequence, so every look at the gate continues the
 /// same path and polling is one sequential test, not many. Tasks only the
-/// candidate ran are not pairs. Returns the two sides and the first gap.
+/// candidate ran are not pairs. Returns the two sides and the task it waits at.
 fn paired_firsts(look: Look<'_>, scorer: ScorerRef<'_>) -> (Vec<f64>, Vec<f64>, Option<String>) {
     let scores = look.paired(scorer);
     let declared = look.declared();
@@ -866,7 +866,7 @@ const EFFECT_ALPHA: f64 = 0.05;
 
 /// What one sequential test made of the pairs.
 struct Run {
-    decision: Decision,
+    decision: TestState,
     llr: f64,
     n: u64,
     bounds: (f64, f64),
@@ -897,13 +897,13 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
     } else {
         1.0
     };
-    let (base, cand, mut gap) = paired_firsts(look, at_version(versions, &p.scorer));
+    let (base, cand, mut waits_at) = paired_firsts(look, at_version(versions, &p.scorer));
     // A declared order waits at its first listed task until both sides
     // have scored it: no pair yet is the sequence not started, not
     // evidence missing (the earlier laws fail closed, as recorded).
     if base.is_empty()
         && let Some(order) = look.fixed_order()
-        && let Some(task) = &gap
+        && let Some(task) = &waits_at
     {
         push(
             stages,
@@ -944,15 +944,21 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
     // interval, so a score outside it is refused as betting refuses one.
     if p.test == TestKind::Betting || (p.range.is_some() && law >= Law::Tuned) {
         let [lo, hi] = p.score_range();
-        if let Some(x) = base.iter().chain(&cand).find(|x| !(lo..=hi).contains(*x)) {
+        if let Some(&x) = base.iter().chain(&cand).find(|x| !(lo..=hi).contains(*x)) {
             push(
                 stages,
                 Stage::Sequential,
                 StageState::Failed,
-                StageDetails::TooFewTasks(TooFewTasks {
-                    test: Some(p.test),
-                    tasks: base.len(),
-                }),
+                refused_or_too_few(
+                    law,
+                    p.test,
+                    base.len(),
+                    Refusal::OutOfRange {
+                        score: x,
+                        low: lo,
+                        high: hi,
+                    },
+                ),
             );
             let judge = if p.test == TestKind::Betting {
                 "the betting test cannot judge it"
@@ -994,23 +1000,20 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
             }
             let run = gaussian(q, &base, &cand, law)?;
             if law != Law::NameOrder
-                && run.decision == Decision::Promote
-                && let Some(why) = too_skewed_for_normal_theory(&run.diffs)
+                && run.decision == TestState::Promote
+                && let Some((refusal, why)) = too_skewed_for_normal_theory(&run.diffs)
             {
                 push(
                     stages,
                     Stage::Sequential,
                     StageState::Failed,
-                    StageDetails::TooFewTasks(TooFewTasks {
-                        test: Some(TestKind::Gaussian),
-                        tasks: base.len(),
-                    }),
+                    refused_or_too_few(law, TestKind::Gaussian, base.len(), refusal),
                 );
                 return reject(Stage::Sequential, RejectCause::MissingEvidence, why);
             }
             run
         }
-        TestKind::Paired => paired(look, sign, &base, &cand, &mut gap)?,
+        TestKind::Paired => paired(look, sign, &base, &cand, &mut waits_at)?,
         TestKind::Betting => betting(q, &base, &cand, law)?,
         // Judged above, before any pair of summaries is read.
         TestKind::Benchmarks | TestKind::None => return Ok(None),
@@ -1041,8 +1044,8 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
         stages,
         Stage::Sequential,
         match decision {
-            Decision::Promote => StageState::Passed,
-            Decision::Continue => StageState::Open,
+            TestState::Promote => StageState::Passed,
+            TestState::Continue => StageState::Open,
             _ => StageState::Failed,
         },
         StageDetails::Sequential(SequentialDetails {
@@ -1057,16 +1060,16 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
             max_n: p.max_n,
             decision,
             tasks_available: base.len(),
-            stopped_at_missing_task: gap.clone(),
+            stopped_at_missing_task: waits_at.clone(),
         }),
     );
     match decision {
-        Decision::Reject => reject(
+        TestState::Reject => reject(
             Stage::Sequential,
             RejectCause::Measured,
             format!("LLR {llr:.3} reached the lower boundary {lower:.3} after {n} observations"),
         ),
-        Decision::Truncated => reject(
+        TestState::Truncated => reject(
             Stage::Sequential,
             if law == Law::NameOrder {
                 RejectCause::Measured
@@ -1078,7 +1081,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
                 p.max_n
             ),
         ),
-        Decision::Continue => {
+        TestState::Continue => {
             // Rough: tasks to reach the nearer boundary at the average drift so far.
             let drift = if n > 0 { llr / n as f64 } else { 0.0 };
             let to_go = if drift > 0.0 {
@@ -1092,7 +1095,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
                 (to_go.ceil().max(1.0) as u64).min(p.max_n.saturating_sub(n).max(1));
             Ok(Some(Outcome::Continue {
                 expected_more,
-                reason: match &gap {
+                reason: match &waits_at {
                     Some(task) if let Some(order) = look.fixed_order() => format!(
                         "LLR {llr:.3} between {lower:.3} and {upper:.3} after {n} observations; task {task}, next in {order}, is not yet scored on both sides, where the sequence waits"
                     ),
@@ -1105,7 +1108,7 @@ fn sequential(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step {
                 },
             }))
         }
-        Decision::Promote => Ok(None),
+        TestState::Promote => Ok(None),
     }
 }
 
@@ -1174,28 +1177,54 @@ const GAUSSIAN_MAX_SKEW: f64 = 1.5;
 /// they are constant (no variance to judge by) or skewed beyond
 /// [`GAUSSIAN_MAX_SKEW`]. Its promote is then refused, and the reason says
 /// which test can judge them.
-fn too_skewed_for_normal_theory(diffs: &[f64]) -> Option<String> {
+fn too_skewed_for_normal_theory(diffs: &[f64]) -> Option<(Refusal, String)> {
     let n = diffs.len() as f64;
     let mean = diffs.iter().sum::<f64>() / n;
     let m2 = diffs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / n;
     let m3 = diffs.iter().map(|d| (d - mean).powi(3)).sum::<f64>() / n;
-    let refuse = |what: String| {
-        Some(format!(
-            "the gaussian test cannot judge these paired differences: {what} over {} tasks; its variance estimate assumes roughly normal differences. Use test = \"betting\" (valid for any bounded scores)",
-            diffs.len()
+    let refuse = |refusal: Refusal, what: String| {
+        Some((
+            refusal,
+            format!(
+                "the gaussian test cannot judge these paired differences: {what} over {} tasks; its variance estimate assumes roughly normal differences. Use test = \"betting\" (valid for any bounded scores)",
+                diffs.len()
+            ),
         ))
     };
     if m2 <= 1e-12 * mean * mean {
-        return refuse("they are all equal".into());
+        return refuse(Refusal::NoSpread, "they are all equal".into());
     }
-    let g1 = m3 / m2.powf(1.5);
-    (g1.abs() > GAUSSIAN_MAX_SKEW)
+    let skewness = m3 / m2.powf(1.5);
+    (skewness.abs() > GAUSSIAN_MAX_SKEW)
         .then(|| {
-            refuse(format!(
-                "their skewness is {g1:+.2} (beyond ±{GAUSSIAN_MAX_SKEW})"
-            ))
+            refuse(
+                Refusal::Skewed {
+                    skewness,
+                    limit: GAUSSIAN_MAX_SKEW,
+                },
+                format!("their skewness is {skewness:+.2} (beyond ±{GAUSSIAN_MAX_SKEW})"),
+            )
         })
         .flatten()
+}
+
+/// What a sequential stage that refused its scores records: since
+/// [`Law::NameSweep`] the refusal and why ([`Refused`]); before, as those
+/// laws recorded it, the count of tasks ([`TooFewTasks`]) — which said
+/// "N tasks scored" of a stage that had tasks enough.
+fn refused_or_too_few(law: Law, test: TestKind, tasks: usize, because: Refusal) -> StageDetails {
+    if law >= Law::NameSweep {
+        StageDetails::Refused(Refused {
+            test,
+            tasks,
+            because,
+        })
+    } else {
+        StageDetails::TooFewTasks(TooFewTasks {
+            test: Some(test),
+            tasks,
+        })
+    }
 }
 
 /// Feeds the paired differences `cand − base` to `t` until it stops;
@@ -1276,16 +1305,16 @@ fn betting(q: &Question<'_>, base: &[f64], cand: &[f64], law: Law) -> Result<Run
 /// The bound matching a promote (lower, at α, against `null`) or a
 /// reject (upper, at β, against `gap`) of a test run under `p`.
 fn decision_bound(
-    decision: Decision,
+    decision: TestState,
     p: &crate::ClassPolicy,
     value: f64,
     null: f64,
     gap: f64,
 ) -> Option<DecisionBound> {
     let (side, level, against) = match decision {
-        Decision::Promote => (BoundSide::Lower, p.alpha, null),
-        Decision::Reject => (BoundSide::Upper, p.beta, gap),
-        Decision::Continue | Decision::Truncated => return None,
+        TestState::Promote => (BoundSide::Lower, p.alpha, null),
+        TestState::Reject => (BoundSide::Upper, p.beta, gap),
+        TestState::Continue | TestState::Truncated => return None,
     };
     Some(DecisionBound {
         side,
@@ -1320,7 +1349,7 @@ fn bernoulli_bound(
     let m = crate::bound::shifted(llr, t.decision(), (b.lower(), b.upper()), span, 1e-3)?;
     let share = t.n() as f64 / pairs.max(1) as f64;
     let theta = match t.decision() {
-        Decision::Promote => theta0 + m,
+        TestState::Promote => theta0 + m,
         _ => theta1 + m,
     };
     decision_bound(
@@ -1341,9 +1370,9 @@ fn gaussian_bound(t: &GaussianSprt, p: &crate::ClassPolicy) -> Option<DecisionBo
     let n = t.n() as f64;
     let b = t.boundaries();
     let value = match t.decision() {
-        Decision::Promote => (t.llr() - b.upper()) * v / (gap * n),
-        Decision::Reject => (t.llr() - b.lower()) * v / (gap * n) + gap,
-        Decision::Continue | Decision::Truncated => return None,
+        TestState::Promote => (t.llr() - b.upper()) * v / (gap * n),
+        TestState::Reject => (t.llr() - b.lower()) * v / (gap * n) + gap,
+        TestState::Continue | TestState::Truncated => return None,
     };
     decision_bound(t.decision(), p, value, 0.0, gap)
 }
@@ -1359,14 +1388,14 @@ fn betting_bound(
     let w = t.width();
     let unit: Vec<f64> = diffs.iter().map(|&d| t.on_unit_scale(d)).collect();
     let value = match t.decision() {
-        Decision::Promote => {
+        TestState::Promote => {
             crate::betting::betting_lower_bound(&unit, p.alpha, 0.5, t.tuned_shift())?
         }
-        Decision::Reject => {
+        TestState::Reject => {
             let m1 = t.on_unit_scale(t.gap());
             crate::betting::betting_upper_bound(&unit, p.beta, m1, t.tuned_shift())?
         }
-        Decision::Continue | Decision::Truncated => return Ok(None),
+        TestState::Continue | TestState::Truncated => return Ok(None),
     };
     Ok(decision_bound(
         t.decision(),
@@ -1401,7 +1430,7 @@ fn paired_bound(t: &crate::PairedGsprt, p: &crate::ClassPolicy) -> Option<Decisi
     let m = crate::bound::shifted(llr, t.decision(), t.effective_boundaries(), span, 1.0)?;
     let effect = |e: f64| 2.0 * crate::gsprt::expected_score(counts, elo.model, e) - 1.0;
     let at = match t.decision() {
-        Decision::Promote => elo.elo0 + m,
+        TestState::Promote => elo.elo0 + m,
         _ => elo.elo1 + m,
     };
     decision_bound(
@@ -1566,7 +1595,7 @@ fn guardrail(look: Look<'_>, g: &Guardrail, used: usize, stages: &mut Vec<StageR
     // The guardrail's direction must agree with the scorer's declared one.
     lower_is_better(look, &g.scorer, Some(g.direction))?;
     let test = NonInferiority::new(g.direction, margin, p.alpha)?;
-    let (gb, gc, gap) = paired_firsts(look, at_version(versions, &g.scorer));
+    let (gb, gc, waits_at) = paired_firsts(look, at_version(versions, &g.scorer));
     let stage = Stage::Guardrail(g.scorer.clone());
     // A guardrail is judged on at least the tasks the primary scorer
     // pairs, in the same order: a task among them the candidate has no
@@ -1574,7 +1603,7 @@ fn guardrail(look: Look<'_>, g: &Guardrail, used: usize, stages: &mut Vec<StageR
     // is not judged on the cheap ones).
     if law != Law::NameOrder
         && gb.len() < used
-        && let Some(task) = gap
+        && let Some(task) = waits_at
     {
         push(
             stages,

@@ -478,7 +478,7 @@ fn run_rounds(
         let verdict = match (question, &report.failure) {
             (Some(q), None) => {
                 let head = store.head()?.size;
-                Some(ratchet_gate::decide_at(store, q, head)?)
+                Some(ratchet_gate::verdict_at(store, q, head)?)
             }
             _ => None,
         };

@@ -151,7 +151,7 @@ pub fn gate_once(
             }
             let head = store.head()?.size;
             GateRun {
-                verdict: ratchet_gate::decide_at(&mut store, &question, head)?,
+                verdict: ratchet_gate::verdict_at(&mut store, &question, head)?,
                 decision: None,
                 promotion: None,
             }

@@ -280,6 +280,7 @@ fn decided_without_test(view: &Verified, d: &Decision) -> bool {
                         s.details,
                         StageDetails::Sequential(_)
                             | StageDetails::TooFewTasks(_)
+                            | StageDetails::Refused(_)
                             | StageDetails::Benchmarks(_)
                     )
                 })

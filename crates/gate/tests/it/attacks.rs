@@ -9,7 +9,7 @@
 //!
 //! * verification reports a fault (`Store::verify`, or against the
 //!   checkpoint when the victim holds one), and
-//! * the gate does not promote (`decide_at` at the head): it rejects at
+//! * the gate does not promote (`verdict_at` at the head): it rejects at
 //!   `Stage::TraceVerification`, or fails with an error.
 //!
 //! A store that refuses to open after an attack counts as a detection too.
@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use common::{documented_hash, genesis, with_guards_lifted};
 use rand::{Rng, SeedableRng, rngs::StdRng};
-use ratchet_gate::{ClassPolicy, Outcome, Policy, Question, Stage, Verdict, decide_at};
+use ratchet_gate::{ClassPolicy, Outcome, Policy, Question, Stage, Verdict, verdict_at};
 use ratchet_trace::{
     Checkpoint, CommitId, DB_FILE, EventDraft, KEY_ID_CONTEXT, MAC_KEY_CONTEXT, Score, Store,
     StoreOptions, TestRun, VerifyOptions, VerifyReport, WriterKey,
@@ -212,7 +212,7 @@ impl World {
         checkpoint: Option<&Checkpoint>,
     ) -> ratchet_gate::Result<Verdict> {
         let head = store.head().expect("read the head").size;
-        decide_at(store, &self.question(checkpoint), head)
+        verdict_at(store, &self.question(checkpoint), head)
     }
 
     /// Verification as the victim runs it: against the checkpoint if it has one.

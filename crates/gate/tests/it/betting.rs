@@ -8,7 +8,7 @@
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use ratchet_gate::{
-    BernoulliSprt, BettingCapital, BettingTest, Boundaries, Decision, SequentialTest,
+    BernoulliSprt, BettingCapital, BettingTest, Boundaries, SequentialTest, TestState,
     betting_interval,
 };
 use serde_json::Value;
@@ -108,8 +108,8 @@ fn the_tuned_test_mixes_walds_ratio_with_the_earlier_laws_capital() {
         let won = rng.random_bool(0.53);
         wins += u64::from(won);
         let d = if won { 1.0 } else { -1.0 };
-        assert_eq!(tuned.update(d).expect("in range"), Decision::Continue);
-        assert_eq!(earlier.update(d).expect("in range"), Decision::Continue);
+        assert_eq!(tuned.update(d).expect("in range"), TestState::Continue);
+        assert_eq!(earlier.update(d).expect("in range"), TestState::Continue);
         let want =
             (0.95 * wald.llr_at(t, wins).exp() + 0.05 * earlier.log_capital_promote().exp()).ln();
         let got = tuned.log_capital_promote();
@@ -175,7 +175,7 @@ fn the_interval_read_at_the_tests_stop_covers_the_mean() {
                     }
                 };
                 diffs.push(d);
-                if t.update(d).expect("in range") != Decision::Continue {
+                if t.update(d).expect("in range") != TestState::Continue {
                     break;
                 }
             }

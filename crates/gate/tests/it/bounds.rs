@@ -9,8 +9,8 @@
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use rand_distr::{Distribution, Normal};
 use ratchet_gate::{
-    BoundSide, Decision, EffectInterval, Law, Policy, Question, Verdict, decide_at, logistic_score,
-    recompute_at,
+    BoundSide, EffectInterval, Law, Policy, Question, Refusal, Refused, StageDetails, TestKind,
+    TestState, TooFewTasks, Verdict, logistic_score, recompute_at, verdict_at,
 };
 use ratchet_testkit::{gap_class, paired_class_to};
 use ratchet_trace::{CommitId, Durability, Score, Store, StoreOptions};
@@ -67,7 +67,7 @@ fn run(
     store.record_scores(&scores, "sim").expect("scores");
     let q = question(policy, class, &base, &cand);
     let head = store.head().expect("head").size;
-    let verdict = decide_at(&mut store, &q, head).expect("decide");
+    let verdict = verdict_at(&mut store, &q, head).expect("decide");
     (dir, store, verdict)
 }
 
@@ -111,7 +111,7 @@ fn world(
         b.runs += 1;
         let bound = seq.effect.and_then(|e| e.bound);
         match (seq.decision, bound) {
-            (Decision::Promote, Some(d)) => {
+            (TestState::Promote, Some(d)) => {
                 b.promotes += 1;
                 assert_eq!(d.side, BoundSide::Lower);
                 assert!((d.level - ALPHA).abs() < 1e-15, "level {}", d.level);
@@ -123,7 +123,7 @@ fn world(
                 );
                 b.lower_misses += usize::from(d.value > truth(&v));
             }
-            (Decision::Reject, Some(d)) => {
+            (TestState::Reject, Some(d)) => {
                 b.rejects += 1;
                 assert_eq!(d.side, BoundSide::Upper);
                 assert!((d.level - BETA).abs() < 1e-15, "level {}", d.level);
@@ -135,7 +135,7 @@ fn world(
                 );
                 b.upper_misses += usize::from(d.value < truth(&v));
             }
-            (Decision::Continue | Decision::Truncated, None) => {}
+            (TestState::Continue | TestState::Truncated, None) => {}
             (d, bound) => panic!("{class}: decision {d:?} with bound {bound:?}"),
         }
     }
@@ -325,7 +325,7 @@ fn a_gaussian_score_outside_its_declared_range_is_refused() {
     let policy = policy();
     let mut rng = StdRng::seed_from_u64(10);
     let mut k = 0;
-    let (_dir, _store, v) = run(&policy, "ranged", 50, &mut rng, &mut |r| {
+    let (_dir, store, v) = run(&policy, "ranged", 50, &mut rng, &mut |r| {
         k += 1;
         let c = if k == 30 { 1.5 } else { r.random::<f64>() };
         (r.random::<f64>(), c)
@@ -334,5 +334,38 @@ fn a_gaussian_score_outside_its_declared_range_is_refused() {
         v.outcome.status(),
         ratchet_gate::GateStatus::MissingEvidence,
         "{v:?}"
+    );
+    // The stage records the refusal and why, not "50 tasks scored" (the
+    // fourth law's record, kept for its verdicts), and reads back.
+    let stage = v
+        .stage(&ratchet_gate::Stage::Sequential)
+        .expect("the sequential stage");
+    assert_eq!(
+        stage.details,
+        StageDetails::Refused(Refused {
+            test: TestKind::Gaussian,
+            tasks: 50,
+            because: Refusal::OutOfRange {
+                score: 1.5,
+                low: 0.0,
+                high: 1.0
+            },
+        }),
+        "{v:?}"
+    );
+    let json = v.to_json().expect("json");
+    assert_eq!(Verdict::from_json(&json).expect("reads back"), v);
+    let base = CommitId::parse(&"aa".repeat(20)).expect("commit");
+    let cand = CommitId::parse(&"bb".repeat(20)).expect("commit");
+    let q = question(&policy, "ranged", &base, &cand);
+    let fourth = recompute_at(&store, &q, v.trace.size, Law::Tuned).expect("law 4");
+    assert!(
+        matches!(
+            fourth
+                .stage(&ratchet_gate::Stage::Sequential)
+                .map(|s| &s.details),
+            Some(StageDetails::TooFewTasks(TooFewTasks { tasks: 50, .. }))
+        ),
+        "{fourth:?}"
     );
 }

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use common::with_guards_lifted;
 use rand::{Rng, SeedableRng, rngs::StdRng};
-use ratchet_gate::{GateStatus, Outcome, Policy, RejectCause, Stage, Verdict, decide_at};
+use ratchet_gate::{GateStatus, Outcome, Policy, RejectCause, Stage, Verdict, verdict_at};
 use ratchet_scorers::{Direction, Rubric, RubricSet};
 use ratchet_trace::{
     AppendOnce, AsOf, CommitId, DB_FILE, EventDraft, MergeOptions, ReservedKind, Score, Store,
@@ -68,7 +68,7 @@ fn verdict_with(store: &mut Store, policy: &str) -> ratchet_gate::Result<Verdict
     let (b, c) = (base(), cand());
     let q = common::question(CLASS, policy.class(CLASS).expect("class"), &b, &c);
     let head = store.head().expect("head").size;
-    decide_at(store, &q, head)
+    verdict_at(store, &q, head)
 }
 
 fn verdict(store: &mut Store) -> Verdict {

@@ -1,11 +1,11 @@
 //! `decide` over a real store: stage order, fail-closed behaviour, the
-//! appended decision, and byte-for-byte recomputation with `decide_at`.
+//! appended decision, and byte-for-byte recomputation with `verdict_at`.
 
 use crate::common;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use ratchet_gate::{
     GateStatus, KIND_DECISION, Outcome, Policy, Question, RejectCause, Stage, Verdict, decide,
-    decide_at, decide_in, verdict_in,
+    decide_in, verdict_at, verdict_in,
 };
 use ratchet_testkit::{REQUIRES_UNIT, gap_class, guardrail, paired_class};
 use ratchet_trace::{CommitId, Ledger, Score, Store, StoreOptions, TestRun, VerifyOptions};
@@ -130,7 +130,7 @@ impl World {
             &self.base,
             &self.cand,
         );
-        decide_at(&mut self.store, &q, seq)
+        verdict_at(&mut self.store, &q, seq)
     }
 }
 
@@ -218,7 +218,7 @@ fn a_warm_verdict_on_a_trace_that_fails_names_a_head_the_file_holds() {
         "the warm verdict names the file's head"
     );
     let mut fresh = Store::open(&path, StoreOptions::default()).expect("fresh");
-    let cold = decide_at(&mut fresh, &q, file.size).expect("cold verdict");
+    let cold = verdict_at(&mut fresh, &q, file.size).expect("cold verdict");
     assert_eq!(cold.trace.size, warm.trace.size);
     assert_eq!(cold.trace.hash, warm.trace.hash);
 }
@@ -249,7 +249,7 @@ fn the_warm_gate_decides_as_the_cold_one_after_every_batch() {
     // The cold verdict at `head`: a new handle, verified from genesis.
     let cold = |head: u64| {
         let mut fresh = Store::open(&path, StoreOptions::default()).expect("fresh store");
-        decide_at(&mut fresh, &q, head).expect("cold verdict")
+        verdict_at(&mut fresh, &q, head).expect("cold verdict")
     };
     let mut rng = StdRng::seed_from_u64(11);
     let mut statuses = Vec::new();
@@ -577,7 +577,7 @@ fn scorer_versions_are_never_mixed() {
     let policy = Policy::parse(&paired_class("c", "answer", 3000, "")).expect("policy");
     let q = common::question("c", policy.class("c").expect("class"), &base, &cand);
     let head = store.head().expect("head").size;
-    let v = decide_at(&mut store, &q, head).expect("decide");
+    let v = verdict_at(&mut store, &q, head).expect("decide");
     assert_eq!(v.outcome, Outcome::Promote, "{v:#?}");
     assert_eq!(
         v.scorer_versions.get("answer").map(String::as_str),
@@ -591,7 +591,7 @@ fn scorer_versions_are_never_mixed() {
         policy: &pinned,
         ..q.clone()
     };
-    let v1 = decide_at(&mut store, &q1, head).expect("decide");
+    let v1 = verdict_at(&mut store, &q1, head).expect("decide");
     assert_eq!(rejected_at(&v1), Some(&Stage::Sequential), "{v1:#?}");
     assert_eq!(
         v1.scorer_versions.get("answer").map(String::as_str),
@@ -602,7 +602,7 @@ fn scorer_versions_are_never_mixed() {
         policy: &pinned,
         ..q.clone()
     };
-    let v9 = decide_at(&mut store, &q9, head).expect("decide");
+    let v9 = verdict_at(&mut store, &q9, head).expect("decide");
     assert_eq!(
         v9.outcome.status(),
         ratchet_gate::GateStatus::MissingEvidence,
@@ -649,7 +649,7 @@ fn directions_are_data_and_a_runner_change_is_never_a_regression() {
             &base,
             candidate,
         );
-        decide_at(&mut store, &q, head)
+        verdict_at(&mut store, &q, head)
     };
     // No direction in the policy: the declared one (lower) holds, and the
     // slower candidate is rejected on measured evidence.
@@ -725,10 +725,10 @@ fn a_pinned_class_decides_only_under_the_pin_in_force_at_its_seq() {
         policy: &first,
         ..q.clone()
     };
-    let recomputed = decide_at(&mut w.store, &q_first, at).expect("recompute");
+    let recomputed = verdict_at(&mut w.store, &q_first, at).expect("recompute");
     assert_eq!(recomputed, verdict, "byte for byte under the old pin");
     assert!(matches!(
-        decide_at(&mut w.store, &q, at),
+        verdict_at(&mut w.store, &q, at),
         Err(ratchet_gate::Error::PolicyNotPinned { .. })
     ));
     assert!(matches!(

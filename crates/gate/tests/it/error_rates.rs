@@ -24,7 +24,7 @@
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use rand_distr::{Distribution, Normal};
 use ratchet_gate::{
-    Outcome, Policy, Question, decide_at, exact_bernoulli, logistic_score, monte_carlo, verdict_in,
+    Outcome, Policy, Question, exact_bernoulli, logistic_score, monte_carlo, verdict_at, verdict_in,
 };
 use ratchet_testkit::{gap_class, gap_class_with_beta, paired_class_to};
 use ratchet_trace::{CommitId, Durability, Ledger, Score, Store, StoreOptions, VerifyOptions};
@@ -144,7 +144,7 @@ fn simulate(
         }
         store.record_scores(&scores, "sim").expect("scores");
         let head = store.head().expect("head").size;
-        match decide_at(&mut store, &q, head).expect("decide").outcome {
+        match verdict_at(&mut store, &q, head).expect("decide").outcome {
             Outcome::Promote => tally.promote += 1,
             Outcome::Reject { .. } => tally.reject += 1,
             Outcome::Continue { .. } => tally.open += 1,

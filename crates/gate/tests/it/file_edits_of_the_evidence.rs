@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use common::with_guards_lifted;
 use rand::{Rng, SeedableRng, rngs::StdRng};
-use ratchet_gate::{Outcome, Policy, Question, Stage, Verdict, decide_at};
+use ratchet_gate::{Outcome, Policy, Question, Stage, Verdict, verdict_at};
 use ratchet_trace::{
     AsOf, Checkpoint, CommitId, DB_FILE, MergeOptions, Score, Store, StoreOptions, TestRun,
     VerifyOptions,
@@ -66,7 +66,7 @@ impl World {
             allow_unpinned: true,
         };
         let head = store.head().expect("head").size;
-        decide_at(store, &q, head).expect("decide")
+        verdict_at(store, &q, head).expect("decide")
     }
     /// A new world whose keyed store holds [`TASKS`] seeded scores of each
     /// commit (the baseline passing at `base_rate`, the candidate at

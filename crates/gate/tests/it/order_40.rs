@@ -11,7 +11,7 @@
 //! finishes sooner and [`SLOW`] for the other; scores recorded in batches
 //! of ten completed jobs through a warm [`Ledger`], the gate asked after
 //! every batch until it stops saying "continue" (`verdict_in`, the
-//! library's `decide_at` on the ledger's head). Tolerances: three
+//! library's `verdict_at` on the ledger's head). Tolerances: three
 //! Monte-Carlo standard errors of the bound, √(b(1−b)/R) for R runs.
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
@@ -45,6 +45,11 @@ enum Runs {
     /// candidate's run (in a pool of its own) begins: an incumbent measured
     /// earlier.
     BaselineFirst,
+    /// Red team (attack A): each run in a pool of its own, run side by
+    /// side; the baseline's first batch is recorded, then the candidate's
+    /// whole run (its jobs, in completion order, in consecutive batches),
+    /// then the rest of the baseline's run.
+    CandidateBatch,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -112,6 +117,15 @@ fn pool_run(
             let cand: Vec<_> = (0..TASKS).map(|t| job(rng, t, true)).collect();
             let mut done = pool_completions(WORKERS, base);
             done.extend(pool_completions(WORKERS, cand));
+            done
+        }
+        Runs::CandidateBatch => {
+            let base: Vec<_> = (0..TASKS).map(|t| job(rng, t, false)).collect();
+            let cand: Vec<_> = (0..TASKS).map(|t| job(rng, t, true)).collect();
+            let base = pool_completions(WORKERS, base);
+            let mut done: Vec<_> = base[..BATCH].to_vec();
+            done.extend(pool_completions(WORKERS, cand));
+            done.extend_from_slice(&base[BATCH..]);
             done
         }
     }
@@ -407,7 +421,7 @@ fn guardrails_and_pentanomial_pairs_wait_in_the_declared_order() {
     .expect("policy");
     let decide = |class: &str, store: &mut Store| {
         let q = crate::common::question(class, policy.class(class).expect("class"), &base, &cand);
-        ratchet_gate::decide_at(store, &q, store.head().expect("head").size).expect("decide")
+        ratchet_gate::verdict_at(store, &q, store.head().expect("head").size).expect("decide")
     };
     // Every candidate score beats the baseline's: the test promotes within
     // the first listed tasks, then the guardrail waits at t00003.
@@ -425,5 +439,32 @@ fn guardrails_and_pentanomial_pairs_wait_in_the_declared_order() {
         (fig.n, fig.stopped_at_missing_task.as_deref()),
         (2, Some("t00002")),
         "{v:?}"
+    );
+}
+
+/// A red team's attack A: the null, failures finishing sooner, no `tasks`;
+/// the candidate's run recorded in one stretch after the baseline's first
+/// batch, while the baseline is silent. The sweep read the rest in the
+/// baseline's trace order (0.14 false promotes over 200 runs, α 0.05);
+/// a task the candidate scored in that window is now seen when the window
+/// closes, and read in name order (0.075 over 200 runs with the fix).
+#[test]
+fn a_candidate_run_recorded_in_one_stretch_mid_baseline_run_holds_alpha() {
+    let runs = runs();
+    let alpha = 0.05;
+    let t = simulate(
+        "betting",
+        false,
+        runs,
+        4001,
+        0.5,
+        0.5,
+        Timing::FailuresFirst,
+        Runs::CandidateBatch,
+    );
+    let promoted = t.promote as f64 / runs as f64;
+    assert!(
+        promoted <= alpha + tolerance(alpha, runs),
+        "false promotes {promoted} at α {alpha}: {t:?}"
     );
 }

@@ -26,7 +26,7 @@
 
 use rand::{Rng, rngs::StdRng};
 use ratchet_gate::{
-    BernoulliSprt, BettingTest, Boundaries, Decision, MonteCarloEstimate, Result, SequentialTest,
+    BernoulliSprt, BettingTest, Boundaries, MonteCarloEstimate, Result, SequentialTest, TestState,
     exact_bernoulli, monte_carlo,
 };
 
@@ -132,7 +132,7 @@ pub struct KnownVariance {
     bounds: Boundaries,
     llr: f64,
     n: u64,
-    decision: Decision,
+    decision: TestState,
 }
 
 impl KnownVariance {
@@ -144,7 +144,7 @@ impl KnownVariance {
             bounds: Boundaries::new(ALPHA, BETA)?,
             llr: 0.0,
             n: 0,
-            decision: Decision::Continue,
+            decision: TestState::Continue,
         })
     }
 }
@@ -152,7 +152,7 @@ impl KnownVariance {
 impl SequentialTest for KnownVariance {
     type Observation = f64;
 
-    fn update(&mut self, d: f64) -> Result<Decision> {
+    fn update(&mut self, d: f64) -> Result<TestState> {
         if !self.decision.is_final() {
             self.n += 1;
             self.llr += self.slope * (d - self.middle);
@@ -169,7 +169,7 @@ impl SequentialTest for KnownVariance {
         self.n
     }
 
-    fn decision(&self) -> Decision {
+    fn decision(&self) -> TestState {
         self.decision
     }
 }

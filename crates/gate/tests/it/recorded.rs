@@ -3,7 +3,7 @@
 //! `fixtures/recorded` is a store written by `examples/recorded_verdicts.rs`
 //! with the gate of 2026-11-30 (before `StageReport` was typed): fourteen
 //! verdicts of every shape, with the policy file they were decided under.
-//! Each is recomputed with `decide_at` at the trace size it records and
+//! Each is recomputed with `verdict_at` at the trace size it records and
 //! must equal the payload stored, byte for byte: the policy hash (its
 //! canonical form), the stage reports and their field order, the numbers.
 //! A change that breaks this breaks every audit of an old decision: when
@@ -11,7 +11,7 @@
 //! ([`ratchet_gate::Law`]; these name none: the first).
 
 use crate::common;
-use ratchet_gate::{KIND_DECISION, Law, Policy, Verdict, decide_at, recompute_at};
+use ratchet_gate::{KIND_DECISION, Law, Policy, Verdict, recompute_at, verdict_at};
 use ratchet_trace::{Store, StoreOptions, VerifyOptions};
 
 #[test]
@@ -53,7 +53,7 @@ fn every_recorded_verdict_recomputes_byte_for_byte() {
         assert_eq!(law, Law::NameOrder, "recorded before the law had a number");
         assert_eq!(r.law, law);
         let again = recompute_at(&store, &q, r.trace.size, law).expect("recompute");
-        let now = decide_at(&mut store, &q, r.trace.size).expect("the current law");
+        let now = verdict_at(&mut store, &q, r.trace.size).expect("the current law");
         assert_eq!(now.law, Law::CURRENT);
         statuses.insert(format!("{:?}", again.outcome.status()));
         assert_eq!(again, r);

@@ -5,7 +5,7 @@
 use crate::common;
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use ratchet_gate::{
-    Error, GateStatus, GuardrailResult, Law, Policy, StageDetails, Verdict, decide, decide_at,
+    Error, GateStatus, GuardrailResult, Law, Policy, StageDetails, Verdict, decide, verdict_at,
 };
 use ratchet_testkit::{gap_class, guardrail, paired_class_to};
 use ratchet_trace::{CommitId, Score, Store, TestRun};
@@ -172,12 +172,13 @@ fn every_shape_of_verdict_reads_back_to_the_same_bytes() {
                     StageDetails::Sequential(_) => "sequential",
                     StageDetails::Guardrail(_) => "guardrail",
                     StageDetails::TooFewTasks(_) => "too few tasks",
+                    StageDetails::Refused(_) => "refused",
                     StageDetails::Benchmarks(_) => "benchmarks",
                 };
                 shapes.insert(shape.to_string());
             }
             // A past look, recomputed, reads back as well.
-            let earlier = decide_at(&mut store, &q, v.trace.size / 2).expect("decide_at");
+            let earlier = verdict_at(&mut store, &q, v.trace.size / 2).expect("verdict_at");
             reads_back(&earlier);
         }
     }
