@@ -111,7 +111,7 @@ pub struct GateRequest<'a> {
 /// As [`gate`]; [`Error::Gate`] if the class's policy cannot be resolved
 /// ([`ratchet_gate::resolve_policy`]).
 pub fn gate_once(
-    mut store: Store,
+    store: Store,
     request: &GateRequest<'_>,
     options: &GateOptions<'_>,
 ) -> Result<(GateRun, ratchet_gate::PolicySource)> {
@@ -151,7 +151,7 @@ pub fn gate_once(
             }
             let head = store.head()?.size;
             GateRun {
-                verdict: ratchet_gate::verdict_at(&mut store, &question, head)?,
+                verdict: ratchet_gate::verdict_at(&store, &question, head)?,
                 decision: None,
                 promotion: None,
             }
