@@ -269,7 +269,7 @@ impl StageReport {
         use ratchet_gate::{GuardrailResult, Stage, StageDetails};
         let mut unit = Unit::Plain;
         let name = r.stage.to_string();
-        let mut s = StageReport {
+        let mut stage = StageReport {
             name,
             passed: r.passed.as_option(),
             measure: None,
@@ -292,19 +292,19 @@ impl StageReport {
         let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
         match &r.details {
             StageDetails::Verification(d) => {
-                s.n = Some(d.size);
-                s.n_of = Some("events".into());
+                stage.n = Some(d.size);
+                stage.n_of = Some("events".into());
             }
             // No suite required: no count to show (0 runs would read as missing).
             StageDetails::Tests(d) if !d.suites.is_empty() => {
-                s.n = Some(d.suites.iter().map(|x| x.runs.len() as u64).sum());
-                s.n_of = Some("runs".into());
+                stage.n = Some(d.suites.iter().map(|x| x.runs.len() as u64).sum());
+                stage.n_of = Some("runs".into());
             }
             StageDetails::Tests(_) => {}
             StageDetails::Invariants(d) => {
                 // The least-evidenced invariant: what the stage rests on.
-                s.n = d.invariants.iter().map(|i| i.tasks).min();
-                s.n_of = s.n.map(|_| "tasks".into());
+                stage.n = d.invariants.iter().map(|i| i.tasks).min();
+                stage.n_of = stage.n.map(|_| "tasks".into());
             }
             StageDetails::Sequential(d) => {
                 // Shown as read (candidate − baseline in the scorer's
@@ -312,94 +312,94 @@ impl StageReport {
                 match (&d.effect, scale.effect(d)) {
                     (Some(e), Some(read)) => {
                         unit = read.unit;
-                        s.measure = Some(format!("{} ({})", read.measure, read.better));
-                        s.estimate = Some(read.value);
-                        s.ci_low = Some(read.low);
-                        s.ci_high = Some(read.high);
-                        s.interval = e.interval.map(|i| i.as_str().to_string());
-                        s.n = Some(count(e.n));
+                        stage.measure = Some(format!("{} ({})", read.measure, read.better));
+                        stage.estimate = Some(read.value);
+                        stage.ci_low = Some(read.low);
+                        stage.ci_high = Some(read.high);
+                        stage.interval = e.interval.map(|i| i.as_str().to_string());
+                        stage.n = Some(count(e.n));
                         if let Some(b) = read.bound {
-                            s.bound = Some(b.improvement);
-                            s.bound_side = Some(
+                            stage.bound = Some(b.improvement);
+                            stage.bound_side = Some(
                                 match b.side {
                                     ratchet_gate::BoundSide::Lower => "lower",
                                     ratchet_gate::BoundSide::Upper => "upper",
                                 }
                                 .into(),
                             );
-                            s.bound_level = Some(b.level);
-                            s.bound_text = Some(b.text);
+                            stage.bound_level = Some(b.level);
+                            stage.bound_text = Some(b.text);
                         }
-                        s.effect_shown = Some(read.text);
+                        stage.effect_shown = Some(read.text);
                     }
                     _ => {
-                        s.measure = Some(d.test.effect_measure().to_string());
-                        s.n = Some(count(d.tasks_available));
+                        stage.measure = Some(d.test.effect_measure().to_string());
+                        stage.n = Some(count(d.tasks_available));
                     }
                 }
-                s.n_of = Some("pairs".into());
+                stage.n_of = Some("pairs".into());
             }
             StageDetails::Guardrail(d) => {
                 if let Stage::Guardrail(scorer) = &r.stage {
                     unit = Unit::of_scorer(scorer);
                 }
-                s.measure = Some("excess over the margin (below 0: non-inferior)".into());
+                stage.measure = Some("excess over the margin (below 0: non-inferior)".into());
                 match d.result {
                     GuardrailResult::Welch(w) => {
                         // Welch's test is one-sided and reports no N.
-                        s.estimate = Some(w.excess);
+                        stage.estimate = Some(w.excess);
                     }
                     GuardrailResult::Sequence(q) => {
-                        s.estimate = Some(q.excess);
-                        s.ci_high = Some(q.upper_bound);
-                        s.interval = Some("confidence sequence, upper bound".into());
-                        s.n = Some(q.n);
-                        s.n_of = Some("pairs".into());
+                        stage.estimate = Some(q.excess);
+                        stage.ci_high = Some(q.upper_bound);
+                        stage.interval = Some("confidence sequence, upper bound".into());
+                        stage.n = Some(q.n);
+                        stage.n_of = Some("pairs".into());
                     }
                 }
             }
             StageDetails::TooFewTasks(d) => {
-                s.n = Some(count(d.tasks));
-                s.n_of = Some("pairs".into());
+                stage.n = Some(count(d.tasks));
+                stage.n_of = Some("pairs".into());
             }
             StageDetails::Refused(d) => {
-                s.n = Some(count(d.tasks));
-                s.n_of = Some("pairs".into());
+                stage.n = Some(count(d.tasks));
+                stage.n_of = Some("pairs".into());
             }
             // The slowest benchmark first: the one the stage turns on.
             StageDetails::Benchmarks(d) => {
                 if let Some(first) = d.benchmarks.first() {
-                    s.measure = Some(format!(
+                    stage.measure = Some(format!(
                         "ratio candidate / baseline of {} (above 1: slower)",
                         first.benchmark
                     ));
-                    s.estimate = Some(first.ratio);
-                    s.ci_low = Some(first.low);
-                    s.ci_high = Some(first.high);
-                    s.n = Some(count(first.n));
-                    s.n_of = Some("pairs".into());
+                    stage.estimate = Some(first.ratio);
+                    stage.ci_low = Some(first.low);
+                    stage.ci_high = Some(first.high);
+                    stage.n = Some(count(first.n));
+                    stage.n_of = Some("pairs".into());
                 }
             }
         }
-        if s.measure.is_some() {
-            s.unit = Some(unit.as_str().to_string()).filter(|u| !u.is_empty());
+        if stage.measure.is_some() {
+            stage.unit = Some(unit.as_str().to_string()).filter(|u| !u.is_empty());
             let shown = |v: f64| {
-                if s.n_of.is_some() && matches!(r.details, StageDetails::Benchmarks(_)) {
+                if stage.n_of.is_some() && matches!(r.details, StageDetails::Benchmarks(_)) {
                     ratchet_gate::shown::sig(v)
                 } else {
                     signed(v, unit)
                 }
             };
-            s.estimate_text = s.estimate.map(shown);
-            if s.ci_low.is_some() || s.ci_high.is_some() {
-                s.interval_text = Some(format!(
+            stage.estimate_text = stage.estimate.map(shown);
+            if stage.ci_low.is_some() || stage.ci_high.is_some() {
+                stage.interval_text = Some(format!(
                     "[{}, {}]",
-                    s.ci_low.map_or_else(|| "−∞".to_string(), shown),
-                    s.ci_high.map_or_else(|| "+∞".to_string(), shown)
+                    stage.ci_low.map_or_else(|| "−∞".to_string(), shown),
+                    stage.ci_high.map_or_else(|| "+∞".to_string(), shown)
                 ));
             }
         }
-        s
+        stage
     }
 }
 
@@ -481,7 +481,7 @@ pub(crate) fn decide(
         let (class, _) =
             ratchet_gate::resolve_policy(warm.as_ref().map(|l| l.view()), cls, file.as_ref())
                 .map_err(ToPyErr::py)?;
-        let q = ratchet_gate::Question {
+        let question = ratchet_gate::Question {
             class: cls,
             policy: &class,
             baseline: &b,
@@ -491,13 +491,14 @@ pub(crate) fn decide(
         };
         let verified = warm.is_some();
         let (verdict, receipt) = match warm {
-            Some(l) if record => ratchet_gate::decide_in(l, &q),
-            Some(l) => ratchet_gate::verdict_in(l, &q).map(|v| (v, None)),
+            Some(l) if record => ratchet_gate::decide_in(l, &question),
+            Some(l) => ratchet_gate::verdict_in(l, &question).map(|v| (v, None)),
             None => {
-                let s = owner.store()?;
-                s.head()
+                let store = owner.store()?;
+                store
+                    .head()
                     .map_err(ratchet_gate::Error::from)
-                    .and_then(|h| ratchet_gate::verdict_at(s, &q, h.size))
+                    .and_then(|h| ratchet_gate::verdict_at(store, &question, h.size))
                     .map(|v| (v, None))
             }
         }
@@ -551,7 +552,7 @@ pub(crate) fn calibrate(
     seed: u64,
 ) -> PyResult<Table> {
     let class = policy.inner.class(cls).map_err(ToPyErr::py)?;
-    let a = ratchet_gate::Assumptions {
+    let assumptions = ratchet_gate::Assumptions {
         p0,
         sigma,
         draw,
@@ -559,7 +560,7 @@ pub(crate) fn calibrate(
         seed,
     };
     let rows = py
-        .detach(|| ratchet_gate::calibration_table(class, &a, &mut || {}))
+        .detach(|| ratchet_gate::calibration_table(class, &assumptions, &mut || {}))
         .map_err(ToPyErr::py)?;
     // The effect as its unit and its value (a pass rate, a mean shift, an Elo).
     let unit: Vec<&str> = rows.iter().map(|r| r.effect.unit()).collect();
@@ -637,8 +638,12 @@ pub(crate) fn welch_non_inferiority<'py>(
         float_array(py, baseline, "baseline")?,
         float_array(py, candidate, "candidate")?,
     );
-    let b = ratchet_gate::SampleStats::from_values(baseline.as_slice()?).map_err(ToPyErr::py)?;
-    let c = ratchet_gate::SampleStats::from_values(candidate.as_slice()?).map_err(ToPyErr::py)?;
-    let out = test.welch(&b, &c).map_err(ToPyErr::py)?;
+    let baseline_stats =
+        ratchet_gate::SampleStats::from_values(baseline.as_slice()?).map_err(ToPyErr::py)?;
+    let candidate_stats =
+        ratchet_gate::SampleStats::from_values(candidate.as_slice()?).map_err(ToPyErr::py)?;
+    let out = test
+        .welch(&baseline_stats, &candidate_stats)
+        .map_err(ToPyErr::py)?;
     from_json(py, &out)
 }

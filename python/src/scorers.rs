@@ -80,10 +80,10 @@ pub(crate) fn ingest<'py>(
         direction: direction.map(self::direction).transpose()?,
         ..ratchet_scorers::IngestOptions::default()
     };
-    let r = store.with(py, |s| {
+    let report = store.with(py, |s| {
         ratchet_scorers::ingest(s, format, &paths, &options).map_err(ToPyErr::py)
     })?;
-    ingest_dict(py, &r)
+    ingest_dict(py, &report)
 }
 
 /// Ingests a JUnit XML file for `commit`: a dict of test_runs, scores, already_ingested_at.
@@ -96,11 +96,11 @@ pub(crate) fn ingest_junit<'py>(
     commit: &str,
     session: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let c = self::commit(commit)?;
-    let r = store.with(py, |s| {
-        ratchet_scorers::ingest_junit(s, &path, &c, session).map_err(ToPyErr::py)
+    let commit_id = self::commit(commit)?;
+    let report = store.with(py, |s| {
+        ratchet_scorers::ingest_junit(s, &path, &commit_id, session).map_err(ToPyErr::py)
     })?;
-    ingest_dict(py, &r)
+    ingest_dict(py, &report)
 }
 
 /// Ingests a JSON Lines score file (lines may name their commit; `commit`
@@ -114,16 +114,16 @@ pub(crate) fn ingest_jsonl<'py>(
     commit: Option<&str>,
     session: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let c = commit.map(self::commit).transpose()?;
-    let r = store.with(py, |s| {
+    let commit_id = commit.map(self::commit).transpose()?;
+    let report = store.with(py, |s| {
         ratchet_scorers::ingest_jsonl(
             s,
             &path,
-            c.as_ref(),
+            commit_id.as_ref(),
             &ratchet_scorers::RubricSet::default(),
             session,
         )
         .map_err(ToPyErr::py)
     })?;
-    ingest_dict(py, &r)
+    ingest_dict(py, &report)
 }

@@ -105,11 +105,11 @@ impl Owner {
 }
 
 pub(crate) fn options(key: Option<PathBuf>) -> PyResult<StoreOptions> {
-    let mut o = StoreOptions::default();
+    let mut options = StoreOptions::default();
     if let Some(k) = key {
-        o = o.writer_key(WriterKey::read_file(&k).map_err(ToPyErr::py)?);
+        options = options.writer_key(WriterKey::read_file(&k).map_err(ToPyErr::py)?);
     }
-    Ok(o)
+    Ok(options)
 }
 
 impl Store {
@@ -146,12 +146,12 @@ impl Store {
     #[staticmethod]
     #[pyo3(signature = (path, key=None))]
     fn open(py: Python<'_>, path: PathBuf, key: Option<PathBuf>) -> PyResult<Self> {
-        let o = options(key)?;
-        let s = py
-            .detach(|| ratchet_trace::Store::open(&path, o))
+        let store_options = options(key)?;
+        let store = py
+            .detach(|| ratchet_trace::Store::open(&path, store_options))
             .map_err(ToPyErr::py)?;
         Ok(Store {
-            inner: Mutex::new(Owner::Cold(s)),
+            inner: Mutex::new(Owner::Cold(store)),
         })
     }
 
@@ -159,12 +159,12 @@ impl Store {
     #[staticmethod]
     #[pyo3(signature = (path, key=None))]
     fn create(py: Python<'_>, path: PathBuf, key: Option<PathBuf>) -> PyResult<Self> {
-        let o = options(key)?;
-        let s = py
-            .detach(|| ratchet_trace::Store::create(&path, o))
+        let store_options = options(key)?;
+        let store = py
+            .detach(|| ratchet_trace::Store::create(&path, store_options))
             .map_err(ToPyErr::py)?;
         Ok(Store {
-            inner: Mutex::new(Owner::Cold(s)),
+            inner: Mutex::new(Owner::Cold(store)),
         })
     }
 
@@ -190,15 +190,15 @@ impl Store {
         session: Option<String>,
         commit: Option<&str>,
     ) -> PyResult<u64> {
-        let mut d = EventDraft::json(kind, &to_json(py, payload)?).map_err(ToPyErr::py)?;
+        let mut draft = EventDraft::json(kind, &to_json(py, payload)?).map_err(ToPyErr::py)?;
         if let Some(s) = session {
-            d = d.session(s);
+            draft = draft.session(s);
         }
         if let Some(c) = commit {
-            d = d.commit(self::commit(c)?);
+            draft = draft.commit(self::commit(c)?);
         }
         Ok(self
-            .with(py, move |s| s.append(d).map_err(ToPyErr::py))?
+            .with(py, move |s| s.append(draft).map_err(ToPyErr::py))?
             .seq)
     }
 
@@ -245,28 +245,28 @@ impl Store {
     fn verify<'py>(&self, py: Python<'py>, raise_on_fault: bool) -> PyResult<Bound<'py, PyAny>> {
         let report = self.with(py, |s| s.verify().map_err(ToPyErr::py))?;
         if raise_on_fault && report.fault.is_some() {
-            let r = report.into_result().map_err(ToPyErr::py);
-            r?;
+            let result = report.into_result().map_err(ToPyErr::py);
+            result?;
             unreachable!("a report with a fault is an error");
         }
-        let d = PyDict::new(py);
-        d.set_item("size", report.size)?;
-        d.set_item("head", report.head.to_hex().to_string())?;
-        d.set_item("keyed", report.keyed)?;
-        d.set_item("macs_checked", report.macs_checked)?;
-        d.set_item("valid", report.fault.is_none())?;
-        d.set_item("fault", report.fault.as_ref().map(|f| f.to_string()))?;
-        Ok(d.into_any())
+        let dict = PyDict::new(py);
+        dict.set_item("size", report.size)?;
+        dict.set_item("head", report.head.to_hex().to_string())?;
+        dict.set_item("keyed", report.keyed)?;
+        dict.set_item("macs_checked", report.macs_checked)?;
+        dict.set_item("valid", report.fault.is_none())?;
+        dict.set_item("fault", report.fault.as_ref().map(|f| f.to_string()))?;
+        Ok(dict.into_any())
     }
 
     /// The chain head as a checkpoint (`origin`, `size`, `head`).
     fn checkpoint<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let cp = self.lock()?.store()?.checkpoint().map_err(ToPyErr::py)?;
-        let d = PyDict::new(py);
-        d.set_item("origin", cp.origin)?;
-        d.set_item("size", cp.size)?;
-        d.set_item("head", cp.head.to_hex().to_string())?;
-        Ok(d.into_any())
+        let dict = PyDict::new(py);
+        dict.set_item("origin", cp.origin)?;
+        dict.set_item("size", cp.size)?;
+        dict.set_item("head", cp.head.to_hex().to_string())?;
+        Ok(dict.into_any())
     }
 
     /// Merges the cell store at `path` into this one (`cell_key`: its writer key file).
@@ -281,12 +281,12 @@ impl Store {
         if let Some(k) = cell_key {
             opts = opts.cell_key(WriterKey::read_file(&k).map_err(ToPyErr::py)?);
         }
-        let r = self.with(py, |s| s.merge_cell(&path, &opts).map_err(ToPyErr::py))?;
-        let d = PyDict::new(py);
-        d.set_item("cell_id", r.cell_id)?;
-        d.set_item("ingested", r.ingested)?;
-        d.set_item("already_present", r.already_present)?;
-        Ok(d.into_any())
+        let report = self.with(py, |s| s.merge_cell(&path, &opts).map_err(ToPyErr::py))?;
+        let dict = PyDict::new(py);
+        dict.set_item("cell_id", report.cell_id)?;
+        dict.set_item("ingested", report.ingested)?;
+        dict.set_item("already_present", report.already_present)?;
+        Ok(dict.into_any())
     }
 
     /// Every score of the verified trace as an Arrow table: seq, commit,
@@ -325,7 +325,7 @@ impl Store {
     ) -> PyResult<Table> {
         let rows = self.warm(py, |l| {
             let view = l.view();
-            let v = match version {
+            let chosen_version = match version {
                 Some(v) => Some(v),
                 None => view
                     .scorer_versions(scorer, AsOf::Head)
@@ -333,8 +333,10 @@ impl Store {
                     .next()
                     .map(|v| v.version),
             };
-            Ok(match &v {
-                Some(v) => view.commit_stats(ScorerRef::at_version(scorer, v), AsOf::Head),
+            Ok(match &chosen_version {
+                Some(chosen) => {
+                    view.commit_stats(ScorerRef::at_version(scorer, chosen), AsOf::Head)
+                }
                 None => Vec::new(),
             })
         })?;

@@ -123,9 +123,9 @@ pub(crate) fn cut(text: &str, max: usize) -> String {
     if one_line.chars().count() <= max {
         return one_line;
     }
-    let mut t: String = one_line.chars().take(max.saturating_sub(1)).collect();
-    t.push('…');
-    t
+    let mut truncated: String = one_line.chars().take(max.saturating_sub(1)).collect();
+    truncated.push('…');
+    truncated
 }
 
 pub(crate) fn html_escape(text: &str) -> String {
@@ -177,29 +177,29 @@ pub(crate) fn column_object<'py>(py: Python<'py>, a: &dyn Array) -> PyResult<Bou
     let gaps = a.null_count() > 0;
     Ok(match a.data_type() {
         DataType::Float64 => {
-            let p = a.as_primitive::<Float64Type>();
+            let values = a.as_primitive::<Float64Type>();
             if gaps {
-                PyArray1::from_iter(py, p.iter().map(|v| v.unwrap_or(f64::NAN))).into_any()
+                PyArray1::from_iter(py, values.iter().map(|v| v.unwrap_or(f64::NAN))).into_any()
             } else {
-                PyArray1::from_slice(py, p.values()).into_any()
+                PyArray1::from_slice(py, values.values()).into_any()
             }
         }
         DataType::UInt64 => {
-            let p = a.as_primitive::<UInt64Type>();
+            let values = a.as_primitive::<UInt64Type>();
             if gaps {
-                PyArray1::from_iter(py, p.iter().map(|v| v.map_or(f64::NAN, |x| x as f64)))
+                PyArray1::from_iter(py, values.iter().map(|v| v.map_or(f64::NAN, |x| x as f64)))
                     .into_any()
             } else {
-                PyArray1::from_slice(py, p.values()).into_any()
+                PyArray1::from_slice(py, values.values()).into_any()
             }
         }
         DataType::Int64 => {
-            let p = a.as_primitive::<Int64Type>();
+            let values = a.as_primitive::<Int64Type>();
             if gaps {
-                PyArray1::from_iter(py, p.iter().map(|v| v.map_or(f64::NAN, |x| x as f64)))
+                PyArray1::from_iter(py, values.iter().map(|v| v.map_or(f64::NAN, |x| x as f64)))
                     .into_any()
             } else {
-                PyArray1::from_slice(py, p.values()).into_any()
+                PyArray1::from_slice(py, values.values()).into_any()
             }
         }
         DataType::Boolean if !gaps => {
@@ -279,7 +279,7 @@ impl Table {
 
     /// Every column by name (see `column`).
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
+        let dict = PyDict::new(py);
         for (field, a) in self
             .batch
             .schema()
@@ -287,9 +287,9 @@ impl Table {
             .iter()
             .zip(self.batch.columns())
         {
-            d.set_item(field.name(), column_object(py, a.as_ref())?)?;
+            dict.set_item(field.name(), column_object(py, a.as_ref())?)?;
         }
-        Ok(d)
+        Ok(dict)
     }
 
     /// A pandas DataFrame (built from NumPy columns: pyarrow is not needed).
@@ -320,23 +320,23 @@ impl Table {
         let names = self.names();
         let mut rows = Vec::with_capacity(self.batch.num_rows());
         for row in 0..self.batch.num_rows() {
-            let d = PyDict::new(py);
+            let dict = PyDict::new(py);
             for (name, a) in names.iter().zip(self.batch.columns()) {
-                d.set_item(name, cell_object(py, a.as_ref(), row)?)?;
+                dict.set_item(name, cell_object(py, a.as_ref(), row)?)?;
             }
-            rows.push(d);
+            rows.push(dict);
         }
         PyList::new(py, rows)?.into_any().try_iter()
     }
 
     /// The size, the columns with their types, and the first rows.
     fn __repr__(&self) -> String {
-        let n = self.batch.num_rows();
-        let shown = n.min(REPR_ROWS);
+        let rows = self.batch.num_rows();
+        let shown = rows.min(REPR_ROWS);
         let schema = self.batch.schema();
         let mut out = format!(
-            "ratchet.Table: {n} row{} × {} column{}\n",
-            if n == 1 { "" } else { "s" },
+            "ratchet.Table: {rows} row{} × {} column{}\n",
+            if rows == 1 { "" } else { "s" },
             schema.fields().len(),
             if schema.fields().len() == 1 { "" } else { "s" },
         );
@@ -370,11 +370,11 @@ impl Table {
             out.push_str(cells.join("  ").trim_end());
             out.push('\n');
         }
-        if n > shown {
+        if rows > shown {
             out.push_str(&format!(
                 "… {} more row{}",
-                n - shown,
-                if n - shown == 1 { "" } else { "s" }
+                rows - shown,
+                if rows - shown == 1 { "" } else { "s" }
             ));
         }
         out.trim_end().to_string()
@@ -382,7 +382,7 @@ impl Table {
 
     /// The table's first rows as HTML, for notebooks.
     fn _repr_html_(&self) -> String {
-        let n = self.batch.num_rows();
+        let rows = self.batch.num_rows();
         let schema = self.batch.schema();
         let mut out = String::from("<table><thead><tr>");
         for f in schema.fields() {
@@ -393,7 +393,7 @@ impl Table {
             ));
         }
         out.push_str("</tr></thead><tbody>");
-        for row in 0..n.min(HTML_ROWS) {
+        for row in 0..rows.min(HTML_ROWS) {
             out.push_str("<tr>");
             for a in self.batch.columns() {
                 out.push_str(&format!(
@@ -404,9 +404,9 @@ impl Table {
             out.push_str("</tr>");
         }
         out.push_str(&format!(
-            "</tbody></table><p>ratchet.Table: {n} rows × {} columns{}</p>",
+            "</tbody></table><p>ratchet.Table: {rows} rows × {} columns{}</p>",
             schema.fields().len(),
-            if n > HTML_ROWS {
+            if rows > HTML_ROWS {
                 format!(" (first {HTML_ROWS} shown)")
             } else {
                 String::new()

@@ -136,15 +136,15 @@ fn key_file_or_env(key_file: Option<&Path>) -> Option<PathBuf> {
 /// The store options carrying the writer key (`--key-file`, else
 /// `RATCHET_KEY_FILE`), and that key's id.
 fn options_and_key_id(key_file: Option<&Path>) -> Result<(StoreOptions, Option<String>)> {
-    let mut o = StoreOptions::default();
+    let mut options = StoreOptions::default();
     let mut id = None;
     if let Some(p) = key_file_or_env(key_file) {
         let key = WriterKey::read_file(&p)
             .with_context(|| format!("reading the writer key {}", p.display()))?;
         id = Some(key.id_hex());
-        o = o.writer_key(key);
+        options = options.writer_key(key);
     }
-    Ok((o, id))
+    Ok((options, id))
 }
 
 /// A key of another store is said to be one before anything is read with
@@ -421,15 +421,15 @@ mod tests {
         let wrapped = ratchet_orchestrate::Error::Scorers(ratchet_scorers::Error::Trace(
             ratchet_trace::Error::KeyRequired,
         ));
-        let e = anyhow::Error::new(wrapped).context("reading the store");
+        let error = anyhow::Error::new(wrapped).context("reading the store");
         assert_eq!(
-            hint(&e),
+            hint(&error),
             Some(
                 "pass the store's writer key with --key-file, or set RATCHET_KEY_FILE to its path"
             )
         );
         // Said once: the context, then the library's whole message.
-        let text = error_text(&e);
+        let text = error_text(&error);
         assert!(text.starts_with("reading the store: "), "{text}");
         let rest = text.trim_start_matches("reading the store: ");
         assert_eq!(rest, ratchet_trace::Error::KeyRequired.to_string());

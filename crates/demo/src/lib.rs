@@ -286,8 +286,8 @@ impl DemoSummary {
     }
     /// Mean tasks scored per decision.
     pub fn mean_tasks(&self) -> f64 {
-        let n = self.proposals.len().max(1) as f64;
-        self.proposals.iter().map(|p| p.tasks as f64).sum::<f64>() / n
+        let decisions = self.proposals.len().max(1) as f64;
+        self.proposals.iter().map(|p| p.tasks as f64).sum::<f64>() / decisions
     }
     fn count(&self, f: impl Fn(&Proposal) -> bool) -> usize {
         self.proposals.iter().filter(|p| f(p)).count()
@@ -329,12 +329,12 @@ struct World {
 
 impl World {
     fn truth(&self, c: &CommitId) -> (usize, Truth) {
-        let i = self
+        let index = self
             .truths
             .iter()
             .position(|(k, _)| k == c)
             .unwrap_or_default();
-        (i, self.truths[i].1)
+        (index, self.truths[index].1)
     }
 
     /// A commit of `prompt.txt` on top of `parent` (not on any branch).
@@ -372,16 +372,16 @@ impl World {
             "grounded": self.rng.random_bool(0.7),
             "concise": self.rng.random_bool(0.6),
         });
-        let mut s = Score::new(
+        let mut score = Score::new(
             commit.clone(),
             task,
             EVAL_SCORER,
             self.rubric.score_json(&observation)?,
         );
-        s.scorer_version = self.rubric.version();
-        s.cost = Some(cost * self.rng.random_range(0.8..1.2));
-        s.latency_ms = Some(self.rng.random_range(300.0..900.0));
-        Ok(s)
+        score.scorer_version = self.rubric.version();
+        score.cost = Some(cost * self.rng.random_range(0.8..1.2));
+        score.latency_ms = Some(self.rng.random_range(300.0..900.0));
+        Ok(score)
     }
 
     /// Scores `commit` on evaluation tasks up to `upto` (those it lacks),
@@ -437,7 +437,7 @@ impl World {
 /// Draws a proposal's kind and truth from its baseline's.
 fn draw_proposal(rng: &mut StdRng, base: Truth, start_quality: f64) -> (Kind, Truth) {
     let roll: f64 = rng.random();
-    let mut t = Truth {
+    let mut truth = Truth {
         unsafe_task: None,
         broken: false,
         regression: false,
@@ -448,23 +448,23 @@ fn draw_proposal(rng: &mut StdRng, base: Truth, start_quality: f64) -> (Kind, Tr
     } else if roll < 0.60 {
         // Gains shrink near the ceiling.
         let room = (1.0 - base.quality) / (1.0 - start_quality);
-        t.quality = (base.quality + rng.random_range(0.08..0.18) * room).min(0.97);
-        t.regression = rng.random_bool(0.3);
+        truth.quality = (base.quality + rng.random_range(0.08..0.18) * room).min(0.97);
+        truth.regression = rng.random_bool(0.3);
         Kind::Good
     } else if roll < 0.80 {
-        t.quality = (base.quality - rng.random_range(0.08..0.22)).max(0.05);
+        truth.quality = (base.quality - rng.random_range(0.08..0.22)).max(0.05);
         Kind::Harmful
     } else if roll < 0.88 {
-        t.cost = base.cost * 1.3;
+        truth.cost = base.cost * 1.3;
         Kind::Costly
     } else if roll < 0.94 {
-        t.unsafe_task = Some(rng.random_range(0..SAFETY_TASKS));
+        truth.unsafe_task = Some(rng.random_range(0..SAFETY_TASKS));
         Kind::Unsafe
     } else {
-        t.broken = true;
+        truth.broken = true;
         Kind::Broken
     };
-    (kind, t)
+    (kind, truth)
 }
 
 /// Runs the demo in `options.dir`, calling `progress` after each proposal.
@@ -504,7 +504,7 @@ pub fn run_demo(
     // Pinned: every decision of the run is taken under this policy, whatever
     // happens to the file beside the store.
     ratchet_gate::pin_policy(&mut store, "prompt", &class)?;
-    let mut w = World {
+    let mut world = World {
         repo,
         ledger: Ledger::new(store, VerifyOptions::default())?,
         rubric: Rubric::from_toml(DEMO_RUBRIC)?,
@@ -523,14 +523,16 @@ pub fn run_demo(
         broken: false,
         regression: false,
     };
-    let v0 = w.commit(None, "v0: answer the question.\n", first)?;
+    let v0 = world.commit(None, "v0: answer the question.\n", first)?;
     let v0_oid = Oid::from_str(v0.as_str())?;
-    w.repo
+    world
+        .repo
         .reference("refs/heads/main", v0_oid, true, "demo: initial")?;
-    w.repo
+    world
+        .repo
         .checkout_head(Some(git2::build::CheckoutBuilder::new().force()))?;
-    w.evaluate(&v0, FIRST_BATCH)?;
-    ratchet_orchestrate::record_promotion(&repo_dir, &mut w.ledger, &v0, "prompt", None)?;
+    world.evaluate(&v0, FIRST_BATCH)?;
+    ratchet_orchestrate::record_promotion(&repo_dir, &mut world.ledger, &v0, "prompt", None)?;
     let mut ladder = vec![Rung {
         commit: v0.clone(),
         how: "initial",
@@ -542,7 +544,7 @@ pub fn run_demo(
     let mut false_alarms = 0;
     // The first deployment serves live traffic too.
     if let Some(healed) = live_phase(
-        &mut w,
+        &mut world,
         &repo_dir,
         &baseline,
         &mut regressions,
@@ -553,18 +555,18 @@ pub fn run_demo(
     }
 
     for number in 1..=options.proposals {
-        let (_, base_truth) = w.truth(&baseline);
-        let (kind, truth) = draw_proposal(&mut w.rng, base_truth, START);
+        let (_, base_truth) = world.truth(&baseline);
+        let (kind, truth) = draw_proposal(&mut world.rng, base_truth, START);
         let parent = Oid::from_str(baseline.as_str())?;
         let text = format!("v{number}: {kind:?} idea #{number}.\n");
-        let candidate = w.commit(Some(parent), &text, truth)?;
+        let candidate = world.commit(Some(parent), &text, truth)?;
         let mut upto = FIRST_BATCH;
         let mut rounds = 0;
         let status = loop {
-            w.evaluate(&baseline, upto)?;
-            w.evaluate(&candidate, upto)?;
+            world.evaluate(&baseline, upto)?;
+            world.evaluate(&candidate, upto)?;
             rounds += 1;
-            let q = Question {
+            let question = Question {
                 class: "prompt",
                 policy: &class,
                 baseline: &baseline,
@@ -572,7 +574,7 @@ pub fn run_demo(
                 checkpoint: None,
                 allow_unpinned: false,
             };
-            let (verdict, _) = ratchet_gate::decide_in(&mut w.ledger, &q)?;
+            let (verdict, _) = ratchet_gate::decide_in(&mut world.ledger, &question)?;
             let status = verdict.outcome.status();
             // The test truncates after `max_n` discordant pairs, so it ends;
             // the cap on tasks is only a guard against a policy that never does.
@@ -596,14 +598,14 @@ pub fn run_demo(
         if status == GateStatus::Promote {
             ratchet_orchestrate::record_promotion(
                 &repo_dir,
-                &mut w.ledger,
+                &mut world.ledger,
                 &candidate,
                 "prompt",
                 None,
             )?;
             // Deployed: the work tree is checked out at the promoted commit
             // (against the old HEAD, then HEAD moves).
-            ratchet_orchestrate::check_out_detached(&w.repo, &candidate, &store_dir)?;
+            ratchet_orchestrate::check_out_detached(&world.repo, &candidate, &store_dir)?;
             ladder.push(Rung {
                 commit: candidate.clone(),
                 how: "promotion",
@@ -611,7 +613,7 @@ pub fn run_demo(
             });
             baseline = candidate;
             if let Some(healed) = live_phase(
-                &mut w,
+                &mut world,
                 &repo_dir,
                 &baseline,
                 &mut regressions,
@@ -626,14 +628,17 @@ pub fn run_demo(
             of: options.proposals,
         });
     }
-    let marker = w.ledger.append(ratchet_trace::EventDraft::json(
+    let marker = world.ledger.append(ratchet_trace::EventDraft::json(
         "note",
         &serde_json::json!({"demo": "finished", "marker": TAMPER_MARKER}),
     )?)?;
     // The one full verification after the run (what a fresh reader does).
-    let report = w.ledger.store().verify_with(&VerifyOptions::default())?;
-    let in_control_watched = w.in_control_watched;
-    drop(w);
+    let report = world
+        .ledger
+        .store()
+        .verify_with(&VerifyOptions::default())?;
+    let in_control_watched = world.in_control_watched;
+    drop(world);
     let tamper = tamper_copy(&store_dir, &options.dir.join("tampered-copy"), marker.seq)?;
     Ok(DemoSummary {
         seed: options.seed,
@@ -699,7 +704,7 @@ fn live_phase(
     let mut live = Vec::with_capacity(LIVE_REQUESTS);
     for r in 0..LIVE_REQUESTS {
         let fired = onset.is_some_and(|o| r >= o);
-        let p = truth.quality - if fired { REGRESSION_DROP } else { 0.0 };
+        let pass_probability = truth.quality - if fired { REGRESSION_DROP } else { 0.0 };
         // Live traffic is scored pass/fail (was the answer correct) under
         // a scorer of its own: the gate pairs the evaluation scorer's tasks
         // in the baseline's trace order and would wait at a live request
@@ -707,7 +712,7 @@ fn live_phase(
         // ARL is exact (the Bernoulli CUSUM), where a normal-theory chart
         // on the rubric's six-valued, left-heavy scores is not.
         let task = format!("live-{:06}", w.live_served + r);
-        let correct = w.rng.random_bool(p.clamp(0.0, 1.0));
+        let correct = w.rng.random_bool(pass_probability.clamp(0.0, 1.0));
         live.push(Score::new(
             deployed.clone(),
             task,

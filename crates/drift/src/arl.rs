@@ -298,11 +298,11 @@ pub fn monte_carlo_arl<D: Detector + Clone>(
     let mut lengths = Vec::with_capacity(runs);
     let mut censored = 0;
     for _ in 0..runs {
-        let mut d = template.clone();
-        d.reset();
+        let mut detector = template.clone();
+        detector.reset();
         let mut len = cap;
         for t in 1..=cap {
-            if d.update(normal.sample(&mut rng))?.is_some() {
+            if detector.update(normal.sample(&mut rng))?.is_some() {
                 len = t;
                 break;
             }

@@ -120,9 +120,9 @@ impl BernoulliCusum {
         }
         let probe = BernoulliCusum::new(p0, p1, 1.0)?;
         let arl = |h_units: u64| -> Result<f64> {
-            let mut c = probe.clone();
-            c.h_units = h_units;
-            bernoulli_cusum_arl(&c, p0)
+            let mut chart = probe.clone();
+            chart.h_units = h_units;
+            bernoulli_cusum_arl(&chart, p0)
         };
         // Double h until the target is reached (never solving for absurdly
         // long run lengths, where the linear system loses precision), then
@@ -148,9 +148,9 @@ impl BernoulliCusum {
                 lo = mid + 1;
             }
         }
-        let mut c = probe;
-        c.h_units = lo;
-        Ok(c)
+        let mut chart = probe;
+        chart.h_units = lo;
+        Ok(chart)
     }
 
     /// The reference k and the interval h, as run (rounded to 1/UNITS).
@@ -281,9 +281,9 @@ mod tests {
     #[test]
     fn parameters_follow_the_sprt_reference_and_are_refused_when_invalid() {
         // p0 = 0.9 → p1 = 0.8: failure rate 0.1 → 0.2, k = ln(0.9/0.8)/ln(0.2·0.9/(0.1·0.8)).
-        let c = BernoulliCusum::new(0.9, 0.8, 4.0).expect("valid");
+        let chart = BernoulliCusum::new(0.9, 0.8, 4.0).expect("valid");
         let k = (0.9f64 / 0.8).ln() / (0.2f64 * 0.9 / (0.1 * 0.8)).ln();
-        let (kr, h) = c.parameters();
+        let (kr, h) = chart.parameters();
         assert!(
             (kr - k).abs() <= 0.5 / BernoulliCusum::UNITS as f64,
             "{kr} vs {k}"
@@ -292,9 +292,9 @@ mod tests {
         assert!(BernoulliCusum::new(0.0, 0.5, 4.0).is_err());
         assert!(BernoulliCusum::new(0.5, 0.5, 4.0).is_err());
         assert!(BernoulliCusum::new(0.5, 0.4, 0.0).is_err());
-        let mut c = c;
-        assert!(c.update(0.5).is_err(), "not a pass/fail score");
-        assert_eq!(c.n(), 0, "a refused observation is not counted");
+        let mut chart = chart;
+        assert!(chart.update(0.5).is_err(), "not a pass/fail score");
+        assert_eq!(chart.n(), 0, "a refused observation is not counted");
     }
 
     #[test]
@@ -305,12 +305,12 @@ mod tests {
         // from ½ a watched outcome reaches 1 and alarms. With q the watched
         // rate: a0 = 1 + q·a½ + (1−q)·a0, a½ = 1 + (1−q)·a0, so
         // a0 = (1 + q)/q².
-        let mut c = BernoulliCusum::new(0.5, 0.4, 1.0).expect("valid");
-        c.r = BernoulliCusum::UNITS / 2;
+        let mut chart = BernoulliCusum::new(0.5, 0.4, 1.0).expect("valid");
+        chart.r = BernoulliCusum::UNITS / 2;
         for p in [0.3, 0.5, 0.8] {
             let q = 1.0 - p;
             let exact = (1.0 + q) / (q * q);
-            let arl = bernoulli_cusum_arl(&c, p).expect("arl");
+            let arl = bernoulli_cusum_arl(&chart, p).expect("arl");
             assert!((arl - exact).abs() < 1e-9 * exact, "{arl} vs {exact}");
         }
     }

@@ -158,7 +158,7 @@ impl Cusum {
         if !(k.is_finite() && k >= 0.0) {
             return Err(invalid("k", format!("{k} must be a finite number ≥ 0")));
         }
-        let mut c = Cusum {
+        let mut cusum = Cusum {
             mu0,
             sigma,
             k,
@@ -170,8 +170,8 @@ impl Cusum {
             last_zero_up: 0,
             last_zero_down: 0,
         };
-        c.reset();
-        Ok(c)
+        cusum.reset();
+        Ok(cusum)
     }
 
     /// A CUSUM tuned to catch a mean shift of `shift` σ (k = shift/2) with the
@@ -484,7 +484,7 @@ impl PageHinkley {
             ));
         }
         let lambda = positive("lambda", lambda)?;
-        let mut p = PageHinkley {
+        let mut detector = PageHinkley {
             delta,
             lambda,
             n: 0,
@@ -496,8 +496,8 @@ impl PageHinkley {
             down_max: 0.0,
             down_max_at: 0,
         };
-        p.reset();
-        Ok(p)
+        detector.reset();
+        Ok(detector)
     }
 }
 
@@ -578,30 +578,33 @@ mod tests {
             PageHinkley::new(0.1, 0.0),
             Err(Error::InvalidParameter { name: "lambda", .. })
         ));
-        let mut c = Cusum::new(0.0, 1.0, 0.5, 4.0).expect("valid");
+        let mut cusum = Cusum::new(0.0, 1.0, 0.5, 4.0).expect("valid");
         assert!(matches!(
-            c.update(f64::NAN),
+            cusum.update(f64::NAN),
             Err(Error::InvalidObservation { .. })
         ));
-        assert_eq!(c.n(), 0, "a refused observation is not counted");
+        assert_eq!(cusum.n(), 0, "a refused observation is not counted");
     }
 
     #[test]
     fn cusum_follows_the_recursion_and_dates_the_change() {
-        let mut c = Cusum::new(10.0, 2.0, 0.5, 4.0).expect("valid");
+        let mut cusum = Cusum::new(10.0, 2.0, 0.5, 4.0).expect("valid");
         // In control, then a +2σ shift from observation 6 on.
         let xs = [10.0, 9.0, 11.0, 10.0, 8.0, 14.0, 14.0, 14.0, 14.0];
         let mut alarm = None;
         for x in xs {
-            if let Some(a) = c.update(x).expect("finite") {
+            if let Some(a) = cusum.update(x).expect("finite") {
                 alarm = Some(a);
                 break;
             }
         }
-        let a = alarm.expect("the shift is caught");
+        let caught = alarm.expect("the shift is caught");
         // z = 2 from obs 6: C⁺ = 1.5, 3.0, 4.5 > 4 at obs 8.
-        assert_eq!((a.n, a.shift, a.change_start), (8, Shift::Up, 6));
-        assert!((a.statistic - 4.5).abs() < 1e-12);
+        assert_eq!(
+            (caught.n, caught.shift, caught.change_start),
+            (8, Shift::Up, 6)
+        );
+        assert!((caught.statistic - 4.5).abs() < 1e-12);
         let mut fir = Cusum::new(10.0, 2.0, 0.5, 4.0)
             .expect("valid")
             .with_fast_initial_response();
@@ -640,7 +643,7 @@ mod tests {
     #[test]
     fn page_hinkley_catches_both_directions() {
         for (shift, want) in [(3.0, Shift::Up), (-3.0, Shift::Down)] {
-            let mut p = PageHinkley::new(0.5, 10.0).expect("valid");
+            let mut detector = PageHinkley::new(0.5, 10.0).expect("valid");
             let mut got = None;
             for i in 0..200 {
                 let x = if i < 50 {
@@ -648,22 +651,22 @@ mod tests {
                 } else {
                     shift + f64::from(i % 3) - 1.0
                 };
-                if let Some(a) = p.update(x).expect("finite") {
+                if let Some(a) = detector.update(x).expect("finite") {
                     got = Some(a);
                     break;
                 }
             }
-            let a = got.expect("caught");
-            assert_eq!(a.shift, want);
+            let caught = got.expect("caught");
+            assert_eq!(caught.shift, want);
             assert!(
-                a.n > 50 && a.n < 70,
+                caught.n > 50 && caught.n < 70,
                 "caught soon after the change: {}",
-                a.n
+                caught.n
             );
             assert!(
-                (45..=55).contains(&a.change_start),
+                (45..=55).contains(&caught.change_start),
                 "dated near 51: {}",
-                a.change_start
+                caught.change_start
             );
         }
     }

@@ -70,11 +70,11 @@ pub struct Warmup {
 impl Warmup {
     /// The warm-up of `scores`.
     pub fn of(scores: &[f64]) -> Warmup {
-        let mut r = Running::default();
+        let mut running = Running::default();
         for &x in scores {
-            r.push(x);
+            running.push(x);
         }
-        r.warmup()
+        running.warmup()
     }
 }
 
@@ -173,11 +173,11 @@ fn tuned(key: u32, shift: f64, arl0: f64, drop: bool) -> Result<BernoulliCusum> 
     }
     let p0 = f64::from(key) / RATE_GRID;
     let p1 = if drop { p0 - shift } else { p0 + shift };
-    let c = BernoulliCusum::for_arl0(p0, p1, arl0)?;
+    let chart = BernoulliCusum::for_arl0(p0, p1, arl0)?;
     memo.lock()
         .unwrap_or_else(|e| e.into_inner())
-        .insert(id, c.clone());
-    Ok(c)
+        .insert(id, chart.clone());
+    Ok(chart)
 }
 
 /// The self-starting Bernoulli CUSUM's tuning.
@@ -331,15 +331,15 @@ impl LiveChart {
                         ),
                     ));
                 }
-                let mut r = RateChart {
+                let mut chart = RateChart {
                     chart: BernoulliCusum::new(0.5, if drop { 0.4 } else { 0.6 }, 1.0)?,
                     shift,
                     arl0,
                     drop,
                     key: 0,
                 };
-                r.retune(&est)?;
-                Inner::Bernoulli(r)
+                chart.retune(&est)?;
+                Inner::Bernoulli(chart)
             }
         };
         Ok(LiveChart {

@@ -732,13 +732,13 @@ pub fn best_commit(view: &Verified, ranking: &Ranking<'_>) -> Result<Vec<RankedC
             continue;
         }
         let sd = s.variance.unwrap_or(0.0).sqrt();
-        let t = StudentsT::new(0.0, 1.0, (s.n - 1) as f64)
+        let student = StudentsT::new(0.0, 1.0, (s.n - 1) as f64)
             .map_err(|e| Error::Numerical {
                 what: "student t",
                 reason: e.to_string(),
             })?
             .inverse_cdf(confidence);
-        let lower_bound = s.mean - sign * t * sd / (s.n as f64).sqrt();
+        let lower_bound = s.mean - sign * student * sd / (s.n as f64).sqrt();
         // Statistics that overflowed f64 (scores near ±1.8e308) are marked
         // +∞ by the store: no bound can be drawn from them, and an infinite
         // or NaN bound must not rank a commit first.
@@ -849,9 +849,9 @@ pub fn size_warmup(
     seed: u64,
 ) -> Result<Option<WarmupReport>> {
     for &m in candidates {
-        let r = warmup_false_alarms(k, h, m, horizon, runs, seed)?;
-        if r.p_false_alarm <= target {
-            return Ok(Some(r));
+        let report = warmup_false_alarms(k, h, m, horizon, runs, seed)?;
+        if report.p_false_alarm <= target {
+            return Ok(Some(report));
         }
     }
     Ok(None)

@@ -200,7 +200,7 @@ pub fn scores_batch(view: &Verified) -> Result<RecordBatch> {
         latency: Float64Builder,
         holdout: BooleanBuilder,
     }
-    let mut c = Columns {
+    let mut columns = Columns {
         seq: UInt64Builder::new(),
         commit: Text::new("commit"),
         task: Text::new("task"),
@@ -212,26 +212,26 @@ pub fn scores_batch(view: &Verified) -> Result<RecordBatch> {
         holdout: BooleanBuilder::new(),
     };
     view.each_score(0, &mut |r| {
-        c.seq.append_value(r.seq);
-        c.commit.push(r.commit);
-        c.task.push(r.task);
-        c.scorer.push(r.scorer);
-        c.version.push(r.scorer_version);
-        c.value.append_value(r.value);
-        c.cost.append_option(r.cost);
-        c.latency.append_option(r.latency_ms);
-        c.holdout.append_value(r.holdout);
+        columns.seq.append_value(r.seq);
+        columns.commit.push(r.commit);
+        columns.task.push(r.task);
+        columns.scorer.push(r.scorer);
+        columns.version.push(r.scorer_version);
+        columns.value.append_value(r.value);
+        columns.cost.append_option(r.cost);
+        columns.latency.append_option(r.latency_ms);
+        columns.holdout.append_value(r.holdout);
     });
     batch(vec![
-        ("seq", Arc::new(c.seq.finish()), false),
-        ("commit", c.commit.finish()?, false),
-        ("task", c.task.finish()?, false),
-        ("scorer", c.scorer.finish()?, false),
-        ("scorer_version", c.version.finish()?, false),
-        ("value", Arc::new(c.value.finish()), false),
-        ("cost", Arc::new(c.cost.finish()), true),
-        ("latency_ms", Arc::new(c.latency.finish()), true),
-        ("holdout", Arc::new(c.holdout.finish()), false),
+        ("seq", Arc::new(columns.seq.finish()), false),
+        ("commit", columns.commit.finish()?, false),
+        ("task", columns.task.finish()?, false),
+        ("scorer", columns.scorer.finish()?, false),
+        ("scorer_version", columns.version.finish()?, false),
+        ("value", Arc::new(columns.value.finish()), false),
+        ("cost", Arc::new(columns.cost.finish()), true),
+        ("latency_ms", Arc::new(columns.latency.finish()), true),
+        ("holdout", Arc::new(columns.holdout.finish()), false),
     ])
 }
 

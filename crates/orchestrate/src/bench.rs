@@ -11,8 +11,8 @@ use serde::Serialize;
 use ratchet_gate::{GateStatus, Outcome, Policy, Question, Verdict};
 use ratchet_trace::{CommitId, Store};
 
+use crate::checks::{Loaded, Source, check_commands, load, write_snapshot};
 use crate::sandbox::{CommandReport, EnvPolicy, Limits, Sandbox, checked_relative};
-use crate::verify::{Loaded, Source, check_commands, load, write_snapshot};
 use crate::{Error, Result, io_err};
 
 #[cfg(test)]
@@ -367,9 +367,9 @@ pub fn bench_with(
     });
     let mut destroyed = Ok(());
     for sandbox in boxes.iter_mut() {
-        let d = sandbox.destroy();
+        let destroyed_result = sandbox.destroy();
         if destroyed.is_ok() {
-            destroyed = d;
+            destroyed = destroyed_result;
         }
     }
     let report = report?;
@@ -426,9 +426,12 @@ fn run_rounds(
         decision_seq: None,
     };
     for side in [BenchSide::Baseline, BenchSide::Candidate] {
-        let r = boxes[side_index(side)].exec(&spec.build, &spec.limits, &spec.env)?;
-        let passed = r.passed;
-        report.builds.push(BenchBuild { side, command: r });
+        let build = boxes[side_index(side)].exec(&spec.build, &spec.limits, &spec.env)?;
+        let passed = build.passed;
+        report.builds.push(BenchBuild {
+            side,
+            command: build,
+        });
         if !passed {
             report.failure = Some(format!("the {} build failed", side_name(side)));
             return Ok(report);

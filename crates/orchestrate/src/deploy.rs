@@ -10,7 +10,7 @@
 //! [`recover_checkout`]) and records that it did. A ref moved by anyone
 //! else is a fault [`check_promotion_refs`] names.
 //!
-//! Every checkout ratchet makes goes through [`safe_checkout`]: it never
+//! Every checkout ratchet makes goes through `safe_checkout`: it never
 //! overwrites an edited, untracked or ignored file, and [`store_paths_in`]
 //! refuses a commit that tracks anything inside the store directory (a
 //! commit that carries `.ratchet/trace.db` or `.ratchet/policy.toml` would
@@ -23,9 +23,18 @@ use git2::{ObjectType, Oid, Repository, build::CheckoutBuilder};
 use serde::{Deserialize, Serialize};
 
 pub use ratchet_records::{CheckoutRecord, Promoted, PromotionRecord};
+/// What runs for each class — the latest promotion, or the heal that moved
+/// away from it — is one reading of the trace, shared with the report and
+/// drift: `ratchet-records` owns it.
+pub use ratchet_records::{DeployedBy, Deployment, deployed, deployments};
 use ratchet_trace::{CommitId, EventDraft, Ledger, Receipt, ReservedKind, Store, Verified};
 
 use crate::{Error, Result};
+
+/// Event kind recorded when a heal checks a commit out.
+pub const KIND_CHECKOUT: &str = ReservedKind::Checkout.as_str();
+/// Event kind recorded for a promotion.
+pub const KIND_PROMOTION: &str = ReservedKind::Promotion.as_str();
 
 /// The prefix of every promotion ref.
 pub const PROMOTION_REF_PREFIX: &str = "refs/ratchet/promoted/";
@@ -134,7 +143,7 @@ pub fn check_promotion_refs(repo_path: &Path, view: &Verified) -> Result<Vec<Ref
     for name in promotion_ref_names(&repo)? {
         let class = name.trim_start_matches(PROMOTION_REF_PREFIX).to_string();
         let expected = trace.remove(&class).map(|d| d.commit);
-        let r = match repo.find_reference(&name) {
+        let found_ref = match repo.find_reference(&name) {
             Ok(r) => r,
             Err(e) => {
                 faults.push(RefFault {
@@ -147,11 +156,11 @@ pub fn check_promotion_refs(repo_path: &Path, view: &Verified) -> Result<Vec<Ref
                 continue;
             }
         };
-        let symbolic = r.kind() == Some(git2::ReferenceType::Symbolic);
-        let points_at = r
+        let symbolic = found_ref.kind() == Some(git2::ReferenceType::Symbolic);
+        let points_at = found_ref
             .resolve()
             .ok()
-            .and_then(|r| r.target())
+            .and_then(|resolved| resolved.target())
             .map(|o| o.to_string());
         // A ref of a class never promoted is a fault whatever it resolves
         // to (a dangling symbolic ref included: its target can be made later).
@@ -556,12 +565,15 @@ pub(crate) fn safe_checkout(
     tree: &git2::Object<'_>,
     dry_run: bool,
 ) -> Result<()> {
-    let mut b = CheckoutBuilder::new();
-    b.safe().overwrite_ignored(false).disable_filters(true);
+    let mut checkout = CheckoutBuilder::new();
+    checkout
+        .safe()
+        .overwrite_ignored(false)
+        .disable_filters(true);
     if dry_run {
-        b.dry_run();
+        checkout.dry_run();
     }
-    repo.checkout_tree(tree, Some(&mut b))?;
+    repo.checkout_tree(tree, Some(&mut checkout))?;
     Ok(())
 }
 
@@ -700,7 +712,7 @@ fn latest_checkout(view: &Verified) -> Result<Option<(u64, CheckoutRecord)>> {
 ///
 /// # Errors
 /// [`Error::Trace`] if the store cannot be read or an event does not parse.
-pub fn checkouts_in(view: &Verified) -> Result<Vec<(u64, CheckoutRecord)>> {
+pub(crate) fn checkouts_in(view: &Verified) -> Result<Vec<(u64, CheckoutRecord)>> {
     Ok(ratchet_records::checkouts(view)?)
 }
 
@@ -712,9 +724,9 @@ pub(crate) fn write_synced_json<T: Serialize>(path: &Path, value: &T) -> Result<
         path: path.to_path_buf(),
         source: std::io::Error::other(e),
     })?;
-    let mut f = std::fs::File::create(path).map_err(crate::io_err(path))?;
-    f.write_all(&bytes).map_err(crate::io_err(path))?;
-    f.sync_all().map_err(crate::io_err(path))?;
+    let mut file = std::fs::File::create(path).map_err(crate::io_err(path))?;
+    file.write_all(&bytes).map_err(crate::io_err(path))?;
+    file.sync_all().map_err(crate::io_err(path))?;
     Ok(())
 }
 
@@ -749,14 +761,14 @@ impl PendingCheckout {
         head_was: Option<String>,
         to: CommitId,
     ) -> Self {
-        let mut m = PendingCheckout {
+        let mut marker = PendingCheckout {
             after_seq,
             head_was,
             to,
             mac: None,
         };
-        m.mac = m.expected_mac(store);
-        m
+        marker.mac = marker.expected_mac(store);
+        marker
     }
 
     fn expected_mac(&self, store: &Store) -> Option<String> {
@@ -826,7 +838,7 @@ pub fn recover_checkout(repo_path: &Path, ledger: &mut Ledger) -> Result<Option<
         remove()?;
         return Ok(None);
     };
-    crate::refuse_dirty(&repo)?;
+    crate::git::refuse_dirty(&repo)?;
     let store_dir = ledger.store().dir().to_path_buf();
     if let Some(reason) = checkout_refusal(&repo, &record.to, &store_dir)? {
         return Err(Error::UnsafeCheckout {

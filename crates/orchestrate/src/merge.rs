@@ -1,5 +1,8 @@
-//! `merge` and `merge_all`: git merges in memory, verified as a whole
-//! before they land as one commit, one at a time per repository.
+//! Git merges of branches — `merge_branch` and `merge_branches` — made in
+//! memory, checked as a whole (`run_checks`) before they land as one
+//! commit, one at a time per repository. Not the trace's cell merge
+//! (`ratchet_trace::Store::merge_cell`, `ratchet merge-cells`), which folds
+//! another store's events into this one.
 
 use std::path::{Path, PathBuf};
 
@@ -8,10 +11,10 @@ use serde::Serialize;
 
 use ratchet_trace::{CommitId, EventDraft, ReservedKind, Store};
 
-use crate::sandbox::{CommandReport, EnvPolicy, Limits, Sandbox};
-use crate::verify::{
-    Loaded, VerificationReport, VerifySpec, check_commands, tree_files, verify_loaded,
+use crate::checks::{
+    CheckReport, CheckSpec, Loaded, check_commands, run_checks_loaded, tree_files,
 };
+use crate::sandbox::{CommandReport, EnvPolicy, Limits, Sandbox};
 use crate::{Error, Result, io_err};
 
 /// How many times a merge is retried when `into` moves while it is being
@@ -24,7 +27,7 @@ pub struct MergeRequest {
     /// The branch merged into (`main`): a name under `refs/heads/`.
     pub into: String,
     /// How each merge result is verified (commands, limits, gate).
-    pub verify: VerifySpec,
+    pub verify: CheckSpec,
     /// Attempts when `into` moves meanwhile (default [`MERGE_ATTEMPTS`]).
     pub attempts: u32,
     /// Run once after a landing, in the repository's work tree (or its git
@@ -34,7 +37,7 @@ pub struct MergeRequest {
 
 impl MergeRequest {
     /// A request to merge into `into`, verified by `verify`.
-    pub fn new(into: impl Into<String>, verify: VerifySpec) -> Self {
+    pub fn new(into: impl Into<String>, verify: CheckSpec) -> Self {
         MergeRequest {
             into: into.into(),
             verify,
@@ -89,7 +92,7 @@ pub enum MergeOutcome {
         /// Attempts used (more than 1 when `into` moved meanwhile).
         attempts: u32,
         /// The verification of the merge commit.
-        verification: Box<VerificationReport>,
+        verification: Box<CheckReport>,
         /// The deploy hook's run, if one was given.
         deploy: Option<CommandReport>,
     },
@@ -121,7 +124,7 @@ pub enum MergeOutcome {
         /// The merge commit that was verified (not on any branch).
         commit: String,
         /// Why it failed.
-        verification: Box<VerificationReport>,
+        verification: Box<CheckReport>,
     },
     /// `into` kept moving: every attempt found it moved before the merge
     /// could land. Nothing landed.
@@ -205,7 +208,9 @@ fn branch_ref(name: &str) -> String {
 ///
 /// ```
 /// use git2::{Commit, Repository, Signature};
-/// use ratchet_orchestrate::{MergeOutcome, MergeRequest, ProcessSandbox, VerifySpec, merge};
+/// use ratchet_orchestrate::checks::CheckSpec;
+/// use ratchet_orchestrate::merge::{MergeOutcome, MergeRequest, merge_branch};
+/// use ratchet_orchestrate::sandbox::ProcessSandbox;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let dir = tempfile::tempdir()?;
 /// let repo = Repository::init_bare(dir.path().join("repo.git"))?;
@@ -223,9 +228,9 @@ fn branch_ref(name: &str) -> String {
 /// let mut store = ratchet_trace::Store::create(dir.path().join("store"), Default::default())?;
 /// // The merge commit is verified as a whole before `main` moves to it.
 /// let both = vec!["sh".into(), "-c".into(), "test -f b.txt && test -f c.txt".into()];
-/// let check = VerifySpec { commands: vec![both], ..Default::default() };
+/// let check = CheckSpec { commands: vec![both], ..Default::default() };
 /// let request = MergeRequest::new("main", check);
-/// let outcome = merge(&dir.path().join("repo.git"), &mut store, &mut ProcessSandbox::new(), "feature", &request)?;
+/// let outcome = merge_branch(&dir.path().join("repo.git"), &mut store, &mut ProcessSandbox::new(), "feature", &request)?;
 /// let MergeOutcome::Landed { commit, .. } = &outcome else { panic!("{}", outcome.word()) };
 /// assert_eq!(repo.refname_to_id("refs/heads/main")?.to_string(), *commit);
 /// # Ok(()) }
@@ -237,7 +242,7 @@ fn branch_ref(name: &str) -> String {
 /// [`Error::DirtyWorkTree`] if `into` is checked out with uncommitted
 /// changes; [`Error::Git`], [`Error::Sandbox`], [`Error::Trace`] underneath.
 /// Conflicts, semantic conflicts and refusals are outcomes, not errors.
-pub fn merge(
+pub fn merge_branch(
     repo_path: &Path,
     store: &mut Store,
     sandbox: &mut dyn Sandbox,
@@ -351,9 +356,9 @@ fn recover_interrupted_landing(repo: &Repository, store_dir: &Path) -> Result<()
 /// conflict, and the queue goes on without it).
 ///
 /// # Errors
-/// As [`merge`], for the first branch that errs (the outcomes before it
+/// As [`merge_branch`], for the first branch that errs (the outcomes before it
 /// stand, and are in the trace).
-pub fn merge_all(
+pub fn merge_branches(
     repo_path: &Path,
     store: &mut Store,
     sandbox: &mut dyn Sandbox,
@@ -362,7 +367,7 @@ pub fn merge_all(
 ) -> Result<Vec<MergeOutcome>> {
     branches
         .iter()
-        .map(|b| merge(repo_path, store, sandbox, b, request))
+        .map(|b| merge_branch(repo_path, store, sandbox, b, request))
         .collect()
 }
 
@@ -450,7 +455,7 @@ fn merge_locked(
     }
     for attempt in 1..=request.attempts.max(1) {
         if checked_out {
-            crate::refuse_dirty(repo)?;
+            crate::git::refuse_dirty(repo)?;
         }
         let ours = resolve_ref(repo, &into_ref)?;
         if ours == theirs || repo.graph_descendant_of(ours, theirs)? {
@@ -483,7 +488,7 @@ fn merge_locked(
             });
         }
 
-        let verification = verify_merge(
+        let verification = run_merge_checks(
             repo,
             (store, &mut *sandbox),
             &tree,
@@ -547,14 +552,14 @@ fn merge_locked(
 /// Verifies the merge's tree — the bytes that will land, read from the
 /// object database — as the candidate `commit` (its evaluation's evidence
 /// recorded for the merge commit).
-fn verify_merge(
+fn run_merge_checks(
     repo: &Repository,
     (store, sandbox): (&mut Store, &mut dyn Sandbox),
     tree: &git2::Tree<'_>,
     commit: &CommitId,
     name: &str,
-    spec: &VerifySpec,
-) -> Result<VerificationReport> {
+    spec: &CheckSpec,
+) -> Result<CheckReport> {
     let mut loaded = Loaded {
         files: Vec::new(),
         skipped: Vec::new(),
@@ -566,7 +571,7 @@ fn verify_merge(
     if let Some(e) = &mut spec.evaluation {
         e.candidate = Some(commit.clone());
     }
-    Ok(verify_loaded(store, sandbox, loaded, &spec)?.0)
+    Ok(run_checks_loaded(store, sandbox, loaded, &spec)?.0)
 }
 
 /// The merge of `theirs` into `ours` as a commit on no branch (its id and
@@ -728,24 +733,25 @@ fn conflict_report(
     };
     let mut files = Vec::new();
     for conflict in index.conflicts()? {
-        let c = conflict?;
-        let path = [&c.our, &c.their, &c.ancestor]
+        let found = conflict?;
+        let path = [&found.our, &found.their, &found.ancestor]
             .into_iter()
             .flatten()
             .next()
             .map(|e| String::from_utf8_lossy(&e.path).into_owned())
             .unwrap_or_default();
         let (a, o, t) = (
-            blob_bytes(&c.ancestor)?,
-            blob_bytes(&c.our)?,
-            blob_bytes(&c.their)?,
+            blob_bytes(&found.ancestor)?,
+            blob_bytes(&found.our)?,
+            blob_bytes(&found.their)?,
         );
         let diff = |old: &[u8], new: &[u8]| -> Result<String> {
-            let p = Path::new(&path);
-            let mut patch = git2::Patch::from_buffers(old, Some(p), new, Some(p), None)?;
+            let file_path = Path::new(&path);
+            let mut patch =
+                git2::Patch::from_buffers(old, Some(file_path), new, Some(file_path), None)?;
             Ok(String::from_utf8_lossy(&patch.to_buf()?).into_owned())
         };
-        let hunks = if c.our.is_some() && c.their.is_some() {
+        let hunks = if found.our.is_some() && found.their.is_some() {
             let (ia, io, it) = (
                 merge_input(&a, &path),
                 merge_input(&o, &path),
@@ -807,9 +813,9 @@ mod tests {
     #[test]
     fn hunks_are_the_marked_blocks() {
         let text = "a\n<<<<<<< main\nx\n||||||| base\nb\n=======\ny\n>>>>>>> topic\nc\n<<<<<<< main\n1\n=======\n2\n>>>>>>> topic\n";
-        let h = conflict_hunks(text);
-        assert_eq!(h.len(), 2);
-        assert!(h[0].starts_with("<<<<<<< main\nx\n") && h[0].ends_with(">>>>>>> topic\n"));
-        assert_eq!(h[1], "<<<<<<< main\n1\n=======\n2\n>>>>>>> topic\n");
+        let hunks = conflict_hunks(text);
+        assert_eq!(hunks.len(), 2);
+        assert!(hunks[0].starts_with("<<<<<<< main\nx\n") && hunks[0].ends_with(">>>>>>> topic\n"));
+        assert_eq!(hunks[1], "<<<<<<< main\n1\n=======\n2\n>>>>>>> topic\n");
     }
 }

@@ -1,4 +1,4 @@
-//! Where verification runs commands: the [`Sandbox`] trait and its two
+//! Where checks, merges and benchmarks run commands: the [`Sandbox`] trait and its two
 //! local backends, [`ProcessSandbox`] and [`NamespaceSandbox`].
 
 use std::collections::BTreeMap;
@@ -200,7 +200,7 @@ impl FileMode {
 /// caller and the deadline by the cluster, filling a [`CommandReport`] from
 /// the exit code, the container's cgroup counters (CPU, peak memory) and
 /// the captured streams; `read_file` copies out; `destroy` deletes the pod.
-/// Nothing above the trait changes: [`crate::verify`] and [`crate::merge`]
+/// Nothing above the trait changes: [`crate::checks::run_checks`] and [`crate::merge::merge_branch`]
 /// only ever call these five.
 pub trait Sandbox: std::fmt::Debug {
     /// The backend's name, as reports show it.
@@ -593,7 +593,7 @@ fn read_tail(mut from: impl Read, keep: usize) -> (Vec<u8>, u64) {
 }
 
 /// The largest file [`Sandbox::read_file`] returns from a local sandbox.
-pub const MAX_READ_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_READ_BYTES: u64 = 256 << 20;
 
 /// How long to wait for the output streams to close after the command's
 /// process group was killed: a process that left the group may hold them.

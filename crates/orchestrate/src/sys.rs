@@ -72,16 +72,16 @@ pub(crate) fn reap(pid: u32, block: bool) -> std::io::Result<Option<Reaped>> {
     let flags = if block { 0 } else { libc::WNOHANG };
     loop {
         // SAFETY: both pointers are to live, writable locals of the right types.
-        let r = unsafe { libc::wait4(pid as libc::pid_t, &mut status, flags, &mut usage) };
-        if r == 0 {
+        let returned = unsafe { libc::wait4(pid as libc::pid_t, &mut status, flags, &mut usage) };
+        if returned == 0 {
             return Ok(None);
         }
-        if r < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
+        if returned < 0 {
+            let error = std::io::Error::last_os_error();
+            if error.kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
-            return Err(e);
+            return Err(error);
         }
         let tv_ms = |tv: libc::timeval| tv.tv_sec as f64 * 1e3 + tv.tv_usec as f64 / 1e3;
         return Ok(Some(Reaped {
@@ -107,13 +107,13 @@ pub(crate) fn ended(pid: u32, block: bool) -> std::io::Result<bool> {
         // SAFETY: `siginfo_t` is plain data for which all-zero bytes are
         // valid; the pointer is to a live, writable local.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let r = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
-        if r < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
+        let returned = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
+        if returned < 0 {
+            let error = std::io::Error::last_os_error();
+            if error.kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
-            return Err(e);
+            return Err(error);
         }
         // With WNOHANG and the child still running, waitid returns 0 and
         // leaves si_pid 0.

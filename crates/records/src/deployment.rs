@@ -354,14 +354,14 @@ mod tests {
         class: &str,
         restores: Option<u64>,
     ) -> u64 {
-        let r = PromotionRecord {
+        let promotion = PromotionRecord {
             reference: format!("refs/ratchet/promoted/{class}"),
             class: class.into(),
             decision_seq: None,
             restores,
             ref_was: None,
         };
-        let draft = ratchet_trace::EventDraft::reserved(ReservedKind::Promotion, &r)
+        let draft = ratchet_trace::EventDraft::reserved(ReservedKind::Promotion, &promotion)
             .expect("draft")
             .commit(commit.clone())
             .session("promote");
@@ -374,7 +374,7 @@ mod tests {
         to: &CommitId,
         completes: Option<u64>,
     ) -> u64 {
-        let r = CheckoutRecord {
+        let checkout = CheckoutRecord {
             from: from.clone(),
             to: to.clone(),
             alarm_seq: Some(1),
@@ -384,7 +384,7 @@ mod tests {
             head_was: None,
             completes,
         };
-        let draft = ratchet_trace::EventDraft::reserved(ReservedKind::Checkout, &r)
+        let draft = ratchet_trace::EventDraft::reserved(ReservedKind::Checkout, &checkout)
             .expect("draft")
             .commit(to.clone())
             .session("heal");
@@ -409,10 +409,14 @@ mod tests {
         let view = store.verified(&Default::default()).expect("verifies");
         let now = deployments(&view).expect("reads");
         for class in ["prompt", "model"] {
-            let d = &now[class];
-            assert_eq!((&d.commit, d.seq, &d.promoted), (&b, healed, &a), "{class}");
+            let deployment = &now[class];
             assert_eq!(
-                d.how,
+                (&deployment.commit, deployment.seq, &deployment.promoted),
+                (&b, healed, &a),
+                "{class}"
+            );
+            assert_eq!(
+                deployment.how,
                 DeployedBy::Heal {
                     alarm_seq: Some(1),
                     from: a.clone()
@@ -443,7 +447,10 @@ mod tests {
         drop(view);
         let p2 = promote(&mut store, &c, "prompt", None);
         let view = store.verified(&Default::default()).expect("verifies");
-        let d = deployed(&view, "prompt").expect("reads").expect("deployed");
-        assert_eq!((d.commit, d.seq, d.how), (c, p2, DeployedBy::Promotion));
+        let deployment = deployed(&view, "prompt").expect("reads").expect("deployed");
+        assert_eq!(
+            (deployment.commit, deployment.seq, deployment.how),
+            (c, p2, DeployedBy::Promotion)
+        );
     }
 }

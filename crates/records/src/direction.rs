@@ -199,18 +199,18 @@ mod tests {
 
     #[test]
     fn a_declaration_is_stored_as_it_always_was() {
-        let d = ScorerDeclaration {
+        let declaration = ScorerDeclaration {
             scorer: "latency_ms".into(),
             direction: Direction::LowerIsBetter,
         };
-        let json = serde_json::to_string(&d).expect("json");
+        let json = serde_json::to_string(&declaration).expect("json");
         assert_eq!(
             json,
             r#"{"scorer":"latency_ms","direction":"lower_is_better"}"#
         );
         assert_eq!(
             serde_json::from_str::<ScorerDeclaration>(&json).expect("parses"),
-            d
+            declaration
         );
     }
 }

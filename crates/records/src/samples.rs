@@ -130,10 +130,10 @@ impl Samples {
     /// payload is not this struct's JSON (an unknown field included) or
     /// does not validate.
     pub fn from_payload(bytes: &[u8]) -> Result<Samples> {
-        let s: Samples = serde_json::from_slice(bytes)
+        let read: Samples = serde_json::from_slice(bytes)
             .map_err(|e| invalid("samples", format!("payload is not samples: {e}")))?;
-        s.validate()?;
-        Ok(s)
+        read.validate()?;
+        Ok(read)
     }
 }
 
@@ -155,9 +155,9 @@ mod tests {
 
     /// The payload `draft` is stored with.
     fn stored(draft: EventDraft) -> Vec<u8> {
-        let d = tempfile::tempdir().expect("tempdir");
+        let dir = tempfile::tempdir().expect("tempdir");
         let mut store =
-            ratchet_trace::Store::create(d.path().join("s"), Default::default()).expect("store");
+            ratchet_trace::Store::create(dir.path().join("s"), Default::default()).expect("store");
         store.append(draft).expect("appends");
         let mut events = store.events_of_kinds(&[KIND_SAMPLES]).expect("reads");
         assert_eq!(events.len(), 1);
@@ -166,26 +166,26 @@ mod tests {
 
     #[test]
     fn a_draft_round_trips_and_refuses_what_no_reader_can_use() {
-        let s = samples(vec![1.5, 2.0, -0.0]);
-        let draft = s.to_draft().expect("draft");
+        let recorded = samples(vec![1.5, 2.0, -0.0]);
+        let draft = recorded.to_draft().expect("draft");
         assert_eq!(draft.kind(), KIND_SAMPLES);
         let payload = stored(draft);
         let back = Samples::from_payload(&payload).expect("parses");
         assert_eq!(back.values, vec![1.5, 2.0, 0.0]);
         assert!(back.values[2].is_sign_positive());
         assert_eq!(back.round, None);
-        assert_eq!(back.commit, s.commit);
+        assert_eq!(back.commit, recorded.commit);
         let text = String::from_utf8(payload).expect("utf8");
         assert!(!text.contains("round"), "{text}");
         assert!(samples(vec![]).to_draft().is_err());
         assert!(samples(vec![1.0, f64::NAN]).to_draft().is_err());
         assert!(samples(vec![f64::INFINITY]).to_draft().is_err());
-        let mut s = samples(vec![1.0]);
-        s.unit = String::new();
-        assert!(s.to_draft().is_err());
-        s.unit = "s".into();
-        s.benchmark = "b".repeat(MAX_NAME_LEN + 1);
-        assert!(s.to_draft().is_err());
+        let mut recorded = samples(vec![1.0]);
+        recorded.unit = String::new();
+        assert!(recorded.to_draft().is_err());
+        recorded.unit = "s".into();
+        recorded.benchmark = "b".repeat(MAX_NAME_LEN + 1);
+        assert!(recorded.to_draft().is_err());
         let rounded = Samples {
             round: Some(3),
             ..samples(vec![1.0])

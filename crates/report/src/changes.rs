@@ -62,6 +62,8 @@ fn split(
     margin: f64,
     out: &mut Vec<Change>,
 ) {
+    // Binary segmentation in the formula's symbols: n points, a split at
+    // k, nl and nr points on each side, z the two-sample statistic.
     let n = logs.len();
     if n < 2 {
         return;

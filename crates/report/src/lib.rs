@@ -304,16 +304,16 @@ fn path_of(view: &Verified, d: &Decision) -> std::result::Result<Drawn, String> 
     let fig = d.sequential().ok_or("its sequential test did not run")?;
     let test = fig.test.test();
     if let Some(policy) = pinned_policy_of(view, d) {
-        let p = ratchet_gate::recorded_path(view, &d.v, &policy)
+        let path = ratchet_gate::recorded_path(view, &d.v, &policy)
             .map_err(|e| e.to_string())?
             .ok_or("its sequential test did not run")?;
         return Ok(Drawn {
-            promote: p.promote,
-            reject: p.reject,
-            lower: p.lower,
-            upper: p.upper,
-            judged_from: p.judged_from,
-            observation: p.observation,
+            promote: path.promote,
+            reject: path.reject,
+            lower: path.lower,
+            upper: path.upper,
+            judged_from: path.judged_from,
+            observation: path.observation,
             test,
         });
     }
@@ -431,46 +431,46 @@ impl Page<'_> {
             let mut text = String::new();
             let look = match last_final {
                 Some(ep) => {
-                    let d = ep.last;
+                    let last = ep.last;
                     writeln!(
                         text,
                         "<h2>{}: {} <code>{}</code> over <code>{}</code></h2>",
                         esc(&class),
-                        verdict_words(d),
-                        esc(short(d.candidate())),
-                        esc(short(d.baseline()))
+                        verdict_words(last),
+                        esc(short(last.candidate())),
+                        esc(short(last.baseline()))
                     )?;
                     let mut facts = Vec::new();
-                    match d.effect() {
+                    match last.effect() {
                         Some((tasks, iv)) => facts.push(format!(
                             "Effect <b>{}</b>, on {tasks} tasks (95 % {})",
-                            esc(&effect_text(self.view, d).unwrap_or_default()),
+                            esc(&effect_text(self.view, last).unwrap_or_default()),
                             esc(iv)
                         )),
-                        None if decided_without_test(self.view, d) => facts.push(
+                        None if decided_without_test(self.view, last) => facts.push(
                             "No sequential test: the class is decided by its required suites and invariants alone".into(),
                         ),
                         None => facts.push(format!(
                             "No effect measured: the decision stopped at {}",
-                            esc(&d.outcome())
+                            esc(&last.outcome())
                         )),
                     }
-                    if let Some((a, b)) = alpha_beta(self.view, d) {
+                    if let Some((a, b)) = alpha_beta(self.view, last) {
                         facts.push(format!("α = {}, β = {}", sig(a), sig(b)));
                     }
                     writeln!(
                         text,
                         "<p class=effect>{}.</p><p>Decided at seq {} ({} UTC) after {} look{} at the gate{}.</p>",
                         facts.join("; "),
-                        d.seq,
-                        utc(d.ts_ms),
+                        last.seq,
+                        utc(last.ts_ms),
                         ep.interim.len() + 1,
                         if ep.interim.is_empty() { "" } else { "s" },
-                        d.reason()
+                        last.reason()
                             .map(|r| format!(": {}", esc(r)))
                             .unwrap_or_default()
                     )?;
-                    css_class(d)
+                    css_class(last)
                 }
                 None => {
                     writeln!(text, "<h2>{}: no final decision yet</h2>", esc(&class))?;
@@ -836,22 +836,22 @@ impl Page<'_> {
         let mut figures = String::new();
         let mut plots = 0;
         for ep in finals.iter().take(self.options.max_paths) {
-            let d = ep.last;
+            let last = ep.last;
             let title = format!(
                 "{}: {} vs {} — {}",
-                d.class(),
-                short(d.candidate()),
-                short(d.baseline()),
-                d.outcome()
+                last.class(),
+                short(last.candidate()),
+                short(last.baseline()),
+                last.outcome()
             );
-            let drawn = match path_of(self.view, d) {
+            let drawn = match path_of(self.view, last) {
                 Ok(p) => p,
                 Err(why) => {
                     writeln!(
                         figures,
                         "<p class=note>{} (seq {}): no path drawn — {}.</p>",
                         esc(&title),
-                        d.seq,
+                        last.seq,
                         esc(&why)
                     )?;
                     continue;
@@ -891,10 +891,10 @@ impl Page<'_> {
                     upper: drawn.upper,
                     judged_from: drawn.judged_from,
                     looks: &looks,
-                    promoted: d.promoted(),
+                    promoted: last.promoted(),
                 })?,
                 drawn.observation,
-                d.at(),
+                last.at(),
                 match looks.len() {
                     0 => "decided at its first look at the gate".to_string(),
                     1 => "grey dot: the earlier look at the gate (continue)".to_string(),
@@ -950,7 +950,7 @@ impl Page<'_> {
             if charts >= self.options.max_paths {
                 break;
             }
-            let a: TraceAlarm = match serde_json::from_slice(&e.payload) {
+            let recorded_alarm: TraceAlarm = match serde_json::from_slice(&e.payload) {
                 Ok(a) => a,
                 Err(why) => {
                     writeln!(
@@ -962,19 +962,28 @@ impl Page<'_> {
                     continue;
                 }
             };
-            let earlier: Vec<u64> = match watch_of(&a) {
+            let earlier: Vec<u64> = match watch_of(&recorded_alarm) {
                 Some(key) if !drawn.insert(key.clone()) => continue,
                 Some(key) => of_watch
                     .get(&key)
-                    .map(|seqs| seqs.iter().copied().filter(|s| *s < a.seq).collect())
+                    .map(|seqs| {
+                        seqs.iter()
+                            .copied()
+                            .filter(|s| *s < recorded_alarm.seq)
+                            .collect()
+                    })
                     .unwrap_or_default(),
                 None => Vec::new(),
             };
             charts += 1;
-            let (commit, scorer, seq) = (&a.commit, a.scorer.as_str(), a.seq);
-            let mu = a.baseline_mean;
-            let sd = a.baseline_sd.max(1e-12);
-            let al = &a.alarm;
+            let (commit, scorer, seq) = (
+                &recorded_alarm.commit,
+                recorded_alarm.scorer.as_str(),
+                recorded_alarm.seq,
+            );
+            let mu = recorded_alarm.baseline_mean;
+            let sd = recorded_alarm.baseline_sd.max(1e-12);
+            let al = &recorded_alarm.alarm;
             let (limit, recorded) = (al.limit, al.statistic);
             let down = al.shift != Shift::Up;
             let detector = al.detector.as_ref();
@@ -982,11 +991,11 @@ impl Page<'_> {
             // it (its deployment, or `watch --from`); for an alarm recorded
             // before that, where the monitor that raised it started:
             // drift's own rule.
-            let start = match a.from_seq {
+            let start = match recorded_alarm.from_seq {
                 Some(from) => from,
                 None => ratchet_records::deployment_start(self.view, commit, seq)?.unwrap_or(0),
             };
-            let scorer_ref = match &a.scorer_version {
+            let scorer_ref = match &recorded_alarm.scorer_version {
                 Some(v) => ScorerRef::at_version(scorer, v),
                 None => ScorerRef::from(scorer),
             };
@@ -1001,7 +1010,7 @@ impl Page<'_> {
                 .collect();
             // The detector's own statistic and k (drift's, the decider's):
             // never re-derived here.
-            let (statistic, k, how) = match a.path(self.view, &stream) {
+            let (statistic, k, how) = match recorded_alarm.path(self.view, &stream) {
                 Ok(path) => (
                     path.points
                         .iter()
@@ -1038,13 +1047,13 @@ impl Page<'_> {
             let title = format!(
                 "{scorer} under {} {} seq {start}",
                 short(commit.as_str()),
-                if a.from_seq.is_some() {
+                if recorded_alarm.from_seq.is_some() {
                     "watched after"
                 } else {
                     "after its deployment at"
                 }
             );
-            let change = Some(a.change_seq as f64);
+            let change = Some(recorded_alarm.change_seq as f64);
             writeln!(
                 self.body,
                 "<figure class=cusum>{}<figcaption>Alarm at seq {seq} ({} UTC): {detector}, {} shift (in-control mean {}, σ {}); statistic {recorded:.3} reached the limit h = {limit:.3}; the change is estimated to start at seq {}. {how}{}</figcaption></figure>",
@@ -1064,15 +1073,15 @@ impl Page<'_> {
                 if down { "downward" } else { "upward" },
                 esc(&number(mu, Unit::of_scorer(scorer))),
                 esc(&number(sd, Unit::of_scorer(scorer))),
-                a.change_seq,
+                recorded_alarm.change_seq,
                 {
-                    let k = k
+                    let reference_note = k
                         .map(|k| format!(" (reference k = {k:.3})"))
                         .unwrap_or_default();
                     match earlier.as_slice() {
-                        [] => k,
+                        [] => reference_note,
                         seqs => format!(
-                            "{k}. The same watch alarmed {} time{} before, at seq {}{}: its chart restarts after each alarm, so they are one lasting shift, drawn once",
+                            "{reference_note}. The same watch alarmed {} time{} before, at seq {}{}: its chart restarts after each alarm, so they are one lasting shift, drawn once",
                             seqs.len(),
                             if seqs.len() == 1 { "" } else { "s" },
                             seqs.iter()
@@ -1173,8 +1182,8 @@ impl Page<'_> {
         // benchmark's history. They are left out, and counted.
         let mut left_out: BTreeMap<(String, String, String, String), usize> = BTreeMap::new();
         for (_, s) in runs {
-            let m = ratchet_gate::benchmarks::median(&s.values);
-            if !(m.is_finite() && m > 0.0) {
+            let median = ratchet_gate::benchmarks::median(&s.values);
+            if !(median.is_finite() && median > 0.0) {
                 *left_out
                     .entry((s.scorer, s.scorer_version, s.unit, s.benchmark))
                     .or_default() += 1;
@@ -1187,7 +1196,7 @@ impl Page<'_> {
                 .or_default()
                 .entry(s.commit.to_string())
                 .or_default()
-                .push(m);
+                .push(median);
         }
         let marks = self.marks();
         // The main line: commits promoted or deployed, and the baselines
@@ -1309,19 +1318,19 @@ impl Page<'_> {
                 eps.iter().map(|e| e.interim.len() + 1).sum::<usize>()
             )?;
             for ep in eps.iter().rev() {
-                let d = ep.last;
+                let last = ep.last;
                 writeln!(
                     self.body,
                     "<tr class=episode><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td class={}>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                    utc(d.ts_ms),
-                    d.seq,
-                    esc(short(d.candidate())),
-                    esc(short(d.baseline())),
-                    css_class(d),
-                    esc(&d.outcome()),
+                    utc(last.ts_ms),
+                    last.seq,
+                    esc(short(last.candidate())),
+                    esc(short(last.baseline())),
+                    css_class(last),
+                    esc(&last.outcome()),
                     ep.interim.len() + 1,
-                    n_of(d),
-                    esc(&effect_text(self.view, d).unwrap_or_else(|| "—".into()))
+                    n_of(last),
+                    esc(&effect_text(self.view, last).unwrap_or_else(|| "—".into()))
                 )?;
                 if !ep.interim.is_empty() {
                     let mut inner = String::new();

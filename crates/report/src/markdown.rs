@@ -95,17 +95,18 @@ pub fn markdown_of(view: &Verified, which: &Summary) -> Result<String> {
             )?,
         }
         if let Some(d) = open {
-            let f = d.sequential();
+            let sequential = d.sequential();
             writeln!(
                 out,
                 "Still open: candidate {} against {} — the gate said *continue*{} (seq {}).\n",
                 md(short(d.candidate()), As::Code),
                 md(short(d.baseline()), As::Code),
-                f.map(|f| format!(
-                    " after {} observations, statistic {:+.3} between {:+.3} and {:+.3}",
-                    f.n, f.llr, f.lower, f.upper
-                ))
-                .unwrap_or_default(),
+                sequential
+                    .map(|sequential| format!(
+                        " after {} observations, statistic {:+.3} between {:+.3} and {:+.3}",
+                        sequential.n, sequential.llr, sequential.lower, sequential.upper
+                    ))
+                    .unwrap_or_default(),
                 d.seq
             )?;
         }

@@ -111,10 +111,12 @@ impl Decision {
     /// The effect's (tasks, interval's name); its figures are shown as
     /// read ([`crate::effect_of`]), never on the gate's judged scale.
     pub fn effect(&self) -> Option<(u64, &'static str)> {
-        let e = self.sequential()?.effect?;
+        let effect = self.sequential()?.effect?;
         Some((
-            e.n as u64,
-            e.interval.map_or("normal interval", EffectInterval::as_str),
+            effect.n as u64,
+            effect
+                .interval
+                .map_or("normal interval", EffectInterval::as_str),
         ))
     }
 }

@@ -260,10 +260,10 @@ pub(crate) fn ladder(
     rungs: &[Rung],
     steps: &[(usize, f64)],
 ) -> Result<String> {
-    let mut s = String::new();
+    let mut svg = String::new();
     let mut areas = Vec::new();
     {
-        let root = SVGBackend::with_string(&mut s, SIZE).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let lo = rungs.iter().map(|r| r.low).fold(f64::INFINITY, f64::min);
         let hi = rungs
@@ -397,7 +397,7 @@ pub(crate) fn ladder(
         legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(err)?;
     }
-    Ok(annotate(s, &areas))
+    Ok(annotate(svg, &areas))
 }
 
 /// A sequential test's path, for [`llr_path`].
@@ -428,10 +428,10 @@ pub(crate) struct PathPlot<'a> {
 /// test's warm-up — is clipped at the border, and the caption says the
 /// range).
 pub(crate) fn llr_path(p: &PathPlot<'_>) -> Result<String> {
-    let mut s = String::new();
+    let mut svg = String::new();
     let mut areas = Vec::new();
     {
-        let root = SVGBackend::with_string(&mut s, SIZE).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let width = (p.upper - p.lower).abs().max(1e-6);
         let all = p.promote.iter().chain(p.reject.into_iter().flatten());
@@ -546,7 +546,7 @@ pub(crate) fn llr_path(p: &PathPlot<'_>) -> Result<String> {
         legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(err)?;
     }
-    Ok(annotate(s, &areas))
+    Ok(annotate(svg, &areas))
 }
 
 /// A monitored stream around its alarm, for [`alarm`].
@@ -577,10 +577,10 @@ pub(crate) struct AlarmPlot<'a> {
 /// in-control mean, and the detector's statistic against its limit, with
 /// the change point and the alarm marked on both.
 pub(crate) fn alarm(p: &AlarmPlot<'_>) -> Result<String> {
-    let mut s = String::new();
+    let mut svg = String::new();
     let mut areas = Vec::new();
     {
-        let root = SVGBackend::with_string(&mut s, (SIZE.0, SIZE.1 + 160)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (SIZE.0, SIZE.1 + 160)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let (top, bottom) = root.split_vertically(SIZE.1 as i32 / 2 + 90);
         let xs = p.scores.iter().map(|q| q.0).chain([p.alarm.0]);
@@ -682,7 +682,7 @@ pub(crate) fn alarm(p: &AlarmPlot<'_>) -> Result<String> {
         legend(&mut down, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(err)?;
     }
-    Ok(annotate(s, &areas))
+    Ok(annotate(svg, &areas))
 }
 
 /// The change point and the alarm as vertical lines across a chart
@@ -722,10 +722,10 @@ pub(crate) fn timeline(
     scale: f64,
     unit: &str,
 ) -> Result<String> {
-    let mut s = String::new();
+    let mut svg = String::new();
     let mut areas = Vec::new();
     {
-        let root = SVGBackend::with_string(&mut s, (SIZE.0, 220)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (SIZE.0, 220)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let hi = (span_ms / scale).max(1e-3) * 1.02;
         let mut chart = ChartBuilder::on(&root)
@@ -769,7 +769,7 @@ pub(crate) fn timeline(
         }
         root.present().map_err(err)?;
     }
-    Ok(annotate(s, &areas))
+    Ok(annotate(svg, &areas))
 }
 
 /// A benchmark over commits: its level with a 95 % interval per commit,

@@ -125,19 +125,19 @@ pub fn record_build_status(
     exit_code: i32,
     session: &str,
 ) -> Result<Receipt> {
-    let mut s = Score::new(
+    let mut score = Score::new(
         commit.clone(),
         step,
         Anchor::BuildStatus.scorer(),
         f64::from(u8::from(exit_code == 0)),
     );
-    s.scorer_version = "exit-status-1".into();
+    score.scorer_version = "exit-status-1".into();
     declare_scorer(
         store,
         Anchor::BuildStatus.scorer(),
         Anchor::BuildStatus.direction(),
     )?;
-    Ok(store.record_score(&s, session)?)
+    Ok(store.record_score(&score, session)?)
 }
 
 /// The cost and latency anchor scores carried by scores that measured them:
@@ -148,9 +148,10 @@ pub fn cost_and_latency(scores: &[Score]) -> Vec<Score> {
     for s in scores {
         for (anchor, value) in [(Anchor::Cost, s.cost), (Anchor::Latency, s.latency_ms)] {
             if let Some(v) = value {
-                let mut a = Score::new(s.commit.clone(), s.task.clone(), anchor.scorer(), v);
-                a.scorer_version = format!("from:{}", s.scorer);
-                out.push(a);
+                let mut anchor_score =
+                    Score::new(s.commit.clone(), s.task.clone(), anchor.scorer(), v);
+                anchor_score.scorer_version = format!("from:{}", s.scorer);
+                out.push(anchor_score);
             }
         }
     }
@@ -163,12 +164,15 @@ mod tests {
 
     #[test]
     fn cost_and_latency_become_their_own_scores() {
-        let c = CommitId::parse(&"ab".repeat(20)).expect("commit");
-        let mut s = Score::new(c, "t", "answer", 0.9);
-        s.cost = Some(0.02);
-        s.latency_ms = Some(130.0);
-        let a = cost_and_latency(&[s]);
-        let got: Vec<(&str, f64)> = a.iter().map(|x| (x.scorer.as_str(), x.value)).collect();
+        let commit = CommitId::parse(&"ab".repeat(20)).expect("commit");
+        let mut score = Score::new(commit, "t", "answer", 0.9);
+        score.cost = Some(0.02);
+        score.latency_ms = Some(130.0);
+        let derived = cost_and_latency(&[score]);
+        let got: Vec<(&str, f64)> = derived
+            .iter()
+            .map(|x| (x.scorer.as_str(), x.value))
+            .collect();
         assert_eq!(got.len(), 2);
         assert_eq!(got[0].0, "cost");
         assert_eq!(got[1].0, "latency_ms");

@@ -99,16 +99,16 @@ pub struct BatchReport {
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let dir = tempfile::tempdir()?;
 /// let mut store = Store::create(dir.path(), Default::default())?;
-/// let c = CommitId::parse(&"c".repeat(40))?;
+/// let commit = CommitId::parse(&"c".repeat(40))?;
 /// // The judge's facts are stored as given; the number is computed later, by code.
-/// record_observation(&mut store, &c, "task-1", "answer", &serde_json::json!({"correct": true}), "judge")?;
+/// record_observation(&mut store, &commit, "task-1", "answer", &serde_json::json!({"correct": true}), "judge")?;
 /// let rubrics = RubricSet::new(vec![Rubric::from_toml(
 ///     "name = \"answer\"\n[[item]]\nid = \"correct\"\ntype = \"boolean\"\nweight = 1.0\n",
 /// )?]);
 /// assert_eq!(score_pending(&mut store, &rubrics)?.scored, 1);
 /// assert_eq!(score_pending(&mut store, &rubrics)?.scored, 0); // once per rubric version
 /// let view = store.verified(&Default::default())?;
-/// assert_eq!(view.commit_stats_for(&c, "answer", AsOf::Head).map(|s| s.mean), Some(1.0));
+/// assert_eq!(view.commit_stats_for(&commit, "answer", AsOf::Head).map(|s| s.mean), Some(1.0));
 /// # Ok(()) }
 /// ```
 ///
@@ -204,10 +204,10 @@ pub fn score_pending(store: &mut Store, rubrics: &RubricSet) -> Result<BatchRepo
         }
         match rubric.score_json(&p.observation) {
             Ok(value) => {
-                let mut s = Score::new(commit, p.task, rubric.name.clone(), value);
-                s.scorer_version = version;
-                s.holdout = rubric.holdout;
-                drafts.push(s.to_draft()?.session(format!("{SESSION_PREFIX}{id}")));
+                let mut score = Score::new(commit, p.task, rubric.name.clone(), value);
+                score.scorer_version = version;
+                score.holdout = rubric.holdout;
+                drafts.push(score.to_draft()?.session(format!("{SESSION_PREFIX}{id}")));
             }
             Err(e) => report.invalid.push((seq, e.to_string())),
         }

@@ -70,7 +70,7 @@ impl<'a> ProposerView<'a> {
         name: &str,
         observation: &serde_json::Value,
     ) -> Result<BTreeMap<String, f64>> {
-        let r = self.rubric(name)?;
-        Ok(r.item_values(&r.validate_observation(observation)?))
+        let rubric = self.rubric(name)?;
+        Ok(rubric.item_values(&rubric.validate_observation(observation)?))
     }
 }

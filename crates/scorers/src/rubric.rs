@@ -150,11 +150,11 @@ impl Rubric {
     /// # Errors
     /// [`Error::InvalidRubric`] listing every problem.
     pub fn from_toml(text: &str) -> Result<Rubric> {
-        let r: Rubric = toml::from_str(text).map_err(|e| Error::InvalidRubric {
+        let rubric: Rubric = toml::from_str(text).map_err(|e| Error::InvalidRubric {
             problems: vec![problem(&toml_location(&e), e.message())],
         })?;
-        r.validate()?;
-        Ok(r)
+        rubric.validate()?;
+        Ok(rubric)
     }
 
     /// Reads a rubric file: JSON when its name ends in `.json`, TOML otherwise.
@@ -198,14 +198,14 @@ impl Rubric {
     /// # Errors
     /// [`Error::InvalidRubric`] listing every problem.
     pub fn from_json(text: &str) -> Result<Rubric> {
-        let r: Rubric = serde_json::from_str(text).map_err(|e| Error::InvalidRubric {
+        let rubric: Rubric = serde_json::from_str(text).map_err(|e| Error::InvalidRubric {
             problems: vec![problem(
                 &format!("line {}, column {}", e.line(), e.column()),
                 e.to_string(),
             )],
         })?;
-        r.validate()?;
-        Ok(r)
+        rubric.validate()?;
+        Ok(rubric)
     }
 
     /// Checks the rubric itself.
@@ -374,12 +374,16 @@ impl Rubric {
             }
             must_failed |= it.must && v < 1.0;
         }
-        let s = match self.aggregation {
+        let aggregate = match self.aggregation {
             Aggregation::WeightedMean if den > 0.0 => (num / den).clamp(0.0, 1.0),
             Aggregation::WeightedMean => 0.0,
             Aggregation::Minimum => min,
         };
-        if must_failed { s.min(self.must_cap) } else { s }
+        if must_failed {
+            aggregate.min(self.must_cap)
+        } else {
+            aggregate
+        }
     }
 
     /// Validates and scores a judge's JSON in one step.
@@ -435,31 +439,31 @@ weight = 1.0
 
     #[test]
     fn score_is_weighted_arithmetic() {
-        let r = rubric();
-        let s = r
+        let parsed = rubric();
+        let scored = parsed
             .score_json(&json!({"cites_source": true, "steps_correct": 3, "coverage": 0.5}))
             .expect("valid");
-        assert!((s - (2.0 * 1.0 + 0.75 + 0.5) / 4.0).abs() < 1e-12);
+        assert!((scored - (2.0 * 1.0 + 0.75 + 0.5) / 4.0).abs() < 1e-12);
         // A failed must item caps the score.
-        let s = r
+        let scored = parsed
             .score_json(&json!({"cites_source": false, "steps_correct": 4, "coverage": 1.0}))
             .expect("valid");
-        assert!((s - 0.2).abs() < 1e-12, "{s}");
+        assert!((scored - 0.2).abs() < 1e-12, "{scored}");
     }
 
     #[test]
     fn minimum_aggregation_takes_the_weakest_item() {
-        let r = Rubric::from_toml(&TOML.replace(
+        let parsed = Rubric::from_toml(&TOML.replace(
             "must_cap = 0.2",
             "must_cap = 0.2\naggregation = \"minimum\"",
         ))
         .expect("valid");
-        let s = r
+        let scored = parsed
             .score_json(&json!({"cites_source": true, "steps_correct": 1, "coverage": 0.9}))
             .expect("valid");
-        assert!((s - 0.25).abs() < 1e-12, "{s}");
+        assert!((scored - 0.25).abs() < 1e-12, "{scored}");
         assert_ne!(
-            r.version(),
+            parsed.version(),
             rubric().version(),
             "the rule is part of the version"
         );
@@ -467,8 +471,8 @@ weight = 1.0
 
     #[test]
     fn every_problem_is_reported_at_once_by_name() {
-        let r = rubric();
-        let err = r
+        let parsed = rubric();
+        let err = parsed
             .validate_observation(&json!({"cites_source": "yes", "steps_correct": 7, "extra": 1}))
             .expect_err("invalid");
         let Error::InvalidObservation { problems, .. } = err else {
@@ -506,14 +510,14 @@ weight = 1.0
 
     #[test]
     fn version_is_content_not_order() {
-        let r = rubric();
-        let mut shuffled = r.clone();
+        let parsed = rubric();
+        let mut shuffled = parsed.clone();
         shuffled.items.reverse();
-        assert_eq!(r.version(), shuffled.version());
-        let mut changed = r.clone();
+        assert_eq!(parsed.version(), shuffled.version());
+        let mut changed = parsed.clone();
         changed.items[0].weight = 3.0;
-        assert_ne!(r.version(), changed.version());
-        assert_eq!(r.version().len(), 64);
+        assert_ne!(parsed.version(), changed.version());
+        assert_eq!(parsed.version().len(), 64);
     }
 
     fn obs() -> impl Strategy<Value = (bool, u64, f64)> {
@@ -525,27 +529,27 @@ weight = 1.0
         #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, rng_seed: proptest::test_runner::RngSeed::Fixed(20261130), .. ProptestConfig::default() })]
         #[test]
         fn scores_are_bounded_monotone_and_order_free((b, c, f) in obs(), bump in 0.0f64..=1.0) {
-            let r = rubric();
-            let score = |b: bool, c: u64, f: f64| r.score_json(&json!({"cites_source": b, "steps_correct": c, "coverage": f})).expect("valid");
-            let s = score(b, c, f);
-            prop_assert!((0.0..=1.0).contains(&s));
+            let parsed = rubric();
+            let score = |b: bool, c: u64, f: f64| parsed.score_json(&json!({"cites_source": b, "steps_correct": c, "coverage": f})).expect("valid");
+            let scored = score(b, c, f);
+            prop_assert!((0.0..=1.0).contains(&scored));
             // Monotone in each positive item.
-            prop_assert!(score(true, c, f) >= s);
-            prop_assert!(score(b, (c + 1).min(4), f) >= s);
-            prop_assert!(score(b, c, (f + bump).min(1.0)) >= s);
+            prop_assert!(score(true, c, f) >= scored);
+            prop_assert!(score(b, (c + 1).min(4), f) >= scored);
+            prop_assert!(score(b, c, (f + bump).min(1.0)) >= scored);
             // Invariant to item order.
-            let mut rev = r.clone();
+            let mut rev = parsed.clone();
             rev.items.reverse();
             let s2 = rev.score_json(&json!({"cites_source": b, "steps_correct": c, "coverage": f})).expect("valid");
-            prop_assert!((s - s2).abs() < 1e-12);
+            prop_assert!((scored - s2).abs() < 1e-12);
             // The same three properties under the minimum rule.
-            let mut m = r.clone();
-            m.aggregation = Aggregation::Minimum;
-            let ms = |b: bool, c: u64, f: f64| m.score_json(&json!({"cites_source": b, "steps_correct": c, "coverage": f})).expect("valid");
+            let mut modified = parsed.clone();
+            modified.aggregation = Aggregation::Minimum;
+            let ms = |b: bool, c: u64, f: f64| modified.score_json(&json!({"cites_source": b, "steps_correct": c, "coverage": f})).expect("valid");
             let base = ms(b, c, f);
             prop_assert!((0.0..=1.0).contains(&base));
             prop_assert!(ms(true, c, f) >= base && ms(b, (c + 1).min(4), f) >= base && ms(b, c, (f + bump).min(1.0)) >= base);
-            let mut mrev = m.clone();
+            let mut mrev = modified.clone();
             mrev.items.reverse();
             let reversed = mrev.score_json(&json!({"cites_source": b, "steps_correct": c, "coverage": f})).expect("valid");
             prop_assert!((reversed - base).abs() < 1e-12);

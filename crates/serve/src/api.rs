@@ -225,10 +225,11 @@ impl IntoResponse for Reply {
         match self {
             Reply::Json(v) => axum::Json(v).into_response(),
             Reply::Text(t, media) => {
-                let mut r = t.into_response();
-                r.headers_mut()
+                let mut response = t.into_response();
+                response
+                    .headers_mut()
                     .insert(header::CONTENT_TYPE, HeaderValue::from_static(media));
-                r
+                response
             }
         }
     }
@@ -240,7 +241,7 @@ type Shared = Arc<Owner>;
 /// everything else.
 pub(crate) fn router(owner: Shared) -> Router {
     let limit = owner.options.max_body_bytes;
-    let mut r: Router<Shared> = Router::new();
+    let mut router: Router<Shared> = Router::new();
     for route in ROUTES {
         let handler = match (route.method, route.path) {
             ("GET", "/v1/health") => get(health),
@@ -283,9 +284,10 @@ pub(crate) fn router(owner: Shared) -> Router {
         } else {
             handler
         };
-        r = r.route(route.path, handler);
+        router = router.route(route.path, handler);
     }
-    r.fallback(not_found)
+    router
+        .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
         .layer(axum::middleware::from_fn_with_state(owner.clone(), guard))
@@ -483,12 +485,12 @@ async fn events(
     query: std::result::Result<Query<RequestId>, QueryRejection>,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Reply> {
-    let q = query_of(query)?;
+    let params = query_of(query)?;
     let body = body_of(body)?;
     with_token(owner, who, move |o, who| {
         let _held = o.bodies.hold();
         let text = text_of(&body, "the body")?;
-        let receipts = o.record_events(who, &in_flight, q.request_id.as_deref(), text)?;
+        let receipts = o.record_events(who, &in_flight, params.request_id.as_deref(), text)?;
         to_json(&serde_json::json!({
             "store_id": o.store_id()?,
             "receipts": receipts,
@@ -506,11 +508,11 @@ async fn ingest(
     query: std::result::Result<Query<IngestQuery>, QueryRejection>,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Reply> {
-    let q = query_of(query)?;
+    let params = query_of(query)?;
     let body = body_of(body)?;
     with_token(owner, who, move |o, who| {
         let _held = o.bodies.hold();
-        let report = o.ingest(who, &in_flight, &format, &q, &body)?;
+        let report = o.ingest(who, &in_flight, &format, &params, &body)?;
         to_json(&serde_json::json!({
             "store_id": o.store_id()?,
             "receipts": report.receipts,
@@ -574,9 +576,9 @@ async fn decisions(
     Extension(who): Extension<Capability>,
     query: std::result::Result<Query<Last>, QueryRejection>,
 ) -> Result<Reply> {
-    let q = query_of(query)?;
+    let params = query_of(query)?;
     with_token(owner, who, move |o, who| {
-        let events = o.decisions(who, q.last.unwrap_or(20))?;
+        let events = o.decisions(who, params.last.unwrap_or(20))?;
         to_json(&serde_json::json!({ "store_id": o.store_id()?, "events": events }))
     })
     .await
@@ -596,10 +598,10 @@ async fn summary(
     Extension(who): Extension<Capability>,
     query: std::result::Result<Query<SummaryQuery>, QueryRejection>,
 ) -> Result<Reply> {
-    let q = query_of(query)?;
+    let params = query_of(query)?;
     let which = ratchet_report::Summary {
-        class: q.class,
-        candidate: q
+        class: params.class,
+        candidate: params
             .candidate
             .map(|c| {
                 ratchet_trace::CommitId::parse(&c)
@@ -639,12 +641,12 @@ async fn pin(
     query: std::result::Result<Query<PinQuery>, QueryRejection>,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Result<Reply> {
-    let q = query_of(query)?;
+    let params = query_of(query)?;
     let body = body_of(body)?;
     with_token(owner, who, move |o, who| {
         let _held = o.bodies.hold();
         let text = text_of(&body, "the policy")?;
-        let (pins, receipts) = o.pin(who, &in_flight, text, q.class.as_deref())?;
+        let (pins, receipts) = o.pin(who, &in_flight, text, params.class.as_deref())?;
         to_json(&serde_json::json!({
             "store_id": o.store_id()?,
             "receipts": receipts,

@@ -234,16 +234,16 @@ impl Client {
         body: &[u8],
     ) -> Result<serde_json::Value> {
         let id = ulid::Ulid::new().to_string();
-        let mut q = format!("request_id={id}");
+        let mut query_string = format!("request_id={id}");
         for (k, v) in query {
-            q.push('&');
-            q.push_str(k);
-            q.push('=');
-            q.push_str(&encode(v));
+            query_string.push('&');
+            query_string.push_str(k);
+            query_string.push('=');
+            query_string.push_str(&encode(v));
         }
         self.request(
             "POST",
-            &format!("/v1/ingest/{format}?{q}"),
+            &format!("/v1/ingest/{format}?{query_string}"),
             "application/octet-stream",
             body,
         )?

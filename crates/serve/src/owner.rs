@@ -209,8 +209,8 @@ pub(crate) struct BodyHeld<'a>(&'a Bodies);
 impl Bodies {
     pub(crate) fn hold(&self) -> BodyHeld<'_> {
         use std::sync::atomic::Ordering;
-        let n = self.now.fetch_add(1, Ordering::AcqRel) + 1;
-        self.peak.fetch_max(n, Ordering::AcqRel);
+        let tick = self.now.fetch_add(1, Ordering::AcqRel) + 1;
+        self.peak.fetch_max(tick, Ordering::AcqRel);
         BodyHeld(self)
     }
 }
@@ -358,10 +358,10 @@ impl Accounts {
         let start = events.partition_point(|e| e.seq <= self.upto);
         for e in &events[start..] {
             if let Some((id, _, n, bytes)) = batch_author(e) {
-                let u = self.by_token.entry(id.to_string()).or_default();
-                u.events = u.events.saturating_add(n);
-                u.bytes = u.bytes.saturating_add(bytes);
-                u.recent.push_back((e.ts_ms, n, bytes));
+                let usage = self.by_token.entry(id.to_string()).or_default();
+                usage.events = usage.events.saturating_add(n);
+                usage.bytes = usage.bytes.saturating_add(bytes);
+                usage.recent.push_back((e.ts_ms, n, bytes));
             }
         }
         self.upto = view.head().size;
@@ -370,21 +370,23 @@ impl Accounts {
     /// Refuses a batch of `events` and `bytes` by `who` that would pass
     /// one of its quotas at `now`.
     fn check(&mut self, who: &Capability, events: u64, bytes: u64, now: i64) -> Result<()> {
-        let q = who.spec.quota;
-        let u = self.by_token.entry(who.id.clone()).or_default();
-        while u
+        let token_quota = who.spec.quota;
+        let usage = self.by_token.entry(who.id.clone()).or_default();
+        while usage
             .recent
             .front()
             .is_some_and(|&(ts, _, _)| ts <= now - HOUR_MS)
         {
-            u.recent.pop_front();
+            usage.recent.pop_front();
         }
-        let (hour_events, hour_bytes) =
-            u.recent.iter().fold((0u64, 0u64), |(e, b), &(_, n, by)| {
+        let (hour_events, hour_bytes) = usage
+            .recent
+            .iter()
+            .fold((0u64, 0u64), |(e, b), &(_, n, by)| {
                 (e.saturating_add(n), b.saturating_add(by))
             });
-        let frees = |u: &Usage| {
-            u.recent.front().map_or(String::new(), |&(ts, _, _)| {
+        let frees = |usage: &Usage| {
+            usage.recent.front().map_or(String::new(), |&(ts, _, _)| {
                 format!(
                     "; the oldest batch of the hour leaves it in {} s",
                     ((ts + HOUR_MS - now).max(0) + 999) / 1000
@@ -406,44 +408,44 @@ impl Accounts {
             }
         };
         let renew = "; the store's owner can mint a token with a larger quota (ratchet token mint --max-events/--max-bytes)".to_string();
-        if u.events.saturating_add(events) > q.max_events {
+        if usage.events.saturating_add(events) > token_quota.max_events {
             return Err(over(
                 "max_events",
-                u.events,
+                usage.events,
                 events,
-                q.max_events,
+                token_quota.max_events,
                 "events in all",
                 renew,
             ));
         }
-        if u.bytes.saturating_add(bytes) > q.max_bytes {
+        if usage.bytes.saturating_add(bytes) > token_quota.max_bytes {
             return Err(over(
                 "max_bytes",
-                u.bytes,
+                usage.bytes,
                 bytes,
-                q.max_bytes,
+                token_quota.max_bytes,
                 "bytes in all",
                 renew,
             ));
         }
-        if hour_events.saturating_add(events) > q.events_per_hour {
+        if hour_events.saturating_add(events) > token_quota.events_per_hour {
             return Err(over(
                 "events_per_hour",
                 hour_events,
                 events,
-                q.events_per_hour,
+                token_quota.events_per_hour,
                 "events in the last hour",
-                frees(u),
+                frees(usage),
             ));
         }
-        if hour_bytes.saturating_add(bytes) > q.bytes_per_hour {
+        if hour_bytes.saturating_add(bytes) > token_quota.bytes_per_hour {
             return Err(over(
                 "bytes_per_hour",
                 hour_bytes,
                 bytes,
-                q.bytes_per_hour,
+                token_quota.bytes_per_hour,
                 "bytes in the last hour",
-                frees(u),
+                frees(usage),
             ));
         }
         Ok(())
@@ -668,10 +670,10 @@ impl Owner {
             .lock()
             .map_err(|_| Error::Internal("the rate table's lock was poisoned".into()))?;
         let (rate, burst) = (self.options.rate_per_second, self.options.burst);
-        let b = limits
+        let bucket = limits
             .entry(token.id.clone())
             .or_insert_with(|| Bucket::full(burst));
-        if !b.take(rate, burst) {
+        if !bucket.take(rate, burst) {
             return Err(Error::RateLimited(format!(
                 "token {} is over its rate of {rate} requests per second; retry later",
                 token.id
@@ -734,10 +736,10 @@ impl Owner {
             if line.trim().is_empty() {
                 continue;
             }
-            let d = EventDraft::from_json_line(line)
+            let draft = EventDraft::from_json_line(line)
                 .map_err(|e| Error::BadRequest(format!("line {}: {e}", i + 1)))?;
-            own_session(who, d.session_name())?;
-            drafts.push(d.session(who.spec.session.clone()));
+            own_session(who, draft.session_name())?;
+            drafts.push(draft.session(who.spec.session.clone()));
         }
         if drafts.is_empty() {
             return Err(Error::BadRequest("no events in the body".into()));
@@ -918,7 +920,7 @@ impl Owner {
         ledger.refresh()?;
         // Only a pinned policy: no file beside the server decides.
         let (policy, _) = ratchet_gate::resolve_policy(Some(ledger.view()), &request.class, None)?;
-        let q = ratchet_gate::Question {
+        let question = ratchet_gate::Question {
             class: &request.class,
             policy: &policy,
             baseline: &baseline,
@@ -928,7 +930,7 @@ impl Owner {
         };
         ratchet_orchestrate::gate(
             &mut ledger,
-            &q,
+            &question,
             &ratchet_orchestrate::GateOptions {
                 dry_run: request.dry_run,
                 promote_in: None,
@@ -1025,9 +1027,9 @@ impl Owner {
         if !tokens::tokens_in(ledger.view())?.contains_key(id) {
             return Err(Error::UnknownToken { id: id.to_string() });
         }
-        let r = tokens::revoke_token(ledger.store_mut(), id);
+        let revoked = tokens::revoke_token(ledger.store_mut(), id);
         ledger.refresh()?;
-        r
+        revoked
     }
 
     /// Pins the classes of a policy file (TOML text), or only `class`.
@@ -1051,14 +1053,14 @@ impl Owner {
         let mut pins = Vec::new();
         let mut receipts = Vec::new();
         for c in &classes {
-            let p = policy.class(c)?;
-            let pinned = ratchet_gate::pin_policy(ledger.store_mut(), c, p)
+            let class_policy = policy.class(c)?;
+            let pinned = ratchet_gate::pin_policy(ledger.store_mut(), c, class_policy)
                 .map_err(Error::from)
                 .map_err(Error::classify)?;
             if let ratchet_gate::Pinned::Appended { receipt } = &pinned {
                 receipts.push(*receipt);
             }
-            pins.push(serde_json::json!({ "class": c, "policy_hash": p.hash().to_string(), "pin": pinned }));
+            pins.push(serde_json::json!({ "class": c, "policy_hash": class_policy.hash().to_string(), "pin": pinned }));
         }
         ledger.refresh()?;
         Ok((pins, receipts))
@@ -1121,12 +1123,12 @@ fn request_key(
         ));
     }
     // Every part length-prefixed: ("ab", "c") and ("a", "bc") differ.
-    let mut h = blake3::Hasher::new();
+    let mut hasher = blake3::Hasher::new();
     for part in parts {
-        h.update(&(part.len() as u64).to_le_bytes());
-        h.update(part);
+        hasher.update(&(part.len() as u64).to_le_bytes());
+        hasher.update(part);
     }
-    let digest = h.finalize().to_hex();
+    let digest = hasher.finalize().to_hex();
     Ok(batch_key(
         who,
         bytes,

@@ -66,17 +66,17 @@ pub async fn serve(
         match l {
             Listen::Unix(path) => bound.push(Bound::Unix(bind_unix(path)?, path.clone())),
             Listen::Tcp(addr) => {
-                let t = tokio::net::TcpListener::bind(addr)
+                let listener = tokio::net::TcpListener::bind(addr)
                     .await
                     .map_err(|source| Error::Io {
                         what: format!("binding {addr}"),
                         source,
                     })?;
-                tcp_addrs.push(t.local_addr().map_err(|source| Error::Io {
+                tcp_addrs.push(listener.local_addr().map_err(|source| Error::Io {
                     what: "reading the bound address".into(),
                     source,
                 })?);
-                bound.push(Bound::Tcp(t));
+                bound.push(Bound::Tcp(listener));
             }
         }
     }
@@ -155,8 +155,8 @@ pub async fn serve(
             tick.tick().await;
             loop {
                 tick.tick().await;
-                let o = owner.clone();
-                match tokio::task::spawn_blocking(move || o.reverify()).await {
+                let shared_owner = owner.clone();
+                match tokio::task::spawn_blocking(move || shared_owner.reverify()).await {
                     Ok(Ok(h)) => tracing::debug!(runs = h.runs, fault = ?h.fault, "re-verified"),
                     Ok(Err(e)) => tracing::warn!(error = %e, "re-verification failed to run"),
                     Err(e) => tracing::warn!(error = %e, "re-verification task failed"),
@@ -169,11 +169,11 @@ pub async fn serve(
             conn = rx.recv() => {
                 let Some((conn, permit)) = conn else { break };
                 let service = TowerToHyperService::new(app.clone());
-                let c = hyper::server::conn::http1::Builder::new()
+                let connection = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
                     .header_read_timeout(header_timeout)
                     .serve_connection(TokioIo::new(conn), service);
-                let watched = graceful.watch(c);
+                let watched = graceful.watch(connection);
                 tokio::spawn(async move {
                     if let Err(e) = watched.await {
                         tracing::debug!(error = %e, "connection ended");
@@ -219,7 +219,7 @@ fn bind_unix(path: &std::path::Path) -> Result<tokio::net::UnixListener> {
             source,
         })?;
     }
-    let l = tokio::net::UnixListener::bind(path).map_err(|source| Error::Io {
+    let listener = tokio::net::UnixListener::bind(path).map_err(|source| Error::Io {
         what: format!("binding {}", path.display()),
         source,
     })?;
@@ -229,5 +229,5 @@ fn bind_unix(path: &std::path::Path) -> Result<tokio::net::UnixListener> {
             source,
         }
     })?;
-    Ok(l)
+    Ok(listener)
 }

@@ -332,25 +332,25 @@ pub fn authenticate<'a>(
     let (id, secret) = rest
         .split_once('_')
         .ok_or_else(|| Error::Unauthorized("the bearer token is malformed".into()))?;
-    let t = tokens
+    let token = tokens
         .get(id)
         .ok_or_else(|| Error::Unauthorized(format!("no token {id} was minted for this store")))?;
     let given = blake3::hash(secret.as_bytes());
-    let stored = blake3::Hash::from_hex(&t.secret_hash)
+    let stored = blake3::Hash::from_hex(&token.secret_hash)
         .map_err(|_| Error::Unauthorized(format!("token {id} has an unreadable hash")))?;
     // blake3::Hash compares in constant time.
     if given != stored {
         return Err(Error::Unauthorized(format!("wrong secret for token {id}")));
     }
-    if let Some(seq) = t.revoked_seq {
+    if let Some(seq) = token.revoked_seq {
         return Err(Error::Forbidden(format!(
             "token {id} was revoked (seq {seq})"
         )));
     }
-    if !t.live(now_ms) {
+    if !token.live(now_ms) {
         return Err(Error::Forbidden(format!("token {id} has expired")));
     }
-    Ok(t)
+    Ok(token)
 }
 
 fn random_hex(bytes: usize) -> Result<String> {
@@ -369,18 +369,20 @@ fn random_hex(bytes: usize) -> Result<String> {
 /// [`Error::BadRequest`] for text that is not a number and one of those
 /// units, or a lifetime too long to count in milliseconds.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (n, unit) = t.split_at(split);
-    let n: u64 = n.parse().map_err(|_| {
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(trimmed.len());
+    let (digits, unit) = trimmed.split_at(split);
+    let amount: u64 = digits.parse().map_err(|_| {
         Error::BadRequest(format!("{text:?}: a number and a unit (90s, 30m, 12h, 7d)"))
     })?;
     let millis = match unit {
-        "ms" => Some(n),
-        "s" | "" => n.checked_mul(1000),
-        "m" => n.checked_mul(60_000),
-        "h" => n.checked_mul(3_600_000),
-        "d" => n.checked_mul(86_400_000),
+        "ms" => Some(amount),
+        "s" | "" => amount.checked_mul(1000),
+        "m" => amount.checked_mul(60_000),
+        "h" => amount.checked_mul(3_600_000),
+        "d" => amount.checked_mul(86_400_000),
         _ => {
             return Err(Error::BadRequest(format!(
                 "{text:?}: the unit is ms, s, m, h or d"
@@ -397,8 +399,8 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration> {
 /// # Errors
 /// As [`parse_duration`].
 pub fn expires_in(lifetime: &str) -> Result<i64> {
-    let d = parse_duration(lifetime)?;
-    Ok(now_ms().saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2)))
+    let duration = parse_duration(lifetime)?;
+    Ok(now_ms().saturating_add(i64::try_from(duration.as_millis()).unwrap_or(i64::MAX / 2)))
 }
 
 /// Unix time in milliseconds: the clock token expiry is read against.

@@ -183,13 +183,13 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     })?;
     let tmp = dir.join(format!(".{name}.{}.tmp", u64::from_le_bytes(nonce)));
     let result = (|| {
-        let mut f = open_private(&tmp, true).map_err(Error::io(&tmp))?;
+        let mut file = open_private(&tmp, true).map_err(Error::io(&tmp))?;
         if let Ok(was) = std::fs::metadata(path) {
-            f.set_permissions(was.permissions())
+            file.set_permissions(was.permissions())
                 .map_err(Error::io(&tmp))?;
         }
-        f.write_all(bytes).map_err(Error::io(&tmp))?;
-        f.sync_all().map_err(Error::io(&tmp))?;
+        file.write_all(bytes).map_err(Error::io(&tmp))?;
+        file.sync_all().map_err(Error::io(&tmp))?;
         std::fs::rename(&tmp, path).map_err(Error::io(path))?;
         std::fs::File::open(&dir)
             .and_then(|d| d.sync_all())
@@ -230,9 +230,16 @@ mod tests {
 
     #[test]
     fn text_round_trips() {
-        let c = cp();
-        assert_eq!(Checkpoint::parse(&c.to_string()).expect("parse"), c);
-        assert!(c.to_string().starts_with("ratchet-trace/v1/01JDXK"));
+        let checkpoint = cp();
+        assert_eq!(
+            Checkpoint::parse(&checkpoint.to_string()).expect("parse"),
+            checkpoint
+        );
+        assert!(
+            checkpoint
+                .to_string()
+                .starts_with("ratchet-trace/v1/01JDXK")
+        );
     }
 
     #[test]
@@ -265,12 +272,12 @@ mod tests {
     #[test]
     fn atomic_write_replaces_and_leaves_no_temp() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let p = dir.path().join("cp");
-        cp().write_atomic(&p).expect("write");
+        let path = dir.path().join("cp");
+        cp().write_atomic(&path).expect("write");
         let mut c2 = cp();
         c2.size = 43;
-        c2.write_atomic(&p).expect("rewrite");
-        assert_eq!(Checkpoint::read(&p).expect("read"), c2);
+        c2.write_atomic(&path).expect("rewrite");
+        assert_eq!(Checkpoint::read(&path).expect("read"), c2);
         let names: Vec<_> = std::fs::read_dir(dir.path()).expect("ls").collect();
         assert_eq!(names.len(), 1, "temporary files left behind");
     }

@@ -126,10 +126,10 @@ impl ChainHasher {
         }
         buf.extend_from_slice(&(e.payload.len() as u64).to_le_bytes());
         if e.payload.len() > 4096 {
-            let mut h = blake3::Hasher::new_keyed(&self.key);
-            h.update(buf);
-            h.update(e.payload);
-            h.finalize()
+            let mut hasher = blake3::Hasher::new_keyed(&self.key);
+            hasher.update(buf);
+            hasher.update(e.payload);
+            hasher.finalize()
         } else {
             // The one-shot function, not a clone of a keyed `Hasher`: the
             // hasher carries a 1.7 KB chaining-value stack that a clone
@@ -144,10 +144,10 @@ impl ChainHasher {
 /// The hash the first event of a store chains from: bound to the store id, so a
 /// row replayed from one store into another breaks.
 pub(crate) fn genesis_hash(store_id: &str) -> blake3::Hash {
-    let mut h = blake3::Hasher::new_derive_key(GENESIS_CONTEXT);
-    h.update(&(store_id.len() as u32).to_le_bytes());
-    h.update(store_id.as_bytes());
-    h.finalize()
+    let mut hasher = blake3::Hasher::new_derive_key(GENESIS_CONTEXT);
+    hasher.update(&(store_id.len() as u32).to_le_bytes());
+    hasher.update(store_id.as_bytes());
+    hasher.finalize()
 }
 
 /// The secret that authorises writes to a keyed store.
@@ -192,8 +192,8 @@ impl WriterKey {
     /// # Errors
     /// [`Error::InvalidKey`] if the text is not even-length hex of at least 32 bytes.
     pub fn from_hex(text: &str) -> Result<Self> {
-        let t = text.trim();
-        let bytes = decode_hex(t).ok_or_else(|| Error::InvalidKey {
+        let trimmed = text.trim();
+        let bytes = decode_hex(trimmed).ok_or_else(|| Error::InvalidKey {
             reason: "a key is hex digits only (as `WriterKey::create_file` writes it)".into(),
         })?;
         Self::from_secret(&bytes)
@@ -287,12 +287,12 @@ impl WriterKey {
 
 pub(crate) fn encode_hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
+    let mut hex = String::with_capacity(bytes.len() * 2);
     for b in bytes {
-        s.push(DIGITS[(b >> 4) as usize] as char);
-        s.push(DIGITS[(b & 15) as usize] as char);
+        hex.push(DIGITS[(b >> 4) as usize] as char);
+        hex.push(DIGITS[(b & 15) as usize] as char);
     }
-    s
+    hex
 }
 
 pub(crate) fn decode_hex(s: &str) -> Option<Vec<u8>> {
@@ -336,34 +336,34 @@ mod tests {
 
     /// The documented layout, built by hand for `sample()`.
     fn documented(payload: &[u8]) -> blake3::Hash {
-        let mut b = Vec::new();
-        b.extend_from_slice(&1u64.to_le_bytes());
-        b.extend_from_slice(&[7u8; 32]);
-        b.extend_from_slice(&0x0193_0000_0000_0000_0000_0000_0000_0001u128.to_be_bytes());
-        b.extend_from_slice(&1_764_460_800_000i64.to_le_bytes());
-        b.push(0); // cell = the store itself
-        b.extend_from_slice(&1u32.to_le_bytes());
-        b.extend_from_slice(b"s");
-        b.extend_from_slice(&4u32.to_le_bytes());
-        b.extend_from_slice(b"note");
-        b.push(20);
-        b.extend_from_slice(&[
+        let mut buf = Vec::new();
+        buf.extend_from_slice(&1u64.to_le_bytes());
+        buf.extend_from_slice(&[7u8; 32]);
+        buf.extend_from_slice(&0x0193_0000_0000_0000_0000_0000_0000_0001u128.to_be_bytes());
+        buf.extend_from_slice(&1_764_460_800_000i64.to_le_bytes());
+        buf.push(0); // cell = the store itself
+        buf.extend_from_slice(&1u32.to_le_bytes());
+        buf.extend_from_slice(b"s");
+        buf.extend_from_slice(&4u32.to_le_bytes());
+        buf.extend_from_slice(b"note");
+        buf.push(20);
+        buf.extend_from_slice(&[
             0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab,
             0xcd, 0xef, 0x01, 0x23, 0x45, 0x67,
         ]);
-        b.push(0); // no origin
-        b.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-        b.extend_from_slice(payload);
+        buf.push(0); // no origin
+        buf.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        buf.extend_from_slice(payload);
         let key = blake3::derive_key(STORE_KEY_CONTEXT, STORE.as_bytes());
-        blake3::keyed_hash(&key, &b)
+        blake3::keyed_hash(&key, &buf)
     }
 
     /// Known-answer test: the layout is a compatibility promise. If this
     /// fails, existing stores no longer verify.
     #[test]
     fn event_hash_layout_is_stable() {
-        let mut h = ChainHasher::new(STORE);
-        let got = h.hash(&sample());
+        let mut hasher = ChainHasher::new(STORE);
+        let got = hasher.hash(&sample());
         assert_eq!(
             got,
             documented(br#"{"a":1}"#),
@@ -380,9 +380,9 @@ mod tests {
     fn large_payload_path_equals_small_payload_path() {
         // The two feeding strategies must hash the same bytes.
         let big = vec![b'x'; 5000];
-        let mut h = ChainHasher::new(STORE);
+        let mut hasher = ChainHasher::new(STORE);
         assert_eq!(
-            h.hash(&HashInput {
+            hasher.hash(&HashInput {
                 payload: &big,
                 ..sample()
             }),
@@ -392,8 +392,8 @@ mod tests {
 
     #[test]
     fn every_field_changes_the_hash() {
-        let mut h = ChainHasher::new(STORE);
-        let base = h.hash(&sample());
+        let mut hasher = ChainHasher::new(STORE);
+        let base = hasher.hash(&sample());
         let prev = [8u8; 32];
         let oh = [1u8; 32];
         let variants: Vec<HashInput<'_>> = vec![
@@ -441,7 +441,7 @@ mod tests {
             },
         ];
         for (i, v) in variants.iter().enumerate() {
-            assert_ne!(h.hash(v), base, "variant {i} did not change the hash");
+            assert_ne!(hasher.hash(v), base, "variant {i} did not change the hash");
         }
         // The same row in another store hashes differently.
         assert_ne!(ChainHasher::new("another").hash(&sample()), base);
@@ -450,18 +450,18 @@ mod tests {
     #[test]
     fn field_boundaries_are_unambiguous() {
         // Moving a byte from one string field to the next must change the hash.
-        let mut h = ChainHasher::new(STORE);
-        let a = h.hash(&HashInput {
+        let mut hasher = ChainHasher::new(STORE);
+        let first = hasher.hash(&HashInput {
             session: "ab",
             kind: "c",
             ..sample()
         });
-        let b = h.hash(&HashInput {
+        let second = hasher.hash(&HashInput {
             session: "a",
             kind: "bc",
             ..sample()
         });
-        assert_ne!(a, b);
+        assert_ne!(first, second);
     }
 
     #[test]
@@ -486,14 +486,14 @@ mod tests {
         let (k, hex) = WriterKey::generate().expect("random key");
         let k2 = WriterKey::from_hex(&format!("  {hex}\n")).expect("parse own hex");
         assert_eq!(k.id_hex(), k2.id_hex());
-        let h = blake3::hash(b"e");
-        assert_eq!(k.mac(&h), k2.mac(&h));
+        let hash = blake3::hash(b"e");
+        assert_eq!(k.mac(&hash), k2.mac(&hash));
     }
 
     #[test]
     fn hex_round_trips() {
-        let b = [0u8, 1, 0xab, 0xff];
-        assert_eq!(decode_hex(&encode_hex(&b)).as_deref(), Some(&b[..]));
+        let bytes = [0u8, 1, 0xab, 0xff];
+        assert_eq!(decode_hex(&encode_hex(&bytes)).as_deref(), Some(&bytes[..]));
         assert_eq!(decode_hex("abc"), None);
     }
 }

@@ -92,10 +92,10 @@ pub enum ReservedKind {
     Scorer,
     /// A verification run's report: commands run in a sandbox, their
     /// outcomes, the verdict if a policy judged them
-    /// (`ratchet_orchestrate::verify`).
+    /// (`ratchet_orchestrate::checks::run_checks`, `ratchet verify`).
     Verification,
     /// A merge's outcome: landed, conflict, semantic conflict or refused
-    /// (`ratchet_orchestrate::merge`).
+    /// (`ratchet_orchestrate::merge::merge_branch`, `ratchet merge`).
     Merge,
     /// A pin: the policy a class decides under, or the version a rubric
     /// scores with, fixed in the trace by its writer
@@ -147,8 +147,10 @@ impl ReservedKind {
             ReservedKind::Promotion => "ratchet_orchestrate::record_promotion",
             ReservedKind::Ingest => "Store::append_once (ingestion, recorded alarms)",
             ReservedKind::Scorer => "ratchet_scorers::declare_scorer",
-            ReservedKind::Verification => "ratchet_orchestrate::verify",
-            ReservedKind::Merge => "ratchet_orchestrate::merge",
+            ReservedKind::Verification => {
+                "ratchet_orchestrate::checks::run_checks (ratchet verify)"
+            }
+            ReservedKind::Merge => "ratchet_orchestrate::merge::merge_branch (ratchet merge)",
             ReservedKind::Policy => "ratchet_gate::pin_policy (ratchet policy pin)",
             ReservedKind::Capability => "ratchet_serve::mint_token (ratchet token mint)",
         }
@@ -200,9 +202,9 @@ impl EventDraft {
     /// # Errors
     /// [`Error::InvalidInput`] if `payload` cannot be serialized.
     pub fn reserved<T: Serialize + ?Sized>(kind: ReservedKind, payload: &T) -> Result<Self> {
-        let mut d = Self::json(kind.as_str(), payload)?;
-        d.reserved = true;
-        Ok(d)
+        let mut draft = Self::json(kind.as_str(), payload)?;
+        draft.reserved = true;
+        Ok(draft)
     }
 
     /// Parses one line of the append format (JSON Lines, one event per line):
@@ -212,10 +214,10 @@ impl EventDraft {
     /// parses but is refused when appended.
     ///
     /// ```
-    /// let d = ratchet_trace::EventDraft::from_json_line(
+    /// let draft = ratchet_trace::EventDraft::from_json_line(
     ///     r#"{"kind": "note", "session": "s1", "payload": {"text": "hi"}}"#,
     /// )?;
-    /// assert_eq!(d.kind(), "note");
+    /// assert_eq!(draft.kind(), "note");
     /// # Ok::<(), ratchet_trace::Error>(())
     /// ```
     ///
@@ -235,7 +237,7 @@ impl EventDraft {
             payload: Box<serde_json::value::RawValue>,
         }
         let line = line.strip_prefix('\u{feff}').unwrap_or(line);
-        let l: Line = serde_json::from_str(line).map_err(|e| {
+        let parsed: Line = serde_json::from_str(line).map_err(|e| {
             Error::invalid(
                 "event line",
                 format!(
@@ -243,11 +245,12 @@ impl EventDraft {
                 ),
             )
         })?;
-        let mut d = Self::raw(l.kind, l.payload.get().as_bytes().to_vec()).session(l.session);
-        if let Some(c) = l.commit {
-            d = d.commit(CommitId::parse(&c)?);
+        let mut draft = Self::raw(parsed.kind, parsed.payload.get().as_bytes().to_vec())
+            .session(parsed.session);
+        if let Some(c) = parsed.commit {
+            draft = draft.commit(CommitId::parse(&c)?);
         }
-        Ok(d)
+        Ok(draft)
     }
 
     /// Sets the session (a free-form name of the run that produced the event).
@@ -488,8 +491,8 @@ mod tests {
         assert!(matches!(big, Err(Error::PayloadTooLarge { .. })));
         assert!(big.expect_err("big").to_string().contains("put_blob"));
         for kind in ["", "Has Space", "UPPER"] {
-            let e = EventDraft::raw(kind, "1").validate(lim).expect_err(kind);
-            assert!(matches!(e, Error::InvalidInput { field: "kind", .. }));
+            let refused = EventDraft::raw(kind, "1").validate(lim).expect_err(kind);
+            assert!(matches!(refused, Error::InvalidInput { field: "kind", .. }));
         }
         let long = EventDraft::raw("note", "1").session("s".repeat(MAX_NAME_LEN + 1));
         assert!(matches!(
@@ -504,7 +507,7 @@ mod tests {
     #[test]
     fn json_drafts_refuse_nan() {
         // serde_json serializes NaN as null; f64 NaN must not sneak in as a number.
-        let d = EventDraft::json("note", &serde_json::json!({"x": 1.5})).expect("json");
-        assert_eq!(d.payload, br#"{"x":1.5}"#);
+        let draft = EventDraft::json("note", &serde_json::json!({"x": 1.5})).expect("json");
+        assert_eq!(draft.payload, br#"{"x":1.5}"#);
     }
 }

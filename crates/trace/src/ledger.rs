@@ -28,14 +28,14 @@ use crate::walk::{Walk, walk};
 /// let dir = tempfile::tempdir()?;
 /// let store = Store::create(dir.path(), Default::default())?;
 /// let mut ledger = Ledger::new(store, VerifyOptions::default())?; // one full verification
-/// let c = CommitId::parse("4b825dc642cb6eb9a060e54bf8d69288fbee4904")?;
-/// ledger.record_score(&Score::new(c.clone(), "t1", "accuracy", 0.5), "run")?; // folded, not re-read
+/// let commit = CommitId::parse("4b825dc642cb6eb9a060e54bf8d69288fbee4904")?;
+/// ledger.record_score(&Score::new(commit.clone(), "t1", "accuracy", 0.5), "run")?; // folded, not re-read
 ///
 /// // Another writer appends; the owner reads only what is new.
 /// let mut other = Store::open(dir.path(), Default::default())?;
-/// other.record_score(&Score::new(c.clone(), "t2", "accuracy", 1.0), "run")?;
+/// other.record_score(&Score::new(commit.clone(), "t2", "accuracy", 1.0), "run")?;
 /// assert_eq!(ledger.refresh()?, 1);
-/// let stats = ledger.view().commit_stats_for(&c, "accuracy", ratchet_trace::AsOf::Head);
+/// let stats = ledger.view().commit_stats_for(&commit, "accuracy", ratchet_trace::AsOf::Head);
 /// assert_eq!(stats.map(|s| s.n), Some(2));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -234,15 +234,15 @@ impl Ledger {
 
     /// The options with the store's own key when none was given.
     fn key_options(&self) -> VerifyOptions {
-        let mut o = VerifyOptions::default();
+        let mut options = VerifyOptions::default();
         if let Some(k) = self
             .options
             .key_given()
             .or(self.store.options.writer_key.as_ref())
         {
-            o = o.key(k.clone());
+            options = options.key(k.clone());
         }
-        o
+        options
     }
 
     /// Appends one event and folds it in.

@@ -247,30 +247,30 @@ impl Projection {
     ) -> Result<Option<Self>> {
         match kind {
             KIND_SCORE => {
-                let b: ScoreBody = parse_body(kind, payload)?;
-                b.validate()?;
+                let body: ScoreBody = parse_body(kind, payload)?;
+                body.validate()?;
                 Ok(Some(Projection::Score(Score {
                     commit: need_commit(kind, commit)?,
-                    task: b.task,
-                    scorer: b.scorer,
-                    scorer_version: b.scorer_version,
-                    value: canonical(b.value),
-                    cost: b.cost.map(canonical),
-                    latency_ms: b.latency_ms.map(canonical),
-                    holdout: b.holdout,
+                    task: body.task,
+                    scorer: body.scorer,
+                    scorer_version: body.scorer_version,
+                    value: canonical(body.value),
+                    cost: body.cost.map(canonical),
+                    latency_ms: body.latency_ms.map(canonical),
+                    holdout: body.holdout,
                 })))
             }
             KIND_TEST_RUN => {
-                let b: TestRunBody = parse_body(kind, payload)?;
-                b.validate()?;
+                let body: TestRunBody = parse_body(kind, payload)?;
+                body.validate()?;
                 Ok(Some(Projection::TestRun(TestRun {
                     commit: need_commit(kind, commit)?,
-                    suite: b.suite,
-                    passed: b.passed,
-                    failed: b.failed,
-                    skipped: b.skipped,
-                    duration_ms: canonical(b.duration_ms),
-                    failures: b.failures,
+                    suite: body.suite,
+                    passed: body.passed,
+                    failed: body.failed,
+                    skipped: body.skipped,
+                    duration_ms: canonical(body.duration_ms),
+                    failures: body.failures,
                 })))
             }
             _ => Ok(None),
@@ -332,22 +332,22 @@ pub(crate) const TEST_RUN_COLUMNS: &str =
 /// compare the stored text: a row whose text is not canonical is one no
 /// query would find under its commit, so it must not verify either.
 fn commit_col(row: &Row<'_>, i: usize) -> rusqlite::Result<CommitId> {
-    let s: String = row.get(i)?;
-    if !crate::encoding::is_canonical_commit(&s) {
+    let text: String = row.get(i)?;
+    if !crate::encoding::is_canonical_commit(&text) {
         return Err(rusqlite::Error::FromSqlConversionFailure(
             i,
             rusqlite::types::Type::Text,
-            format!("commit {s:?} is not in canonical form").into(),
+            format!("commit {text:?} is not in canonical form").into(),
         ));
     }
-    CommitId::parse(&s).map_err(|e| {
+    CommitId::parse(&text).map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
     })
 }
 
 fn count_col(row: &Row<'_>, i: usize) -> rusqlite::Result<u64> {
-    let v: i64 = row.get(i)?;
-    u64::try_from(v).map_err(|e| {
+    let value: i64 = row.get(i)?;
+    u64::try_from(value).map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Integer, Box::new(e))
     })
 }
@@ -437,10 +437,10 @@ mod tests {
             (0.5, Some(-1.0), None, "score.cost"),
             (0.5, None, Some(f64::NAN), "score.latency_ms"),
         ] {
-            let mut s = Score::new(commit(), "t", "acc", v);
-            s.cost = cost;
-            s.latency_ms = lat;
-            match s.to_draft() {
+            let mut score = Score::new(commit(), "t", "acc", v);
+            score.cost = cost;
+            score.latency_ms = lat;
+            match score.to_draft() {
                 Err(Error::InvalidInput { field: f, .. }) => assert_eq!(f, field),
                 other => panic!("expected {field} error, got {other:?}"),
             }
@@ -449,43 +449,43 @@ mod tests {
 
     #[test]
     fn score_payload_round_trips_through_projection() {
-        let mut s = Score::new(commit(), "task-1", "acc", 0.1 + 0.2);
-        s.cost = Some(1e-9);
-        s.holdout = true;
-        let d = s.to_draft().expect("draft");
-        let p = Projection::from_event(&d.kind, d.commit.as_ref(), &d.payload)
+        let mut score = Score::new(commit(), "task-1", "acc", 0.1 + 0.2);
+        score.cost = Some(1e-9);
+        score.holdout = true;
+        let draft = score.to_draft().expect("draft");
+        let projection = Projection::from_event(&draft.kind, draft.commit.as_ref(), &draft.payload)
             .expect("parse")
             .expect("projection");
-        assert!(same_projection(&p, &Projection::Score(s)));
+        assert!(same_projection(&projection, &Projection::Score(score)));
     }
 
     #[test]
     fn reserved_kinds_need_their_shape() {
-        let c = commit();
-        let e =
-            Projection::from_event(KIND_SCORE, Some(&c), br#"{"task":"t"}"#).expect_err("missing");
-        assert!(e.to_string().contains("score payload"), "{e}");
-        let e = Projection::from_event(
+        let commit_id = commit();
+        let refused = Projection::from_event(KIND_SCORE, Some(&commit_id), br#"{"task":"t"}"#)
+            .expect_err("missing");
+        assert!(refused.to_string().contains("score payload"), "{refused}");
+        let refused = Projection::from_event(
             KIND_SCORE,
             None,
             br#"{"task":"t","scorer":"s","scorer_version":"1","value":1}"#,
         )
         .expect_err("no commit");
         assert!(matches!(
-            e,
+            refused,
             Error::InvalidInput {
                 field: "commit",
                 ..
             }
         ));
-        let e = Projection::from_event(
+        let refused = Projection::from_event(
             KIND_TEST_RUN,
-            Some(&c),
+            Some(&commit_id),
             br#"{"suite":"u","passed":1,"failed":0,"skipped":0,"duration_ms":-1}"#,
         )
         .expect_err("negative");
         assert!(matches!(
-            e,
+            refused,
             Error::InvalidInput {
                 field: "test_run.duration_ms",
                 ..

@@ -260,9 +260,9 @@ impl Iterator for Tail<'_> {
                     self.done = true;
                 }
                 self.page = page.into_iter();
-                let e = self.page.next()?;
-                self.position = e.seq;
-                Some(Ok(e))
+                let event = self.page.next()?;
+                self.position = event.seq;
+                Some(Ok(event))
             }
             Err(e) => {
                 self.done = true;

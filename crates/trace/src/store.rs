@@ -142,19 +142,19 @@ pub(crate) fn conv_err(i: usize, what: &str) -> rusqlite::Error {
 }
 
 pub(crate) fn hash_col(row: &Row<'_>, i: usize) -> rusqlite::Result<blake3::Hash> {
-    let b: [u8; 32] = match row.get_ref(i)? {
+    let bytes: [u8; 32] = match row.get_ref(i)? {
         ValueRef::Blob(b) => b.try_into().map_err(|_| conv_err(i, "hash"))?,
         _ => return Err(conv_err(i, "hash")),
     };
-    Ok(blake3::Hash::from(b))
+    Ok(blake3::Hash::from(bytes))
 }
 
 pub(crate) fn ulid_col(row: &Row<'_>, i: usize) -> rusqlite::Result<Ulid> {
-    let b: [u8; 16] = match row.get_ref(i)? {
+    let bytes: [u8; 16] = match row.get_ref(i)? {
         ValueRef::Blob(b) => b.try_into().map_err(|_| conv_err(i, "id"))?,
         _ => return Err(conv_err(i, "id")),
     };
-    Ok(Ulid(u128::from_be_bytes(b)))
+    Ok(Ulid(u128::from_be_bytes(bytes)))
 }
 
 /// Reads an [`Event`] from a row selected with [`EVENT_COLUMNS`].

@@ -58,6 +58,7 @@ impl Welford {
         // Saturating: a forged count read back from the table must not
         // panic a reader (verification reports the forgery).
         self.n = self.n.saturating_add(1);
+        // Welford's update, in its own symbols: d = x − mean, mean += d / n.
         let d = x - self.mean;
         self.mean += d / self.n as f64;
         self.m2 += d * (x - self.mean);
@@ -86,6 +87,8 @@ impl Welford {
             *self = *other;
             return;
         }
+        // Chan, Golub & LeVeque's pairwise merge, in its symbols: n = na + nb,
+        // d = mean_b − mean_a.
         let n = self.n.saturating_add(other.n);
         let d = other.mean - self.mean;
         let (na, nb) = (self.n as f64, other.n as f64);
@@ -277,11 +280,11 @@ impl Summaries {
 }
 
 fn entry_from_row(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Entry> {
-    let n: i64 = row.get(at)?;
+    let count: i64 = row.get(at)?;
     let last_seq: i64 = row.get(at + 5)?;
     Ok(Entry {
         fold: Welford {
-            n: u64::try_from(n).map_err(|_| crate::store::conv_err(at, "n"))?,
+            n: u64::try_from(count).map_err(|_| crate::store::conv_err(at, "n"))?,
             mean: crate::read::real(row, at + 1)?,
             m2: crate::read::real(row, at + 2)?,
             min: crate::read::real(row, at + 3)?,
@@ -362,9 +365,9 @@ mod tests {
 
     #[test]
     fn keys_split_back_into_their_parts() {
-        let mut s = Summaries::default();
-        s.push("acc", "v 1.2", &"ab".repeat(20), 1.0, 3);
-        let key = s.entries.keys().next().cloned().unwrap_or_default();
+        let mut summaries = Summaries::default();
+        summaries.push("acc", "v 1.2", &"ab".repeat(20), 1.0, 3);
+        let key = summaries.entries.keys().next().cloned().unwrap_or_default();
         assert_eq!(split_key(&key), ("acc", "v 1.2", "ab".repeat(20).as_str()));
     }
 }

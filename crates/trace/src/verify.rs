@@ -369,15 +369,15 @@ impl Store {
     /// let dir = tempfile::tempdir()?;
     /// let key = WriterKey::from_secret(&[7; 32])?;
     /// let mut store = Store::create(dir.path(), StoreOptions::default().writer_key(key.clone()))?;
-    /// let c = CommitId::parse(&"c".repeat(40))?;
-    /// store.record_score(&Score::new(c.clone(), "t1", "accuracy", 0.9), "run")?;
+    /// let commit = CommitId::parse(&"c".repeat(40))?;
+    /// store.record_score(&Score::new(commit.clone(), "t1", "accuracy", 0.9), "run")?;
     ///
     /// // Opened without its key, a keyed store's MACs cannot be checked: no view.
     /// let reader = Store::open(dir.path(), StoreOptions::default())?;
     /// assert!(matches!(reader.verified(&VerifyOptions::default()), Err(Error::MacsUnchecked { .. })));
     ///
     /// let view = reader.verified(&VerifyOptions::default().key(key))?;
-    /// assert_eq!(view.commit_stats_for(&c, "accuracy", AsOf::Head).map(|s| s.n), Some(1));
+    /// assert_eq!(view.commit_stats_for(&commit, "accuracy", AsOf::Head).map(|s| s.n), Some(1));
     /// # Ok(()) }
     /// ```
     ///

@@ -186,13 +186,13 @@ impl<'v> PairedScores<'v> {
     }
 
     fn task_at(&self, r: &PairRow) -> PairedTask<'_> {
-        let s = r.start as usize;
-        let b = s + r.base as usize;
-        let c = b + r.cand as usize;
+        let start = r.start as usize;
+        let base_end = start + r.base as usize;
+        let cand_end = base_end + r.cand as usize;
         PairedTask {
             task: self.names.name(r.task),
-            baseline: &self.values[s..b],
-            candidate: &self.values[b..c],
+            baseline: &self.values[start..base_end],
+            candidate: &self.values[base_end..cand_end],
         }
     }
 
@@ -204,12 +204,12 @@ impl<'v> PairedScores<'v> {
     /// The seqs of each task's scores, in the order of [`PairedScores::iter`].
     pub fn seqs(&self) -> impl ExactSizeIterator<Item = PairedSeqs<'_>> + '_ {
         self.rows.iter().map(|r| {
-            let s = r.start as usize;
-            let b = s + r.base as usize;
-            let c = b + r.cand as usize;
+            let start = r.start as usize;
+            let base_end = start + r.base as usize;
+            let cand_end = base_end + r.cand as usize;
             PairedSeqs {
-                baseline: &self.seqs[s..b],
-                candidate: &self.seqs[b..c],
+                baseline: &self.seqs[start..base_end],
+                candidate: &self.seqs[base_end..cand_end],
             }
         })
     }
@@ -328,11 +328,11 @@ struct Names {
 
 impl Names {
     fn text<'a>(arena: &'a str, ends: &[usize], i: u32) -> &'a str {
-        let i = i as usize;
-        let Some(&end) = ends.get(i) else {
+        let index = i as usize;
+        let Some(&end) = ends.get(index) else {
             return "";
         };
-        let start = if i == 0 { 0 } else { ends[i - 1] };
+        let start = if index == 0 { 0 } else { ends[index - 1] };
         &arena[start..end]
     }
 
@@ -343,13 +343,14 @@ impl Names {
         if let Some(&i) = self.table.find(hash, |&i| Names::text(arena, ends, i) == s) {
             return i;
         }
-        let i = self.ends.len() as u32;
+        let index = self.ends.len() as u32;
         self.arena.push_str(s);
         self.ends.push(self.arena.len());
         let (arena, ends, hasher) = (&self.arena, &self.ends, &self.hasher);
-        self.table
-            .insert_unique(hash, i, |&j| hasher.hash_one(Names::text(arena, ends, j)));
-        i
+        self.table.insert_unique(hash, index, |&j| {
+            hasher.hash_one(Names::text(arena, ends, j))
+        });
+        index
     }
 
     fn get(&self, s: &str) -> Option<u32> {
@@ -411,19 +412,19 @@ struct Series {
 impl Series {
     /// Entries with seq at most `max`.
     fn upto(&self, max: u64) -> &[Entry] {
-        let n = self.entries.partition_point(|e| e.seq <= max);
-        &self.entries[..n]
+        let count = self.entries.partition_point(|e| e.seq <= max);
+        &self.entries[..count]
     }
 
     fn fold_upto(&self, max: u64) -> Welford {
         if self.entries.last().is_none_or(|e| e.seq <= max) {
             return self.fold;
         }
-        let mut w = Welford::default();
+        let mut welford = Welford::default();
         for e in self.upto(max) {
-            w.push(e.value);
+            welford.push(e.value);
         }
-        w
+        welford
     }
 }
 
@@ -442,9 +443,9 @@ impl Series {
 /// ```compile_fail
 /// # let dir = tempfile::tempdir().unwrap();
 /// let store = ratchet_trace::Store::create(dir.path(), Default::default()).unwrap();
-/// let c = ratchet_trace::CommitId::parse("4b825dc642cb6eb9a060e54bf8d69288fbee4904").unwrap();
+/// let commit = ratchet_trace::CommitId::parse("4b825dc642cb6eb9a060e54bf8d69288fbee4904").unwrap();
 /// // `paired_scores` is a query of the verified view, not of the store.
-/// let _ = store.paired_scores(&c, &c, "accuracy", ratchet_trace::AsOf::Head);
+/// let _ = store.paired_scores(&commit, &commit, "accuracy", ratchet_trace::AsOf::Head);
 /// ```
 ///
 /// The same query on a view made by verifying compiles and runs:
@@ -452,15 +453,15 @@ impl Series {
 /// ```
 /// # let dir = tempfile::tempdir()?;
 /// let store = ratchet_trace::Store::create(dir.path(), Default::default())?;
-/// let c = ratchet_trace::CommitId::parse("4b825dc642cb6eb9a060e54bf8d69288fbee4904")?;
+/// let commit = ratchet_trace::CommitId::parse("4b825dc642cb6eb9a060e54bf8d69288fbee4904")?;
 /// let view = store.verified(&Default::default())?;
-/// assert!(view.paired_scores(&c, &c, "accuracy", ratchet_trace::AsOf::Head).is_empty());
+/// assert!(view.paired_scores(&commit, &commit, "accuracy", ratchet_trace::AsOf::Head).is_empty());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
 /// ```compile_fail
 /// // Nor can a view be made up.
-/// let v = ratchet_trace::Verified { };
+/// let view = ratchet_trace::Verified { };
 /// ```
 #[derive(Debug, Clone)]
 pub struct Verified {
@@ -584,8 +585,8 @@ impl Verified {
                 }
             }
             Some(Projection::TestRun(t)) => {
-                let c = self.commit(&t.commit, seq);
-                if let Some(counts) = self.commit_counts.get_mut(c as usize) {
+                let commit_id = self.commit(&t.commit, seq);
+                if let Some(counts) = self.commit_counts.get_mut(commit_id as usize) {
                     counts.1 += 1;
                 }
                 let origin = event
@@ -605,11 +606,11 @@ impl Verified {
     }
 
     fn commit(&mut self, commit: &CommitId, seq: u64) -> u32 {
-        let c = self.commits.intern(commit.as_str());
-        if c as usize == self.commit_counts.len() {
+        let commit_id = self.commits.intern(commit.as_str());
+        if commit_id as usize == self.commit_counts.len() {
             self.commit_counts.push((0, 0, seq));
         }
-        c
+        commit_id
     }
 
     fn score(&mut self, seq: u64, s: &Score, session: u32, origin: u32) {
@@ -624,7 +625,7 @@ impl Verified {
         let ix = match self.series_index.get(&key) {
             Some(&i) => i,
             None => {
-                let i = self.series.len() as u32;
+                let series_id = self.series.len() as u32;
                 self.series.push(Series {
                     scorer,
                     version,
@@ -632,9 +633,9 @@ impl Verified {
                     entries: Vec::new(),
                     fold: Welford::default(),
                 });
-                self.series_index.insert(key, i);
-                self.by_scorer.entry(scorer).or_default().push(i);
-                i
+                self.series_index.insert(key, series_id);
+                self.by_scorer.entry(scorer).or_default().push(series_id);
+                series_id
             }
         };
         if s.cost.is_some() || s.latency_ms.is_some() {
@@ -662,10 +663,10 @@ impl Verified {
         match self.provenance_index.get(&provenance) {
             Some(&i) => i,
             None => {
-                let i = self.provenances.len() as u32;
+                let provenance_id = self.provenances.len() as u32;
                 self.provenances.push(provenance);
-                self.provenance_index.insert(provenance, i);
-                i
+                self.provenance_index.insert(provenance, provenance_id);
+                provenance_id
             }
         }
     }

@@ -423,11 +423,11 @@ fn allocate_ids(tx: &rusqlite::Transaction<'_>, ts_ms: i64, n: usize) -> Result<
 /// own latest id) if the clock has not moved past it; `redraw` adds fresh
 /// randomness to that step too (a range already taken is drawn again).
 fn fresh_ulid(ts_ms: i64, last: Option<Ulid>, redraw: bool) -> Result<Ulid> {
-    let mut r = [0u8; 16];
-    getrandom::fill(&mut r).map_err(|e| Error::Randomness {
+    let mut random_bytes = [0u8; 16];
+    getrandom::fill(&mut random_bytes).map_err(|e| Error::Randomness {
         reason: e.to_string(),
     })?;
-    let random = u128::from_le_bytes(r);
+    let random = u128::from_le_bytes(random_bytes);
     let candidate = Ulid::from_parts(ts_ms.max(0) as u64, random);
     match last {
         Some(l) if candidate <= l => {
@@ -536,18 +536,18 @@ impl<'c> ChainWriter<'c> {
             scope.spawn(move || {
                 let mut prev = start.hash;
                 let mut seq = start.size;
-                let mut i = 0;
+                let mut index = 0;
                 for chunk in sources.chunks(CHUNK) {
                     let mut out = Vec::with_capacity(chunk.len());
                     for source in chunk {
-                        let prepared = match prepare(i, source) {
+                        let prepared = match prepare(index, source) {
                             Ok(p) => p,
                             Err(e) => {
                                 let _ = send.send(Ok(out)).and_then(|_| send.send(Err(e)));
                                 return;
                             }
                         };
-                        i += 1;
+                        index += 1;
                         seq += 1;
                         let hash = hasher.hash(&prepared.event.hash_input(seq, prev.as_bytes()));
                         out.push(Hashed {

@@ -38,8 +38,8 @@ pub fn run(ctx: &Ctx, flags: ArlFlags) -> Result<u8> {
     outln!("{}", profile.chart);
     outln!("{:>8} {:>12} {:>12}", "shift σ", "ARL (chain)", "Siegmund");
     for r in &profile.rows {
-        let s = r.siegmund.map_or_else(|| "-".into(), |v| format!("{v:.2}"));
-        outln!("{:>8.2} {:>12.2} {s:>12}", r.shift, r.arl);
+        let siegmund = r.siegmund.map_or_else(|| "-".into(), |v| format!("{v:.2}"));
+        outln!("{:>8.2} {:>12.2} {siegmund:>12}", r.shift, r.arl);
     }
     Ok(0)
 }

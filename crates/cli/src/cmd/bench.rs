@@ -113,11 +113,11 @@ fn print_round(r: &BenchRound) -> Result<()> {
     let verdict = match &r.verdict {
         None => String::new(),
         Some(v) => {
-            let mut s = format!(" -> {}", v.outcome.status().as_str());
+            let mut line = format!(" -> {}", v.outcome.status().as_str());
             if let Some(rows) = bench_rows(v) {
-                s.push_str(&format!(" ({rows})"));
+                line.push_str(&format!(" ({rows})"));
             }
-            s
+            line
         }
     };
     let only = match &r.only {

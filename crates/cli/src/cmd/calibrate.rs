@@ -62,25 +62,25 @@ pub fn run(ctx: &Ctx, flags: CalibrateFlags) -> Result<u8> {
     let mut world = None;
     let unit = ratchet_gate::shown::Unit::of_scorer(&class_policy.scorer);
     if let (Some(baseline), Some(view)) = (from_store.as_ref(), view) {
-        let w = ratchet_gate::baseline_world(view, class_policy, baseline)?;
+        let baseline_world = ratchet_gate::baseline_world(view, class_policy, baseline)?;
         if !ctx.json {
             outln!(
                 "measured from {} task(s) of {} version {}: p0 {}, σ of a difference {}, draw ratio {}",
-                w.tasks,
-                w.scorer,
-                w.scorer_version,
-                ratchet_gate::shown::sig(w.p0),
-                w.sigma.map_or("n/a (one task)".into(), |s| {
+                baseline_world.tasks,
+                baseline_world.scorer,
+                baseline_world.scorer_version,
+                ratchet_gate::shown::sig(baseline_world.p0),
+                baseline_world.sigma.map_or("n/a (one task)".into(), |s| {
                     ratchet_gate::shown::number(s, unit)
                 }),
-                w.draw.map_or(
+                baseline_world.draw.map_or(
                     format!("{} (assumed: no task ran twice)", assumptions.draw),
                     ratchet_gate::shown::sig
                 )
             );
         }
-        assumptions = assumptions.measured(&w);
-        world = Some(w);
+        assumptions = assumptions.measured(&baseline_world);
+        world = Some(baseline_world);
     }
     let progress =
         indicatif::ProgressBar::new(ratchet_gate::CALIBRATION_ROWS as u64).with_message("effects");
@@ -106,15 +106,15 @@ fn write_calibration(
     warning: Option<&str>,
     unit: ratchet_gate::shown::Unit,
 ) -> Result<()> {
-    let mut o = std::io::stdout().lock();
+    let mut stdout = std::io::stdout().lock();
     writeln!(
-        o,
+        stdout,
         "{:<22} {:>10} {:>12} {:>9} {:>8} {:>8} {:>8}  method",
         "true effect (+ better)", "P(promote)", "P(truncated)", "E[N]", "N10", "N50", "N90"
     )?;
     for r in rows {
         writeln!(
-            o,
+            stdout,
             "{:<22} {:>10.4} {:>12.4} {:>9.1} {:>8} {:>8} {:>8}  {}{}",
             r.effect.shown(unit),
             r.p_promote,
@@ -131,7 +131,7 @@ fn write_calibration(
         )?;
     }
     if let Some(w) = warning {
-        writeln!(o, "warning: {w}")?;
+        writeln!(stdout, "warning: {w}")?;
     }
     Ok(())
 }

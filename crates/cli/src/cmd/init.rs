@@ -10,12 +10,12 @@ use crate::{Ctx, out};
 /// The store created at `--store`; with `--keyed`, its writer key generated
 /// into `--key-file`.
 pub fn run(ctx: &Ctx, keyed: bool, key_file: Option<&Path>) -> Result<u8> {
-    let mut o = StoreOptions::default();
+    let mut options = StoreOptions::default();
     if keyed {
         let path = key_file.ok_or_else(|| anyhow!("--keyed needs --key-file"))?;
-        o = o.writer_key(WriterKey::create_file(path)?);
+        options = options.writer_key(WriterKey::create_file(path)?);
     }
-    let store = Store::create(&ctx.store_dir, o)?;
+    let store = Store::create(&ctx.store_dir, options)?;
     if ctx.json {
         out::written(
             &store,

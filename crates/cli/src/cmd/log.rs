@@ -63,9 +63,9 @@ pub fn run(ctx: &Ctx, flags: LogFlags) -> Result<u8> {
         })
         .map(|_| 0);
     }
-    let mut o = std::io::stdout().lock();
+    let mut stdout = std::io::stdout().lock();
     writeln!(
-        o,
+        stdout,
         "{:>8}  {:<26}  {:<10}  {:<12}  payload",
         "seq", "id", "kind", "commit"
     )?;
@@ -79,7 +79,7 @@ pub fn run(ctx: &Ctx, flags: LogFlags) -> Result<u8> {
             ""
         };
         writeln!(
-            o,
+            stdout,
             "{:>8}  {}  {:<10}  {:<12}  {shown}{more}",
             e.seq, e.id, e.kind, commit
         )?;

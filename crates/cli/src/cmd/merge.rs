@@ -25,8 +25,13 @@ pub fn run(ctx: &Ctx, flags: MergeFlags) -> Result<u8> {
         .transpose()?;
     let mut sandbox = flags.sandbox()?;
     let mut store = ctx.open(flags.key_file.as_deref())?;
-    let outcomes =
-        ratchet_orchestrate::merge_all(&repo, &mut store, sandbox.as_mut(), &branches, &request)?;
+    let outcomes = ratchet_orchestrate::merge::merge_branches(
+        &repo,
+        &mut store,
+        sandbox.as_mut(),
+        &branches,
+        &request,
+    )?;
     if ctx.json {
         out::json_in(
             store.id(),

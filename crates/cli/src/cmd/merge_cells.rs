@@ -21,19 +21,19 @@ pub fn run(ctx: &Ctx, flags: MergeCellsFlags) -> Result<u8> {
     }
     let mut reports = Vec::new();
     for cell in &cells {
-        let r = home
+        let merged = home
             .merge_cell(cell, &mo)
             .with_context(|| format!("merging cell {}", cell.display()))?;
         if !ctx.json {
             outln!(
                 "{}: {} new events ingested ({} already present), cell merged through seq {}",
                 cell.display(),
-                r.ingested,
-                r.already_present,
-                r.high_water_after
+                merged.ingested,
+                merged.already_present,
+                merged.high_water_after
             );
         }
-        reports.push(r);
+        reports.push(merged);
     }
     if ctx.json {
         out::json(&serde_json::json!({ "store_id": home.id(), "cells": reports }))?;

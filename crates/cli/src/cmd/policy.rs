@@ -32,18 +32,18 @@ fn pin(ctx: &Ctx, path: &Path, only: Option<&str>, key_file: Option<&Path>) -> R
     let mut pins = Vec::new();
     let mut receipts = Vec::new();
     for class in classes {
-        let c = policy.class(class)?;
-        let pinned = ratchet_gate::pin_policy(&mut store, class, c)?;
+        let class_policy = policy.class(class)?;
+        let pinned = ratchet_gate::pin_policy(&mut store, class, class_policy)?;
         if let ratchet_gate::Pinned::Appended { receipt } = &pinned {
             receipts.push(*receipt);
         }
         // How the class will read each scorer from now on, whatever later
         // evidence declares: shown to the person pinning.
         let view = store.verified(&ratchet_trace::VerifyOptions::default())?;
-        let readings = ratchet_gate::readings(&view, c, pinned.seq())?;
+        let readings = ratchet_gate::readings(&view, class_policy, pinned.seq())?;
         pins.push(serde_json::json!({
             "class": class,
-            "policy_hash": c.hash().to_string(),
+            "policy_hash": class_policy.hash().to_string(),
             "pin": pinned,
             "readings": readings,
         }));
@@ -51,19 +51,19 @@ fn pin(ctx: &Ctx, path: &Path, only: Option<&str>, key_file: Option<&Path>) -> R
             match &pinned {
                 ratchet_gate::Pinned::Appended { receipt } => outln!(
                     "pinned class {class}: policy {} (seq {})",
-                    out::short(&c.hash().to_hex()),
+                    out::short(&class_policy.hash().to_hex()),
                     receipt.seq
                 ),
                 ratchet_gate::Pinned::AlreadyPinned { seq } => outln!(
                     "class {class} is already pinned to policy {} (seq {seq}): nothing appended",
-                    out::short(&c.hash().to_hex())
+                    out::short(&class_policy.hash().to_hex())
                 ),
             }
             for r in &readings {
                 outln!("  {}: {} ({})", r.scorer, r.direction, r.from);
             }
             // The order the test will read, now pinned with the policy.
-            if let Some(ids) = c.declared_tasks() {
+            if let Some(ids) = class_policy.declared_tasks() {
                 outln!(
                     "  tasks: {} listed, read in that order (first {})",
                     ids.len(),

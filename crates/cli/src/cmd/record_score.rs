@@ -37,11 +37,15 @@ pub fn run(ctx: &Ctx, flags: RecordScoreFlags) -> Result<u8> {
         return remote(ctx, &client, &score, direction);
     }
     let mut store = ctx.open(key_file.as_deref())?;
-    let r = ratchet_scorers::record_score(&mut store, &score, &session, direction)?;
+    let receipt = ratchet_scorers::record_score(&mut store, &score, &session, direction)?;
     if ctx.json {
-        out::written(&store, std::slice::from_ref(&r), serde_json::json!({}))?;
+        out::written(
+            &store,
+            std::slice::from_ref(&receipt),
+            serde_json::json!({}),
+        )?;
     } else {
-        outln!("recorded score at seq {} ({})", r.seq, r.id);
+        outln!("recorded score at seq {} ({})", receipt.seq, receipt.id);
     }
     Ok(0)
 }

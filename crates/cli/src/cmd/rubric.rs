@@ -18,20 +18,20 @@ pub fn run(ctx: &Ctx, what: RubricCommand) -> Result<u8> {
 
 /// The rubric's version and items, or why it does not parse.
 fn check(ctx: &Ctx, path: &Path) -> Result<u8> {
-    let r = Rubric::from_path(path).with_context(|| format!("rubric {}", path.display()))?;
+    let rubric = Rubric::from_path(path).with_context(|| format!("rubric {}", path.display()))?;
     if ctx.json {
         out::json(&serde_json::json!({
-            "name": r.name, "version": r.version(), "holdout": r.holdout, "items": r.items
+            "name": rubric.name, "version": rubric.version(), "holdout": rubric.holdout, "items": rubric.items
         }))?;
         return Ok(0);
     }
     outln!(
         "rubric {} ok, version {}{}",
-        r.name,
-        r.version(),
-        if r.holdout { " (holdout)" } else { "" }
+        rubric.name,
+        rubric.version(),
+        if rubric.holdout { " (holdout)" } else { "" }
     );
-    for it in &r.items {
+    for it in &rubric.items {
         outln!(
             "  {:<24} {} weight {}{}",
             it.id,
@@ -45,9 +45,9 @@ fn check(ctx: &Ctx, path: &Path) -> Result<u8> {
 
 /// The rubric's current version pinned in the trace.
 fn pin(ctx: &Ctx, path: &Path, key_file: Option<&Path>) -> Result<u8> {
-    let r = Rubric::from_path(path).with_context(|| format!("rubric {}", path.display()))?;
+    let rubric = Rubric::from_path(path).with_context(|| format!("rubric {}", path.display()))?;
     let mut store = ctx.open(key_file)?;
-    let pinned = ratchet_scorers::pin_rubric(&mut store, &r)?;
+    let pinned = ratchet_scorers::pin_rubric(&mut store, &rubric)?;
     if ctx.json {
         let receipts = match &pinned {
             ratchet_scorers::Pinned::Appended { receipt } => vec![*receipt],
@@ -56,21 +56,21 @@ fn pin(ctx: &Ctx, path: &Path, key_file: Option<&Path>) -> Result<u8> {
         out::written(
             &store,
             &receipts,
-            serde_json::json!({ "rubric": r.name, "version": r.version(), "pin": pinned }),
+            serde_json::json!({ "rubric": rubric.name, "version": rubric.version(), "pin": pinned }),
         )?;
         return Ok(0);
     }
     match &pinned {
         ratchet_scorers::Pinned::Appended { receipt } => outln!(
             "pinned rubric {} at version {} (seq {})",
-            r.name,
-            r.version(),
+            rubric.name,
+            rubric.version(),
             receipt.seq
         ),
         ratchet_scorers::Pinned::AlreadyPinned { seq } => outln!(
             "rubric {} is already pinned at version {} (seq {seq}): nothing appended",
-            r.name,
-            r.version()
+            rubric.name,
+            rubric.version()
         ),
     }
     Ok(0)

@@ -12,25 +12,29 @@ use crate::{Ctx, out};
 pub fn run(ctx: &Ctx, rubric_paths: &[PathBuf], key_file: Option<&Path>) -> Result<u8> {
     let rubrics = rubrics(rubric_paths)?;
     let mut store = ctx.open(key_file)?;
-    let r = ratchet_scorers::score_pending(&mut store, &rubrics)?;
+    let scoring = ratchet_scorers::score_pending(&mut store, &rubrics)?;
     if ctx.json {
-        out::written(&store, &r.receipts, serde_json::json!({ "scoring": r }))?;
+        out::written(
+            &store,
+            &scoring.receipts,
+            serde_json::json!({ "scoring": scoring }),
+        )?;
     } else {
         outln!(
             "{} observation(s): {} scored now, {} already scored, {} with an unknown rubric, {} invalid",
-            r.observations,
-            r.scored,
-            r.already_scored,
-            r.unknown_rubric,
-            r.invalid.len()
+            scoring.observations,
+            scoring.scored,
+            scoring.already_scored,
+            scoring.unknown_rubric,
+            scoring.invalid.len()
         );
-        if r.not_the_key_holders > 0 {
+        if scoring.not_the_key_holders > 0 {
             outln!(
                 "  {} observation(s) left unscored: written by a token's session or a merged cell, not by this store's key holder (a score made here would be the key holder's evidence)",
-                r.not_the_key_holders
+                scoring.not_the_key_holders
             );
         }
-        for (seq, why) in &r.invalid {
+        for (seq, why) in &scoring.invalid {
             outln!("  seq {seq}: {why}");
         }
     }

@@ -56,9 +56,9 @@ pub struct ServeArgs {
 pub fn run(ctx: &Ctx, a: &ServeArgs) -> Result<u8> {
     let store = ctx.open(a.key_file.as_deref())?;
     let socket = a.socket.clone().unwrap_or_else(|| {
-        let mut p = out::absolute(store.dir()).into_os_string();
-        p.push(".sock");
-        PathBuf::from(p)
+        let mut path = out::absolute(store.dir()).into_os_string();
+        path.push(".sock");
+        PathBuf::from(path)
     });
     let checkpoint = a
         .checkpoint
@@ -71,11 +71,11 @@ pub fn run(ctx: &Ctx, a: &ServeArgs) -> Result<u8> {
     let reverify_every = match a.reverify_every.trim() {
         "off" | "never" => None,
         every => {
-            let d = parse_duration_of("--reverify-every", every)?;
-            if d.is_zero() {
+            let interval = parse_duration_of("--reverify-every", every)?;
+            if interval.is_zero() {
                 anyhow::bail!("--reverify-every {every:?}: give a positive interval, or off");
             }
-            Some(d)
+            Some(interval)
         }
     };
     let options = ServeOptions {

@@ -28,52 +28,52 @@ pub fn run(ctx: &Ctx, flags: StatusFlags) -> Result<u8> {
                 .and_then(|d| ratchet_orchestrate::repository_of(&d))
         });
     let mut store = ctx.open_read(key_file.as_deref())?;
-    let mut s = ratchet_orchestrate::status(&mut store, repo.as_deref())?;
-    s.store_dir = out::absolute(&s.store_dir);
+    let mut status = ratchet_orchestrate::status(&mut store, repo.as_deref())?;
+    status.store_dir = out::absolute(&status.store_dir);
     // Without its key a keyed store's events are not verified, so nothing
     // of them is folded: every section would read empty, on a store that
     // may hold decisions and promotions. Say so first, and show nothing.
-    if s.verification.macs_unchecked() {
+    if status.verification.macs_unchecked() {
         anyhow::bail!(
             "store {} at {} is keyed and was read without its key: its {} events are not verified, so status would show it empty — pass --key-file or set RATCHET_KEY_FILE",
-            s.store_id,
-            s.store_dir.display(),
-            s.overview.size
+            status.store_id,
+            status.store_dir.display(),
+            status.overview.size
         );
     }
     // A trace that does not verify exits 1 whatever the refs say (a ref
     // that disagrees is still shown); one that verifies exits 7 when a
     // ref disagrees with it.
     let exit = |ctx: &Ctx| -> Result<u8> {
-        let refs = ref_exit(ctx, s.ref_faults.as_deref())?;
-        Ok(if s.verification.fault.is_some() {
+        let refs = ref_exit(ctx, status.ref_faults.as_deref())?;
+        Ok(if status.verification.fault.is_some() {
             exit::NEGATIVE
         } else {
             refs
         })
     };
     if ctx.json {
-        out::json(&s)?;
+        out::json(&status)?;
         return exit(ctx);
     }
-    let mut o = std::io::stdout().lock();
-    write_overview(&mut o, &s)?;
-    write_findings(&mut o, &s)?;
-    write_pins(&mut o, &s)?;
-    drop(o);
+    let mut stdout = std::io::stdout().lock();
+    write_overview(&mut stdout, &status)?;
+    write_findings(&mut stdout, &status)?;
+    write_pins(&mut stdout, &status)?;
+    drop(stdout);
     exit(ctx)
 }
 
 /// The store, its verification, and what it holds by kind, commit and scorer.
 fn write_overview(o: &mut impl Write, s: &ratchet_orchestrate::Status) -> Result<()> {
     writeln!(o, "store {} at {}", s.store_id, s.store_dir.display())?;
-    let v = &s.verification;
-    let verified = match &v.fault {
+    let verification = &s.verification;
+    let verified = match &verification.fault {
         Some(f) => format!("DOES NOT VERIFY: {f}"),
-        None if v.macs_unchecked() => {
+        None if verification.macs_unchecked() => {
             "plain chain verifies, MACs NOT checked (pass --key-file)".into()
         }
-        None if v.macs_checked => "verifies, MACs checked".into(),
+        None if verification.macs_checked => "verifies, MACs checked".into(),
         None => "verifies".into(),
     };
     writeln!(o, "{} events; {verified}", s.overview.size)?;
@@ -116,7 +116,7 @@ fn write_overview(o: &mut impl Write, s: &ratchet_orchestrate::Status) -> Result
         let versions: Vec<String> = sc
             .versions
             .iter()
-            .map(|v| format!("{} ({} scores)", v.version, v.n))
+            .map(|scored| format!("{} ({} scores)", scored.version, scored.n))
             .collect();
         writeln!(
             o,

@@ -174,7 +174,7 @@ fn mint(ctx: &Ctx, flags: &MintFlags) -> Result<u8> {
 fn write_private(path: &Path, text: &str) -> Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
+    let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
@@ -185,6 +185,6 @@ fn write_private(path: &Path, text: &str) -> Result<()> {
                 path.display()
             )
         })?;
-    writeln!(f, "{text}").with_context(|| format!("writing {}", path.display()))?;
+    writeln!(file, "{text}").with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! they wrote).
 
 use anyhow::{Context, Result};
-use ratchet_orchestrate::{Source, VerificationReport};
+use ratchet_orchestrate::checks::{CheckReport, Source};
 
 use crate::cmd::shared::sandbox::print_command;
 use crate::cmd::shared::verdict::print_verdict;
@@ -35,7 +35,7 @@ pub fn run(ctx: &Ctx, flags: VerifyFlags) -> Result<u8> {
     let mut sandbox = flags.sandbox()?;
     let mut store = ctx.open(flags.key_file.as_deref())?;
     let (report, receipt) =
-        ratchet_orchestrate::verify(&mut store, sandbox.as_mut(), &source, &spec)?;
+        ratchet_orchestrate::checks::run_checks(&mut store, sandbox.as_mut(), &source, &spec)?;
     if ctx.json {
         out::written(
             &store,
@@ -49,7 +49,7 @@ pub fn run(ctx: &Ctx, flags: VerifyFlags) -> Result<u8> {
     Ok(report.status().exit_code())
 }
 
-fn print_verification(r: &VerificationReport) -> Result<()> {
+fn print_verification(r: &CheckReport) -> Result<()> {
     outln!(
         "{} in the {} sandbox: {} files, snapshot {}",
         r.source,

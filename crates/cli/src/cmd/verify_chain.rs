@@ -26,16 +26,16 @@ pub fn run(ctx: &Ctx, flags: VerifyChainFlags) -> Result<u8> {
             "this store is keyed (key id {key_id}): pass --key-file to check its MACs, or --without-macs to verify the plain chain only (which anyone who can write the file can rebuild)"
         ));
     }
-    let mut o = VerifyOptions::default();
+    let mut options = VerifyOptions::default();
     if let Some(p) = key_file {
-        o = o.key(WriterKey::read_file(p)?);
+        options = options.key(WriterKey::read_file(p)?);
     }
     if let Some(p) = &checkpoint {
-        o = o.checkpoint(
+        options = options.checkpoint(
             Checkpoint::read(p).with_context(|| format!("checkpoint {}", p.display()))?,
         );
     }
-    let (report, view) = store.verify_and_fold(&o)?;
+    let (report, view) = store.verify_and_fold(&options)?;
     // Promotion refs are compared only with a trace that verified: a
     // disagreeing ref is then a fault of its own.
     let ref_faults = match (repo.as_deref(), &view) {

@@ -25,21 +25,21 @@ fn before_anything_is_decided_each_filter_selects_every_benchmark() {
 
 #[test]
 fn google_benchmark_names_are_anchored_and_escaped() {
-    let f = harness_filter(
+    let filter = harness_filter(
         Format::GoogleBenchmark,
         Some(&set(&["BM_sort/1024", "BM_copy<int>/8/real_time"])),
     );
     assert_eq!(
-        f.as_deref(),
+        filter.as_deref(),
         Some("^(BM_copy<int>/8/real_time|BM_sort/1024)$")
     );
-    let f = harness_filter(Format::GoogleBenchmark, Some(&set(&["BM_a.b(x)+"])));
-    assert_eq!(f.as_deref(), Some(r"^(BM_a\.b\(x\)\+)$"));
+    let filter = harness_filter(Format::GoogleBenchmark, Some(&set(&["BM_a.b(x)+"])));
+    assert_eq!(filter.as_deref(), Some(r"^(BM_a\.b\(x\)\+)$"));
 }
 
 #[test]
 fn go_filters_top_level_names_without_package_or_procs_suffix() {
-    let f = harness_filter(
+    let filter = harness_filter(
         Format::GoBench,
         Some(&set(&[
             "example.com/m/pkg.BenchmarkSort/n=10-8",
@@ -49,14 +49,14 @@ fn go_filters_top_level_names_without_package_or_procs_suffix() {
         ])),
     );
     assert_eq!(
-        f.as_deref(),
+        filter.as_deref(),
         Some("^(BenchmarkHash|BenchmarkPlain|BenchmarkSort)$")
     );
 }
 
 #[test]
 fn pytest_filters_test_functions_joined_by_or() {
-    let f = harness_filter(
+    let filter = harness_filter(
         Format::PytestBenchmark,
         Some(&set(&[
             "tests/test_sort.py::test_sort[100]",
@@ -64,7 +64,7 @@ fn pytest_filters_test_functions_joined_by_or() {
             "tests/test_x.py::TestHash::test_hash",
         ])),
     );
-    assert_eq!(f.as_deref(), Some("test_hash or test_sort"));
+    assert_eq!(filter.as_deref(), Some("test_hash or test_sort"));
 }
 
 #[test]

@@ -13,10 +13,10 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use git2::{Oid, Repository};
-use ratchet_orchestrate::{
-    Error, Evaluation, Limits, MergeOutcome, NamespaceSandbox, Sandbox, Source, SourceFile,
-    VerifySpec, verify,
-};
+use ratchet_orchestrate::Error;
+use ratchet_orchestrate::checks::{CheckSpec, Evaluation, Source, SourceFile, run_checks};
+use ratchet_orchestrate::merge::MergeOutcome;
+use ratchet_orchestrate::sandbox::{Limits, NamespaceSandbox, Sandbox};
 use ratchet_testkit::git::{
     FILE as F, branch, commit_entries as commit_files, force_checkout_head, init_on_main,
 };
@@ -113,7 +113,7 @@ fn ingestion_of_a_fifo_left_by_the_command_does_not_hang_the_verifier() {
             bytes: b"x\n".to_vec(),
             mode: ratchet_orchestrate::FileMode::Regular,
         }];
-        let spec = VerifySpec {
+        let spec = CheckSpec {
             commands: vec![argv(&["mkfifo", FIFO_NAME])],
             evaluation: Some(Evaluation {
                 suite: None,
@@ -124,10 +124,10 @@ fn ingestion_of_a_fifo_left_by_the_command_does_not_hang_the_verifier() {
                 junit: vec![PathBuf::from(FIFO_NAME)],
                 jsonl: vec![],
             }),
-            ..VerifySpec::default()
+            ..CheckSpec::default()
         };
         let mut sandbox = namespace();
-        let r = verify(&mut store, &mut sandbox, &Source::Files(&files), &spec);
+        let r = run_checks(&mut store, &mut sandbox, &Source::Files(&files), &spec);
         let _ = tx.send(
             r.map(|(r, _)| {
                 let notes: Vec<String> = r
@@ -157,7 +157,7 @@ fn ingestion_of_a_fifo_left_by_the_command_does_not_hang_the_verifier() {
         }
         let _ = rx.recv_timeout(Duration::from_secs(10));
         panic!(
-            "verify() still blocked 60 s after its command ended: reading the FIFO the command left at the JUnit path"
+            "run_checks() still blocked 60 s after its command ended: reading the FIFO the command left at the JUnit path"
         );
     }
     // It ended, and for the right reason: the FIFO was refused as a report
@@ -216,7 +216,7 @@ fn a_command_cannot_record_evidence_about_the_baseline_and_flip_the_gate() {
             mode: ratchet_orchestrate::FileMode::Regular,
         },
     ];
-    let spec = |src: &str, candidate: u8| VerifySpec {
+    let spec = |src: &str, candidate: u8| CheckSpec {
         commands: vec![argv(&["cp", src, "scores.jsonl"])],
         evaluation: Some(Evaluation {
             suite: None,
@@ -227,10 +227,10 @@ fn a_command_cannot_record_evidence_about_the_baseline_and_flip_the_gate() {
             junit: vec![],
             jsonl: vec![PathBuf::from("scores.jsonl")],
         }),
-        ..VerifySpec::default()
+        ..CheckSpec::default()
     };
     let mut sandbox = namespace();
-    let (control, _) = verify(
+    let (control, _) = run_checks(
         &mut store,
         &mut sandbox,
         &Source::Files(&files),
@@ -238,7 +238,7 @@ fn a_command_cannot_record_evidence_about_the_baseline_and_flip_the_gate() {
     )
     .expect("verify");
     assert!(!control.passed, "control: the honest candidate is worse");
-    let (attack, _) = verify(
+    let (attack, _) = run_checks(
         &mut store,
         &mut sandbox,
         &Source::Files(&files),

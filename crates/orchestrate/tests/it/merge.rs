@@ -12,9 +12,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use git2::{Oid, Repository};
-use ratchet_orchestrate::{
-    EnvPolicy, Error, MergeLock, MergeOutcome, ProcessSandbox, merge, merge_all,
-};
+use ratchet_orchestrate::Error;
+use ratchet_orchestrate::merge::{MergeLock, MergeOutcome, merge_branch, merge_branches};
+use ratchet_orchestrate::sandbox::{EnvPolicy, ProcessSandbox};
 use ratchet_testkit::git::{commit_files, repo_with_branches};
 use ratchet_trace::{Store, StoreOptions};
 
@@ -194,7 +194,7 @@ fn two_branches_that_break_together_are_a_semantic_conflict_in_the_queue() {
     let repo_path = w.repo.workdir().expect("work tree").to_path_buf();
     // Each passes alone.
     for b in ["a", "b"] {
-        let alone = ratchet_orchestrate::verify(
+        let alone = ratchet_orchestrate::checks::run_checks(
             &mut w.store,
             &mut ProcessSandbox::new(),
             &ratchet_orchestrate::Source::Revision {
@@ -206,7 +206,7 @@ fn two_branches_that_break_together_are_a_semantic_conflict_in_the_queue() {
         .expect("verify");
         assert!(alone.0.passed, "{b} alone: {:#?}", alone.0);
     }
-    let outcomes = merge_all(
+    let outcomes = merge_branches(
         &repo_path,
         &mut w.store,
         &mut ProcessSandbox::new(),
@@ -257,7 +257,7 @@ fn concurrent_merges_are_serialized() {
                 (repo_path.clone(), store_dir.clone(), script.clone());
             std::thread::spawn(move || {
                 let mut store = Store::open(&store_dir, StoreOptions::default()).expect("store");
-                merge(
+                merge_branch(
                     &repo_path,
                     &mut store,
                     &mut ProcessSandbox::new(),

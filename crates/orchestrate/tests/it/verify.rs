@@ -9,9 +9,12 @@ use crate::common::argv;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ratchet_orchestrate::{
-    EnvPolicy, Error, Evaluation, Exit, FileMode, Limits, NamespaceSandbox, ProcessSandbox,
-    Sandbox, Source, SourceFile, VerifySpec, snapshot_hash, verify,
+use ratchet_orchestrate::Error;
+use ratchet_orchestrate::checks::{
+    CheckSpec, Evaluation, Source, SourceFile, run_checks, snapshot_hash,
+};
+use ratchet_orchestrate::sandbox::{
+    EnvPolicy, Exit, FileMode, Limits, NamespaceSandbox, ProcessSandbox, Sandbox,
 };
 use ratchet_testkit::{REQUIRES_UNIT, commit, gap_class};
 use ratchet_trace::{Score, Store, StoreOptions};
@@ -114,16 +117,16 @@ fn commands_run_in_order_in_a_copy_and_the_first_failure_stops_the_rest() {
     std::fs::write(src.path().join("a.txt"), "hello\n").expect("write");
     std::fs::create_dir(src.path().join("sub")).expect("mkdir");
     std::fs::write(src.path().join("sub/b.txt"), "world\n").expect("write");
-    let spec = VerifySpec {
+    let spec = CheckSpec {
         commands: vec![
             argv(&["cat", "a.txt", "sub/b.txt"]),
             argv(&["sh", "-c", "echo oops >&2; rm a.txt; exit 3"]),
             argv(&["touch", "never"]),
         ],
-        ..VerifySpec::default()
+        ..CheckSpec::default()
     };
     let mut sandbox = ProcessSandbox::new();
-    let (report, receipt) = verify(
+    let (report, receipt) = run_checks(
         &mut store,
         &mut sandbox,
         &Source::Directory(src.path()),
@@ -166,12 +169,12 @@ fn commands_run_in_order_in_a_copy_and_the_first_failure_stops_the_rest() {
     assert!(store.verify().expect("verify").is_valid());
 
     // keep_going runs them all.
-    let all = VerifySpec {
+    let all = CheckSpec {
         keep_going: true,
         ..spec
     };
     let (report, _) =
-        verify(&mut store, &mut sandbox, &Source::Files(&files), &all).expect("verify");
+        run_checks(&mut store, &mut sandbox, &Source::Files(&files), &all).expect("verify");
     assert_eq!(report.commands.len(), 3);
 }
 
@@ -403,17 +406,17 @@ fn bad_requests_are_clear_errors() {
     let (_d, mut store) = new_store();
     let files: Vec<SourceFile> = Vec::new();
     let mut sandbox = ProcessSandbox::new();
-    let none = VerifySpec::default();
+    let none = CheckSpec::default();
     assert!(matches!(
-        verify(&mut store, &mut sandbox, &Source::Files(&files), &none),
+        run_checks(&mut store, &mut sandbox, &Source::Files(&files), &none),
         Err(Error::NoCommands)
     ));
-    let empty = VerifySpec {
+    let empty = CheckSpec {
         commands: vec![vec![]],
-        ..VerifySpec::default()
+        ..CheckSpec::default()
     };
     assert!(matches!(
-        verify(&mut store, &mut sandbox, &Source::Files(&files), &empty),
+        run_checks(&mut store, &mut sandbox, &Source::Files(&files), &empty),
         Err(Error::EmptyCommand)
     ));
     let escaping = vec![SourceFile {
@@ -421,22 +424,22 @@ fn bad_requests_are_clear_errors() {
         bytes: vec![],
         mode: FileMode::Regular,
     }];
-    let ok = VerifySpec {
+    let ok = CheckSpec {
         commands: vec![argv(&["true"])],
-        ..VerifySpec::default()
+        ..CheckSpec::default()
     };
     assert!(matches!(
-        verify(&mut store, &mut sandbox, &Source::Files(&escaping), &ok),
+        run_checks(&mut store, &mut sandbox, &Source::Files(&escaping), &ok),
         Err(Error::InvalidPath { .. })
     ));
     assert_eq!(store.head().expect("head").size, 0, "nothing recorded");
     // A program that does not exist is a failed command, not an error.
-    let missing = VerifySpec {
+    let missing = CheckSpec {
         commands: vec![argv(&["no-such-program-ratchet"])],
-        ..VerifySpec::default()
+        ..CheckSpec::default()
     };
     let (r, _) =
-        verify(&mut store, &mut sandbox, &Source::Files(&files), &missing).expect("verify");
+        run_checks(&mut store, &mut sandbox, &Source::Files(&files), &missing).expect("verify");
     assert!(
         matches!(r.commands[0].exit, Exit::NotStarted { .. }),
         "{r:?}"
@@ -493,7 +496,7 @@ fn a_policy_judges_what_the_commands_wrote_and_the_verdict_is_in_the_report() {
         },
     ];
     let candidate = commit(2);
-    let spec = VerifySpec {
+    let spec = CheckSpec {
         commands: vec![argv(&[
             "sh",
             "-c",
@@ -511,11 +514,11 @@ fn a_policy_judges_what_the_commands_wrote_and_the_verdict_is_in_the_report() {
                 PathBuf::from("out/never-written.jsonl"),
             ],
         }),
-        ..VerifySpec::default()
+        ..CheckSpec::default()
     };
     let mut sandbox = ProcessSandbox::new();
     let (report, receipt) =
-        verify(&mut store, &mut sandbox, &Source::Files(&files), &spec).expect("verify");
+        run_checks(&mut store, &mut sandbox, &Source::Files(&files), &spec).expect("verify");
     let e = report.evaluation.as_ref().expect("evaluated");
     assert_eq!(e.verdict.outcome, ratchet_gate::Outcome::Promote, "{e:#?}");
     assert!(report.passed);
@@ -540,7 +543,7 @@ fn a_policy_judges_what_the_commands_wrote_and_the_verdict_is_in_the_report() {
     assert_eq!(event.commit.as_ref(), Some(&candidate));
 
     // Without its required suite the same scores cannot promote.
-    let no_tests = VerifySpec {
+    let no_tests = CheckSpec {
         commands: vec![argv(&["true"])],
         evaluation: spec.evaluation.clone().map(|mut e| {
             e.candidate = Some(commit(3));
@@ -548,13 +551,13 @@ fn a_policy_judges_what_the_commands_wrote_and_the_verdict_is_in_the_report() {
             e.jsonl = vec![PathBuf::from("fixtures/scores.jsonl")];
             e
         }),
-        ..VerifySpec::default()
+        ..CheckSpec::default()
     };
     let (report, _) =
-        verify(&mut store, &mut sandbox, &Source::Files(&files), &no_tests).expect("verify");
+        run_checks(&mut store, &mut sandbox, &Source::Files(&files), &no_tests).expect("verify");
     assert!(!report.passed, "{report:#?}");
     // Files given in memory must name their commit.
-    let unnamed = VerifySpec {
+    let unnamed = CheckSpec {
         evaluation: spec.evaluation.clone().map(|mut e| {
             e.candidate = None;
             e
@@ -562,7 +565,7 @@ fn a_policy_judges_what_the_commands_wrote_and_the_verdict_is_in_the_report() {
         ..spec
     };
     assert!(matches!(
-        verify(&mut store, &mut sandbox, &Source::Files(&files), &unnamed),
+        run_checks(&mut store, &mut sandbox, &Source::Files(&files), &unnamed),
         Err(Error::MissingCandidate)
     ));
 }
@@ -590,15 +593,15 @@ fn symlinks_and_modes_are_reproduced_and_never_followed_out() {
             mode: FileMode::Directory,
         },
     ];
-    let spec = VerifySpec {
+    let spec = CheckSpec {
         commands: vec![argv(&[
             "sh",
             "-c",
             "./link && test -d empty && test -L link",
         ])],
-        ..VerifySpec::default()
+        ..CheckSpec::default()
     };
-    let (r, _) = verify(
+    let (r, _) = run_checks(
         &mut store,
         &mut ProcessSandbox::new(),
         &Source::Files(&files),
@@ -621,7 +624,7 @@ fn symlinks_and_modes_are_reproduced_and_never_followed_out() {
         },
     ];
     assert!(matches!(
-        verify(
+        run_checks(
             &mut store,
             &mut ProcessSandbox::new(),
             &Source::Files(&escape),
@@ -636,7 +639,7 @@ fn symlinks_and_modes_are_reproduced_and_never_followed_out() {
     store
         .record_score(&Score::new(baseline.clone(), "t", "accuracy", 1.0), "eval")
         .expect("score");
-    let lure = VerifySpec {
+    let lure = CheckSpec {
         commands: vec![argv(&[
             "ln",
             "-s",
@@ -652,9 +655,9 @@ fn symlinks_and_modes_are_reproduced_and_never_followed_out() {
             junit: vec![PathBuf::from("junit.xml")],
             jsonl: vec![],
         }),
-        ..VerifySpec::default()
+        ..CheckSpec::default()
     };
-    let (r, _) = verify(
+    let (r, _) = run_checks(
         &mut store,
         &mut ProcessSandbox::new(),
         &Source::Files(&[]),

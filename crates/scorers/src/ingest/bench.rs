@@ -160,13 +160,13 @@ fn criterion_samples(file: &Path) -> std::result::Result<Vec<f64>, String> {
     }
     let mut per_iteration = Vec::with_capacity(times.len());
     for (n, t) in iters.iter().zip(&times) {
-        let v = t / n;
-        if !(n.is_finite() && *n > 0.0 && v.is_finite() && v >= 0.0) {
+        let per_iter = t / n;
+        if !(n.is_finite() && *n > 0.0 && per_iter.is_finite() && per_iter >= 0.0) {
             return Err(format!(
                 "sample.json has a sample of {t} ns over {n} iterations"
             ));
         }
-        per_iteration.push(v);
+        per_iteration.push(per_iter);
     }
     Ok(per_iteration)
 }
@@ -247,9 +247,10 @@ fn criterion_runs(
         if !(ns.is_finite() && ns >= 0.0) {
             return Err(malformed(&est_file, field, format!("{ns} is not a time")));
         }
-        let mut s = Score::new(commit.clone(), bench.full_id, CRITERION_NS, ns);
-        s.scorer_version = version.to_string();
-        s.to_draft()
+        let mut score = Score::new(commit.clone(), bench.full_id, CRITERION_NS, ns);
+        score.scorer_version = version.to_string();
+        score
+            .to_draft()
             .map_err(|e| malformed(&est_file, "score", e.to_string()))?;
         let samples = criterion_samples(&new.join("sample.json")).unwrap_or_else(|why| {
             notes.say(
@@ -261,7 +262,7 @@ fn criterion_runs(
             );
             vec![ns]
         });
-        scores.push((s, samples));
+        scores.push((score, samples));
     }
     Ok(scores)
 }
@@ -293,14 +294,14 @@ fn json_of<T: for<'de> Deserialize<'de>>(file: &Path, what: &str) -> Result<T> {
 }
 
 fn score(commit: &CommitId, task: &str, scorer: &str, value: f64, version: &str) -> Score {
-    let mut s = Score::new(
+    let mut score = Score::new(
         commit.clone(),
         super::junit::storable_name(task),
         scorer,
         value,
     );
-    s.scorer_version = version.to_string();
-    s
+    score.scorer_version = version.to_string();
+    score
 }
 
 /// A measured quantity fit for a score: finite and not negative.
@@ -488,11 +489,11 @@ pub(super) fn hyperfine(
             // A parameter scan runs one command line per value: the
             // command already holds the value, but say it where it did not.
             for (name, value) in &r.parameters {
-                let v = value
+                let value = value
                     .as_str()
                     .map_or_else(|| value.to_string(), str::to_string);
-                if !task.contains(&v) {
-                    task.push_str(&format!(" [{name}={v}]"));
+                if !task.contains(&value) {
+                    task.push_str(&format!(" [{name}={value}]"));
                 }
             }
             let mean = measured(file, &at, r.mean)?;
@@ -629,12 +630,12 @@ pub(super) fn google_benchmark(
     let mut evidence = Evidence::default();
     for file in files {
         let doc: GbenchFile = json_of(file, "Google Benchmark JSON (--benchmark_format=json)")?;
-        let c = &doc.context;
+        let context = &doc.context;
         let version = options.runner.clone().unwrap_or_else(|| {
             Environment {
-                cpu: format!("{} @ {} MHz", c.host_name, c.mhz_per_cpu),
-                cpus: c.num_cpus,
-                platform: format!("google-benchmark {}", c.library_build_type),
+                cpu: format!("{} @ {} MHz", context.host_name, context.mhz_per_cpu),
+                cpus: context.num_cpus,
+                platform: format!("google-benchmark {}", context.library_build_type),
                 label: options.runner_label.clone(),
             }
             .fingerprint()
@@ -736,11 +737,11 @@ pub(super) fn google_benchmark(
                         ),
                     );
                 } else if v.is_finite() && v >= 0.0 {
-                    let c = counters
+                    let sum = counters
                         .entry((run_name.to_string(), counter.to_string()))
                         .or_default();
-                    c.0 += v;
-                    c.1 += 1;
+                    sum.0 += v;
+                    sum.1 += 1;
                 } else {
                     // A counter may count down (a delta): it is not a
                     // measurement a score can hold, but no reason to refuse
@@ -859,15 +860,15 @@ pub(super) fn pytest_benchmark(
     let mut evidence = Evidence::default();
     for file in files {
         let doc: PytestBenchmarkFile = json_of(file, "pytest-benchmark JSON (--benchmark-json)")?;
-        let m = &doc.machine_info;
+        let machine = &doc.machine_info;
         let field = |path: &[&str]| {
-            let mut v = m;
+            let mut node = machine;
             for k in path {
-                v = &v[*k];
+                node = &node[*k];
             }
-            v.as_str()
+            node.as_str()
                 .map(str::to_string)
-                .or_else(|| v.as_u64().map(|n| n.to_string()))
+                .or_else(|| node.as_u64().map(|n| n.to_string()))
         };
         // The caller's runner, else the machine the file names.
         let version = match &options.runner {
@@ -1151,24 +1152,24 @@ mod tests {
 
     #[test]
     fn go_units_have_their_directions() {
-        let o = IngestOptions::default();
+        let options = IngestOptions::default();
         assert_eq!(
-            go_unit("ns/op", &o, &mut Notes::default()).map(|u| u.0),
+            go_unit("ns/op", &options, &mut Notes::default()).map(|u| u.0),
             Some("go_ns_per_op".into())
         );
         assert_eq!(
-            go_unit("MB/s", &o, &mut Notes::default())
+            go_unit("MB/s", &options, &mut Notes::default())
                 .and_then(|u| u.1)
                 .map(|d| d.0),
             Some(Direction::HigherIsBetter)
         );
-        assert!(go_unit("items/op", &o, &mut Notes::default()).is_none());
-        let o = IngestOptions {
+        assert!(go_unit("items/op", &options, &mut Notes::default()).is_none());
+        let options = IngestOptions {
             direction: Some(Direction::LowerIsBetter),
             ..IngestOptions::default()
         };
         assert_eq!(
-            go_unit("items/op", &o, &mut Notes::default()).map(|u| u.0),
+            go_unit("items/op", &options, &mut Notes::default()).map(|u| u.0),
             Some("go_items-per-op".into())
         );
     }

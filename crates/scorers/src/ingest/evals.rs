@@ -648,15 +648,15 @@ fn promptfoo_xml_rows(text: &str, file: &Path) -> Result<Vec<Value>> {
             .filter(roxmltree::Node::is_element)
             .collect();
         if children.is_empty() {
-            let t: String = node
+            let text: String = node
                 .children()
                 .filter(roxmltree::Node::is_text)
                 .filter_map(|c| c.text())
                 .collect();
-            return if t.is_empty() {
+            return if text.is_empty() {
                 Value::Null
             } else {
-                Value::String(t)
+                Value::String(text)
             };
         }
         let mut map = serde_json::Map::new();

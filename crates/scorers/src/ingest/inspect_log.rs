@@ -145,8 +145,8 @@ impl<'de> Visitor<'de> for Keep {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             if self.top && out.len() < MAX_PARTS {
-                let v = map.next_value_seed(Keep { top: false })?;
-                out.insert(key, v);
+                let value = map.next_value_seed(Keep { top: false })?;
+                out.insert(key, value);
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -163,22 +163,22 @@ impl SampleIn {
     /// The sample in the shape ingestion reads: `id`, `error` (non-null
     /// when the sample errored), `scores` (scorer → `{value}`), `score`.
     fn into_value(self) -> Value {
-        let mut v = Map::new();
-        v.insert("id".into(), self.id.0);
+        let mut kept = Map::new();
+        kept.insert("id".into(), self.id.0);
         if self.error.is_some() {
-            v.insert("error".into(), Value::Bool(true));
+            kept.insert("error".into(), Value::Bool(true));
         }
         if let Some(scores) = self.scores {
             let scores: Map<String, Value> = scores
                 .into_iter()
                 .map(|(k, s)| (k, serde_json::json!({ "value": s.value.0 })))
                 .collect();
-            v.insert("scores".into(), Value::Object(scores));
+            kept.insert("scores".into(), Value::Object(scores));
         }
         if let Some(s) = self.score {
-            v.insert("score".into(), serde_json::json!({ "value": s.value.0 }));
+            kept.insert("score".into(), serde_json::json!({ "value": s.value.0 }));
         }
-        Value::Object(v)
+        Value::Object(kept)
     }
 }
 
@@ -246,9 +246,9 @@ mod tests {
             r#"{{"id": 7, "messages": [{pad}], "scores": {{"match": {{"value": "C", "answer": [{pad}]}},
                "dict": {{"value": {{"a": 1, "b": [{pad}], "c": {{"deep": 1}}}}}}}}, "error": null}}"#
         );
-        let v = sample(&text).expect("parses");
+        let parsed = sample(&text).expect("parses");
         assert_eq!(
-            v,
+            parsed,
             serde_json::json!({
                 "id": 7,
                 "scores": {
@@ -283,7 +283,7 @@ mod tests {
             r#"{{"eval": {{"task": "pop"}}, "results": {{"scores": [{{"name": "m", "params": "{}"}}]}}}}"#,
             "x".repeat(MAX_PARAMS + 1)
         );
-        let e = log(&big).expect_err("refused");
-        assert!(e.contains("params"), "{e}");
+        let refused = log(&big).expect_err("refused");
+        assert!(refused.contains("params"), "{refused}");
     }
 }

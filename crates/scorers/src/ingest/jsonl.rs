@@ -174,16 +174,16 @@ fn parse_lines(
                 observation,
                 commit: c,
             }) => {
-                let r = rubrics
+                let rubric = rubrics
                     .get(&rubric)
                     .ok_or_else(|| malformed(file, &at, format!("unknown rubric {rubric:?}")))?;
-                let value = r
+                let value = rubric
                     .score_json(&observation)
                     .map_err(|e| malformed(file, &at, e.to_string()))?;
-                let mut s = Score::new(resolve(&c)?, task, r.name.clone(), value);
-                s.scorer_version = r.version();
-                s.holdout = r.holdout;
-                (s, Some((Direction::HigherIsBetter, Declared::ByFormat)))
+                let mut score = Score::new(resolve(&c)?, task, rubric.name.clone(), value);
+                score.scorer_version = rubric.version();
+                score.holdout = rubric.holdout;
+                (score, Some((Direction::HigherIsBetter, Declared::ByFormat)))
             }
             Line::Score(ScoreLine {
                 task,
@@ -196,23 +196,23 @@ fn parse_lines(
                 commit: c,
                 direction,
             }) => {
-                let mut s = Score::new(resolve(&c)?, task, scorer, value);
+                let mut score = Score::new(resolve(&c)?, task, scorer, value);
                 if let Some(v) = scorer_version {
-                    s.scorer_version = v;
+                    score.scorer_version = v;
                 }
-                s.cost = cost;
-                s.latency_ms = latency_ms;
-                s.holdout = holdout;
+                score.cost = cost;
+                score.latency_ms = latency_ms;
+                score.holdout = holdout;
                 // A line's own direction is explicit; an anchor's (cost,
                 // latency…) is known; any other name is left undeclared, so
                 // its first declaration is a person's or the policy's,
                 // never a guess.
-                let known = crate::Anchor::from_scorer(&s.scorer)
+                let known = crate::Anchor::from_scorer(&score.scorer)
                     .map(|a| (a.direction(), Declared::ByFormat));
-                let d = direction
+                let declared = direction
                     .map(|d| (Direction::from(d), Declared::Explicitly))
                     .or(known);
-                (s, d)
+                (score, declared)
             }
         };
         // The store's own validation, reported at this line.

@@ -94,17 +94,17 @@ fn boost_wrote(case: roxmltree::Node<'_, '_>) -> bool {
 /// locale (`1,234.5`): a comma beside a point, or before exactly three
 /// digits, groups thousands; a lone comma otherwise is a decimal comma.
 fn seconds(text: &str) -> Option<f64> {
-    let t = text.trim();
-    let normalized = if t.contains(',') && t.contains('.') {
-        t.replace(',', "")
-    } else if let Some((_, after)) = t.rsplit_once(',') {
+    let trimmed = text.trim();
+    let normalized = if trimmed.contains(',') && trimmed.contains('.') {
+        trimmed.replace(',', "")
+    } else if let Some((_, after)) = trimmed.rsplit_once(',') {
         if after.len() == 3 && after.bytes().all(|b| b.is_ascii_digit()) {
-            t.replace(',', "")
+            trimmed.replace(',', "")
         } else {
-            t.replace(',', ".")
+            trimmed.replace(',', ".")
         }
     } else {
-        t.to_string()
+        trimmed.to_string()
     };
     normalized
         .parse::<f64>()
@@ -327,8 +327,8 @@ pub(super) fn parse(
             passed = passed.saturating_sub(missing);
         }
         let suite_seconds = suite.attribute("time").and_then(|t| {
-            let s = seconds(t);
-            if s.is_none() {
+            let duration = seconds(t);
+            if duration.is_none() {
                 notes.say(
                     "unreadable time",
                     format!(
@@ -337,7 +337,7 @@ pub(super) fn parse(
                     ),
                 );
             }
-            s
+            duration
         });
         runs.push(TestRun {
             commit: commit.clone(),

@@ -489,9 +489,9 @@ impl Means {
             if let Some((version, direction, sum, n, values)) = self.sums.remove(&key) {
                 let (task, scorer) = key;
                 let unit = unit_of(&scorer);
-                let mut s = Score::new(commit.clone(), task.clone(), scorer, sum / n as f64);
-                s.scorer_version = version;
-                evidence.push_run(s, direction, file, &task, &unit, values)?;
+                let mut score = Score::new(commit.clone(), task.clone(), scorer, sum / n as f64);
+                score.scorer_version = version;
+                evidence.push_run(score, direction, file, &task, &unit, values)?;
             }
         }
         Ok(())
@@ -507,10 +507,10 @@ impl Means {
         for key in self.order {
             if let Some((version, direction, sum, n, _)) = self.sums.remove(&key) {
                 let (task, scorer) = key;
-                let mut s = Score::new(commit.clone(), task.clone(), scorer, sum / n as f64);
-                s.scorer_version = version;
-                extra(&task, &mut s);
-                evidence.push(s, direction, file, &task)?;
+                let mut score = Score::new(commit.clone(), task.clone(), scorer, sum / n as f64);
+                score.scorer_version = version;
+                extra(&task, &mut score);
+                evidence.push(score, direction, file, &task)?;
             }
         }
         Ok(())
@@ -522,13 +522,13 @@ impl Means {
 /// recognized (and counted once); the same report for another commit is not
 /// the same evidence.
 fn ingest_key(format: &str, commit: Option<&CommitId>, content: &[u8]) -> String {
-    let mut h = blake3::Hasher::new_derive_key("ratchet-scorers 2026-11-30 ingest key v1");
-    h.update(format.as_bytes());
-    h.update(&[0]);
-    h.update(commit.map(CommitId::as_str).unwrap_or("").as_bytes());
-    h.update(&[0]);
-    h.update(content);
-    format!("{format}:{}", h.finalize().to_hex())
+    let mut hasher = blake3::Hasher::new_derive_key("ratchet-scorers 2026-11-30 ingest key v1");
+    hasher.update(format.as_bytes());
+    hasher.update(&[0]);
+    hasher.update(commit.map(CommitId::as_str).unwrap_or("").as_bytes());
+    hasher.update(&[0]);
+    hasher.update(content);
+    format!("{format}:{}", hasher.finalize().to_hex())
 }
 
 pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>> {
@@ -705,8 +705,8 @@ fn list_directory(dir: &Path) -> Result<Vec<PathBuf>> {
 /// </testsuite>"#)?;
 /// let commit = CommitId::parse(&"a".repeat(40))?;
 /// let options = IngestOptions { commit: Some(commit), ..IngestOptions::default() };
-/// let r = ingest(&mut store, Format::Junit, &[report], &options)?;
-/// assert_eq!((r.test_runs, r.scores), (1, 1));
+/// let ingested = ingest(&mut store, Format::Junit, &[report], &options)?;
+/// assert_eq!((ingested.test_runs, ingested.scores), (1, 1));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
@@ -720,10 +720,10 @@ fn list_directory(dir: &Path) -> Result<Vec<PathBuf>> {
 /// let dir = tempfile::tempdir()?;
 /// let mut store = Store::create(dir.path().join("store"), Default::default())?;
 /// let file = dir.path().join("scores.jsonl");
-/// let c = "c".repeat(40);
+/// let commit = "c".repeat(40);
 /// std::fs::write(&file, format!(
-///     "{{\"task\": \"t1\", \"scorer\": \"accuracy\", \"value\": 0.5, \"commit\": \"{c}\"}}\n\
-///      {{\"task\": \"t2\", \"scorer\": \"accuracy\", \"value\": 1.0, \"commit\": \"{c}\"}}\n"))?;
+///     "{{\"task\": \"t1\", \"scorer\": \"accuracy\", \"value\": 0.5, \"commit\": \"{commit}\"}}\n\
+///      {{\"task\": \"t2\", \"scorer\": \"accuracy\", \"value\": 1.0, \"commit\": \"{commit}\"}}\n"))?;
 /// let first = ingest(&mut store, Format::Jsonl, &[file.clone()], &IngestOptions::default())?;
 /// assert_eq!((first.scores, first.already_ingested_at), (2, None));
 /// let size = store.head()?.size;
@@ -1067,15 +1067,15 @@ fn junit_evidence(
             .map_err(|e| malformed(&files[0], format!("suite {}", run.suite), e.to_string()))?;
         let ran = run.passed + run.failed;
         if ran > 0 {
-            let mut s = Score::new(
+            let mut score = Score::new(
                 commit.clone(),
                 run.suite.clone(),
                 PASS_RATE,
                 run.passed as f64 / ran as f64,
             );
-            s.scorer_version = "junit-1".into();
+            score.scorer_version = "junit-1".into();
             evidence.push(
-                s,
+                score,
                 Some((Direction::HigherIsBetter, Declared::ByFormat)),
                 &files[0],
                 "pass rate",

@@ -347,17 +347,17 @@ impl Verified {
         }
         order.sort_unstable_by_key(|e| e.0);
         for (seq, i, j) in order {
-            let s = &self.series[i as usize];
-            let e = &s.entries[j as usize];
+            let series = &self.series[i as usize];
+            let entry = &series.entries[j as usize];
             let (cost, latency_ms) = self.extras.get(&seq).copied().unwrap_or_default();
-            let prov = self.provenances[e.provenance as usize];
+            let prov = self.provenances[entry.provenance as usize];
             each(ScoreRow {
                 seq,
-                commit: self.commits.name(s.commit),
-                task: self.names.name(e.task),
-                scorer: self.names.name(s.scorer),
-                scorer_version: self.names.name(s.version),
-                value: e.value,
+                commit: self.commits.name(series.commit),
+                task: self.names.name(entry.task),
+                scorer: self.names.name(series.scorer),
+                scorer_version: self.names.name(series.version),
+                value: entry.value,
                 cost,
                 latency_ms,
                 holdout: prov.holdout,

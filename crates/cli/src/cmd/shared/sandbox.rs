@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use ratchet_orchestrate::{
-    CommandReport, EnvPolicy, Evaluation, Limits, NamespaceSandbox, ProcessSandbox, Sandbox,
-    VerifySpec,
+use ratchet_orchestrate::checks::{CheckSpec, Evaluation};
+use ratchet_orchestrate::sandbox::{
+    CommandReport, EnvPolicy, Limits, NamespaceSandbox, ProcessSandbox, Sandbox,
 };
 
 use crate::Ctx;
@@ -78,11 +78,7 @@ pub struct RunFlags {
 }
 
 impl RunFlags {
-    pub fn spec(
-        &self,
-        ctx: &Ctx,
-        candidate: Option<ratchet_trace::CommitId>,
-    ) -> Result<VerifySpec> {
+    pub fn spec(&self, ctx: &Ctx, candidate: Option<ratchet_trace::CommitId>) -> Result<CheckSpec> {
         let commands = self
             .cmds
             .iter()
@@ -103,7 +99,7 @@ impl RunFlags {
             }),
             _ => None,
         };
-        Ok(VerifySpec {
+        Ok(CheckSpec {
             commands,
             limits: Limits {
                 timeout: Duration::from_secs(self.timeout),

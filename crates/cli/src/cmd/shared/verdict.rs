@@ -10,16 +10,16 @@ use crate::out;
 /// The verdict in words, its figures read on `scale` (the primary
 /// scorer's unit and direction).
 pub fn print_verdict(v: &Verdict, scale: &ratchet_gate::shown::Scale) -> Result<()> {
-    let mut o = std::io::stdout().lock();
+    let mut stdout = std::io::stdout().lock();
     match &v.outcome {
         Outcome::Promote => writeln!(
-            o,
+            stdout,
             "PROMOTE {} over {} ({})",
             v.candidate, v.baseline, v.class
         )?,
         Outcome::Reject { stage, reason, .. } => {
             let what = v.outcome.status().headline();
-            writeln!(o, "{what} at {}: {reason}", stage)?
+            writeln!(stdout, "{what} at {}: {reason}", stage)?
         }
         Outcome::Continue {
             expected_more,
@@ -36,7 +36,7 @@ pub fn print_verdict(v: &Verdict, scale: &ratchet_gate::shown::Scale) -> Result<
                 "tasks"
             };
             writeln!(
-                o,
+                stdout,
                 "CONTINUE: about {expected_more} more {more} needed ({reason})"
             )?
         }
@@ -44,7 +44,7 @@ pub fn print_verdict(v: &Verdict, scale: &ratchet_gate::shown::Scale) -> Result<
     // A benchmarks class leads with its table: regressions first.
     for s in &v.stages {
         if let ratchet_gate::StageDetails::Benchmarks(d) = &s.details {
-            write_benchmarks(&mut o, d, scale)?;
+            write_benchmarks(&mut stdout, d, scale)?;
         }
     }
     for s in &v.stages {
@@ -53,7 +53,7 @@ pub fn print_verdict(v: &Verdict, scale: &ratchet_gate::shown::Scale) -> Result<
             StageState::Failed => "FAIL",
             StageState::Open => "open",
         };
-        writeln!(o, "  {mark:<4}  {:<20} {}", s.stage, s.shown(scale))?;
+        writeln!(stdout, "  {mark:<4}  {:<20} {}", s.stage, s.shown(scale))?;
     }
     // A promotion with no stage of a test: the class runs none (`test =
     // "none"`), said so that no one looks for the effect it did not measure.
@@ -64,7 +64,7 @@ pub fn print_verdict(v: &Verdict, scale: &ratchet_gate::shown::Scale) -> Result<
             .any(|s| matches!(s.stage, Stage::Sequential | Stage::Guardrail(_)))
     {
         writeln!(
-            o,
+            stdout,
             "  (no sequential test: the class is decided by its required suites and invariants alone)"
         )?;
     }
@@ -76,7 +76,7 @@ pub fn print_verdict(v: &Verdict, scale: &ratchet_gate::shown::Scale) -> Result<
             (scores, runs) => format!("{scores} score(s) and {runs} test run(s)"),
         };
         writeln!(
-            o,
+            stdout,
             "  set aside: {what} about the {} from {}: not a producer class {} trusts for the {} (its `trust`)",
             a.side, a.producer, v.class, a.side
         )?;
@@ -85,10 +85,10 @@ pub fn print_verdict(v: &Verdict, scale: &ratchet_gate::shown::Scale) -> Result<
     // unread), the name sweep (law 5), or the baseline's trace order (laws
     // 2–4) and how to fix it.
     if let Some(order) = &v.order {
-        writeln!(o, "  order: {}", order.words())?;
+        writeln!(stdout, "  order: {}", order.words())?;
     }
     writeln!(
-        o,
+        stdout,
         "policy {} at trace size {} ({})",
         out::short(&v.policy_hash.to_hex()),
         v.trace.size,

@@ -6,7 +6,9 @@ use std::path::Path;
 
 use git2::Repository;
 use ratchet_drift::Ranking;
-use ratchet_orchestrate::{MergeOutcome, MergeRequest, ProcessSandbox, VerifySpec, merge};
+use ratchet_orchestrate::checks::CheckSpec;
+use ratchet_orchestrate::merge::{MergeOutcome, MergeRequest, merge_branch};
+use ratchet_orchestrate::sandbox::ProcessSandbox;
 use ratchet_testkit::git::commit_work_file;
 use ratchet_trace::{CommitId, Event, Score, Store};
 
@@ -19,9 +21,9 @@ pub fn argv(words: &[&str]) -> Vec<String> {
 pub fn request(commands: Vec<Vec<String>>) -> MergeRequest {
     MergeRequest::new(
         "main",
-        VerifySpec {
+        CheckSpec {
             commands,
-            ..VerifySpec::default()
+            ..CheckSpec::default()
         },
     )
 }
@@ -35,7 +37,7 @@ pub fn sandboxed_merge(
     branch: &str,
     req: &MergeRequest,
 ) -> ratchet_orchestrate::Result<MergeOutcome> {
-    merge(repo_path, store, &mut ProcessSandbox::new(), branch, req)
+    merge_branch(repo_path, store, &mut ProcessSandbox::new(), branch, req)
 }
 
 /// The newest event of `store`: what the last merge recorded.

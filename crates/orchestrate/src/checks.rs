@@ -1,5 +1,8 @@
-//! `verify`: run commands against a snapshot of files in a [`Sandbox`],
-//! optionally judge what they wrote with the gate, and record the report.
+//! Checks: `run_checks` runs a branch's commands against a snapshot of
+//! its files in a [`Sandbox`], optionally judges what they wrote with the
+//! gate, and records the report as a `verification` event (the recorded
+//! word and the CLI's `ratchet verify` stay). Not the trace's chain check
+//! (`ratchet_trace::Store::verify`, `ratchet verify-chain`).
 
 use std::path::{Path, PathBuf};
 
@@ -72,7 +75,7 @@ pub struct Evaluation {
 
 /// How to verify.
 #[derive(Debug, Clone, Default)]
-pub struct VerifySpec {
+pub struct CheckSpec {
     /// Commands, each an argv list (never a shell string: write
     /// `["sh", "-c", "…"]` to want a shell). Run in order.
     pub commands: Vec<Vec<String>>,
@@ -121,7 +124,7 @@ pub struct EvaluationReport {
 /// Everything a verification saw: appended to the trace as a
 /// `verification` event.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct VerificationReport {
+pub struct CheckReport {
     /// The sandbox backend.
     pub backend: &'static str,
     /// The source, in words.
@@ -146,7 +149,7 @@ pub struct VerificationReport {
     pub passed: bool,
 }
 
-impl VerificationReport {
+impl CheckReport {
     /// The answer in one word, on the gate's scale: promote when passed;
     /// reject when a command failed; the gate's own status otherwise.
     pub fn status(&self) -> GateStatus {
@@ -167,16 +170,17 @@ impl VerificationReport {
 pub fn snapshot_hash(files: &[SourceFile]) -> blake3::Hash {
     let mut sorted: Vec<&SourceFile> = files.iter().collect();
     sorted.sort_by(|a, b| a.path.as_os_str().cmp(b.path.as_os_str()));
-    let mut h = blake3::Hasher::new_derive_key("ratchet-orchestrate 2026-11-30 file snapshot v1");
+    let mut hasher =
+        blake3::Hasher::new_derive_key("ratchet-orchestrate 2026-11-30 file snapshot v1");
     for f in sorted {
         let path = f.path.as_os_str().as_encoded_bytes();
-        h.update(&(path.len() as u32).to_le_bytes());
-        h.update(path);
-        h.update(&[f.mode.tag()]);
-        h.update(&(f.bytes.len() as u64).to_le_bytes());
-        h.update(&f.bytes);
+        hasher.update(&(path.len() as u32).to_le_bytes());
+        hasher.update(path);
+        hasher.update(&[f.mode.tag()]);
+        hasher.update(&(f.bytes.len() as u64).to_le_bytes());
+        hasher.update(&f.bytes);
     }
-    h.finalize()
+    hasher.finalize()
 }
 
 /// A source's files, the entries left out, its commit if any, and its name.
@@ -339,22 +343,23 @@ pub(crate) fn load(source: &Source<'_>) -> Result<Loaded> {
 /// # Examples
 ///
 /// ```
-/// use ratchet_orchestrate::{FileMode, ProcessSandbox, Source, SourceFile, VerifySpec, verify};
+/// use ratchet_orchestrate::checks::{CheckSpec, Source, SourceFile, run_checks};
+/// use ratchet_orchestrate::sandbox::{FileMode, ProcessSandbox};
 /// use ratchet_trace::Store;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let dir = tempfile::tempdir()?;
 /// let mut store = Store::create(dir.path().join("store"), Default::default())?;
 /// let files = [SourceFile { path: "answer.txt".into(), bytes: b"42\n".to_vec(), mode: FileMode::Regular }];
-/// let sh = |script: &str| VerifySpec {
+/// let sh = |script: &str| CheckSpec {
 ///     commands: vec![vec!["sh".into(), "-c".into(), script.into()]],
-///     ..VerifySpec::default()
+///     ..CheckSpec::default()
 /// };
-/// let (report, receipt) = verify(&mut store, &mut ProcessSandbox::new(), &Source::Files(&files), &sh("grep -qx 42 answer.txt"))?;
+/// let (report, receipt) = run_checks(&mut store, &mut ProcessSandbox::new(), &Source::Files(&files), &sh("grep -qx 42 answer.txt"))?;
 /// assert!(report.passed && report.commands_passed);
 /// assert_eq!(receipt.seq, store.head()?.size); // recorded as a `verification` event
 ///
 /// // A failing command is a report, not an error.
-/// let (report, _) = verify(&mut store, &mut ProcessSandbox::new(), &Source::Files(&files), &sh("grep -qx 43 answer.txt"))?;
+/// let (report, _) = run_checks(&mut store, &mut ProcessSandbox::new(), &Source::Files(&files), &sh("grep -qx 43 answer.txt"))?;
 /// assert!(!report.passed);
 /// # Ok(()) }
 /// ```
@@ -367,15 +372,15 @@ pub(crate) fn load(source: &Source<'_>) -> Result<Loaded> {
 /// sandbox fails; [`Error::Trace`], [`Error::Scorers`], [`Error::Gate`]
 /// while recording. A failing command or a rejecting gate is a report
 /// (`passed: false`), not an error.
-pub fn verify(
+pub fn run_checks(
     store: &mut Store,
     sandbox: &mut dyn Sandbox,
     source: &Source<'_>,
-    spec: &VerifySpec,
-) -> Result<(VerificationReport, Receipt)> {
+    spec: &CheckSpec,
+) -> Result<(CheckReport, Receipt)> {
     check_commands(&spec.commands)?;
     let loaded = load(source)?;
-    verify_loaded(store, sandbox, loaded, spec)
+    run_checks_loaded(store, sandbox, loaded, spec)
 }
 
 pub(crate) fn check_commands(commands: &[Vec<String>]) -> Result<()> {
@@ -391,12 +396,12 @@ pub(crate) fn check_commands(commands: &[Vec<String>]) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn verify_loaded(
+pub(crate) fn run_checks_loaded(
     store: &mut Store,
     sandbox: &mut dyn Sandbox,
     loaded: Loaded,
-    spec: &VerifySpec,
-) -> Result<(VerificationReport, Receipt)> {
+    spec: &CheckSpec,
+) -> Result<(CheckReport, Receipt)> {
     if let Some(e) = &spec.evaluation {
         for p in e.junit.iter().chain(&e.jsonl) {
             checked_relative(p)?;
@@ -437,15 +442,15 @@ fn run_in(
     store: &mut Store,
     sandbox: &mut dyn Sandbox,
     loaded: &Loaded,
-    spec: &VerifySpec,
+    spec: &CheckSpec,
     candidate: Option<CommitId>,
-) -> Result<VerificationReport> {
+) -> Result<CheckReport> {
     write_snapshot(sandbox, &loaded.files)?;
     let mut commands = Vec::new();
     for argv in &spec.commands {
-        let r = sandbox.exec(argv, &spec.limits, &spec.env)?;
-        let failed = !r.passed;
-        commands.push(r);
+        let ran = sandbox.exec(argv, &spec.limits, &spec.env)?;
+        let failed = !ran.passed;
+        commands.push(ran);
         if failed && !spec.keep_going {
             break;
         }
@@ -460,7 +465,7 @@ fn run_in(
         && evaluation
             .as_ref()
             .is_none_or(|e| e.verdict.outcome.status() == GateStatus::Promote);
-    Ok(VerificationReport {
+    Ok(CheckReport {
         backend: sandbox.backend(),
         source: loaded.name.clone(),
         commit: loaded.commit.clone().or(candidate),
@@ -586,7 +591,7 @@ fn evaluate(
         }
         ingested.push(row);
     }
-    let q = Question {
+    let question = Question {
         class: &e.class,
         policy: class_policy,
         baseline: &e.baseline,
@@ -594,7 +599,7 @@ fn evaluate(
         checkpoint: None,
         allow_unpinned: false,
     };
-    let (verdict, receipt) = ratchet_gate::decide_recorded(store, &q)?;
+    let (verdict, receipt) = ratchet_gate::decide_recorded(store, &question)?;
     Ok(EvaluationReport {
         candidate: candidate.clone(),
         baseline: e.baseline.clone(),
