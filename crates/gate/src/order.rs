@@ -226,7 +226,8 @@ fn trim_zeros(s: &[u8]) -> &[u8] {
 mod tests {
     use super::*;
 
-    fn task(name: &str, baseline: Option<u64>, candidate: Option<u64>) -> SweepTask<'_> {
+    /// A task complete once both sides have scored it.
+    pub(super) fn task(name: &str, baseline: Option<u64>, candidate: Option<u64>) -> SweepTask<'_> {
         SweepTask {
             name,
             baseline,
@@ -384,16 +385,8 @@ mod red_team {
     //! property over random traces, and the one attack that worked — a
     //! candidate run recorded in one stretch while the baseline's run was
     //! silent read the baseline's trace order — pinned as closed.
+    use super::tests::task;
     use super::*;
-
-    fn task(name: &str, baseline: Option<u64>, candidate: Option<u64>) -> SweepTask<'_> {
-        SweepTask {
-            name,
-            baseline,
-            candidate,
-            complete: baseline.zip(candidate).map(|(b, c)| b.max(c)),
-        }
-    }
 
     fn names<'a>(tasks: &[SweepTask<'a>], path: &SweepPath) -> Vec<&'a str> {
         path.read.iter().map(|&i| tasks[i].name).collect()
