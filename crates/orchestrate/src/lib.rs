@@ -121,9 +121,12 @@ pub use sandbox::{
     CommandReport, EnvPolicy, Exit, FileMode, Limits, NamespaceSandbox, ProcessSandbox, Sandbox,
 };
 #[doc(hidden)]
+#[allow(deprecated)]
+pub use status::status_warm;
+#[doc(hidden)]
 pub use status::{
     DecisionSummary, FAILING_RUNS_SHOWN, FailingRun, OutcomeSummary, PinSummary, Status,
-    VerdictWord, status, status_warm,
+    VerdictWord, status, status_in,
 };
 
 /// Renamed to [`checks::CheckSpec`]: what `verify` ran was a branch's

@@ -236,12 +236,22 @@ pub fn status(store: &mut Store, repo: Option<&Path>) -> Result<Status> {
     status_of(store, verification, &view, repo)
 }
 
+/// The name [`status_in`] had (the gate's warm entry points end in `_in`:
+/// `verdict_in`, `decide_in`).
+///
+/// # Errors
+/// As [`status`].
+#[deprecated(note = "renamed to `status_in`, as the gate's warm entry points are named")]
+pub fn status_warm(ledger: &mut Ledger, repo: Option<&Path>) -> Result<Status> {
+    status_in(ledger, repo)
+}
+
 /// [`status`] of a long-lived owner's verified view (refreshed first): no
 /// re-verification of the whole trace, so it costs what is new.
 ///
 /// # Errors
 /// As [`status`].
-pub fn status_warm(ledger: &mut Ledger, repo: Option<&Path>) -> Result<Status> {
+pub fn status_in(ledger: &mut Ledger, repo: Option<&Path>) -> Result<Status> {
     ledger.refresh()?;
     let verification = ledger.view().report().clone();
     status_of(ledger.store(), verification, ledger.view(), repo)

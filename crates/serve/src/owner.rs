@@ -944,7 +944,7 @@ impl Owner {
     pub(crate) fn status(&self, who: &Capability) -> Result<ratchet_orchestrate::Status> {
         need(who, Scope::Read)?;
         let mut ledger = self.lock()?;
-        let mut status = ratchet_orchestrate::status_warm(&mut ledger, None)?;
+        let mut status = ratchet_orchestrate::status::status_in(&mut ledger, None)?;
         status.store_dir = std::path::absolute(&status.store_dir).unwrap_or(status.store_dir);
         Ok(status)
     }
