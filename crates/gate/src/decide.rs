@@ -868,7 +868,9 @@ pub enum Law {
     /// promotes at α 0.05 when the baseline ran first in a pool). Every
     /// reader of pairs takes it (each kind, guardrails, the pentanomial
     /// runs, the report's paths); before the first pair the sweep waits
-    /// (continue) where laws 2–4 fail closed.
+    /// (continue) where laws 2–4 fail closed. A sequential stage that
+    /// refused its scores records [`Refused`] and why, where laws 1–4
+    /// recorded [`TooFewTasks`].
     NameSweep = 5,
 }
 
