@@ -244,199 +244,271 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
         benchmarks: cells,
     };
     let max_n = usize::try_from(policy.max_n).unwrap_or(usize::MAX);
-    let mut rows = Vec::new();
-    let mut all_paired = true;
-    let mut missing = Vec::new();
     let judged =
         std::iter::once((None, &base, &cand)).chain(others.iter().map(|(r, b, c)| (Some(r), b, c)));
+    let table = match judge_cells(look.law, judged, lower, max_n, &thresholds) {
+        Ok(table) => table,
+        Err(name) => {
+            return reject(
+                Stage::Sequential,
+                RejectCause::MissingEvidence,
+                format!(
+                    "benchmark {name}: a sample is not a positive number, so no ratio of it can be judged"
+                ),
+            );
+        }
+    };
+    table.says(policy, cells, max_n, base.len(), stages)
+}
+
+/// The benchmarks stage's table: a row per benchmark × runner judged, and
+/// what could not be judged.
+struct Table {
+    rows: Vec<BenchmarkRow>,
+    /// Whether every row's samples were paired by round.
+    all_paired: bool,
+    /// Benchmarks the candidate has no samples of.
+    missing: Vec<String>,
+    /// Benchmarks with a sample no ratio can be read of.
+    unreadable: Vec<String>,
+}
+
+/// Judges each benchmark of each runner both sides were measured on
+/// (`judged`: the runner, `None` for the chosen one, and each side's runs
+/// by benchmark). `Err` names the first benchmark with a sample no ratio
+/// can be read of, where the laws before the fourth stopped.
+fn judge_cells<'a>(
+    law: Law,
+    judged: impl Iterator<Item = (Option<&'a String>, &'a Runs, &'a Runs)>,
+    lower: bool,
+    max_n: usize,
+    thresholds: &Thresholds,
+) -> std::result::Result<Table, String> {
+    let mut table = Table {
+        rows: Vec::new(),
+        all_paired: true,
+        missing: Vec::new(),
+        unreadable: Vec::new(),
+    };
     // Benchmarks with a sample no ratio can be read of (0, negative, not a
     // number): since the fourth law they are set aside and said after any
     // regression the rest show — one such sample, which the candidate's
     // producer may write, no longer outranks a regression shown on the
     // other benchmarks (the earlier laws stopped at the first).
-    let mut unreadable: Vec<String> = Vec::new();
     for (runner, base, cand) in judged {
         for (name, b) in base {
             let positive =
                 |runs: &[(Option<u64>, Vec<f64>)]| samples(runs).all(|x| x.is_finite() && *x > 0.0);
             let c = cand.get(name).map(Vec::as_slice).unwrap_or(&[]);
             let readable = positive(b) && positive(c);
-            if !readable && look.law >= Law::Tuned {
-                unreadable.push(label(name, runner.map(String::as_str)));
+            if !readable && law >= Law::Tuned {
+                table
+                    .unreadable
+                    .push(label(name, runner.map(String::as_str)));
                 continue;
             }
             if !readable {
-                return reject(
-                    Stage::Sequential,
-                    RejectCause::MissingEvidence,
-                    format!(
-                        "benchmark {name}: a sample is not a positive number, so no ratio of it can be judged"
-                    ),
-                );
+                return Err(name.clone());
             }
             if c.is_empty() {
-                missing.push(name.clone());
+                table.missing.push(name.clone());
             }
             let (d, paired) = log_ratios(b, c, lower, max_n);
-            all_paired &= paired;
-            let j = judge(&d, &thresholds);
-            rows.push(BenchmarkRow {
+            table.all_paired &= paired;
+            let judgement = judge(&d, thresholds);
+            table.rows.push(BenchmarkRow {
                 benchmark: name.clone(),
                 baseline: median(&samples(b).copied().collect::<Vec<_>>()),
                 candidate: median(&samples(c).copied().collect::<Vec<_>>()),
-                ratio: if lower { j.ratio } else { 1.0 / j.ratio },
-                low: if lower { j.low } else { 1.0 / j.high },
-                high: if lower { j.high } else { 1.0 / j.low },
-                n: j.n,
-                verdict: j.verdict,
+                ratio: if lower {
+                    judgement.ratio
+                } else {
+                    1.0 / judgement.ratio
+                },
+                low: if lower {
+                    judgement.low
+                } else {
+                    1.0 / judgement.high
+                },
+                high: if lower {
+                    judgement.high
+                } else {
+                    1.0 / judgement.low
+                },
+                n: judgement.n,
+                verdict: judgement.verdict,
                 runner: runner.cloned(),
             });
         }
     }
-    // Regressions first, then what is still open, then the rest.
-    let rank = |v: BenchVerdict| match v {
-        BenchVerdict::Slower => 0,
-        BenchVerdict::Undecided => 1,
-        BenchVerdict::NotSlower => 2,
-        BenchVerdict::Unchanged => 3,
-        BenchVerdict::Faster => 4,
-    };
-    rows.sort_by(|a, b| {
-        rank(a.verdict)
-            .cmp(&rank(b.verdict))
-            .then(b.ratio.total_cmp(&a.ratio))
-    });
-    let slower: Vec<String> = rows
-        .iter()
-        .filter(|r| r.verdict == BenchVerdict::Slower)
-        .map(|r| {
-            format!(
-                "{} ×{:.3} [{:.3}, {:.3}]",
-                r.label(),
-                r.ratio,
-                r.low,
-                r.high
-            )
-        })
-        .collect();
-    // The chosen runner's benchmarks must be shown not slower; another
-    // runner's can flag a regression, and hold a promotion back only for a
-    // benchmark the chosen runner has no row of (else a benchmark measured
-    // slower where it was last measured, and not measured since, would be
-    // required nowhere).
-    let on_chosen: std::collections::BTreeSet<&str> = rows
-        .iter()
-        .filter(|r| r.runner.is_none())
-        .map(|r| r.benchmark.as_str())
-        .collect();
-    let undecided: Vec<&BenchmarkRow> = rows
-        .iter()
-        .filter(|r| r.runner.is_none() || !on_chosen.contains(r.benchmark.as_str()))
-        .filter(|r| !r.verdict.not_slower())
-        .collect();
-    let state = if !slower.is_empty() || !missing.is_empty() || !unreadable.is_empty() {
-        StageState::Failed
-    } else if undecided.is_empty() {
-        StageState::Passed
-    } else {
-        StageState::Open
-    };
-    let truncated = !undecided.is_empty() && undecided.iter().all(|r| r.n >= max_n);
-    push(
-        stages,
-        Stage::Sequential,
-        if truncated { StageState::Failed } else { state },
-        StageDetails::Benchmarks(BenchmarksDetails {
-            paired: all_paired,
-            regression,
-            equivalence,
-            family: format!(
-                "bonferroni: each \"slower\"/\"faster\" flag at α/{} (family-wise α = {})",
-                cells, policy.alpha
-            ),
-            benchmarks: rows.clone(),
-        }),
-    );
-    if !slower.is_empty() {
-        return reject(
-            Stage::Sequential,
-            RejectCause::Measured,
-            format!(
-                "{} of {} benchmark(s) shown slower than {:.1} % ({}): {}",
-                slower.len(),
-                rows.len(),
-                equivalence * 100.0,
-                if all_paired {
-                    "paired by round"
-                } else {
-                    "unpaired samples"
-                },
-                slower.join("; ")
-            ),
-        );
-    }
-    if !unreadable.is_empty() {
-        return reject(
-            Stage::Sequential,
-            RejectCause::MissingEvidence,
-            format!(
-                "{} benchmark(s) hold a sample that is not a positive number, so no ratio of them can be judged (first: {}); the others show no regression",
-                unreadable.len(),
-                unreadable[0]
-            ),
-        );
-    }
-    if !missing.is_empty() {
-        return reject(
-            Stage::Sequential,
-            RejectCause::MissingEvidence,
-            format!(
-                "the candidate has no samples of {} benchmark(s) the baseline has (first: {})",
-                missing.len(),
-                missing[0]
-            ),
-        );
-    }
-    if undecided.is_empty() {
-        return Ok(None);
-    }
-    if truncated {
-        return reject(
-            Stage::Sequential,
-            RejectCause::Truncated,
-            format!(
-                "{} benchmark(s) not shown within {:.1} % after {} pairs each (first: {})",
-                undecided.len(),
-                regression * 100.0,
-                max_n,
-                undecided[0].label()
-            ),
-        );
-    }
-    // A flag at α/m needs at least this many pairs, however clear the
-    // change: say so when the samples are fewer.
-    let fewest = crate::benchmarks::fewest_pairs(policy.alpha / cells.max(1) as f64);
-    let first = undecided[0];
-    Ok(Some(Outcome::Continue {
-        expected_more: fewest.saturating_sub(first.n).max(1) as u64,
-        reason: format!(
-            "{} of {} benchmark(s) undecided (first: {}, ×{:.3} over {} pair(s)); more samples decide them{}",
-            undecided.len(),
-            base.len(),
-            first.label(),
-            first.ratio,
-            first.n,
-            if first.runner.is_some() {
-                " — the baseline's newest runner has no samples of it: measure it there on both commits, or pin the runner (`scorer_version`) to judge one".to_string()
-            } else if first.n < fewest {
+    Ok(table)
+}
+
+impl Table {
+    /// The stage's report of the table, and what it decides: a regression
+    /// rejects, then an unreadable sample, then a benchmark the candidate
+    /// lacks; every chosen-runner benchmark shown not slower promotes;
+    /// otherwise it waits, or is truncated.
+    fn says(
+        self,
+        policy: &crate::ClassPolicy,
+        cells: usize,
+        max_n: usize,
+        chosen_benchmarks: usize,
+        stages: &mut Vec<StageReport>,
+    ) -> Step {
+        let Table {
+            mut rows,
+            all_paired,
+            missing,
+            unreadable,
+        } = self;
+        let (regression, equivalence) = policy.benchmark_thresholds();
+        // Regressions first, then what is still open, then the rest.
+        let rank = |v: BenchVerdict| match v {
+            BenchVerdict::Slower => 0,
+            BenchVerdict::Undecided => 1,
+            BenchVerdict::NotSlower => 2,
+            BenchVerdict::Unchanged => 3,
+            BenchVerdict::Faster => 4,
+        };
+        rows.sort_by(|a, b| {
+            rank(a.verdict)
+                .cmp(&rank(b.verdict))
+                .then(b.ratio.total_cmp(&a.ratio))
+        });
+        let slower: Vec<String> = rows
+            .iter()
+            .filter(|r| r.verdict == BenchVerdict::Slower)
+            .map(|r| {
                 format!(
-                    " — flagging one of {} benchmarks at α = {} needs at least {fewest} pairs: runs of each side (a run's samples share its process's state and count as one), i.e. `ratchet bench` rounds or as many separate runs of the tool ingested per commit",
-                    rows.len(),
-                    policy.alpha
+                    "{} ×{:.3} [{:.3}, {:.3}]",
+                    r.label(),
+                    r.ratio,
+                    r.low,
+                    r.high
                 )
-            } else {
-                String::new()
-            }
-        ),
-    }))
+            })
+            .collect();
+        // The chosen runner's benchmarks must be shown not slower; another
+        // runner's can flag a regression, and hold a promotion back only for a
+        // benchmark the chosen runner has no row of (else a benchmark measured
+        // slower where it was last measured, and not measured since, would be
+        // required nowhere).
+        let on_chosen: std::collections::BTreeSet<&str> = rows
+            .iter()
+            .filter(|r| r.runner.is_none())
+            .map(|r| r.benchmark.as_str())
+            .collect();
+        let undecided: Vec<&BenchmarkRow> = rows
+            .iter()
+            .filter(|r| r.runner.is_none() || !on_chosen.contains(r.benchmark.as_str()))
+            .filter(|r| !r.verdict.not_slower())
+            .collect();
+        let state = if !slower.is_empty() || !missing.is_empty() || !unreadable.is_empty() {
+            StageState::Failed
+        } else if undecided.is_empty() {
+            StageState::Passed
+        } else {
+            StageState::Open
+        };
+        let truncated = !undecided.is_empty() && undecided.iter().all(|r| r.n >= max_n);
+        push(
+            stages,
+            Stage::Sequential,
+            if truncated { StageState::Failed } else { state },
+            StageDetails::Benchmarks(BenchmarksDetails {
+                paired: all_paired,
+                regression,
+                equivalence,
+                family: format!(
+                    "bonferroni: each \"slower\"/\"faster\" flag at α/{} (family-wise α = {})",
+                    cells, policy.alpha
+                ),
+                benchmarks: rows.clone(),
+            }),
+        );
+        if !slower.is_empty() {
+            return reject(
+                Stage::Sequential,
+                RejectCause::Measured,
+                format!(
+                    "{} of {} benchmark(s) shown slower than {:.1} % ({}): {}",
+                    slower.len(),
+                    rows.len(),
+                    equivalence * 100.0,
+                    if all_paired {
+                        "paired by round"
+                    } else {
+                        "unpaired samples"
+                    },
+                    slower.join("; ")
+                ),
+            );
+        }
+        if !unreadable.is_empty() {
+            return reject(
+                Stage::Sequential,
+                RejectCause::MissingEvidence,
+                format!(
+                    "{} benchmark(s) hold a sample that is not a positive number, so no ratio of them can be judged (first: {}); the others show no regression",
+                    unreadable.len(),
+                    unreadable[0]
+                ),
+            );
+        }
+        if !missing.is_empty() {
+            return reject(
+                Stage::Sequential,
+                RejectCause::MissingEvidence,
+                format!(
+                    "the candidate has no samples of {} benchmark(s) the baseline has (first: {})",
+                    missing.len(),
+                    missing[0]
+                ),
+            );
+        }
+        if undecided.is_empty() {
+            return Ok(None);
+        }
+        if truncated {
+            return reject(
+                Stage::Sequential,
+                RejectCause::Truncated,
+                format!(
+                    "{} benchmark(s) not shown within {:.1} % after {} pairs each (first: {})",
+                    undecided.len(),
+                    regression * 100.0,
+                    max_n,
+                    undecided[0].label()
+                ),
+            );
+        }
+        // A flag at α/m needs at least this many pairs, however clear the
+        // change: say so when the samples are fewer.
+        let fewest = crate::benchmarks::fewest_pairs(policy.alpha / cells.max(1) as f64);
+        let first = undecided[0];
+        Ok(Some(Outcome::Continue {
+            expected_more: fewest.saturating_sub(first.n).max(1) as u64,
+            reason: format!(
+                "{} of {} benchmark(s) undecided (first: {}, ×{:.3} over {} pair(s)); more samples decide them{}",
+                undecided.len(),
+                chosen_benchmarks,
+                first.label(),
+                first.ratio,
+                first.n,
+                if first.runner.is_some() {
+                    " — the baseline's newest runner has no samples of it: measure it there on both commits, or pin the runner (`scorer_version`) to judge one".to_string()
+                } else if first.n < fewest {
+                    format!(
+                        " — flagging one of {} benchmarks at α = {} needs at least {fewest} pairs: runs of each side (a run's samples share its process's state and count as one), i.e. `ratchet bench` rounds or as many separate runs of the tool ingested per commit",
+                        rows.len(),
+                        policy.alpha
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        }))
+    }
 }

@@ -144,14 +144,22 @@ fn the_gate_reads_the_declared_order_says_so_and_counts_what_is_off_the_list() {
 /// A seeded run of the pool (10 workers, failures finishing within mean 1,
 /// passes within mean 4, exponential): the jobs' scores appended as ten
 /// complete, `ratchet gate --json` after every batch until it decides.
-fn run_through_the_binary(rng: &mut StdRng, class: &str, p_base: f64, p_cand: f64) -> String {
+/// Both sides' jobs share one pool, or (`baseline_first`) the baseline's
+/// run goes through a pool of its own and is recorded before the
+/// candidate's.
+fn run_through_the_binary(
+    rng: &mut StdRng,
+    class: &str,
+    (p_base, p_cand): (f64, f64),
+    baseline_first: bool,
+) -> String {
     const TASKS: usize = 300;
     let (d, st) = fresh_store();
     let policy = write_policy(d.path(), TASKS);
     in_store_ok(d.path(), &st, &["policy", "pin", &policy]);
-    let mut jobs = Vec::new();
+    let (mut base, mut cand) = (Vec::new(), Vec::new());
     for t in 0..TASKS {
-        for (commit, p) in [(BASE, p_base), (CAND, p_cand)] {
+        for (commit, p, jobs) in [(BASE, p_base, &mut base), (CAND, p_cand, &mut cand)] {
             let pass = rng.random_bool(p);
             let mean = if pass { 4.0 } else { 1.0 };
             // Exponential by inversion: −mean · ln U, U in (0, 1].
@@ -162,7 +170,15 @@ fn run_through_the_binary(rng: &mut StdRng, class: &str, p_base: f64, p_cand: f6
             ));
         }
     }
-    for batch in ratchet_testkit::pool_completions(10, jobs).chunks(10) {
+    let completed = if baseline_first {
+        let mut done = ratchet_testkit::pool_completions(10, base);
+        done.extend(ratchet_testkit::pool_completions(10, cand));
+        done
+    } else {
+        let jobs = base.into_iter().zip(cand).flat_map(|(b, c)| [b, c]);
+        ratchet_testkit::pool_completions(10, jobs)
+    };
+    for batch in completed.chunks(10) {
         append(d.path(), &st, &batch.concat());
         let o = gate(d.path(), &st, BASE, CAND, class, &["--json"]);
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
@@ -180,32 +196,39 @@ fn run_through_the_binary(rng: &mut StdRng, class: &str, p_base: f64, p_cand: f6
     "continue".into()
 }
 
-/// Per order (declared, and the name sweep of a class that declares
-/// nothing), eight runs at the null and eight at the design effect (0.4
-/// against 0.6), failures finishing sooner. Bounds: α + 3·√(α(1−α)/8) =
-/// 0.28 (at most 2 false promotes of 8) and β + 3·√(β(1−β)/8) = 0.42 (at
-/// most 3 false rejects of 8) — the binary's check; the rates themselves
-/// are measured over 300 runs a cell in the library's test.
+/// Per order (declared; the name sweep of a class that declares nothing,
+/// with both runs in one pool and with the baseline's run first), eight
+/// runs at the null and eight at the design effect (0.4 against 0.6),
+/// failures finishing sooner. Bounds: α + 3·√(α(1−α)/8) = 0.28 (at most 2
+/// false promotes of 8) and β + 3·√(β(1−β)/8) = 0.42 (at most 3 false
+/// rejects of 8) — the binary's check; the rates themselves are measured
+/// over 300 runs a cell in the library's test.
 #[test]
 fn a_pool_of_workers_through_the_binary_stays_within_alpha_and_beta() {
-    for (class, seed) in [("listed", 4040), ("traced", 4041)] {
+    for (class, baseline_first, seed) in [
+        ("listed", false, 4040),
+        ("traced", false, 4041),
+        ("traced", true, 4042),
+    ] {
         let mut rng = StdRng::seed_from_u64(seed);
         let null: Vec<String> = (0..8)
-            .map(|_| run_through_the_binary(&mut rng, class, 0.5, 0.5))
+            .map(|_| run_through_the_binary(&mut rng, class, (0.5, 0.5), baseline_first))
             .collect();
         let promotes = null.iter().filter(|s| *s == "promote").count();
         assert!(
             promotes <= 2,
-            "{class}: false promotes at the null: {null:?}"
+            "{class} (baseline first {baseline_first}): false promotes at the null: {null:?}"
         );
         let design: Vec<String> = (0..8)
-            .map(|_| run_through_the_binary(&mut rng, class, 0.4, 0.6))
+            .map(|_| run_through_the_binary(&mut rng, class, (0.4, 0.6), baseline_first))
             .collect();
         let rejects = design.iter().filter(|s| *s == "reject").count();
         assert!(
             rejects <= 3,
-            "{class}: false rejects at the design effect: {design:?}"
+            "{class} (baseline first {baseline_first}): false rejects at the design effect: {design:?}"
         );
-        eprintln!("order_40 through the binary ({class}): null {null:?}, design {design:?}");
+        eprintln!(
+            "order_40 through the binary ({class}, baseline first {baseline_first}): null {null:?}, design {design:?}"
+        );
     }
 }
