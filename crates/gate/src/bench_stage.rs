@@ -364,19 +364,7 @@ impl Table {
             unreadable,
         } = self;
         let (regression, equivalence) = policy.benchmark_thresholds();
-        // Regressions first, then what is still open, then the rest.
-        let rank = |v: BenchVerdict| match v {
-            BenchVerdict::Slower => 0,
-            BenchVerdict::Undecided => 1,
-            BenchVerdict::NotSlower => 2,
-            BenchVerdict::Unchanged => 3,
-            BenchVerdict::Faster => 4,
-        };
-        rows.sort_by(|a, b| {
-            rank(a.verdict)
-                .cmp(&rank(b.verdict))
-                .then(b.ratio.total_cmp(&a.ratio))
-        });
+        rank(&mut rows);
         let slower: Vec<String> = rows
             .iter()
             .filter(|r| r.verdict == BenchVerdict::Slower)
@@ -390,21 +378,7 @@ impl Table {
                 )
             })
             .collect();
-        // The chosen runner's benchmarks must be shown not slower; another
-        // runner's can flag a regression, and hold a promotion back only for a
-        // benchmark the chosen runner has no row of (else a benchmark measured
-        // slower where it was last measured, and not measured since, would be
-        // required nowhere).
-        let on_chosen: std::collections::BTreeSet<&str> = rows
-            .iter()
-            .filter(|r| r.runner.is_none())
-            .map(|r| r.benchmark.as_str())
-            .collect();
-        let undecided: Vec<&BenchmarkRow> = rows
-            .iter()
-            .filter(|r| r.runner.is_none() || !on_chosen.contains(r.benchmark.as_str()))
-            .filter(|r| !r.verdict.not_slower())
-            .collect();
+        let undecided = holding_back(&rows);
         let state = if !slower.is_empty() || !missing.is_empty() || !unreadable.is_empty() {
             StageState::Failed
         } else if undecided.is_empty() {
@@ -484,31 +458,77 @@ impl Table {
                 ),
             );
         }
-        // A flag at α/m needs at least this many pairs, however clear the
-        // change: say so when the samples are fewer.
-        let fewest = crate::benchmarks::fewest_pairs(policy.alpha / cells.max(1) as f64);
-        let first = undecided[0];
-        Ok(Some(Outcome::Continue {
-            expected_more: fewest.saturating_sub(first.n).max(1) as u64,
-            reason: format!(
-                "{} of {} benchmark(s) undecided (first: {}, ×{:.3} over {} pair(s)); more samples decide them{}",
-                undecided.len(),
-                chosen_benchmarks,
-                first.label(),
-                first.ratio,
-                first.n,
-                if first.runner.is_some() {
-                    " — the baseline's newest runner has no samples of it: measure it there on both commits, or pin the runner (`scorer_version`) to judge one".to_string()
-                } else if first.n < fewest {
-                    format!(
-                        " — flagging one of {} benchmarks at α = {} needs at least {fewest} pairs: runs of each side (a run's samples share its process's state and count as one), i.e. `ratchet bench` rounds or as many separate runs of the tool ingested per commit",
-                        rows.len(),
-                        policy.alpha
-                    )
-                } else {
-                    String::new()
-                }
-            ),
-        }))
+        still_open(policy, cells, rows.len(), chosen_benchmarks, &undecided)
     }
+}
+
+/// Regressions first, then what is still open, then the rest; within each,
+/// the largest ratio first.
+fn rank(rows: &mut [BenchmarkRow]) {
+    let order = |v: BenchVerdict| match v {
+        BenchVerdict::Slower => 0,
+        BenchVerdict::Undecided => 1,
+        BenchVerdict::NotSlower => 2,
+        BenchVerdict::Unchanged => 3,
+        BenchVerdict::Faster => 4,
+    };
+    rows.sort_by(|a, b| {
+        order(a.verdict)
+            .cmp(&order(b.verdict))
+            .then(b.ratio.total_cmp(&a.ratio))
+    });
+}
+
+/// The rows that hold a promotion back: not yet shown not slower. The
+/// chosen runner's benchmarks must be shown not slower; another runner's
+/// can flag a regression, and hold a promotion back only for a benchmark
+/// the chosen runner has no row of (else a benchmark measured slower where
+/// it was last measured, and not measured since, would be required
+/// nowhere).
+fn holding_back(rows: &[BenchmarkRow]) -> Vec<&BenchmarkRow> {
+    let on_chosen: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .filter(|r| r.runner.is_none())
+        .map(|r| r.benchmark.as_str())
+        .collect();
+    rows.iter()
+        .filter(|r| r.runner.is_none() || !on_chosen.contains(r.benchmark.as_str()))
+        .filter(|r| !r.verdict.not_slower())
+        .collect()
+}
+
+/// The continue of a table with benchmarks still `undecided` (first the
+/// one ranked first), and the samples a flag needs.
+fn still_open(
+    policy: &crate::ClassPolicy,
+    cells: usize,
+    rows: usize,
+    chosen_benchmarks: usize,
+    undecided: &[&BenchmarkRow],
+) -> Step {
+    // A flag at α/m needs at least this many pairs, however clear the
+    // change: say so when the samples are fewer.
+    let fewest = crate::benchmarks::fewest_pairs(policy.alpha / cells.max(1) as f64);
+    let first = undecided[0];
+    Ok(Some(Outcome::Continue {
+        expected_more: fewest.saturating_sub(first.n).max(1) as u64,
+        reason: format!(
+            "{} of {} benchmark(s) undecided (first: {}, ×{:.3} over {} pair(s)); more samples decide them{}",
+            undecided.len(),
+            chosen_benchmarks,
+            first.label(),
+            first.ratio,
+            first.n,
+            if first.runner.is_some() {
+                " — the baseline's newest runner has no samples of it: measure it there on both commits, or pin the runner (`scorer_version`) to judge one".to_string()
+            } else if first.n < fewest {
+                format!(
+                    " — flagging one of {} benchmarks at α = {} needs at least {fewest} pairs: runs of each side (a run's samples share its process's state and count as one), i.e. `ratchet bench` rounds or as many separate runs of the tool ingested per commit",
+                    rows, policy.alpha
+                )
+            } else {
+                String::new()
+            }
+        ),
+    }))
 }
