@@ -258,7 +258,7 @@ pub(crate) fn benchmarks(look: Look<'_>, stages: &mut Vec<StageReport>) -> Step 
             );
         }
     };
-    table.says(policy, cells, max_n, base.len(), stages)
+    table.says(policy, &thresholds, max_n, base.len(), stages)
 }
 
 /// The benchmarks stage's table: a row per benchmark × runner judged, and
@@ -352,7 +352,7 @@ impl Table {
     fn says(
         self,
         policy: &crate::ClassPolicy,
-        cells: usize,
+        thresholds: &Thresholds,
         max_n: usize,
         chosen_benchmarks: usize,
         stages: &mut Vec<StageReport>,
@@ -363,7 +363,12 @@ impl Table {
             missing,
             unreadable,
         } = self;
-        let (regression, equivalence) = policy.benchmark_thresholds();
+        let &Thresholds {
+            regression,
+            equivalence,
+            benchmarks: cells,
+            ..
+        } = thresholds;
         rank(&mut rows);
         let slower: Vec<String> = rows
             .iter()

@@ -1521,15 +1521,17 @@ fn game_classes(
         // declares one) and up to the first task either side has not yet
         // run twice (the path only ever extends).
         Pairing::Pentanomial => {
+            // Run i against run i, the pair's total 0..=4.
+            let pair_class = |t: PairedTask<'_>| {
+                class_of(sign * t.baseline[0], sign * t.candidate[0])
+                    + class_of(sign * t.baseline[1], sign * t.candidate[1])
+            };
             let mut classes = Vec::new();
             let scores = look.paired(at_version(versions, &policy.scorer));
             if let Some(ids) = look.declared() {
                 for (id, t) in ids.iter().zip(in_declared_order(&scores, ids)) {
                     match t.filter(|t| t.baseline.len() >= 2 && t.candidate.len() >= 2) {
-                        Some(t) => classes.push(
-                            class_of(sign * t.baseline[0], sign * t.candidate[0])
-                                + class_of(sign * t.baseline[1], sign * t.candidate[1]),
-                        ),
+                        Some(t) => classes.push(pair_class(t)),
                         None => {
                             *waits_at = Some(id.clone());
                             break;
@@ -1540,12 +1542,7 @@ fn game_classes(
             }
             if law >= Law::NameSweep {
                 let (read, waits) = name_swept(&scores, 2);
-                for t in read {
-                    classes.push(
-                        class_of(sign * t.baseline[0], sign * t.candidate[0])
-                            + class_of(sign * t.baseline[1], sign * t.candidate[1]),
-                    );
-                }
+                classes.extend(read.into_iter().map(pair_class));
                 *waits_at = waits;
                 return classes;
             }
@@ -1563,10 +1560,7 @@ fn game_classes(
                     *waits_at = Some(t.task.to_string());
                     break;
                 }
-                classes.push(
-                    class_of(sign * t.baseline[0], sign * t.candidate[0])
-                        + class_of(sign * t.baseline[1], sign * t.candidate[1]),
-                );
+                classes.push(pair_class(t));
             }
             classes
         }
